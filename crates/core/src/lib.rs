@@ -1,0 +1,153 @@
+//! The vocabulary every protocol state machine and every runtime shares.
+//!
+//! State machines are values: a packet (or the passage of time) goes in,
+//! effects come out in an [`Outbox`] or as a [`Verdict`]. Nothing here
+//! touches a socket, a clock or a random number generator; runtimes own
+//! those (see `ARCHITECTURE.md`).
+//!
+//! Two shapes of role exist:
+//! * **data-plane programs** ([`DataPlane`]) hold one packet, may rewrite it in
+//!   place, and return a [`Verdict`]. Their state lives in fixed-size tables
+//!   ([`table::SetAssoc`]) sized at start-up, like a switch's registers or a
+//!   BPF map; their loops are bounded by wire-format constants.
+//! * **end hosts** ([`Host`]) may allocate; they react to packets and ticks
+//!   and queue packets to send.
+
+#![forbid(unsafe_code)]
+
+pub mod rng;
+pub mod table;
+
+use std::time::Duration;
+
+/// A point in time: nanoseconds since the runtime's epoch. The simulator's
+/// epoch is the start of the run; the live runtime's is process start.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
+pub struct Time(pub u64);
+
+impl Time {
+    pub const ZERO: Time = Time(0);
+    pub fn from_secs_f64(s: f64) -> Time {
+        Time((s * 1e9).round() as u64)
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+    pub fn as_nanos(self) -> u64 {
+        self.0
+    }
+    /// Time elapsed since `earlier` (zero if `earlier` is later).
+    pub fn since(self, earlier: Time) -> Duration {
+        Duration::from_nanos(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl std::ops::Add<Duration> for Time {
+    type Output = Time;
+    fn add(self, d: Duration) -> Time {
+        Time(
+            self.0
+                .saturating_add(d.as_nanos().min(u64::MAX as u128) as u64),
+        )
+    }
+}
+
+/// Where an end host's packet goes. Protocols name roles, runtimes map them
+/// to addresses.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Dest {
+    /// Back to the sender of the packet being handled.
+    Reply,
+    /// To the host's configured service address (a client's switch or store).
+    Upstream,
+}
+
+/// Packets an end host wants sent, in order.
+#[derive(Default, Debug)]
+pub struct Outbox {
+    pub sends: Vec<(Dest, Vec<u8>)>,
+}
+
+impl Outbox {
+    pub fn new() -> Outbox {
+        Outbox::default()
+    }
+    pub fn send(&mut self, dest: Dest, bytes: Vec<u8>) {
+        self.sends.push((dest, bytes));
+    }
+    pub fn drain(&mut self) -> std::vec::Drain<'_, (Dest, Vec<u8>)> {
+        self.sends.drain(..)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.sends.is_empty()
+    }
+}
+
+/// An end host: any role that is not a data-plane program.
+pub trait Host {
+    fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox);
+    fn on_tick(&mut self, now: Time, out: &mut Outbox);
+    /// When `on_tick` next has work to do, if ever.
+    fn next_tick(&self) -> Option<Time>;
+}
+
+/// What a data-plane program decided for the packet it holds.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Verdict {
+    /// Send on towards the service (the switch's upstream port). The runtime
+    /// remembers that replies of `flow` go back out the ingress port, as an
+    /// IP switch's routing would.
+    Upstream { flow: u32 },
+    /// Send back towards the origin of `flow`.
+    Downstream { flow: u32 },
+    /// Send the (rewritten) packet back out of the port it came in on.
+    Reflect,
+    /// Discard.
+    Drop,
+}
+
+/// A data-plane program ("switch-shaped": fixed tables, bounded loops,
+/// in-place rewrite, a verdict).
+pub trait DataPlane {
+    fn process(&mut self, packet: &mut [u8]) -> Verdict;
+}
+
+/// The reverse-path table a runtime keeps for [`Verdict::Upstream`] /
+/// [`Verdict::Downstream`]: which neighbour a flow came from. In an IP network
+/// this is routing; runtimes without IP routing (UDP overlay, simulator) keep
+/// it beside the program. Bounded: the oldest entries go first.
+#[derive(Debug)]
+pub struct ReversePath<A> {
+    capacity: usize,
+    map: std::collections::HashMap<u32, A>,
+    order: std::collections::VecDeque<u32>,
+}
+
+impl<A: Copy> ReversePath<A> {
+    pub fn new(capacity: usize) -> Self {
+        assert!(capacity > 0);
+        ReversePath {
+            capacity,
+            map: Default::default(),
+            order: Default::default(),
+        }
+    }
+    pub fn learn(&mut self, flow: u32, from: A) {
+        if self.map.insert(flow, from).is_none() {
+            self.order.push_back(flow);
+            if self.order.len() > self.capacity {
+                let old = self.order.pop_front().expect("non-empty");
+                self.map.remove(&old);
+            }
+        }
+    }
+    pub fn lookup(&self, flow: u32) -> Option<A> {
+        self.map.get(&flow).copied()
+    }
+}
+
+/// Counters with stable names, for data-plane decisions and drops.
+pub trait Counters {
+    /// `(name, value)` pairs in a fixed order.
+    fn counters(&self) -> Vec<(&'static str, u64)>;
+}

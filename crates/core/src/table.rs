@@ -1,0 +1,172 @@
+//! A fixed-capacity, set-associative table: the register array of a switch
+//! program, the hash map of a BPF program.
+//!
+//! `capacity` slots are allocated once, grouped in sets of [`WAYS`]. A key
+//! lives only in the set its hash selects, so a lookup touches at most
+//! [`WAYS`] slots (a bounded loop). When a set is full, the least recently
+//! used slot of that set is replaced: an eviction rule a switch can run with
+//! one timestamp per slot and a 4-way compare.
+
+/// Slots per set.
+pub const WAYS: usize = 4;
+
+#[derive(Clone, Copy, Default, Debug)]
+struct Slot<V> {
+    valid: bool,
+    key: u32,
+    /// Value of the table's clock when the slot was last used (for LRU).
+    stamp: u32,
+    value: V,
+}
+
+#[derive(Clone, Debug)]
+pub struct SetAssoc<V> {
+    slots: Vec<Slot<V>>,
+    set_bits: u32,
+    clock: u32,
+    evictions: u64,
+}
+
+/// Multiplicative (Fibonacci) hashing: one multiply and a shift, cheap in a
+/// switch pipeline and in BPF.
+pub fn set_index(key: u32, set_bits: u32) -> usize {
+    if set_bits == 0 {
+        0
+    } else {
+        (key.wrapping_mul(0x9E37_79B1) >> (32 - set_bits)) as usize
+    }
+}
+
+impl<V: Copy + Default> SetAssoc<V> {
+    /// `capacity` must be a power of two and at least [`WAYS`].
+    pub fn new(capacity: usize) -> Self {
+        assert!(
+            capacity >= WAYS && capacity.is_power_of_two(),
+            "table capacity must be a power of two >= {WAYS}"
+        );
+        let sets = capacity / WAYS;
+        SetAssoc {
+            slots: vec![Slot::default(); capacity],
+            set_bits: sets.trailing_zeros(),
+            clock: 0,
+            evictions: 0,
+        }
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Slots replaced while still valid, since creation.
+    pub fn evictions(&self) -> u64 {
+        self.evictions
+    }
+
+    fn set_range(&self, key: u32) -> std::ops::Range<usize> {
+        let base = set_index(key, self.set_bits) * WAYS;
+        base..base + WAYS
+    }
+
+    fn find(&self, key: u32) -> Option<usize> {
+        self.set_range(key)
+            .find(|&i| self.slots[i].valid && self.slots[i].key == key)
+    }
+
+    /// Looks up without changing recency.
+    pub fn peek(&self, key: u32) -> Option<&V> {
+        self.find(key).map(|i| &self.slots[i].value)
+    }
+
+    /// Looks up and marks the entry as recently used.
+    pub fn get_mut(&mut self, key: u32) -> Option<&mut V> {
+        let i = self.find(key)?;
+        self.clock = self.clock.wrapping_add(1);
+        self.slots[i].stamp = self.clock;
+        Some(&mut self.slots[i].value)
+    }
+
+    /// The entry for `key`, created with `V::default()` if absent (replacing
+    /// the least recently used slot of its set when the set is full).
+    pub fn entry(&mut self, key: u32) -> &mut V {
+        self.clock = self.clock.wrapping_add(1);
+        let i = match self.find(key) {
+            Some(i) => i,
+            None => {
+                let range = self.set_range(key);
+                let clock = self.clock;
+                let victim = range
+                    .clone()
+                    .find(|&i| !self.slots[i].valid)
+                    .unwrap_or_else(|| {
+                        range
+                            .max_by_key(|&i| clock.wrapping_sub(self.slots[i].stamp))
+                            .expect("WAYS > 0")
+                    });
+                if self.slots[victim].valid {
+                    self.evictions += 1;
+                }
+                self.slots[victim] = Slot {
+                    valid: true,
+                    key,
+                    stamp: clock,
+                    value: V::default(),
+                };
+                victim
+            }
+        };
+        self.slots[i].stamp = self.clock;
+        &mut self.slots[i].value
+    }
+
+    pub fn remove(&mut self, key: u32) {
+        if let Some(i) = self.find(key) {
+            self.slots[i].valid = false;
+        }
+    }
+
+    /// Valid `(key, value)` pairs in slot order (for tests and map dumps).
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &V)> {
+        self.slots
+            .iter()
+            .filter(|s| s.valid)
+            .map(|s| (s.key, &s.value))
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.iter().filter(|s| s.valid).count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_up_to_capacity_of_distinct_keys_per_set_and_evicts_lru() {
+        let mut t: SetAssoc<u32> = SetAssoc::new(4); // one set
+        for k in 0..4 {
+            *t.entry(k) = k * 10;
+        }
+        assert_eq!(t.len(), 4);
+        assert_eq!(t.get_mut(0).copied(), Some(0)); // 0 is now most recent
+        *t.entry(99) = 990; // evicts 1, the least recently used
+        assert_eq!(t.peek(1), None);
+        assert_eq!(t.peek(0), Some(&0));
+        assert_eq!(t.peek(99), Some(&990));
+        assert_eq!(t.evictions(), 1);
+    }
+
+    #[test]
+    fn never_exceeds_capacity() {
+        let mut t: SetAssoc<u8> = SetAssoc::new(64);
+        for k in 0..10_000u32 {
+            *t.entry(k) = 1;
+        }
+        assert!(t.len() <= 64);
+        assert!(t.evictions() >= 10_000 - 64);
+    }
+}

@@ -1,0 +1,465 @@
+//! The transaction switch: Gotthard's Algorithm 2 (section 3.3) and NOCC's
+//! speculative verification offload, in the four modes of the reference
+//! implementation.
+//!
+//! * `forward`: a plain switch; a baseline.
+//! * `read-cache`: the paper's idealised on-path read cache (section 5.1).
+//!   All-READ requests whose keys hit are answered from the cache; values are
+//!   learned from store replies.
+//! * `early-abort`: VALUE ops (the client's compares) are checked against
+//!   values learned from store replies; a failed compare aborts the request
+//!   at the switch with the corrections (`status = ABORT, from_switch = 1`).
+//! * `optimistic-abort`: as early-abort, and every WRITE the switch forwards
+//!   is remembered as a *pending* value that later compares are checked
+//!   against first (`status = OPTIMISTIC_ABORT`, Algorithm 2 line 13).
+//!
+//! The register layout follows the reference P4 program: per key a `value`
+//! register (learned from the store) and an `opti_value` register (pending
+//! writes). Store replies set `value`; an ABORT reply also clears `opti_value`
+//! for every key it names (the store names every key the aborted request
+//! wrote, so a speculative value that will never commit is withdrawn).
+//! A switch-built reply is the request rewritten in place, as the P4 does:
+//! failed compares carry the correction, every other non-VALUE op becomes NOP.
+//!
+//! Deviations from the reference, each a correctness fix, documented in
+//! `docs/txn.md`:
+//! 1. *Duplicates.* The switch remembers, per client, the last request id it
+//!    decided and whether it forwarded it. A duplicate of a forwarded request
+//!    is forwarded untouched (the store de-duplicates); a duplicate of a
+//!    request the switch answered is dropped; an older request id is dropped.
+//!    Without this, a duplicated request can be committed by the store and
+//!    aborted by the switch, and the client would re-run a committed
+//!    transaction.
+//! 2. *store_commit.* A request with the `store_commit` flag (our client sets
+//!    it on resends after a timeout) is forwarded untouched.
+//! 3. *Switch answers are consistent snapshots.* A read-only request is
+//!    answered by the switch (read-cache hit, or VALUE-only request that
+//!    validates) only when every value used was learned from the store, none
+//!    is a pending write, and all come from one store reply (or there is one
+//!    key). Values learned from different replies may never have coexisted.
+//!
+//! Everything is switch-shaped: two fixed-size set-associative tables, loops
+//! bounded by [`MAX_OPS_PER_PACKET`], in-place rewrite, a verdict.
+
+use innet_core::table::SetAssoc;
+use innet_core::{Counters, DataPlane, Verdict};
+use innet_wire::txn::{DecodeError, OpType, Status, TxnPacket, Value, MAX_OPS_PER_PACKET};
+
+/// Default number of cache slots (keys the switch can hold). Power of two.
+pub const CACHE_SLOTS_DEFAULT: usize = 4096;
+/// Default number of client slots for duplicate detection. Power of two.
+pub const CLIENT_SLOTS_DEFAULT: usize = 1024;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Mode {
+    Forward,
+    ReadCache,
+    EarlyAbort,
+    OptimisticAbort,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 4] = [
+        Mode::Forward,
+        Mode::ReadCache,
+        Mode::EarlyAbort,
+        Mode::OptimisticAbort,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Forward => "forward",
+            Mode::ReadCache => "read-cache",
+            Mode::EarlyAbort => "early-abort",
+            Mode::OptimisticAbort => "optimistic-abort",
+        }
+    }
+    /// The number a loader writes into the BPF config map.
+    pub fn id(self) -> u8 {
+        self as u8
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mode, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s || m.name().replace('-', "_") == s)
+            .ok_or_else(|| format!("unknown mode '{s}': expected one of forward, read-cache, early-abort, optimistic-abort"))
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One cache slot: the reference P4's `value`/`is_cached` and
+/// `opti_value`/`is_opti_cached` registers, plus the reply that taught it.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct CacheEntry {
+    /// Reset generation the entry belongs to; older entries count as empty.
+    pub generation: u32,
+    pub has_value: bool,
+    pub value: Value,
+    /// Which store reply taught `value` (a switch-local counter).
+    pub learned_from: u32,
+    pub has_pending: bool,
+    pub pending: Value,
+}
+
+/// Last decision per client, for duplicate detection.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct ClientEntry {
+    pub req_id: i32,
+    pub forwarded: bool,
+}
+
+/// Every decision the switch makes is counted.
+#[derive(Clone, Default, Debug, PartialEq, Eq)]
+pub struct SwitchCounters {
+    pub requests: u64,
+    pub responses: u64,
+    pub forwarded: u64,
+    pub aborted: u64,
+    pub optimistically_aborted: u64,
+    pub served_from_cache: u64,
+    pub confirmed: u64,
+    pub passed_fragmented: u64,
+    pub passed_store_commit: u64,
+    pub passed_duplicate: u64,
+    pub dropped_duplicate: u64,
+    pub dropped_stale: u64,
+    pub learned_replies: u64,
+    pub resets: u64,
+    pub dropped_malformed: [u64; DecodeError::ALL.len()],
+}
+
+impl SwitchCounters {
+    pub fn dropped_malformed_total(&self) -> u64 {
+        self.dropped_malformed.iter().sum()
+    }
+}
+
+impl Counters for SwitchCounters {
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let mut v = vec![
+            ("requests", self.requests),
+            ("responses", self.responses),
+            ("forwarded", self.forwarded),
+            ("aborted", self.aborted),
+            ("optimistically_aborted", self.optimistically_aborted),
+            ("served_from_cache", self.served_from_cache),
+            ("confirmed", self.confirmed),
+            ("passed_fragmented", self.passed_fragmented),
+            ("passed_store_commit", self.passed_store_commit),
+            ("passed_duplicate", self.passed_duplicate),
+            ("dropped_duplicate", self.dropped_duplicate),
+            ("dropped_stale", self.dropped_stale),
+            ("learned_replies", self.learned_replies),
+            ("resets", self.resets),
+        ];
+        for e in DecodeError::ALL {
+            v.push((malformed_counter_name(e), self.dropped_malformed[e.index()]));
+        }
+        v
+    }
+}
+
+fn malformed_counter_name(e: DecodeError) -> &'static str {
+    match e {
+        DecodeError::Truncated => "dropped_malformed_truncated",
+        DecodeError::TooManyOps => "dropped_malformed_too_many_ops",
+        DecodeError::OpsBeyondPacket => "dropped_malformed_ops_beyond_packet",
+        DecodeError::UnknownOpType => "dropped_malformed_unknown_op_type",
+        DecodeError::UnknownStatus => "dropped_malformed_unknown_status",
+        DecodeError::BadFragment => "dropped_malformed_bad_fragment",
+    }
+}
+
+/// Serial-number comparison of request ids (they may wrap).
+fn is_older(a: i32, b: i32) -> bool {
+    a.wrapping_sub(b) < 0
+}
+
+pub struct TxnSwitch {
+    mode: Mode,
+    cache: SetAssoc<CacheEntry>,
+    clients: SetAssoc<ClientEntry>,
+    generation: u32,
+    replies_learned: u32,
+    pub counters: SwitchCounters,
+}
+
+/// Per-op findings of the compare pass.
+#[derive(Clone, Copy, Default)]
+struct OpCheck {
+    bad: bool,
+    bad_pending: bool,
+    correction: Value,
+}
+
+impl TxnSwitch {
+    pub fn new(mode: Mode, cache_slots: usize, client_slots: usize) -> TxnSwitch {
+        TxnSwitch {
+            mode,
+            cache: SetAssoc::new(cache_slots),
+            clients: SetAssoc::new(client_slots),
+            generation: 0,
+            replies_learned: 0,
+            counters: SwitchCounters::default(),
+        }
+    }
+
+    pub fn with_defaults(mode: Mode) -> TxnSwitch {
+        TxnSwitch::new(mode, CACHE_SLOTS_DEFAULT, CLIENT_SLOTS_DEFAULT)
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The cache entry for `key` if it belongs to the current generation.
+    pub fn cached(&self, key: u32) -> Option<&CacheEntry> {
+        self.cache
+            .peek(key)
+            .filter(|e| e.generation == self.generation)
+    }
+
+    /// Valid cache entries (for map dumps and differential tests).
+    pub fn cache_entries(&self) -> impl Iterator<Item = (u32, &CacheEntry)> {
+        let g = self.generation;
+        self.cache.iter().filter(move |(_, e)| e.generation == g)
+    }
+
+    fn entry_mut(&mut self, key: u32) -> &mut CacheEntry {
+        let g = self.generation;
+        let e = self.cache.entry(key);
+        if e.generation != g {
+            *e = CacheEntry {
+                generation: g,
+                ..CacheEntry::default()
+            };
+        }
+        e
+    }
+
+    fn handle_response(&mut self, p: &TxnPacket<'_>) -> Verdict {
+        self.counters.responses += 1;
+        let flow = p.cl_id();
+        let learn = self.mode != Mode::Forward
+            && !p.is_fragmented()
+            && !p.flags().from_switch()
+            && matches!(
+                p.status(),
+                Status::Ok | Status::Abort | Status::OptimisticAbort
+            );
+        if learn {
+            self.counters.learned_replies += 1;
+            self.replies_learned = self.replies_learned.wrapping_add(1);
+            let reply = self.replies_learned;
+            let aborted = p.status().is_abort();
+            for i in 0..p.op_cnt().min(MAX_OPS_PER_PACKET) {
+                let kind = p.op_type(i);
+                if !matches!(kind, OpType::Value | OpType::Updated) {
+                    continue;
+                }
+                let (key, value) = (p.key(i), p.value(i));
+                let e = self.entry_mut(key);
+                e.has_value = true;
+                e.value = value;
+                e.learned_from = reply;
+                let confirmed = kind == OpType::Updated && e.has_pending && e.pending == value;
+                if aborted || confirmed {
+                    e.has_pending = false;
+                }
+            }
+        }
+        Verdict::Downstream { flow }
+    }
+
+    /// Duplicate detection; `Some(verdict)` if the request was seen before.
+    fn check_duplicate(&mut self, cl_id: u32, req_id: i32) -> Option<Verdict> {
+        let last = *self.clients.get_mut(cl_id)?;
+        if req_id == last.req_id {
+            if last.forwarded {
+                self.counters.passed_duplicate += 1;
+                self.counters.forwarded += 1;
+                return Some(Verdict::Upstream { flow: cl_id });
+            }
+            self.counters.dropped_duplicate += 1;
+            return Some(Verdict::Drop);
+        }
+        if is_older(req_id, last.req_id) {
+            self.counters.dropped_stale += 1;
+            return Some(Verdict::Drop);
+        }
+        None
+    }
+
+    fn decided(&mut self, cl_id: u32, req_id: i32, forwarded: bool) {
+        *self.clients.entry(cl_id) = ClientEntry { req_id, forwarded };
+    }
+
+    fn forward(&mut self, cl_id: u32, req_id: i32) -> Verdict {
+        self.decided(cl_id, req_id, true);
+        self.counters.forwarded += 1;
+        Verdict::Upstream { flow: cl_id }
+    }
+
+    fn reflect(&mut self, p: &mut TxnPacket<'_>, status: Status) -> Verdict {
+        p.make_switch_reply(status);
+        self.decided(p.cl_id(), p.req_id(), false);
+        Verdict::Reflect
+    }
+
+    /// Whether the cached values for the ops of kind `kind` form a consistent
+    /// snapshot: all learned from the store, none pending, all from one reply.
+    fn snapshot_ok(&self, p: &TxnPacket<'_>, kind: OpType) -> bool {
+        let mut first: Option<u32> = None;
+        for i in 0..p.op_cnt().min(MAX_OPS_PER_PACKET) {
+            if p.op_type(i) != kind {
+                continue;
+            }
+            let Some(e) = self.cached(p.key(i)) else {
+                return false;
+            };
+            if !e.has_value || e.has_pending || first.is_some_and(|r| r != e.learned_from) {
+                return false;
+            }
+            first = Some(e.learned_from);
+        }
+        first.is_some()
+    }
+
+    fn read_cache(&mut self, p: &mut TxnPacket<'_>) -> Verdict {
+        let n = p.op_cnt();
+        let all_reads =
+            n > 0 && (0..n.min(MAX_OPS_PER_PACKET)).all(|i| p.op_type(i) == OpType::Read);
+        if !all_reads || !self.snapshot_ok(p, OpType::Read) {
+            return self.forward(p.cl_id(), p.req_id());
+        }
+        for i in 0..n.min(MAX_OPS_PER_PACKET) {
+            let v = self.cached(p.key(i)).expect("checked by snapshot_ok").value;
+            p.set_op_type(i, OpType::Value);
+            p.set_value(i, &v);
+        }
+        self.counters.served_from_cache += 1;
+        self.reflect(p, Status::Ok)
+    }
+
+    fn validate(&mut self, p: &mut TxnPacket<'_>) -> Verdict {
+        let n = p.op_cnt().min(MAX_OPS_PER_PACKET);
+        let optimistic = self.mode == Mode::OptimisticAbort;
+        // Pass 1: check every compare, rewrite nothing (NOCC section 3).
+        let mut checks = [OpCheck::default(); MAX_OPS_PER_PACKET];
+        let (mut miss, mut bad, mut bad_pending, mut only_values) = (false, false, false, n > 0);
+        for (i, check) in checks.iter_mut().enumerate().take(n) {
+            let kind = p.op_type(i);
+            if kind != OpType::Value {
+                only_values &= matches!(kind, OpType::Nop | OpType::CpuPct);
+                continue;
+            }
+            let (key, value) = (p.key(i), p.value(i));
+            match self.cached(key) {
+                Some(e) if optimistic && e.has_pending => {
+                    if value != e.pending {
+                        *check = OpCheck {
+                            bad: true,
+                            bad_pending: true,
+                            correction: e.pending,
+                        };
+                    }
+                }
+                Some(e) if e.has_value => {
+                    if value != e.value {
+                        *check = OpCheck {
+                            bad: true,
+                            bad_pending: false,
+                            correction: e.value,
+                        };
+                    }
+                }
+                _ => miss = true,
+            }
+            bad |= check.bad;
+            bad_pending |= check.bad_pending;
+        }
+        // Pass 2: abort with corrections, confirm, or record writes and forward.
+        if bad && !miss {
+            for (i, check) in checks.iter().enumerate().take(n) {
+                if check.bad {
+                    p.set_value(i, &check.correction);
+                } else if p.op_type(i) != OpType::Value {
+                    p.set_op_type(i, OpType::Nop);
+                }
+            }
+            return if bad_pending {
+                self.counters.optimistically_aborted += 1;
+                self.reflect(p, Status::OptimisticAbort)
+            } else {
+                self.counters.aborted += 1;
+                self.reflect(p, Status::Abort)
+            };
+        }
+        if only_values && !miss && self.snapshot_ok(p, OpType::Value) {
+            self.counters.confirmed += 1;
+            return self.reflect(p, Status::Ok);
+        }
+        if optimistic {
+            for i in 0..n {
+                if p.op_type(i) == OpType::Write {
+                    let (key, value) = (p.key(i), p.value(i));
+                    let e = self.entry_mut(key);
+                    e.has_pending = true;
+                    e.pending = value;
+                }
+            }
+        }
+        self.forward(p.cl_id(), p.req_id())
+    }
+}
+
+impl DataPlane for TxnSwitch {
+    fn process(&mut self, packet: &mut [u8]) -> Verdict {
+        let mut p = match TxnPacket::parse(packet) {
+            Ok(p) => p,
+            Err(e) => {
+                self.counters.dropped_malformed[e.index()] += 1;
+                return Verdict::Drop;
+            }
+        };
+        if p.flags().is_response() {
+            return self.handle_response(&p);
+        }
+        self.counters.requests += 1;
+        let (cl_id, req_id) = (p.cl_id(), p.req_id());
+        if self.mode == Mode::Forward {
+            self.counters.forwarded += 1;
+            return Verdict::Upstream { flow: cl_id };
+        }
+        if p.flags().reset() {
+            self.generation = self.generation.wrapping_add(1);
+            self.counters.resets += 1;
+        }
+        if p.is_fragmented() {
+            // Section 4: a fragment cannot be judged without the whole transaction.
+            self.counters.passed_fragmented += 1;
+            self.counters.forwarded += 1;
+            return Verdict::Upstream { flow: cl_id };
+        }
+        if p.flags().store_commit() {
+            self.counters.passed_store_commit += 1;
+            return self.forward(cl_id, req_id);
+        }
+        if let Some(v) = self.check_duplicate(cl_id, req_id) {
+            return v;
+        }
+        match self.mode {
+            Mode::Forward => unreachable!("handled above"),
+            Mode::ReadCache => self.read_cache(&mut p),
+            Mode::EarlyAbort | Mode::OptimisticAbort => self.validate(&mut p),
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! The microbenchmark workload of Gotthard section 5.3 and NOCC section 4:
+//! each client runs transactions back to back (closed loop); a fraction
+//! `write_ratio` of them atomically increment a counter, the rest read it.
+//! Keys are drawn from a Zipf distribution over `keys` counters (the headline
+//! experiment uses a single counter). The driver owns its random generator,
+//! seeded by the runtime, so a seed replays a run.
+
+use std::time::Duration;
+
+use innet_core::rng::{Rng, Zipf};
+use innet_core::{Host, Outbox, Time};
+use innet_wire::txn::Key;
+
+use crate::client::{Completed, Txn, TxnClient};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workload {
+    /// Fraction of transactions that are writes (increments), 0..=1.
+    pub write_ratio: f64,
+    /// Number of counters; keys are 1..=keys.
+    pub keys: u32,
+    /// Zipf exponent of key popularity; 0 is uniform.
+    pub zipf: f64,
+    /// Pause between a transaction's end and the next one's start.
+    pub think_time: Duration,
+}
+
+impl Workload {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.write_ratio) {
+            return Err(format!("write ratio {} is outside 0..=1", self.write_ratio));
+        }
+        if self.keys == 0 {
+            return Err("keys must be at least 1".into());
+        }
+        if !(self.zipf >= 0.0 && self.zipf.is_finite()) {
+            return Err(format!(
+                "zipf exponent {} must be a finite number >= 0",
+                self.zipf
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Running totals of a load client.
+#[derive(Clone, Default, Debug)]
+pub struct LoadStats {
+    pub committed: u64,
+    pub committed_reads: u64,
+    pub committed_writes: u64,
+    pub gave_up: u64,
+    pub aborts_by_switch: u64,
+    pub aborts_by_store: u64,
+    /// Latency of every committed transaction, first send to final answer.
+    pub latencies_ns: Vec<u64>,
+}
+
+impl LoadStats {
+    pub fn add(&mut self, c: &Completed) {
+        self.aborts_by_switch += c.aborts_by_switch as u64;
+        self.aborts_by_store += c.aborts_by_store as u64;
+        if !c.committed() {
+            self.gave_up += 1;
+            return;
+        }
+        self.committed += 1;
+        if c.is_read {
+            self.committed_reads += 1;
+        } else {
+            self.committed_writes += 1;
+        }
+        self.latencies_ns.push(c.latency().as_nanos() as u64);
+    }
+
+    pub fn merge(&mut self, o: &LoadStats) {
+        self.committed += o.committed;
+        self.committed_reads += o.committed_reads;
+        self.committed_writes += o.committed_writes;
+        self.gave_up += o.gave_up;
+        self.aborts_by_switch += o.aborts_by_switch;
+        self.aborts_by_store += o.aborts_by_store;
+        self.latencies_ns.extend_from_slice(&o.latencies_ns);
+    }
+}
+
+/// A client that runs the workload until `stop_at`.
+pub struct LoadClient {
+    pub client: TxnClient,
+    workload: Workload,
+    zipf: Zipf,
+    rng: Rng,
+    wake_at: Option<Time>,
+    stop_at: Time,
+    pub stats: LoadStats,
+}
+
+impl LoadClient {
+    pub fn new(
+        client: TxnClient,
+        workload: Workload,
+        rng: Rng,
+        start_at: Time,
+        stop_at: Time,
+    ) -> LoadClient {
+        workload
+            .validate()
+            .expect("workload validated by the caller");
+        let zipf = Zipf::new(workload.keys as usize, workload.zipf);
+        LoadClient {
+            client,
+            workload,
+            zipf,
+            rng,
+            wake_at: Some(start_at),
+            stop_at,
+            stats: LoadStats::default(),
+        }
+    }
+
+    fn next_txn(&mut self) -> Txn {
+        let key = self.zipf.sample(&mut self.rng) as Key + 1;
+        if self.rng.chance(self.workload.write_ratio) {
+            Txn::increment(key)
+        } else {
+            Txn::Read(vec![key])
+        }
+    }
+
+    /// Collects finished transactions and schedules the next one.
+    fn settle(&mut self, now: Time, out: &mut Outbox) {
+        let mut finished = false;
+        while let Some(c) = self.client.poll() {
+            // A transaction counts if it finished within the measured run.
+            if c.finished <= self.stop_at {
+                self.stats.add(&c);
+            }
+            finished = true;
+        }
+        if finished && self.client.is_idle() {
+            self.wake_at = Some(now + self.workload.think_time);
+        }
+        if let Some(t) = self.wake_at {
+            if t <= now && self.client.is_idle() && now < self.stop_at {
+                self.wake_at = None;
+                let txn = self.next_txn();
+                self.client.start(now, txn, out);
+                // A transaction with nothing to send completes at once.
+                self.settle(now, out);
+            }
+        }
+    }
+}
+
+impl Host for LoadClient {
+    fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox) {
+        self.client.on_packet(now, packet, out);
+        self.settle(now, out);
+    }
+
+    fn on_tick(&mut self, now: Time, out: &mut Outbox) {
+        self.client.on_tick(now, out);
+        self.settle(now, out);
+    }
+
+    fn next_tick(&self) -> Option<Time> {
+        let wake = self.wake_at.filter(|t| *t < self.stop_at);
+        match (wake, self.client.next_tick()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
