@@ -1,1 +1,71 @@
-fn main() {}
+//! `innet`: one program for every experiment, check and deployment.
+
+mod live_cmd;
+mod sim_cmd;
+
+use clap::{Parser, Subcommand};
+
+const ABOUT: &str = "innet: in-network coordination without switch hardware.
+
+Transactions with in-network optimistic abort (Gotthard / NOCC) run in a
+deterministic simulator (the default for experiments) and live over UDP.
+
+Start here:
+  innet demo                      run the headline experiments, print a table, write results and plots
+  innet sim txn --mode optimistic-abort --write-ratio 0.5 --json
+                                  one simulated point, as JSON
+  innet bench txn                 the paper's Figure 7 sweep (all modes x write ratios)
+  innet check txn --seeds 1000    random faulty runs through the serializability checker
+  innet up txn --mode optimistic-abort
+                                  a live store and switch on loopback";
+
+#[derive(Parser, Debug)]
+#[command(name = "innet", version, about = ABOUT, long_about = ABOUT)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the headline experiments in the simulator: summary table, JSON lines and PNG plots.
+    Demo(sim_cmd::DemoArgs),
+    /// Run one experiment point in the simulator.
+    #[command(subcommand)]
+    Sim(sim_cmd::SimService),
+    /// Run an experiment sweep and write JSON lines and plots.
+    #[command(subcommand)]
+    Bench(sim_cmd::BenchService),
+    /// Run many random seeds with faults through the correctness checker.
+    #[command(subcommand)]
+    Check(sim_cmd::CheckService),
+    /// Start a live deployment on loopback and print its addresses.
+    Up(live_cmd::UpCmd),
+    /// Run a transaction store process.
+    Store(live_cmd::StoreArgs),
+    /// Run a user-space software switch process.
+    Switch(live_cmd::SwitchCmd),
+    /// Send transactions to a live deployment.
+    Client(live_cmd::ClientCmd),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(a) => sim_cmd::run_demo(a),
+        Command::Sim(s) => sim_cmd::run_sim(s),
+        Command::Bench(s) => sim_cmd::run_bench(s),
+        Command::Check(s) => sim_cmd::run_check(s),
+        Command::Up(a) => live_cmd::run_up(a),
+        Command::Store(a) => live_cmd::run_store(a),
+        Command::Switch(a) => live_cmd::run_switch(a),
+        Command::Client(a) => live_cmd::run_client(a),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("innet: error: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! Experiments: a configuration goes in, a result record comes out, on any
+//! runtime. Every record carries its configuration, seed and git commit
+//! (`results.rs`), so any point of any plot can be reproduced.
+
+pub mod plot;
+pub mod results;
+pub mod txn;
+pub mod txn_live;

@@ -1,0 +1,1 @@
+//! PNG plots made from result records (never from re-typed numbers).

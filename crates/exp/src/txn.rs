@@ -1,0 +1,198 @@
+//! The transaction experiment (Gotthard section 5.3, Figure 7; NOCC section 4).
+//!
+//! Topology (Gotthard Figure 3): `clients -- switch -- store`. The one-way
+//! client-store distance is RTT/2, split by the delta ratio:
+//! `d_cs = delta * RTT/2` (client to switch), `d_ss = (1 - delta) * RTT/2`.
+//! Paper defaults (Table 2): RTT 100 ms, delta 0.2, 8 clients, write ratio
+//! 0.2, one counter key, 3 minutes per point, no think time.
+
+use std::time::Duration;
+
+use innet_txn::workload::{LoadStats, Workload};
+use innet_txn::Mode;
+use serde::{Deserialize, Serialize};
+
+/// Everything that defines one experiment point.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TxnPointConfig {
+    pub mode: String,
+    pub write_ratio: f64,
+    pub clients: u32,
+    pub keys: u32,
+    pub zipf: f64,
+    pub rtt_ms: f64,
+    pub delta: f64,
+    pub duration_s: f64,
+    pub seed: u64,
+    pub think_ms: f64,
+    pub cache_slots: usize,
+    /// Link faults (simulator): uniform extra one-way delay in [0, jitter).
+    pub jitter_ms: f64,
+    pub loss: f64,
+    pub duplicate: f64,
+    /// Probability that a packet is held back by up to 2x the link latency.
+    pub reorder: f64,
+    /// Client resend timeout; 0 picks 4x RTT + 50 ms.
+    pub timeout_ms: f64,
+    pub retry_limit: u32,
+}
+
+impl Default for TxnPointConfig {
+    fn default() -> Self {
+        TxnPointConfig {
+            mode: Mode::OptimisticAbort.name().into(),
+            write_ratio: 0.2,
+            clients: 8,
+            keys: 1,
+            zipf: 0.0,
+            rtt_ms: 100.0,
+            delta: 0.2,
+            duration_s: 180.0,
+            seed: 1,
+            think_ms: 0.0,
+            cache_slots: innet_txn::switch::CACHE_SLOTS_DEFAULT,
+            jitter_ms: 0.0,
+            loss: 0.0,
+            duplicate: 0.0,
+            reorder: 0.0,
+            timeout_ms: 0.0,
+            retry_limit: 1000,
+        }
+    }
+}
+
+impl TxnPointConfig {
+    /// Checks every field and says how to fix what is wrong.
+    pub fn validate(&self) -> Result<Mode, String> {
+        let mode: Mode = self.mode.parse()?;
+        self.workload().validate()?;
+        let prob = |name: &str, p: f64| {
+            if (0.0..=1.0).contains(&p) {
+                Ok(())
+            } else {
+                Err(format!("--{name} {p} must be a probability in 0..=1"))
+            }
+        };
+        prob("loss", self.loss)?;
+        prob("duplicate", self.duplicate)?;
+        prob("reorder", self.reorder)?;
+        if !(0.0..=1.0).contains(&self.delta) {
+            return Err(format!("--delta {} must be in 0..=1 (0: switch next to the clients, 1: next to the store)", self.delta));
+        }
+        for (name, v) in [("rtt-ms", self.rtt_ms), ("jitter-ms", self.jitter_ms), ("think-ms", self.think_ms), ("timeout-ms", self.timeout_ms)] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(format!("--{name} {v} must be a finite number >= 0"));
+            }
+        }
+        if !(self.duration_s > 0.0 && self.duration_s.is_finite()) {
+            return Err(format!("--duration-s {} must be > 0", self.duration_s));
+        }
+        if self.clients == 0 {
+            return Err("--clients must be at least 1".into());
+        }
+        if self.cache_slots < innet_core::table::WAYS || !self.cache_slots.is_power_of_two() {
+            return Err(format!("--cache-slots {} must be a power of two >= {}", self.cache_slots, innet_core::table::WAYS));
+        }
+        if self.retry_limit == 0 {
+            return Err("--retry-limit must be at least 1".into());
+        }
+        Ok(mode)
+    }
+
+    pub fn workload(&self) -> Workload {
+        Workload {
+            write_ratio: self.write_ratio,
+            keys: self.keys,
+            zipf: self.zipf,
+            think_time: Duration::from_secs_f64(self.think_ms / 1e3),
+        }
+    }
+
+    /// One-way client-switch latency.
+    pub fn client_switch_delay(&self) -> Duration {
+        Duration::from_secs_f64(self.delta * self.rtt_ms / 2e3)
+    }
+
+    /// One-way switch-store latency.
+    pub fn switch_store_delay(&self) -> Duration {
+        Duration::from_secs_f64((1.0 - self.delta) * self.rtt_ms / 2e3)
+    }
+
+    pub fn timeout(&self) -> Duration {
+        if self.timeout_ms > 0.0 {
+            Duration::from_secs_f64(self.timeout_ms / 1e3)
+        } else {
+            Duration::from_secs_f64((4.0 * self.rtt_ms + 50.0) / 1e3)
+        }
+    }
+}
+
+/// One experiment point's result: its configuration, provenance and figures.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TxnPointResult {
+    pub experiment: String,
+    pub runtime: String,
+    #[serde(flatten)]
+    pub config: TxnPointConfig,
+    pub git_commit: String,
+    pub committed: u64,
+    pub committed_per_s: f64,
+    pub committed_reads: u64,
+    pub committed_writes: u64,
+    pub mean_latency_ms: f64,
+    pub p50_latency_ms: f64,
+    pub p99_latency_ms: f64,
+    pub aborts_by_switch: u64,
+    pub aborts_by_store: u64,
+    pub gave_up: u64,
+    /// Simulated (or, live, measured) seconds the point covered.
+    pub run_seconds: f64,
+    pub wall_seconds: f64,
+    /// Simulated seconds per wall-clock second (simulator only).
+    pub speedup: Option<f64>,
+    /// The switch's decision counters at the end of the run.
+    pub switch_counters: std::collections::BTreeMap<String, u64>,
+}
+
+/// Percentile (nearest rank) of sorted nanoseconds, in milliseconds.
+pub fn percentile_ms(sorted_ns: &[u64], p: f64) -> f64 {
+    if sorted_ns.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted_ns.len() as f64).ceil() as usize;
+    sorted_ns[rank.clamp(1, sorted_ns.len()) - 1] as f64 / 1e6
+}
+
+/// Builds a result record from a run's totals.
+pub fn summarize(
+    config: &TxnPointConfig,
+    runtime: &str,
+    stats: &LoadStats,
+    run_seconds: f64,
+    wall_seconds: f64,
+    switch_counters: Vec<(String, u64)>,
+) -> TxnPointResult {
+    let mut lat = stats.latencies_ns.clone();
+    lat.sort_unstable();
+    let mean = if lat.is_empty() { 0.0 } else { lat.iter().map(|&x| x as f64).sum::<f64>() / lat.len() as f64 / 1e6 };
+    TxnPointResult {
+        experiment: "txn".into(),
+        runtime: runtime.into(),
+        config: config.clone(),
+        git_commit: crate::results::git_commit(),
+        committed: stats.committed,
+        committed_per_s: stats.committed as f64 / run_seconds,
+        committed_reads: stats.committed_reads,
+        committed_writes: stats.committed_writes,
+        mean_latency_ms: mean,
+        p50_latency_ms: percentile_ms(&lat, 50.0),
+        p99_latency_ms: percentile_ms(&lat, 99.0),
+        aborts_by_switch: stats.aborts_by_switch,
+        aborts_by_store: stats.aborts_by_store,
+        gave_up: stats.gave_up,
+        run_seconds,
+        wall_seconds,
+        speedup: None,
+        switch_counters: switch_counters.into_iter().collect(),
+    }
+}

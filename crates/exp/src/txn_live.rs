@@ -1,0 +1,1 @@
+//! Running a transaction experiment point on the live UDP runtime.
