@@ -6,3 +6,4 @@ pub mod plot;
 pub mod results;
 pub mod txn;
 pub mod txn_live;
+pub mod txn_sim;

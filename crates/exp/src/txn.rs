@@ -35,6 +35,8 @@ pub struct TxnPointConfig {
     /// Client resend timeout; 0 picks 4x RTT + 50 ms.
     pub timeout_ms: f64,
     pub retry_limit: u32,
+    /// Most keys per transaction (the paper's microbenchmark: 1).
+    pub span: u32,
 }
 
 impl Default for TxnPointConfig {
@@ -57,6 +59,7 @@ impl Default for TxnPointConfig {
             reorder: 0.0,
             timeout_ms: 0.0,
             retry_limit: 1000,
+            span: 1,
         }
     }
 }
@@ -105,6 +108,7 @@ impl TxnPointConfig {
             keys: self.keys,
             zipf: self.zipf,
             think_time: Duration::from_secs_f64(self.think_ms / 1e3),
+            span: self.span,
         }
     }
 

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what innet needs on a fresh Debian 12 machine (idempotent, quiet when done).
+set -euo pipefail
+
+need_apt=()
+for pkg in build-essential pkg-config fonts-dejavu-core git; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "setup: installing ${need_apt[*]} (apt)"
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+    [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "setup: no Rust toolchain found. Install one with rustup (https://rustup.rs), Rust 1.80 or newer," >&2
+    echo "       then run this command again." >&2
+    exit 1
+fi
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt >/dev/null 2>&1 || true

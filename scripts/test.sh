@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite: lint, unit/integration tests, and the randomized checker.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy -D warnings"
+cargo clippy --release --workspace --all-targets -q -- -D warnings
+echo "== cargo test"
+cargo test --release --workspace -q 2>&1 | tee /tmp/innet-test.log | grep -E "^test result|FAILED|panicked|^error" || true
+if grep -qE "FAILED|^error|test result: FAILED" /tmp/innet-test.log; then
+    echo "cargo test failed; full log in /tmp/innet-test.log" >&2
+    exit 1
+fi
+cargo build --release -q -p innet
+echo "== innet check txn --seeds ${INNET_CHECK_SEEDS:-1000}"
+./target/release/innet check txn --seeds "${INNET_CHECK_SEEDS:-1000}"
+echo "== smoke: innet sim txn --json"
+./target/release/innet sim txn --mode optimistic-abort --write-ratio 0.5 --duration-s 20 --json >/dev/null
+passed=$(grep -E "^test result" /tmp/innet-test.log | sed -E "s/.* ([0-9]+) passed.*/\1/" | awk "{s+=\$1} END {print s}")
+echo "all checks passed ($passed cargo tests)"
