@@ -30,6 +30,9 @@ pub struct TxnPointArgs {
     /// Most keys one transaction touches.
     #[arg(long, default_value_t = 1)]
     span: u32,
+    /// Fraction of reads run as compare-only transactions instead of READ ops (paper: 0).
+    #[arg(long, default_value_t = 0.0)]
+    validated_reads: f64,
     /// Client-store round-trip time in ms.
     #[arg(long, default_value_t = 100.0)]
     rtt_ms: f64,
@@ -77,6 +80,7 @@ impl TxnPointArgs {
             keys: self.keys,
             zipf: self.zipf,
             span: self.span,
+            validated_reads: self.validated_reads,
             rtt_ms: self.rtt_ms,
             delta: self.delta,
             duration_s: self.duration_s,

@@ -37,6 +37,9 @@ pub struct TxnPointConfig {
     pub retry_limit: u32,
     /// Most keys per transaction (the paper's microbenchmark: 1).
     pub span: u32,
+    /// Fraction of reads sent as compare-only transactions (paper: 0).
+    #[serde(default)]
+    pub validated_reads: f64,
 }
 
 impl Default for TxnPointConfig {
@@ -60,6 +63,7 @@ impl Default for TxnPointConfig {
             timeout_ms: 0.0,
             retry_limit: 1000,
             span: 1,
+            validated_reads: 0.0,
         }
     }
 }
@@ -109,6 +113,7 @@ impl TxnPointConfig {
             zipf: self.zipf,
             think_time: Duration::from_secs_f64(self.think_ms / 1e3),
             span: self.span,
+            validated_reads: self.validated_reads,
         }
     }
 

@@ -135,6 +135,7 @@ pub fn random_check_config(seed: u64, mode: Mode, duration_s: f64) -> TxnPointCo
         keys,
         zipf: [0.0, 1.0, 2.0][r.below(3) as usize],
         span: 1 + r.below(keys as u64) as u32,
+        validated_reads: r.f64(),
         rtt_ms: 2.0 + r.below(19) as f64,
         delta: 0.1 + 0.8 * r.f64(),
         duration_s,

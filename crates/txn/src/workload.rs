@@ -27,6 +27,10 @@ pub struct Workload {
     /// paper's microbenchmark uses 1; the checker uses more, up to sizes that
     /// need fragmentation.
     pub span: u32,
+    /// Fraction of read transactions run as a body that reads the client's
+    /// known values and validates them (VALUE ops only, which a switch may
+    /// confirm) instead of fetching with READ ops. The paper uses 0.
+    pub validated_reads: f64,
 }
 
 impl Workload {
@@ -36,6 +40,9 @@ impl Workload {
         }
         if self.keys == 0 {
             return Err("keys must be at least 1".into());
+        }
+        if !(0.0..=1.0).contains(&self.validated_reads) {
+            return Err(format!("validated-reads fraction {} is outside 0..=1", self.validated_reads));
         }
         if self.span == 0 || self.span > self.keys {
             return Err(format!("span {} must be in 1..=keys ({})", self.span, self.keys));
@@ -139,6 +146,13 @@ impl LoadClient {
             }
         }
         if !self.rng.chance(self.workload.write_ratio) {
+            if self.rng.chance(self.workload.validated_reads) {
+                return Txn::body(move |t| {
+                    for &k in &keys {
+                        t.read(k);
+                    }
+                });
+            }
             return Txn::Read(keys);
         }
         if let [key] = keys[..] {
