@@ -1,33 +1,643 @@
 //! Live-runtime commands: `innet up`, `innet store`, `innet switch`, `innet client`.
-//! (Owned by the live-runtime work; see crates/live.)
+//! The runtime itself is `innet-live`; the format of topology files and
+//! every flag are documented in `docs/live.md`.
 
-use clap::Args;
+use std::io::Write;
+use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{ArgGroup, Args, Subcommand};
+use innet_core::Counters;
+use innet_exp::txn::percentile_ms;
+use innet_live::topology::{self, RunningNode, Topology};
+use innet_live::txn::{
+    bind, bind_addr_for, fresh_client_id_base, run_load, run_txn, spawn_store, spawn_txn_switch, start_local,
+    txn_switch_counters, LoadConfig, LocalConfig, StoreData, StoreReport, SwitchConfig,
+};
+use innet_live::Stop;
+use innet_txn::client::Completed;
+use innet_txn::switch::CACHE_SLOTS_DEFAULT;
+use innet_txn::workload::Workload;
+use innet_txn::{ClientConfig, Mode, Txn};
+use innet_wire::txn::{Flags, Key, Op, OpType, Status, TxnMsg, Value, VALUE_LEN};
+use serde_json::json;
+
+// ---------------------------------------------------------------- parsers
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
+}
+
+fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+    topology::resolve(s).map_err(|e| format!("{e:#}"))
+}
+
+fn parse_ms(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("'{s}' is not a delay: expected milliseconds as a number >= 0, e.g. 10 or 2.5")),
+    }
+}
+
+fn parse_cache_slots(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|_| format!("'{s}' is not a number of slots"))?;
+    if n < innet_core::table::WAYS || !n.is_power_of_two() {
+        return Err(format!("{n} must be a power of two >= {}, e.g. {CACHE_SLOTS_DEFAULT}", innet_core::table::WAYS));
+    }
+    Ok(n)
+}
+
+/// `TYPE:KEY[:VALUE]`, TYPE one of read, write, value (a compare), nop.
+fn parse_op(s: &str) -> Result<Op, String> {
+    const FORM: &str = "expected TYPE:KEY[:VALUE] with TYPE read, write or value, e.g. value:1:a, write:1:b, read:1";
+    let mut parts = s.splitn(3, ':');
+    let kind = parts.next().unwrap_or_default();
+    let key: Key = parts
+        .next()
+        .ok_or_else(|| format!("'{s}': no key; {FORM}"))?
+        .parse()
+        .map_err(|_| format!("'{s}': the key must be a number 0..=4294967295; {FORM}"))?;
+    let value = match parts.next() {
+        None => Value::ZERO,
+        Some(v) => {
+            Value::from_str_padded(v).ok_or_else(|| format!("'{s}': value '{v}' is longer than {VALUE_LEN} bytes"))?
+        }
+    };
+    let kind = match kind.to_ascii_lowercase().as_str() {
+        "read" => OpType::Read,
+        "write" => OpType::Write,
+        "value" | "compare" => OpType::Value,
+        "nop" => OpType::Nop,
+        other => return Err(format!("'{s}': unknown op type '{other}'; {FORM}")),
+    };
+    Ok(Op::new(kind, key, value))
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn delay(ms: f64) -> Duration {
+    Duration::from_secs_f64(ms / 1e3)
+}
+
+fn print_line(s: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{s}");
+    let _ = out.flush();
+}
+
+fn signals() -> anyhow::Result<Stop> {
+    let stop = Stop::new();
+    stop.on_signals().context("cannot install SIGINT/SIGTERM handlers")?;
+    Ok(stop)
+}
+
+/// Waits until `stop` is set or `finished()` says a node has ended.
+fn wait(stop: &Stop, mut finished: impl FnMut() -> bool) {
+    while !stop.is_stopped() && !finished() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn print_counters(prefix: &str, counters: &[(String, u64)]) {
+    for (k, v) in counters {
+        print_line(&format!("{prefix}.{k} {v}"));
+    }
+}
+
+fn print_store_report(prefix: &str, r: &StoreReport) {
+    let mut c: Vec<(String, u64)> = r.counters.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    c.extend(r.net.counters().into_iter().map(|(k, v)| (k.to_string(), v)));
+    print_counters(prefix, &c);
+}
+
+// ---------------------------------------------------------------- innet up
 
 /// Start a store and a switch on loopback and print their UDP addresses.
 #[derive(Args, Debug)]
-pub struct UpCmd {}
+pub struct UpCmd {
+    #[command(subcommand)]
+    service: UpService,
+}
+
+#[derive(Subcommand, Debug)]
+enum UpService {
+    /// A transaction store and switch (or the nodes of a topology file).
+    ///
+    /// Prints one line per node, `NAME HOST:PORT`, then runs until SIGINT or
+    /// SIGTERM, and prints the counters (`NAME.COUNTER VALUE`) on the way out.
+    Txn(UpTxnArgs),
+}
+
+#[derive(Args, Debug)]
+struct UpTxnArgs {
+    /// Switch mode: forward, read-cache, early-abort or optimistic-abort.
+    #[arg(long, default_value = "optimistic-abort", value_parser = parse_mode)]
+    mode: Mode,
+    /// One-way switch <-> clients delay the switch emulates, ms (0 if clients emulate it).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_ms)]
+    client_delay_ms: f64,
+    /// One-way switch <-> store delay the switch emulates, ms.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_ms)]
+    store_delay_ms: f64,
+    /// Keep the store's data durably in this directory (default: in memory).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Store address, HOST:PORT (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:0", value_parser = parse_addr)]
+    store_listen: SocketAddr,
+    /// Switch address, HOST:PORT (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:0", value_parser = parse_addr)]
+    switch_listen: SocketAddr,
+    /// Switch cache slots (a power of two >= 4).
+    #[arg(long, default_value_t = CACHE_SLOTS_DEFAULT, value_parser = parse_cache_slots)]
+    cache_slots: usize,
+    /// Start the nodes of this topology file instead (see docs/live.md).
+    #[arg(long, conflicts_with_all = ["mode", "client_delay_ms", "store_delay_ms", "data_dir", "store_listen", "switch_listen", "cache_slots"])]
+    topology: Option<PathBuf>,
+    /// With --topology: start only this node (default: all of them).
+    #[arg(long, requires = "topology")]
+    only: Option<String>,
+}
+
+pub fn run_up(a: UpCmd) -> anyhow::Result<i32> {
+    let UpService::Txn(a) = a.service;
+    let stop = signals()?;
+    if let Some(path) = &a.topology {
+        return run_topology(&Topology::load(path)?, a.only.as_deref(), &stop);
+    }
+    let mut cfg = LocalConfig::new(a.mode);
+    cfg.switch.cache_slots = a.cache_slots;
+    cfg.switch.client_delay = delay(a.client_delay_ms);
+    cfg.switch.store_delay = delay(a.store_delay_ms);
+    cfg.data = a.data_dir.clone().map_or(StoreData::Memory, StoreData::Dir);
+    cfg.store_listen = a.store_listen;
+    cfg.switch_listen = a.switch_listen;
+    let net = start_local(&cfg, &stop)?;
+    print_line(&format!("store {}", net.store_addr()));
+    print_line(&format!("switch {}", net.switch_addr()));
+    eprintln!(
+        "innet: {} switch in front of {} store; emulated one-way delays: clients<->switch {} ms, switch<->store {} ms. Ctrl-C to stop.",
+        a.mode,
+        if a.data_dir.is_some() { "a durable" } else { "an in-memory" },
+        a.client_delay_ms,
+        a.store_delay_ms
+    );
+    wait(&stop, || net.store.is_finished() || net.switch.is_finished());
+    let crashed = !stop.is_stopped();
+    let report = net.shutdown()?;
+    print_counters("switch", &report.switch_counters);
+    print_store_report("store", &report.store);
+    if crashed {
+        anyhow::bail!("a node stopped unexpectedly");
+    }
+    Ok(0)
+}
+
+fn run_topology(topo: &Topology, only: Option<&str>, stop: &Stop) -> anyhow::Result<i32> {
+    let nodes = topology::start(topo, only, stop)?;
+    for n in &nodes {
+        print_line(&format!("{} {}", n.name(), n.addr()));
+    }
+    eprintln!("innet: started {} node(s). Ctrl-C to stop.", nodes.len());
+    wait(stop, || {
+        nodes.iter().any(|n| match n {
+            RunningNode::Store(s) => s.is_finished(),
+            RunningNode::Switch(s) => s.is_finished(),
+        })
+    });
+    let crashed = !stop.is_stopped();
+    stop.stop();
+    for n in nodes {
+        match n {
+            RunningNode::Switch(s) => {
+                let c = txn_switch_counters(&s);
+                let name = s.name().to_string();
+                s.shutdown()?;
+                print_counters(&name, &c);
+            }
+            RunningNode::Store(s) => {
+                let name = s.name().to_string();
+                let r = s.shutdown()?;
+                print_store_report(&name, &r);
+            }
+        }
+    }
+    if crashed {
+        anyhow::bail!("a node stopped unexpectedly");
+    }
+    Ok(0)
+}
+
+// ---------------------------------------------------------------- innet store
 
 /// Run a transaction store.
+///
+/// Prints `store HOST:PORT` once it is listening, runs until SIGINT or
+/// SIGTERM, then prints its counters.
 #[derive(Args, Debug)]
-pub struct StoreArgs {}
+pub struct StoreArgs {
+    /// Address to listen on, HOST:PORT (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:9999", value_parser = parse_addr)]
+    listen: SocketAddr,
+    /// Keep data and exactly-once records durably (redb) in this directory;
+    /// every acknowledged commit survives a crash. Default: in memory.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+}
+
+pub fn run_store(a: StoreArgs) -> anyhow::Result<i32> {
+    let stop = signals()?;
+    let data = a.data_dir.clone().map_or(StoreData::Memory, StoreData::Dir);
+    let node = spawn_store("store", a.listen, &data, &stop)?;
+    print_line(&format!("store {}", node.addr()));
+    wait(&stop, || node.is_finished());
+    let crashed = !stop.is_stopped();
+    let r = node.shutdown()?;
+    print_store_report("store", &r);
+    if crashed {
+        anyhow::bail!("the store stopped unexpectedly");
+    }
+    Ok(0)
+}
+
+// ---------------------------------------------------------------- innet switch
 
 /// Run a transaction switch (user-space software switch over UDP).
 #[derive(Args, Debug)]
-pub struct SwitchCmd {}
+pub struct SwitchCmd {
+    #[command(subcommand)]
+    service: SwitchService,
+}
+
+#[derive(Subcommand, Debug)]
+enum SwitchService {
+    /// The transaction switch. Prints `switch HOST:PORT` once listening,
+    /// runs until SIGINT or SIGTERM, then prints its counters.
+    Txn(SwitchTxnArgs),
+}
+
+#[derive(Args, Debug)]
+struct SwitchTxnArgs {
+    /// forward, read-cache, early-abort or optimistic-abort.
+    #[arg(long, value_parser = parse_mode)]
+    mode: Mode,
+    /// Address to listen on, HOST:PORT.
+    #[arg(long, value_parser = parse_addr)]
+    listen: SocketAddr,
+    /// The store (or next switch), HOST:PORT. Packets from this address are
+    /// treated as coming from upstream.
+    #[arg(long, value_parser = parse_addr)]
+    upstream: SocketAddr,
+    /// Cache slots (a power of two >= 4).
+    #[arg(long, default_value_t = CACHE_SLOTS_DEFAULT, value_parser = parse_cache_slots)]
+    cache_slots: usize,
+    /// One-way switch <-> store delay to emulate, ms.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_ms)]
+    store_delay_ms: f64,
+    /// One-way switch <-> clients delay to emulate, ms (0 if clients emulate it).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_ms)]
+    client_delay_ms: f64,
+}
+
+pub fn run_switch(a: SwitchCmd) -> anyhow::Result<i32> {
+    let SwitchService::Txn(a) = a.service;
+    let stop = signals()?;
+    let cfg = SwitchConfig {
+        mode: a.mode,
+        cache_slots: a.cache_slots,
+        store_delay: delay(a.store_delay_ms),
+        client_delay: delay(a.client_delay_ms),
+    };
+    let node = spawn_txn_switch("switch", a.listen, a.upstream, &cfg, &stop)?;
+    print_line(&format!("switch {}", node.addr()));
+    wait(&stop, || node.is_finished());
+    let crashed = !stop.is_stopped();
+    let c = txn_switch_counters(&node);
+    node.shutdown()?;
+    print_counters("switch", &c);
+    if crashed {
+        anyhow::bail!("the switch stopped unexpectedly");
+    }
+    Ok(0)
+}
+
+// ---------------------------------------------------------------- innet client
 
 /// Send transactions to a switch or store.
 #[derive(Args, Debug)]
-pub struct ClientCmd {}
+pub struct ClientCmd {
+    #[command(subcommand)]
+    service: ClientService,
+}
 
-pub fn run_up(_a: UpCmd) -> anyhow::Result<i32> {
-    anyhow::bail!("not implemented yet")
+#[derive(Subcommand, Debug)]
+enum ClientService {
+    /// One transaction (--op ..., --increment KEY or --read KEY), or a load
+    /// run (--load). Prints the outcome as JSON. Exit status 0 if committed,
+    /// 1 if not.
+    Txn(ClientTxnArgs),
 }
-pub fn run_store(_a: StoreArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("not implemented yet")
+
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("what").required(true).args(["op", "increment", "read", "load"])))]
+struct ClientTxnArgs {
+    /// The switch (or store) to send to, HOST:PORT.
+    #[arg(long, value_parser = parse_addr)]
+    to: SocketAddr,
+    /// Send exactly these ops as one request and print the reply: TYPE:KEY[:VALUE],
+    /// TYPE read, write or value (a compare). Repeat: --op value:1:a --op write:1:b
+    #[arg(long, value_parser = parse_op, conflicts_with_all = ["increment", "read", "load"])]
+    op: Vec<Op>,
+    /// Increment the counter at KEY (a read-compare-write transaction, re-run on abort).
+    #[arg(long, value_name = "KEY", conflicts_with_all = ["read", "load"])]
+    increment: Option<Key>,
+    /// Read KEY (repeat for several keys in one transaction).
+    #[arg(long, value_name = "KEY", conflicts_with = "load")]
+    read: Vec<Key>,
+    /// Run the closed-loop workload and print a JSON summary.
+    #[arg(long)]
+    load: bool,
+    /// Load: concurrent clients [default: 8].
+    #[arg(long)]
+    clients: Option<u32>,
+    /// Load: fraction of transactions that increment a counter, 0..=1 [default: 0.2].
+    #[arg(long)]
+    write_ratio: Option<f64>,
+    /// Load: number of counters, keys 1..=N [default: 1].
+    #[arg(long)]
+    keys: Option<u32>,
+    /// Load: Zipf exponent of key popularity, 0 = uniform [default: 0].
+    #[arg(long)]
+    zipf: Option<f64>,
+    /// Load: most keys one transaction touches [default: 1].
+    #[arg(long)]
+    span: Option<u32>,
+    /// Load: seconds to run [default: 10].
+    #[arg(long)]
+    duration_s: Option<f64>,
+    /// Load: think time between transactions, ms [default: 0].
+    #[arg(long, value_parser = parse_ms)]
+    think_ms: Option<f64>,
+    /// Load: seed of the workload's random choices [default: 1].
+    #[arg(long)]
+    seed: Option<u64>,
+    /// One-way client <-> switch delay this client emulates, ms.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_ms)]
+    client_delay_ms: f64,
+    /// Resend timeout, ms.
+    #[arg(long, default_value_t = 1000.0, value_parser = parse_ms)]
+    timeout_ms: f64,
+    /// Resends of one request before giving up.
+    #[arg(long, default_value_t = 5)]
+    max_resends: u32,
+    /// Attempts of one transaction before giving up.
+    #[arg(long, default_value_t = 1000)]
+    retry_limit: u32,
+    /// Client id (the first one with --load). Default: a fresh one, since a
+    /// store remembers client ids and their last request across runs.
+    #[arg(long)]
+    client_id: Option<u32>,
 }
-pub fn run_switch(_a: SwitchCmd) -> anyhow::Result<i32> {
-    anyhow::bail!("not implemented yet")
+
+fn value_json(v: &Value) -> serde_json::Value {
+    let t = v.trimmed();
+    if t.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        json!(String::from_utf8_lossy(t))
+    } else {
+        json!(format!("0x{}", v.0.iter().map(|b| format!("{b:02x}")).collect::<String>()))
+    }
 }
-pub fn run_client(_a: ClientCmd) -> anyhow::Result<i32> {
-    anyhow::bail!("not implemented yet")
+
+fn op_name(k: OpType) -> &'static str {
+    match k {
+        OpType::Nop => "nop",
+        OpType::Read => "read",
+        OpType::Write => "write",
+        OpType::Value => "value",
+        OpType::Updated => "updated",
+        OpType::CpuPct => "cpu_pct",
+    }
+}
+
+fn status_name(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "OK",
+        Status::Abort => "ABORT",
+        Status::OptimisticAbort => "OPTIMISTIC_ABORT",
+        Status::BadRequest => "BADREQ",
+    }
+}
+
+fn kv_json(kv: &[(Key, Value)]) -> serde_json::Value {
+    kv.iter().map(|(k, v)| json!({"key": k, "value": value_json(v)})).collect()
+}
+
+pub fn run_client(a: ClientCmd) -> anyhow::Result<i32> {
+    let ClientService::Txn(a) = a.service;
+    if a.timeout_ms <= 0.0 {
+        anyhow::bail!("--timeout-ms must be > 0");
+    }
+    if a.retry_limit == 0 {
+        anyhow::bail!("--retry-limit must be at least 1");
+    }
+    if a.load {
+        return client_load(&a);
+    }
+    let load_only = [
+        ("--clients", a.clients.is_some()),
+        ("--write-ratio", a.write_ratio.is_some()),
+        ("--keys", a.keys.is_some()),
+        ("--zipf", a.zipf.is_some()),
+        ("--span", a.span.is_some()),
+        ("--duration-s", a.duration_s.is_some()),
+        ("--think-ms", a.think_ms.is_some()),
+        ("--seed", a.seed.is_some()),
+    ];
+    if let Some((flag, _)) = load_only.iter().find(|(_, given)| *given) {
+        anyhow::bail!("{flag} only applies to a load run: add --load, or drop {flag}");
+    }
+    let cl_id = a.client_id.unwrap_or_else(|| fresh_client_id_base(1));
+    if !a.op.is_empty() {
+        return client_raw(&a, cl_id);
+    }
+    let txn = match a.increment {
+        Some(k) => Txn::increment(k),
+        None => Txn::Read(a.read.clone()),
+    };
+    let stop = signals()?;
+    let mut cfg = ClientConfig::new(cl_id);
+    cfg.timeout = delay(a.timeout_ms);
+    cfg.max_resends = a.max_resends;
+    cfg.retry_limit = a.retry_limit;
+    let Some(c) = run_txn(a.to, txn, cfg, delay(a.client_delay_ms), &stop)? else {
+        anyhow::bail!("interrupted");
+    };
+    print_line(&completed_json(&c, cl_id).to_string());
+    Ok(if c.committed() { 0 } else { 1 })
+}
+
+fn completed_json(c: &Completed, cl_id: u32) -> serde_json::Value {
+    json!({
+        "committed": c.committed(),
+        "gave_up": c.gave_up.map(|g| format!("{g:?}")),
+        "client_id": cl_id,
+        "attempts": c.attempts,
+        "aborts_by_switch": c.aborts_by_switch,
+        "aborts_by_store": c.aborts_by_store,
+        "from_switch": c.from_switch,
+        "reads": kv_json(&c.reads),
+        "writes": kv_json(&c.writes),
+        "latency_ms": ms(c.latency()),
+    })
+}
+
+/// Sends `--op`s as one request; resends (with `store_commit`, same request
+/// id) on timeout; prints the reply.
+fn client_raw(a: &ClientTxnArgs, cl_id: u32) -> anyhow::Result<i32> {
+    if a.op.len() > innet_wire::txn::MAX_OPS_PER_PACKET {
+        anyhow::bail!(
+            "{} ops given; one --op request carries at most {} (use the library client for larger transactions)",
+            a.op.len(),
+            innet_wire::txn::MAX_OPS_PER_PACKET
+        );
+    }
+    let sock: UdpSocket = bind(bind_addr_for(a.to))?;
+    let d = delay(a.client_delay_ms);
+    let timeout = delay(a.timeout_ms);
+    let mut req = TxnMsg::request(cl_id, 1, a.op.clone());
+    let t0 = Instant::now();
+    let mut buf = [0u8; 65536];
+    for attempt in 0..=a.max_resends {
+        if attempt > 0 {
+            req.flags = Flags(0).with(Flags::STORE_COMMIT, true);
+        }
+        std::thread::sleep(d);
+        sock.send_to(&req.encode(), a.to).with_context(|| format!("sending to {}", a.to))?;
+        let sent = Instant::now();
+        while sent.elapsed() < timeout {
+            sock.set_read_timeout(Some((timeout - sent.elapsed()).max(Duration::from_millis(1))))?;
+            let Ok((n, from)) = sock.recv_from(&mut buf) else { continue };
+            let Ok(m) = TxnMsg::decode(&buf[..n]) else { continue };
+            if !m.flags.is_response() || m.cl_id != cl_id || m.req_id != req.req_id {
+                continue;
+            }
+            if attempt > 0 && m.flags.from_switch() {
+                continue; // after a resend only the store's answer counts
+            }
+            std::thread::sleep(d);
+            let ops: Vec<serde_json::Value> = m
+                .ops
+                .iter()
+                .map(|o| json!({"op": op_name(o.kind), "key": o.key, "value": value_json(&o.value)}))
+                .collect();
+            let out = json!({
+                "status": status_name(m.status),
+                "from_switch": m.flags.from_switch(),
+                "from": from.to_string(),
+                "client_id": cl_id,
+                "req_id": m.req_id,
+                "ops": ops,
+                "resends": attempt,
+                "latency_ms": ms(t0.elapsed()),
+            });
+            print_line(&out.to_string());
+            return Ok(if m.status == Status::Ok { 0 } else { 1 });
+        }
+    }
+    eprintln!("innet: no answer from {} after {} resends (is a switch or store listening there?)", a.to, a.max_resends);
+    print_line(&json!({"status": null, "client_id": cl_id, "resends": a.max_resends}).to_string());
+    Ok(1)
+}
+
+/// The load options with their defaults filled in.
+struct LoadArgs {
+    clients: u32,
+    write_ratio: f64,
+    keys: u32,
+    zipf: f64,
+    span: u32,
+    duration_s: f64,
+    think_ms: f64,
+    seed: u64,
+}
+
+fn client_load(args: &ClientTxnArgs) -> anyhow::Result<i32> {
+    let a = LoadArgs {
+        clients: args.clients.unwrap_or(8),
+        write_ratio: args.write_ratio.unwrap_or(0.2),
+        keys: args.keys.unwrap_or(1),
+        zipf: args.zipf.unwrap_or(0.0),
+        span: args.span.unwrap_or(1),
+        duration_s: args.duration_s.unwrap_or(10.0),
+        think_ms: args.think_ms.unwrap_or(0.0),
+        seed: args.seed.unwrap_or(1),
+    };
+    if !(a.duration_s > 0.0 && a.duration_s.is_finite()) {
+        anyhow::bail!("--duration-s {} must be a number of seconds > 0", a.duration_s);
+    }
+    if a.clients == 0 {
+        anyhow::bail!("--clients must be at least 1");
+    }
+    let workload = Workload {
+        write_ratio: a.write_ratio,
+        keys: a.keys,
+        zipf: a.zipf,
+        think_time: delay(a.think_ms),
+        span: a.span,
+        validated_reads: 0.0,
+    };
+    workload.validate().map_err(|e| anyhow::anyhow!("{e} (see --write-ratio, --keys, --zipf, --span)"))?;
+    let stop = signals()?;
+    let mut cfg = LoadConfig::new(args.to, workload);
+    cfg.clients = a.clients;
+    cfg.first_client_id = args.client_id.unwrap_or_else(|| fresh_client_id_base(a.clients));
+    cfg.seed = a.seed;
+    cfg.duration = Duration::from_secs_f64(a.duration_s);
+    cfg.client_delay = delay(args.client_delay_ms);
+    cfg.timeout = delay(args.timeout_ms);
+    cfg.max_resends = args.max_resends;
+    cfg.retry_limit = args.retry_limit;
+    let r = run_load(&cfg, &stop)?;
+    let mut lat = r.stats.latencies_ns.clone();
+    lat.sort_unstable();
+    let s = &r.stats;
+    let run_s = r.run.as_secs_f64().max(1e-9);
+    let mean = if lat.is_empty() { 0.0 } else { lat.iter().map(|&x| x as f64).sum::<f64>() / lat.len() as f64 / 1e6 };
+    let out = json!({
+        "experiment": "txn",
+        "runtime": "live",
+        "target": args.to.to_string(),
+        "clients": a.clients,
+        "first_client_id": cfg.first_client_id,
+        "write_ratio": a.write_ratio,
+        "keys": a.keys,
+        "zipf": a.zipf,
+        "span": a.span,
+        "seed": a.seed,
+        "think_ms": a.think_ms,
+        "client_delay_ms": args.client_delay_ms,
+        "timeout_ms": args.timeout_ms,
+        "duration_s": a.duration_s,
+        "committed": s.committed,
+        "committed_per_s": s.committed as f64 / run_s,
+        "committed_reads": s.committed_reads,
+        "committed_writes": s.committed_writes,
+        "aborts_by_switch": s.aborts_by_switch,
+        "aborts_by_store": s.aborts_by_store,
+        "gave_up": s.gave_up,
+        "mean_latency_ms": mean,
+        "p50_latency_ms": percentile_ms(&lat, 50.0),
+        "p99_latency_ms": percentile_ms(&lat, 99.0),
+        "run_seconds": run_s,
+        "wall_seconds": r.wall.as_secs_f64(),
+        "interrupted": stop.is_stopped(),
+        "packets_sent": r.net.sent,
+        "packets_received": r.net.received,
+    });
+    print_line(&out.to_string());
+    Ok(if s.committed > 0 && s.gave_up == 0 { 0 } else { 1 })
 }

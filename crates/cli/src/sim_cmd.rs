@@ -180,7 +180,10 @@ pub struct DemoArgs {
 }
 
 fn parse_modes(s: &str) -> anyhow::Result<Vec<Mode>> {
-    s.split(',').filter(|x| !x.trim().is_empty()).map(|m| m.trim().parse::<Mode>().map_err(anyhow::Error::msg)).collect()
+    s.split(',')
+        .filter(|x| !x.trim().is_empty())
+        .map(|m| m.trim().parse::<Mode>().map_err(anyhow::Error::msg))
+        .collect()
 }
 
 fn parse_ratios(s: &str) -> anyhow::Result<Vec<f64>> {
@@ -239,7 +242,12 @@ fn table_row(r: &TxnPointResult) {
 }
 
 /// Runs every (mode, ratio) point, two at a time on the simulator.
-fn sweep(runtime: Runtime, base: &TxnPointConfig, modes: &[Mode], ratios: &[f64]) -> anyhow::Result<Vec<TxnPointResult>> {
+fn sweep(
+    runtime: Runtime,
+    base: &TxnPointConfig,
+    modes: &[Mode],
+    ratios: &[f64],
+) -> anyhow::Result<Vec<TxnPointResult>> {
     let mut configs = vec![];
     for &m in modes {
         for &w in ratios {
@@ -276,7 +284,9 @@ fn sweep(runtime: Runtime, base: &TxnPointConfig, modes: &[Mode], ratios: &[f64]
 
 fn ratio_at(rs: &[TxnPointResult], w: f64, a: Mode, b: Mode) -> Option<f64> {
     let get = |m: Mode| {
-        rs.iter().find(|r| r.config.mode == m.name() && (r.config.write_ratio - w).abs() < 1e-9).map(|r| r.committed_per_s)
+        rs.iter()
+            .find(|r| r.config.mode == m.name() && (r.config.write_ratio - w).abs() < 1e-9)
+            .map(|r| r.committed_per_s)
     };
     Some(get(a)? / get(b)?.max(1e-9))
 }

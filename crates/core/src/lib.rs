@@ -45,10 +45,7 @@ impl Time {
 impl std::ops::Add<Duration> for Time {
     type Output = Time;
     fn add(self, d: Duration) -> Time {
-        Time(
-            self.0
-                .saturating_add(d.as_nanos().min(u64::MAX as u128) as u64),
-        )
+        Time(self.0.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64))
     }
 }
 
@@ -126,11 +123,7 @@ pub struct ReversePath<A> {
 impl<A: Copy> ReversePath<A> {
     pub fn new(capacity: usize) -> Self {
         assert!(capacity > 0);
-        ReversePath {
-            capacity,
-            map: Default::default(),
-            order: Default::default(),
-        }
+        ReversePath { capacity, map: Default::default(), order: Default::default() }
     }
     pub fn learn(&mut self, flow: u32, from: A) {
         if self.map.insert(flow, from).is_none() {

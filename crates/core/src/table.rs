@@ -40,17 +40,9 @@ pub fn set_index(key: u32, set_bits: u32) -> usize {
 impl<V: Copy + Default> SetAssoc<V> {
     /// `capacity` must be a power of two and at least [`WAYS`].
     pub fn new(capacity: usize) -> Self {
-        assert!(
-            capacity >= WAYS && capacity.is_power_of_two(),
-            "table capacity must be a power of two >= {WAYS}"
-        );
+        assert!(capacity >= WAYS && capacity.is_power_of_two(), "table capacity must be a power of two >= {WAYS}");
         let sets = capacity / WAYS;
-        SetAssoc {
-            slots: vec![Slot::default(); capacity],
-            set_bits: sets.trailing_zeros(),
-            clock: 0,
-            evictions: 0,
-        }
+        SetAssoc { slots: vec![Slot::default(); capacity], set_bits: sets.trailing_zeros(), clock: 0, evictions: 0 }
     }
 
     pub fn capacity(&self) -> usize {
@@ -68,8 +60,7 @@ impl<V: Copy + Default> SetAssoc<V> {
     }
 
     fn find(&self, key: u32) -> Option<usize> {
-        self.set_range(key)
-            .find(|&i| self.slots[i].valid && self.slots[i].key == key)
+        self.set_range(key).find(|&i| self.slots[i].valid && self.slots[i].key == key)
     }
 
     /// Looks up without changing recency.
@@ -94,23 +85,13 @@ impl<V: Copy + Default> SetAssoc<V> {
             None => {
                 let range = self.set_range(key);
                 let clock = self.clock;
-                let victim = range
-                    .clone()
-                    .find(|&i| !self.slots[i].valid)
-                    .unwrap_or_else(|| {
-                        range
-                            .max_by_key(|&i| clock.wrapping_sub(self.slots[i].stamp))
-                            .expect("WAYS > 0")
-                    });
+                let victim = range.clone().find(|&i| !self.slots[i].valid).unwrap_or_else(|| {
+                    range.max_by_key(|&i| clock.wrapping_sub(self.slots[i].stamp)).expect("WAYS > 0")
+                });
                 if self.slots[victim].valid {
                     self.evictions += 1;
                 }
-                self.slots[victim] = Slot {
-                    valid: true,
-                    key,
-                    stamp: clock,
-                    value: V::default(),
-                };
+                self.slots[victim] = Slot { valid: true, key, stamp: clock, value: V::default() };
                 victim
             }
         };
@@ -126,10 +107,7 @@ impl<V: Copy + Default> SetAssoc<V> {
 
     /// Valid `(key, value)` pairs in slot order (for tests and map dumps).
     pub fn iter(&self) -> impl Iterator<Item = (u32, &V)> {
-        self.slots
-            .iter()
-            .filter(|s| s.valid)
-            .map(|s| (s.key, &s.value))
+        self.slots.iter().filter(|s| s.valid).map(|s| (s.key, &s.value))
     }
 
     pub fn len(&self) -> usize {

@@ -1,1 +1,341 @@
 //! PNG plots made from result records (never from re-typed numbers).
+//!
+//! [`lines_png`] draws any set of named `(x, y)` series as lines with markers;
+//! [`txn_figure7`] lays out two such panels like Gotthard's Figure 7
+//! (throughput and latency against the write ratio, one line per switch mode).
+//!
+//! Text is rendered with `ab_glyph`, which has no system font lookup: the
+//! DejaVu Sans font (Debian package `fonts-dejavu-core`) is loaded from disk
+//! once and registered as the `sans-serif` family.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use anyhow::{anyhow, bail, Context, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::{register_font, FontStyle};
+
+use crate::txn::TxnPointResult;
+
+/// Where the font is read from (Debian `fonts-dejavu-core`).
+pub const FONT_PATH: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+/// Size of a one-panel figure, in pixels.
+pub const SINGLE_SIZE_PX: (u32, u32) = (1000, 700);
+/// Size of the two-panel Figure 7, in pixels.
+pub const FIGURE7_SIZE_PX: (u32, u32) = (1800, 750);
+
+/// One colour and marker per series, in order; colour-blind friendly
+/// (Okabe-Ito) and distinguishable in grey by marker shape.
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(0, 0, 0),
+    RGBColor(240, 228, 66),
+];
+
+static FONT_REGISTERED: Mutex<bool> = Mutex::new(false);
+
+/// Reads a font file, or says which package provides it.
+fn read_font(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| {
+        anyhow!(
+            "cannot read the plot font {}: {e}; install it with `apt-get install fonts-dejavu-core`",
+            path.display()
+        )
+    })
+}
+
+/// Registers [`FONT_PATH`] as `sans-serif` once per process.
+fn ensure_font() -> Result<()> {
+    let mut done = FONT_REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
+    if *done {
+        return Ok(());
+    }
+    let bytes: &'static [u8] = Box::leak(read_font(Path::new(FONT_PATH))?.into_boxed_slice());
+    register_font("sans-serif", FontStyle::Normal, bytes)
+        .map_err(|_| anyhow!("{FONT_PATH} is not a usable TrueType font"))?;
+    *done = true;
+    Ok(())
+}
+
+fn plot_err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("plotting failed: {e:?}")
+}
+
+/// `lo..hi` widened so that it is never empty and the extreme points do not
+/// sit on the frame.
+fn padded_range(lo: f64, hi: f64, from_zero: bool) -> std::ops::Range<f64> {
+    let lo = if from_zero { lo.min(0.0) } else { lo };
+    let span = hi - lo;
+    if span <= f64::EPSILON * hi.abs().max(1.0) {
+        let d = if hi == 0.0 { 1.0 } else { hi.abs() * 0.1 };
+        return (lo - if from_zero && lo == 0.0 { 0.0 } else { d })..(hi + d);
+    }
+    let pad = span * 0.05;
+    (if from_zero && lo == 0.0 { 0.0 } else { lo - pad })..(hi + pad)
+}
+
+/// Rejects what cannot be drawn, before any file is created.
+fn check_series(caption: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<()> {
+    let mut points = series.iter().flat_map(|(_, p)| p.iter().copied()).peekable();
+    if points.peek().is_none() {
+        bail!("nothing to plot in '{caption}': every series is empty");
+    }
+    if let Some((x, y)) = points.find(|(x, y)| !x.is_finite() || !y.is_finite()) {
+        bail!("'{caption}': point ({x}, {y}) is not finite");
+    }
+    Ok(())
+}
+
+/// Draws one panel (axes, lines with markers, legend) into `area`. The y
+/// range has headroom at the top so that the legend does not hide data.
+fn draw_panel(
+    area: &DrawingArea<BitMapBackend<'_>, Shift>,
+    caption: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<()> {
+    check_series(caption, series)?;
+    let points = || series.iter().flat_map(|(_, p)| p.iter().copied());
+    let (x_lo, x_hi) = points().fold((f64::MAX, f64::MIN), |(a, b), (x, _)| (a.min(x), b.max(x)));
+    let (y_lo, y_hi) = points().fold((f64::MAX, f64::MIN), |(a, b), (_, y)| (a.min(y), b.max(y)));
+    let y_range = padded_range(y_lo, y_hi, true);
+    let legend_share = 0.1 + 0.07 * series.len() as f64;
+    let y_range = y_range.start..y_range.end + (y_range.end - y_range.start) * legend_share;
+
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 28))
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(90)
+        .build_cartesian_2d(padded_range(x_lo, x_hi, false), y_range)
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc(y_label)
+        .axis_desc_style(("sans-serif", 22))
+        .label_style(("sans-serif", 18))
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.12))
+        .draw()
+        .map_err(plot_err)?;
+
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let line = ShapeStyle::from(color).stroke_width(3);
+        let mut pts = pts.clone();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chart.draw_series(LineSeries::new(pts.iter().copied(), line)).map_err(plot_err)?.label(name.as_str()).legend(
+            move |(x, y)| {
+                EmptyElement::at((x + 20, y))
+                    + PathElement::new(vec![(-18, 0), (18, 0)], line)
+                    + marker(i, (0, 0), color)
+            },
+        );
+        chart.draw_series(pts.iter().map(|&p| EmptyElement::at(p) + marker(i, (0, 0), color))).map_err(plot_err)?;
+    }
+    chart
+        .configure_series_labels()
+        .label_font(("sans-serif", 20))
+        .legend_area_size(50)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(plot_err)?;
+    Ok(())
+}
+
+/// The marker of series `i`: circle, triangle, square, cross, repeating.
+fn marker<DB: DrawingBackend>(i: usize, at: (i32, i32), color: RGBColor) -> DynElement<'static, DB, (i32, i32)> {
+    const SIZE: i32 = 7;
+    let fill = ShapeStyle::from(color).filled();
+    match i % 4 {
+        0 => Circle::new(at, SIZE, fill).into_dyn(),
+        1 => TriangleMarker::new(at, SIZE + 2, fill).into_dyn(),
+        2 => Rectangle::new([(at.0 - SIZE, at.1 - SIZE), (at.0 + SIZE, at.1 + SIZE)], fill).into_dyn(),
+        _ => Cross::new(at, SIZE, ShapeStyle::from(color).stroke_width(3)).into_dyn(),
+    }
+}
+
+fn finish(root: DrawingArea<BitMapBackend<'_>, Shift>, path: &Path) -> Result<()> {
+    root.present().map_err(plot_err).with_context(|| format!("writing {}", path.display()))
+}
+
+/// A one-panel PNG of named series, each drawn as a line with markers (points
+/// sorted by x), with a legend. The y axis starts at zero when all y >= 0.
+pub fn lines_png(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<()> {
+    check_series(title, series)?;
+    ensure_font()?;
+    let root = BitMapBackend::new(path, SINGLE_SIZE_PX).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    draw_panel(&root, title, x_label, y_label, series)?;
+    finish(root, path)
+}
+
+/// The distinct values of a configuration field, joined with `/`.
+fn distinct<T: PartialEq>(results: &[TxnPointResult], f: impl Fn(&TxnPointResult) -> T) -> Vec<T> {
+    let mut out: Vec<T> = vec![];
+    for r in results {
+        let v = f(r);
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+fn joined<T: std::fmt::Display>(values: &[T]) -> String {
+    values.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("/")
+}
+
+/// One series per mode (the paper's modes first, in their usual order), each
+/// point `(write_ratio, y(result))`.
+fn by_mode(results: &[TxnPointResult], y: impl Fn(&TxnPointResult) -> f64) -> Vec<(String, Vec<(f64, f64)>)> {
+    let mut modes: Vec<String> = innet_txn::Mode::ALL.iter().map(|m| m.name().to_string()).collect();
+    for m in distinct(results, |r| r.config.mode.clone()) {
+        if !modes.contains(&m) {
+            modes.push(m);
+        }
+    }
+    modes
+        .into_iter()
+        .filter_map(|m| {
+            let pts: Vec<(f64, f64)> =
+                results.iter().filter(|r| r.config.mode == m).map(|r| (r.config.write_ratio, y(r))).collect();
+            (!pts.is_empty()).then_some((m, pts))
+        })
+        .collect()
+}
+
+/// Gotthard Figure 7 from result records: (a) committed transactions/s and
+/// (b) mean latency (ms) against the write ratio, one line per mode. The title
+/// names the runtime(s), RTT, delta and number of clients of the records.
+pub fn txn_figure7(results: &[TxnPointResult], path: &Path) -> Result<()> {
+    if results.is_empty() {
+        bail!("txn_figure7: no results to plot");
+    }
+    let throughput = by_mode(results, |r| r.committed_per_s);
+    let latency = by_mode(results, |r| r.mean_latency_ms);
+    check_series("(a) Throughput", &throughput)?;
+    check_series("(b) Latency", &latency)?;
+    ensure_font()?;
+    let title = format!(
+        "Transactions vs write ratio (Gotthard Fig. 7): runtime {}, RTT {} ms, delta {}, {} clients",
+        joined(&distinct(results, |r| r.runtime.clone())),
+        joined(&distinct(results, |r| r.config.rtt_ms)),
+        joined(&distinct(results, |r| r.config.delta)),
+        joined(&distinct(results, |r| r.config.clients)),
+    );
+    let root = BitMapBackend::new(path, FIGURE7_SIZE_PX).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let (top, body) = root.split_vertically(60);
+    let centre = (FIGURE7_SIZE_PX.0 as i32 / 2, 35);
+    let style = TextStyle::from(("sans-serif", 30).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
+    top.draw(&Text::new(title, centre, style)).map_err(plot_err)?;
+    let panels = body.split_evenly((1, 2));
+    draw_panel(&panels[0], "(a) Throughput", "write ratio", "committed transactions/s", &throughput)?;
+    draw_panel(&panels[1], "(b) Latency", "write ratio", "mean latency (ms)", &latency)?;
+    finish(root, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::txn::TxnPointConfig;
+
+    fn temp_dir(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("innet-plot-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).expect("create temp dir");
+        d
+    }
+
+    fn assert_png(path: &Path) {
+        let bytes = std::fs::read(path).expect("png written");
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "PNG magic");
+        assert!(bytes.len() > 4096, "only {} bytes", bytes.len());
+    }
+
+    fn point(mode: &str, write_ratio: f64, per_s: f64, latency_ms: f64) -> TxnPointResult {
+        TxnPointResult {
+            experiment: "txn".into(),
+            runtime: "sim".into(),
+            config: TxnPointConfig { mode: mode.into(), write_ratio, ..TxnPointConfig::default() },
+            git_commit: "test".into(),
+            committed: 0,
+            committed_per_s: per_s,
+            committed_reads: 0,
+            committed_writes: 0,
+            mean_latency_ms: latency_ms,
+            p50_latency_ms: latency_ms,
+            p99_latency_ms: latency_ms,
+            aborts_by_switch: 0,
+            aborts_by_store: 0,
+            gave_up: 0,
+            run_seconds: 1.0,
+            wall_seconds: 1.0,
+            speedup: None,
+            switch_counters: Default::default(),
+        }
+    }
+
+    #[test]
+    fn plot_txn_figure7_renders_a_png() {
+        let mut results = vec![];
+        for (i, mode) in innet_txn::Mode::ALL.iter().enumerate() {
+            for w in [0.0, 0.2, 0.4, 0.6, 0.8, 1.0] {
+                let boost = 1.0 + i as f64 * 0.4;
+                results.push(point(mode.name(), w, 80.0 * boost * (1.0 - 0.6 * w), 100.0 / boost * (1.0 + w)));
+            }
+        }
+        let path = temp_dir("fig7").join("figure7.png");
+        txn_figure7(&results, &path).expect("rendered");
+        assert_png(&path);
+        std::fs::remove_dir_all(path.parent().expect("dir")).ok();
+    }
+
+    #[test]
+    fn plot_lines_png_renders_a_png() {
+        let series = vec![
+            ("linear".to_string(), (0..10).map(|x| (x as f64, x as f64)).collect()),
+            ("one point".to_string(), vec![(3.0, 7.0)]),
+        ];
+        let path = temp_dir("lines").join("lines.png");
+        lines_png(&path, "A test figure", "x (units)", "y (units)", &series).expect("rendered");
+        assert_png(&path);
+        std::fs::remove_dir_all(path.parent().expect("dir")).ok();
+    }
+
+    #[test]
+    fn plot_rejects_empty_input() {
+        let dir = temp_dir("empty");
+        assert!(txn_figure7(&[], &dir.join("a.png")).is_err());
+        let empty: Vec<(String, Vec<(f64, f64)>)> = vec![("none".into(), vec![])];
+        assert!(lines_png(&dir.join("b.png"), "t", "x", "y", &empty).is_err());
+        let nan = vec![("nan".to_string(), vec![(0.0, f64::NAN)])];
+        assert!(lines_png(&dir.join("c.png"), "t", "x", "y", &nan).is_err());
+        assert!(!dir.join("b.png").exists() && !dir.join("c.png").exists(), "no file on error");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn plot_missing_font_names_the_package() {
+        let e = read_font(Path::new("/nonexistent/DejaVuSans.ttf")).unwrap_err();
+        assert!(e.to_string().contains("apt-get install fonts-dejavu-core"), "{e}");
+    }
+}

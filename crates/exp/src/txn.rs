@@ -84,9 +84,17 @@ impl TxnPointConfig {
         prob("duplicate", self.duplicate)?;
         prob("reorder", self.reorder)?;
         if !(0.0..=1.0).contains(&self.delta) {
-            return Err(format!("--delta {} must be in 0..=1 (0: switch next to the clients, 1: next to the store)", self.delta));
+            return Err(format!(
+                "--delta {} must be in 0..=1 (0: switch next to the clients, 1: next to the store)",
+                self.delta
+            ));
         }
-        for (name, v) in [("rtt-ms", self.rtt_ms), ("jitter-ms", self.jitter_ms), ("think-ms", self.think_ms), ("timeout-ms", self.timeout_ms)] {
+        for (name, v) in [
+            ("rtt-ms", self.rtt_ms),
+            ("jitter-ms", self.jitter_ms),
+            ("think-ms", self.think_ms),
+            ("timeout-ms", self.timeout_ms),
+        ] {
             if !(v >= 0.0 && v.is_finite()) {
                 return Err(format!("--{name} {v} must be a finite number >= 0"));
             }
@@ -98,7 +106,11 @@ impl TxnPointConfig {
             return Err("--clients must be at least 1".into());
         }
         if self.cache_slots < innet_core::table::WAYS || !self.cache_slots.is_power_of_two() {
-            return Err(format!("--cache-slots {} must be a power of two >= {}", self.cache_slots, innet_core::table::WAYS));
+            return Err(format!(
+                "--cache-slots {} must be a power of two >= {}",
+                self.cache_slots,
+                innet_core::table::WAYS
+            ));
         }
         if self.retry_limit == 0 {
             return Err("--retry-limit must be at least 1".into());

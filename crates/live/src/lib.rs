@@ -1,1 +1,146 @@
+//! The live runtime: protocol state machines over real UDP sockets.
+//!
+//! * [`host`]: runs any [`innet_core::Host`] (store, client, load driver) on a
+//!   bound socket. Replies go to the sender of the packet being handled,
+//!   [`innet_core::Dest::Upstream`] to a configured address.
+//! * [`switch`]: runs any [`innet_core::DataPlane`] as a user-space software
+//!   switch on one socket: packets from the configured upstream address are
+//!   "from upstream", anything else is from downstream; verdicts are applied
+//!   with an [`innet_core::ReversePath`] learned on `Upstream` verdicts.
+//! * [`delay`]: per-link one-way delay emulation in user space (there is no
+//!   netem here): a FIFO timer queue per link, on the runtime's side of the
+//!   link, in both directions. A client runtime emulates its access link
+//!   (client <-> switch); a switch emulates its links (switch <-> store and,
+//!   optionally, switch <-> clients). Packets on the wire are plain protocol
+//!   packets, so every node stays byte-compatible with plain UDP peers.
+//! * [`txn`]: the transaction service: start a store and a switch
+//!   in-process, run load clients, run one transaction.
+//! * [`topology`]: a TOML file naming nodes, so one binary starts its share of
+//!   a deployment on each machine (`docs/live.md`).
+//!
+//! Time: state machines get [`innet_core::Time`] = time elapsed since a
+//! process-wide epoch ([`clock::now`]). Every node stops when its [`Stop`]
+//! is set; [`Stop::on_signals`] sets it on SIGINT / SIGTERM.
+//!
+//! Each running node has one receiving thread per socket, which hands packets
+//! to the node's event loop through a bounded queue (a full queue drops and
+//! counts, like a NIC ring), and the event loop, which waits on that queue
+//! with a precise timeout until the next timer (host tick or delayed packet).
+//! Socket receive timeouts are not used for timing: on some kernels they are
+//! rounded to several milliseconds.
 
+#![forbid(unsafe_code)]
+
+pub mod delay;
+pub mod host;
+mod net;
+pub mod switch;
+pub mod topology;
+pub mod txn;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+pub use delay::DelayLine;
+pub use host::{run_host, run_hosts, spawn_host, HostOptions, HostStats, NodeHandle};
+pub use switch::{run_switch, spawn_switch, SwitchNode, SwitchOptions, SwitchState, SwitchStats};
+
+/// The process-wide clock every live node uses.
+pub mod clock {
+    use std::sync::OnceLock;
+    use std::time::{Duration, Instant};
+
+    use innet_core::Time;
+
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+
+    /// The process-wide epoch: the first time anything asked for it.
+    pub fn epoch() -> Instant {
+        *EPOCH.get_or_init(Instant::now)
+    }
+
+    /// Time elapsed since [`epoch`].
+    pub fn now() -> Time {
+        let e = epoch();
+        Time(Instant::now().saturating_duration_since(e).as_nanos().min(u64::MAX as u128) as u64)
+    }
+
+    /// The wall-clock instant of a [`Time`].
+    pub fn instant(t: Time) -> Instant {
+        epoch() + Duration::from_nanos(t.as_nanos())
+    }
+}
+
+/// A graceful-stop switch shared by nodes, tests and signal handlers.
+///
+/// A [`Stop::child`] is stopped when it or any of its ancestors is, so one
+/// node can be stopped alone while a process-wide stop still stops all.
+#[derive(Clone, Debug)]
+pub struct Stop {
+    flags: Vec<Arc<AtomicBool>>,
+}
+
+impl Default for Stop {
+    fn default() -> Stop {
+        Stop::new()
+    }
+}
+
+impl Stop {
+    pub fn new() -> Stop {
+        Stop { flags: vec![Arc::new(AtomicBool::new(false))] }
+    }
+
+    /// A stop that also fires when `self` does.
+    pub fn child(&self) -> Stop {
+        let mut flags = vec![Arc::new(AtomicBool::new(false))];
+        flags.extend(self.flags.iter().cloned());
+        Stop { flags }
+    }
+
+    /// Asks every node watching this stop (and its children) to stop.
+    pub fn stop(&self) {
+        self.flags[0].store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.flags.iter().any(|f| f.load(Ordering::Relaxed))
+    }
+
+    /// Sets this stop on SIGINT and SIGTERM. A second signal after the first
+    /// terminates the process at once (exit status 130).
+    pub fn on_signals(&self) -> std::io::Result<()> {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let own = self.flags[0].clone();
+        for sig in [SIGINT, SIGTERM] {
+            // The shutdown must be registered first: it is armed by the flag.
+            signal_hook::flag::register_conditional_shutdown(sig, 130, own.clone())?;
+            signal_hook::flag::register(sig, own.clone())?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn child_stops_with_parent_but_not_the_other_way() {
+        let parent = Stop::new();
+        let a = parent.child();
+        let b = parent.child();
+        a.stop();
+        assert!(a.is_stopped() && !b.is_stopped() && !parent.is_stopped());
+        parent.stop();
+        assert!(b.is_stopped());
+    }
+
+    #[test]
+    fn clock_is_monotonic() {
+        let a = clock::now();
+        let b = clock::now();
+        assert!(b >= a);
+        assert!(clock::instant(b) >= clock::instant(a));
+    }
+}

@@ -152,7 +152,10 @@ impl Sim {
     pub fn add_host(&mut self, name: &str, host: impl SimHost) -> NodeId {
         let next_tick = host.next_tick();
         let id = self.nodes.len();
-        self.nodes.push(Node { name: name.into(), role: Role::Host { host: Box::new(host), upstream: None, next_tick: None } });
+        self.nodes.push(Node {
+            name: name.into(),
+            role: Role::Host { host: Box::new(host), upstream: None, next_tick: None },
+        });
         if let Some(t) = next_tick {
             self.schedule_tick(id, t);
         }
@@ -162,7 +165,8 @@ impl Sim {
     pub fn add_switch(&mut self, name: &str, program: impl SimDataPlane) -> NodeId {
         let id = self.nodes.len();
         let paths = ReversePath::new(REVERSE_PATH_SLOTS);
-        self.nodes.push(Node { name: name.into(), role: Role::Switch { program: Box::new(program), upstream: None, paths } });
+        self.nodes
+            .push(Node { name: name.into(), role: Role::Switch { program: Box::new(program), upstream: None, paths } });
         id
     }
 
@@ -174,7 +178,12 @@ impl Sim {
 
     /// Where `node` sends [`Dest::Upstream`] packets or [`Verdict::Upstream`] ones.
     pub fn set_upstream(&mut self, node: NodeId, upstream: NodeId) {
-        assert!(self.links.contains_key(&(node, upstream)), "link {} to {} first", self.name(node), self.name(upstream));
+        assert!(
+            self.links.contains_key(&(node, upstream)),
+            "link {} to {} first",
+            self.name(node),
+            self.name(upstream)
+        );
         match &mut self.nodes[node].role {
             Role::Host { upstream: u, .. } | Role::Switch { upstream: u, .. } => *u = Some(upstream),
         }

@@ -85,28 +85,17 @@ pub fn check(
 ) -> Result<CheckSummary, Vec<String>> {
     let mut errors = vec![];
     let mut summary = CheckSummary::default();
-    let mut r = Replay {
-        state: HashMap::new(),
-        versions: HashMap::new(),
-        commits: 0,
-    };
+    let mut r = Replay { state: HashMap::new(), versions: HashMap::new(), commits: 0 };
     let mut committed: HashMap<(u32, i32), &Decision> = HashMap::new();
 
     for d in decisions {
         let id = (d.cl_id, d.req_id);
-        let stale: Vec<Key> = d
-            .compares
-            .iter()
-            .filter(|(k, v)| r.get(*k) != *v)
-            .map(|(k, _)| *k)
-            .collect();
+        let stale: Vec<Key> = d.compares.iter().filter(|(k, v)| r.get(*k) != *v).map(|(k, _)| *k).collect();
         match d.status {
             Status::Ok => {
                 summary.store_commits += 1;
                 if !stale.is_empty() {
-                    errors.push(format!(
-                        "store committed {id:?} although its compares on keys {stale:?} were stale"
-                    ));
+                    errors.push(format!("store committed {id:?} although its compares on keys {stale:?} were stale"));
                 }
                 let mut after = r.state.clone();
                 for (k, v) in &d.writes {
@@ -115,18 +104,13 @@ pub fn check(
                 for (k, v) in &d.reads {
                     let want = after.get(k).copied().unwrap_or(Value::ZERO);
                     if *v != want {
-                        errors.push(format!(
-                            "store returned {v:?} for key {k} in {id:?}, the state held {want:?}"
-                        ));
+                        errors.push(format!("store returned {v:?} for key {k} in {id:?}, the state held {want:?}"));
                     }
                 }
                 r.commits += 1;
                 for (k, v) in &d.writes {
                     r.state.insert(*k, *v);
-                    let vs = r
-                        .versions
-                        .entry(*k)
-                        .or_insert_with(|| vec![(0, Value::ZERO)]);
+                    let vs = r.versions.entry(*k).or_insert_with(|| vec![(0, Value::ZERO)]);
                     vs.push((r.commits, *v));
                 }
                 if committed.insert(id, d).is_some() {
@@ -145,85 +129,53 @@ pub fn check(
 
     let replayed: BTreeMap<Key, Value> = r.state.iter().map(|(k, v)| (*k, *v)).collect();
     if &replayed != final_state {
-        errors.push(format!(
-            "final store state {final_state:?} differs from the replay of its commits {replayed:?}"
-        ));
+        errors.push(format!("final store state {final_state:?} differs from the replay of its commits {replayed:?}"));
     }
 
     for a in attempts {
         let id = (a.cl_id, a.req_id);
-        let compares: Vec<(Key, Value)> = a
-            .ops
-            .iter()
-            .filter(|o| o.kind == OpType::Value)
-            .map(|o| (o.key, o.value))
-            .collect();
-        let writes: Vec<(Key, Value)> = a
-            .ops
-            .iter()
-            .filter(|o| o.kind == OpType::Write)
-            .map(|o| (o.key, o.value))
-            .collect();
+        let compares: Vec<(Key, Value)> =
+            a.ops.iter().filter(|o| o.kind == OpType::Value).map(|o| (o.key, o.value)).collect();
+        let writes: Vec<(Key, Value)> =
+            a.ops.iter().filter(|o| o.kind == OpType::Write).map(|o| (o.key, o.value)).collect();
         match &a.result {
-            AttemptResult::Committed {
-                from_switch: false,
-                values,
-            } => {
+            AttemptResult::Committed { from_switch: false, values } => {
                 summary.client_commits_checked += 1;
                 match committed.get(&id) {
-                    None => errors.push(format!(
-                        "client was told the store committed {id:?}, the store did not"
-                    )),
+                    None => errors.push(format!("client was told the store committed {id:?}, the store did not")),
                     Some(d) => {
                         if d.compares != compares || d.writes != writes {
-                            errors.push(format!(
-                                "client's request {id:?} differs from what the store committed"
-                            ));
+                            errors.push(format!("client's request {id:?} differs from what the store committed"));
                         }
                         if &d.reads != values {
-                            errors.push(format!(
-                                "client got {values:?} for {id:?}, the store returned {:?}",
-                                d.reads
-                            ));
+                            errors.push(format!("client got {values:?} for {id:?}, the store returned {:?}", d.reads));
                         }
                     }
                 }
             }
-            AttemptResult::Committed {
-                from_switch: true,
-                values,
-            } => {
+            AttemptResult::Committed { from_switch: true, values } => {
                 summary.switch_answers_checked += 1;
                 if !writes.is_empty() {
                     errors.push(format!("a switch answered OK to {id:?}, which writes"));
                 }
                 if committed.contains_key(&id) {
-                    errors.push(format!(
-                        "{id:?} was answered by a switch and also committed by the store"
-                    ));
+                    errors.push(format!("{id:?} was answered by a switch and also committed by the store"));
                 }
                 let mut possible: Ranges = vec![(0, r.commits + 1)];
                 for (k, v) in values.iter().chain(compares.iter()) {
                     possible = intersect(&possible, &r.ranges(*k, *v));
                 }
                 if possible.is_empty() {
-                    errors.push(format!("switch answered {id:?} with {values:?}: no point of the commit order held these values"));
+                    errors.push(format!(
+                        "switch answered {id:?} with {values:?}: no point of the commit order held these values"
+                    ));
                 }
             }
-            AttemptResult::Aborted {
-                from_switch,
-                status,
-            } => {
+            AttemptResult::Aborted { from_switch, status } => {
                 summary.client_aborts_checked += 1;
                 if committed.contains_key(&id) {
-                    let by = if *from_switch {
-                        "a switch"
-                    } else {
-                        "the store"
-                    };
-                    errors.push(format!(
-                        "client was told {status:?} by {by} for {id:?}, which the store committed"
-                    ));
+                    let by = if *from_switch { "a switch" } else { "the store" };
+                    errors.push(format!("client was told {status:?} by {by} for {id:?}, which the store committed"));
                 }
             }
             AttemptResult::BadRequest | AttemptResult::Unknown => {}
@@ -245,28 +197,14 @@ mod tests {
         Value::from_counter(n)
     }
 
-    fn commit(
-        cl: u32,
-        req: i32,
-        compares: Vec<(Key, Value)>,
-        writes: Vec<(Key, Value)>,
-    ) -> Decision {
-        Decision {
-            cl_id: cl,
-            req_id: req,
-            status: Status::Ok,
-            compares,
-            reads: vec![],
-            writes,
-        }
+    fn commit(cl: u32, req: i32, compares: Vec<(Key, Value)>, writes: Vec<(Key, Value)>) -> Decision {
+        Decision { cl_id: cl, req_id: req, status: Status::Ok, compares, reads: vec![], writes }
     }
 
     #[test]
     fn accepts_a_serial_history_and_rejects_a_lost_update() {
-        let ok = vec![
-            commit(1, 1, vec![(1, Value::ZERO)], vec![(1, v(1))]),
-            commit(2, 1, vec![(1, v(1))], vec![(1, v(2))]),
-        ];
+        let ok =
+            vec![commit(1, 1, vec![(1, Value::ZERO)], vec![(1, v(1))]), commit(2, 1, vec![(1, v(1))], vec![(1, v(2))])];
         let fin: BTreeMap<Key, Value> = [(1, v(2))].into();
         assert!(check(&ok, &[], &fin).is_ok());
         // Both read 0 and wrote 1: the second compare was stale.
@@ -286,10 +224,7 @@ mod tests {
             cl_id: 1,
             req_id: 1,
             ops: vec![Op::write(1, v(1))],
-            result: AttemptResult::Aborted {
-                from_switch: true,
-                status: Status::OptimisticAbort,
-            },
+            result: AttemptResult::Aborted { from_switch: true, status: Status::OptimisticAbort },
         }];
         let fin: BTreeMap<Key, Value> = [(1, v(1))].into();
         assert!(check(&d, &a, &fin).is_err());
@@ -308,10 +243,7 @@ mod tests {
             cl_id: 9,
             req_id: req,
             ops: vec![Op::read(1), Op::read(2)],
-            result: AttemptResult::Committed {
-                from_switch: true,
-                values: vec![(1, v(x)), (2, v(y))],
-            },
+            result: AttemptResult::Committed { from_switch: true, values: vec![(1, v(x)), (2, v(y))] },
         };
         assert!(check(&d, &[read(1, 2, 3)], &fin).is_ok());
         assert!(check(&d, &[read(1, 1, 3)], &fin).is_err());

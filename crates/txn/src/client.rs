@@ -38,12 +38,7 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     pub fn new(cl_id: u32) -> ClientConfig {
-        ClientConfig {
-            cl_id,
-            timeout: Duration::from_secs(1),
-            max_resends: 20,
-            retry_limit: 1000,
-        }
+        ClientConfig { cl_id, timeout: Duration::from_secs(1), max_resends: 20, retry_limit: 1000 }
     }
 }
 
@@ -235,10 +230,7 @@ impl TxnClient {
 
     /// Starts `txn` (the client runs one transaction at a time).
     pub fn start(&mut self, now: Time, txn: Txn, out: &mut Outbox) -> u64 {
-        assert!(
-            self.active.is_none(),
-            "a client runs one transaction at a time"
-        );
+        assert!(self.active.is_none(), "a client runs one transaction at a time");
         let no = self.next_txn_no;
         self.next_txn_no += 1;
         self.active = Some(Active {
@@ -267,24 +259,13 @@ impl TxnClient {
 
     /// Runs the body (or lists the reads) and sends a new request.
     fn attempt(&mut self, now: Time, out: &mut Outbox) {
-        let a = self
-            .active
-            .as_mut()
-            .expect("attempt needs an active transaction");
+        let a = self.active.as_mut().expect("attempt needs an active transaction");
         a.attempts += 1;
         a.reply_frags.clear();
         let (reads, writes, ops) = match &a.txn {
-            Txn::Read(keys) => (
-                vec![],
-                vec![],
-                keys.iter().map(|k| Op::read(*k)).collect::<Vec<_>>(),
-            ),
+            Txn::Read(keys) => (vec![], vec![], keys.iter().map(|k| Op::read(*k)).collect::<Vec<_>>()),
             Txn::Body(body) => {
-                let mut ctx = TxnCtx {
-                    known: &self.known,
-                    reads: vec![],
-                    writes: vec![],
-                };
+                let mut ctx = TxnCtx { known: &self.known, reads: vec![], writes: vec![] };
                 body(&mut ctx);
                 let mut ops: Vec<Op> = ctx.reads.iter().map(|(k, v)| Op::value(*k, *v)).collect();
                 ops.extend(ctx.writes.iter().map(|(k, v)| Op::write(*k, *v)));
@@ -308,10 +289,7 @@ impl TxnClient {
     }
 
     fn transmit(&mut self, resend: bool, out: &mut Outbox) {
-        let a = self
-            .active
-            .as_ref()
-            .expect("transmit needs an active transaction");
+        let a = self.active.as_ref().expect("transmit needs an active transaction");
         let mut template = TxnMsg::request(self.cfg.cl_id, a.req_id, vec![]);
         template.flags = Flags(0).with(Flags::STORE_COMMIT, resend);
         for frag in TxnMsg::fragments(&template, &a.ops) {
@@ -325,25 +303,14 @@ impl TxnClient {
     }
 
     fn record(&mut self, result: AttemptResult) {
-        let a = self
-            .active
-            .as_ref()
-            .expect("record needs an active transaction");
+        let a = self.active.as_ref().expect("record needs an active transaction");
         if let Some(h) = &mut self.history {
-            h.push(Attempt {
-                cl_id: self.cfg.cl_id,
-                req_id: a.req_id,
-                ops: a.ops.clone(),
-                result,
-            });
+            h.push(Attempt { cl_id: self.cfg.cl_id, req_id: a.req_id, ops: a.ops.clone(), result });
         }
     }
 
     fn finish(&mut self, now: Time, gave_up: Option<GiveUp>, from_switch: bool) {
-        let a = self
-            .active
-            .take()
-            .expect("finish needs an active transaction");
+        let a = self.active.take().expect("finish needs an active transaction");
         self.completed.push_back(Completed {
             txn_no: a.no,
             is_read: a.txn.is_read(),
@@ -385,10 +352,7 @@ impl TxnClient {
             if a.reply_frags.len() < m.frag_cnt as usize {
                 return;
             }
-            std::mem::take(&mut a.reply_frags)
-                .into_values()
-                .flatten()
-                .collect()
+            std::mem::take(&mut a.reply_frags).into_values().flatten().collect()
         } else {
             m.ops.clone()
         };
@@ -405,10 +369,7 @@ impl TxnClient {
         let from_switch = m.flags.from_switch();
         match m.status {
             Status::Ok => {
-                self.record(AttemptResult::Committed {
-                    from_switch,
-                    values: values.clone(),
-                });
+                self.record(AttemptResult::Committed { from_switch, values: values.clone() });
                 let a = self.active.as_mut().expect("active");
                 if a.txn.is_read() {
                     a.reads = values;
@@ -416,10 +377,7 @@ impl TxnClient {
                 self.finish(now, None, from_switch);
             }
             Status::Abort | Status::OptimisticAbort => {
-                self.record(AttemptResult::Aborted {
-                    from_switch,
-                    status: m.status,
-                });
+                self.record(AttemptResult::Aborted { from_switch, status: m.status });
                 let a = self.active.as_mut().expect("active");
                 if from_switch {
                     a.aborts_by_switch += 1;

@@ -55,12 +55,7 @@ pub trait Backend {
     fn get(&self, key: Key) -> Value;
     /// Applies `writes` (in order) and sets `cl_id`'s record, atomically.
     /// When this returns `Ok`, a durable backend has made both durable.
-    fn commit(
-        &mut self,
-        writes: &[(Key, Value)],
-        cl_id: u32,
-        record: &ClientRecord,
-    ) -> Result<(), BackendError>;
+    fn commit(&mut self, writes: &[(Key, Value)], cl_id: u32, record: &ClientRecord) -> Result<(), BackendError>;
     fn client(&self, cl_id: u32) -> Option<ClientRecord>;
     /// Every key with its value, in key order.
     fn snapshot(&self) -> BTreeMap<Key, Value>;
@@ -77,12 +72,7 @@ impl Backend for MemBackend {
     fn get(&self, key: Key) -> Value {
         self.data.get(&key).copied().unwrap_or(Value::ZERO)
     }
-    fn commit(
-        &mut self,
-        writes: &[(Key, Value)],
-        cl_id: u32,
-        record: &ClientRecord,
-    ) -> Result<(), BackendError> {
+    fn commit(&mut self, writes: &[(Key, Value)], cl_id: u32, record: &ClientRecord) -> Result<(), BackendError> {
         for (k, v) in writes {
             self.data.insert(*k, *v);
         }
@@ -148,7 +138,7 @@ struct Partial {
 }
 
 pub struct TxnStore {
-    backend: Box<dyn Backend>,
+    backend: Box<dyn Backend + Send>,
     reassembly: HashMap<(u32, i32), Partial>,
     reassembly_order: VecDeque<(u32, i32)>,
     /// Every decision in order, when recording is on (the simulator's history).
@@ -157,7 +147,7 @@ pub struct TxnStore {
 }
 
 impl TxnStore {
-    pub fn new(backend: Box<dyn Backend>) -> TxnStore {
+    pub fn new(backend: Box<dyn Backend + Send>) -> TxnStore {
         TxnStore {
             backend,
             reassembly: HashMap::new(),
@@ -219,26 +209,13 @@ impl TxnStore {
         };
         let (decision, reply_ops) = self.apply(&msg, &ops);
         let template = msg.reply(decision.status, false, vec![]);
-        let reply: Vec<Vec<u8>> = TxnMsg::fragments(&template, &reply_ops)
-            .iter()
-            .map(TxnMsg::encode)
-            .collect();
-        let record = ClientRecord {
-            req_id: msg.req_id,
-            reply: reply.clone(),
-        };
-        let writes = if decision.status == Status::Ok {
-            &decision.writes[..]
-        } else {
-            &[]
-        };
+        let reply: Vec<Vec<u8>> = TxnMsg::fragments(&template, &reply_ops).iter().map(TxnMsg::encode).collect();
+        let record = ClientRecord { req_id: msg.req_id, reply: reply.clone() };
+        let writes = if decision.status == Status::Ok { &decision.writes[..] } else { &[] };
         if let Err(e) = self.backend.commit(writes, msg.cl_id, &record) {
             // Nothing was acknowledged: the client will resend and we decide again.
             self.counters.backend_errors += 1;
-            eprintln!(
-                "innet store: backend error, request {}:{} not answered: {e}",
-                msg.cl_id, msg.req_id
-            );
+            eprintln!("innet store: backend error, request {}:{} not answered: {e}", msg.cl_id, msg.req_id);
             return;
         }
         match decision.status {
@@ -276,13 +253,7 @@ impl TxnStore {
                 }
             }
             self.reassembly_order.push_back(id);
-            self.reassembly.insert(
-                id,
-                Partial {
-                    frag_cnt: msg.frag_cnt,
-                    frags: BTreeMap::new(),
-                },
-            );
+            self.reassembly.insert(id, Partial { frag_cnt: msg.frag_cnt, frags: BTreeMap::new() });
         }
         let p = self.reassembly.get_mut(&id).expect("inserted above");
         if p.frag_cnt != msg.frag_cnt {
@@ -339,12 +310,7 @@ impl TxnStore {
         let mut reply: Vec<Op> = d.writes.iter().map(|(k, v)| Op::updated(*k, *v)).collect();
         for k in read_keys {
             // Reads see this request's own writes (the last write to a key wins).
-            let v = d
-                .writes
-                .iter()
-                .rev()
-                .find(|(wk, _)| *wk == k)
-                .map_or_else(|| self.backend.get(k), |(_, v)| *v);
+            let v = d.writes.iter().rev().find(|(wk, _)| *wk == k).map_or_else(|| self.backend.get(k), |(_, v)| *v);
             d.reads.push((k, v));
             reply.push(Op::value(k, v));
         }
@@ -382,25 +348,12 @@ mod tests {
     fn algorithm_1_abort_with_corrections_then_commit() {
         let mut s = TxnStore::in_memory();
         let r = send(&mut s, &TxnMsg::request(1, 1, vec![Op::write(1, v("a"))]));
-        assert_eq!(
-            (r.status, r.ops.clone()),
-            (Status::Ok, vec![Op::updated(1, v("a"))])
-        );
-        let r = send(
-            &mut s,
-            &TxnMsg::request(1, 2, vec![Op::value(1, v("x")), Op::write(2, v("y"))]),
-        );
+        assert_eq!((r.status, r.ops.clone()), (Status::Ok, vec![Op::updated(1, v("a"))]));
+        let r = send(&mut s, &TxnMsg::request(1, 2, vec![Op::value(1, v("x")), Op::write(2, v("y"))]));
         assert_eq!(r.status, Status::Abort);
         assert_eq!(r.ops, vec![Op::value(1, v("a")), Op::value(2, Value::ZERO)]);
         assert!(!r.flags.from_switch());
-        let r = send(
-            &mut s,
-            &TxnMsg::request(
-                1,
-                3,
-                vec![Op::value(1, v("a")), Op::write(1, v("b")), Op::read(1)],
-            ),
-        );
+        let r = send(&mut s, &TxnMsg::request(1, 3, vec![Op::value(1, v("a")), Op::write(1, v("b")), Op::read(1)]));
         assert_eq!(r.status, Status::Ok);
         assert_eq!(r.ops, vec![Op::updated(1, v("b")), Op::value(1, v("b"))]);
     }
@@ -421,20 +374,14 @@ mod tests {
     #[test]
     fn fragmented_transactions_apply_atomically() {
         let mut s = TxnStore::in_memory();
-        let ops: Vec<Op> = (0..10)
-            .map(|k| Op::write(k, Value::from_counter(k as u64)))
-            .collect();
+        let ops: Vec<Op> = (0..10).map(|k| Op::write(k, Value::from_counter(k as u64))).collect();
         let frags = TxnMsg::fragments(&TxnMsg::request(3, 1, vec![]), &ops);
         let mut out = Outbox::new();
         s.handle(&frags[1].encode(), &mut out);
         assert!(out.is_empty());
         assert_eq!(s.get(0), Value::ZERO);
         s.handle(&frags[0].encode(), &mut out);
-        assert_eq!(
-            out.sends.len(),
-            2,
-            "10 UPDATED ops come back in two fragments"
-        );
+        assert_eq!(out.sends.len(), 2, "10 UPDATED ops come back in two fragments");
         assert_eq!(s.get(9), Value::from_counter(9));
     }
 }

@@ -59,12 +59,7 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub const ALL: [Mode; 4] = [
-        Mode::Forward,
-        Mode::ReadCache,
-        Mode::EarlyAbort,
-        Mode::OptimisticAbort,
-    ];
+    pub const ALL: [Mode; 4] = [Mode::Forward, Mode::ReadCache, Mode::EarlyAbort, Mode::OptimisticAbort];
     pub fn name(self) -> &'static str {
         match self {
             Mode::Forward => "forward",
@@ -82,10 +77,9 @@ impl Mode {
 impl std::str::FromStr for Mode {
     type Err = String;
     fn from_str(s: &str) -> Result<Mode, String> {
-        Mode::ALL
-            .into_iter()
-            .find(|m| m.name() == s || m.name().replace('-', "_") == s)
-            .ok_or_else(|| format!("unknown mode '{s}': expected one of forward, read-cache, early-abort, optimistic-abort"))
+        Mode::ALL.into_iter().find(|m| m.name() == s || m.name().replace('-', "_") == s).ok_or_else(|| {
+            format!("unknown mode '{s}': expected one of forward, read-cache, early-abort, optimistic-abort")
+        })
     }
 }
 
@@ -222,9 +216,7 @@ impl TxnSwitch {
 
     /// The cache entry for `key` if it belongs to the current generation.
     pub fn cached(&self, key: u32) -> Option<&CacheEntry> {
-        self.cache
-            .peek(key)
-            .filter(|e| e.generation == self.generation)
+        self.cache.peek(key).filter(|e| e.generation == self.generation)
     }
 
     /// Valid cache entries (for map dumps and differential tests).
@@ -237,10 +229,7 @@ impl TxnSwitch {
         let g = self.generation;
         let e = self.cache.entry(key);
         if e.generation != g {
-            *e = CacheEntry {
-                generation: g,
-                ..CacheEntry::default()
-            };
+            *e = CacheEntry { generation: g, ..CacheEntry::default() };
         }
         e
     }
@@ -251,10 +240,7 @@ impl TxnSwitch {
         let learn = self.mode != Mode::Forward
             && !p.is_fragmented()
             && !p.flags().from_switch()
-            && matches!(
-                p.status(),
-                Status::Ok | Status::Abort | Status::OptimisticAbort
-            );
+            && matches!(p.status(), Status::Ok | Status::Abort | Status::OptimisticAbort);
         if learn {
             self.counters.learned_replies += 1;
             self.replies_learned = self.replies_learned.wrapping_add(1);
@@ -335,8 +321,7 @@ impl TxnSwitch {
 
     fn read_cache(&mut self, p: &mut TxnPacket<'_>) -> Verdict {
         let n = p.op_cnt();
-        let all_reads =
-            n > 0 && (0..n.min(MAX_OPS_PER_PACKET)).all(|i| p.op_type(i) == OpType::Read);
+        let all_reads = n > 0 && (0..n.min(MAX_OPS_PER_PACKET)).all(|i| p.op_type(i) == OpType::Read);
         if !all_reads || !self.snapshot_ok(p, OpType::Read) {
             return self.forward(p.cl_id(), p.req_id());
         }
@@ -365,20 +350,12 @@ impl TxnSwitch {
             match self.cached(key) {
                 Some(e) if optimistic && e.has_pending => {
                     if value != e.pending {
-                        *check = OpCheck {
-                            bad: true,
-                            bad_pending: true,
-                            correction: e.pending,
-                        };
+                        *check = OpCheck { bad: true, bad_pending: true, correction: e.pending };
                     }
                 }
                 Some(e) if e.has_value => {
                     if value != e.value {
-                        *check = OpCheck {
-                            bad: true,
-                            bad_pending: false,
-                            correction: e.value,
-                        };
+                        *check = OpCheck { bad: true, bad_pending: false, correction: e.value };
                     }
                 }
                 _ => miss = true,
@@ -418,6 +395,12 @@ impl TxnSwitch {
             }
         }
         self.forward(p.cl_id(), p.req_id())
+    }
+}
+
+impl Counters for TxnSwitch {
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.counters.counters()
     }
 }
 

@@ -48,10 +48,7 @@ impl Workload {
             return Err(format!("span {} must be in 1..=keys ({})", self.span, self.keys));
         }
         if !(self.zipf >= 0.0 && self.zipf.is_finite()) {
-            return Err(format!(
-                "zipf exponent {} must be a finite number >= 0",
-                self.zipf
-            ));
+            return Err(format!("zipf exponent {} must be a finite number >= 0", self.zipf));
         }
         Ok(())
     }
@@ -110,26 +107,10 @@ pub struct LoadClient {
 }
 
 impl LoadClient {
-    pub fn new(
-        client: TxnClient,
-        workload: Workload,
-        rng: Rng,
-        start_at: Time,
-        stop_at: Time,
-    ) -> LoadClient {
-        workload
-            .validate()
-            .expect("workload validated by the caller");
+    pub fn new(client: TxnClient, workload: Workload, rng: Rng, start_at: Time, stop_at: Time) -> LoadClient {
+        workload.validate().expect("workload validated by the caller");
         let zipf = Zipf::new(workload.keys as usize, workload.zipf);
-        LoadClient {
-            client,
-            workload,
-            zipf,
-            rng,
-            wake_at: Some(start_at),
-            stop_at,
-            stats: LoadStats::default(),
-        }
+        LoadClient { client, workload, zipf, rng, wake_at: Some(start_at), stop_at, stats: LoadStats::default() }
     }
 
     fn next_txn(&mut self) -> Txn {

@@ -88,10 +88,7 @@ impl Value {
     /// A counter as NUL-padded ASCII decimal. Counters are limited to 16
     /// digits (the value width), far beyond any experiment.
     pub fn from_counter(n: u64) -> Value {
-        assert!(
-            n < 10_u64.pow(VALUE_LEN as u32),
-            "counter too large for a value"
-        );
+        assert!(n < 10_u64.pow(VALUE_LEN as u32), "counter too large for a value");
         Value::from_str_padded(&n.to_string()).expect("fits by the assert above")
     }
 
@@ -326,19 +323,8 @@ pub struct TxnMsg {
 impl TxnMsg {
     /// An unfragmented request.
     pub fn request(cl_id: u32, req_id: i32, ops: Vec<Op>) -> TxnMsg {
-        assert!(
-            ops.len() <= MAX_OPS_PER_PACKET,
-            "use fragments for larger transactions"
-        );
-        TxnMsg {
-            flags: Flags(0),
-            cl_id,
-            req_id,
-            frag_seq: 1,
-            frag_cnt: 1,
-            status: Status::Ok,
-            ops,
-        }
+        assert!(ops.len() <= MAX_OPS_PER_PACKET, "use fragments for larger transactions");
+        TxnMsg { flags: Flags(0), cl_id, req_id, frag_seq: 1, frag_cnt: 1, status: Status::Ok, ops }
     }
 
     /// A response to `self` with the given status and ops.
@@ -368,11 +354,7 @@ impl TxnMsg {
             ops.push(Op {
                 kind: OpType::from_u8(bytes[o]).expect("validated"),
                 key: be_u32(&bytes[o + offset::OP_KEY..]),
-                value: Value(
-                    bytes[o + offset::OP_VALUE..o + OP_LEN]
-                        .try_into()
-                        .expect("sized"),
-                ),
+                value: Value(bytes[o + offset::OP_VALUE..o + OP_LEN].try_into().expect("sized")),
             });
         }
         Ok(TxnMsg {
@@ -388,10 +370,7 @@ impl TxnMsg {
 
     /// Appends the encoding to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        assert!(
-            self.ops.len() <= MAX_OPS_PER_PACKET,
-            "a packet carries at most 7 ops"
-        );
+        assert!(self.ops.len() <= MAX_OPS_PER_PACKET, "a packet carries at most 7 ops");
         out.push(self.flags.0);
         out.extend_from_slice(&self.cl_id.to_be_bytes());
         out.extend_from_slice(&self.req_id.to_be_bytes());
@@ -415,25 +394,13 @@ impl TxnMsg {
     /// Splits a transaction's ops into packets of at most 7 ops, numbered
     /// `1..=n`. A transaction with no ops still yields one (empty) packet.
     pub fn fragments(template: &TxnMsg, ops: &[Op]) -> Vec<TxnMsg> {
-        assert!(
-            ops.len() <= MAX_OPS_PER_TXN,
-            "transaction larger than 255 fragments"
-        );
-        let chunks: Vec<&[Op]> = if ops.is_empty() {
-            vec![&[][..]]
-        } else {
-            ops.chunks(MAX_OPS_PER_PACKET).collect()
-        };
+        assert!(ops.len() <= MAX_OPS_PER_TXN, "transaction larger than 255 fragments");
+        let chunks: Vec<&[Op]> = if ops.is_empty() { vec![&[][..]] } else { ops.chunks(MAX_OPS_PER_PACKET).collect() };
         let n = chunks.len() as u8;
         chunks
             .into_iter()
             .enumerate()
-            .map(|(i, c)| TxnMsg {
-                frag_seq: i as u8 + 1,
-                frag_cnt: n,
-                ops: c.to_vec(),
-                ..template.clone()
-            })
+            .map(|(i, c)| TxnMsg { frag_seq: i as u8 + 1, frag_cnt: n, ops: c.to_vec(), ..template.clone() })
             .collect()
     }
 }
@@ -484,10 +451,7 @@ pub struct TxnPacket<'a> {
 impl<'a> TxnPacket<'a> {
     pub fn parse(buf: &'a mut [u8]) -> Result<TxnPacket<'a>, DecodeError> {
         let v = validate(buf)?;
-        Ok(TxnPacket {
-            buf,
-            op_cnt: v.op_cnt,
-        })
+        Ok(TxnPacket { buf, op_cnt: v.op_cnt })
     }
     pub fn flags(&self) -> Flags {
         Flags(self.buf[offset::FLAGS])
@@ -545,10 +509,7 @@ impl<'a> TxnPacket<'a> {
     /// Turns the request into a response from the switch, as the reference
     /// P4's `do_direction_swap` does (addresses are the runtime's business).
     pub fn make_switch_reply(&mut self, status: Status) {
-        let f = self
-            .flags()
-            .with(Flags::RESPONSE, true)
-            .with(Flags::FROM_SWITCH, true);
+        let f = self.flags().with(Flags::RESPONSE, true).with(Flags::FROM_SWITCH, true);
         self.set_flags(f);
         self.set_status(status);
         self.set_frag(1, 1);
@@ -583,10 +544,7 @@ mod tests {
         let b = sample().encode();
         for n in 0..b.len() {
             let e = TxnMsg::decode(&b[..n]).unwrap_err();
-            assert!(
-                matches!(e, DecodeError::Truncated | DecodeError::OpsBeyondPacket),
-                "{n}: {e:?}"
-            );
+            assert!(matches!(e, DecodeError::Truncated | DecodeError::OpsBeyondPacket), "{n}: {e:?}");
         }
     }
 
@@ -611,7 +569,7 @@ mod tests {
 
     #[test]
     fn fragments_number_from_one() {
-        let ops: Vec<Op> = (0..15).map(|k| Op::read(k)).collect();
+        let ops: Vec<Op> = (0..15).map(Op::read).collect();
         let f = TxnMsg::fragments(&TxnMsg::request(1, 1, vec![]), &ops);
         assert_eq!(f.len(), 3);
         assert_eq!((f[0].frag_seq, f[2].frag_seq, f[2].frag_cnt), (1, 3, 3));

@@ -1,0 +1,292 @@
+//! Running end hosts ([`Host`]) on UDP sockets.
+//!
+//! The event loop calls `on_packet` for every packet received (after the
+//! link's delay, if any), `on_tick` when `next_tick` has come, and sends what
+//! the host put in its [`Outbox`]: [`Dest::Reply`] to the sender of the packet
+//! being handled, [`Dest::Upstream`] to [`HostOptions::upstream`]. A host's
+//! [`HostOptions::delay`] emulates its access link: every packet it sends is
+//! held that long before it goes out, and every packet it receives that long
+//! before the host sees it.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use innet_core::{Counters, Dest, Host, Outbox, Time};
+
+use crate::clock;
+use crate::delay::DelayLine;
+use crate::net::{Incoming, Ports};
+use crate::Stop;
+
+/// Longest the event loop waits before looking at its stop flag again.
+pub(crate) const MAX_WAIT: Duration = Duration::from_millis(20);
+/// Packets handled in a row before timers are looked at again.
+pub(crate) const BURST: usize = 64;
+
+#[derive(Clone, Debug, Default)]
+pub struct HostOptions {
+    /// Where [`Dest::Upstream`] packets go (a client's switch or store).
+    pub upstream: Option<SocketAddr>,
+    /// One-way delay of the host's access link, applied in both directions.
+    pub delay: Duration,
+}
+
+impl HostOptions {
+    pub fn upstream(addr: SocketAddr) -> HostOptions {
+        HostOptions { upstream: Some(addr), delay: Duration::ZERO }
+    }
+    pub fn with_delay(mut self, delay: Duration) -> HostOptions {
+        self.delay = delay;
+        self
+    }
+}
+
+/// What the runtime did for one host.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostStats {
+    pub received: u64,
+    pub sent: u64,
+    pub send_errors: u64,
+    /// Packets the host asked to send with nowhere to go: a `Reply` from
+    /// `on_tick`, or `Upstream` without an upstream address.
+    pub no_destination: u64,
+    /// Packets dropped because the event loop fell behind (all hosts of the loop).
+    pub rx_overflow: u64,
+}
+
+impl HostStats {
+    pub fn merge(&mut self, o: &HostStats) {
+        self.received += o.received;
+        self.sent += o.sent;
+        self.send_errors += o.send_errors;
+        self.no_destination += o.no_destination;
+        self.rx_overflow = self.rx_overflow.max(o.rx_overflow);
+    }
+}
+
+impl Counters for HostStats {
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("live_received", self.received),
+            ("live_sent", self.sent),
+            ("live_send_errors", self.send_errors),
+            ("live_no_destination", self.no_destination),
+            ("live_rx_overflow", self.rx_overflow),
+        ]
+    }
+}
+
+type Held = DelayLine<(SocketAddr, Vec<u8>)>;
+
+struct Slot {
+    opts: HostOptions,
+    ingress: Held,
+    egress: Held,
+    stats: HostStats,
+}
+
+struct HostLoop<'a, H> {
+    hosts: &'a mut [H],
+    slots: Vec<Slot>,
+    ports: Ports,
+    out: Outbox,
+}
+
+impl<H: Host> HostLoop<'_, H> {
+    fn transmit(&mut self, i: usize, to: SocketAddr, bytes: &[u8]) {
+        match self.ports.send(i, to, bytes) {
+            Ok(()) => self.slots[i].stats.sent += 1,
+            Err(_) => self.slots[i].stats.send_errors += 1,
+        }
+    }
+
+    /// Sends (or holds) what host `i` queued; `reply_to` is the sender of the
+    /// packet it handled.
+    fn flush(&mut self, i: usize, reply_to: Option<SocketAddr>, now: Time) {
+        let sends: Vec<(Dest, Vec<u8>)> = self.out.drain().collect();
+        for (dest, bytes) in sends {
+            let to = match dest {
+                Dest::Reply => reply_to,
+                Dest::Upstream => self.slots[i].opts.upstream,
+            };
+            let Some(to) = to else {
+                self.slots[i].stats.no_destination += 1;
+                continue;
+            };
+            if self.slots[i].egress.is_passthrough() {
+                self.transmit(i, to, &bytes);
+            } else {
+                self.slots[i].egress.push(now, (to, bytes));
+            }
+        }
+    }
+
+    fn deliver(&mut self, i: usize, from: SocketAddr, bytes: &[u8]) {
+        let now = clock::now();
+        self.hosts[i].on_packet(now, bytes, &mut self.out);
+        self.flush(i, Some(from), now);
+    }
+
+    fn incoming(&mut self, inc: Incoming) {
+        let i = inc.port;
+        self.slots[i].stats.received += 1;
+        if self.slots[i].ingress.is_passthrough() {
+            self.deliver(i, inc.from, &inc.bytes);
+        } else {
+            self.slots[i].ingress.push(clock::now(), (inc.from, inc.bytes));
+        }
+    }
+
+    /// Runs every timer that is due; returns the next deadline.
+    fn timers(&mut self) -> Option<Time> {
+        let mut next: Option<Time> = None;
+        for i in 0..self.hosts.len() {
+            let now = clock::now();
+            while let Some((from, bytes)) = self.slots[i].ingress.pop_due(now) {
+                self.deliver(i, from, &bytes);
+            }
+            let now = clock::now();
+            if self.hosts[i].next_tick().is_some_and(|t| t <= now) {
+                self.hosts[i].on_tick(now, &mut self.out);
+                self.flush(i, None, now);
+            }
+            while let Some((to, bytes)) = self.slots[i].egress.pop_due(now) {
+                self.transmit(i, to, &bytes);
+            }
+            let s = &self.slots[i];
+            for t in [s.ingress.next_due(), self.hosts[i].next_tick(), s.egress.next_due()].into_iter().flatten() {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        }
+        next
+    }
+}
+
+/// Runs `hosts` in one event loop, host `i` on `endpoints[i]`, until `stop`
+/// is set or `until` has come. Returns what the runtime did for each host.
+pub fn run_hosts<H: Host>(
+    hosts: &mut [H],
+    endpoints: Vec<(UdpSocket, HostOptions)>,
+    stop: &Stop,
+    until: Option<Time>,
+) -> io::Result<Vec<HostStats>> {
+    assert_eq!(hosts.len(), endpoints.len(), "one endpoint per host");
+    let mut sockets = vec![];
+    let mut slots = vec![];
+    for (s, opts) in endpoints {
+        sockets.push(s);
+        slots.push(Slot {
+            ingress: DelayLine::new(opts.delay),
+            egress: DelayLine::new(opts.delay),
+            opts,
+            stats: HostStats::default(),
+        });
+    }
+    let ports = Ports::new(sockets, stop)?;
+    let mut lp = HostLoop { hosts, slots, ports, out: Outbox::new() };
+    loop {
+        if stop.is_stopped() || until.is_some_and(|u| clock::now() >= u) {
+            break;
+        }
+        let next = lp.timers();
+        let now = clock::now();
+        let mut deadline = now + MAX_WAIT;
+        for t in [next, until].into_iter().flatten() {
+            deadline = deadline.min(t);
+        }
+        if let Some(inc) = lp.ports.recv(deadline.since(now)) {
+            lp.incoming(inc);
+            for _ in 1..BURST {
+                match lp.ports.try_recv() {
+                    Some(inc) => lp.incoming(inc),
+                    None => break,
+                }
+            }
+        }
+    }
+    let overflow = lp.ports.overflow();
+    Ok(lp.slots.into_iter().map(|s| HostStats { rx_overflow: overflow, ..s.stats }).collect())
+}
+
+/// Runs one host on `socket` in the calling thread until `stop` is set.
+pub fn run_host<H: Host>(host: &mut H, socket: UdpSocket, opts: &HostOptions, stop: &Stop) -> io::Result<HostStats> {
+    let mut stats = run_hosts(std::slice::from_mut(host), vec![(socket, opts.clone())], stop, None)?;
+    Ok(stats.pop().expect("one host"))
+}
+
+/// A node running in its own thread.
+pub struct NodeHandle<R> {
+    name: String,
+    addr: SocketAddr,
+    stop: Stop,
+    thread: Option<JoinHandle<io::Result<R>>>,
+}
+
+impl<R> NodeHandle<R> {
+    pub(crate) fn new(name: String, addr: SocketAddr, stop: Stop, thread: JoinHandle<io::Result<R>>) -> Self {
+        NodeHandle { name, addr, stop, thread: Some(thread) }
+    }
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The address the node's socket is bound to.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+    /// Asks the node to stop (it stops within a few tens of milliseconds).
+    pub fn stop(&self) {
+        self.stop.stop();
+    }
+    pub fn is_finished(&self) -> bool {
+        match &self.thread {
+            Some(t) => t.is_finished(),
+            None => true,
+        }
+    }
+    /// Stops the node and waits for it; returns what its thread returned.
+    pub fn shutdown(mut self) -> io::Result<R> {
+        self.stop.stop();
+        let t = self.thread.take().expect("joined once");
+        t.join().map_err(|_| io::Error::other(format!("node {} panicked", self.name)))?
+    }
+}
+
+impl<R> Drop for NodeHandle<R> {
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            self.stop.stop();
+            let _ = t.join();
+        }
+    }
+}
+
+/// Starts a host in its own thread on `socket`. The host is built in that
+/// thread by `make` (so it need not be `Send`), and `finish` turns it into
+/// the handle's result when the node stops. The node stops when `stop` (or
+/// the handle's own stop) is set.
+pub fn spawn_host<H, R, M, F>(
+    name: &str,
+    socket: UdpSocket,
+    opts: HostOptions,
+    stop: &Stop,
+    make: M,
+    finish: F,
+) -> io::Result<NodeHandle<R>>
+where
+    H: Host,
+    R: Send + 'static,
+    M: FnOnce() -> H + Send + 'static,
+    F: FnOnce(H, HostStats) -> R + Send + 'static,
+{
+    let addr = socket.local_addr()?;
+    let stop = stop.child();
+    let s = stop.clone();
+    let thread = std::thread::Builder::new().name(format!("innet-{name}")).spawn(move || {
+        let mut host = make();
+        let stats = run_host(&mut host, socket, &opts, &s)?;
+        Ok(finish(host, stats))
+    })?;
+    Ok(NodeHandle::new(name.to_string(), addr, stop, thread))
+}

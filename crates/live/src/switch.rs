@@ -1,0 +1,341 @@
+//! A user-space software switch: a [`DataPlane`] program on one UDP socket.
+//!
+//! A packet whose source is [`SwitchOptions::upstream`] is "from upstream";
+//! any other is from downstream. The program's [`Verdict`] is applied:
+//! `Upstream { flow }` sends to the upstream address and remembers that
+//! replies of `flow` go back to the packet's sender; `Downstream { flow }`
+//! sends to the remembered sender of `flow` (dropped and counted if none is
+//! known); `Reflect` sends back to this packet's sender; `Drop` is counted.
+//!
+//! Delay emulation: the switch<->upstream link's one-way delay
+//! ([`SwitchOptions::upstream_delay`]) is applied to packets the switch sends
+//! upstream and to packets it receives from upstream (before the program sees
+//! them, as if they had travelled the link); likewise the downstream links'
+//! delay for everything else. Each direction of each link class is a FIFO.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use innet_core::{Counters, DataPlane, ReversePath, Time, Verdict};
+
+use crate::clock;
+use crate::delay::DelayLine;
+use crate::host::{NodeHandle, BURST, MAX_WAIT};
+use crate::net::{Incoming, Ports};
+use crate::Stop;
+
+/// Default size of the reverse-path table (flows remembered).
+pub const REVERSE_PATH_DEFAULT: usize = 1 << 16;
+
+#[derive(Clone, Debug)]
+pub struct SwitchOptions {
+    /// The service side: packets from here are from upstream, and
+    /// `Upstream` verdicts send here.
+    pub upstream: SocketAddr,
+    /// One-way delay of the switch <-> upstream link (both directions).
+    pub upstream_delay: Duration,
+    /// One-way delay of the switch <-> downstream links (both directions);
+    /// zero when the clients emulate their own link.
+    pub downstream_delay: Duration,
+    pub reverse_path_capacity: usize,
+}
+
+impl SwitchOptions {
+    pub fn new(upstream: SocketAddr) -> SwitchOptions {
+        SwitchOptions {
+            upstream,
+            upstream_delay: Duration::ZERO,
+            downstream_delay: Duration::ZERO,
+            reverse_path_capacity: REVERSE_PATH_DEFAULT,
+        }
+    }
+    pub fn with_delays(mut self, upstream: Duration, downstream: Duration) -> SwitchOptions {
+        self.upstream_delay = upstream;
+        self.downstream_delay = downstream;
+        self
+    }
+}
+
+/// What the runtime around the program did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SwitchStats {
+    pub from_upstream: u64,
+    pub from_downstream: u64,
+    pub to_upstream: u64,
+    pub to_downstream: u64,
+    pub reflected: u64,
+    /// `Drop` verdicts (the program counts why).
+    pub dropped: u64,
+    /// `Downstream` verdicts for a flow with no known origin.
+    pub dropped_no_route: u64,
+    /// Packets dropped because the event loop fell behind.
+    pub rx_overflow: u64,
+    pub send_errors: u64,
+}
+
+impl Counters for SwitchStats {
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("live_from_upstream", self.from_upstream),
+            ("live_from_downstream", self.from_downstream),
+            ("live_to_upstream", self.to_upstream),
+            ("live_to_downstream", self.to_downstream),
+            ("live_reflected", self.reflected),
+            ("live_dropped", self.dropped),
+            ("live_dropped_no_route", self.dropped_no_route),
+            ("live_rx_overflow", self.rx_overflow),
+            ("live_send_errors", self.send_errors),
+        ]
+    }
+}
+
+/// The program and the runtime's counters, shared with whoever watches the
+/// switch (one lock per packet).
+#[derive(Debug)]
+pub struct SwitchState<P> {
+    pub program: P,
+    pub stats: SwitchStats,
+}
+
+impl<P> SwitchState<P> {
+    /// The program's counters as `program_counters` reads them, followed by
+    /// the runtime's (`live_*`).
+    pub fn counters_with(&self, program_counters: impl FnOnce(&P) -> Vec<(&'static str, u64)>) -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> =
+            program_counters(&self.program).into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        v.extend(self.stats.counters().into_iter().map(|(k, v)| (k.to_string(), v)));
+        v
+    }
+}
+
+impl<P: Counters> SwitchState<P> {
+    /// The program's counters followed by the runtime's (`live_*`).
+    pub fn counters(&self) -> Vec<(String, u64)> {
+        self.counters_with(|p| p.counters())
+    }
+}
+
+type Held = DelayLine<(SocketAddr, Vec<u8>)>;
+
+struct SwitchLoop<'a, P> {
+    state: &'a Mutex<SwitchState<P>>,
+    opts: &'a SwitchOptions,
+    ports: Ports,
+    routes: ReversePath<SocketAddr>,
+    in_up: Held,
+    in_down: Held,
+    out_up: Held,
+    out_down: Held,
+}
+
+impl<P: DataPlane> SwitchLoop<'_, P> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SwitchState<P>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn transmit(&self, to: SocketAddr, bytes: &[u8]) {
+        if self.ports.send(0, to, bytes).is_err() {
+            self.lock().stats.send_errors += 1;
+        }
+    }
+
+    fn send(&mut self, to: SocketAddr, bytes: Vec<u8>, now: Time) {
+        let line = if to == self.opts.upstream { &mut self.out_up } else { &mut self.out_down };
+        if line.is_passthrough() {
+            self.transmit(to, &bytes);
+        } else {
+            line.push(now, (to, bytes));
+        }
+    }
+
+    fn process(&mut self, from: SocketAddr, mut bytes: Vec<u8>) {
+        let verdict = self.lock().program.process(&mut bytes);
+        let now = clock::now();
+        let to = match verdict {
+            Verdict::Upstream { flow } => {
+                self.routes.learn(flow, from);
+                self.lock().stats.to_upstream += 1;
+                Some(self.opts.upstream)
+            }
+            Verdict::Downstream { flow } => {
+                let to = self.routes.lookup(flow);
+                let mut st = self.lock();
+                match to {
+                    Some(_) => st.stats.to_downstream += 1,
+                    None => st.stats.dropped_no_route += 1,
+                }
+                to
+            }
+            Verdict::Reflect => {
+                self.lock().stats.reflected += 1;
+                Some(from)
+            }
+            Verdict::Drop => {
+                self.lock().stats.dropped += 1;
+                None
+            }
+        };
+        if let Some(to) = to {
+            self.send(to, bytes, now);
+        }
+    }
+
+    fn incoming(&mut self, inc: Incoming) {
+        let up = inc.from == self.opts.upstream;
+        {
+            let mut st = self.lock();
+            if up {
+                st.stats.from_upstream += 1;
+            } else {
+                st.stats.from_downstream += 1;
+            }
+        }
+        let line = if up { &mut self.in_up } else { &mut self.in_down };
+        if line.is_passthrough() {
+            self.process(inc.from, inc.bytes);
+        } else {
+            line.push(clock::now(), (inc.from, inc.bytes));
+        }
+    }
+
+    /// Runs due timers in due order; returns the next deadline.
+    fn timers(&mut self) -> Option<Time> {
+        loop {
+            let now = clock::now();
+            // Of the two ingress lines, the one whose head is due first goes first.
+            let up = self.in_up.next_due().filter(|t| *t <= now);
+            let down = self.in_down.next_due().filter(|t| *t <= now);
+            let item = match (up, down) {
+                (Some(a), Some(b)) if b < a => self.in_down.pop_due(now),
+                (Some(_), _) => self.in_up.pop_due(now),
+                (None, Some(_)) => self.in_down.pop_due(now),
+                (None, None) => break,
+            };
+            if let Some((from, bytes)) = item {
+                self.process(from, bytes);
+            }
+        }
+        let now = clock::now();
+        while let Some((to, bytes)) = self.out_up.pop_due(now) {
+            self.transmit(to, &bytes);
+        }
+        while let Some((to, bytes)) = self.out_down.pop_due(now) {
+            self.transmit(to, &bytes);
+        }
+        [self.in_up.next_due(), self.in_down.next_due(), self.out_up.next_due(), self.out_down.next_due()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+}
+
+/// Runs `state.program` as a switch on `socket` in the calling thread until
+/// `stop` is set.
+pub fn run_switch<P: DataPlane>(
+    state: &Mutex<SwitchState<P>>,
+    socket: UdpSocket,
+    opts: &SwitchOptions,
+    stop: &Stop,
+) -> io::Result<()> {
+    if opts.reverse_path_capacity == 0 {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "reverse_path_capacity must be at least 1"));
+    }
+    let ports = Ports::new(vec![socket], stop)?;
+    let mut lp = SwitchLoop {
+        state,
+        opts,
+        ports,
+        routes: ReversePath::new(opts.reverse_path_capacity),
+        in_up: DelayLine::new(opts.upstream_delay),
+        in_down: DelayLine::new(opts.downstream_delay),
+        out_up: DelayLine::new(opts.upstream_delay),
+        out_down: DelayLine::new(opts.downstream_delay),
+    };
+    while !stop.is_stopped() {
+        let next = lp.timers();
+        let now = clock::now();
+        let deadline = next.map_or(now + MAX_WAIT, |t| t.min(now + MAX_WAIT));
+        if let Some(inc) = lp.ports.recv(deadline.since(now)) {
+            lp.incoming(inc);
+            for _ in 1..BURST {
+                match lp.ports.try_recv() {
+                    Some(inc) => lp.incoming(inc),
+                    None => break,
+                }
+            }
+        }
+        let overflow = lp.ports.overflow();
+        if overflow != 0 {
+            lp.lock().stats.rx_overflow = overflow;
+        }
+    }
+    Ok(())
+}
+
+/// A switch running in its own thread; its program and counters can be
+/// looked at while it runs.
+pub struct SwitchNode<P> {
+    handle: NodeHandle<()>,
+    state: Arc<Mutex<SwitchState<P>>>,
+}
+
+impl<P> SwitchNode<P> {
+    pub fn name(&self) -> &str {
+        self.handle.name()
+    }
+    pub fn addr(&self) -> SocketAddr {
+        self.handle.addr()
+    }
+    pub fn stop(&self) {
+        self.handle.stop()
+    }
+    pub fn is_finished(&self) -> bool {
+        self.handle.is_finished()
+    }
+    /// The shared program and runtime counters.
+    pub fn state(&self) -> &Arc<Mutex<SwitchState<P>>> {
+        &self.state
+    }
+    /// Runs `f` on the program (holding the switch's lock).
+    pub fn with_program<T>(&self, f: impl FnOnce(&mut P) -> T) -> T {
+        f(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()).program)
+    }
+    /// Counters read by `program_counters` from the program, then the runtime's.
+    pub fn counters_with(&self, program_counters: impl FnOnce(&P) -> Vec<(&'static str, u64)>) -> Vec<(String, u64)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).counters_with(program_counters)
+    }
+    pub fn stats(&self) -> SwitchStats {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).stats.clone()
+    }
+    /// Stops the switch and waits for its thread.
+    pub fn shutdown(self) -> io::Result<()> {
+        self.handle.shutdown()
+    }
+}
+
+impl<P: Counters> SwitchNode<P> {
+    /// The program's counters followed by the runtime's (`live_*`).
+    pub fn counters(&self) -> Vec<(String, u64)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).counters()
+    }
+}
+
+/// Starts `program` as a switch on `socket` in its own thread. It stops
+/// when `stop` (or the node's own stop) is set.
+pub fn spawn_switch<P: DataPlane + Send + 'static>(
+    name: &str,
+    program: P,
+    socket: UdpSocket,
+    opts: SwitchOptions,
+    stop: &Stop,
+) -> io::Result<SwitchNode<P>> {
+    let addr = socket.local_addr()?;
+    let state = Arc::new(Mutex::new(SwitchState { program, stats: SwitchStats::default() }));
+    let stop = stop.child();
+    let (st, s) = (state.clone(), stop.clone());
+    let thread =
+        std::thread::Builder::new().name(format!("innet-{name}")).spawn(move || run_switch(&st, socket, &opts, &s))?;
+    Ok(SwitchNode { handle: NodeHandle::new(name.to_string(), addr, stop, thread), state })
+}

@@ -1,0 +1,388 @@
+//! The transaction service on the live runtime: store and switch nodes, load
+//! clients, and single transactions.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use innet_core::rng::Rng;
+use innet_core::{Counters, Host, Outbox, Time};
+use innet_storage::RedbBackend;
+use innet_txn::client::Completed;
+use innet_txn::store::{Backend, MemBackend, StoreCounters};
+use innet_txn::switch::CACHE_SLOTS_DEFAULT;
+use innet_txn::workload::{LoadClient, LoadStats, Workload};
+use innet_txn::{ClientConfig, Mode, Txn, TxnClient, TxnStore, TxnSwitch};
+
+use crate::clock;
+use crate::host::{run_host, run_hosts, spawn_host, HostOptions, HostStats, NodeHandle};
+use crate::switch::{spawn_switch, SwitchNode, SwitchOptions};
+use crate::Stop;
+
+/// Binds a UDP socket, saying which address failed.
+pub fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
+    UdpSocket::bind(addr).map_err(|e| io::Error::new(e.kind(), format!("cannot bind UDP {addr}: {e}")))
+}
+
+/// What a stopped store reports.
+#[derive(Clone, Debug)]
+pub struct StoreReport {
+    pub counters: StoreCounters,
+    pub net: HostStats,
+}
+
+pub type StoreNode = NodeHandle<StoreReport>;
+
+/// Where a store keeps its data.
+#[derive(Clone, Debug, Default)]
+pub enum StoreData {
+    /// In memory: lost when the process ends.
+    #[default]
+    Memory,
+    /// Durable, in a redb database in this directory ([`RedbBackend`]).
+    Dir(PathBuf),
+}
+
+/// Starts a transaction store on `listen` in its own thread.
+pub fn spawn_store(name: &str, listen: SocketAddr, data: &StoreData, stop: &Stop) -> io::Result<StoreNode> {
+    // Open the database here, so that errors are reported to the caller.
+    let redb = match data {
+        StoreData::Memory => None,
+        StoreData::Dir(dir) => Some(RedbBackend::open(dir).map_err(io::Error::other)?),
+    };
+    let socket = bind(listen)?;
+    spawn_host(
+        name,
+        socket,
+        HostOptions::default(),
+        stop,
+        move || {
+            let backend: Box<dyn Backend + Send> = match redb {
+                Some(b) => Box::new(b),
+                None => Box::new(MemBackend::default()),
+            };
+            TxnStore::new(backend)
+        },
+        |store, net| StoreReport { counters: store.counters.clone(), net },
+    )
+}
+
+/// Configuration of a transaction switch node.
+#[derive(Clone, Debug)]
+pub struct SwitchConfig {
+    pub mode: Mode,
+    pub cache_slots: usize,
+    /// One-way switch <-> store delay, emulated by the switch.
+    pub store_delay: Duration,
+    /// One-way switch <-> clients delay, emulated by the switch (leave zero
+    /// when the clients emulate their own link).
+    pub client_delay: Duration,
+}
+
+impl SwitchConfig {
+    pub fn new(mode: Mode) -> SwitchConfig {
+        SwitchConfig {
+            mode,
+            cache_slots: CACHE_SLOTS_DEFAULT,
+            store_delay: Duration::ZERO,
+            client_delay: Duration::ZERO,
+        }
+    }
+    pub fn validate(&self) -> Result<(), String> {
+        if self.cache_slots < innet_core::table::WAYS || !self.cache_slots.is_power_of_two() {
+            return Err(format!(
+                "cache slots {} must be a power of two >= {}",
+                self.cache_slots,
+                innet_core::table::WAYS
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A transaction switch's counters: the program's
+/// ([`innet_txn::switch::SwitchCounters`]) then the runtime's (`live_*`).
+pub fn txn_switch_counters(node: &SwitchNode<TxnSwitch>) -> Vec<(String, u64)> {
+    node.counters_with(|p| p.counters.counters())
+}
+
+/// Starts a transaction switch on `listen`, in front of the store at `upstream`.
+pub fn spawn_txn_switch(
+    name: &str,
+    listen: SocketAddr,
+    upstream: SocketAddr,
+    cfg: &SwitchConfig,
+    stop: &Stop,
+) -> io::Result<SwitchNode<TxnSwitch>> {
+    cfg.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let socket = bind(listen)?;
+    let program = TxnSwitch::new(cfg.mode, cfg.cache_slots, innet_txn::switch::CLIENT_SLOTS_DEFAULT);
+    let opts = SwitchOptions::new(upstream).with_delays(cfg.store_delay, cfg.client_delay);
+    spawn_switch(name, program, socket, opts, stop)
+}
+
+/// A store and a switch started together in this process.
+#[derive(Clone, Debug)]
+pub struct LocalConfig {
+    pub switch: SwitchConfig,
+    pub data: StoreData,
+    pub store_listen: SocketAddr,
+    pub switch_listen: SocketAddr,
+}
+
+impl LocalConfig {
+    /// Loopback, ephemeral ports, in-memory store, no delays.
+    pub fn new(mode: Mode) -> LocalConfig {
+        let any = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
+        LocalConfig { switch: SwitchConfig::new(mode), data: StoreData::Memory, store_listen: any, switch_listen: any }
+    }
+}
+
+/// A running store + switch pair.
+pub struct LocalTxn {
+    pub store: StoreNode,
+    pub switch: SwitchNode<TxnSwitch>,
+}
+
+/// What a stopped [`LocalTxn`] reports.
+#[derive(Clone, Debug)]
+pub struct LocalReport {
+    pub switch_counters: Vec<(String, u64)>,
+    pub store: StoreReport,
+}
+
+impl LocalTxn {
+    pub fn store_addr(&self) -> SocketAddr {
+        self.store.addr()
+    }
+    pub fn switch_addr(&self) -> SocketAddr {
+        self.switch.addr()
+    }
+    /// The switch's counters (program, then runtime `live_*`).
+    pub fn switch_counters(&self) -> Vec<(String, u64)> {
+        txn_switch_counters(&self.switch)
+    }
+    /// One switch counter by name (0 if unknown).
+    pub fn switch_counter(&self, name: &str) -> u64 {
+        self.switch_counters().into_iter().find(|(k, _)| k == name).map_or(0, |(_, v)| v)
+    }
+    pub fn stop(&self) {
+        self.switch.stop();
+        self.store.stop();
+    }
+    /// Stops both nodes and waits for them.
+    pub fn shutdown(self) -> io::Result<LocalReport> {
+        self.stop();
+        let switch_counters = txn_switch_counters(&self.switch);
+        self.switch.shutdown()?;
+        let store = self.store.shutdown()?;
+        Ok(LocalReport { switch_counters, store })
+    }
+}
+
+/// Starts a store and a switch in front of it (threads of this process).
+pub fn start_local(cfg: &LocalConfig, stop: &Stop) -> io::Result<LocalTxn> {
+    let store = spawn_store("store", cfg.store_listen, &cfg.data, stop)?;
+    let mut upstream = store.addr();
+    if upstream.ip().is_unspecified() {
+        // Bound to every address: reach it over loopback.
+        upstream.set_ip(loopback_like(upstream.ip()));
+    }
+    let switch = spawn_txn_switch("switch", cfg.switch_listen, upstream, &cfg.switch, stop)?;
+    Ok(LocalTxn { store, switch })
+}
+
+fn loopback_like(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+    }
+}
+
+/// The local address a client socket should bind to for reaching `target`.
+pub fn bind_addr_for(target: SocketAddr) -> SocketAddr {
+    let ip = match target.ip() {
+        ip if ip.is_loopback() => ip,
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    };
+    SocketAddr::new(ip, 0)
+}
+
+/// A client id base unlikely to collide with earlier runs against the same
+/// long-running store (whose exactly-once records remember client ids).
+pub fn fresh_client_id_base(clients: u32) -> u32 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    let mut rng = Rng::new((nanos as u64) ^ ((std::process::id() as u64) << 32));
+    let span = (u32::MAX / 2).saturating_sub(clients).max(1);
+    (1 << 16) + (rng.below(span as u64) as u32)
+}
+
+/// A load run: `clients` [`LoadClient`]s against `target` (a switch or a store).
+#[derive(Clone, Debug)]
+pub struct LoadConfig {
+    pub target: SocketAddr,
+    pub clients: u32,
+    /// Client ids are `first_client_id ..first_client_id + clients`.
+    pub first_client_id: u32,
+    pub workload: Workload,
+    pub seed: u64,
+    pub duration: Duration,
+    /// One-way client <-> switch delay, emulated by each client.
+    pub client_delay: Duration,
+    /// Resend timeout.
+    pub timeout: Duration,
+    pub max_resends: u32,
+    pub retry_limit: u32,
+}
+
+impl LoadConfig {
+    pub fn new(target: SocketAddr, workload: Workload) -> LoadConfig {
+        let c = ClientConfig::new(1);
+        LoadConfig {
+            target,
+            clients: 1,
+            first_client_id: 1,
+            workload,
+            seed: 1,
+            duration: Duration::from_secs(1),
+            client_delay: Duration::ZERO,
+            timeout: c.timeout,
+            max_resends: c.max_resends,
+            retry_limit: c.retry_limit,
+        }
+    }
+}
+
+/// What a load run measured.
+#[derive(Clone, Debug)]
+pub struct LoadResult {
+    /// Merged over all clients.
+    pub stats: LoadStats,
+    /// The measured window (the configured duration unless stopped early).
+    pub run: Duration,
+    /// Wall time of the whole call, setup included.
+    pub wall: Duration,
+    pub net: HostStats,
+}
+
+/// Runs `cfg.clients` load clients (each on its own socket, all in one
+/// event loop in the calling thread) for `cfg.duration`, or until `stop`.
+pub fn run_load(cfg: &LoadConfig, stop: &Stop) -> io::Result<LoadResult> {
+    let wall0 = Instant::now();
+    let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
+    cfg.workload.validate().map_err(invalid)?;
+    if cfg.clients == 0 {
+        return Err(invalid("clients must be at least 1".into()));
+    }
+    if cfg.first_client_id.checked_add(cfg.clients).is_none() {
+        return Err(invalid("client ids overflow u32: lower first_client_id".into()));
+    }
+    if cfg.retry_limit == 0 {
+        return Err(invalid("retry limit must be at least 1".into()));
+    }
+    let mut endpoints = vec![];
+    for _ in 0..cfg.clients {
+        let opts = HostOptions::upstream(cfg.target).with_delay(cfg.client_delay);
+        endpoints.push((bind(bind_addr_for(cfg.target))?, opts));
+    }
+    // Same derivation as the simulator's (one draw for the network, then a
+    // fork per client), so a seed gives each client the same workload.
+    let mut root = Rng::new(cfg.seed);
+    let _ = root.next_u64();
+    let start = clock::now();
+    let stop_at = start + cfg.duration;
+    let mut hosts: Vec<LoadClient> = (0..cfg.clients)
+        .map(|i| {
+            let mut cc = ClientConfig::new(cfg.first_client_id + i);
+            cc.timeout = cfg.timeout;
+            cc.max_resends = cfg.max_resends;
+            cc.retry_limit = cfg.retry_limit;
+            LoadClient::new(TxnClient::new(cc), cfg.workload.clone(), root.fork(), start, stop_at)
+        })
+        .collect();
+    let per_host = run_hosts(&mut hosts, endpoints, stop, Some(stop_at))?;
+    let end = clock::now().min(stop_at);
+    let mut stats = LoadStats::default();
+    for h in &hosts {
+        stats.merge(&h.stats);
+    }
+    let mut net = HostStats::default();
+    for s in &per_host {
+        net.merge(s);
+    }
+    Ok(LoadResult { stats, run: end.since(start), wall: wall0.elapsed(), net })
+}
+
+/// A host that runs one transaction and then stops its node.
+pub struct OneShot {
+    client: TxnClient,
+    txn: Option<Txn>,
+    done: Option<Completed>,
+    stop: Stop,
+}
+
+impl OneShot {
+    pub fn new(client: TxnClient, txn: Txn, stop: Stop) -> OneShot {
+        OneShot { client, txn: Some(txn), done: None, stop }
+    }
+    pub fn client(&self) -> &TxnClient {
+        &self.client
+    }
+    pub fn take(&mut self) -> Option<Completed> {
+        self.done.take()
+    }
+    fn settle(&mut self) {
+        if let Some(c) = self.client.poll() {
+            self.done = Some(c);
+            self.stop.stop();
+        }
+    }
+}
+
+impl Host for OneShot {
+    fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox) {
+        self.client.on_packet(now, packet, out);
+        self.settle();
+    }
+    fn on_tick(&mut self, now: Time, out: &mut Outbox) {
+        match self.txn.take() {
+            Some(t) => {
+                self.client.start(now, t, out);
+            }
+            None => self.client.on_tick(now, out),
+        }
+        self.settle();
+    }
+    fn next_tick(&self) -> Option<Time> {
+        if self.txn.is_some() {
+            Some(Time::ZERO)
+        } else if self.done.is_some() {
+            None
+        } else {
+            self.client.next_tick()
+        }
+    }
+}
+
+/// Runs one transaction against `target` with client `cfg` and a one-way
+/// access-link delay `delay`. `None` if `stop` was set before it finished.
+pub fn run_txn(
+    target: SocketAddr,
+    txn: Txn,
+    cfg: ClientConfig,
+    delay: Duration,
+    stop: &Stop,
+) -> io::Result<Option<Completed>> {
+    let socket = bind(bind_addr_for(target))?;
+    let own = stop.child();
+    let mut host = OneShot::new(TxnClient::new(cfg), txn, own.clone());
+    run_host(&mut host, socket, &HostOptions::upstream(target).with_delay(delay), &own)?;
+    Ok(host.take())
+}
+
+/// Counters as `(String, u64)` pairs.
+pub fn counters_of(c: &dyn Counters) -> Vec<(String, u64)> {
+    c.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}

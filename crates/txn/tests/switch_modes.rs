@@ -1,0 +1,376 @@
+//! The four switch modes, each test checking sentences of the papers
+//! (Gotthard 2016 = `gotthard-optimistic-aborts-2016.txt`, NOCC 2018 =
+//! `nocc-infinite-resources-occ-2018.txt`) or a documented deviation of
+//! `switch.rs`. Packets are built with `TxnMsg::encode`, replies come from a
+//! real `TxnStore` and pass back through the switch, as on the wire.
+
+use innet_core::{DataPlane, Outbox, Verdict};
+use innet_txn::switch::CacheEntry;
+use innet_txn::{Mode, TxnStore, TxnSwitch};
+use innet_wire::txn::{Flags, Op, OpType, Status, TxnMsg, Value};
+
+fn v(s: &str) -> Value {
+    Value::from_str_padded(s).expect("fits")
+}
+
+/// `clients -- switch -- store`, with the store's replies passing back
+/// through the switch.
+struct Net {
+    sw: TxnSwitch,
+    store: TxnStore,
+}
+
+/// What became of a request.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    /// The switch answered it (the request rewritten in place).
+    Switch(TxnMsg),
+    /// The store answered it; the reply passed the switch downstream.
+    Store(TxnMsg),
+    Dropped,
+}
+
+impl Net {
+    fn new(mode: Mode) -> Net {
+        Net { sw: TxnSwitch::with_defaults(mode), store: TxnStore::in_memory() }
+    }
+
+    /// The request through the switch only. `Ok(bytes)`: forwarded upstream
+    /// (now in flight to the store); `Err(outcome)`: answered or dropped.
+    fn via_switch(&mut self, req: &TxnMsg) -> Result<Vec<u8>, Outcome> {
+        let sent = req.encode();
+        let mut b = sent.clone();
+        match self.sw.process(&mut b) {
+            Verdict::Upstream { flow } => {
+                assert_eq!(flow, req.cl_id);
+                assert_eq!(b, sent, "Gotthard 3.7 (b): forwarded requests are unchanged");
+                Ok(b)
+            }
+            Verdict::Reflect => Err(Outcome::Switch(TxnMsg::decode(&b).expect("decodes"))),
+            Verdict::Drop => Err(Outcome::Dropped),
+            Verdict::Downstream { .. } => panic!("a request went downstream"),
+        }
+    }
+
+    /// Delivers a forwarded request to the store; its reply passes the switch.
+    fn deliver_to_store(&mut self, bytes: &[u8]) -> TxnMsg {
+        let mut out = Outbox::new();
+        self.store.handle(bytes, &mut out);
+        let mut replies: Vec<Vec<u8>> = out.drain().map(|(_, b)| b).collect();
+        assert_eq!(replies.len(), 1, "one reply packet");
+        let mut r = replies.pop().expect("one");
+        let sent = r.clone();
+        assert!(matches!(self.sw.process(&mut r), Verdict::Downstream { .. }));
+        assert_eq!(r, sent, "replies pass the switch unchanged");
+        TxnMsg::decode(&r).expect("decodes")
+    }
+
+    /// A full round trip.
+    fn send(&mut self, req: &TxnMsg) -> Outcome {
+        match self.via_switch(req) {
+            Ok(b) => Outcome::Store(self.deliver_to_store(&b)),
+            Err(o) => o,
+        }
+    }
+
+    fn cached(&self, key: u32) -> Option<CacheEntry> {
+        self.sw.cached(key).copied()
+    }
+}
+
+fn req(cl_id: u32, req_id: i32, ops: Vec<Op>) -> TxnMsg {
+    TxnMsg::request(cl_id, req_id, ops)
+}
+
+fn store_reply(o: Outcome) -> TxnMsg {
+    match o {
+        Outcome::Store(m) => m,
+        other => panic!("expected the store's reply, got {other:?}"),
+    }
+}
+
+fn switch_reply(o: Outcome) -> TxnMsg {
+    match o {
+        Outcome::Switch(m) => m,
+        other => panic!("expected a switch reply, got {other:?}"),
+    }
+}
+
+/// Writes `key = value` through the switch so that it learns the value from
+/// the store's UPDATED reply (client 100, a fresh request id each time).
+fn learn(net: &mut Net, key: u32, value: &str, req_id: i32) {
+    let r = store_reply(net.send(&req(100, req_id, vec![Op::write(key, v(value))])));
+    assert_eq!(r.status, Status::Ok);
+}
+
+fn assert_switch_reply(m: &TxnMsg, status: Status, ops: Vec<Op>) {
+    assert_eq!(m.flags.0 & 0xC0, Flags::RESPONSE | Flags::FROM_SWITCH, "msg_type and from_switch");
+    assert_eq!(m.status, status);
+    assert_eq!(m.ops, ops);
+    assert_eq!((m.frag_seq, m.frag_cnt), (1, 1));
+}
+
+// Reference: Gotthard section 5.1, "Forwarding ... the switch simply forwards
+// transaction messages to the intended destination, without executing any
+// logic. This approach represents a baseline deployment."
+#[test]
+fn forward_passes_everything() {
+    let mut net = Net::new(Mode::Forward);
+    learn(&mut net, 1, "a", 1);
+    assert!(net.cached(1).is_none(), "forward learns nothing");
+    // A stale compare, an all-READ request, a reset, a duplicate: all reach the store.
+    let stale = req(1, 1, vec![Op::value(1, v("x")), Op::write(1, v("y"))]);
+    let r = store_reply(net.send(&stale));
+    assert_eq!((r.status, r.flags.from_switch()), (Status::Abort, false));
+    assert_eq!(store_reply(net.send(&req(1, 2, vec![Op::read(1)]))).ops, vec![Op::value(1, v("a"))]);
+    let mut reset = req(1, 3, vec![Op::read(1)]);
+    reset.flags = Flags(Flags::RESET);
+    assert_eq!(store_reply(net.send(&reset)).status, Status::Ok);
+    assert_eq!(store_reply(net.send(&reset)).status, Status::Ok, "duplicate answered by the store");
+    assert_eq!(net.store.counters.duplicates_answered, 1);
+    let c = &net.sw.counters;
+    assert_eq!((c.forwarded, c.aborted, c.served_from_cache, c.resets), (5, 0, 0, 0));
+}
+
+// Reference: Gotthard section 5.1, "Read Cache ... an idealized on-path
+// look-through read cache deployment in which the switch itself caches
+// values, and services read requests if the data is in the cache."
+#[test]
+fn read_cache_answers_all_read_requests_it_can_and_forwards_the_rest() {
+    let mut net = Net::new(Mode::ReadCache);
+    // Miss: forwarded; the store's reply (VALUE for the READ) teaches key 2.
+    let r = store_reply(net.send(&req(1, 1, vec![Op::read(2)])));
+    assert_eq!(r.ops, vec![Op::value(2, Value::ZERO)]);
+    assert_eq!(net.cached(2).map(|e| e.has_value), Some(true));
+    learn(&mut net, 1, "a", 1);
+    assert_eq!(net.cached(1).map(|e| (e.has_value, e.value)), Some((true, v("a"))));
+    // Hit: answered by the switch, READ became VALUE with the cached value.
+    let m = switch_reply(net.send(&req(1, 2, vec![Op::read(1)])));
+    assert_eq!((m.cl_id, m.req_id), (1, 2));
+    assert_switch_reply(&m, Status::Ok, vec![Op::value(1, v("a"))]);
+    assert_eq!(net.sw.counters.served_from_cache, 1);
+    // Miss on another key: forwarded.
+    assert!(matches!(net.send(&req(1, 3, vec![Op::read(3)])), Outcome::Store(_)));
+    // Not all-READ: forwarded, even with a stale compare (a read cache does not abort).
+    let r = store_reply(net.send(&req(1, 4, vec![Op::value(1, v("x")), Op::write(1, v("y"))])));
+    assert_eq!((r.status, r.flags.from_switch()), (Status::Abort, false));
+    assert_eq!(net.sw.counters.aborted, 0);
+}
+
+// Reference: Gotthard section 3.3, Algorithm 2 lines 3-10: a compare against a
+// cached key whose value differs adds the cached value to the corrections and
+// the switch responds Abort(corrections). In the packet: the failed compare
+// carries the correction, the other ops become NOP (section 3.5: "The switch
+// simply needs to overwrite the compare fields with the correct values").
+#[test]
+fn early_abort_aborts_a_stale_compare_with_the_correction() {
+    let mut net = Net::new(Mode::EarlyAbort);
+    learn(&mut net, 1, "a", 1);
+    let m = switch_reply(net.send(&req(1, 1, vec![Op::value(1, v("x")), Op::write(1, v("y")), Op::read(1)])));
+    assert_switch_reply(
+        &m,
+        Status::Abort,
+        vec![Op::value(1, v("a")), Op::new(OpType::Nop, 1, v("y")), Op::new(OpType::Nop, 1, Value::ZERO)],
+    );
+    assert_eq!(net.sw.counters.aborted, 1);
+    assert_eq!(net.store.counters.requests, 1, "only the learning write reached the store");
+}
+
+// Reference: Gotthard section 3.3, Algorithm 2 lines 4-5: "If any compare
+// operation references a key that is not in the cache ... it forwards the
+// request to the store".
+#[test]
+fn early_abort_forwards_on_a_miss_even_with_another_stale_compare() {
+    let mut net = Net::new(Mode::EarlyAbort);
+    let r = store_reply(net.send(&req(1, 1, vec![Op::value(5, v("x")), Op::write(5, v("y"))])));
+    assert_eq!((r.status, r.flags.from_switch()), (Status::Abort, false), "aborted by the store");
+    learn(&mut net, 1, "a", 1);
+    // Key 1 is stale but key 9 is unknown: forwarded.
+    let r = store_reply(net.send(&req(1, 2, vec![Op::value(1, v("x")), Op::value(9, v("q"))])));
+    assert_eq!(r.status, Status::Abort);
+    assert_eq!(net.sw.counters.aborted, 0);
+}
+
+// Reference: Gotthard section 3.3, Algorithm 2 line 15: a request of compares
+// only that all validate is answered OK by the switch ("the switch returns a
+// successful response immediately to the client").
+#[test]
+fn early_abort_confirms_a_value_only_request_that_validates() {
+    let mut net = Net::new(Mode::EarlyAbort);
+    learn(&mut net, 1, "a", 1);
+    let m = switch_reply(net.send(&req(1, 1, vec![Op::value(1, v("a"))])));
+    assert_switch_reply(&m, Status::Ok, vec![Op::value(1, v("a"))]);
+    assert_eq!(net.sw.counters.confirmed, 1);
+    // A compare that validates plus a write: forwarded (Algorithm 2 lines 11-14).
+    let r = store_reply(net.send(&req(1, 2, vec![Op::value(1, v("a")), Op::write(1, v("b"))])));
+    assert_eq!(r.status, Status::Ok);
+}
+
+// Reference: Gotthard section 3.3, Algorithm 2 lines 11-14 ("it updates its
+// cache with the new values (line 13). Then, it forwards the transaction"),
+// and lines 3-10 for the later request; NOCC section 2: clients "optimistically
+// retry ... before the previous conflicting transaction commits".
+#[test]
+fn optimistic_abort_aborts_a_conflicting_request_with_the_pending_value() {
+    let mut net = Net::new(Mode::OptimisticAbort);
+    learn(&mut net, 1, "a", 1);
+    // Client 1's write is forwarded and still in flight.
+    let a = net.via_switch(&req(1, 1, vec![Op::value(1, v("a")), Op::write(1, v("b"))])).expect("forwarded");
+    let e = net.cached(1).expect("cached");
+    assert_eq!((e.has_pending, e.pending, e.value), (true, v("b"), v("a")));
+    // Client 2 read 'a' too: aborted with the pending value 'b'.
+    let m = switch_reply(net.via_switch(&req(2, 1, vec![Op::value(1, v("a")), Op::write(1, v("c"))])).unwrap_err());
+    assert_switch_reply(&m, Status::OptimisticAbort, vec![Op::value(1, v("b")), Op::new(OpType::Nop, 1, v("c"))]);
+    assert_eq!(net.sw.counters.optimistically_aborted, 1);
+    // Client 2 retries at once with the correction: passes, before `a` commits.
+    let b = net.via_switch(&req(2, 2, vec![Op::value(1, v("b")), Op::write(1, v("c"))])).expect("forwarded");
+    assert_eq!(net.cached(1).map(|e| e.pending), Some(v("c")));
+    // Both commit at the store, in order.
+    assert_eq!(net.deliver_to_store(&a).status, Status::Ok);
+    assert!(net.cached(1).expect("cached").has_pending, "'c' is still pending");
+    let r = net.deliver_to_store(&b);
+    assert_eq!((r.status, r.ops.clone()), (Status::Ok, vec![Op::updated(1, v("c"))]));
+    let e = net.cached(1).expect("cached");
+    assert_eq!((e.has_pending, e.value), (false, v("c")), "confirmed by UPDATED");
+    assert_eq!(net.store.get(1), v("c"));
+}
+
+// Reference: early-abort is Algorithm 2 without line 13 (the switch learns
+// only from the store): a conflicting request behind an in-flight write is
+// forwarded and aborted by the store.
+#[test]
+fn early_abort_does_not_record_pending_writes() {
+    let mut net = Net::new(Mode::EarlyAbort);
+    learn(&mut net, 1, "a", 1);
+    let a = net.via_switch(&req(1, 1, vec![Op::value(1, v("a")), Op::write(1, v("b"))])).expect("fwd");
+    assert!(!net.cached(1).expect("cached").has_pending);
+    let b = net.via_switch(&req(2, 1, vec![Op::value(1, v("a")), Op::write(1, v("c"))])).expect("fwd");
+    assert_eq!(net.deliver_to_store(&a).status, Status::Ok);
+    assert_eq!(net.deliver_to_store(&b).status, Status::Abort);
+}
+
+// Reference: Gotthard section 3.3, Algorithm 2 lines 16-19 (an Abort from the
+// store updates the cache with its corrections) and section 3.6 (a write from
+// behind another switch is learned from the store's abort). The store's ABORT
+// names every key the aborted request wrote, so the pending value recorded
+// for it is withdrawn (`switch.rs` module doc).
+#[test]
+fn a_store_abort_clears_the_pending_values_of_the_keys_it_names() {
+    let mut net = Net::new(Mode::OptimisticAbort);
+    learn(&mut net, 1, "a", 1);
+    learn(&mut net, 2, "p", 2);
+    // Another switch's client changes key 1 at the store, behind our switch.
+    let mut out = Outbox::new();
+    net.store.handle(&req(50, 1, vec![Op::write(1, v("z"))]).encode(), &mut out);
+    // Client 1 compares the now stale key 1 and writes key 2: forwarded, key 2 pending.
+    let a = net.via_switch(&req(1, 1, vec![Op::value(1, v("a")), Op::write(2, v("w"))])).expect("fwd");
+    assert_eq!(net.cached(2).map(|e| (e.has_pending, e.pending)), Some((true, v("w"))));
+    let r = net.deliver_to_store(&a);
+    assert_eq!(r.status, Status::Abort);
+    assert_eq!(r.ops, vec![Op::value(1, v("z")), Op::value(2, v("p"))]);
+    let (e1, e2) = (net.cached(1).unwrap(), net.cached(2).unwrap());
+    assert_eq!((e1.value, e1.has_pending), (v("z"), false), "correction learned");
+    assert_eq!((e2.value, e2.has_pending), (v("p"), false), "pending 'w' withdrawn");
+    // A request that read key 2 = 'p' is therefore not aborted against 'w'.
+    let r = store_reply(net.send(&req(2, 1, vec![Op::value(2, v("p")), Op::write(2, v("q"))])));
+    assert_eq!(r.status, Status::Ok);
+}
+
+// Reference: Gotthard section 4, "When the Gotthard switch receives a
+// fragmented message, it does [not] execute any of Algorithm 2, but just
+// forwards the message."
+#[test]
+fn fragmented_requests_pass_untouched() {
+    for mode in [Mode::ReadCache, Mode::EarlyAbort, Mode::OptimisticAbort] {
+        let mut net = Net::new(mode);
+        learn(&mut net, 1, "a", 1);
+        // 15 ops: a stale compare, then writes; 3 fragments.
+        let mut ops = vec![Op::value(1, v("x"))];
+        ops.extend((2..16).map(|k| Op::write(k, v("w"))));
+        let frags = TxnMsg::fragments(&req(1, 1, vec![]), &ops);
+        assert_eq!(frags.len(), 3);
+        let mut forwarded = vec![];
+        for f in &frags {
+            forwarded.push(net.via_switch(f).unwrap_or_else(|o| panic!("{mode}: {o:?}")));
+        }
+        assert_eq!(net.sw.counters.passed_fragmented, 3, "{mode}");
+        assert!((2..16).all(|k| net.cached(k).is_none()), "{mode}: no pending values from fragments");
+        // An all-READ fragmented request is not served from the cache either.
+        let reads: Vec<Op> = (0..8).map(|_| Op::read(1)).collect();
+        for f in TxnMsg::fragments(&req(1, 2, vec![]), &reads) {
+            assert!(net.via_switch(&f).is_ok(), "{mode}");
+        }
+        // The store reassembles the first transaction and aborts it.
+        let mut out = Outbox::new();
+        for b in &forwarded {
+            net.store.handle(b, &mut out);
+        }
+        let r = TxnMsg::decode(&out.sends[0].1).expect("decodes");
+        assert_eq!(r.status, Status::Abort, "{mode}");
+    }
+}
+
+// Reference: deviation 2 of `switch.rs` (documented in docs/txn.md): a
+// request with the store_commit flag (our client's resends) is forwarded
+// untouched, so only the store decides it.
+#[test]
+fn store_commit_requests_pass_untouched() {
+    for mode in [Mode::ReadCache, Mode::EarlyAbort, Mode::OptimisticAbort] {
+        let mut net = Net::new(mode);
+        learn(&mut net, 1, "a", 1);
+        let mut stale = req(1, 1, vec![Op::value(1, v("x")), Op::write(1, v("y"))]);
+        stale.flags = Flags(Flags::STORE_COMMIT);
+        let r = store_reply(net.send(&stale));
+        assert_eq!((r.status, r.flags.from_switch()), (Status::Abort, false), "{mode}");
+        let mut read = req(1, 2, vec![Op::read(1)]);
+        read.flags = Flags(Flags::STORE_COMMIT);
+        assert!(matches!(net.send(&read), Outcome::Store(_)), "{mode}: not served from the cache");
+        assert_eq!(net.sw.counters.passed_store_commit, 2, "{mode}");
+        assert!(!net.cached(1).unwrap().has_pending, "{mode}: store_commit writes are not recorded");
+    }
+}
+
+// Reference: deviation 1 of `switch.rs` (docs/txn.md): a duplicate of a
+// forwarded request is forwarded (the store answers duplicates from its
+// client record); a duplicate of a request the switch answered is dropped;
+// an older request id is dropped.
+#[test]
+fn duplicates_of_forwarded_requests_are_forwarded_of_reflected_ones_dropped() {
+    for mode in [Mode::ReadCache, Mode::EarlyAbort, Mode::OptimisticAbort] {
+        let mut net = Net::new(mode);
+        learn(&mut net, 1, "a", 1);
+        let w = req(1, 1, vec![Op::value(1, v("a")), Op::write(1, v("b"))]);
+        let first = store_reply(net.send(&w));
+        let again = store_reply(net.send(&w));
+        assert_eq!(first, again, "{mode}: the store's remembered reply");
+        assert_eq!(net.store.counters.duplicates_answered, 1, "{mode}");
+        assert_eq!(net.sw.counters.passed_duplicate, 1, "{mode}");
+        // Reflected: a read-cache hit, or an abort of a stale compare.
+        let reflected = if mode == Mode::ReadCache {
+            req(1, 2, vec![Op::read(1)])
+        } else {
+            req(1, 2, vec![Op::value(1, v("a")), Op::write(1, v("c"))])
+        };
+        assert!(matches!(net.send(&reflected), Outcome::Switch(_)), "{mode}");
+        assert_eq!(net.send(&reflected), Outcome::Dropped, "{mode}");
+        assert_eq!(net.sw.counters.dropped_duplicate, 1, "{mode}");
+        assert_eq!(net.send(&w), Outcome::Dropped, "{mode}: request 1 is older than 2");
+        assert_eq!(net.sw.counters.dropped_stale, 1, "{mode}");
+    }
+}
+
+// Reference: the reset flag (docs/wire.md, bit 5) clears the switch cache
+// before the request is judged, so a compare the old cache would abort is
+// forwarded.
+#[test]
+fn reset_clears_the_switch_cache() {
+    for mode in [Mode::EarlyAbort, Mode::OptimisticAbort] {
+        let mut net = Net::new(mode);
+        learn(&mut net, 1, "a", 1);
+        let mut r = req(1, 1, vec![Op::value(1, v("x")), Op::write(1, v("y"))]);
+        r.flags = Flags(Flags::RESET);
+        assert_eq!(store_reply(net.send(&r)).status, Status::Abort, "{mode}");
+        assert_eq!(net.sw.counters.resets, 1);
+        assert_eq!(net.cached(1).map(|e| e.value), Some(v("a")), "{mode}: relearned from the abort");
+    }
+}

@@ -1,0 +1,72 @@
+//! Arbitrary bytes, split into packets, through a `TxnSwitch` in each of the
+//! four modes, with a `TxnStore` behind each switch whose replies come back
+//! through it. Must never panic; every packet a switch does not drop must
+//! still decode (a data-plane program may rewrite, never corrupt), and every
+//! reply the store sends must decode.
+//!
+//! Framing: each packet is one length byte `n` followed by `n % 161` bytes
+//! (a valid packet is at most 160), so the fuzzer can build several packets
+//! (and so state: learned values, pending writes, duplicates) in one input.
+//! Tables are tiny so that evictions happen.
+#![no_main]
+
+use innet_core::{DataPlane, Outbox, Verdict};
+use innet_txn::{Mode, TxnStore, TxnSwitch};
+use innet_wire::txn::{TxnMsg, MAX_PACKET_LEN};
+use libfuzzer_sys::fuzz_target;
+
+const CACHE_SLOTS: usize = 16;
+const CLIENT_SLOTS: usize = 8;
+
+fn packets(mut data: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    while let Some((&len, rest)) = data.split_first() {
+        let n = (len as usize % (MAX_PACKET_LEN + 1)).min(rest.len());
+        out.push(&rest[..n]);
+        data = &rest[n..];
+    }
+    out
+}
+
+fn must_decode(bytes: &[u8], what: &str, mode: Mode) {
+    if let Err(e) = TxnMsg::decode(bytes) {
+        panic!("{mode}: {what} does not decode ({e}): {bytes:02x?}");
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let pkts = packets(data);
+    // A store seeing the raw bytes directly: BADREQ or ignore, never panic.
+    let mut raw_store = TxnStore::in_memory();
+    let mut out = Outbox::new();
+    for p in &pkts {
+        raw_store.handle(p, &mut out);
+        for (_, r) in out.drain() {
+            must_decode(&r, "raw store reply", Mode::Forward);
+        }
+    }
+    for mode in Mode::ALL {
+        let mut sw = TxnSwitch::new(mode, CACHE_SLOTS, CLIENT_SLOTS);
+        let mut store = TxnStore::in_memory();
+        for p in &pkts {
+            let mut buf = p.to_vec();
+            match sw.process(&mut buf) {
+                Verdict::Drop => {}
+                Verdict::Reflect | Verdict::Downstream { .. } => must_decode(&buf, "switch output", mode),
+                Verdict::Upstream { .. } => {
+                    must_decode(&buf, "forwarded packet", mode);
+                    assert_eq!(&buf[..], &p[..], "{mode}: a forwarded packet was rewritten");
+                    store.handle(&buf, &mut out);
+                    for (_, mut reply) in out.drain().collect::<Vec<_>>() {
+                        must_decode(&reply, "store reply", mode);
+                        let v = sw.process(&mut reply);
+                        if v != Verdict::Drop {
+                            must_decode(&reply, "switch output for a store reply", mode);
+                        }
+                    }
+                }
+            }
+        }
+        let _ = sw.counters.dropped_malformed_total();
+    }
+});
