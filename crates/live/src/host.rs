@@ -17,13 +17,11 @@ use innet_core::{Counters, Dest, Host, Outbox, Time};
 
 use crate::clock;
 use crate::delay::DelayLine;
-use crate::net::{Incoming, Ports};
+use crate::net::{Incoming, Ports, BURST};
 use crate::Stop;
 
 /// Longest the event loop waits before looking at its stop flag again.
 pub(crate) const MAX_WAIT: Duration = Duration::from_millis(20);
-/// Packets handled in a row before timers are looked at again.
-pub(crate) const BURST: usize = 64;
 
 #[derive(Clone, Debug, Default)]
 pub struct HostOptions {
@@ -186,6 +184,7 @@ pub fn run_hosts<H: Host>(
     }
     let ports = Ports::new(sockets, stop)?;
     let mut lp = HostLoop { hosts, slots, ports, out: Outbox::new() };
+    let mut batch = Vec::with_capacity(BURST);
     loop {
         if stop.is_stopped() || until.is_some_and(|u| clock::now() >= u) {
             break;
@@ -196,14 +195,9 @@ pub fn run_hosts<H: Host>(
         for t in [next, until].into_iter().flatten() {
             deadline = deadline.min(t);
         }
-        if let Some(inc) = lp.ports.recv(deadline.since(now)) {
+        lp.ports.recv_burst(deadline.since(now), &mut batch);
+        for inc in batch.drain(..) {
             lp.incoming(inc);
-            for _ in 1..BURST {
-                match lp.ports.try_recv() {
-                    Some(inc) => lp.incoming(inc),
-                    None => break,
-                }
-            }
         }
     }
     let overflow = lp.ports.overflow();

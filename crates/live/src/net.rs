@@ -27,6 +27,9 @@ pub(crate) struct Incoming {
     pub bytes: Vec<u8>,
 }
 
+/// Packets handled in a row before timers are looked at again.
+pub(crate) const BURST: usize = 64;
+
 pub(crate) struct Ports {
     sockets: Vec<Arc<UdpSocket>>,
     rx: Receiver<Incoming>,
@@ -91,6 +94,20 @@ impl Ports {
 
     pub fn try_recv(&self) -> Option<Incoming> {
         self.rx.try_recv().ok()
+    }
+
+    /// Waits at most `wait` for a packet, then takes whatever else is already
+    /// queued, up to [`BURST`] packets in all, into `batch`.
+    pub fn recv_burst(&self, wait: Duration, batch: &mut Vec<Incoming>) {
+        if let Some(first) = self.recv(wait) {
+            batch.push(first);
+            while batch.len() < BURST {
+                match self.try_recv() {
+                    Some(inc) => batch.push(inc),
+                    None => break,
+                }
+            }
+        }
     }
 
     pub fn send(&self, port: usize, to: SocketAddr, bytes: &[u8]) -> io::Result<()> {

@@ -22,7 +22,8 @@ use innet_core::{Counters, DataPlane, ReversePath, Time, Verdict};
 
 use crate::clock;
 use crate::delay::DelayLine;
-use crate::host::{NodeHandle, BURST, MAX_WAIT};
+use crate::host::{NodeHandle, MAX_WAIT};
+use crate::net::BURST;
 use crate::net::{Incoming, Ports};
 use crate::Stop;
 
@@ -253,18 +254,14 @@ pub fn run_switch<P: DataPlane>(
         out_up: DelayLine::new(opts.upstream_delay),
         out_down: DelayLine::new(opts.downstream_delay),
     };
+    let mut batch = Vec::with_capacity(BURST);
     while !stop.is_stopped() {
         let next = lp.timers();
         let now = clock::now();
         let deadline = next.map_or(now + MAX_WAIT, |t| t.min(now + MAX_WAIT));
-        if let Some(inc) = lp.ports.recv(deadline.since(now)) {
+        lp.ports.recv_burst(deadline.since(now), &mut batch);
+        for inc in batch.drain(..) {
             lp.incoming(inc);
-            for _ in 1..BURST {
-                match lp.ports.try_recv() {
-                    Some(inc) => lp.incoming(inc),
-                    None => break,
-                }
-            }
         }
         let overflow = lp.ports.overflow();
         if overflow != 0 {

@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use innet_txn::store::{Backend, BackendError, ClientRecord};
+use innet_txn::store::{Backend, BackendError, ClientRecord, MemBackend};
 use innet_wire::txn::{Key, Value, VALUE_LEN};
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 
@@ -34,13 +34,13 @@ pub const DB_FILE: &str = "innet-store.redb";
 pub struct RedbBackend {
     db: Database,
     path: PathBuf,
-    data: BTreeMap<Key, Value>,
-    clients: HashMap<u32, ClientRecord>,
+    /// What the database holds, for reads; updated only after a durable commit.
+    mirror: MemBackend,
 }
 
 impl std::fmt::Debug for RedbBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedbBackend").field("path", &self.path).field("keys", &self.data.len()).finish()
+        f.debug_struct("RedbBackend").field("path", &self.path).field("keys", &self.mirror.len()).finish()
     }
 }
 
@@ -80,7 +80,7 @@ impl RedbBackend {
                 clients.insert(k.value(), rec);
             }
         }
-        Ok(RedbBackend { db, path, data, clients })
+        Ok(RedbBackend { db, path, mirror: MemBackend::with_contents(data, clients) })
     }
 
     /// The database file.
@@ -127,7 +127,7 @@ pub fn decode_record(mut b: &[u8]) -> Option<ClientRecord> {
 
 impl Backend for RedbBackend {
     fn get(&self, key: Key) -> Value {
-        self.data.get(&key).copied().unwrap_or(Value::ZERO)
+        self.mirror.get(key)
     }
 
     fn commit(&mut self, writes: &[(Key, Value)], cl_id: u32, record: &ClientRecord) -> Result<(), BackendError> {
@@ -143,19 +143,15 @@ impl Backend for RedbBackend {
         }
         w.commit().map_err(|e| err("commit", e))?;
         // Durable: now the mirror may show it.
-        for (k, v) in writes {
-            self.data.insert(*k, *v);
-        }
-        self.clients.insert(cl_id, record.clone());
-        Ok(())
+        self.mirror.commit(writes, cl_id, record)
     }
 
     fn client(&self, cl_id: u32) -> Option<ClientRecord> {
-        self.clients.get(&cl_id).cloned()
+        self.mirror.client(cl_id)
     }
 
     fn snapshot(&self) -> BTreeMap<Key, Value> {
-        self.data.clone()
+        self.mirror.snapshot()
     }
 }
 

@@ -68,6 +68,19 @@ pub struct MemBackend {
     clients: HashMap<u32, ClientRecord>,
 }
 
+impl MemBackend {
+    /// A backend holding `data` and `clients` (a durable backend's mirror).
+    pub fn with_contents(data: BTreeMap<Key, Value>, clients: HashMap<u32, ClientRecord>) -> MemBackend {
+        MemBackend { data, clients }
+    }
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+}
+
 impl Backend for MemBackend {
     fn get(&self, key: Key) -> Value {
         self.data.get(&key).copied().unwrap_or(Value::ZERO)
