@@ -299,6 +299,7 @@ pub fn run_load(cfg: &LoadConfig, stop: &Stop) -> io::Result<LoadResult> {
             cc.timeout = cfg.timeout;
             cc.max_resends = cfg.max_resends;
             cc.retry_limit = cfg.retry_limit;
+            cc.first_req_id = wall_clock_req_id();
             LoadClient::new(TxnClient::new(cc), cfg.workload.clone(), root.fork(), start, stop_at)
         })
         .collect();
@@ -368,6 +369,16 @@ impl Host for OneShot {
 
 /// Runs one transaction against `target` with client `cfg` and a one-way
 /// access-link delay `delay`. `None` if `stop` was set before it finished.
+/// The first request id of a live client: the wall clock in microseconds,
+/// as a 31-bit serial number. A later process that reuses a client id then
+/// starts above the ids the earlier one used (one id per attempt, at most one
+/// attempt per microsecond), so switch and store never take its requests for
+/// duplicates of old ones.
+pub fn wall_clock_req_id() -> i32 {
+    let us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_micros());
+    (us & 0x7fff_ffff) as i32
+}
+
 pub fn run_txn(
     target: SocketAddr,
     txn: Txn,
@@ -377,6 +388,7 @@ pub fn run_txn(
 ) -> io::Result<Option<Completed>> {
     let socket = bind(bind_addr_for(target))?;
     let own = stop.child();
+    let cfg = ClientConfig { first_req_id: wall_clock_req_id(), ..cfg };
     let mut host = OneShot::new(TxnClient::new(cfg), txn, own.clone());
     run_host(&mut host, socket, &HostOptions::upstream(target).with_delay(delay), &own)?;
     Ok(host.take())

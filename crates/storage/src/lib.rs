@@ -12,7 +12,8 @@
 //!
 //! Layout: one file `innet-store.redb` in the data directory, with tables
 //! `data` (`u32` key -> 16-byte value) and `clients` (`u32` client id ->
-//! encoded [`ClientRecord`]: `req_id` i32 BE, fragment count u32 BE, then per
+//! encoded [`ClientRecord`]: `req_id` i32 BE, request digest u64 BE, fragment
+//! count u32 BE, then per
 //! fragment a u32 BE length and the reply bytes).
 
 #![forbid(unsafe_code)]
@@ -91,8 +92,9 @@ impl RedbBackend {
 
 /// Encodes a client record (see the crate docs for the layout).
 pub fn encode_record(rec: &ClientRecord) -> Vec<u8> {
-    let mut out = Vec::with_capacity(8 + rec.reply.iter().map(|r| 4 + r.len()).sum::<usize>());
+    let mut out = Vec::with_capacity(16 + rec.reply.iter().map(|r| 4 + r.len()).sum::<usize>());
     out.extend_from_slice(&rec.req_id.to_be_bytes());
+    out.extend_from_slice(&rec.digest.to_be_bytes());
     out.extend_from_slice(&(rec.reply.len() as u32).to_be_bytes());
     for r in &rec.reply {
         out.extend_from_slice(&(r.len() as u32).to_be_bytes());
@@ -113,6 +115,7 @@ pub fn decode_record(mut b: &[u8]) -> Option<ClientRecord> {
     }
     let u32_of = |s: &[u8]| u32::from_be_bytes(s.try_into().expect("4 bytes"));
     let req_id = u32_of(take(&mut b, 4)?) as i32;
+    let digest = u64::from_be_bytes(take(&mut b, 8)?.try_into().expect("8 bytes"));
     let n = u32_of(take(&mut b, 4)?) as usize;
     let mut reply = Vec::with_capacity(n.min(256));
     for _ in 0..n {
@@ -122,7 +125,7 @@ pub fn decode_record(mut b: &[u8]) -> Option<ClientRecord> {
     if !b.is_empty() {
         return None;
     }
-    Some(ClientRecord { req_id, reply })
+    Some(ClientRecord { req_id, digest, reply })
 }
 
 impl Backend for RedbBackend {
@@ -170,7 +173,7 @@ mod tests {
 
     #[test]
     fn record_roundtrip_and_garbage() {
-        let rec = ClientRecord { req_id: -7, reply: vec![vec![1, 2, 3], vec![], vec![9; 160]] };
+        let rec = ClientRecord { req_id: -7, digest: 42, reply: vec![vec![1, 2, 3], vec![], vec![9; 160]] };
         assert_eq!(decode_record(&encode_record(&rec)), Some(rec.clone()));
         let b = encode_record(&rec);
         for n in 0..b.len() {
@@ -184,21 +187,21 @@ mod tests {
     #[test]
     fn reopen_after_drop_keeps_data_and_client_records() {
         let dir = temp_dir("reopen");
-        let rec = ClientRecord { req_id: 3, reply: vec![vec![0x80, 1, 2]] };
+        let rec = ClientRecord { req_id: 3, digest: 1, reply: vec![vec![0x80, 1, 2]] };
         {
             let mut b = RedbBackend::open(&dir).unwrap();
             assert_eq!(b.get(1), Value::ZERO);
             b.commit(&[(1, v("a")), (2, v("b"))], 7, &rec).unwrap();
-            b.commit(&[(1, v("c"))], 8, &ClientRecord { req_id: 1, reply: vec![] }).unwrap();
+            b.commit(&[(1, v("c"))], 8, &ClientRecord { req_id: 1, digest: 1, reply: vec![] }).unwrap();
             // An abort: no writes, record only.
-            b.commit(&[], 7, &ClientRecord { req_id: 4, reply: vec![vec![0x81]] }).unwrap();
+            b.commit(&[], 7, &ClientRecord { req_id: 4, digest: 1, reply: vec![vec![0x81]] }).unwrap();
         }
         let b = RedbBackend::open(&dir).unwrap();
         assert_eq!(b.get(1), v("c"));
         assert_eq!(b.get(2), v("b"));
         assert_eq!(b.get(3), Value::ZERO);
-        assert_eq!(b.client(7), Some(ClientRecord { req_id: 4, reply: vec![vec![0x81]] }));
-        assert_eq!(b.client(8), Some(ClientRecord { req_id: 1, reply: vec![] }));
+        assert_eq!(b.client(7), Some(ClientRecord { req_id: 4, digest: 1, reply: vec![vec![0x81]] }));
+        assert_eq!(b.client(8), Some(ClientRecord { req_id: 1, digest: 1, reply: vec![] }));
         assert_eq!(b.client(9), None);
         assert_eq!(b.snapshot().into_iter().collect::<Vec<_>>(), vec![(1, v("c")), (2, v("b"))]);
         drop(b);

@@ -40,8 +40,10 @@ fn store_reopened_keeps_values_and_answers_duplicates_from_its_record() {
     assert_eq!(send(&mut s, &commit), commit_reply);
     assert_eq!(send(&mut s, &abort), abort_reply);
     assert_eq!(s.counters.duplicates_answered, 2);
-    // An older request id of a known client is dropped.
-    assert!(send(&mut s, &TxnMsg::request(2, 4, vec![Op::read(1)])).is_empty());
+    // An older request id of a known client is rejected and changes nothing.
+    let old = send(&mut s, &TxnMsg::request(2, 4, vec![Op::write(1, v("old"))]));
+    assert_eq!(TxnMsg::decode(&old[0]).unwrap().status, Status::BadRequest);
+    assert_eq!(s.get(1), v("a"));
     // A new request sees the durable value.
     let r = send(&mut s, &TxnMsg::request(2, 6, vec![Op::value(1, v("a")), Op::write(1, v("b"))]));
     assert_eq!(TxnMsg::decode(&r[0]).unwrap().status, Status::Ok);

@@ -14,8 +14,8 @@
 //! request id) is resent with the `store_commit` flag, so the switch passes
 //! it to the store, which answers duplicates from its record. Once a request
 //! has been resent only the store's answer counts; a late switch answer to
-//! the first copy is ignored. Request ids increase by one per attempt and are
-//! never reused by a client.
+//! the first copy is ignored. Request ids increase by one per attempt from
+//! [`ClientConfig::first_req_id`] and are never reused by a client.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -34,11 +34,16 @@ pub struct ClientConfig {
     /// Attempts of one transaction (first try plus re-executions) before
     /// giving up.
     pub retry_limit: u32,
+    /// Request id of the first attempt. Switch and store compare request ids
+    /// of a client as serial numbers, so a process that reuses a client id
+    /// must start above the ids used before it: live runtimes derive this
+    /// from the wall clock; the simulator starts at 1.
+    pub first_req_id: i32,
 }
 
 impl ClientConfig {
     pub fn new(cl_id: u32) -> ClientConfig {
-        ClientConfig { cl_id, timeout: Duration::from_secs(1), max_resends: 20, retry_limit: 1000 }
+        ClientConfig { cl_id, timeout: Duration::from_secs(1), max_resends: 20, retry_limit: 1000, first_req_id: 1 }
     }
 }
 
@@ -199,9 +204,9 @@ impl TxnClient {
     pub fn new(cfg: ClientConfig) -> TxnClient {
         assert!(cfg.retry_limit >= 1, "retry_limit counts the first attempt");
         TxnClient {
+            last_req_id: cfg.first_req_id.wrapping_sub(1),
             cfg,
             known: HashMap::new(),
-            last_req_id: 0,
             next_txn_no: 0,
             active: None,
             completed: VecDeque::new(),

@@ -13,10 +13,11 @@
 //! ignored. The serialization order is the order requests are decided here
 //! (section 3.7).
 //!
-//! Exactly-once: the store keeps, per client, the last request id it decided
-//! and the reply it sent, committed atomically with the writes. A resent or
-//! duplicated request gets the same reply again; an older request id is
-//! dropped. Fragmented requests (more than 7 ops) are reassembled first.
+//! Exactly-once: the store keeps, per client, the last request id it decided,
+//! a digest of its ops and the reply it sent, committed atomically with the
+//! writes. A resent or duplicated request gets the same reply again; an older
+//! request id, or the same id with other ops (a client id reused by another
+//! process), is answered BADREQ and changes nothing. Fragmented requests (more than 7 ops) are reassembled first.
 //!
 //! Storage is a [`Backend`]: [`MemBackend`] here, a durable one in
 //! `innet-storage`.
@@ -33,8 +34,25 @@ pub const REASSEMBLY_SLOTS: usize = 1024;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientRecord {
     pub req_id: i32,
+    /// [`request_digest`] of the request's ops (0 for fragmented requests,
+    /// whose duplicates are recognised by request id alone).
+    pub digest: u64,
     /// The encoded reply packets (fragments) sent for `req_id`.
     pub reply: Vec<Vec<u8>>,
+}
+
+/// A digest of an unfragmented request's ops (FNV-1a over their encoding),
+/// so that a request id reused for different ops is not taken for a
+/// duplicate. Never 0.
+pub fn request_digest(ops: &[Op]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for op in ops {
+        for b in [op.kind as u8].iter().chain(op.key.to_be_bytes().iter()).chain(op.value.0.iter()) {
+            h ^= *b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h.max(1)
 }
 
 /// Why a backend could not do what was asked.
@@ -119,7 +137,9 @@ pub struct StoreCounters {
     pub aborted: u64,
     pub bad_requests: u64,
     pub duplicates_answered: u64,
-    pub stale_dropped: u64,
+    /// Requests with an id older than the client's last decided one, or the
+    /// same id with other ops (a client id reused by another process).
+    pub stale_rejected: u64,
     pub ignored_short: u64,
     pub ignored_responses: u64,
     pub fragments: u64,
@@ -135,7 +155,7 @@ impl Counters for StoreCounters {
             ("aborted", self.aborted),
             ("bad_requests", self.bad_requests),
             ("duplicates_answered", self.duplicates_answered),
-            ("stale_dropped", self.stale_dropped),
+            ("stale_rejected", self.stale_rejected),
             ("ignored_short", self.ignored_short),
             ("ignored_responses", self.ignored_responses),
             ("fragments", self.fragments),
@@ -199,15 +219,20 @@ impl TxnStore {
         }
         self.counters.requests += 1;
         if let Some(rec) = self.backend.client(msg.cl_id) {
-            if msg.req_id == rec.req_id {
+            let digest = if msg.is_fragmented() { 0 } else { request_digest(&msg.ops) };
+            let same = msg.req_id == rec.req_id && (digest == 0 || rec.digest == 0 || digest == rec.digest);
+            if same {
                 self.counters.duplicates_answered += 1;
                 for r in rec.reply {
                     out.send(Dest::Reply, r);
                 }
                 return;
             }
-            if msg.req_id.wrapping_sub(rec.req_id) < 0 {
-                self.counters.stale_dropped += 1;
+            if msg.req_id.wrapping_sub(rec.req_id) <= 0 {
+                // Already decided: a late copy (its client has moved on and
+                // ignores this answer) or a reused client id (this tells it).
+                self.counters.stale_rejected += 1;
+                out.send(Dest::Reply, msg.reply(Status::BadRequest, false, vec![]).encode());
                 return;
             }
         }
@@ -223,7 +248,8 @@ impl TxnStore {
         let (decision, reply_ops) = self.apply(&msg, &ops);
         let template = msg.reply(decision.status, false, vec![]);
         let reply: Vec<Vec<u8>> = TxnMsg::fragments(&template, &reply_ops).iter().map(TxnMsg::encode).collect();
-        let record = ClientRecord { req_id: msg.req_id, reply: reply.clone() };
+        let digest = if msg.is_fragmented() { 0 } else { request_digest(&ops) };
+        let record = ClientRecord { req_id: msg.req_id, digest, reply: reply.clone() };
         let writes = if decision.status == Status::Ok { &decision.writes[..] } else { &[] };
         if let Err(e) = self.backend.commit(writes, msg.cl_id, &record) {
             // Nothing was acknowledged: the client will resend and we decide again.
@@ -382,6 +408,20 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(s.counters.committed, 1);
         assert_eq!(s.counters.duplicates_answered, 1);
+    }
+
+    #[test]
+    fn a_reused_request_id_or_an_older_one_is_rejected_not_answered_from_the_record() {
+        let mut s = TxnStore::in_memory();
+        let first = TxnMsg::request(4, 1, vec![Op::write(1, v("a"))]);
+        assert_eq!(send(&mut s, &first).status, Status::Ok);
+        assert_eq!(send(&mut s, &TxnMsg::request(4, 2, vec![Op::write(1, v("b"))])).status, Status::Ok);
+        // Another process reusing client id 4 starts again at request id 1 and 2.
+        let reused = send(&mut s, &TxnMsg::request(4, 2, vec![Op::write(1, v("z"))]));
+        assert_eq!(reused.status, Status::BadRequest);
+        assert_eq!(send(&mut s, &first).status, Status::BadRequest, "older id");
+        assert_eq!(s.get(1), v("b"));
+        assert_eq!(s.counters.stale_rejected, 2);
     }
 
     #[test]
