@@ -14,7 +14,7 @@ use innet_exp::txn::percentile_ms;
 use innet_live::topology::{self, RunningNode, Topology};
 use innet_live::txn::{
     bind, bind_addr_for, fresh_client_id_base, run_load, run_txn, spawn_store, spawn_txn_switch, start_local,
-    txn_switch_counters, LoadConfig, LocalConfig, StoreData, StoreReport, SwitchConfig,
+    LoadConfig, LocalConfig, StoreData, StoreReport, SwitchConfig,
 };
 use innet_live::Stop;
 use innet_txn::client::Completed;
@@ -214,7 +214,7 @@ fn run_topology(topo: &Topology, only: Option<&str>, stop: &Stop) -> anyhow::Res
     for n in nodes {
         match n {
             RunningNode::Switch(s) => {
-                let c = txn_switch_counters(&s);
+                let c = s.counters();
                 let name = s.name().to_string();
                 s.shutdown()?;
                 print_counters(&name, &c);
@@ -316,7 +316,7 @@ pub fn run_switch(a: SwitchCmd) -> anyhow::Result<i32> {
     print_line(&format!("switch {}", node.addr()));
     wait(&stop, || node.is_finished());
     let crashed = !stop.is_stopped();
-    let c = txn_switch_counters(&node);
+    let c = node.counters();
     node.shutdown()?;
     print_counters("switch", &c);
     if crashed {

@@ -100,21 +100,11 @@ pub struct SwitchState<P> {
     pub stats: SwitchStats,
 }
 
-impl<P> SwitchState<P> {
-    /// The program's counters as `program_counters` reads them, followed by
-    /// the runtime's (`live_*`).
-    pub fn counters_with(&self, program_counters: impl FnOnce(&P) -> Vec<(&'static str, u64)>) -> Vec<(String, u64)> {
-        let mut v: Vec<(String, u64)> =
-            program_counters(&self.program).into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        v.extend(self.stats.counters().into_iter().map(|(k, v)| (k.to_string(), v)));
-        v
-    }
-}
-
 impl<P: Counters> SwitchState<P> {
     /// The program's counters followed by the runtime's (`live_*`).
     pub fn counters(&self) -> Vec<(String, u64)> {
-        self.counters_with(|p| p.counters())
+        let both = self.program.counters().into_iter().chain(self.stats.counters());
+        both.map(|(k, v)| (k.to_string(), v)).collect()
     }
 }
 
@@ -298,10 +288,6 @@ impl<P> SwitchNode<P> {
     /// Runs `f` on the program (holding the switch's lock).
     pub fn with_program<T>(&self, f: impl FnOnce(&mut P) -> T) -> T {
         f(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()).program)
-    }
-    /// Counters read by `program_counters` from the program, then the runtime's.
-    pub fn counters_with(&self, program_counters: impl FnOnce(&P) -> Vec<(&'static str, u64)>) -> Vec<(String, u64)> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).counters_with(program_counters)
     }
     pub fn stats(&self) -> SwitchStats {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).stats.clone()

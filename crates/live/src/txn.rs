@@ -101,12 +101,6 @@ impl SwitchConfig {
     }
 }
 
-/// A transaction switch's counters: the program's
-/// ([`innet_txn::switch::SwitchCounters`]) then the runtime's (`live_*`).
-pub fn txn_switch_counters(node: &SwitchNode<TxnSwitch>) -> Vec<(String, u64)> {
-    node.counters_with(|p| p.counters.counters())
-}
-
 /// Starts a transaction switch on `listen`, in front of the store at `upstream`.
 pub fn spawn_txn_switch(
     name: &str,
@@ -161,7 +155,7 @@ impl LocalTxn {
     }
     /// The switch's counters (program, then runtime `live_*`).
     pub fn switch_counters(&self) -> Vec<(String, u64)> {
-        txn_switch_counters(&self.switch)
+        self.switch.counters()
     }
     /// One switch counter by name (0 if unknown).
     pub fn switch_counter(&self, name: &str) -> u64 {
@@ -174,7 +168,7 @@ impl LocalTxn {
     /// Stops both nodes and waits for them.
     pub fn shutdown(self) -> io::Result<LocalReport> {
         self.stop();
-        let switch_counters = txn_switch_counters(&self.switch);
+        let switch_counters = self.switch.counters();
         self.switch.shutdown()?;
         let store = self.store.shutdown()?;
         Ok(LocalReport { switch_counters, store })
