@@ -57,6 +57,11 @@ pub enum Dest {
     Reply,
     /// To the host's configured service address (a client's switch or store).
     Upstream,
+    /// To the neighbour the runtime configured as this host's port `n`
+    /// (e.g. a proposer's coordinator, a learner's acceptors one by one).
+    Port(u16),
+    /// One copy to every member of the host's multicast group `n`.
+    Group(u16),
 }
 
 /// Packets an end host wants sent, in order.
@@ -101,6 +106,42 @@ pub enum Verdict {
     Reflect,
     /// Discard.
     Drop,
+    /// Send to the neighbour the control plane configured as this switch's
+    /// port `port` (a P4 egress port; a BPF devmap / next-hop entry).
+    Port { port: u16 },
+    /// One copy to every member of multicast group `group`, configured by the
+    /// control plane (a P4 multicast group; tc `bpf_clone_redirect` in XDP).
+    /// A group may name the packet's origin as a member.
+    Multicast { group: u16 },
+    /// To the end host that originated the packet: its IP source address,
+    /// which forwarding through any number of switches keeps. This is how a
+    /// chain's tail answers a client whose request entered at the head.
+    Origin,
+}
+
+impl Verdict {
+    /// A stable small number per verdict kind (BPF programs return the same
+    /// codes to user space in differential tests).
+    pub fn code(self) -> u8 {
+        match self {
+            Verdict::Drop => 0,
+            Verdict::Upstream { .. } => 1,
+            Verdict::Downstream { .. } => 2,
+            Verdict::Reflect => 3,
+            Verdict::Port { .. } => 4,
+            Verdict::Multicast { .. } => 5,
+            Verdict::Origin => 6,
+        }
+    }
+}
+
+/// A member of a multicast group, as runtimes configure groups.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Member<A> {
+    /// A fixed neighbour.
+    Node(A),
+    /// The origin of the packet being multicast (see [`Verdict::Origin`]).
+    Origin,
 }
 
 /// A data-plane program ("switch-shaped": fixed tables, bounded loops,

@@ -8,6 +8,7 @@
 //! held that long before it goes out, and every packet it receives that long
 //! before the host sees it.
 
+use std::collections::HashMap;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::thread::JoinHandle;
@@ -29,11 +30,15 @@ pub struct HostOptions {
     pub upstream: Option<SocketAddr>,
     /// One-way delay of the host's access link, applied in both directions.
     pub delay: Duration,
+    /// Where [`Dest::Port`] packets go, by port number.
+    pub ports: Vec<SocketAddr>,
+    /// Where [`Dest::Group`] packets go, by group number.
+    pub groups: HashMap<u16, Vec<SocketAddr>>,
 }
 
 impl HostOptions {
     pub fn upstream(addr: SocketAddr) -> HostOptions {
-        HostOptions { upstream: Some(addr), delay: Duration::ZERO }
+        HostOptions { upstream: Some(addr), ..HostOptions::default() }
     }
     pub fn with_delay(mut self, delay: Duration) -> HostOptions {
         self.delay = delay;
@@ -48,7 +53,8 @@ pub struct HostStats {
     pub sent: u64,
     pub send_errors: u64,
     /// Packets the host asked to send with nowhere to go: a `Reply` from
-    /// `on_tick`, or `Upstream` without an upstream address.
+    /// `on_tick`, `Upstream` without an upstream address, an unconfigured
+    /// port or an empty group.
     pub no_destination: u64,
     /// Packets dropped because the event loop fell behind (all hosts of the loop).
     pub rx_overflow: u64,
@@ -105,18 +111,22 @@ impl<H: Host> HostLoop<'_, H> {
     fn flush(&mut self, i: usize, reply_to: Option<SocketAddr>, now: Time) {
         let sends: Vec<(Dest, Vec<u8>)> = self.out.drain().collect();
         for (dest, bytes) in sends {
-            let to = match dest {
-                Dest::Reply => reply_to,
-                Dest::Upstream => self.slots[i].opts.upstream,
+            let opts = &self.slots[i].opts;
+            let targets: Vec<SocketAddr> = match dest {
+                Dest::Reply => reply_to.into_iter().collect(),
+                Dest::Upstream => opts.upstream.into_iter().collect(),
+                Dest::Port(p) => opts.ports.get(p as usize).copied().into_iter().collect(),
+                Dest::Group(g) => opts.groups.get(&g).cloned().unwrap_or_default(),
             };
-            let Some(to) = to else {
+            if targets.is_empty() {
                 self.slots[i].stats.no_destination += 1;
-                continue;
-            };
-            if self.slots[i].egress.is_passthrough() {
-                self.transmit(i, to, &bytes);
-            } else {
-                self.slots[i].egress.push(now, (to, bytes));
+            }
+            for to in targets {
+                if self.slots[i].egress.is_passthrough() {
+                    self.transmit(i, to, &bytes);
+                } else {
+                    self.slots[i].egress.push(now, (to, bytes.clone()));
+                }
             }
         }
     }

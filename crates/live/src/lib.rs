@@ -43,7 +43,10 @@ use std::sync::Arc;
 
 pub use delay::DelayLine;
 pub use host::{run_host, run_hosts, spawn_host, HostOptions, HostStats, NodeHandle};
-pub use switch::{run_switch, spawn_switch, SwitchNode, SwitchOptions, SwitchState, SwitchStats};
+pub use switch::{
+    run_switch, spawn_switch, spawn_switch_with_tables, SwitchNode, SwitchOptions, SwitchState, SwitchStats,
+    SwitchTables,
+};
 
 /// The process-wide clock every live node uses.
 pub mod clock {

@@ -7,18 +7,28 @@
 //! sends to the remembered sender of `flow` (dropped and counted if none is
 //! known); `Reflect` sends back to this packet's sender; `Drop` is counted.
 //!
+//! The control plane's tables ([`SwitchTables`], shared and changeable while
+//! the switch runs): `Port { port }` sends to `ports[port]`,
+//! `Multicast { group }` to every member of `groups[group]`, and `Origin` to
+//! the packet's origin. The origin is the packet's sender, unless the packet
+//! came from another switch of the deployment ([`SwitchTables::switch_peers`]):
+//! between switches the runtime carries the origin in a small shim in front of
+//! the protocol packet ([`ORIGIN_SHIM_MAGIC`]), as IP carries the source
+//! address across routers. End hosts never see the shim.
+//!
 //! Delay emulation: the switch<->upstream link's one-way delay
 //! ([`SwitchOptions::upstream_delay`]) is applied to packets the switch sends
 //! upstream and to packets it receives from upstream (before the program sees
 //! them, as if they had travelled the link); likewise the downstream links'
 //! delay for everything else. Each direction of each link class is a FIFO.
 
+use std::collections::{HashMap, HashSet};
 use std::io;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use innet_core::{Counters, DataPlane, ReversePath, Time, Verdict};
+use innet_core::{Counters, DataPlane, Member, ReversePath, Time, Verdict};
 
 use crate::clock;
 use crate::delay::DelayLine;
@@ -59,6 +69,61 @@ impl SwitchOptions {
     }
 }
 
+/// The forwarding tables a control plane writes (see the module doc).
+#[derive(Clone, Debug, Default)]
+pub struct SwitchTables {
+    pub ports: Vec<Option<SocketAddr>>,
+    pub groups: HashMap<u16, Vec<Member<SocketAddr>>>,
+    /// Other switches: packets to them carry the origin shim, packets from
+    /// them are expected to.
+    pub switch_peers: HashSet<SocketAddr>,
+}
+
+impl SwitchTables {
+    pub fn set_port(&mut self, port: u16, to: Option<SocketAddr>) {
+        if self.ports.len() <= port as usize {
+            self.ports.resize(port as usize + 1, None);
+        }
+        self.ports[port as usize] = to;
+    }
+}
+
+/// First bytes of the origin shim between switches: magic, then the origin
+/// as family (4 or 6), address bytes, port (big-endian).
+pub const ORIGIN_SHIM_MAGIC: [u8; 4] = *b"iNo\x01";
+
+/// `bytes` with the origin shim in front.
+pub fn add_origin_shim(origin: SocketAddr, bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() + 23);
+    out.extend_from_slice(&ORIGIN_SHIM_MAGIC);
+    match origin.ip() {
+        IpAddr::V4(a) => {
+            out.push(4);
+            out.extend_from_slice(&a.octets());
+        }
+        IpAddr::V6(a) => {
+            out.push(6);
+            out.extend_from_slice(&a.octets());
+        }
+    }
+    out.extend_from_slice(&origin.port().to_be_bytes());
+    out.extend_from_slice(bytes);
+    out
+}
+
+/// Splits an origin shim off `bytes`: `(origin, payload offset)`, or `None`
+/// if the packet has no (well-formed) shim.
+pub fn split_origin_shim(bytes: &[u8]) -> Option<(SocketAddr, usize)> {
+    let rest = bytes.strip_prefix(&ORIGIN_SHIM_MAGIC[..])?;
+    let (ip, n): (IpAddr, usize) = match rest.first()? {
+        4 => (Ipv4Addr::from(<[u8; 4]>::try_from(rest.get(1..5)?).ok()?).into(), 5),
+        6 => (Ipv6Addr::from(<[u8; 16]>::try_from(rest.get(1..17)?).ok()?).into(), 17),
+        _ => return None,
+    };
+    let port = u16::from_be_bytes(rest.get(n..n + 2)?.try_into().ok()?);
+    Some((SocketAddr::new(ip, port), ORIGIN_SHIM_MAGIC.len() + n + 2))
+}
+
 /// What the runtime around the program did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SwitchStats {
@@ -69,8 +134,13 @@ pub struct SwitchStats {
     pub reflected: u64,
     /// `Drop` verdicts (the program counts why).
     pub dropped: u64,
-    /// `Downstream` verdicts for a flow with no known origin.
+    /// `Downstream` verdicts for a flow with no known origin, and `Port`
+    /// verdicts for a port with nothing configured.
     pub dropped_no_route: u64,
+    /// `Port`, `Multicast` and `Origin` sends (one per copy).
+    pub to_ports: u64,
+    /// Packets from a switch peer without a well-formed origin shim.
+    pub dropped_bad_shim: u64,
     /// Packets dropped because the event loop fell behind.
     pub rx_overflow: u64,
     pub send_errors: u64,
@@ -86,6 +156,8 @@ impl Counters for SwitchStats {
             ("live_reflected", self.reflected),
             ("live_dropped", self.dropped),
             ("live_dropped_no_route", self.dropped_no_route),
+            ("live_to_ports", self.to_ports),
+            ("live_dropped_bad_shim", self.dropped_bad_shim),
             ("live_rx_overflow", self.rx_overflow),
             ("live_send_errors", self.send_errors),
         ]
@@ -98,6 +170,7 @@ impl Counters for SwitchStats {
 pub struct SwitchState<P> {
     pub program: P,
     pub stats: SwitchStats,
+    pub tables: SwitchTables,
 }
 
 impl<P: Counters> SwitchState<P> {
@@ -108,7 +181,8 @@ impl<P: Counters> SwitchState<P> {
     }
 }
 
-type Held = DelayLine<(SocketAddr, Vec<u8>)>;
+/// A packet held on a link: (peer, origin, bytes).
+type Held = DelayLine<(SocketAddr, SocketAddr, Vec<u8>)>;
 
 struct SwitchLoop<'a, P> {
     state: &'a Mutex<SwitchState<P>>,
@@ -126,68 +200,109 @@ impl<P: DataPlane> SwitchLoop<'_, P> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn transmit(&self, to: SocketAddr, bytes: &[u8]) {
+    fn transmit(&self, to: SocketAddr, origin: SocketAddr, bytes: &[u8]) {
+        let shimmed;
+        let bytes = if self.lock().tables.switch_peers.contains(&to) {
+            shimmed = add_origin_shim(origin, bytes);
+            &shimmed[..]
+        } else {
+            bytes
+        };
         if self.ports.send(0, to, bytes).is_err() {
             self.lock().stats.send_errors += 1;
         }
     }
 
-    fn send(&mut self, to: SocketAddr, bytes: Vec<u8>, now: Time) {
+    fn send(&mut self, to: SocketAddr, origin: SocketAddr, bytes: Vec<u8>, now: Time) {
         let line = if to == self.opts.upstream { &mut self.out_up } else { &mut self.out_down };
         if line.is_passthrough() {
-            self.transmit(to, &bytes);
+            self.transmit(to, origin, &bytes);
         } else {
-            line.push(now, (to, bytes));
+            line.push(now, (to, origin, bytes));
         }
     }
 
-    fn process(&mut self, from: SocketAddr, mut bytes: Vec<u8>) {
-        let verdict = self.lock().program.process(&mut bytes);
-        let now = clock::now();
-        let to = match verdict {
+    /// Where `verdict` sends the packet (several places for a multicast).
+    fn targets(&mut self, verdict: Verdict, from: SocketAddr, origin: SocketAddr) -> Vec<SocketAddr> {
+        let mut st = self.lock();
+        let to: Vec<SocketAddr> = match verdict {
             Verdict::Upstream { flow } => {
+                drop(st);
                 self.routes.learn(flow, from);
-                self.lock().stats.to_upstream += 1;
-                Some(self.opts.upstream)
+                st = self.lock();
+                st.stats.to_upstream += 1;
+                return vec![self.opts.upstream];
             }
-            Verdict::Downstream { flow } => {
-                let to = self.routes.lookup(flow);
-                let mut st = self.lock();
-                match to {
-                    Some(_) => st.stats.to_downstream += 1,
-                    None => st.stats.dropped_no_route += 1,
+            Verdict::Downstream { flow } => match self.routes.lookup(flow) {
+                Some(to) => {
+                    st.stats.to_downstream += 1;
+                    return vec![to];
                 }
-                to
-            }
+                None => vec![],
+            },
             Verdict::Reflect => {
-                self.lock().stats.reflected += 1;
-                Some(from)
+                st.stats.reflected += 1;
+                return vec![from];
             }
             Verdict::Drop => {
-                self.lock().stats.dropped += 1;
-                None
+                st.stats.dropped += 1;
+                return vec![];
             }
+            Verdict::Port { port } => st.tables.ports.get(port as usize).copied().flatten().into_iter().collect(),
+            Verdict::Multicast { group } => {
+                let members = st.tables.groups.get(&group).map(Vec::as_slice).unwrap_or(&[]);
+                members
+                    .iter()
+                    .map(|m| match m {
+                        Member::Node(a) => *a,
+                        Member::Origin => origin,
+                    })
+                    .collect()
+            }
+            Verdict::Origin => vec![origin],
         };
-        if let Some(to) = to {
-            self.send(to, bytes, now);
+        if to.is_empty() {
+            st.stats.dropped_no_route += 1;
+        }
+        st.stats.to_ports += to.len() as u64;
+        to
+    }
+
+    fn process(&mut self, from: SocketAddr, origin: SocketAddr, mut bytes: Vec<u8>) {
+        let verdict = self.lock().program.process(&mut bytes);
+        let now = clock::now();
+        let targets = self.targets(verdict, from, origin);
+        for to in targets {
+            self.send(to, origin, bytes.clone(), now);
         }
     }
 
     fn incoming(&mut self, inc: Incoming) {
         let up = inc.from == self.opts.upstream;
-        {
+        let (origin, bytes) = {
             let mut st = self.lock();
             if up {
                 st.stats.from_upstream += 1;
             } else {
                 st.stats.from_downstream += 1;
             }
-        }
+            if st.tables.switch_peers.contains(&inc.from) {
+                match split_origin_shim(&inc.bytes) {
+                    Some((origin, at)) => (origin, inc.bytes[at..].to_vec()),
+                    None => {
+                        st.stats.dropped_bad_shim += 1;
+                        return;
+                    }
+                }
+            } else {
+                (inc.from, inc.bytes)
+            }
+        };
         let line = if up { &mut self.in_up } else { &mut self.in_down };
         if line.is_passthrough() {
-            self.process(inc.from, inc.bytes);
+            self.process(inc.from, origin, bytes);
         } else {
-            line.push(clock::now(), (inc.from, inc.bytes));
+            line.push(clock::now(), (inc.from, origin, bytes));
         }
     }
 
@@ -204,16 +319,16 @@ impl<P: DataPlane> SwitchLoop<'_, P> {
                 (None, Some(_)) => self.in_down.pop_due(now),
                 (None, None) => break,
             };
-            if let Some((from, bytes)) = item {
-                self.process(from, bytes);
+            if let Some((from, origin, bytes)) = item {
+                self.process(from, origin, bytes);
             }
         }
         let now = clock::now();
-        while let Some((to, bytes)) = self.out_up.pop_due(now) {
-            self.transmit(to, &bytes);
+        while let Some((to, origin, bytes)) = self.out_up.pop_due(now) {
+            self.transmit(to, origin, &bytes);
         }
-        while let Some((to, bytes)) = self.out_down.pop_due(now) {
-            self.transmit(to, &bytes);
+        while let Some((to, origin, bytes)) = self.out_down.pop_due(now) {
+            self.transmit(to, origin, &bytes);
         }
         [self.in_up.next_due(), self.in_down.next_due(), self.out_up.next_due(), self.out_down.next_due()]
             .into_iter()
@@ -292,6 +407,10 @@ impl<P> SwitchNode<P> {
     pub fn stats(&self) -> SwitchStats {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).stats.clone()
     }
+    /// Runs `f` on the forwarding tables (a control plane's write).
+    pub fn with_tables<T>(&self, f: impl FnOnce(&mut SwitchTables) -> T) -> T {
+        f(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()).tables)
+    }
     /// Stops the switch and waits for its thread.
     pub fn shutdown(self) -> io::Result<()> {
         self.handle.shutdown()
@@ -314,8 +433,20 @@ pub fn spawn_switch<P: DataPlane + Send + 'static>(
     opts: SwitchOptions,
     stop: &Stop,
 ) -> io::Result<SwitchNode<P>> {
+    spawn_switch_with_tables(name, program, socket, opts, SwitchTables::default(), stop)
+}
+
+/// [`spawn_switch`] with forwarding tables configured from the start.
+pub fn spawn_switch_with_tables<P: DataPlane + Send + 'static>(
+    name: &str,
+    program: P,
+    socket: UdpSocket,
+    opts: SwitchOptions,
+    tables: SwitchTables,
+    stop: &Stop,
+) -> io::Result<SwitchNode<P>> {
     let addr = socket.local_addr()?;
-    let state = Arc::new(Mutex::new(SwitchState { program, stats: SwitchStats::default() }));
+    let state = Arc::new(Mutex::new(SwitchState { program, stats: SwitchStats::default(), tables }));
     let stop = stop.child();
     let (st, s) = (state.clone(), stop.clone());
     let thread =

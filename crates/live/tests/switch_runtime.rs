@@ -105,3 +105,76 @@ fn stop_ends_the_node_promptly() {
     }
     sw.shutdown().unwrap();
 }
+
+/// Forwards everything to port 0.
+struct ToPort0;
+
+impl DataPlane for ToPort0 {
+    fn process(&mut self, _p: &mut [u8]) -> Verdict {
+        Verdict::Port { port: 0 }
+    }
+}
+
+/// byte 0 picks the verdict: 4 = multicast group 1 (marking the packet by
+/// setting byte 0 to 9), 5 = origin.
+struct Steer;
+
+impl DataPlane for Steer {
+    fn process(&mut self, p: &mut [u8]) -> Verdict {
+        match p.first() {
+            Some(4) => {
+                p[0] = 9;
+                Verdict::Multicast { group: 1 }
+            }
+            Some(5) => Verdict::Origin,
+            _ => Verdict::Drop,
+        }
+    }
+}
+
+#[test]
+fn ports_multicast_and_origin_across_two_switches() {
+    use innet_core::Member;
+    use innet_live::switch::{add_origin_shim, spawn_switch_with_tables, split_origin_shim, SwitchTables};
+
+    let (client, sink, nowhere) = (sock(), sock(), sock());
+    let stop = Stop::new();
+    let (sa, sb) = (sock(), sock());
+    let (a_addr, b_addr) = (sa.local_addr().unwrap(), sb.local_addr().unwrap());
+    let opts = SwitchOptions::new(nowhere.local_addr().unwrap());
+    let mut ta = SwitchTables::default();
+    ta.set_port(0, Some(b_addr));
+    ta.switch_peers.insert(b_addr);
+    let mut tb = SwitchTables::default();
+    tb.groups.insert(1, vec![Member::Node(sink.local_addr().unwrap()), Member::Origin]);
+    tb.switch_peers.insert(a_addr);
+    let a = spawn_switch_with_tables("a", ToPort0, sa, opts.clone(), ta, &stop).unwrap();
+    let b = spawn_switch_with_tables("b", Steer, sb, opts, tb, &stop).unwrap();
+
+    // client -> a -> b (origin carried in the shim) -> multicast to the sink
+    // and to the origin, which is the client, not a.
+    client.send_to(&[4, 1], a_addr).unwrap();
+    assert_eq!(recv(&sink), vec![9, 1], "hosts never see the shim");
+    let mut buf = [0u8; 64];
+    let (n, from) = client.recv_from(&mut buf).unwrap();
+    assert_eq!((&buf[..n], from), (&[9u8, 1][..], b_addr));
+    // client -> a -> b -> straight back to the client.
+    client.send_to(&[5, 2], a_addr).unwrap();
+    let (n, from) = client.recv_from(&mut buf).unwrap();
+    assert_eq!((&buf[..n], from), (&[5u8, 2][..], b_addr));
+    assert_eq!(b.stats().to_ports, 3);
+    assert_eq!(a.stats().to_ports, 2);
+
+    // A packet from a peer switch without a shim is dropped and counted.
+    let impostor = sock();
+    b.with_tables(|t| t.switch_peers.insert(impostor.local_addr().unwrap()));
+    impostor.send_to(&[5, 3], b_addr).unwrap();
+    let t0 = Instant::now();
+    while b.stats().dropped_bad_shim == 0 {
+        assert!(t0.elapsed() < Duration::from_secs(3), "bad shim not counted");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let shimmed = add_origin_shim(client.local_addr().unwrap(), &[1, 2, 3]);
+    assert_eq!(split_origin_shim(&shimmed), Some((client.local_addr().unwrap(), shimmed.len() - 3)));
+    assert_eq!(split_origin_shim(&shimmed[..7]), None);
+}

@@ -9,10 +9,32 @@
 //! [`Sim::trace_hash`] of every delivery lets tests check that (the idea of
 //! madsim's `check_determinism`).
 //!
-//! A switch forwards [`Verdict::Upstream`] to its configured upstream
-//! neighbour and remembers which neighbour each flow came from, so that
-//! [`Verdict::Downstream`] replies retrace the path (several switches may be
-//! chained, as in Gotthard's Figure 4).
+//! Addressing, as a switch's tables would hold it:
+//! * `Upstream` / `Downstream { flow }`: a switch forwards to its configured
+//!   upstream neighbour and remembers which neighbour each flow came from, so
+//!   replies retrace the path (Gotthard's Figure 4).
+//! * ports ([`Sim::set_port`]) and multicast groups ([`Sim::set_group`]) per
+//!   node, for [`Verdict::Port`] / [`Verdict::Multicast`] and for hosts'
+//!   [`Dest::Port`] / [`Dest::Group`]. The control plane may change them at
+//!   any time (a chain reconfiguration).
+//! * every packet carries its *origin*, the end host that sent it (its IP
+//!   source address); switches keep it when they forward, and
+//!   [`Verdict::Origin`] sends to it.
+//! * nodes without a direct link reach each other through the *fabric*
+//!   ([`Sim::set_fabric`]), a default link standing for the rest of an IP
+//!   network; without a fabric, sending between unlinked nodes is a bug and
+//!   panics.
+//!
+//! Faults beyond links: [`Sim::crash`] stops a node (packets to it are lost,
+//! its timers and queued work vanish); [`Sim::restart_host`] /
+//! [`Sim::restart_switch`] bring it back with the state the caller gives
+//! (fresh, or recovered from durable storage).
+//!
+//! Capacity: by default a node handles a packet in zero time. A
+//! [`ServiceModel`] ([`Sim::set_service`]) makes it a single FIFO server that
+//! spends `per_packet + per_byte * len` on each packet and drops arrivals
+//! beyond `queue_packets`: a switch's pipeline throughput, a software
+//! process's CPU, or the cost of parsing longer headers.
 
 #![forbid(unsafe_code)]
 
@@ -22,7 +44,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::time::Duration;
 
 use innet_core::rng::Rng;
-use innet_core::{DataPlane, Dest, Host, Outbox, ReversePath, Time, Verdict};
+use innet_core::{DataPlane, Dest, Host, Member, Outbox, ReversePath, Time, Verdict};
 
 pub type NodeId = usize;
 
@@ -44,21 +66,45 @@ impl LinkSpec {
     }
 }
 
+/// How long a node takes per packet (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ServiceModel {
+    pub per_packet: Duration,
+    /// Nanoseconds per byte of packet (parsing cost).
+    pub per_byte_ns: f64,
+    /// Packets waiting beyond this are dropped (a full queue).
+    pub queue_packets: usize,
+}
+
+impl ServiceModel {
+    pub fn cost(&self, len: usize) -> Duration {
+        self.per_packet + Duration::from_nanos((self.per_byte_ns * len as f64).round() as u64)
+    }
+}
+
 /// Something the simulator can run and give back for inspection.
 pub trait SimHost: Host + Any {
     fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 impl<T: Host + Any> SimHost for T {
     fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
 }
 
 pub trait SimDataPlane: DataPlane + Any {
     fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 impl<T: DataPlane + Any> SimDataPlane for T {
     fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
 }
@@ -67,19 +113,62 @@ impl<T: DataPlane + Any> SimDataPlane for T {
 pub const REVERSE_PATH_SLOTS: usize = 1 << 16;
 
 enum Role {
-    Host { host: Box<dyn SimHost>, upstream: Option<NodeId>, next_tick: Option<Time> },
-    Switch { program: Box<dyn SimDataPlane>, upstream: Option<NodeId>, paths: ReversePath<NodeId> },
+    Host { host: Box<dyn SimHost>, next_tick: Option<Time> },
+    Switch { program: Box<dyn SimDataPlane>, paths: ReversePath<NodeId> },
+}
+
+/// What happened at one node.
+#[derive(Clone, Default, Debug, PartialEq, Eq)]
+pub struct NodeStats {
+    /// Packets that arrived while the node was up.
+    pub received: u64,
+    /// Packets the node's role handled.
+    pub processed: u64,
+    /// Arrivals dropped because the node's queue was full.
+    pub queue_drops: u64,
+    /// Arrivals lost because the node was down.
+    pub lost_while_down: u64,
 }
 
 struct Node {
     name: String,
     role: Role,
+    upstream: Option<NodeId>,
+    ports: Vec<Option<NodeId>>,
+    groups: HashMap<u16, Vec<Member<NodeId>>>,
+    up: bool,
+    /// Bumped at every crash, so that work queued before it is discarded.
+    incarnation: u32,
+    service: Option<ServiceModel>,
+    busy_until: Time,
+    queued: usize,
+    stats: NodeStats,
+}
+
+/// A packet in flight: who sent it on this hop, and the end host it came from.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Packet {
+    from: NodeId,
+    origin: NodeId,
+    bytes: Vec<u8>,
 }
 
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 enum EventKind {
-    Deliver { to: NodeId, from: NodeId, bytes: Vec<u8> },
-    Tick { node: NodeId },
+    Deliver {
+        to: NodeId,
+        packet: Packet,
+    },
+    /// A queued packet's service has finished (nodes with a [`ServiceModel`]).
+    Process {
+        node: NodeId,
+        incarnation: u32,
+        packet: Packet,
+    },
+    Tick {
+        node: NodeId,
+        incarnation: u32,
+    },
 }
 
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
@@ -97,14 +186,19 @@ pub struct NetStats {
     pub lost: u64,
     pub duplicated: u64,
     pub reordered: u64,
-    /// Packets a switch dropped (program verdict or no reverse path).
+    /// Packets a switch dropped (program verdict, or no route for it).
     pub switch_drops: u64,
+    /// Packets that reached a crashed node.
+    pub lost_at_down_node: u64,
+    /// Packets dropped at a full node queue.
+    pub queue_drops: u64,
     pub events: u64,
 }
 
 pub struct Sim {
     nodes: Vec<Node>,
     links: HashMap<(NodeId, NodeId), LinkSpec>,
+    fabric: Option<LinkSpec>,
     queue: BinaryHeap<Reverse<Event>>,
     seq: u64,
     now: Time,
@@ -130,6 +224,7 @@ impl Sim {
         Sim {
             nodes: vec![],
             links: HashMap::new(),
+            fabric: None,
             queue: BinaryHeap::new(),
             seq: 0,
             now: Time::ZERO,
@@ -149,13 +244,26 @@ impl Sim {
         self.trace
     }
 
-    pub fn add_host(&mut self, name: &str, host: impl SimHost) -> NodeId {
-        let next_tick = host.next_tick();
-        let id = self.nodes.len();
+    fn add_node(&mut self, name: &str, role: Role) -> NodeId {
         self.nodes.push(Node {
             name: name.into(),
-            role: Role::Host { host: Box::new(host), upstream: None, next_tick: None },
+            role,
+            upstream: None,
+            ports: vec![],
+            groups: HashMap::new(),
+            up: true,
+            incarnation: 0,
+            service: None,
+            busy_until: Time::ZERO,
+            queued: 0,
+            stats: NodeStats::default(),
         });
+        self.nodes.len() - 1
+    }
+
+    pub fn add_host(&mut self, name: &str, host: impl SimHost) -> NodeId {
+        let next_tick = host.next_tick();
+        let id = self.add_node(name, Role::Host { host: Box::new(host), next_tick: None });
         if let Some(t) = next_tick {
             self.schedule_tick(id, t);
         }
@@ -163,11 +271,8 @@ impl Sim {
     }
 
     pub fn add_switch(&mut self, name: &str, program: impl SimDataPlane) -> NodeId {
-        let id = self.nodes.len();
         let paths = ReversePath::new(REVERSE_PATH_SLOTS);
-        self.nodes
-            .push(Node { name: name.into(), role: Role::Switch { program: Box::new(program), upstream: None, paths } });
-        id
+        self.add_node(name, Role::Switch { program: Box::new(program), paths })
     }
 
     /// Connects `a` and `b` both ways.
@@ -176,21 +281,96 @@ impl Sim {
         self.links.insert((b, a), spec);
     }
 
+    /// The link every pair of nodes without a direct link uses.
+    pub fn set_fabric(&mut self, spec: LinkSpec) {
+        self.fabric = Some(spec);
+    }
+
+    fn reachable(&self, a: NodeId, b: NodeId) -> bool {
+        self.fabric.is_some() || self.links.contains_key(&(a, b))
+    }
+
     /// Where `node` sends [`Dest::Upstream`] packets or [`Verdict::Upstream`] ones.
     pub fn set_upstream(&mut self, node: NodeId, upstream: NodeId) {
-        assert!(
-            self.links.contains_key(&(node, upstream)),
-            "link {} to {} first",
-            self.name(node),
-            self.name(upstream)
-        );
-        match &mut self.nodes[node].role {
-            Role::Host { upstream: u, .. } | Role::Switch { upstream: u, .. } => *u = Some(upstream),
+        assert!(self.reachable(node, upstream), "link {} to {} first", self.name(node), self.name(upstream));
+        self.nodes[node].upstream = Some(upstream);
+    }
+
+    /// Port `port` of `node` leads to `to` (`None`: the port is down).
+    pub fn set_port(&mut self, node: NodeId, port: u16, to: Option<NodeId>) {
+        if let Some(t) = to {
+            assert!(self.reachable(node, t), "link {} to {} first", self.name(node), self.name(t));
         }
+        let ports = &mut self.nodes[node].ports;
+        if ports.len() <= port as usize {
+            ports.resize(port as usize + 1, None);
+        }
+        ports[port as usize] = to;
+    }
+
+    /// Multicast group `group` of `node` (replaces any earlier membership).
+    pub fn set_group(&mut self, node: NodeId, group: u16, members: Vec<Member<NodeId>>) {
+        for m in &members {
+            if let Member::Node(t) = m {
+                assert!(self.reachable(node, *t), "link {} to {} first", self.name(node), self.name(*t));
+            }
+        }
+        self.nodes[node].groups.insert(group, members);
+    }
+
+    /// Makes `node` a single FIFO server with this cost model.
+    pub fn set_service(&mut self, node: NodeId, model: ServiceModel) {
+        assert!(model.queue_packets > 0, "a queue holds at least one packet");
+        self.nodes[node].service = Some(model);
     }
 
     pub fn name(&self, node: NodeId) -> &str {
         &self.nodes[node].name
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn node_stats(&self, node: NodeId) -> &NodeStats {
+        &self.nodes[node].stats
+    }
+
+    pub fn is_up(&self, node: NodeId) -> bool {
+        self.nodes[node].up
+    }
+
+    /// Stops `node` now: packets to it are lost, its timers and queued work
+    /// vanish, switches forget their reverse paths. Its state stays readable
+    /// (e.g. [`Sim::host`]) until it is restarted.
+    pub fn crash(&mut self, node: NodeId) {
+        let n = &mut self.nodes[node];
+        n.up = false;
+        n.incarnation += 1;
+        n.queued = 0;
+        n.busy_until = self.now;
+        if let Role::Host { next_tick, .. } = &mut n.role {
+            *next_tick = None;
+        }
+    }
+
+    /// Brings a crashed host back as `host`.
+    pub fn restart_host(&mut self, node: NodeId, host: impl SimHost) {
+        assert!(!self.nodes[node].up, "{} is up; crash it first", self.name(node));
+        let next = host.next_tick();
+        self.nodes[node].role = Role::Host { host: Box::new(host), next_tick: None };
+        self.nodes[node].up = true;
+        if let Some(t) = next {
+            self.schedule_tick(node, t);
+        }
+    }
+
+    /// Brings a crashed switch back running `program`.
+    pub fn restart_switch(&mut self, node: NodeId, program: impl SimDataPlane) {
+        assert!(!self.nodes[node].up, "{} is up; crash it first", self.name(node));
+        let paths = ReversePath::new(REVERSE_PATH_SLOTS);
+        self.nodes[node].role = Role::Switch { program: Box::new(program), paths };
+        self.nodes[node].up = true;
     }
 
     /// The host at `node`, if it is a `T`.
@@ -198,6 +378,26 @@ impl Sim {
         match &self.nodes[node].role {
             Role::Host { host, .. } => host.as_ref().as_any().downcast_ref(),
             Role::Switch { .. } => None,
+        }
+    }
+
+    /// The host at `node`, mutably (an application calling into its library;
+    /// call [`Sim::wake`] after changing what its `next_tick` returns).
+    pub fn host_mut<T: 'static>(&mut self, node: NodeId) -> Option<&mut T> {
+        match &mut self.nodes[node].role {
+            Role::Host { host, .. } => host.as_mut().as_any_mut().downcast_mut(),
+            Role::Switch { .. } => None,
+        }
+    }
+
+    /// Re-reads `node`'s `next_tick` (after the caller changed the host).
+    pub fn wake(&mut self, node: NodeId) {
+        let tick = match &self.nodes[node].role {
+            Role::Host { host, .. } if self.nodes[node].up => host.next_tick(),
+            _ => None,
+        };
+        if let Some(t) = tick {
+            self.schedule_tick(node, t);
         }
     }
 
@@ -209,6 +409,14 @@ impl Sim {
         }
     }
 
+    /// The switch program at `node`, mutably (a control plane writing its tables).
+    pub fn program_mut<T: 'static>(&mut self, node: NodeId) -> Option<&mut T> {
+        match &mut self.nodes[node].role {
+            Role::Switch { program, .. } => program.as_mut().as_any_mut().downcast_mut(),
+            Role::Host { .. } => None,
+        }
+    }
+
     fn push(&mut self, at: Time, kind: EventKind) {
         self.seq += 1;
         self.queue.push(Reverse(Event { at, seq: self.seq, kind }));
@@ -216,20 +424,21 @@ impl Sim {
 
     fn schedule_tick(&mut self, node: NodeId, at: Time) {
         let at = at.max(self.now);
+        let incarnation = self.nodes[node].incarnation;
         if let Role::Host { next_tick, .. } = &mut self.nodes[node].role {
             if *next_tick == Some(at) {
                 return;
             }
             *next_tick = Some(at);
         }
-        self.push(at, EventKind::Tick { node });
+        self.push(at, EventKind::Tick { node, incarnation });
     }
 
-    fn transmit(&mut self, from: NodeId, to: NodeId, bytes: Vec<u8>) {
-        let spec = *self
-            .links
-            .get(&(from, to))
-            .unwrap_or_else(|| panic!("no link from {} to {}", self.nodes[from].name, self.nodes[to].name));
+    fn transmit(&mut self, from: NodeId, to: NodeId, origin: NodeId, bytes: Vec<u8>) {
+        let spec = match self.links.get(&(from, to)).copied().or(self.fabric) {
+            Some(s) => s,
+            None => panic!("no link from {} to {}", self.nodes[from].name, self.nodes[to].name),
+        };
         self.stats.sent += 1;
         let copies = if self.rng.chance(spec.duplicate_probability) {
             self.stats.duplicated += 1;
@@ -250,22 +459,47 @@ impl Sim {
                 self.stats.reordered += 1;
                 delay += spec.latency.mul_f64(2.0 * self.rng.f64());
             }
-            self.push(self.now + delay, EventKind::Deliver { to, from, bytes: bytes.clone() });
+            let packet = Packet { from, origin, bytes: bytes.clone() };
+            self.push(self.now + delay, EventKind::Deliver { to, packet });
         }
+    }
+
+    /// The members of `node`'s group `group`, resolved against `origin`.
+    fn group_members(&self, node: NodeId, group: u16, origin: Option<NodeId>) -> Vec<NodeId> {
+        let members = self.nodes[node].groups.get(&group).map(Vec::as_slice).unwrap_or(&[]);
+        members
+            .iter()
+            .filter_map(|m| match m {
+                Member::Node(n) => Some(*n),
+                Member::Origin => origin,
+            })
+            .collect()
+    }
+
+    fn port(&self, node: NodeId, port: u16) -> Option<NodeId> {
+        self.nodes[node].ports.get(port as usize).copied().flatten()
     }
 
     fn after_host(&mut self, node: NodeId, from: Option<NodeId>) {
         let mut out = std::mem::take(&mut self.outbox);
-        let (upstream, tick) = match &self.nodes[node].role {
-            Role::Host { host, upstream, .. } => (*upstream, host.next_tick()),
+        let tick = match &self.nodes[node].role {
+            Role::Host { host, .. } => host.next_tick(),
             Role::Switch { .. } => unreachable!("hosts only"),
         };
         for (dest, bytes) in out.drain() {
-            let to = match dest {
-                Dest::Reply => from.expect("a reply needs a packet being handled"),
-                Dest::Upstream => upstream.unwrap_or_else(|| panic!("{} has no upstream", self.nodes[node].name)),
+            let targets = match dest {
+                Dest::Reply => vec![from.expect("a reply needs a packet being handled")],
+                Dest::Upstream => {
+                    vec![self.nodes[node]
+                        .upstream
+                        .unwrap_or_else(|| panic!("{} has no upstream", self.nodes[node].name))]
+                }
+                Dest::Port(p) => self.port(node, p).into_iter().collect(),
+                Dest::Group(g) => self.group_members(node, g, from),
             };
-            self.transmit(node, to, bytes);
+            for to in targets {
+                self.transmit(node, to, node, bytes.clone());
+            }
         }
         self.outbox = out;
         if let Some(t) = tick {
@@ -273,32 +507,65 @@ impl Sim {
         }
     }
 
-    fn deliver(&mut self, to: NodeId, from: NodeId, mut bytes: Vec<u8>) {
+    fn deliver(&mut self, to: NodeId, packet: Packet) {
         self.stats.delivered += 1;
         self.trace = fnv(self.trace, &self.now.as_nanos().to_le_bytes());
-        self.trace = fnv(self.trace, &[to as u8, from as u8]);
-        self.trace = fnv(self.trace, &bytes);
+        self.trace = fnv(self.trace, &[to as u8, packet.from as u8]);
+        self.trace = fnv(self.trace, &packet.bytes);
         let now = self.now;
-        match &mut self.nodes[to].role {
+        let node = &mut self.nodes[to];
+        if !node.up {
+            node.stats.lost_while_down += 1;
+            self.stats.lost_at_down_node += 1;
+            return;
+        }
+        node.stats.received += 1;
+        match node.service {
+            None => self.process(to, packet),
+            Some(model) => {
+                if node.queued >= model.queue_packets {
+                    node.stats.queue_drops += 1;
+                    self.stats.queue_drops += 1;
+                    return;
+                }
+                node.queued += 1;
+                let done = node.busy_until.max(now) + model.cost(packet.bytes.len());
+                node.busy_until = done;
+                let incarnation = node.incarnation;
+                self.push(done, EventKind::Process { node: to, incarnation, packet });
+            }
+        }
+    }
+
+    fn process(&mut self, to: NodeId, packet: Packet) {
+        let Packet { from, origin, mut bytes } = packet;
+        let now = self.now;
+        self.nodes[to].stats.processed += 1;
+        let upstream = self.nodes[to].upstream;
+        let targets = match &mut self.nodes[to].role {
             Role::Host { host, .. } => {
                 host.on_packet(now, &bytes, &mut self.outbox);
                 self.after_host(to, Some(from));
+                return;
             }
-            Role::Switch { program, upstream, paths } => {
-                let next = match program.process(&mut bytes) {
-                    Verdict::Upstream { flow } => {
-                        paths.learn(flow, from);
-                        *upstream
-                    }
-                    Verdict::Downstream { flow } => paths.lookup(flow),
-                    Verdict::Reflect => Some(from),
-                    Verdict::Drop => None,
-                };
-                match next {
-                    Some(n) => self.transmit(to, n, bytes),
-                    None => self.stats.switch_drops += 1,
+            Role::Switch { program, paths } => match program.process(&mut bytes) {
+                Verdict::Upstream { flow } => {
+                    paths.learn(flow, from);
+                    upstream.into_iter().collect()
                 }
-            }
+                Verdict::Downstream { flow } => paths.lookup(flow).into_iter().collect(),
+                Verdict::Reflect => vec![from],
+                Verdict::Drop => vec![],
+                Verdict::Port { port } => self.port(to, port).into_iter().collect(),
+                Verdict::Multicast { group } => self.group_members(to, group, Some(origin)),
+                Verdict::Origin => vec![origin],
+            },
+        };
+        if targets.is_empty() {
+            self.stats.switch_drops += 1;
+        }
+        for n in targets {
+            self.transmit(to, n, origin, bytes.clone());
         }
     }
 
@@ -312,10 +579,20 @@ impl Sim {
             self.now = ev.at;
             self.stats.events += 1;
             match ev.kind {
-                EventKind::Deliver { to, from, bytes } => self.deliver(to, from, bytes),
-                EventKind::Tick { node } => {
+                EventKind::Deliver { to, packet } => self.deliver(to, packet),
+                EventKind::Process { node, incarnation, packet } => {
+                    if self.nodes[node].incarnation == incarnation && self.nodes[node].up {
+                        self.nodes[node].queued -= 1;
+                        self.process(node, packet);
+                    }
+                }
+                EventKind::Tick { node, incarnation } => {
                     let now = self.now;
-                    let Role::Host { host, next_tick, .. } = &mut self.nodes[node].role else { continue };
+                    let n = &mut self.nodes[node];
+                    if n.incarnation != incarnation || !n.up {
+                        continue;
+                    }
+                    let Role::Host { host, next_tick } = &mut n.role else { continue };
                     if *next_tick != Some(ev.at) {
                         continue; // superseded
                     }
@@ -440,5 +717,121 @@ mod tests {
         sim.set_upstream(sw2, s);
         sim.run_until(Time::from_secs_f64(2.0));
         assert_eq!(sim.host::<Pinger>(c).unwrap().received.len(), 100);
+    }
+
+    /// A switch that forwards every packet to port 0 when it starts with 0,
+    /// multicasts to group 1 when it starts with 1, and sends to the origin
+    /// when it starts with 2.
+    struct Steer;
+    impl DataPlane for Steer {
+        fn process(&mut self, p: &mut [u8]) -> Verdict {
+            match p.first() {
+                Some(0) => Verdict::Port { port: 0 },
+                Some(1) => Verdict::Multicast { group: 1 },
+                Some(2) => Verdict::Origin,
+                _ => Verdict::Drop,
+            }
+        }
+    }
+    /// Records what it receives; sends one packet upstream at time 0.
+    struct Once {
+        payload: Vec<u8>,
+        sent: bool,
+        received: Vec<Vec<u8>>,
+    }
+    impl Host for Once {
+        fn on_packet(&mut self, _now: Time, p: &[u8], _out: &mut Outbox) {
+            self.received.push(p.to_vec());
+        }
+        fn on_tick(&mut self, _now: Time, out: &mut Outbox) {
+            self.sent = true;
+            out.send(Dest::Upstream, self.payload.clone());
+        }
+        fn next_tick(&self) -> Option<Time> {
+            (!self.sent).then_some(Time::ZERO)
+        }
+    }
+    fn once(payload: &[u8]) -> Once {
+        Once { payload: payload.to_vec(), sent: false, received: vec![] }
+    }
+    fn sink() -> Once {
+        Once { payload: vec![], sent: true, received: vec![] }
+    }
+
+    #[test]
+    fn ports_groups_and_origin_route_through_chained_switches() {
+        let mut sim = Sim::new(3);
+        sim.set_fabric(LinkSpec::latency(Duration::from_millis(1)));
+        let client = sim.add_host("client", once(&[0, 7]));
+        let a = sim.add_switch("a", Steer);
+        let b = sim.add_switch("b", Steer);
+        let sink = sim.add_host("sink", sink());
+        sim.set_upstream(client, a);
+        sim.set_port(a, 0, Some(b));
+        // b turns the packet into a multicast to the sink and the origin.
+        struct Rewrite;
+        impl DataPlane for Rewrite {
+            fn process(&mut self, p: &mut [u8]) -> Verdict {
+                p[0] = 1;
+                Verdict::Multicast { group: 1 }
+            }
+        }
+        sim.crash(b);
+        sim.restart_switch(b, Rewrite);
+        sim.set_group(b, 1, vec![Member::Node(sink), Member::Origin]);
+        sim.run_until(Time::from_secs_f64(1.0));
+        assert_eq!(sim.host::<Once>(client).unwrap().received, vec![vec![1, 7]], "origin is the client, not a");
+        assert_eq!(sim.host::<Once>(sink).unwrap().received, vec![vec![1, 7]]);
+        assert_eq!(sim.node_stats(b).processed, 1);
+    }
+
+    #[test]
+    fn a_crashed_node_loses_packets_and_timers_until_restarted() {
+        let mut sim = Sim::new(1);
+        let c = sim.add_host("client", Pinger { next: Time::ZERO, sent: 0, received: vec![] });
+        let s = sim.add_host("echo", Echo);
+        sim.link(c, s, LinkSpec::latency(Duration::from_millis(1)));
+        sim.set_upstream(c, s);
+        sim.run_until(Time::from_secs_f64(0.1049));
+        sim.crash(s);
+        sim.run_until(Time::from_secs_f64(0.5));
+        let got = sim.host::<Pinger>(c).unwrap().received.len();
+        assert_eq!(got, 11, "pings 0..=10 answered before the crash");
+        assert!(sim.node_stats(s).lost_while_down >= 39);
+        sim.restart_host(s, Echo);
+        sim.run_until(Time::from_secs_f64(2.0));
+        let received = &sim.host::<Pinger>(c).unwrap().received;
+        assert_eq!(received.len(), 11 + 50, "answers resume after the restart");
+        sim.crash(c);
+        let sent = sim.host::<Pinger>(c).unwrap().sent;
+        sim.run_until(Time::from_secs_f64(3.0));
+        assert_eq!(sim.host::<Pinger>(c).unwrap().sent, sent, "a crashed host's timers do not fire");
+    }
+
+    #[test]
+    fn a_service_model_serialises_packets_and_drops_beyond_its_queue() {
+        let mut sim = Sim::new(1);
+        let sw = sim.add_switch("sw", Steer);
+        let sink = sim.add_host("sink", sink());
+        let mut clients = vec![];
+        for i in 0..5 {
+            let c = sim.add_host(&format!("c{i}"), once(&[0, i]));
+            sim.link(c, sw, LinkSpec::latency(Duration::from_millis(1)));
+            sim.set_upstream(c, sw);
+            clients.push(c);
+        }
+        sim.link(sw, sink, LinkSpec::latency(Duration::from_millis(1)));
+        sim.set_port(sw, 0, Some(sink));
+        // 10 us per packet + 1 us per byte; room for 3 packets.
+        sim.set_service(
+            sw,
+            ServiceModel { per_packet: Duration::from_micros(10), per_byte_ns: 1000.0, queue_packets: 3 },
+        );
+        sim.run_until(Time::from_secs_f64(0.001011));
+        assert!(sim.host::<Once>(sink).unwrap().received.is_empty(), "service takes 12 us");
+        sim.run_until(Time::from_secs_f64(1.0));
+        assert_eq!(sim.host::<Once>(sink).unwrap().received.len(), 3);
+        assert_eq!(sim.node_stats(sw).queue_drops, 2);
+        assert_eq!(sim.stats.queue_drops, 2);
     }
 }

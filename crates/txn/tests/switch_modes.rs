@@ -48,7 +48,7 @@ impl Net {
             }
             Verdict::Reflect => Err(Outcome::Switch(TxnMsg::decode(&b).expect("decodes"))),
             Verdict::Drop => Err(Outcome::Dropped),
-            Verdict::Downstream { .. } => panic!("a request went downstream"),
+            other => panic!("a request got {other:?}: the transaction switch only forwards, reflects or drops"),
         }
     }
 
