@@ -548,18 +548,22 @@ impl Sim {
                 self.after_host(to, Some(from));
                 return;
             }
-            Role::Switch { program, paths } => match program.process(&mut bytes) {
-                Verdict::Upstream { flow } => {
-                    paths.learn(flow, from);
-                    upstream.into_iter().collect()
+            Role::Switch { program, paths } => {
+                let (verdict, len) = program.process_len(&mut bytes);
+                bytes.truncate(len);
+                match verdict {
+                    Verdict::Upstream { flow } => {
+                        paths.learn(flow, from);
+                        upstream.into_iter().collect()
+                    }
+                    Verdict::Downstream { flow } => paths.lookup(flow).into_iter().collect(),
+                    Verdict::Reflect => vec![from],
+                    Verdict::Drop => vec![],
+                    Verdict::Port { port } => self.port(to, port).into_iter().collect(),
+                    Verdict::Multicast { group } => self.group_members(to, group, Some(origin)),
+                    Verdict::Origin => vec![origin],
                 }
-                Verdict::Downstream { flow } => paths.lookup(flow).into_iter().collect(),
-                Verdict::Reflect => vec![from],
-                Verdict::Drop => vec![],
-                Verdict::Port { port } => self.port(to, port).into_iter().collect(),
-                Verdict::Multicast { group } => self.group_members(to, group, Some(origin)),
-                Verdict::Origin => vec![origin],
-            },
+            }
         };
         if targets.is_empty() {
             self.stats.switch_drops += 1;
