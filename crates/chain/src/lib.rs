@@ -6,9 +6,16 @@
 //! * [`netcraq::CraqNode`]: the NetCRAQ node program (Algorithm 1).
 //! * [`netchain::NcNode`]: the NetChain node program (head sequences writes,
 //!   replicas apply newer sequences, the tail answers).
+//! * [`control::ChainControl`]: roles, failure detection, removal, recovery
+//!   by copying state while writes are paused, re-add.
+//! * [`client::ChainClient`]: get / put, retrying on another node.
+//! * [`check::check`]: a linearizability checker over per-key histories.
 
 #![forbid(unsafe_code)]
 
+pub mod check;
+pub mod client;
+pub mod control;
 pub mod netchain;
 pub mod netcraq;
 
