@@ -1,5 +1,6 @@
 //! `innet`: one program for every experiment, check and deployment.
 
+mod chain_cmd;
 mod live_cmd;
 mod sim_cmd;
 

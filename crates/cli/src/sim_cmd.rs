@@ -164,6 +164,8 @@ pub struct CheckTxnArgs {
 pub enum CheckService {
     /// Random runs with loss, duplication, jitter and reordering through the serializability checker.
     Txn(CheckTxnArgs),
+    /// Random NetCRAQ and NetChain runs with loss, reordering, node crashes and recovery through the linearizability checker.
+    Chain(crate::chain_cmd::CheckChainArgs),
 }
 
 #[derive(Args, Debug)]
@@ -386,7 +388,10 @@ fn check_seeds(seeds: std::ops::Range<u64>, modes: &[Mode], duration_s: f64, ver
 }
 
 pub fn run_check(s: CheckService) -> anyhow::Result<i32> {
-    let CheckService::Txn(a) = s;
+    let a = match s {
+        CheckService::Txn(a) => a,
+        CheckService::Chain(a) => return crate::chain_cmd::run_check(a),
+    };
     let modes = parse_modes(&a.modes)?;
     anyhow::ensure!(a.duration_s > 0.0, "--duration-s must be > 0");
     let (range, verbose) = match a.seed {
