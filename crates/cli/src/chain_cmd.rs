@@ -86,3 +86,97 @@ pub fn run_check(a: CheckChainArgs) -> anyhow::Result<i32> {
     );
     Ok(if bad == 0 { 0 } else { 1 })
 }
+
+#[derive(Args, Debug)]
+pub struct BenchChainArgs {
+    /// Switch capacity model: "shared" (all switches on one CPU, the paper's BMv2-on-Mininet testbed) or "per-switch".
+    #[arg(long, default_value = "shared")]
+    service: String,
+    /// Simulated seconds per point.
+    #[arg(long, default_value_t = 0.2)]
+    duration_s: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Comma-separated figures to run (3, 4, 5, 6).
+    #[arg(long, default_value = "3,4,5,6")]
+    figures: String,
+    /// Output folder (default results/chain-sim-<service>).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+}
+
+fn ratio(rs: &[ChainBenchResult], figure: u32, nodes: usize, target: usize) -> Option<(f64, f64)> {
+    let get = |p: &str| {
+        rs.iter()
+            .find(|r| {
+                r.config.figure == figure
+                    && r.config.protocol == p
+                    && !r.config.dirty
+                    && r.config.nodes == nodes
+                    && r.config.read_targets == [target]
+            })
+            .map(|r| r.replies_per_s)
+    };
+    Some((get("netcraq")?, get("netchain")?))
+}
+
+use innet_exp::chain_bench::{self, ChainBenchResult};
+
+pub fn run_bench(a: BenchChainArgs) -> anyhow::Result<i32> {
+    let figures: Vec<u32> = a
+        .figures
+        .split(',')
+        .map(|f| f.trim().parse().map_err(|_| anyhow::anyhow!("figure '{f}' is not a number")))
+        .collect::<anyhow::Result<_>>()?;
+    let configs: Vec<_> = chain_bench::figure_configs(&a.service, a.duration_s, a.seed)
+        .into_iter()
+        .filter(|(_, c, _)| figures.contains(&c.figure))
+        .collect();
+    let started = Instant::now();
+    println!(
+        "{:<4} {:<14} {:>5} {:>8} {:>7} {:>12} {:>12} {:>10} {:>10}",
+        "fig", "series", "nodes", "targets", "writes", "offered/s", "replies/s", "mean us", "p99 us"
+    );
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    let mut rs = vec![];
+    for chunk in configs.chunks(workers) {
+        let out: Vec<anyhow::Result<ChainBenchResult>> = std::thread::scope(|s| {
+            let hs: Vec<_> =
+                chunk.iter().map(|(_, c, sweep)| s.spawn(move || chain_bench::run_config(c, *sweep))).collect();
+            hs.into_iter().map(|h| h.join().expect("bench thread panicked")).collect()
+        });
+        for r in out {
+            let r = r?;
+            println!(
+                "{:<4} {:<14} {:>5} {:>8} {:>7.2} {:>12.0} {:>12.0} {:>10.1} {:>10.1}",
+                r.config.figure,
+                chain_bench::label(&r),
+                r.config.nodes,
+                format!("{:?}", r.config.read_targets).replace(' ', ""),
+                r.config.write_ratio,
+                r.offered_per_s,
+                r.replies_per_s,
+                r.mean_latency_us,
+                r.p99_latency_us
+            );
+            rs.push(r);
+        }
+    }
+    println!("{} points in {:.1} s", rs.len(), started.elapsed().as_secs_f64());
+    for (fig, nodes, paper) in [(3, 4, "4.08x"), (6, 4, "4.08x"), (6, 8, "9.46x")] {
+        if let Some((craq, chain)) = ratio(&rs, fig, nodes, 0) {
+            println!(
+                "figure {fig}, {nodes} nodes, clean reads to the head: NetCRAQ {craq:.0}/s, NetChain {chain:.0}/s: {:.2}x (paper: {paper})",
+                craq / chain.max(1e-9)
+            );
+        }
+    }
+    let out = a.out.unwrap_or_else(|| format!("results/chain-sim-{}", a.service).into());
+    std::fs::create_dir_all(&out)?;
+    let jsonl = out.join("chain.jsonl");
+    let _ = std::fs::remove_file(&jsonl);
+    innet_exp::results::append_jsonl(&jsonl, &rs)?;
+    let pngs = chain_bench::plot_figures(&rs, &out)?;
+    println!("wrote {} and {} plots in {}", jsonl.display(), pngs.len(), out.display());
+    Ok(0)
+}

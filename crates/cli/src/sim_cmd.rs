@@ -139,6 +139,8 @@ pub struct BenchTxnArgs {
 pub enum BenchService {
     /// The write-ratio sweep of Gotthard Figure 7 (committed/s and latency per mode).
     Txn(BenchTxnArgs),
+    /// The NetCRAQ paper's Figures 3-6 (NetCRAQ and NetChain side by side) in the simulator.
+    Chain(crate::chain_cmd::BenchChainArgs),
 }
 
 #[derive(Args, Debug)]
@@ -314,7 +316,10 @@ fn print_ratios(rs: &[TxnPointResult]) {
 }
 
 pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
-    let BenchService::Txn(a) = s;
+    let a = match s {
+        BenchService::Txn(a) => a,
+        BenchService::Chain(a) => return crate::chain_cmd::run_bench(a),
+    };
     let mut base = a.point.config()?;
     if a.runtime == Runtime::Live && a.point.duration_s == 180.0 && a.point.rtt_ms == 100.0 {
         // Live runs take real time: default to a short, nearer deployment.

@@ -92,7 +92,8 @@ pub struct ChainSim {
 pub fn fresh_node(protocol: Protocol, i: usize, objects: usize, versions: usize) -> Program {
     match protocol {
         Protocol::NetCraq => Program::Craq(CraqNode::new(objects, versions)),
-        Protocol::NetChain => Program::Chain(NcNode::new(node_addr(i as u32), objects)),
+        // Key table at a load factor of at most 1/4, so installs fit their probe window.
+        Protocol::NetChain => Program::Chain(NcNode::new(node_addr(i as u32), 4 * objects)),
     }
 }
 
