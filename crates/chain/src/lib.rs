@@ -18,6 +18,7 @@ pub mod client;
 pub mod control;
 pub mod netchain;
 pub mod netcraq;
+pub mod node;
 pub mod workload;
 
 /// The switch ports and groups the control plane configures on chain nodes.

@@ -28,7 +28,7 @@
 use std::time::Duration;
 
 use innet_chain::client::node_addr;
-use innet_chain::netcraq::CraqNode;
+use innet_chain::node::ChainNode;
 use innet_chain::Protocol;
 use innet_core::rng::Rng;
 use innet_core::{DataPlane, Dest, Host, Outbox, Time};
@@ -228,7 +228,7 @@ pub fn run_point(cfg: &ChainBenchConfig, rate: f64) -> anyhow::Result<ChainBench
     }
     if cfg.dirty && protocol == Protocol::NetCraq {
         for &n in &c.nodes[..cfg.nodes - 1] {
-            let p = c.sim.program_mut::<CraqNode>(n).expect("craq node");
+            let Some(ChainNode::Craq(p)) = c.sim.program_mut::<ChainNode>(n) else { continue };
             for k in 0..keys {
                 let mut b = CraqMsg::write(k, Value::from_counter(1)).encode();
                 p.process(&mut b);
@@ -269,9 +269,8 @@ pub fn run_point(cfg: &ChainBenchConfig, rate: f64) -> anyhow::Result<ChainBench
     let p99 = lat.get(((lat.len() as f64 * 0.99) as usize).min(lat.len().saturating_sub(1))).copied().unwrap_or(0.0);
     let mut dirty = 0;
     let mut refused = 0;
-    if protocol == Protocol::NetCraq {
-        for &n in &c.nodes {
-            let p = c.sim.program::<CraqNode>(n).expect("craq node");
+    for i in 0..cfg.nodes {
+        if let Some(p) = c.node(i).as_craq() {
             dirty += p.counters.writes_dirty;
             refused += p.counters.writes_refused_full;
         }

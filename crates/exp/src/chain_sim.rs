@@ -14,10 +14,10 @@
 use std::time::Duration;
 
 use innet_chain::check::{check, CheckSummary};
-use innet_chain::client::{node_addr, ChainClient, ClientConfig, Record};
-use innet_chain::control::{Action, ChainControl, ControlConfig, Layout, NodeReport};
-use innet_chain::netchain::{Hop, NcNode, KEYS_DEFAULT};
-use innet_chain::netcraq::{CraqNode, OBJECTS_DEFAULT, VERSIONS_DEFAULT};
+use innet_chain::client::{ChainClient, ClientConfig, Record};
+use innet_chain::control::{Action, ChainControl, ControlConfig, Layout};
+use innet_chain::netcraq::{OBJECTS_DEFAULT, VERSIONS_DEFAULT};
+use innet_chain::node::ChainNode;
 use innet_chain::ports::{GROUP_ACK, PORT_NEXT, PORT_TAIL};
 use innet_chain::workload::{LoadClient, LoadStats, Workload};
 use innet_chain::{Protocol, Role};
@@ -71,11 +71,6 @@ impl ChainCheckConfig {
     }
 }
 
-pub enum Program {
-    Craq(CraqNode),
-    Chain(NcNode),
-}
-
 /// A built chain in the simulator.
 pub struct ChainSim {
     pub protocol: Protocol,
@@ -86,15 +81,6 @@ pub struct ChainSim {
     pub objects: usize,
     pub versions: usize,
     pub keys: u32,
-}
-
-/// A fresh (unconfigured) node program: what a restarted switch runs.
-pub fn fresh_node(protocol: Protocol, i: usize, objects: usize, versions: usize) -> Program {
-    match protocol {
-        Protocol::NetCraq => Program::Craq(CraqNode::new(objects, versions)),
-        // Key table at a load factor of at most 1/4, so installs fit their probe window.
-        Protocol::NetChain => Program::Chain(NcNode::new(node_addr(i as u32), 4 * objects)),
-    }
 }
 
 impl ChainSim {
@@ -115,21 +101,18 @@ impl ChainSim {
         versions: usize,
         keys: u32,
     ) -> ChainSim {
-        assert!(nodes >= 1 && keys as usize <= objects.min(KEYS_DEFAULT));
+        assert!(nodes >= 1 && keys as usize <= objects);
         let mut sim = Sim::new(seed);
         sim.set_fabric(fabric);
         let mut ids = vec![];
         for i in 0..nodes {
-            let id = match fresh_node(protocol, i, objects, versions) {
-                Program::Craq(p) => sim.add_switch(&format!("node{i}"), p),
-                Program::Chain(mut p) => {
-                    for k in 0..keys {
-                        p.install_key(key_from_u32(k)).expect("key table room");
-                    }
-                    sim.add_switch(&format!("node{i}"), p)
+            let mut node = ChainNode::new(protocol, i, objects, versions);
+            if let ChainNode::Chain(p) = &mut node {
+                for k in 0..keys {
+                    p.install_key(key_from_u32(k)).expect("key table room");
                 }
-            };
-            ids.push(id);
+            }
+            ids.push(sim.add_switch(&format!("node{i}"), node));
         }
         for a in 0..nodes {
             for b in a + 1..nodes {
@@ -138,8 +121,20 @@ impl ChainSim {
         }
         let (control, layout) = ChainControl::new(ControlConfig::default(), nodes, Time::ZERO);
         let mut c = ChainSim { protocol, sim, nodes: ids, clients: vec![], control, objects, versions, keys };
+        for i in 0..nodes {
+            c.set_netchain_ports(i);
+        }
         c.apply(&layout);
         c
+    }
+
+    /// NetChain routes by address: port `j` of every node leads to node `j`.
+    fn set_netchain_ports(&mut self, i: usize) {
+        if self.protocol == Protocol::NetChain {
+            for (j, to) in self.nodes.clone().into_iter().enumerate() {
+                self.sim.set_port(self.nodes[i], j as u16, Some(to));
+            }
+        }
     }
 
     pub fn add_client(&mut self, name: &str, host: LoadClient) -> NodeId {
@@ -153,79 +148,38 @@ impl ChainSim {
         id
     }
 
+    pub fn node(&self, i: usize) -> &ChainNode {
+        self.sim.program::<ChainNode>(self.nodes[i]).expect("chain node")
+    }
+
     /// Writes every table to match `layout`.
     pub fn apply(&mut self, layout: &Layout) {
-        let chain = &layout.chain;
-        let n = chain.len();
+        let count = self.nodes.len();
         for (i, &node) in self.nodes.clone().iter().enumerate() {
-            let pos = chain.iter().position(|m| *m == i);
-            let role = pos.map(|p| Role::at(p, n));
-            let paused = layout.writes_paused && pos == Some(0);
-            match self.protocol {
-                Protocol::NetCraq => {
-                    let Some(p) = self.sim.program_mut::<CraqNode>(node) else { continue };
-                    p.set_role(role);
-                    p.set_writes_paused(paused);
-                    let next = pos.and_then(|p| chain.get(p + 1)).map(|m| self.nodes[*m]);
-                    let tail = chain.last().map(|m| self.nodes[*m]);
-                    self.sim.set_port(node, PORT_NEXT, next);
-                    self.sim.set_port(node, PORT_TAIL, tail);
-                    let mut group: Vec<Member<NodeId>> =
-                        chain[..n.saturating_sub(1)].iter().map(|m| Member::Node(self.nodes[*m])).collect();
+            let t = layout.tables(i);
+            self.sim.program_mut::<ChainNode>(node).expect("chain node").configure(&t, count);
+            if self.protocol == Protocol::NetCraq {
+                self.sim.set_port(node, PORT_NEXT, t.next.map(|m| self.nodes[m]));
+                self.sim.set_port(node, PORT_TAIL, t.tail.map(|m| self.nodes[m]));
+                let mut group: Vec<Member<NodeId>> = t.ack_group.iter().map(|m| Member::Node(self.nodes[*m])).collect();
+                if t.role.is_some_and(Role::is_tail) {
                     group.push(Member::Origin);
-                    let group = if role.is_some_and(Role::is_tail) { group } else { vec![] };
-                    self.sim.set_group(node, GROUP_ACK, group);
                 }
-                Protocol::NetChain => {
-                    let ports: Vec<NodeId> = self.nodes.clone();
-                    let Some(p) = self.sim.program_mut::<NcNode>(node) else { continue };
-                    p.set_role(role);
-                    p.set_writes_paused(paused);
-                    for j in 0..ports.len() {
-                        let hop = if chain.contains(&j) { Hop::Port(j as u16) } else { Hop::Skip };
-                        p.set_neighbour(node_addr(j as u32), hop);
-                    }
-                    for (j, to) in ports.iter().enumerate() {
-                        self.sim.set_port(node, j as u16, Some(*to));
-                    }
-                }
+                self.sim.set_group(node, GROUP_ACK, group);
             }
         }
         for c in self.clients.clone() {
             if let Some(h) = self.sim.host_mut::<LoadClient>(c) {
-                h.client.set_chain(chain.clone());
+                h.client.set_chain(layout.chain.clone());
             }
             self.sim.wake(c);
         }
     }
 
     fn copy(&mut self, from: usize, to: &[usize]) {
-        match self.protocol {
-            Protocol::NetCraq => {
-                let snap = self.sim.program::<CraqNode>(self.nodes[from]).expect("craq node").snapshot();
-                for t in to {
-                    self.sim.program_mut::<CraqNode>(self.nodes[*t]).expect("craq node").load(&snap);
-                }
-            }
-            Protocol::NetChain => {
-                let snap = self.sim.program::<NcNode>(self.nodes[from]).expect("netchain node").snapshot();
-                for t in to {
-                    self.sim.program_mut::<NcNode>(self.nodes[*t]).expect("netchain node").load(&snap);
-                }
-            }
-        }
-    }
-
-    fn report(&self, i: usize) -> NodeReport {
-        match self.protocol {
-            Protocol::NetCraq => {
-                let p = self.sim.program::<CraqNode>(self.nodes[i]).expect("craq node");
-                NodeReport { configured: p.role().is_some(), full_objects: p.full_objects() }
-            }
-            Protocol::NetChain => {
-                let p = self.sim.program::<NcNode>(self.nodes[i]).expect("netchain node");
-                NodeReport { configured: p.role().is_some(), full_objects: 0 }
-            }
+        let snap = self.node(from).snapshot();
+        for t in to {
+            self.sim.program_mut::<ChainNode>(self.nodes[*t]).expect("chain node").load(&snap);
         }
     }
 
@@ -236,7 +190,7 @@ impl ChainSim {
         let mut actions = vec![];
         for i in 0..self.nodes.len() {
             if self.sim.is_up(self.nodes[i]) {
-                let r = self.report(i);
+                let r = self.node(i).report();
                 self.control.on_heartbeat(now, i, r, &mut actions);
             }
         }
@@ -253,16 +207,11 @@ impl ChainSim {
         self.sim.crash(self.nodes[i]);
     }
 
+    /// Restarts node `i` as a fresh, unconfigured switch.
     pub fn restart(&mut self, i: usize) {
-        match fresh_node(self.protocol, i, self.objects, self.versions) {
-            Program::Craq(p) => self.sim.restart_switch(self.nodes[i], p),
-            Program::Chain(p) => self.sim.restart_switch(self.nodes[i], p),
-        }
-        if self.protocol == Protocol::NetChain {
-            for (j, to) in self.nodes.clone().iter().enumerate() {
-                self.sim.set_port(self.nodes[i], j as u16, Some(*to));
-            }
-        }
+        let fresh = ChainNode::new(self.protocol, i, self.objects, self.versions);
+        self.sim.restart_switch(self.nodes[i], fresh);
+        self.set_netchain_ports(i);
     }
 
     /// Runs to `end` in control-plane steps, applying `faults` (sorted by

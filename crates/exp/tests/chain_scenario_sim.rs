@@ -6,8 +6,6 @@ use std::time::Duration;
 
 use innet_chain::check::check;
 use innet_chain::client::{ChainClient, ClientConfig};
-use innet_chain::netchain::NcNode;
-use innet_chain::netcraq::CraqNode;
 use innet_chain::workload::{LoadClient, Workload};
 use innet_chain::Protocol;
 use innet_core::rng::Rng;
@@ -53,15 +51,7 @@ fn a_failed_middle_node_is_removed_recovered_and_re_added() {
         assert!(stats.writes > 500 && stats.reads > 1000, "{protocol}: {stats:?}");
         assert!(stats.max_gap < Duration::from_millis(100), "{protocol}: clients kept working: {stats:?}");
         check(&c.history()).unwrap_or_else(|e| panic!("{protocol}: {e:?}"));
-        let values = |i: usize| -> Vec<_> {
-            match protocol {
-                Protocol::NetCraq => c.sim.program::<CraqNode>(c.nodes[i]).unwrap().snapshot(),
-                Protocol::NetChain => {
-                    let n = c.sim.program::<NcNode>(c.nodes[i]).unwrap();
-                    (0..8).map(|k| n.get(&key_from_u32(k)).unwrap().value).collect()
-                }
-            }
-        };
+        let values = |i: usize| c.node(i).values(8);
         for i in 0..4 {
             assert_eq!(values(i), values(3), "{protocol}: node {i} differs from node 3");
         }
@@ -89,7 +79,7 @@ fn a_netchain_key_written_past_65536_times_reads_its_latest_value() {
     let lc = c.sim.host_mut::<LoadClient>(c.clients[0]).unwrap();
     lc.workload.stop = Time::ZERO;
     c.run_until(Time::from_secs_f64(t + 0.1), &mut none);
-    let tail = c.sim.program::<NcNode>(c.nodes[3]).unwrap().get(&key_from_u32(0)).unwrap();
+    let tail = c.node(3).as_netchain().unwrap().get(&key_from_u32(0)).unwrap();
     let writes = c.load_stats().writes;
     assert!(writes > 65_536);
     // The value's bytes 4..12 count the client's operations.
@@ -97,7 +87,7 @@ fn a_netchain_key_written_past_65536_times_reads_its_latest_value() {
     assert_eq!(op, writes, "the tail holds the latest write");
     assert_eq!(tail.seq, (writes % 65_536) as u16);
     for i in 0..3 {
-        assert_eq!(c.sim.program::<NcNode>(c.nodes[i]).unwrap().get(&key_from_u32(0)).unwrap(), tail);
+        assert_eq!(c.node(i).as_netchain().unwrap().get(&key_from_u32(0)).unwrap(), tail);
     }
     // A read through the chain returns it.
     let lc = c.sim.host_mut::<LoadClient>(c.clients[0]).unwrap();
