@@ -8,7 +8,8 @@ use clap::{Parser, Subcommand};
 
 const ABOUT: &str = "innet: in-network coordination without switch hardware.
 
-Transactions with in-network optimistic abort (Gotthard / NOCC) run in a
+Transactions with in-network optimistic abort (Gotthard / NOCC) and an
+in-network chain-replicated key-value store (NetCRAQ / NetChain) run in a
 deterministic simulator (the default for experiments) and live over UDP.
 
 Start here:
@@ -18,7 +19,13 @@ Start here:
   innet bench txn                 the paper's Figure 7 sweep (all modes x write ratios)
   innet check txn --seeds 1000    random faulty runs through the serializability checker
   innet up txn --mode optimistic-abort
-                                  a live store and switch on loopback";
+                                  a live store and switch on loopback
+
+Chain replication in the network (NetCRAQ 2022, NetChain 2018 as baseline):
+  innet check chain --seeds 1000  random faulty runs (loss, reordering, crashes) through the linearizability checker
+  innet bench chain               the NetCRAQ paper's Figures 3-6 in the simulator
+  innet up chain --protocol netcraq --nodes 4
+                                  a live chain and its control plane on loopback (--drill: kill and recover a node)";
 
 #[derive(Parser, Debug)]
 #[command(name = "innet", version, about = ABOUT, long_about = ABOUT)]

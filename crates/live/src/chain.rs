@@ -304,3 +304,127 @@ impl Host for ViewedClient {
         Some(self.load.next_tick().map_or(soon, |t| t.min(soon)))
     }
 }
+
+/// A live failure drill: clients read and write while node `victim` is
+/// killed, then restarted.
+#[derive(Clone, Debug)]
+pub struct DrillConfig {
+    pub chain: LiveChainConfig,
+    pub victim: usize,
+    pub clients: u32,
+    pub write_ratio: f64,
+    pub keys: u32,
+    pub kill_after: Duration,
+    pub restart_after: Duration,
+    pub run_after_restart: Duration,
+    pub client_timeout: Duration,
+    pub seed: u64,
+}
+
+impl DrillConfig {
+    /// The middle node of `nodes` (node 1 of 4) fails after 1 s.
+    pub fn new(protocol: Protocol, nodes: usize) -> DrillConfig {
+        assert!(nodes >= 3, "a middle node needs three nodes");
+        DrillConfig {
+            chain: LiveChainConfig::new(protocol, nodes),
+            victim: (nodes - 1) / 2,
+            clients: 2,
+            write_ratio: 0.3,
+            keys: 8,
+            kill_after: Duration::from_secs(1),
+            restart_after: Duration::from_millis(500),
+            run_after_restart: Duration::from_secs(1),
+            client_timeout: Duration::from_millis(50),
+            seed: 5,
+        }
+    }
+}
+
+/// What a drill saw.
+pub struct DrillReport {
+    pub addrs: Vec<SocketAddr>,
+    /// The chain right after the failure was handled, and at the end.
+    pub members_after_kill: Vec<usize>,
+    pub members_at_end: Vec<usize>,
+    /// Every node's values of keys `0..keys` at the end.
+    pub values: Vec<Vec<innet_wire::netcraq::Value>>,
+    /// Longest time between two completions of one client.
+    pub interruption: Duration,
+    pub operations_after_kill: usize,
+    pub loads: Vec<LoadClient>,
+    pub control: ChainControl,
+}
+
+/// Runs the drill (real time: about `kill_after + restart_after +
+/// run_after_restart`).
+pub fn run_drill(cfg: &DrillConfig, stop: &Stop) -> io::Result<DrillReport> {
+    use innet_chain::client::{ChainClient, ClientConfig};
+    use innet_chain::workload::Workload;
+    use innet_core::rng::Rng;
+
+    let protocol = cfg.chain.protocol;
+    let chain = LiveChain::start(cfg.chain.clone(), stop)?;
+    let addrs = chain.addrs();
+    let t0 = clock::now();
+    let end = t0 + cfg.kill_after + cfg.restart_after + cfg.run_after_restart;
+    let mut rng = Rng::new(cfg.seed);
+    let mut clients = vec![];
+    for i in 0..cfg.clients {
+        let mut cc = ClientConfig::new(protocol, i, cfg.chain.nodes);
+        cc.near = (cfg.victim + i as usize) % cfg.chain.nodes;
+        cc.timeout = cfg.client_timeout;
+        cc.stamp_attempts = true;
+        let w = Workload {
+            write_ratio: cfg.write_ratio,
+            keys: cfg.keys,
+            think: Duration::from_millis(1),
+            start: t0,
+            stop: end,
+        };
+        let mut load = LoadClient::new(ChainClient::new(cc).with_history(), w, rng.fork());
+        load.completions = Some(vec![]);
+        let view = chain.view();
+        let opts = crate::HostOptions { ports: addrs.clone(), ..Default::default() };
+        let socket = bind("127.0.0.1:0".parse().expect("literal"))?;
+        let h = crate::spawn_host(
+            &format!("chain-client{i}"),
+            socket,
+            opts,
+            stop,
+            move || ViewedClient::new(load, view),
+            |c, _| c.load,
+        )?;
+        clients.push(h);
+    }
+    std::thread::sleep(cfg.kill_after);
+    chain.kill(cfg.victim)?;
+    let killed = clock::now();
+    std::thread::sleep(cfg.restart_after);
+    let members_after_kill = chain.members();
+    chain.restart(cfg.victim)?;
+    std::thread::sleep(end.since(clock::now()));
+    let mut loads = vec![];
+    for c in clients {
+        loads.push(c.shutdown()?);
+    }
+    // Let the last writes and ACKs land before reading the registers.
+    std::thread::sleep(Duration::from_millis(100));
+    let members_at_end = chain.members();
+    let values = (0..cfg.chain.nodes).map(|i| chain.with_node(i, |n| n.values(cfg.keys)).unwrap_or_default()).collect();
+    let interruption = loads.iter().map(|l| l.stats.max_gap).max().unwrap_or_default();
+    let operations_after_kill = loads
+        .iter()
+        .map(|l| l.completions.as_ref().map_or(0, |c| c.iter().filter(|c| c.finished > killed).count()))
+        .sum();
+    let control = chain.shutdown()?;
+    Ok(DrillReport {
+        addrs,
+        members_after_kill,
+        members_at_end,
+        values,
+        interruption,
+        operations_after_kill,
+        loads,
+        control,
+    })
+}
