@@ -7,13 +7,6 @@ use clap::Args;
 use innet_chain::Protocol;
 use innet_exp::chain_sim;
 
-fn parse_protocols(s: &str) -> anyhow::Result<Vec<Protocol>> {
-    s.split(',')
-        .filter(|x| !x.trim().is_empty())
-        .map(|p| p.trim().parse::<Protocol>().map_err(anyhow::Error::msg))
-        .collect()
-}
-
 #[derive(Args, Debug)]
 pub struct CheckChainArgs {
     /// How many random seeds to run (each for every protocol).
@@ -34,7 +27,7 @@ pub struct CheckChainArgs {
 }
 
 pub fn run_check(a: CheckChainArgs) -> anyhow::Result<i32> {
-    let protocols = parse_protocols(&a.protocols)?;
+    let protocols: Vec<Protocol> = crate::sim_cmd::parse_list(&a.protocols)?;
     anyhow::ensure!(a.duration_s > 0.0, "--duration-s must be > 0");
     let (seeds, verbose) = match a.seed {
         Some(s) => (s..s + 1, true),
