@@ -110,6 +110,8 @@ pub struct ChainBenchResult {
     /// The offered rate of this point (for a sweep: where replies peaked).
     pub offered_per_s: f64,
     pub replies_per_s: f64,
+    /// Of those, answers to reads (the paper's Figure 5 reports reads).
+    pub read_replies_per_s: f64,
     pub mean_latency_us: f64,
     pub p99_latency_us: f64,
     /// NetCRAQ: writes stored as dirty versions, summed over nodes, per second.
@@ -133,9 +135,11 @@ pub struct RateClient {
     stop: Time,
     measure_from: Time,
     n: u64,
-    sent_at: Vec<Option<Time>>,
+    /// Per key: when its request was sent, and whether it was a write.
+    sent_at: Vec<Option<(Time, bool)>>,
     pub sent: u64,
     pub replies: u64,
+    pub read_replies: u64,
     pub refused: u64,
     pub latencies_us: Vec<f64>,
 }
@@ -147,7 +151,7 @@ impl RateClient {
         let target = if write { self.chain[0] } else { self.targets[(self.n as usize) % self.targets.len()] };
         let mut value = Value::ZERO;
         value.0[..8].copy_from_slice(&(self.n + 1).to_be_bytes());
-        self.sent_at[key as usize] = Some(now);
+        self.sent_at[key as usize] = Some((now, write));
         self.n += 1;
         let bytes = match self.protocol {
             Protocol::NetCraq => if write { CraqMsg::write(key, value) } else { CraqMsg::read(key) }.encode(),
@@ -180,9 +184,10 @@ impl Host for RateClient {
                 _ => return,
             },
         };
-        let Some(sent) = self.sent_at.get_mut(key as usize).and_then(Option::take) else { return };
+        let Some((sent, write)) = self.sent_at.get_mut(key as usize).and_then(Option::take) else { return };
         if now >= self.measure_from && now <= self.stop {
             self.replies += 1;
+            self.read_replies += u64::from(!write);
             self.latencies_us.push(now.since(sent).as_secs_f64() * 1e6);
         }
     }
@@ -254,6 +259,7 @@ pub fn run_point(cfg: &ChainBenchConfig, rate: f64) -> anyhow::Result<ChainBench
         sent_at: vec![None; keys as usize],
         sent: 0,
         replies: 0,
+        read_replies: 0,
         refused: 0,
         latencies_us: vec![],
     };
@@ -281,6 +287,7 @@ pub fn run_point(cfg: &ChainBenchConfig, rate: f64) -> anyhow::Result<ChainBench
         git_commit: git_commit(),
         offered_per_s: rate,
         replies_per_s: rc.replies as f64 / window,
+        read_replies_per_s: rc.read_replies as f64 / window,
         mean_latency_us: mean,
         p99_latency_us: p99,
         dirty_versions_per_s: dirty as f64 / stop.as_secs_f64(),
@@ -442,6 +449,13 @@ pub fn plot_figures(rs: &[ChainBenchResult], dir: &std::path::Path) -> anyhow::R
         "writes (%)",
         "max replies/s",
         series(rs, 5, |r| r.config.write_ratio * 100.0, |r| r.replies_per_s),
+    )?;
+    png(
+        "chain-figure5-reads.png",
+        format!("Figure 5: read replies/s at the maximum rate vs write share (4 nodes, {service})"),
+        "writes (%)",
+        "read replies/s",
+        series(rs, 5, |r| r.config.write_ratio * 100.0, |r| r.read_replies_per_s),
     )?;
     png(
         "chain-figure5-dirty.png",
