@@ -1,0 +1,19 @@
+//! innet's XDP data plane.
+//!
+//! * `bpf/` holds the BPF C programs and one shared header per wire format
+//!   (`bpf/include/innet_txn.h`) plus one per program's maps
+//!   (`innet_txn_switch.h`). `build.rs` compiles them with clang and exports
+//!   the headers' constants to [`layout`], which checks them against
+//!   `innet-wire` and `innet-txn` at compile time.
+//! * [`txn`] loads the transaction switch with libbpf-rs, configures it
+//!   through its config map, runs packets through it with
+//!   `BPF_PROG_TEST_RUN`, attaches it to interfaces and reads its maps.
+//! * [`frame`] builds and reads the Ethernet/IPv4/UDP frames around payloads.
+//!
+//! The Rust reference for every program is the state machine in the
+//! protocol crate (`innet_txn::TxnSwitch`); `tests/txn_differential.rs`
+//! holds the two to identical verdicts, bytes, counters and table contents.
+
+pub mod frame;
+pub mod layout;
+pub mod txn;
