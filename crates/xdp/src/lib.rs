@@ -14,6 +14,8 @@
 //! protocol crate (`innet_txn::TxnSwitch`); `tests/txn_differential.rs`
 //! holds the two to identical verdicts, bytes, counters and table contents.
 
+pub mod bench;
 pub mod frame;
 pub mod layout;
+pub mod testbed;
 pub mod txn;

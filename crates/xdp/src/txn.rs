@@ -8,7 +8,7 @@
 //! can run the switch with tables small enough to evict.
 
 use std::net::Ipv4Addr;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -155,21 +155,10 @@ impl TxnXdp {
         Ok((action, out))
     }
 
-    /// Attaches `p` to `ifindex` (generic/skb mode when `generic`). The
-    /// attachment outlives this process; [`detach`] removes it.
-    pub fn attach(&self, p: Program, ifindex: u32, generic: bool) -> Result<()> {
-        let prog = self.program(p)?;
-        Xdp::new(prog.as_fd())
-            .attach(ifindex as i32, xdp_flags(generic))
-            .with_context(|| format!("attach to ifindex {ifindex}"))
-    }
-
-    /// Detaches whatever XDP program `ifindex` holds.
-    pub fn detach(&self, ifindex: u32, generic: bool) -> Result<()> {
-        let prog = self.program(Program::Bounce)?;
-        Xdp::new(prog.as_fd())
-            .detach(ifindex as i32, xdp_flags(generic))
-            .with_context(|| format!("detach from ifindex {ifindex}"))
+    /// The program's file descriptor (valid while `self` lives), for
+    /// [`attach_fd`] on a thread in another network namespace.
+    pub fn program_fd(&self, p: Program) -> Result<RawFd> {
+        Ok(self.program(p)?.as_fd().as_raw_fd())
     }
 
     /// Pins the maps of [`PINNED_MAPS`] under `dir` (on a bpffs).
@@ -182,6 +171,11 @@ impl TxnXdp {
             }
         }
         Ok(())
+    }
+
+    /// Pins program `p` at `path` (on a bpffs), e.g. for `ip link set ... xdp pinned`.
+    pub fn pin_program(&mut self, p: Program, path: &Path) -> Result<()> {
+        self.program(p)?.pin(path).with_context(|| format!("pin {}", path.display()))
     }
 
     pub fn counters(&self) -> Result<Vec<(&'static str, u64)>> {
@@ -198,12 +192,30 @@ impl TxnXdp {
     }
 }
 
-fn xdp_flags(generic: bool) -> XdpFlags {
-    if generic {
-        XdpFlags::SKB_MODE
-    } else {
-        XdpFlags::DRV_MODE
-    }
+/// Attaches the XDP program `fd` in generic (skb) mode to `ifindex` of the
+/// calling thread's network namespace, replacing what is there. The
+/// attachment (netlink, not a bpf_link) outlives this process.
+pub fn attach_fd(fd: RawFd, ifindex: u32) -> Result<()> {
+    // SAFETY: the caller keeps the program open (it borrows the TxnXdp that
+    // returned `fd` for the duration of the call).
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    Xdp::new(fd)
+        .attach(ifindex as i32, XdpFlags::SKB_MODE | XdpFlags::REPLACE)
+        .or_else(|_| {
+            let _ = Xdp::new(fd).detach(ifindex as i32, XdpFlags::SKB_MODE);
+            Xdp::new(fd).attach(ifindex as i32, XdpFlags::SKB_MODE)
+        })
+        .with_context(|| format!("attach XDP to ifindex {ifindex}"))
+}
+
+/// Detaches the generic-mode XDP program of `ifindex` (calling thread's
+/// namespace); `fd` is any open program (netlink needs one to build the request).
+pub fn detach_fd(fd: RawFd, ifindex: u32) -> Result<()> {
+    // SAFETY: as in attach_fd.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    Xdp::new(fd)
+        .detach(ifindex as i32, XdpFlags::SKB_MODE)
+        .with_context(|| format!("detach XDP from ifindex {ifindex}"))
 }
 
 fn lookup(m: &impl MapCore, index: u32) -> Result<Vec<u8>> {
