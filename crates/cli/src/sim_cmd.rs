@@ -143,6 +143,10 @@ pub enum BenchService {
     /// switch, a bare XDP bounce and the user-space software switch, side by
     /// side on the testbed (needs root).
     Xdp(crate::xdp_cmd::BenchXdpArgs),
+    /// The transaction experiment (closed-loop clients) through the XDP
+    /// switch and through the software switch, side by side on the testbed
+    /// (needs root).
+    XdpTxn(crate::xdp_cmd::BenchXdpTxnArgs),
     /// The client half of `bench xdp`, run inside the client namespace.
     #[command(hide = true)]
     XdpProbe(crate::xdp_cmd::ProbeArgs),
@@ -322,6 +326,7 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
     let a = match s {
         BenchService::Txn(a) => a,
         BenchService::Xdp(a) => return crate::xdp_cmd::run_bench_xdp(a),
+        BenchService::XdpTxn(a) => return crate::xdp_cmd::run_bench_xdp_txn(a),
         BenchService::XdpProbe(a) => return crate::xdp_cmd::run_probe(a),
     };
     let mut base = a.point.config()?;

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use innet_exp::results;
 use innet_txn::switch::Mode;
-use innet_xdp::bench::{self, BenchConfig, ProbeConfig, Summary};
+use innet_xdp::bench::{self, BenchConfig, ProbeConfig, Summary, TxnExperimentConfig};
 use innet_xdp::testbed::{self, DataPlane, UpOptions};
 
 #[derive(Subcommand, Debug)]
@@ -41,6 +41,10 @@ pub struct TestbedUpArgs {
     /// Do not start the store.
     #[arg(long)]
     no_store: bool,
+    /// One-way switch <-> store delay, emulated by the store (there is no
+    /// netem; clients emulate theirs with `innet client --client-delay-ms`).
+    #[arg(long, default_value_t = 0.0)]
+    store_delay_ms: f64,
 }
 
 fn innet_exe() -> anyhow::Result<PathBuf> {
@@ -55,6 +59,7 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
                 data_plane: a.data_plane,
                 mode: a.mode,
                 start_store: !a.no_store,
+                store_delay_ms: a.store_delay_ms,
                 innet_exe: innet_exe()?,
             };
             let st = testbed::up(&opts)?;
@@ -180,5 +185,99 @@ pub fn run_probe(a: ProbeArgs) -> anyhow::Result<i32> {
     let cfg: ProbeConfig = serde_json::from_str(&a.config).context("probe config")?;
     let r = bench::probe(&cfg)?;
     println!("{}", serde_json::to_string(&r)?);
+    Ok(0)
+}
+
+#[derive(Args, Debug)]
+pub struct BenchXdpTxnArgs {
+    /// Switch mode: forward, read-cache, early-abort or optimistic-abort.
+    #[arg(long, default_value = "optimistic-abort")]
+    mode: Mode,
+    /// Closed-loop clients.
+    #[arg(long, default_value_t = 8)]
+    clients: u32,
+    /// Fraction of transactions that write (the rest read).
+    #[arg(long, default_value_t = 0.5)]
+    write_ratio: f64,
+    /// Keys (1: the paper's single counter).
+    #[arg(long, default_value_t = 1)]
+    keys: u32,
+    /// Seconds of load per data plane.
+    #[arg(long, default_value_t = 5.0)]
+    duration_s: f64,
+    /// One-way client <-> switch delay, emulated by the clients.
+    #[arg(long, default_value_t = 0.0)]
+    client_delay_ms: f64,
+    /// One-way switch <-> store delay, emulated by the store.
+    #[arg(long, default_value_t = 0.0)]
+    store_delay_ms: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output folder for xdp-txn.jsonl.
+    #[arg(long, default_value = "results/xdp")]
+    out: PathBuf,
+}
+
+#[derive(Serialize)]
+struct TxnRecord<'a> {
+    experiment: &'static str,
+    config: &'a TxnExperimentConfig,
+    seed: u64,
+    git_commit: String,
+    data_plane: &'a str,
+    result: &'a serde_json::Value,
+}
+
+pub fn run_bench_xdp_txn(a: BenchXdpTxnArgs) -> anyhow::Result<i32> {
+    let cfg = TxnExperimentConfig {
+        mode: a.mode,
+        clients: a.clients,
+        write_ratio: a.write_ratio,
+        keys: a.keys,
+        duration_s: a.duration_s,
+        client_delay_ms: a.client_delay_ms,
+        store_delay_ms: a.store_delay_ms,
+        seed: a.seed,
+    };
+    let runs = bench::run_txn_experiment(&cfg, &innet_exe()?)?;
+    println!(
+        "{:<16} {:>12} {:>8} {:>9} {:>9} {:>16} {:>15}",
+        "data plane", "committed/s", "p50_ms", "p99_ms", "gave_up", "aborts_by_switch", "aborts_by_store"
+    );
+    let num = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    for (name, r) in &runs {
+        println!(
+            "{:<16} {:>12.0} {:>8.3} {:>9.3} {:>9} {:>16} {:>15}",
+            name,
+            num(r, "committed_per_s"),
+            num(r, "p50_latency_ms"),
+            num(r, "p99_latency_ms"),
+            num(r, "gave_up"),
+            num(r, "aborts_by_switch"),
+            num(r, "aborts_by_store")
+        );
+    }
+    let (x, s) = (&runs[0].1, &runs[1].1);
+    println!(
+        "xdp / software: committed/s {:.2}x, p50 latency {:.2}x, p99 latency {:.2}x",
+        num(x, "committed_per_s") / num(s, "committed_per_s"),
+        num(x, "p50_latency_ms") / num(s, "p50_latency_ms"),
+        num(x, "p99_latency_ms") / num(s, "p99_latency_ms")
+    );
+    let commit = results::git_commit();
+    let recs: Vec<TxnRecord> = runs
+        .iter()
+        .map(|(name, r)| TxnRecord {
+            experiment: "xdp-txn",
+            config: &cfg,
+            seed: cfg.seed,
+            git_commit: commit.clone(),
+            data_plane: name,
+            result: r,
+        })
+        .collect();
+    let path = a.out.join("xdp-txn.jsonl");
+    results::append_jsonl(&path, &recs)?;
+    println!("wrote {}", path.display());
     Ok(0)
 }

@@ -170,17 +170,6 @@ fn run_probe(exe: &Path, c: &ProbeConfig) -> Result<ProbeResult> {
     serde_json::from_slice(&out.stdout).context("probe output")
 }
 
-fn wait_for_line(path: &Path, prefix: &str, timeout: Duration) -> Result<()> {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if std::fs::read_to_string(path).is_ok_and(|s| s.lines().any(|l| l.starts_with(prefix))) {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    bail!("no '{prefix}' line in {} within {timeout:?}", path.display())
-}
-
 /// One run: testbed up, the three planes in interleaved rounds, testbed down.
 pub fn run(cfg: &BenchConfig, innet_exe: &Path) -> Result<Vec<Summary>> {
     let opts = UpOptions {
@@ -188,6 +177,7 @@ pub fn run(cfg: &BenchConfig, innet_exe: &Path) -> Result<Vec<Summary>> {
         data_plane: DataPlane::None,
         mode: Mode::OptimisticAbort,
         start_store: false,
+        store_delay_ms: 0.0,
         innet_exe: innet_exe.to_path_buf(),
     };
     testbed::up(&opts)?;
@@ -229,11 +219,81 @@ pub fn run(cfg: &BenchConfig, innet_exe: &Path) -> Result<Vec<Summary>> {
             &testbed::store_addr().to_string(),
         ];
         let pid = testbed::spawn_in(NS_SWITCH, innet_exe, &args, "bench-switch")?;
-        let log = Path::new(testbed::STATE_FILE).with_file_name("bench-switch.log");
-        let measured = wait_for_line(&log, "switch ", Duration::from_secs(10))
+        let measured = testbed::wait_for_log_line("bench-switch", "switch ", Duration::from_secs(10))
             .and_then(|()| run_probe(innet_exe, &probe_cfg(id + 2, true, abort)));
         testbed::end_process(pid);
         software.push(measured?);
     }
     Ok(vec![summarize("xdp-bounce", &bounce), summarize("xdp-switch", &xdp), summarize("software-switch", &software)])
+}
+
+/// The transaction experiment (closed-loop clients, Gotthard section 5)
+/// through the XDP switch and through the software switch, one after the
+/// other on fresh testbeds with identical end hosts.
+#[derive(Clone, Debug, Serialize)]
+pub struct TxnExperimentConfig {
+    #[serde(serialize_with = "mode_name")]
+    pub mode: Mode,
+    pub clients: u32,
+    pub write_ratio: f64,
+    pub keys: u32,
+    pub duration_s: f64,
+    /// One-way client <-> switch delay, emulated by the clients.
+    pub client_delay_ms: f64,
+    /// One-way switch <-> store delay, emulated by the store.
+    pub store_delay_ms: f64,
+    pub seed: u64,
+}
+
+fn mode_name<S: serde::Serializer>(m: &Mode, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(m.name())
+}
+
+/// `(data plane, the load client's JSON result)` for XDP, then software.
+pub fn run_txn_experiment(cfg: &TxnExperimentConfig, innet_exe: &Path) -> Result<Vec<(String, serde_json::Value)>> {
+    let mut out = vec![];
+    for plane in [DataPlane::Xdp, DataPlane::Software] {
+        let opts = UpOptions {
+            topology: "txn".into(),
+            data_plane: plane,
+            mode: cfg.mode,
+            start_store: true,
+            store_delay_ms: cfg.store_delay_ms,
+            innet_exe: innet_exe.to_path_buf(),
+        };
+        testbed::up(&opts)?;
+        let _down = DownOnDrop;
+        testbed::wait_for_log_line("store", "store ", Duration::from_secs(10))?;
+        if plane == DataPlane::Software {
+            testbed::wait_for_log_line("switch", "switch ", Duration::from_secs(10))?;
+        }
+        let args: Vec<String> = vec![
+            "client".into(),
+            "txn".into(),
+            "--to".into(),
+            testbed::service_addr().to_string(),
+            "--load".into(),
+            "--clients".into(),
+            cfg.clients.to_string(),
+            "--write-ratio".into(),
+            cfg.write_ratio.to_string(),
+            "--keys".into(),
+            cfg.keys.to_string(),
+            "--duration-s".into(),
+            cfg.duration_s.to_string(),
+            "--client-delay-ms".into(),
+            cfg.client_delay_ms.to_string(),
+            "--seed".into(),
+            cfg.seed.to_string(),
+        ];
+        let res = Command::new("ip").args(["netns", "exec", NS_CLIENT]).arg(innet_exe).args(&args).output()?;
+        if !res.status.success() {
+            bail!("load client failed: {}", String::from_utf8_lossy(&res.stderr).trim());
+        }
+        let text = String::from_utf8_lossy(&res.stdout);
+        let last = text.lines().rev().find(|l| l.starts_with('{')).context("no JSON result from the load client")?;
+        let name = if plane == DataPlane::Xdp { "xdp-switch" } else { "software-switch" };
+        out.push((name.to_string(), serde_json::from_str(last)?));
+    }
+    Ok(out)
 }

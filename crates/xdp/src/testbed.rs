@@ -101,6 +101,8 @@ pub struct UpOptions {
     pub data_plane: DataPlane,
     pub mode: Mode,
     pub start_store: bool,
+    /// One-way store <-> switch delay, emulated by the store (no netem here).
+    pub store_delay_ms: f64,
     /// The `innet` program to start end hosts with.
     pub innet_exe: PathBuf,
 }
@@ -207,7 +209,8 @@ pub fn up(o: &UpOptions) -> Result<State> {
         DataPlane::None => {}
     }
     if o.start_store {
-        let pid = spawn_in(NS_STORE, &o.innet_exe, &["store", "--listen", &store_addr().to_string()], "store")?;
+        let args = ["store", "--listen", &store_addr().to_string(), "--link-delay-ms", &o.store_delay_ms.to_string()];
+        let pid = spawn_in(NS_STORE, &o.innet_exe, &args, "store")?;
         state.processes.push(("store".into(), pid));
         save(&state)?;
     }
@@ -325,9 +328,27 @@ fn attach_txn_switch(mode: Mode, dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The log of a process started by [`spawn_in`] under `name`.
+pub fn log_path(name: &str) -> PathBuf {
+    Path::new(STATE_FILE).with_file_name(format!("{name}.log"))
+}
+
+/// Waits until the log of `name` has a line starting with `prefix` (the
+/// end hosts print `store ADDR` / `switch ADDR` once listening).
+pub fn wait_for_log_line(name: &str, prefix: &str, timeout: Duration) -> Result<()> {
+    let (path, deadline) = (log_path(name), Instant::now() + timeout);
+    while Instant::now() < deadline {
+        if std::fs::read_to_string(&path).is_ok_and(|s| s.lines().any(|l| l.starts_with(prefix))) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    bail!("no '{prefix}' line in {} within {timeout:?}", path.display())
+}
+
 /// Starts `exe args` inside `ns`, output to `/run/innet/<name>.log`; its pid.
 pub fn spawn_in(ns: &str, exe: &Path, args: &[&str], name: &str) -> Result<u32> {
-    let log_path = Path::new(STATE_FILE).with_file_name(format!("{name}.log"));
+    let log_path = log_path(name);
     let log = std::fs::File::create(&log_path).with_context(|| format!("create {}", log_path.display()))?;
     let child = Command::new("ip")
         .args(["netns", "exec", ns])
