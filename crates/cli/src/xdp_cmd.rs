@@ -116,6 +116,12 @@ pub struct BenchXdpArgs {
     /// Rounds; the three data planes take turns within each.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Requests in flight in the packet-rate phase.
+    #[arg(long, default_value_t = 32)]
+    window: usize,
+    /// Length of the packet-rate phase per data plane per round, ms (0: none).
+    #[arg(long, default_value_t = 1000)]
+    rate_ms: u64,
     /// Output folder for xdp-rtt.jsonl.
     #[arg(long, default_value = "results/xdp")]
     out: PathBuf,
@@ -140,19 +146,22 @@ struct BenchRecord<'a> {
     ratio_p99_xdp_switch_over_bounce: f64,
     ratio_median_software_over_xdp_switch: f64,
     ratio_p99_software_over_xdp_switch: f64,
+    ratio_rate_xdp_switch_over_bounce: f64,
+    ratio_rate_xdp_switch_over_software: f64,
 }
 
 pub fn run_bench_xdp(a: BenchXdpArgs) -> anyhow::Result<i32> {
-    let cfg = BenchConfig { requests: a.requests, warmup: a.warmup, rounds: a.rounds };
+    let cfg =
+        BenchConfig { requests: a.requests, warmup: a.warmup, rounds: a.rounds, window: a.window, rate_ms: a.rate_ms };
     let planes = bench::run(&cfg, &innet_exe()?)?;
     println!(
-        "{:<16} {:>8} {:>6} {:>6} {:>11} {:>9} {:>9}",
-        "data plane", "samples", "lost", "wrong", "median_us", "p99_us", "mean_us"
+        "{:<16} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8} {:>10} {:>9}",
+        "data plane", "samples", "lost", "wrong", "median_us", "p99_us", "mean_us", "replies/s", "rate_lost"
     );
     for s in &planes {
         println!(
-            "{:<16} {:>8} {:>6} {:>6} {:>11.1} {:>9.1} {:>9.1}",
-            s.name, s.samples, s.lost, s.wrong_status, s.median_us, s.p99_us, s.mean_us
+            "{:<16} {:>8} {:>6} {:>6} {:>10.1} {:>8.1} {:>8.1} {:>10.0} {:>9}",
+            s.name, s.samples, s.lost, s.wrong_status, s.median_us, s.p99_us, s.mean_us, s.replies_per_s, s.rate_lost
         );
     }
     let (bounce, xdp, sw) = (&planes[0], &planes[1], &planes[2]);
@@ -166,6 +175,8 @@ pub fn run_bench_xdp(a: BenchXdpArgs) -> anyhow::Result<i32> {
         ratio_p99_xdp_switch_over_bounce: xdp.p99_us / bounce.p99_us,
         ratio_median_software_over_xdp_switch: sw.median_us / xdp.median_us,
         ratio_p99_software_over_xdp_switch: sw.p99_us / xdp.p99_us,
+        ratio_rate_xdp_switch_over_bounce: xdp.replies_per_s / bounce.replies_per_s,
+        ratio_rate_xdp_switch_over_software: xdp.replies_per_s / sw.replies_per_s,
     };
     println!(
         "xdp switch / bare bounce: median {:.2}x, p99 {:.2}x   software / xdp switch: median {:.2}x, p99 {:.2}x",
@@ -173,6 +184,10 @@ pub fn run_bench_xdp(a: BenchXdpArgs) -> anyhow::Result<i32> {
         rec.ratio_p99_xdp_switch_over_bounce,
         rec.ratio_median_software_over_xdp_switch,
         rec.ratio_p99_software_over_xdp_switch
+    );
+    println!(
+        "packet rate ({} in flight): xdp switch / bare bounce {:.2}x, xdp switch / software {:.2}x",
+        cfg.window, rec.ratio_rate_xdp_switch_over_bounce, rec.ratio_rate_xdp_switch_over_software
     );
     let path = a.out.join("xdp-rtt.jsonl");
     results::append_jsonl(&path, &[rec])?;

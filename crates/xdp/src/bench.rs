@@ -44,6 +44,9 @@ pub struct ProbeConfig {
     pub prime: bool,
     /// The status every reply must carry (`None`: any, e.g. the bounce).
     pub expect_status: Option<u8>,
+    /// Then a rate phase: keep `window` requests in flight for `rate_ms`.
+    pub window: usize,
+    pub rate_ms: u64,
 }
 
 /// What the probe measured.
@@ -52,6 +55,11 @@ pub struct ProbeResult {
     pub rtts_ns: Vec<u64>,
     pub lost: usize,
     pub wrong_status: usize,
+    /// Replies received in the rate phase, and its length.
+    pub rate_replies: u64,
+    pub rate_seconds: f64,
+    /// Requests given up in the rate phase (no reply within 50 ms).
+    pub rate_lost: u64,
 }
 
 fn request(client_id: u32, req_id: i32, ops: Vec<Op>) -> Vec<u8> {
@@ -100,7 +108,42 @@ pub fn probe(c: &ProbeConfig) -> Result<ProbeResult> {
             r.rtts_ns.push(rtt);
         }
     }
+    if c.rate_ms > 0 {
+        rate_phase(c, &sock, &mut req_id, &mut r)?;
+    }
     Ok(r)
+}
+
+/// Closed loop with `window` requests outstanding: replies per second. A
+/// reply-less 50 ms counts the outstanding requests as lost and refills.
+fn rate_phase(c: &ProbeConfig, sock: &UdpSocket, req_id: &mut i32, r: &mut ProbeResult) -> Result<()> {
+    sock.set_read_timeout(Some(Duration::from_millis(50)))?;
+    let mut buf = [0u8; 2048];
+    let (start, length) = (Instant::now(), Duration::from_millis(c.rate_ms));
+    let mut in_flight = 0usize;
+    while start.elapsed() < length {
+        while in_flight < c.window.max(1) {
+            let ops = vec![Op::value(KEY, value("stale")), Op::write(KEY, value("next"))];
+            sock.send(&request(c.client_id, *req_id, ops))?;
+            *req_id += 1;
+            in_flight += 1;
+        }
+        match sock.recv(&mut buf) {
+            Ok(n) => {
+                in_flight -= 1;
+                r.rate_replies += 1;
+                if c.expect_status.is_some_and(|s| !TxnMsg::decode(&buf[..n]).is_ok_and(|m| m.status as u8 == s)) {
+                    r.wrong_status += 1;
+                }
+            }
+            Err(_) => {
+                r.rate_lost += in_flight as u64;
+                in_flight = 0;
+            }
+        }
+    }
+    r.rate_seconds = start.elapsed().as_secs_f64();
+    Ok(())
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -108,6 +151,9 @@ pub struct BenchConfig {
     pub requests: usize,
     pub warmup: usize,
     pub rounds: usize,
+    /// Requests in flight in the rate phase, and its length per round.
+    pub window: usize,
+    pub rate_ms: u64,
 }
 
 /// Summary of one data plane's round trips.
@@ -120,6 +166,10 @@ pub struct Summary {
     pub median_us: f64,
     pub p99_us: f64,
     pub mean_us: f64,
+    /// Replies per second with `window` requests in flight (socket client:
+    /// a lower bound on the data plane's capacity).
+    pub replies_per_s: f64,
+    pub rate_lost: u64,
 }
 
 fn percentile(sorted: &[u64], p: f64) -> f64 {
@@ -142,6 +192,9 @@ pub fn summarize(name: &str, parts: &[ProbeResult]) -> Summary {
         median_us: percentile(&all, 0.5),
         p99_us: percentile(&all, 0.99),
         mean_us: mean,
+        replies_per_s: parts.iter().map(|p| p.rate_replies).sum::<u64>() as f64
+            / parts.iter().map(|p| p.rate_seconds).sum::<f64>().max(1e-9),
+        rate_lost: parts.iter().map(|p| p.rate_lost).sum(),
     }
 }
 
@@ -191,6 +244,8 @@ pub fn run(cfg: &BenchConfig, innet_exe: &Path) -> Result<Vec<Summary>> {
         warmup: cfg.warmup,
         prime,
         expect_status: expect,
+        window: cfg.window,
+        rate_ms: cfg.rate_ms,
     };
     let abort = Some(Status::OptimisticAbort as u8);
     let (mut bounce, mut xdp, mut software) = (vec![], vec![], vec![]);
