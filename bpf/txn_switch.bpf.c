@@ -238,22 +238,56 @@ static __always_inline struct innet_client_slot *client_slot(int slot)
 	return s ? &s->way[slot & (INNET_WAYS - 1)] : 0;
 }
 
+/* SetAssoc::entry on set `s_`: the way holding `key_`, or else the victim
+ * way, zeroed and given `key_`; it becomes the most recent. Advances the
+ * table clock `*clock_`, counts a replaced valid slot in `*evictions_`.
+ * -1 only where the verifier needs a bound. */
+#define SET_ENTRY(s_, key_, clock_, evictions_)                                       \
+	({                                                                            \
+		__u32 now_ = ++*(clock_);                                             \
+		int way_ = SET_FIND(s_, key_);                                        \
+		if (way_ < 0) {                                                       \
+			way_ = SET_VICTIM(s_, now_);                                  \
+			if (way_ >= 0 && way_ < INNET_WAYS) {                         \
+				if ((s_)->way[way_].valid)                            \
+					(*(evictions_))++;                            \
+				__builtin_memset(&(s_)->way[way_], 0, sizeof((s_)->way[way_])); \
+				(s_)->way[way_].valid = 1;                            \
+				(s_)->way[way_].key = (key_);                         \
+			}                                                             \
+		}                                                                     \
+		if (way_ >= 0 && way_ < INNET_WAYS)                                   \
+			(s_)->way[way_].stamp = now_;                                 \
+		else                                                                  \
+			way_ = -1;                                                    \
+		way_;                                                                 \
+	})
+
+/* The set of `key` in the cache / client table, its index in `*set`. */
+static __always_inline struct innet_cache_set *cache_set_of(struct innet_txn_config *cfg, __u32 key, __u32 *set)
+{
+	*set = set_index(key, cfg->cache_set_bits);
+	return bpf_map_lookup_elem(&txn_cache, set);
+}
+
+static __always_inline struct innet_client_set *client_set_of(struct innet_txn_config *cfg, __u32 key, __u32 *set)
+{
+	*set = set_index(key, cfg->client_set_bits);
+	return bpf_map_lookup_elem(&txn_clients, set);
+}
+
 /* TxnSwitch::cached: the slot of `key` if its entry is of the current
  * generation (SetAssoc::peek: recency unchanged). */
 __noinline int cache_peek(__u32 key)
 {
 	struct innet_txn_config *cfg = config();
 	struct innet_txn_state *st = state();
-	if (!cfg || !st)
-		return -1;
-	__u32 set = set_index(key, cfg->cache_set_bits);
-	struct innet_cache_set *s = bpf_map_lookup_elem(&txn_cache, &set);
-	if (!s)
+	__u32 set;
+	struct innet_cache_set *s = cfg && st ? cache_set_of(cfg, key, &set) : 0;
+	if (!s || !st)
 		return -1;
 	int w = SET_FIND(s, key);
-	if (w < 0 || w >= INNET_WAYS)
-		return -1;
-	if (s->way[w].e.generation != st->generation)
+	if (w < 0 || w >= INNET_WAYS || s->way[w].e.generation != st->generation)
 		return -1;
 	return (int)(set * INNET_WAYS + w);
 }
@@ -263,27 +297,13 @@ __noinline int cache_entry_mut(__u32 key)
 {
 	struct innet_txn_config *cfg = config();
 	struct innet_txn_state *st = state();
-	if (!cfg || !st)
+	__u32 set;
+	struct innet_cache_set *s = cfg && st ? cache_set_of(cfg, key, &set) : 0;
+	if (!s || !st)
 		return -1;
-	__u32 set = set_index(key, cfg->cache_set_bits);
-	struct innet_cache_set *s = bpf_map_lookup_elem(&txn_cache, &set);
-	if (!s)
-		return -1;
-	__u32 clock = ++st->cache_clock;
-	int w = SET_FIND(s, key);
-	if (w < 0) {
-		w = SET_VICTIM(s, clock);
-		if (w < 0 || w >= INNET_WAYS)
-			return -1;
-		if (s->way[w].valid)
-			st->cache_evictions++;
-		__builtin_memset(&s->way[w], 0, sizeof(s->way[w]));
-		s->way[w].valid = 1;
-		s->way[w].key = key;
-	}
+	int w = SET_ENTRY(s, key, &st->cache_clock, &st->cache_evictions);
 	if (w < 0 || w >= INNET_WAYS)
 		return -1;
-	s->way[w].stamp = clock;
 	struct innet_cache_entry *e = &s->way[w].e;
 	if (e->generation != st->generation) {
 		__builtin_memset(e, 0, sizeof(*e));
@@ -297,11 +317,9 @@ __noinline int client_get(__u32 key)
 {
 	struct innet_txn_config *cfg = config();
 	struct innet_txn_state *st = state();
-	if (!cfg || !st)
-		return -1;
-	__u32 set = set_index(key, cfg->client_set_bits);
-	struct innet_client_set *s = bpf_map_lookup_elem(&txn_clients, &set);
-	if (!s)
+	__u32 set;
+	struct innet_client_set *s = cfg && st ? client_set_of(cfg, key, &set) : 0;
+	if (!s || !st)
 		return -1;
 	int w = SET_FIND(s, key);
 	if (w < 0 || w >= INNET_WAYS)
@@ -315,26 +333,13 @@ __noinline int client_decided(__u32 cl_id, __s32 req_id, __u32 forwarded)
 {
 	struct innet_txn_config *cfg = config();
 	struct innet_txn_state *st = state();
-	if (!cfg || !st)
+	__u32 set;
+	struct innet_client_set *s = cfg && st ? client_set_of(cfg, cl_id, &set) : 0;
+	if (!s || !st)
 		return -1;
-	__u32 set = set_index(cl_id, cfg->client_set_bits);
-	struct innet_client_set *s = bpf_map_lookup_elem(&txn_clients, &set);
-	if (!s)
-		return -1;
-	__u32 clock = ++st->client_clock;
-	int w = SET_FIND(s, cl_id);
-	if (w < 0) {
-		w = SET_VICTIM(s, clock);
-		if (w < 0 || w >= INNET_WAYS)
-			return -1;
-		if (s->way[w].valid)
-			st->client_evictions++;
-		s->way[w].valid = 1;
-		s->way[w].key = cl_id;
-	}
+	int w = SET_ENTRY(s, cl_id, &st->client_clock, &st->client_evictions);
 	if (w < 0 || w >= INNET_WAYS)
 		return -1;
-	s->way[w].stamp = clock;
 	s->way[w].e.req_id = req_id;
 	s->way[w].e.forwarded = forwarded;
 	return 0;
