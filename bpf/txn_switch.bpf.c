@@ -41,45 +41,29 @@
 
 #include "innet_txn_switch.h"
 
+/* An array-like map with __u32 keys (libbpf BTF-defined map). */
+#define MAP(name, map_type, entries, value_type)    \
+	struct {                                    \
+		__uint(type, map_type);             \
+		__uint(max_entries, entries);       \
+		__type(key, __u32);                 \
+		__type(value, value_type);          \
+	} name SEC(".maps")
+
 /* Configuration from user space (mode, ports, addresses, table geometry). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct innet_txn_config);
-} txn_config SEC(".maps");
+MAP(txn_config, BPF_MAP_TYPE_ARRAY, 1, struct innet_txn_config);
 
 /* Scalar registers: table clocks, reset generation, replies learned. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct innet_txn_state);
-} txn_state SEC(".maps");
+MAP(txn_state, BPF_MAP_TYPE_ARRAY, 1, struct innet_txn_state);
 
 /* Per-key value / pending-write registers (TxnSwitch.cache). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, INNET_CACHE_SLOTS_DEFAULT / INNET_WAYS);
-	__type(key, __u32);
-	__type(value, struct innet_cache_set);
-} txn_cache SEC(".maps");
+MAP(txn_cache, BPF_MAP_TYPE_ARRAY, INNET_CACHE_SLOTS_DEFAULT / INNET_WAYS, struct innet_cache_set);
 
 /* Last decision per client, for duplicate detection (TxnSwitch.clients). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, INNET_CLIENT_SLOTS_DEFAULT / INNET_WAYS);
-	__type(key, __u32);
-	__type(value, struct innet_client_set);
-} txn_clients SEC(".maps");
+MAP(txn_clients, BPF_MAP_TYPE_ARRAY, INNET_CLIENT_SLOTS_DEFAULT / INNET_WAYS, struct innet_client_set);
 
 /* Every decision counted (INNET_TXN_CTR_*). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, INNET_TXN_CTR_COUNT);
-	__type(key, __u32);
-	__type(value, __u64);
-} txn_counters SEC(".maps");
+MAP(txn_counters, BPF_MAP_TYPE_ARRAY, INNET_TXN_CTR_COUNT, __u64);
 
 /* Per-CPU scratch: the UDP payload being decided. Sized for an op index
  * masked with & 7 so the verifier sees every access in bounds; only the
@@ -90,12 +74,7 @@ struct scratch {
 };
 _Static_assert(SCRATCH_LEN >= INNET_TXN_MAX_PACKET_LEN, "scratch holds a packet");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct scratch);
-} txn_scratch SEC(".maps");
+MAP(txn_scratch, BPF_MAP_TYPE_PERCPU_ARRAY, 1, struct scratch);
 
 static __always_inline void count(__u32 index)
 {
@@ -263,27 +242,37 @@ static __always_inline struct innet_client_slot *client_slot(int slot)
 		way_;                                                                 \
 	})
 
-/* The set of `key` in the cache / client table, its index in `*set`. */
-static __always_inline struct innet_cache_set *cache_set_of(struct innet_txn_config *cfg, __u32 key, __u32 *set)
+/* The set of `key` in the cache / client table (its index in `*set`) and
+ * the state registers in `*st`; 0 if a lookup fails. */
+#define SET_OF(table_map, bits_field, key_, set_, st_)                        \
+	({                                                                   \
+		struct innet_txn_config *cfg_ = config();                    \
+		*(st_) = state();                                            \
+		void *s_ = 0;                                                \
+		if (cfg_ && *(st_)) {                                        \
+			*(set_) = set_index(key_, cfg_->bits_field);         \
+			s_ = bpf_map_lookup_elem(&table_map, set_);          \
+		}                                                            \
+		s_;                                                          \
+	})
+
+static __always_inline struct innet_cache_set *cache_set_of(__u32 key, __u32 *set, struct innet_txn_state **st)
 {
-	*set = set_index(key, cfg->cache_set_bits);
-	return bpf_map_lookup_elem(&txn_cache, set);
+	return SET_OF(txn_cache, cache_set_bits, key, set, st);
 }
 
-static __always_inline struct innet_client_set *client_set_of(struct innet_txn_config *cfg, __u32 key, __u32 *set)
+static __always_inline struct innet_client_set *client_set_of(__u32 key, __u32 *set, struct innet_txn_state **st)
 {
-	*set = set_index(key, cfg->client_set_bits);
-	return bpf_map_lookup_elem(&txn_clients, set);
+	return SET_OF(txn_clients, client_set_bits, key, set, st);
 }
 
 /* TxnSwitch::cached: the slot of `key` if its entry is of the current
  * generation (SetAssoc::peek: recency unchanged). */
 __noinline int cache_peek(__u32 key)
 {
-	struct innet_txn_config *cfg = config();
-	struct innet_txn_state *st = state();
+	struct innet_txn_state *st;
 	__u32 set;
-	struct innet_cache_set *s = cfg && st ? cache_set_of(cfg, key, &set) : 0;
+	struct innet_cache_set *s = cache_set_of(key, &set, &st);
 	if (!s || !st)
 		return -1;
 	int w = SET_FIND(s, key);
@@ -295,10 +284,9 @@ __noinline int cache_peek(__u32 key)
 /* TxnSwitch::entry_mut: SetAssoc::entry, then reset if of an old generation. */
 __noinline int cache_entry_mut(__u32 key)
 {
-	struct innet_txn_config *cfg = config();
-	struct innet_txn_state *st = state();
+	struct innet_txn_state *st;
 	__u32 set;
-	struct innet_cache_set *s = cfg && st ? cache_set_of(cfg, key, &set) : 0;
+	struct innet_cache_set *s = cache_set_of(key, &set, &st);
 	if (!s || !st)
 		return -1;
 	int w = SET_ENTRY(s, key, &st->cache_clock, &st->cache_evictions);
@@ -315,10 +303,9 @@ __noinline int cache_entry_mut(__u32 key)
 /* SetAssoc::get_mut on the client table: a found entry becomes recent. */
 __noinline int client_get(__u32 key)
 {
-	struct innet_txn_config *cfg = config();
-	struct innet_txn_state *st = state();
+	struct innet_txn_state *st;
 	__u32 set;
-	struct innet_client_set *s = cfg && st ? client_set_of(cfg, key, &set) : 0;
+	struct innet_client_set *s = client_set_of(key, &set, &st);
 	if (!s || !st)
 		return -1;
 	int w = SET_FIND(s, key);
@@ -331,10 +318,9 @@ __noinline int client_get(__u32 key)
 /* TxnSwitch::decided: SetAssoc::entry on the client table. */
 __noinline int client_decided(__u32 cl_id, __s32 req_id, __u32 forwarded)
 {
-	struct innet_txn_config *cfg = config();
-	struct innet_txn_state *st = state();
+	struct innet_txn_state *st;
 	__u32 set;
-	struct innet_client_set *s = cfg && st ? client_set_of(cfg, cl_id, &set) : 0;
+	struct innet_client_set *s = client_set_of(cl_id, &set, &st);
 	if (!s || !st)
 		return -1;
 	int w = SET_ENTRY(s, cl_id, &st->client_clock, &st->client_evictions);
