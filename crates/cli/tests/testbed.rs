@@ -5,16 +5,12 @@
 //! was lost (a crash). Needs root: without it the test says why on stderr
 //! (`SKIPPED: ...`) and fails under `CI=true`.
 
-use std::io::Write;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const INNET: &str = env!("CARGO_BIN_EXE_innet");
+use innet_xdp::privileged::{self, say};
 
-fn say(line: &str) {
-    // Straight to fd 2: libtest captures eprintln! of passing tests.
-    let _ = writeln!(std::io::stderr(), "{line}");
-}
+const INNET: &str = env!("CARGO_BIN_EXE_innet");
 
 fn run(cmd: &str, args: &[&str]) -> String {
     let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| panic!("run {cmd}: {e}"));
@@ -71,9 +67,8 @@ fn wait_clean() -> Vec<String> {
 
 #[test]
 fn testbed_up_commits_through_xdp_and_down_leaves_nothing_even_after_a_crash() {
-    if let Some(why) = skip_reason() {
-        say(&format!("SKIPPED: testbed_up_commits_through_xdp_and_down_leaves_nothing_even_after_a_crash: {why}"));
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "testbed test skipped under CI=true: {why}");
+    if !privileged::proceed("testbed_up_commits_through_xdp_and_down_leaves_nothing_even_after_a_crash", skip_reason())
+    {
         return;
     }
     run(INNET, &["testbed", "down"]);

@@ -34,7 +34,8 @@ use serde::{Deserialize, Serialize};
 
 use innet_txn::switch::Mode;
 
-use crate::txn::{self, Ports, Program, Tables, TxnXdp};
+use crate::object;
+use crate::txn::{Ports, Program, Tables, TxnXdp};
 
 /// Where `up` records what it made.
 pub const STATE_FILE: &str = "/run/innet/testbed.json";
@@ -311,13 +312,13 @@ pub fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> Result<T> + Send) -> Resu
 /// replacing what is there.
 pub fn attach(xdp: &TxnXdp, prog: Program, dev: &str) -> Result<()> {
     let (index, fd) = (ifindex(NS_SWITCH, dev)?, xdp.program_fd(prog)?);
-    in_netns(NS_SWITCH, || txn::attach_fd(fd, index))
+    in_netns(NS_SWITCH, || object::attach_fd(fd, index))
 }
 
 /// Removes any XDP program from `dev` in the switch namespace.
 pub fn detach(xdp: &TxnXdp, dev: &str) -> Result<()> {
     let (index, fd) = (ifindex(NS_SWITCH, dev)?, xdp.program_fd(Program::Bounce)?);
-    in_netns(NS_SWITCH, || txn::detach_fd(fd, index))
+    in_netns(NS_SWITCH, || object::detach_fd(fd, index))
 }
 
 fn attach_txn_switch(mode: Mode, dir: &Path) -> Result<()> {

@@ -8,15 +8,16 @@
 //! can run the switch with tables small enough to evict.
 
 use std::net::Ipv4Addr;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::RawFd;
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context, Result};
-use libbpf_rs::{MapCore, MapFlags, MapHandle, Object, ObjectBuilder, Xdp, XdpFlags};
+use anyhow::{bail, Context, Result};
+use libbpf_rs::{MapCore, MapHandle};
 
 use innet_txn::switch::{CacheEntry, ClientEntry, Mode, CACHE_SLOTS_DEFAULT, CLIENT_SLOTS_DEFAULT};
 
 use crate::layout::{self, Config, Slot, State, CACHE_SLOT_SIZE, CLIENT_SLOT_SIZE, COUNTER_NAMES, WAYS};
+use crate::object::{lookup, BpfObject};
 
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/txn_switch.bpf.o"));
 
@@ -29,12 +30,7 @@ pub const MAP_COUNTERS: &str = "txn_counters";
 /// Maps worth pinning for a running deployment (the scratch map is not).
 pub const PINNED_MAPS: [&str; 5] = [MAP_CONFIG, MAP_STATE, MAP_CACHE, MAP_CLIENTS, MAP_COUNTERS];
 
-/// XDP action codes (`enum xdp_action`).
-pub const XDP_ABORTED: u32 = 0;
-pub const XDP_DROP: u32 = 1;
-pub const XDP_PASS: u32 = 2;
-pub const XDP_TX: u32 = 3;
-pub const XDP_REDIRECT: u32 = 4;
+pub use crate::object::{XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_REDIRECT, XDP_TX};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Program {
@@ -90,7 +86,7 @@ pub struct Ports {
 
 /// A loaded transaction-switch object.
 pub struct TxnXdp {
-    obj: Object,
+    obj: BpfObject,
     tables: Tables,
 }
 
@@ -98,16 +94,7 @@ impl TxnXdp {
     /// Opens the embedded object, sizes the tables, loads it into the kernel.
     pub fn load(tables: Tables) -> Result<TxnXdp> {
         let (cache_bits, client_bits) = (set_bits(tables.cache_slots)?, set_bits(tables.client_slots)?);
-        let mut open = ObjectBuilder::default().open_memory(OBJECT).context("open BPF object")?;
-        for mut m in open.maps_mut() {
-            let sets = match m.name().to_str() {
-                Some(MAP_CACHE) => 1u32 << cache_bits,
-                Some(MAP_CLIENTS) => 1u32 << client_bits,
-                _ => continue,
-            };
-            m.set_max_entries(sets).context("resize table")?;
-        }
-        let obj = open.load().context("load BPF object (needs root or CAP_BPF + CAP_NET_ADMIN)")?;
+        let obj = BpfObject::load(OBJECT, &[(MAP_CACHE, 1u32 << cache_bits), (MAP_CLIENTS, 1u32 << client_bits)])?;
         Ok(TxnXdp { obj, tables })
     }
 
@@ -116,12 +103,7 @@ impl TxnXdp {
     }
 
     fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>> {
-        self.obj.maps().find(|m| m.name() == name).ok_or_else(|| anyhow!("no map {name} in the object"))
-    }
-
-    fn program(&self, p: Program) -> Result<libbpf_rs::ProgramMut<'_>> {
-        let name = p.section_name();
-        self.obj.progs_mut().find(|q| q.name() == name).ok_or_else(|| anyhow!("no program {name} in the object"))
+        self.obj.map(name)
     }
 
     /// Writes the mode, the table geometry and the addresses.
@@ -140,42 +122,28 @@ impl TxnXdp {
             store_port_mac: ports.store_port_mac,
             store_mac: ports.store_mac,
         };
-        self.map(MAP_CONFIG)?.update(&0u32.to_ne_bytes(), &cfg.encode(), MapFlags::ANY).context("write config")
+        self.obj.write(MAP_CONFIG, 0, &cfg.encode())
     }
 
     /// Runs `frame` through `p` once with `BPF_PROG_TEST_RUN`: the XDP action
     /// and the frame as the program left it.
     pub fn test_run(&self, p: Program, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
-        let prog = self.program(p)?;
-        let mut out = vec![0u8; frame.len() + 256];
-        let input = libbpf_rs::ProgramInput { data_in: Some(frame), data_out: Some(&mut out), ..Default::default() };
-        let o = prog.test_run(input).context("BPF_PROG_TEST_RUN")?;
-        let (action, n) = (o.return_value, o.data.map_or(0, |d| d.len()));
-        out.truncate(n);
-        Ok((action, out))
+        self.obj.test_run(p.section_name(), frame)
     }
 
-    /// The program's file descriptor (valid while `self` lives), for
-    /// [`attach_fd`] on a thread in another network namespace.
+    /// The program's file descriptor (valid while `self` lives).
     pub fn program_fd(&self, p: Program) -> Result<RawFd> {
-        Ok(self.program(p)?.as_fd().as_raw_fd())
+        self.obj.program_fd(p.section_name())
     }
 
     /// Pins the maps of [`PINNED_MAPS`] under `dir` (on a bpffs).
     pub fn pin_maps(&mut self, dir: &Path) -> Result<()> {
-        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-        for mut m in self.obj.maps_mut() {
-            let name = m.name().to_string_lossy().to_string();
-            if PINNED_MAPS.contains(&name.as_str()) {
-                m.pin(dir.join(&name)).with_context(|| format!("pin {name}"))?;
-            }
-        }
-        Ok(())
+        self.obj.pin_maps(dir, &PINNED_MAPS)
     }
 
-    /// Pins program `p` at `path` (on a bpffs), e.g. for `ip link set ... xdp pinned`.
+    /// Pins program `p` at `path` (on a bpffs).
     pub fn pin_program(&mut self, p: Program, path: &Path) -> Result<()> {
-        self.program(p)?.pin(path).with_context(|| format!("pin {}", path.display()))
+        self.obj.pin_program(p.section_name(), path)
     }
 
     pub fn counters(&self) -> Result<Vec<(&'static str, u64)>> {
@@ -190,36 +158,6 @@ impl TxnXdp {
     pub fn client_slots(&self) -> Result<Vec<Slot<ClientEntry>>> {
         read_sets(&self.map(MAP_CLIENTS)?, CLIENT_SLOT_SIZE, layout::decode_client_slot)
     }
-}
-
-/// Attaches the XDP program `fd` in generic (skb) mode to `ifindex` of the
-/// calling thread's network namespace, replacing what is there. The
-/// attachment (netlink, not a bpf_link) outlives this process.
-pub fn attach_fd(fd: RawFd, ifindex: u32) -> Result<()> {
-    // SAFETY: the caller keeps the program open (it borrows the TxnXdp that
-    // returned `fd` for the duration of the call).
-    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-    Xdp::new(fd)
-        .attach(ifindex as i32, XdpFlags::SKB_MODE | XdpFlags::REPLACE)
-        .or_else(|_| {
-            let _ = Xdp::new(fd).detach(ifindex as i32, XdpFlags::SKB_MODE);
-            Xdp::new(fd).attach(ifindex as i32, XdpFlags::SKB_MODE)
-        })
-        .with_context(|| format!("attach XDP to ifindex {ifindex}"))
-}
-
-/// Detaches the generic-mode XDP program of `ifindex` (calling thread's
-/// namespace); `fd` is any open program (netlink needs one to build the request).
-pub fn detach_fd(fd: RawFd, ifindex: u32) -> Result<()> {
-    // SAFETY: as in attach_fd.
-    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-    Xdp::new(fd)
-        .detach(ifindex as i32, XdpFlags::SKB_MODE)
-        .with_context(|| format!("detach XDP from ifindex {ifindex}"))
-}
-
-fn lookup(m: &impl MapCore, index: u32) -> Result<Vec<u8>> {
-    m.lookup(&index.to_ne_bytes(), MapFlags::ANY)?.ok_or_else(|| anyhow!("{:?}[{index}] missing", m.name()))
 }
 
 /// Counters by name, in `INNET_TXN_CTR_*` order.
@@ -255,8 +193,7 @@ pub fn pinned_counters(dir: &Path) -> Result<Vec<(&'static str, u64)>> {
 /// Why BPF cannot be used here, if it cannot: not root, or the kernel
 /// refuses to load the program.
 pub fn unavailable() -> Option<String> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let euid = unsafe { libc::geteuid() };
+    let euid = crate::object::euid();
     if euid != 0 {
         return Some(format!("not root (euid {euid}): loading BPF programs needs CAP_BPF and CAP_NET_ADMIN"));
     }

@@ -17,7 +17,6 @@
 //! written past the test harness's capture) and fails when `CI=true`, so CI
 //! can never pass without running it.
 
-use std::io::Write;
 use std::net::Ipv4Addr;
 
 use innet_core::rng::Rng;
@@ -26,6 +25,7 @@ use innet_txn::switch::{Mode, TxnSwitch};
 use innet_wire::txn::{Flags, OpType, HEADER_LEN, MAX_OPS_PER_PACKET, OP_LEN, VALUE_LEN};
 use innet_xdp::frame::{self, Endpoint, PAYLOAD_OFFSET};
 use innet_xdp::layout::SWITCH_COUNTERS;
+use innet_xdp::privileged::{self, say};
 use innet_xdp::txn::{self, Ports, Program, Tables, TxnXdp, XDP_DROP, XDP_REDIRECT, XDP_TX};
 
 /// Random packets per mode (tiny tables) and per mode (default tables).
@@ -52,20 +52,8 @@ fn ports() -> Ports {
     }
 }
 
-fn say(line: &str) {
-    // Straight to fd 2: libtest captures eprintln! of passing tests.
-    let _ = writeln!(std::io::stderr(), "{line}");
-}
-
 fn bpf_or_skip(test: &str) -> bool {
-    match txn::unavailable() {
-        None => true,
-        Some(why) => {
-            say(&format!("SKIPPED: {test}: {why}"));
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "{test} skipped under CI=true: {why}");
-            false
-        }
-    }
+    privileged::proceed(test, txn::unavailable())
 }
 
 /// What the XDP program did with a frame, as a reference verdict.
