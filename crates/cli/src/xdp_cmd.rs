@@ -24,7 +24,11 @@ pub enum TestbedCmd {
     /// namespaces and links, pinned maps and programs (also after a crash).
     Down,
     /// Show the running testbed and the XDP switch's counters.
-    Status,
+    Status {
+        /// Also dump the switch's registers and every valid table slot.
+        #[arg(long)]
+        tables: bool,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -89,15 +93,26 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
-        TestbedCmd::Status => {
+        TestbedCmd::Status { tables } => {
             let Some(st) = testbed::status() else {
                 println!("no testbed ({} absent)", testbed::STATE_FILE);
                 return Ok(1);
             };
             println!("{}", serde_json::to_string_pretty(&st)?);
             if let Some(dir) = &st.pin_dir {
-                for (name, v) in innet_xdp::txn::pinned_counters(std::path::Path::new(dir))? {
+                let dir = std::path::Path::new(dir);
+                for (name, v) in innet_xdp::txn::pinned_counters(dir)? {
                     println!("{name:>40} {v}");
+                }
+                if tables {
+                    let (state, cache, clients) = innet_xdp::txn::pinned_tables(dir)?;
+                    println!("{state:?}");
+                    for (i, s) in cache.iter().enumerate().filter(|(_, s)| s.valid) {
+                        println!("cache slot {i:>5} key {:>10} stamp {:>10} {:?}", s.key, s.stamp, s.value);
+                    }
+                    for (i, s) in clients.iter().enumerate().filter(|(_, s)| s.valid) {
+                        println!("client slot {i:>4} cl_id {:>10} stamp {:>10} {:?}", s.key, s.stamp, s.value);
+                    }
                 }
             }
             Ok(0)

@@ -184,10 +184,26 @@ pub fn read_sets<V>(m: &impl MapCore, slot_size: usize, decode: fn(&[u8]) -> Slo
     Ok(slots)
 }
 
+fn pinned(dir: &Path, map: &str) -> Result<MapHandle> {
+    let path = dir.join(map);
+    MapHandle::from_pinned_path(&path).with_context(|| format!("open {}", path.display()))
+}
+
 /// Counters of a deployment whose maps were pinned under `dir`.
 pub fn pinned_counters(dir: &Path) -> Result<Vec<(&'static str, u64)>> {
-    let m = MapHandle::from_pinned_path(dir.join(MAP_COUNTERS)).with_context(|| format!("open {}", dir.display()))?;
-    read_counters(&m)
+    read_counters(&pinned(dir, MAP_COUNTERS)?)
+}
+
+/// A switch's registers and both tables, every slot in slot order.
+pub type TablesDump = (State, Vec<Slot<CacheEntry>>, Vec<Slot<ClientEntry>>);
+
+/// Scalar registers and both tables of a deployment pinned under `dir`.
+pub fn pinned_tables(dir: &Path) -> Result<TablesDump> {
+    Ok((
+        read_state(&pinned(dir, MAP_STATE)?)?,
+        read_sets(&pinned(dir, MAP_CACHE)?, CACHE_SLOT_SIZE, layout::decode_cache_slot)?,
+        read_sets(&pinned(dir, MAP_CLIENTS)?, CLIENT_SLOT_SIZE, layout::decode_client_slot)?,
+    ))
 }
 
 /// Why BPF cannot be used here, if it cannot: not root, or the kernel
