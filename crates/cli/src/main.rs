@@ -2,6 +2,7 @@
 
 mod live_cmd;
 mod sim_cmd;
+mod xdp_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -17,7 +18,10 @@ Start here:
   innet bench txn                 the paper's Figure 7 sweep (all modes x write ratios)
   innet check txn --seeds 1000    random faulty runs through the serializability checker
   innet up txn --mode optimistic-abort
-                                  a live store and switch on loopback";
+                                  a live store and switch on loopback
+  innet testbed up txn --data-plane xdp
+                                  namespaces + veths, the XDP switch attached, a store started (root)
+  innet bench xdp                 RTT: XDP switch vs bare XDP bounce vs software switch (root)";
 
 #[derive(Parser, Debug)]
 #[command(name = "innet", version, about = ABOUT, long_about = ABOUT)]
@@ -47,6 +51,9 @@ enum Command {
     Switch(live_cmd::SwitchCmd),
     /// Send transactions to a live deployment.
     Client(live_cmd::ClientCmd),
+    /// Build or remove a network-namespace testbed with the XDP (or software) data plane (root).
+    #[command(subcommand)]
+    Testbed(xdp_cmd::TestbedCmd),
 }
 
 fn main() {
@@ -60,6 +67,7 @@ fn main() {
         Command::Store(a) => live_cmd::run_store(a),
         Command::Switch(a) => live_cmd::run_switch(a),
         Command::Client(a) => live_cmd::run_client(a),
+        Command::Testbed(c) => xdp_cmd::run_testbed(c),
     };
     match result {
         Ok(code) => std::process::exit(code),

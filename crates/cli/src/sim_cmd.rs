@@ -139,6 +139,17 @@ pub struct BenchTxnArgs {
 pub enum BenchService {
     /// The write-ratio sweep of Gotthard Figure 7 (committed/s and latency per mode).
     Txn(BenchTxnArgs),
+    /// Round trip of an optimistically aborted transaction through the XDP
+    /// switch, a bare XDP bounce and the user-space software switch, side by
+    /// side on the testbed (needs root).
+    Xdp(crate::xdp_cmd::BenchXdpArgs),
+    /// The transaction experiment (closed-loop clients) through the XDP
+    /// switch and through the software switch, side by side on the testbed
+    /// (needs root).
+    XdpTxn(crate::xdp_cmd::BenchXdpTxnArgs),
+    /// The client half of `bench xdp`, run inside the client namespace.
+    #[command(hide = true)]
+    XdpProbe(crate::xdp_cmd::ProbeArgs),
 }
 
 #[derive(Args, Debug)]
@@ -312,7 +323,12 @@ fn print_ratios(rs: &[TxnPointResult]) {
 }
 
 pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
-    let BenchService::Txn(a) = s;
+    let a = match s {
+        BenchService::Txn(a) => a,
+        BenchService::Xdp(a) => return crate::xdp_cmd::run_bench_xdp(a),
+        BenchService::XdpTxn(a) => return crate::xdp_cmd::run_bench_xdp_txn(a),
+        BenchService::XdpProbe(a) => return crate::xdp_cmd::run_probe(a),
+    };
     let mut base = a.point.config()?;
     if a.runtime == Runtime::Live && a.point.duration_s == 180.0 && a.point.rtt_ms == 100.0 {
         // Live runs take real time: default to a short, nearer deployment.
