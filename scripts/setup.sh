@@ -3,7 +3,11 @@
 set -euo pipefail
 
 need_apt=()
-for pkg in build-essential pkg-config fonts-dejavu-core git; do
+# clang/llvm/libbpf-dev/gcc-multilib build the BPF programs in bpf/ (gcc-multilib
+# provides asm/types.h for -target bpf); libelf-dev and zlib1g-dev build the
+# vendored libbpf of libbpf-rs; bpftool and iproute2 run the XDP testbed.
+for pkg in build-essential pkg-config fonts-dejavu-core git \
+    clang llvm libbpf-dev gcc-multilib libelf-dev zlib1g-dev bpftool iproute2; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

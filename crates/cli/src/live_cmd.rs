@@ -13,7 +13,7 @@ use innet_core::Counters;
 use innet_exp::txn::percentile_ms;
 use innet_live::topology::{self, RunningNode, Topology};
 use innet_live::txn::{
-    bind, bind_addr_for, fresh_client_id_base, run_load, run_txn, spawn_store, spawn_txn_switch, start_local,
+    bind, bind_addr_for, fresh_client_id_base, run_load, run_txn, spawn_store_delayed, spawn_txn_switch, start_local,
     LoadConfig, LocalConfig, StoreData, StoreReport, SwitchConfig,
 };
 use innet_live::Stop;
@@ -256,12 +256,17 @@ pub struct StoreArgs {
     /// every acknowledged commit survives a crash. Default: in memory.
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// One-way delay of the store's access link, emulated by the store in
+    /// both directions (WAN experiments with an XDP switch, which cannot delay).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_ms)]
+    link_delay_ms: f64,
 }
 
 pub fn run_store(a: StoreArgs) -> anyhow::Result<i32> {
     let stop = signals()?;
     let data = a.data_dir.clone().map_or(StoreData::Memory, StoreData::Dir);
-    let node = spawn_store("store", a.listen, &data, &stop)?;
+    let delay = Duration::from_secs_f64(a.link_delay_ms / 1e3);
+    let node = spawn_store_delayed("store", a.listen, &data, delay, &stop)?;
     print_line(&format!("store {}", node.addr()));
     wait(&stop, || node.is_finished());
     let crashed = !stop.is_stopped();

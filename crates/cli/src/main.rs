@@ -3,6 +3,7 @@
 mod chain_cmd;
 mod live_cmd;
 mod sim_cmd;
+mod xdp_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -20,6 +21,9 @@ Start here:
   innet check txn --seeds 1000    random faulty runs through the serializability checker
   innet up txn --mode optimistic-abort
                                   a live store and switch on loopback
+  innet testbed up txn --data-plane xdp
+                                  namespaces + veths, the XDP switch attached, a store started (root)
+  innet bench xdp                 RTT: XDP switch vs bare XDP bounce vs software switch (root)
 
 Chain replication in the network (NetCRAQ 2022, NetChain 2018 as baseline):
   innet check chain --seeds 1000  random faulty runs (loss, reordering, crashes) through the linearizability checker
@@ -55,6 +59,9 @@ enum Command {
     Switch(live_cmd::SwitchCmd),
     /// Send transactions to a live deployment.
     Client(live_cmd::ClientCmd),
+    /// Build or remove a network-namespace testbed with the XDP (or software) data plane (root).
+    #[command(subcommand)]
+    Testbed(xdp_cmd::TestbedCmd),
 }
 
 fn main() {
@@ -68,6 +75,7 @@ fn main() {
         Command::Store(a) => live_cmd::run_store(a),
         Command::Switch(a) => live_cmd::run_switch(a),
         Command::Client(a) => live_cmd::run_client(a),
+        Command::Testbed(c) => xdp_cmd::run_testbed(c),
     };
     match result {
         Ok(code) => std::process::exit(code),

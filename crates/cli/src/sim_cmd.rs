@@ -141,6 +141,17 @@ pub struct BenchTxnArgs {
 pub enum BenchService {
     /// The write-ratio sweep of Gotthard Figure 7 (committed/s and latency per mode).
     Txn(BenchTxnArgs),
+    /// Round trip of an optimistically aborted transaction through the XDP
+    /// switch, a bare XDP bounce and the user-space software switch, side by
+    /// side on the testbed (needs root).
+    Xdp(crate::xdp_cmd::BenchXdpArgs),
+    /// The transaction experiment (closed-loop clients) through the XDP
+    /// switch and through the software switch, side by side on the testbed
+    /// (needs root).
+    XdpTxn(crate::xdp_cmd::BenchXdpTxnArgs),
+    /// The client half of `bench xdp`, run inside the client namespace.
+    #[command(hide = true)]
+    XdpProbe(crate::xdp_cmd::ProbeArgs),
     /// The NetCRAQ paper's Figures 3-6 (NetCRAQ and NetChain side by side) in the simulator.
     Chain(crate::chain_cmd::BenchChainArgs),
 }
@@ -325,6 +336,9 @@ fn print_ratios(rs: &[TxnPointResult]) {
 pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
     let a = match s {
         BenchService::Txn(a) => a,
+        BenchService::Xdp(a) => return crate::xdp_cmd::run_bench_xdp(a),
+        BenchService::XdpTxn(a) => return crate::xdp_cmd::run_bench_xdp_txn(a),
+        BenchService::XdpProbe(a) => return crate::xdp_cmd::run_probe(a),
         BenchService::Chain(a) => return crate::chain_cmd::run_bench(a),
     };
     let mut base = a.point.config()?;

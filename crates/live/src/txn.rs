@@ -46,6 +46,19 @@ pub enum StoreData {
 
 /// Starts a transaction store on `listen` in its own thread.
 pub fn spawn_store(name: &str, listen: SocketAddr, data: &StoreData, stop: &Stop) -> io::Result<StoreNode> {
+    spawn_store_delayed(name, listen, data, Duration::ZERO, stop)
+}
+
+/// As [`spawn_store`], emulating a one-way delay `link_delay` on the store's
+/// access link in both directions (WAN experiments where the switch is a
+/// kernel data plane and cannot delay packets itself).
+pub fn spawn_store_delayed(
+    name: &str,
+    listen: SocketAddr,
+    data: &StoreData,
+    link_delay: Duration,
+    stop: &Stop,
+) -> io::Result<StoreNode> {
     // Open the database here, so that errors are reported to the caller.
     let redb = match data {
         StoreData::Memory => None,
@@ -55,7 +68,7 @@ pub fn spawn_store(name: &str, listen: SocketAddr, data: &StoreData, stop: &Stop
     spawn_host(
         name,
         socket,
-        HostOptions::default(),
+        HostOptions::default().with_delay(link_delay),
         stop,
         move || {
             let backend: Box<dyn Backend + Send> = match redb {

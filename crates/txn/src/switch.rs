@@ -225,6 +225,17 @@ impl TxnSwitch {
         self.cache.iter().filter(move |(_, e)| e.generation == g)
     }
 
+    /// Every valid cache slot in slot order, of any generation (for
+    /// comparing with the BPF program's map, `crates/xdp`).
+    pub fn cache_slots(&self) -> impl Iterator<Item = (u32, &CacheEntry)> {
+        self.cache.iter()
+    }
+
+    /// Every valid client slot in slot order (as [`TxnSwitch::cache_slots`]).
+    pub fn client_slots(&self) -> impl Iterator<Item = (u32, &ClientEntry)> {
+        self.clients.iter()
+    }
+
     fn entry_mut(&mut self, key: u32) -> &mut CacheEntry {
         let g = self.generation;
         let e = self.cache.entry(key);

@@ -48,7 +48,7 @@ pub const DEFAULT_PORT: u16 = 9999;
 const _: () = assert!(OP_LEN == 21);
 const _: () = assert!(MAX_PACKET_LEN == 160);
 
-/// Offsets inside the header (shared with the BPF header in a later issue).
+/// Offsets inside the header (mirrored by `bpf/include/innet_txn.h`, checked in `crates/xdp`).
 pub mod offset {
     pub const FLAGS: usize = 0;
     pub const CL_ID: usize = 1;

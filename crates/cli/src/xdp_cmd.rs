@@ -1,0 +1,313 @@
+//! `innet testbed ...` and `innet bench xdp`: the XDP data plane on network
+//! namespaces (crates/xdp, docs/xdp.md). Everything here needs root.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+use innet_exp::results;
+use innet_txn::switch::Mode;
+use innet_xdp::bench::{self, BenchConfig, ProbeConfig, Summary, TxnExperimentConfig};
+use innet_xdp::testbed::{self, DataPlane, UpOptions};
+
+#[derive(Subcommand, Debug)]
+pub enum TestbedCmd {
+    /// Create namespaces and veth pairs for a topology, attach the data
+    /// plane, start the store. Topology `txn`: innet-client (10.77.0.2) --
+    /// innet-switch (10.77.0.1 | 10.77.1.1) -- innet-store (10.77.1.2).
+    /// Clients then run in the client namespace, e.g.
+    /// `ip netns exec innet-client innet client txn --to 10.77.0.1:9999 --increment 1`.
+    Up(TestbedUpArgs),
+    /// Remove everything a testbed made: recorded processes, `innet-*`
+    /// namespaces and links, pinned maps and programs (also after a crash).
+    Down,
+    /// Show the running testbed and the XDP switch's counters.
+    Status {
+        /// Also dump the switch's registers and every valid table slot.
+        #[arg(long)]
+        tables: bool,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct TestbedUpArgs {
+    /// The topology (only `txn` so far).
+    topology: String,
+    /// xdp (the BPF switch on the switch's ports), software (`innet switch`
+    /// process) or none.
+    #[arg(long, default_value = "xdp")]
+    data_plane: DataPlane,
+    /// Switch mode: forward, read-cache, early-abort or optimistic-abort.
+    #[arg(long, default_value = "optimistic-abort")]
+    mode: Mode,
+    /// Do not start the store.
+    #[arg(long)]
+    no_store: bool,
+    /// One-way switch <-> store delay, emulated by the store (there is no
+    /// netem; clients emulate theirs with `innet client --client-delay-ms`).
+    #[arg(long, default_value_t = 0.0)]
+    store_delay_ms: f64,
+}
+
+fn innet_exe() -> anyhow::Result<PathBuf> {
+    std::env::current_exe().context("path of the innet program")
+}
+
+pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
+    match c {
+        TestbedCmd::Up(a) => {
+            let opts = UpOptions {
+                topology: a.topology,
+                data_plane: a.data_plane,
+                mode: a.mode,
+                start_store: !a.no_store,
+                store_delay_ms: a.store_delay_ms,
+                innet_exe: innet_exe()?,
+            };
+            let st = testbed::up(&opts)?;
+            println!("testbed up: namespaces {}", st.namespaces.join(" "));
+            for (name, pid) in &st.processes {
+                println!("  {name} pid {pid} (log /run/innet/{name}.log)");
+            }
+            if let Some(dir) = &st.pin_dir {
+                println!("  xdp_txn_switch ({}) on innet-sc and innet-ss, maps pinned in {dir}", opts.mode);
+            }
+            println!("  service address {}", testbed::service_addr());
+            println!(
+                "  try: ip netns exec {} {} client txn --to {} --increment 1",
+                testbed::NS_CLIENT,
+                opts.innet_exe.display(),
+                testbed::service_addr()
+            );
+            Ok(0)
+        }
+        TestbedCmd::Down => {
+            let removed = testbed::down()?;
+            if removed.is_empty() {
+                println!("testbed down: nothing to remove");
+            }
+            for r in removed {
+                println!("removed {r}");
+            }
+            Ok(0)
+        }
+        TestbedCmd::Status { tables } => {
+            let Some(st) = testbed::status() else {
+                println!("no testbed ({} absent)", testbed::STATE_FILE);
+                return Ok(1);
+            };
+            println!("{}", serde_json::to_string_pretty(&st)?);
+            if let Some(dir) = &st.pin_dir {
+                let dir = std::path::Path::new(dir);
+                for (name, v) in innet_xdp::txn::pinned_counters(dir)? {
+                    println!("{name:>40} {v}");
+                }
+                if tables {
+                    let (state, cache, clients) = innet_xdp::txn::pinned_tables(dir)?;
+                    println!("{state:?}");
+                    for (i, s) in cache.iter().enumerate().filter(|(_, s)| s.valid) {
+                        println!("cache slot {i:>5} key {:>10} stamp {:>10} {:?}", s.key, s.stamp, s.value);
+                    }
+                    for (i, s) in clients.iter().enumerate().filter(|(_, s)| s.valid) {
+                        println!("client slot {i:>4} cl_id {:>10} stamp {:>10} {:?}", s.key, s.stamp, s.value);
+                    }
+                }
+            }
+            Ok(0)
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct BenchXdpArgs {
+    /// Measured requests per data plane per round.
+    #[arg(long, default_value_t = 2000)]
+    requests: usize,
+    /// Unmeasured requests first, per data plane per round.
+    #[arg(long, default_value_t = 200)]
+    warmup: usize,
+    /// Rounds; the three data planes take turns within each.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Requests in flight in the packet-rate phase.
+    #[arg(long, default_value_t = 32)]
+    window: usize,
+    /// Length of the packet-rate phase per data plane per round, ms (0: none).
+    #[arg(long, default_value_t = 1000)]
+    rate_ms: u64,
+    /// Output folder for xdp-rtt.jsonl.
+    #[arg(long, default_value = "results/xdp")]
+    out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct ProbeArgs {
+    /// The probe configuration as JSON.
+    #[arg(long)]
+    config: String,
+}
+
+#[derive(Serialize)]
+struct BenchRecord<'a> {
+    experiment: &'static str,
+    config: &'a BenchConfig,
+    /// No randomness in this benchmark; recorded for the common schema.
+    seed: u64,
+    git_commit: String,
+    planes: &'a [Summary],
+    ratio_median_xdp_switch_over_bounce: f64,
+    ratio_p99_xdp_switch_over_bounce: f64,
+    ratio_median_software_over_xdp_switch: f64,
+    ratio_p99_software_over_xdp_switch: f64,
+    ratio_rate_xdp_switch_over_bounce: f64,
+    ratio_rate_xdp_switch_over_software: f64,
+}
+
+pub fn run_bench_xdp(a: BenchXdpArgs) -> anyhow::Result<i32> {
+    let cfg =
+        BenchConfig { requests: a.requests, warmup: a.warmup, rounds: a.rounds, window: a.window, rate_ms: a.rate_ms };
+    let planes = bench::run(&cfg, &innet_exe()?)?;
+    println!(
+        "{:<16} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8} {:>10} {:>9}",
+        "data plane", "samples", "lost", "wrong", "median_us", "p99_us", "mean_us", "replies/s", "rate_lost"
+    );
+    for s in &planes {
+        println!(
+            "{:<16} {:>8} {:>6} {:>6} {:>10.1} {:>8.1} {:>8.1} {:>10.0} {:>9}",
+            s.name, s.samples, s.lost, s.wrong_status, s.median_us, s.p99_us, s.mean_us, s.replies_per_s, s.rate_lost
+        );
+    }
+    let (bounce, xdp, sw) = (&planes[0], &planes[1], &planes[2]);
+    let rec = BenchRecord {
+        experiment: "xdp-rtt-optimistic-abort",
+        config: &cfg,
+        seed: 0,
+        git_commit: results::git_commit(),
+        planes: &planes,
+        ratio_median_xdp_switch_over_bounce: xdp.median_us / bounce.median_us,
+        ratio_p99_xdp_switch_over_bounce: xdp.p99_us / bounce.p99_us,
+        ratio_median_software_over_xdp_switch: sw.median_us / xdp.median_us,
+        ratio_p99_software_over_xdp_switch: sw.p99_us / xdp.p99_us,
+        ratio_rate_xdp_switch_over_bounce: xdp.replies_per_s / bounce.replies_per_s,
+        ratio_rate_xdp_switch_over_software: xdp.replies_per_s / sw.replies_per_s,
+    };
+    println!(
+        "xdp switch / bare bounce: median {:.2}x, p99 {:.2}x   software / xdp switch: median {:.2}x, p99 {:.2}x",
+        rec.ratio_median_xdp_switch_over_bounce,
+        rec.ratio_p99_xdp_switch_over_bounce,
+        rec.ratio_median_software_over_xdp_switch,
+        rec.ratio_p99_software_over_xdp_switch
+    );
+    println!(
+        "packet rate ({} in flight): xdp switch / bare bounce {:.2}x, xdp switch / software {:.2}x",
+        cfg.window, rec.ratio_rate_xdp_switch_over_bounce, rec.ratio_rate_xdp_switch_over_software
+    );
+    let path = a.out.join("xdp-rtt.jsonl");
+    results::append_jsonl(&path, &[rec])?;
+    println!("wrote {}", path.display());
+    let bad = planes.iter().any(|s| s.wrong_status > 0 || s.samples == 0);
+    Ok(if bad { 1 } else { 0 })
+}
+
+pub fn run_probe(a: ProbeArgs) -> anyhow::Result<i32> {
+    let cfg: ProbeConfig = serde_json::from_str(&a.config).context("probe config")?;
+    let r = bench::probe(&cfg)?;
+    println!("{}", serde_json::to_string(&r)?);
+    Ok(0)
+}
+
+#[derive(Args, Debug)]
+pub struct BenchXdpTxnArgs {
+    /// Switch mode: forward, read-cache, early-abort or optimistic-abort.
+    #[arg(long, default_value = "optimistic-abort")]
+    mode: Mode,
+    /// Closed-loop clients.
+    #[arg(long, default_value_t = 8)]
+    clients: u32,
+    /// Fraction of transactions that write (the rest read).
+    #[arg(long, default_value_t = 0.5)]
+    write_ratio: f64,
+    /// Keys (1: the paper's single counter).
+    #[arg(long, default_value_t = 1)]
+    keys: u32,
+    /// Seconds of load per data plane.
+    #[arg(long, default_value_t = 5.0)]
+    duration_s: f64,
+    /// One-way client <-> switch delay, emulated by the clients.
+    #[arg(long, default_value_t = 0.0)]
+    client_delay_ms: f64,
+    /// One-way switch <-> store delay, emulated by the store.
+    #[arg(long, default_value_t = 0.0)]
+    store_delay_ms: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output folder for xdp-txn.jsonl.
+    #[arg(long, default_value = "results/xdp")]
+    out: PathBuf,
+}
+
+#[derive(Serialize)]
+struct TxnRecord<'a> {
+    experiment: &'static str,
+    config: &'a TxnExperimentConfig,
+    seed: u64,
+    git_commit: String,
+    data_plane: &'a str,
+    result: &'a serde_json::Value,
+}
+
+pub fn run_bench_xdp_txn(a: BenchXdpTxnArgs) -> anyhow::Result<i32> {
+    let cfg = TxnExperimentConfig {
+        mode: a.mode,
+        clients: a.clients,
+        write_ratio: a.write_ratio,
+        keys: a.keys,
+        duration_s: a.duration_s,
+        client_delay_ms: a.client_delay_ms,
+        store_delay_ms: a.store_delay_ms,
+        seed: a.seed,
+    };
+    let runs = bench::run_txn_experiment(&cfg, &innet_exe()?)?;
+    println!(
+        "{:<16} {:>12} {:>8} {:>9} {:>9} {:>16} {:>15}",
+        "data plane", "committed/s", "p50_ms", "p99_ms", "gave_up", "aborts_by_switch", "aborts_by_store"
+    );
+    let num = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    for (name, r) in &runs {
+        println!(
+            "{:<16} {:>12.0} {:>8.3} {:>9.3} {:>9} {:>16} {:>15}",
+            name,
+            num(r, "committed_per_s"),
+            num(r, "p50_latency_ms"),
+            num(r, "p99_latency_ms"),
+            num(r, "gave_up"),
+            num(r, "aborts_by_switch"),
+            num(r, "aborts_by_store")
+        );
+    }
+    let (x, s) = (&runs[0].1, &runs[1].1);
+    println!(
+        "xdp / software: committed/s {:.2}x, p50 latency {:.2}x, p99 latency {:.2}x",
+        num(x, "committed_per_s") / num(s, "committed_per_s"),
+        num(x, "p50_latency_ms") / num(s, "p50_latency_ms"),
+        num(x, "p99_latency_ms") / num(s, "p99_latency_ms")
+    );
+    let commit = results::git_commit();
+    let recs: Vec<TxnRecord> = runs
+        .iter()
+        .map(|(name, r)| TxnRecord {
+            experiment: "xdp-txn",
+            config: &cfg,
+            seed: cfg.seed,
+            git_commit: commit.clone(),
+            data_plane: name,
+            result: r,
+        })
+        .collect();
+    let path = a.out.join("xdp-txn.jsonl");
+    results::append_jsonl(&path, &recs)?;
+    println!("wrote {}", path.display());
+    Ok(0)
+}

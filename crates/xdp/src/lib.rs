@@ -1,0 +1,27 @@
+//! innet's XDP data plane.
+//!
+//! * `bpf/` holds the BPF C programs and one shared header per wire format
+//!   (`bpf/include/innet_txn.h`) plus one per program's maps
+//!   (`innet_txn_switch.h`). `build.rs` compiles them with clang and exports
+//!   the headers' constants to [`layout`], which checks them against
+//!   `innet-wire` and `innet-txn` at compile time.
+//! * [`object`] is the program-independent loader (libbpf-rs): load with
+//!   map sizes, `BPF_PROG_TEST_RUN`, netlink XDP attach, pins, map reads.
+//! * [`txn`] is the transaction switch on top of it: configuration through
+//!   its config map, its counters and tables decoded.
+//! * [`testbed`] builds network namespaces and veths for a topology;
+//!   [`bench`] measures data planes on it; [`privileged`] is how root-only
+//!   tests report running or skipping.
+//! * [`frame`] builds and reads the Ethernet/IPv4/UDP frames around payloads.
+//!
+//! The Rust reference for every program is the state machine in the
+//! protocol crate (`innet_txn::TxnSwitch`); `tests/txn_differential.rs`
+//! holds the two to identical verdicts, bytes, counters and table contents.
+
+pub mod bench;
+pub mod frame;
+pub mod layout;
+pub mod object;
+pub mod privileged;
+pub mod testbed;
+pub mod txn;

@@ -1,0 +1,130 @@
+//! A loaded BPF object, independent of the program: what every data-plane
+//! role shares (the transaction switch now; Paxos and chain roles later).
+//!
+//! * [`BpfObject::load`]: open an object compiled by `build.rs`, resize maps
+//!   before load (table capacities are a load-time choice), load it;
+//! * [`BpfObject::test_run`]: one packet through a program with
+//!   `BPF_PROG_TEST_RUN`, for differential tests;
+//! * [`attach_fd`] / [`detach_fd`]: generic-mode XDP attach by netlink, from
+//!   whichever network namespace the calling thread is in;
+//! * pinning of maps and programs, and reading maps by index.
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::path::Path;
+
+use anyhow::{anyhow, Context, Result};
+use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, Xdp, XdpFlags};
+
+/// XDP action codes (`enum xdp_action`).
+pub const XDP_ABORTED: u32 = 0;
+pub const XDP_DROP: u32 = 1;
+pub const XDP_PASS: u32 = 2;
+pub const XDP_TX: u32 = 3;
+pub const XDP_REDIRECT: u32 = 4;
+
+pub struct BpfObject {
+    obj: Object,
+}
+
+impl BpfObject {
+    /// Loads the object in `bytes` after setting `max_entries` of the named
+    /// maps.
+    pub fn load(bytes: &[u8], max_entries: &[(&str, u32)]) -> Result<BpfObject> {
+        let mut open = ObjectBuilder::default().open_memory(bytes).context("open BPF object")?;
+        for mut m in open.maps_mut() {
+            let name = m.name().to_string_lossy().to_string();
+            if let Some((_, n)) = max_entries.iter().find(|(k, _)| *k == name) {
+                m.set_max_entries(*n).with_context(|| format!("resize {name}"))?;
+            }
+        }
+        let obj = open.load().context("load BPF object (needs root or CAP_BPF + CAP_NET_ADMIN)")?;
+        Ok(BpfObject { obj })
+    }
+
+    pub fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>> {
+        self.obj.maps().find(|m| m.name() == name).ok_or_else(|| anyhow!("no map {name} in the object"))
+    }
+
+    fn program(&self, name: &str) -> Result<libbpf_rs::ProgramMut<'_>> {
+        self.obj.progs_mut().find(|q| q.name() == name).ok_or_else(|| anyhow!("no program {name} in the object"))
+    }
+
+    /// Writes `value` at `index` of an array map.
+    pub fn write(&self, map: &str, index: u32, value: &[u8]) -> Result<()> {
+        self.map(map)?
+            .update(&index.to_ne_bytes(), value, MapFlags::ANY)
+            .with_context(|| format!("write {map}[{index}]"))
+    }
+
+    /// Runs `frame` through program `name` once with `BPF_PROG_TEST_RUN`:
+    /// the action and the frame as the program left it.
+    pub fn test_run(&self, name: &str, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+        let prog = self.program(name)?;
+        let mut out = vec![0u8; frame.len() + 256];
+        let input = libbpf_rs::ProgramInput { data_in: Some(frame), data_out: Some(&mut out), ..Default::default() };
+        let o = prog.test_run(input).context("BPF_PROG_TEST_RUN")?;
+        let (action, n) = (o.return_value, o.data.map_or(0, |d| d.len()));
+        out.truncate(n);
+        Ok((action, out))
+    }
+
+    /// Program `name`'s file descriptor (valid while `self` lives), for
+    /// [`attach_fd`] on a thread in another network namespace.
+    pub fn program_fd(&self, name: &str) -> Result<RawFd> {
+        Ok(self.program(name)?.as_fd().as_raw_fd())
+    }
+
+    /// Pins the maps named in `names` under `dir` (on a bpffs).
+    pub fn pin_maps(&mut self, dir: &Path, names: &[&str]) -> Result<()> {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+        for mut m in self.obj.maps_mut() {
+            let name = m.name().to_string_lossy().to_string();
+            if names.contains(&name.as_str()) {
+                m.pin(dir.join(&name)).with_context(|| format!("pin {name}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Pins program `name` at `path` (on a bpffs).
+    pub fn pin_program(&mut self, name: &str, path: &Path) -> Result<()> {
+        self.program(name)?.pin(path).with_context(|| format!("pin {}", path.display()))
+    }
+}
+
+/// Attaches the XDP program `fd` in generic (skb) mode to `ifindex` of the
+/// calling thread's network namespace, replacing what is there. The
+/// attachment (netlink, not a bpf_link) outlives this process.
+pub fn attach_fd(fd: RawFd, ifindex: u32) -> Result<()> {
+    // SAFETY: the caller keeps the program open (it borrows the BpfObject
+    // that returned `fd` for the duration of the call).
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    Xdp::new(fd)
+        .attach(ifindex as i32, XdpFlags::SKB_MODE | XdpFlags::REPLACE)
+        .or_else(|_| {
+            let _ = Xdp::new(fd).detach(ifindex as i32, XdpFlags::SKB_MODE);
+            Xdp::new(fd).attach(ifindex as i32, XdpFlags::SKB_MODE)
+        })
+        .with_context(|| format!("attach XDP to ifindex {ifindex}"))
+}
+
+/// Detaches the generic-mode XDP program of `ifindex` (calling thread's
+/// namespace); `fd` is any open program (netlink needs one to build the request).
+pub fn detach_fd(fd: RawFd, ifindex: u32) -> Result<()> {
+    // SAFETY: as in attach_fd.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    Xdp::new(fd)
+        .detach(ifindex as i32, XdpFlags::SKB_MODE)
+        .with_context(|| format!("detach XDP from ifindex {ifindex}"))
+}
+
+/// Element `index` of an array map.
+pub fn lookup(m: &impl MapCore, index: u32) -> Result<Vec<u8>> {
+    m.lookup(&index.to_ne_bytes(), MapFlags::ANY)?.ok_or_else(|| anyhow!("{:?}[{index}] missing", m.name()))
+}
+
+/// Whether this process runs as root (BPF and namespaces need it).
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}

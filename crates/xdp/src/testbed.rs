@@ -1,0 +1,436 @@
+//! Network namespaces and veth pairs for a topology, with the data plane
+//! attached and the end hosts started; and the undo of all of it.
+//!
+//! Topology `txn` (Gotthard's setup: clients, one switch, one store):
+//!
+//! ```text
+//!  netns innet-client          netns innet-switch                 netns innet-store
+//!  innet-c0 10.77.0.2 ---- innet-sc 10.77.0.1 | innet-ss 10.77.1.1 ---- innet-s0 10.77.1.2
+//!  (clients send to 10.77.0.1:9999)   XDP on both ports                 innet store :9999
+//! ```
+//!
+//! Clients send to the service address 10.77.0.1:9999. With the XDP data
+//! plane, `xdp_txn_switch` on `innet-sc` rewrites forwarded requests to the
+//! store and redirects them to `innet-ss`, reflects aborts out of `innet-sc`,
+//! and `xdp_txn_switch` on `innet-ss` sends store replies back to the
+//! client with the service address as source. With the software data plane
+//! an `innet switch txn` process listens on 10.77.0.1:9999 instead. MACs are
+//! fixed at creation so the switch's config needs no discovery.
+//!
+//! Everything made is named `innet-*` and recorded in a state file
+//! ([`STATE_FILE`]) *before* it is made; [`down`] reads it, and also removes
+//! every `innet-*` namespace and root-namespace link and the bpffs pin
+//! directory it finds, so it cleans up after a crash of `up` or of anything
+//! started. Processes are only ever ended by pid: those recorded, and those
+//! `ip netns pids` lists inside our own namespaces.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use innet_txn::switch::Mode;
+
+use crate::object;
+use crate::txn::{Ports, Program, Tables, TxnXdp};
+
+/// Where `up` records what it made.
+pub const STATE_FILE: &str = "/run/innet/testbed.json";
+/// Where programs and maps are pinned (bpffs).
+pub const PIN_DIR: &str = "/sys/fs/bpf/innet";
+/// Every namespace, link and pin this module makes starts with this.
+pub const PREFIX: &str = "innet-";
+
+pub const NS_CLIENT: &str = "innet-client";
+pub const NS_SWITCH: &str = "innet-switch";
+pub const NS_STORE: &str = "innet-store";
+pub const IF_CLIENT: &str = "innet-c0";
+pub const IF_SWITCH_CLIENT_SIDE: &str = "innet-sc";
+pub const IF_SWITCH_STORE_SIDE: &str = "innet-ss";
+pub const IF_STORE: &str = "innet-s0";
+pub const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
+pub const SERVICE_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
+pub const SWITCH_STORE_SIDE_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 1, 1);
+pub const STORE_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 1, 2);
+pub const PORT: u16 = innet_wire::txn::DEFAULT_PORT;
+const MAC_CLIENT: [u8; 6] = [0x02, 0x77, 0, 0, 0, 0x02];
+const MAC_SWITCH_CLIENT_SIDE: [u8; 6] = [0x02, 0x77, 0, 0, 0, 0x01];
+const MAC_SWITCH_STORE_SIDE: [u8; 6] = [0x02, 0x77, 0, 0, 1, 0x01];
+const MAC_STORE: [u8; 6] = [0x02, 0x77, 0, 0, 1, 0x02];
+
+/// The address clients send to.
+pub fn service_addr() -> SocketAddrV4 {
+    SocketAddrV4::new(SERVICE_IP, PORT)
+}
+
+/// The store's address.
+pub fn store_addr() -> SocketAddrV4 {
+    SocketAddrV4::new(STORE_IP, PORT)
+}
+
+/// Which data plane carries the switch role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DataPlane {
+    /// `xdp_txn_switch` attached (generic mode) to both switch ports.
+    Xdp,
+    /// An `innet switch txn` process in the switch namespace.
+    Software,
+    /// Nothing: the caller attaches what it measures (benchmarks).
+    None,
+}
+
+impl std::str::FromStr for DataPlane {
+    type Err = String;
+    fn from_str(s: &str) -> Result<DataPlane, String> {
+        match s {
+            "xdp" => Ok(DataPlane::Xdp),
+            "software" => Ok(DataPlane::Software),
+            "none" => Ok(DataPlane::None),
+            _ => Err(format!("unknown data plane '{s}': expected xdp, software or none")),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct UpOptions {
+    /// Only `txn` exists so far.
+    pub topology: String,
+    pub data_plane: DataPlane,
+    pub mode: Mode,
+    pub start_store: bool,
+    /// One-way store <-> switch delay, emulated by the store (no netem here).
+    pub store_delay_ms: f64,
+    /// The `innet` program to start end hosts with.
+    pub innet_exe: PathBuf,
+}
+
+/// What `up` made, as recorded in [`STATE_FILE`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct State {
+    pub topology: String,
+    pub namespaces: Vec<String>,
+    pub pin_dir: Option<String>,
+    /// `(name, pid)` of processes started.
+    pub processes: Vec<(String, u32)>,
+}
+
+fn ip(args: &[&str]) -> Result<String> {
+    let out = Command::new("ip").args(args).output().context("run `ip` (package iproute2)")?;
+    if !out.status.success() {
+        bail!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn mac_str(m: [u8; 6]) -> String {
+    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+fn save(state: &State) -> Result<()> {
+    let path = Path::new(STATE_FILE);
+    std::fs::create_dir_all(path.parent().expect("has a parent"))?;
+    std::fs::write(path, serde_json::to_vec_pretty(state)?).with_context(|| format!("write {STATE_FILE}"))
+}
+
+fn load_state() -> Option<State> {
+    std::fs::read(STATE_FILE).ok().and_then(|b| serde_json::from_slice(&b).ok())
+}
+
+/// `innet-*` namespaces that exist now.
+pub fn namespaces() -> Result<Vec<String>> {
+    Ok(ip(&["netns", "list"])?
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(PREFIX))
+        .map(str::to_string)
+        .collect())
+}
+
+/// `innet-*` links in the root namespace.
+pub fn root_links() -> Result<Vec<String>> {
+    let v: serde_json::Value = serde_json::from_str(&ip(&["-j", "link", "show"])?)?;
+    Ok(v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l["ifname"].as_str())
+        .filter(|n| n.starts_with(PREFIX))
+        .map(str::to_string)
+        .collect())
+}
+
+/// The ifindex of `dev` inside namespace `ns`.
+pub fn ifindex(ns: &str, dev: &str) -> Result<u32> {
+    let v: serde_json::Value = serde_json::from_str(&ip(&["-n", ns, "-j", "link", "show", "dev", dev])?)?;
+    v[0]["ifindex"].as_u64().map(|i| i as u32).with_context(|| format!("no ifindex for {dev} in {ns}"))
+}
+
+/// Builds the `txn` topology; see the module docs.
+pub fn up(o: &UpOptions) -> Result<State> {
+    if o.topology != "txn" {
+        bail!("unknown topology '{}': only 'txn' exists (clients, switch, store)", o.topology);
+    }
+    if !namespaces()?.is_empty() || load_state().is_some() {
+        let removed = down()?;
+        eprintln!("testbed: removed leftovers of an earlier testbed: {}", removed.join(", "));
+    }
+    let mut state = State {
+        topology: o.topology.clone(),
+        namespaces: vec![NS_CLIENT.into(), NS_SWITCH.into(), NS_STORE.into()],
+        pin_dir: None,
+        processes: vec![],
+    };
+    save(&state)?;
+    build_links().context("build namespaces and links")?;
+    match o.data_plane {
+        DataPlane::Xdp => {
+            let dir = Path::new(PIN_DIR).join("txn_switch");
+            state.pin_dir = Some(dir.display().to_string());
+            save(&state)?;
+            attach_txn_switch(o.mode, &dir)?;
+        }
+        DataPlane::Software => {
+            let args = [
+                "switch",
+                "txn",
+                "--mode",
+                o.mode.name(),
+                "--listen",
+                &service_addr().to_string(),
+                "--upstream",
+                &store_addr().to_string(),
+            ];
+            let pid = spawn_in(NS_SWITCH, &o.innet_exe, &args, "switch")?;
+            state.processes.push(("switch".into(), pid));
+            save(&state)?;
+        }
+        DataPlane::None => {}
+    }
+    if o.start_store {
+        let args = ["store", "--listen", &store_addr().to_string(), "--link-delay-ms", &o.store_delay_ms.to_string()];
+        let pid = spawn_in(NS_STORE, &o.innet_exe, &args, "store")?;
+        state.processes.push(("store".into(), pid));
+        save(&state)?;
+    }
+    Ok(state)
+}
+
+fn build_links() -> Result<()> {
+    for ns in [NS_CLIENT, NS_SWITCH, NS_STORE] {
+        ip(&["netns", "add", ns])?;
+        ip(&["-n", ns, "link", "set", "lo", "up"])?;
+    }
+    let pairs = [
+        (
+            NS_CLIENT,
+            IF_CLIENT,
+            MAC_CLIENT,
+            CLIENT_IP,
+            NS_SWITCH,
+            IF_SWITCH_CLIENT_SIDE,
+            MAC_SWITCH_CLIENT_SIDE,
+            SERVICE_IP,
+        ),
+        (
+            NS_STORE,
+            IF_STORE,
+            MAC_STORE,
+            STORE_IP,
+            NS_SWITCH,
+            IF_SWITCH_STORE_SIDE,
+            MAC_SWITCH_STORE_SIDE,
+            SWITCH_STORE_SIDE_IP,
+        ),
+    ];
+    for (ns_a, if_a, mac_a, ip_a, ns_b, if_b, mac_b, ip_b) in pairs {
+        let (mac_a, mac_b) = (mac_str(mac_a), mac_str(mac_b));
+        ip(&[
+            "link", "add", if_a, "address", &mac_a, "netns", ns_a, "type", "veth", "peer", "name", if_b, "address",
+            &mac_b, "netns", ns_b,
+        ])?;
+        for (ns, dev, addr) in [(ns_a, if_a, ip_a), (ns_b, if_b, ip_b)] {
+            ip(&["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev])?;
+            ip(&["-n", ns, "link", "set", dev, "up"])?;
+        }
+    }
+    ip(&["-n", NS_CLIENT, "route", "add", "10.77.1.0/24", "via", &SERVICE_IP.to_string()])?;
+    ip(&["-n", NS_STORE, "route", "add", "10.77.0.0/24", "via", &SWITCH_STORE_SIDE_IP.to_string()])?;
+    Ok(())
+}
+
+/// The switch's view of the topology, for its config map.
+pub fn txn_ports() -> Result<Ports> {
+    Ok(Ports {
+        udp_port: PORT,
+        client_ifindex: ifindex(NS_SWITCH, IF_SWITCH_CLIENT_SIDE)?,
+        store_ifindex: ifindex(NS_SWITCH, IF_SWITCH_STORE_SIDE)?,
+        service_ip: SERVICE_IP,
+        store_ip: STORE_IP,
+        client_port_mac: MAC_SWITCH_CLIENT_SIDE,
+        client_mac: MAC_CLIENT,
+        store_port_mac: MAC_SWITCH_STORE_SIDE,
+        store_mac: MAC_STORE,
+    })
+}
+
+/// Loads the switch object configured for this topology, pins its maps and
+/// both programs under `dir` (so they outlive this process and can be read
+/// and attached by path).
+pub fn load_pinned(mode: Mode, dir: &Path) -> Result<TxnXdp> {
+    let mut xdp = TxnXdp::load(Tables::default())?;
+    xdp.configure(mode, &txn_ports()?)?;
+    xdp.pin_maps(dir)?;
+    for p in [Program::TxnSwitch, Program::Bounce] {
+        xdp.pin_program(p, &dir.join(p.section_name()))?;
+    }
+    Ok(xdp)
+}
+
+/// Runs `f` on a thread that has entered network namespace `ns` (XDP
+/// attach and detach work on the ifindexes of the caller's namespace).
+pub fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    let path = Path::new("/run/netns").join(ns);
+    let file = std::fs::File::open(&path).with_context(|| format!("open {}", path.display()))?;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            use std::os::fd::AsRawFd;
+            // SAFETY: setns(2) moves only this thread, with an open netns fd.
+            if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                bail!("setns {ns}: {}", std::io::Error::last_os_error());
+            }
+            f()
+        })
+        .join()
+        .unwrap_or_else(|_| bail!("thread in {ns} panicked"))
+    })
+}
+
+/// Attaches `prog` (generic mode) to `dev` in the switch namespace,
+/// replacing what is there.
+pub fn attach(xdp: &TxnXdp, prog: Program, dev: &str) -> Result<()> {
+    let (index, fd) = (ifindex(NS_SWITCH, dev)?, xdp.program_fd(prog)?);
+    in_netns(NS_SWITCH, || object::attach_fd(fd, index))
+}
+
+/// Removes any XDP program from `dev` in the switch namespace.
+pub fn detach(xdp: &TxnXdp, dev: &str) -> Result<()> {
+    let (index, fd) = (ifindex(NS_SWITCH, dev)?, xdp.program_fd(Program::Bounce)?);
+    in_netns(NS_SWITCH, || object::detach_fd(fd, index))
+}
+
+fn attach_txn_switch(mode: Mode, dir: &Path) -> Result<()> {
+    let xdp = load_pinned(mode, dir)?;
+    for dev in [IF_SWITCH_CLIENT_SIDE, IF_SWITCH_STORE_SIDE] {
+        attach(&xdp, Program::TxnSwitch, dev)?;
+    }
+    Ok(())
+}
+
+/// The log of a process started by [`spawn_in`] under `name`.
+pub fn log_path(name: &str) -> PathBuf {
+    Path::new(STATE_FILE).with_file_name(format!("{name}.log"))
+}
+
+/// Waits until the log of `name` has a line starting with `prefix` (the
+/// end hosts print `store ADDR` / `switch ADDR` once listening).
+pub fn wait_for_log_line(name: &str, prefix: &str, timeout: Duration) -> Result<()> {
+    let (path, deadline) = (log_path(name), Instant::now() + timeout);
+    while Instant::now() < deadline {
+        if std::fs::read_to_string(&path).is_ok_and(|s| s.lines().any(|l| l.starts_with(prefix))) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    bail!("no '{prefix}' line in {} within {timeout:?}", path.display())
+}
+
+/// Starts `exe args` inside `ns`, output to `/run/innet/<name>.log`; its pid.
+pub fn spawn_in(ns: &str, exe: &Path, args: &[&str], name: &str) -> Result<u32> {
+    let log_path = log_path(name);
+    let log = std::fs::File::create(&log_path).with_context(|| format!("create {}", log_path.display()))?;
+    let child = Command::new("ip")
+        .args(["netns", "exec", ns])
+        .arg(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .with_context(|| format!("start {name} in {ns}"))?;
+    // `ip netns exec` execs the program: this pid is the end host itself.
+    Ok(child.id())
+}
+
+/// Ends one process by pid: SIGTERM, then SIGKILL if it lingers.
+pub fn end_process(pid: u32) {
+    let pid = pid as libc::pid_t;
+    // SAFETY: kill(2) with a pid we started (or found in our own namespace).
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline && Path::new(&format!("/proc/{pid}")).exists() {
+        // Reap it if it is our child; harmless otherwise.
+        // SAFETY: waitpid with WNOHANG on a specific pid.
+        unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if Path::new(&format!("/proc/{pid}")).exists() {
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+/// Removes everything a testbed made (recorded or found by name). Returns
+/// what it removed.
+pub fn down() -> Result<Vec<String>> {
+    let mut removed = vec![];
+    let state = load_state().unwrap_or_default();
+    let mut nss = namespaces()?;
+    for ns in &state.namespaces {
+        if !nss.contains(ns) && Path::new("/run/netns").join(ns).exists() {
+            nss.push(ns.clone());
+        }
+    }
+    for (name, pid) in &state.processes {
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            end_process(*pid);
+            removed.push(format!("process {name} ({pid})"));
+        }
+    }
+    for ns in &nss {
+        let pids = ip(&["netns", "pids", ns]).unwrap_or_default();
+        for pid in pids.lines().filter_map(|l| l.trim().parse::<u32>().ok()) {
+            end_process(pid);
+            removed.push(format!("process {pid} in {ns}"));
+        }
+        ip(&["netns", "del", ns])?;
+        removed.push(format!("netns {ns}"));
+    }
+    for link in root_links()? {
+        ip(&["link", "del", &link])?;
+        removed.push(format!("link {link}"));
+    }
+    if Path::new(PIN_DIR).exists() {
+        std::fs::remove_dir_all(PIN_DIR).with_context(|| format!("remove {PIN_DIR}"))?;
+        removed.push(format!("pins {PIN_DIR}"));
+    }
+    if Path::new(STATE_FILE).exists() {
+        std::fs::remove_file(STATE_FILE)?;
+        removed.push(format!("state {STATE_FILE}"));
+    }
+    let state_dir = Path::new(STATE_FILE).parent().expect("has a parent");
+    for entry in std::fs::read_dir(state_dir).into_iter().flatten().flatten() {
+        if entry.path().extension().is_some_and(|e| e == "log") {
+            std::fs::remove_file(entry.path())?;
+            removed.push(format!("log {}", entry.path().display()));
+        }
+    }
+    Ok(removed)
+}
+
+/// The running testbed's state, if any.
+pub fn status() -> Option<State> {
+    load_state()
+}

@@ -1,0 +1,220 @@
+//! Loading, configuring, test-running and reading the transaction switch
+//! (`bpf/txn_switch.bpf.c`) with libbpf-rs.
+//!
+//! The object holds two XDP programs sharing the config map: the switch
+//! ([`Program::TxnSwitch`]) and the bare bounce baseline
+//! ([`Program::Bounce`]). Table capacities are set before load (the BPF
+//! arrays are resized, the config carries the matching hash bits), so a test
+//! can run the switch with tables small enough to evict.
+
+use std::net::Ipv4Addr;
+use std::os::fd::RawFd;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use libbpf_rs::{MapCore, MapHandle};
+
+use innet_txn::switch::{CacheEntry, ClientEntry, Mode, CACHE_SLOTS_DEFAULT, CLIENT_SLOTS_DEFAULT};
+
+use crate::layout::{self, Config, Slot, State, CACHE_SLOT_SIZE, CLIENT_SLOT_SIZE, COUNTER_NAMES, WAYS};
+use crate::object::{lookup, BpfObject};
+
+static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/txn_switch.bpf.o"));
+
+/// Map names (the C side's `SEC(".maps")` variables).
+pub const MAP_CONFIG: &str = "txn_config";
+pub const MAP_STATE: &str = "txn_state";
+pub const MAP_CACHE: &str = "txn_cache";
+pub const MAP_CLIENTS: &str = "txn_clients";
+pub const MAP_COUNTERS: &str = "txn_counters";
+/// Maps worth pinning for a running deployment (the scratch map is not).
+pub const PINNED_MAPS: [&str; 5] = [MAP_CONFIG, MAP_STATE, MAP_CACHE, MAP_CLIENTS, MAP_COUNTERS];
+
+pub use crate::object::{XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_REDIRECT, XDP_TX};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// The transaction switch, all four modes.
+    TxnSwitch,
+    /// Swap addresses and XDP_TX: the floor any XDP program pays.
+    Bounce,
+}
+
+impl Program {
+    pub fn section_name(self) -> &'static str {
+        match self {
+            Program::TxnSwitch => "xdp_txn_switch",
+            Program::Bounce => "xdp_bounce",
+        }
+    }
+}
+
+/// Table geometry: capacities in slots (powers of two, at least [`WAYS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tables {
+    pub cache_slots: usize,
+    pub client_slots: usize,
+}
+
+impl Default for Tables {
+    /// The Rust reference's constants.
+    fn default() -> Tables {
+        Tables { cache_slots: CACHE_SLOTS_DEFAULT, client_slots: CLIENT_SLOTS_DEFAULT }
+    }
+}
+
+fn set_bits(slots: usize) -> Result<u32> {
+    if slots < WAYS || !slots.is_power_of_two() {
+        bail!("table capacity {slots} must be a power of two >= {WAYS}");
+    }
+    Ok((slots / WAYS).trailing_zeros())
+}
+
+/// Addresses the switch rewrites to. Tests use made-up ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ports {
+    pub udp_port: u16,
+    pub client_ifindex: u32,
+    pub store_ifindex: u32,
+    pub service_ip: Ipv4Addr,
+    pub store_ip: Ipv4Addr,
+    pub client_port_mac: [u8; 6],
+    pub client_mac: [u8; 6],
+    pub store_port_mac: [u8; 6],
+    pub store_mac: [u8; 6],
+}
+
+/// A loaded transaction-switch object.
+pub struct TxnXdp {
+    obj: BpfObject,
+    tables: Tables,
+}
+
+impl TxnXdp {
+    /// Opens the embedded object, sizes the tables, loads it into the kernel.
+    pub fn load(tables: Tables) -> Result<TxnXdp> {
+        let (cache_bits, client_bits) = (set_bits(tables.cache_slots)?, set_bits(tables.client_slots)?);
+        let obj = BpfObject::load(OBJECT, &[(MAP_CACHE, 1u32 << cache_bits), (MAP_CLIENTS, 1u32 << client_bits)])?;
+        Ok(TxnXdp { obj, tables })
+    }
+
+    pub fn tables(&self) -> Tables {
+        self.tables
+    }
+
+    fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>> {
+        self.obj.map(name)
+    }
+
+    /// Writes the mode, the table geometry and the addresses.
+    pub fn configure(&self, mode: Mode, ports: &Ports) -> Result<()> {
+        let cfg = Config {
+            mode,
+            cache_set_bits: set_bits(self.tables.cache_slots)?,
+            client_set_bits: set_bits(self.tables.client_slots)?,
+            udp_port: ports.udp_port,
+            client_ifindex: ports.client_ifindex,
+            store_ifindex: ports.store_ifindex,
+            service_ip: ports.service_ip,
+            store_ip: ports.store_ip,
+            client_port_mac: ports.client_port_mac,
+            client_mac: ports.client_mac,
+            store_port_mac: ports.store_port_mac,
+            store_mac: ports.store_mac,
+        };
+        self.obj.write(MAP_CONFIG, 0, &cfg.encode())
+    }
+
+    /// Runs `frame` through `p` once with `BPF_PROG_TEST_RUN`: the XDP action
+    /// and the frame as the program left it.
+    pub fn test_run(&self, p: Program, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+        self.obj.test_run(p.section_name(), frame)
+    }
+
+    /// The program's file descriptor (valid while `self` lives).
+    pub fn program_fd(&self, p: Program) -> Result<RawFd> {
+        self.obj.program_fd(p.section_name())
+    }
+
+    /// Pins the maps of [`PINNED_MAPS`] under `dir` (on a bpffs).
+    pub fn pin_maps(&mut self, dir: &Path) -> Result<()> {
+        self.obj.pin_maps(dir, &PINNED_MAPS)
+    }
+
+    /// Pins program `p` at `path` (on a bpffs).
+    pub fn pin_program(&mut self, p: Program, path: &Path) -> Result<()> {
+        self.obj.pin_program(p.section_name(), path)
+    }
+
+    pub fn counters(&self) -> Result<Vec<(&'static str, u64)>> {
+        read_counters(&self.map(MAP_COUNTERS)?)
+    }
+    pub fn state(&self) -> Result<State> {
+        read_state(&self.map(MAP_STATE)?)
+    }
+    pub fn cache_slots(&self) -> Result<Vec<Slot<CacheEntry>>> {
+        read_sets(&self.map(MAP_CACHE)?, CACHE_SLOT_SIZE, layout::decode_cache_slot)
+    }
+    pub fn client_slots(&self) -> Result<Vec<Slot<ClientEntry>>> {
+        read_sets(&self.map(MAP_CLIENTS)?, CLIENT_SLOT_SIZE, layout::decode_client_slot)
+    }
+}
+
+/// Counters by name, in `INNET_TXN_CTR_*` order.
+pub fn read_counters(m: &impl MapCore) -> Result<Vec<(&'static str, u64)>> {
+    let mut v = Vec::with_capacity(COUNTER_NAMES.len());
+    for (i, name) in COUNTER_NAMES.iter().enumerate() {
+        let b = lookup(m, i as u32)?;
+        v.push((*name, u64::from_ne_bytes(b[..8].try_into().expect("u64 counter"))));
+    }
+    Ok(v)
+}
+
+pub fn read_state(m: &impl MapCore) -> Result<State> {
+    Ok(State::decode(&lookup(m, 0)?))
+}
+
+/// Every slot of a set-array map, in slot order (set by set, way by way).
+pub fn read_sets<V>(m: &impl MapCore, slot_size: usize, decode: fn(&[u8]) -> Slot<V>) -> Result<Vec<Slot<V>>> {
+    let mut slots = Vec::with_capacity(m.max_entries() as usize * WAYS);
+    for set in 0..m.max_entries() {
+        let b = lookup(m, set)?;
+        slots.extend(b.chunks_exact(slot_size).take(WAYS).map(decode));
+    }
+    Ok(slots)
+}
+
+fn pinned(dir: &Path, map: &str) -> Result<MapHandle> {
+    let path = dir.join(map);
+    MapHandle::from_pinned_path(&path).with_context(|| format!("open {}", path.display()))
+}
+
+/// Counters of a deployment whose maps were pinned under `dir`.
+pub fn pinned_counters(dir: &Path) -> Result<Vec<(&'static str, u64)>> {
+    read_counters(&pinned(dir, MAP_COUNTERS)?)
+}
+
+/// A switch's registers and both tables, every slot in slot order.
+pub type TablesDump = (State, Vec<Slot<CacheEntry>>, Vec<Slot<ClientEntry>>);
+
+/// Scalar registers and both tables of a deployment pinned under `dir`.
+pub fn pinned_tables(dir: &Path) -> Result<TablesDump> {
+    Ok((
+        read_state(&pinned(dir, MAP_STATE)?)?,
+        read_sets(&pinned(dir, MAP_CACHE)?, CACHE_SLOT_SIZE, layout::decode_cache_slot)?,
+        read_sets(&pinned(dir, MAP_CLIENTS)?, CLIENT_SLOT_SIZE, layout::decode_client_slot)?,
+    ))
+}
+
+/// Why BPF cannot be used here, if it cannot: not root, or the kernel
+/// refuses to load the program.
+pub fn unavailable() -> Option<String> {
+    let euid = crate::object::euid();
+    if euid != 0 {
+        return Some(format!("not root (euid {euid}): loading BPF programs needs CAP_BPF and CAP_NET_ADMIN"));
+    }
+    match TxnXdp::load(Tables { cache_slots: WAYS, client_slots: WAYS }) {
+        Ok(_) => None,
+        Err(e) => Some(format!("the kernel refused the BPF program: {e:#}")),
+    }
+}
