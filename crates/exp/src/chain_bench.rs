@@ -483,17 +483,26 @@ mod tests {
         max_rate(&c).unwrap().replies_per_s
     }
 
-    /// Section IV-D: NetCRAQ answers clean reads at the node asked, so its
-    /// read rate does not depend on the chain's length; NetChain's reads
-    /// cross the whole chain, so with the switches sharing one CPU its rate
-    /// falls as the chain grows.
+    /// Sections IV-A and IV-D: NetCRAQ answers clean reads at the node
+    /// asked, so its read rate does not depend on the chain's length;
+    /// NetChain's reads cross the whole chain, so with the switches sharing
+    /// one CPU (the paper's testbed) its rate falls as the chain grows. The
+    /// issue's acceptance: at least 4x on 4 nodes (paper 4.08x), 8x on 8
+    /// (paper 9.46x). These are properties of the deterministic model, not
+    /// timings.
     #[test]
     fn netcraq_read_rate_is_flat_in_chain_length_and_netchains_falls() {
-        let (c2, c8) = (max_at_head(Protocol::NetCraq, 2), max_at_head(Protocol::NetCraq, 8));
-        assert!((c8 - c2).abs() / c2 < 0.02, "netcraq {c2} vs {c8}");
-        let (n2, n8) = (max_at_head(Protocol::NetChain, 2), max_at_head(Protocol::NetChain, 8));
+        let (c2, c4, c8) =
+            (max_at_head(Protocol::NetCraq, 2), max_at_head(Protocol::NetCraq, 4), max_at_head(Protocol::NetCraq, 8));
+        assert!((c8 - c2).abs() / c2 < 0.02 && (c4 - c2).abs() / c2 < 0.02, "netcraq {c2} {c4} {c8}");
+        let (n2, n4, n8) = (
+            max_at_head(Protocol::NetChain, 2),
+            max_at_head(Protocol::NetChain, 4),
+            max_at_head(Protocol::NetChain, 8),
+        );
         assert!(n8 < n2 / 2.0, "netchain {n2} vs {n8}");
-        assert!(c8 > n8, "netcraq {c8} vs netchain {n8}");
+        assert!(c4 >= 4.0 * n4, "4 nodes: netcraq {c4} vs netchain {n4}");
+        assert!(c8 >= 8.0 * n8, "8 nodes: netcraq {c8} vs netchain {n8}");
     }
 
     #[test]
