@@ -65,6 +65,7 @@ fuzz_target!(|data: &[u8]| {
                         }
                     }
                 }
+                other => panic!("{mode}: the transaction switch never returns {other:?}"),
             }
         }
         let _ = sw.counters.dropped_malformed_total();
