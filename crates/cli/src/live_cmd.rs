@@ -83,13 +83,13 @@ fn delay(ms: f64) -> Duration {
     Duration::from_secs_f64(ms / 1e3)
 }
 
-fn print_line(s: &str) {
+pub(crate) fn print_line(s: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{s}");
     let _ = out.flush();
 }
 
-fn signals() -> anyhow::Result<Stop> {
+pub(crate) fn signals() -> anyhow::Result<Stop> {
     let stop = Stop::new();
     stop.on_signals().context("cannot install SIGINT/SIGTERM handlers")?;
     Ok(stop)
@@ -130,6 +130,12 @@ enum UpService {
     /// Prints one line per node, `NAME HOST:PORT`, then runs until SIGINT or
     /// SIGTERM, and prints the counters (`NAME.COUNTER VALUE`) on the way out.
     Txn(UpTxnArgs),
+    /// A NetCRAQ or NetChain chain and its control plane on loopback.
+    ///
+    /// Prints one line per node, `nodeI HOST:PORT` (node0 is the head),
+    /// then serves until SIGINT or SIGTERM; `--drill` instead kills and
+    /// recovers the middle node under client load and reports.
+    Chain(crate::chain_cmd::UpChainArgs),
 }
 
 #[derive(Args, Debug)]
@@ -164,7 +170,10 @@ struct UpTxnArgs {
 }
 
 pub fn run_up(a: UpCmd) -> anyhow::Result<i32> {
-    let UpService::Txn(a) = a.service;
+    let a = match a.service {
+        UpService::Txn(a) => a,
+        UpService::Chain(a) => return crate::chain_cmd::run_up(a),
+    };
     let stop = signals()?;
     if let Some(path) = &a.topology {
         return run_topology(&Topology::load(path)?, a.only.as_deref(), &stop);

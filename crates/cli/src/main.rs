@@ -1,5 +1,6 @@
 //! `innet`: one program for every experiment, check and deployment.
 
+mod chain_cmd;
 mod live_cmd;
 mod sim_cmd;
 mod xdp_cmd;
@@ -8,7 +9,8 @@ use clap::{Parser, Subcommand};
 
 const ABOUT: &str = "innet: in-network coordination without switch hardware.
 
-Transactions with in-network optimistic abort (Gotthard / NOCC) run in a
+Transactions with in-network optimistic abort (Gotthard / NOCC) and an
+in-network chain-replicated key-value store (NetCRAQ / NetChain) run in a
 deterministic simulator (the default for experiments) and live over UDP.
 
 Start here:
@@ -21,7 +23,13 @@ Start here:
                                   a live store and switch on loopback
   innet testbed up txn --data-plane xdp
                                   namespaces + veths, the XDP switch attached, a store started (root)
-  innet bench xdp                 RTT: XDP switch vs bare XDP bounce vs software switch (root)";
+  innet bench xdp                 RTT: XDP switch vs bare XDP bounce vs software switch (root)
+
+Chain replication in the network (NetCRAQ 2022, NetChain 2018 as baseline):
+  innet check chain --seeds 1000  random faulty runs (loss, reordering, crashes) through the linearizability checker
+  innet bench chain               the NetCRAQ paper's Figures 3-6 in the simulator
+  innet up chain --protocol netcraq --nodes 4
+                                  a live chain and its control plane on loopback (--drill: kill and recover a node)";
 
 #[derive(Parser, Debug)]
 #[command(name = "innet", version, about = ABOUT, long_about = ABOUT)]

@@ -150,6 +150,8 @@ pub enum BenchService {
     /// The client half of `bench xdp`, run inside the client namespace.
     #[command(hide = true)]
     XdpProbe(crate::xdp_cmd::ProbeArgs),
+    /// The NetCRAQ paper's Figures 3-6 (NetCRAQ and NetChain side by side) in the simulator.
+    Chain(crate::chain_cmd::BenchChainArgs),
 }
 
 #[derive(Args, Debug)]
@@ -175,6 +177,8 @@ pub struct CheckTxnArgs {
 pub enum CheckService {
     /// Random runs with loss, duplication, jitter and reordering through the serializability checker.
     Txn(CheckTxnArgs),
+    /// Random NetCRAQ and NetChain runs with loss, reordering, node crashes and recovery through the linearizability checker.
+    Chain(crate::chain_cmd::CheckChainArgs),
 }
 
 #[derive(Args, Debug)]
@@ -328,6 +332,7 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
         BenchService::Xdp(a) => return crate::xdp_cmd::run_bench_xdp(a),
         BenchService::XdpTxn(a) => return crate::xdp_cmd::run_bench_xdp_txn(a),
         BenchService::XdpProbe(a) => return crate::xdp_cmd::run_probe(a),
+        BenchService::Chain(a) => return crate::chain_cmd::run_bench(a),
     };
     let mut base = a.point.config()?;
     if a.runtime == Runtime::Live && a.point.duration_s == 180.0 && a.point.rtt_ms == 100.0 {
@@ -402,7 +407,10 @@ fn check_seeds(seeds: std::ops::Range<u64>, modes: &[Mode], duration_s: f64, ver
 }
 
 pub fn run_check(s: CheckService) -> anyhow::Result<i32> {
-    let CheckService::Txn(a) = s;
+    let a = match s {
+        CheckService::Txn(a) => a,
+        CheckService::Chain(a) => return crate::chain_cmd::run_check(a),
+    };
     let modes = parse_modes(&a.modes)?;
     anyhow::ensure!(a.duration_s > 0.0, "--duration-s must be > 0");
     let (range, verbose) = match a.seed {

@@ -148,6 +148,13 @@ pub enum Member<A> {
 /// in-place rewrite, a verdict).
 pub trait DataPlane {
     fn process(&mut self, packet: &mut [u8]) -> Verdict;
+    /// [`DataPlane::process`], and the length the packet has afterwards: a
+    /// program may shrink the packet it holds (P4's `remove_header`, XDP's
+    /// `bpf_xdp_adjust_head`), never grow it. Runtimes call this one and send
+    /// the first `len` bytes.
+    fn process_len(&mut self, packet: &mut [u8]) -> (Verdict, usize) {
+        (self.process(packet), packet.len())
+    }
 }
 
 /// The reverse-path table a runtime keeps for [`Verdict::Upstream`] /

@@ -31,6 +31,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod chain;
 pub mod delay;
 pub mod host;
 mod net;

@@ -269,7 +269,8 @@ impl<P: DataPlane> SwitchLoop<'_, P> {
     }
 
     fn process(&mut self, from: SocketAddr, origin: SocketAddr, mut bytes: Vec<u8>) {
-        let verdict = self.lock().program.process(&mut bytes);
+        let (verdict, len) = self.lock().program.process_len(&mut bytes);
+        bytes.truncate(len);
         let now = clock::now();
         let targets = self.targets(verdict, from, origin);
         for to in targets {

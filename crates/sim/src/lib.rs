@@ -34,7 +34,8 @@
 //! [`ServiceModel`] ([`Sim::set_service`]) makes it a single FIFO server that
 //! spends `per_packet + per_byte * len` on each packet and drops arrivals
 //! beyond `queue_packets`: a switch's pipeline throughput, a software
-//! process's CPU, or the cost of parsing longer headers.
+//! process's CPU, or the cost of parsing longer headers. Several nodes may
+//! share one server ([`Sim::share_service`]): software switches on one CPU.
 
 #![forbid(unsafe_code)]
 
@@ -140,6 +141,8 @@ struct Node {
     /// Bumped at every crash, so that work queued before it is discarded.
     incarnation: u32,
     service: Option<ServiceModel>,
+    /// Another node whose server (service model, queue) this one uses.
+    shares_server_of: Option<NodeId>,
     busy_until: Time,
     queued: usize,
     stats: NodeStats,
@@ -254,6 +257,7 @@ impl Sim {
             up: true,
             incarnation: 0,
             service: None,
+            shares_server_of: None,
             busy_until: Time::ZERO,
             queued: 0,
             stats: NodeStats::default(),
@@ -322,6 +326,15 @@ impl Sim {
     pub fn set_service(&mut self, node: NodeId, model: ServiceModel) {
         assert!(model.queue_packets > 0, "a queue holds at least one packet");
         self.nodes[node].service = Some(model);
+    }
+
+    /// Makes `node` use `owner`'s server: one FIFO queue and one cost model
+    /// for both, e.g. software switches sharing one machine's CPU (Mininet
+    /// with BMv2). `owner` needs a [`ServiceModel`].
+    pub fn share_service(&mut self, node: NodeId, owner: NodeId) {
+        assert!(self.nodes[owner].service.is_some(), "set_service on {} first", self.name(owner));
+        assert!(self.nodes[owner].shares_server_of.is_none(), "{} shares a server itself", self.name(owner));
+        self.nodes[node].shares_server_of = (node != owner).then_some(owner);
     }
 
     pub fn name(&self, node: NodeId) -> &str {
@@ -520,18 +533,20 @@ impl Sim {
             return;
         }
         node.stats.received += 1;
-        match node.service {
+        let incarnation = node.incarnation;
+        let server = node.shares_server_of.unwrap_or(to);
+        let s = &mut self.nodes[server];
+        match s.service {
             None => self.process(to, packet),
             Some(model) => {
-                if node.queued >= model.queue_packets {
-                    node.stats.queue_drops += 1;
+                if s.queued >= model.queue_packets {
+                    self.nodes[to].stats.queue_drops += 1;
                     self.stats.queue_drops += 1;
                     return;
                 }
-                node.queued += 1;
-                let done = node.busy_until.max(now) + model.cost(packet.bytes.len());
-                node.busy_until = done;
-                let incarnation = node.incarnation;
+                s.queued += 1;
+                let done = s.busy_until.max(now) + model.cost(packet.bytes.len());
+                s.busy_until = done;
                 self.push(done, EventKind::Process { node: to, incarnation, packet });
             }
         }
@@ -548,18 +563,22 @@ impl Sim {
                 self.after_host(to, Some(from));
                 return;
             }
-            Role::Switch { program, paths } => match program.process(&mut bytes) {
-                Verdict::Upstream { flow } => {
-                    paths.learn(flow, from);
-                    upstream.into_iter().collect()
+            Role::Switch { program, paths } => {
+                let (verdict, len) = program.process_len(&mut bytes);
+                bytes.truncate(len);
+                match verdict {
+                    Verdict::Upstream { flow } => {
+                        paths.learn(flow, from);
+                        upstream.into_iter().collect()
+                    }
+                    Verdict::Downstream { flow } => paths.lookup(flow).into_iter().collect(),
+                    Verdict::Reflect => vec![from],
+                    Verdict::Drop => vec![],
+                    Verdict::Port { port } => self.port(to, port).into_iter().collect(),
+                    Verdict::Multicast { group } => self.group_members(to, group, Some(origin)),
+                    Verdict::Origin => vec![origin],
                 }
-                Verdict::Downstream { flow } => paths.lookup(flow).into_iter().collect(),
-                Verdict::Reflect => vec![from],
-                Verdict::Drop => vec![],
-                Verdict::Port { port } => self.port(to, port).into_iter().collect(),
-                Verdict::Multicast { group } => self.group_members(to, group, Some(origin)),
-                Verdict::Origin => vec![origin],
-            },
+            }
         };
         if targets.is_empty() {
             self.stats.switch_drops += 1;
@@ -581,8 +600,12 @@ impl Sim {
             match ev.kind {
                 EventKind::Deliver { to, packet } => self.deliver(to, packet),
                 EventKind::Process { node, incarnation, packet } => {
-                    if self.nodes[node].incarnation == incarnation && self.nodes[node].up {
-                        self.nodes[node].queued -= 1;
+                    let server = self.nodes[node].shares_server_of.unwrap_or(node);
+                    let current = self.nodes[node].incarnation == incarnation && self.nodes[node].up;
+                    if current || server != node {
+                        self.nodes[server].queued = self.nodes[server].queued.saturating_sub(1);
+                    }
+                    if current {
                         self.process(node, packet);
                     }
                 }
@@ -806,6 +829,28 @@ mod tests {
         let sent = sim.host::<Pinger>(c).unwrap().sent;
         sim.run_until(Time::from_secs_f64(3.0));
         assert_eq!(sim.host::<Pinger>(c).unwrap().sent, sent, "a crashed host's timers do not fire");
+    }
+
+    #[test]
+    fn nodes_sharing_a_server_queue_behind_each_other() {
+        let mut sim = Sim::new(1);
+        let a = sim.add_switch("a", Steer);
+        let b = sim.add_switch("b", Steer);
+        let sink = sim.add_host("sink", sink());
+        sim.set_fabric(LinkSpec::latency(Duration::from_millis(1)));
+        for (i, sw) in [a, b].into_iter().enumerate() {
+            let c = sim.add_host(&format!("c{i}"), once(&[0, i as u8]));
+            sim.set_upstream(c, sw);
+            sim.set_port(sw, 0, Some(sink));
+        }
+        let model = ServiceModel { per_packet: Duration::from_micros(100), per_byte_ns: 0.0, queue_packets: 8 };
+        sim.set_service(a, model);
+        sim.share_service(b, a);
+        // Both packets arrive at 1 ms; one server takes 100 us for each.
+        sim.run_until(Time::from_secs_f64(0.002150));
+        assert_eq!(sim.host::<Once>(sink).unwrap().received.len(), 1, "the second waits for the first");
+        sim.run_until(Time::from_secs_f64(0.002201));
+        assert_eq!(sim.host::<Once>(sink).unwrap().received.len(), 2);
     }
 
     #[test]

@@ -10,4 +10,6 @@
 
 #![forbid(unsafe_code)]
 
+pub mod netchain;
+pub mod netcraq;
 pub mod txn;

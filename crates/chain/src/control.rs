@@ -1,0 +1,296 @@
+//! The chain's control plane (NetCRAQ paper section III-B and III-C; CRAQ
+//! and chain replication's membership rules), as a state machine.
+//!
+//! It decides; a runtime applies. Its output is a [`Layout`] (the chain's
+//! order and whether writes are paused, which a runtime turns into table
+//! writes: each node's role, its `PORT_NEXT` / `PORT_TAIL`, the tail's ACK
+//! group, NetChain's skip entries, clients' view of the chain) and
+//! [`Action::Copy`] (register reads and writes, as a P4 control plane does
+//! over Thrift).
+//!
+//! * **Failure detection**: a runtime reports a heartbeat for every node
+//!   that answers on the management channel ([`ChainControl::on_heartbeat`],
+//!   the way a P4 controller polls its switches). A member silent for
+//!   `failure_timeout`, or one that answers but has lost its configuration
+//!   (it restarted), has failed.
+//! * **Removal** (phase 1 of section III-C): the failed node leaves the
+//!   chain at once, so traffic continues: its predecessor forwards to its
+//!   successor, a new head or tail takes over (a new NetCRAQ tail commits
+//!   its newest versions), the ACK group shrinks.
+//! * **Resync** (phase 2): writes are paused at the head; after `drain`
+//!   (longer than any write or ACK can stay in flight) the tail's committed
+//!   state is copied to every other member and to the nodes that are
+//!   joining, which are appended at the end of the chain (the new tail, as
+//!   in chain replication); then writes resume. The copy also clears
+//!   versions left dirty by writes or ACKs lost with a failed node, which
+//!   would otherwise fill their objects' version cells for good.
+//! * A restarted node (heartbeat, unconfigured, not a member) joins through
+//!   a resync. A NetCRAQ member that keeps reporting full objects triggers a
+//!   resync too (versions orphaned by lost packets).
+
+use std::time::Duration;
+
+use innet_core::Time;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControlConfig {
+    /// How often the runtime should poll nodes and tick the control plane.
+    pub heartbeat_interval: Duration,
+    /// A member silent this long has failed.
+    pub failure_timeout: Duration,
+    /// How long writes stay paused before state is copied.
+    pub drain: Duration,
+    /// Consecutive heartbeats with full objects that trigger a resync.
+    pub full_heartbeats: u32,
+}
+
+impl Default for ControlConfig {
+    fn default() -> Self {
+        ControlConfig {
+            heartbeat_interval: Duration::from_millis(5),
+            failure_timeout: Duration::from_millis(20),
+            drain: Duration::from_millis(20),
+            full_heartbeats: 3,
+        }
+    }
+}
+
+/// The chain as the runtime should configure it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Node indices, head first.
+    pub chain: Vec<usize>,
+    pub writes_paused: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Configure every table to match.
+    Apply(Layout),
+    /// Copy `from`'s committed state into each of `to` (register reads and
+    /// writes while writes are paused).
+    Copy { from: usize, to: Vec<usize> },
+}
+
+/// What a node reports with its heartbeat.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct NodeReport {
+    /// It holds a role (a restarted switch has none).
+    pub configured: bool,
+    /// NetCRAQ objects with every version cell in use.
+    pub full_objects: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Phase {
+    Normal,
+    /// Writes paused; copy at `until`.
+    Draining {
+        until: Time,
+    },
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ControlStats {
+    pub removals: u64,
+    pub resyncs: u64,
+    pub joins: u64,
+}
+
+pub struct ChainControl {
+    pub config: ControlConfig,
+    members: Vec<usize>,
+    joining: Vec<usize>,
+    last_seen: Vec<Time>,
+    full_streak: Vec<u32>,
+    phase: Phase,
+    resync_wanted: bool,
+    next_tick: Time,
+    pub stats: ControlStats,
+    /// Every action, with its time (for reports and tests).
+    pub log: Vec<(Time, Action)>,
+}
+
+impl ChainControl {
+    /// A chain of `nodes` nodes in index order; returns the control plane
+    /// and the initial layout to apply.
+    pub fn new(config: ControlConfig, nodes: usize, now: Time) -> (ChainControl, Layout) {
+        assert!(nodes > 0);
+        let members: Vec<usize> = (0..nodes).collect();
+        let layout = Layout { chain: members.clone(), writes_paused: false };
+        let c = ChainControl {
+            next_tick: now + config.heartbeat_interval,
+            config,
+            members,
+            joining: vec![],
+            last_seen: vec![now; nodes],
+            full_streak: vec![0; nodes],
+            phase: Phase::Normal,
+            resync_wanted: false,
+            stats: ControlStats::default(),
+            log: vec![],
+        };
+        (c, layout)
+    }
+
+    pub fn members(&self) -> &[usize] {
+        &self.members
+    }
+
+    pub fn is_paused(&self) -> bool {
+        matches!(self.phase, Phase::Draining { .. })
+    }
+
+    pub fn next_tick(&self) -> Time {
+        self.next_tick
+    }
+
+    fn layout(&self) -> Layout {
+        Layout { chain: self.members.clone(), writes_paused: self.is_paused() }
+    }
+
+    fn emit(&mut self, now: Time, a: Action, out: &mut Vec<Action>) {
+        self.log.push((now, a.clone()));
+        out.push(a);
+    }
+
+    /// Node `node` answered a heartbeat.
+    pub fn on_heartbeat(&mut self, now: Time, node: usize, report: NodeReport, out: &mut Vec<Action>) {
+        self.last_seen[node] = now;
+        let member = self.members.contains(&node);
+        if member && !report.configured {
+            // Restarted before we noticed: its state is gone.
+            self.remove(now, node, out);
+        } else if !member && !self.joining.contains(&node) {
+            self.joining.push(node);
+            self.stats.joins += 1;
+            self.resync_wanted = true;
+        }
+        if member {
+            self.full_streak[node] = if report.full_objects > 0 { self.full_streak[node] + 1 } else { 0 };
+            if self.full_streak[node] >= self.config.full_heartbeats {
+                self.full_streak[node] = 0;
+                self.resync_wanted = true;
+            }
+        }
+    }
+
+    fn remove(&mut self, now: Time, node: usize, out: &mut Vec<Action>) {
+        self.members.retain(|n| *n != node);
+        self.stats.removals += 1;
+        self.resync_wanted = true;
+        self.emit(now, Action::Apply(self.layout()), out);
+    }
+
+    /// Detects failures, runs resyncs. Call at `next_tick` (or later).
+    pub fn on_tick(&mut self, now: Time, out: &mut Vec<Action>) {
+        self.next_tick = now + self.config.heartbeat_interval;
+        let failed: Vec<usize> = self
+            .members
+            .iter()
+            .copied()
+            .filter(|n| now.since(self.last_seen[*n]) > self.config.failure_timeout)
+            .collect();
+        for n in failed {
+            self.remove(now, n, out);
+        }
+        self.joining.retain(|n| now.since(self.last_seen[*n]) <= self.config.failure_timeout);
+        match self.phase {
+            Phase::Normal if self.resync_wanted && !self.members.is_empty() => {
+                self.resync_wanted = false;
+                self.phase = Phase::Draining { until: now + self.config.drain };
+                self.emit(now, Action::Apply(self.layout()), out);
+            }
+            Phase::Draining { until } if now >= until && !self.members.is_empty() => {
+                self.resync_wanted = false;
+                let tail = *self.members.last().expect("non-empty");
+                let mut to: Vec<usize> = self.members.iter().copied().filter(|n| *n != tail).collect();
+                to.extend(self.joining.iter().copied());
+                self.emit(now, Action::Copy { from: tail, to }, out);
+                self.members.append(&mut self.joining);
+                self.phase = Phase::Normal;
+                self.stats.resyncs += 1;
+                self.emit(now, Action::Apply(self.layout()), out);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(x: u64) -> Time {
+        Time(x * 1_000_000)
+    }
+
+    fn tick_all(c: &mut ChainControl, now: Time, up: &[usize], configured: bool) -> Vec<Action> {
+        let mut out = vec![];
+        for n in up {
+            let report = NodeReport { configured: configured || c.members().contains(n), full_objects: 0 };
+            c.on_heartbeat(now, *n, report, &mut out);
+        }
+        c.on_tick(now, &mut out);
+        out
+    }
+
+    #[test]
+    fn a_silent_member_is_removed_then_recovered_at_the_tail() {
+        // Section III-C: immediate removal, then copy while writes are
+        // paused, then re-add.
+        let (mut c, layout) = ChainControl::new(ControlConfig::default(), 4, ms(0));
+        assert_eq!(layout.chain, vec![0, 1, 2, 3]);
+        let mut t = 5;
+        let mut actions = vec![];
+        while c.members().len() == 4 {
+            actions = tick_all(&mut c, ms(t), &[0, 2, 3], true);
+            t += 5;
+        }
+        assert_eq!(t, 30, "detected after the 20 ms timeout");
+        assert_eq!(actions[0], Action::Apply(Layout { chain: vec![0, 2, 3], writes_paused: false }));
+        assert_eq!(actions[1], Action::Apply(Layout { chain: vec![0, 2, 3], writes_paused: true }));
+        // The drain ends: the tail's state is copied, writes resume.
+        while c.is_paused() {
+            actions = tick_all(&mut c, ms(t), &[0, 2, 3], true);
+            t += 5;
+        }
+        assert_eq!(actions[0], Action::Copy { from: 3, to: vec![0, 2] });
+        assert_eq!(actions[1], Action::Apply(Layout { chain: vec![0, 2, 3], writes_paused: false }));
+        // Node 1 restarts, unconfigured: it joins as the new tail.
+        let mut all = vec![];
+        for _ in 0..10 {
+            all.extend(tick_all(&mut c, ms(t), &[0, 1, 2, 3], false));
+            t += 5;
+        }
+        assert!(all.contains(&Action::Copy { from: 3, to: vec![0, 2, 1] }));
+        assert_eq!(all.last(), Some(&Action::Apply(Layout { chain: vec![0, 2, 3, 1], writes_paused: false })));
+        assert_eq!(c.stats, ControlStats { removals: 1, resyncs: 2, joins: 1 });
+    }
+
+    #[test]
+    fn a_member_that_restarted_unnoticed_is_removed_at_once() {
+        let (mut c, _) = ChainControl::new(ControlConfig::default(), 3, ms(0));
+        let mut out = vec![];
+        c.on_heartbeat(ms(1), 1, NodeReport { configured: false, full_objects: 0 }, &mut out);
+        assert_eq!(out, vec![Action::Apply(Layout { chain: vec![0, 2], writes_paused: false })]);
+    }
+
+    #[test]
+    fn persistently_full_objects_trigger_a_resync() {
+        let (mut c, _) = ChainControl::new(ControlConfig::default(), 2, ms(0));
+        let mut out = vec![];
+        for i in 1..=3 {
+            for n in 0..2 {
+                c.on_heartbeat(
+                    ms(5 * i),
+                    n,
+                    NodeReport { configured: true, full_objects: (n == 0) as usize },
+                    &mut out,
+                );
+            }
+            c.on_tick(ms(5 * i), &mut out);
+        }
+        assert!(c.is_paused());
+    }
+}

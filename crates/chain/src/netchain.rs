@@ -1,0 +1,427 @@
+//! The NetChain node (Jin et al., NSDI 2018, sections 4-5), the baseline the
+//! NetCRAQ paper compares against.
+//!
+//! The client writes the chain into the packet: a stack of node addresses.
+//! Each node handles the packet addressed to it, pops its own address and
+//! sends the packet to the next address (`neighbours`: address -> port, a
+//! table the control plane writes). The last node, the tail, answers the
+//! packet's origin.
+//!
+//! * WRITE_REQ: the head assigns the key's next sequence number; every node
+//!   applies a write only if its sequence is newer than the one it holds
+//!   (NetChain section 4.2: out-of-order delivery), then passes it on. The
+//!   tail answers WRITE_REPLY.
+//! * READ_REQ: passed on untouched; the tail answers READ_REPLY with its
+//!   value and sequence (only the tail answers reads, section 2).
+//! * Sequence numbers are 16 bits (the NetCRAQ paper, section II-B2, notes
+//!   that this allows only 65,536 writes per key). We compare them as serial
+//!   numbers (RFC 1982): `a` is newer than `b` iff `a - b mod 2^16` is in
+//!   `1..2^15`. So a key keeps working past 65,535 writes, provided no
+//!   replica falls 32,768 writes behind another, which the chain's order
+//!   (and recovery by copying state) rules out.
+//! * Failure handling (section 5): the control plane maps a removed node's
+//!   address to `Hop::Skip`: a node pops it too and sends the packet on to
+//!   the address after it.
+//! * A node answers as tail only if the control plane made it the tail; a
+//!   packet whose stack ends at another node (a client's stale view of the
+//!   chain) is dropped and the client retries.
+//!
+//! NetChain's 16-byte keys map to register indices through an exact-match
+//! table (`keys`), filled by the control plane; registers hold a value and a
+//! sequence number per index.
+
+use innet_core::{Counters, DataPlane, Verdict};
+use innet_wire::netchain::{Addr, ChainKey, DecodeError, NcOp, NcPacket, Value, MAX_CHAIN_NODES};
+
+use crate::Role;
+
+/// Keys (register slots) a node stores by default.
+pub const KEYS_DEFAULT: usize = 1024;
+/// Probes of the key table (a bounded loop).
+pub const KEY_PROBES: usize = 8;
+/// Entries of the neighbour table.
+pub const NEIGHBOURS_MAX: usize = 2 * MAX_CHAIN_NODES;
+
+/// What a node does with a packet whose next address is a given node.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Hop {
+    /// Send it out of this port.
+    Port(u16),
+    /// The node was removed from the chain: pop its address too.
+    Skip,
+}
+
+/// `a` is a newer sequence number than `b` (serial-number arithmetic).
+pub fn seq_newer(a: u16, b: u16) -> bool {
+    let d = a.wrapping_sub(b);
+    d != 0 && d < 0x8000
+}
+
+#[derive(Clone, Default, Debug, PartialEq, Eq)]
+pub struct NcCounters {
+    pub writes_sequenced: u64,
+    pub writes_applied: u64,
+    pub writes_stale: u64,
+    pub writes_dropped_paused: u64,
+    pub reads_answered: u64,
+    pub forwarded: u64,
+    pub dropped_unconfigured: u64,
+    pub dropped_not_for_me: u64,
+    pub dropped_unknown_key: u64,
+    pub dropped_no_route: u64,
+    pub dropped_not_tail: u64,
+    pub dropped_unexpected: u64,
+    pub dropped_malformed: [u64; DecodeError::ALL.len()],
+}
+
+impl Counters for NcCounters {
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let mut v = vec![
+            ("writes_sequenced", self.writes_sequenced),
+            ("writes_applied", self.writes_applied),
+            ("writes_stale", self.writes_stale),
+            ("writes_dropped_paused", self.writes_dropped_paused),
+            ("reads_answered", self.reads_answered),
+            ("forwarded", self.forwarded),
+            ("dropped_unconfigured", self.dropped_unconfigured),
+            ("dropped_not_for_me", self.dropped_not_for_me),
+            ("dropped_unknown_key", self.dropped_unknown_key),
+            ("dropped_no_route", self.dropped_no_route),
+            ("dropped_not_tail", self.dropped_not_tail),
+            ("dropped_unexpected", self.dropped_unexpected),
+        ];
+        for e in DecodeError::ALL {
+            let name = match e {
+                DecodeError::Truncated => "dropped_malformed_truncated",
+                DecodeError::ChainTooLong => "dropped_malformed_chain_too_long",
+                DecodeError::UnknownOp => "dropped_malformed_unknown_op",
+                DecodeError::ChainCountMismatch => "dropped_malformed_chain_count_mismatch",
+            };
+            v.push((name, self.dropped_malformed[e.index()]));
+        }
+        v
+    }
+}
+
+/// One register slot: the value and its sequence number.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Slot {
+    pub value: Value,
+    pub seq: u16,
+}
+
+/// A NetChain chain node.
+#[derive(Clone, Debug)]
+pub struct NcNode {
+    addr: Addr,
+    role: Option<Role>,
+    writes_paused: bool,
+    neighbours: [(Addr, Hop); NEIGHBOURS_MAX],
+    /// Exact-match key table: slot `i` holds the key stored in register `i`.
+    keys: Vec<Option<ChainKey>>,
+    registers: Vec<Slot>,
+    pub counters: NcCounters,
+}
+
+fn key_hash(key: &ChainKey) -> u32 {
+    // FNV-1a, cheap in a switch's hash unit and in BPF.
+    key.iter().fold(0x811c_9dc5_u32, |h, b| (h ^ *b as u32).wrapping_mul(0x0100_0193))
+}
+
+impl NcNode {
+    /// A node at address `addr` (non-zero) with room for `keys` keys.
+    pub fn new(addr: Addr, keys: usize) -> NcNode {
+        assert!(addr != 0, "address 0 ends a chain stack");
+        assert!(keys > 0);
+        NcNode {
+            addr,
+            role: None,
+            writes_paused: false,
+            neighbours: [(0, Hop::Skip); NEIGHBOURS_MAX],
+            keys: vec![None; keys],
+            registers: vec![Slot::default(); keys],
+            counters: NcCounters::default(),
+        }
+    }
+
+    pub fn addr(&self) -> Addr {
+        self.addr
+    }
+    pub fn role(&self) -> Option<Role> {
+        self.role
+    }
+    pub fn set_role(&mut self, role: Option<Role>) {
+        self.role = role;
+    }
+    /// Control plane: the head drops writes while set (recovery).
+    pub fn set_writes_paused(&mut self, paused: bool) {
+        self.writes_paused = paused;
+    }
+
+    /// Control plane: packets for `addr` go out `hop`. Panics when full.
+    pub fn set_neighbour(&mut self, addr: Addr, hop: Hop) {
+        assert!(addr != 0);
+        let i = self
+            .neighbours
+            .iter()
+            .position(|(a, _)| *a == addr)
+            .or_else(|| self.neighbours.iter().position(|(a, _)| *a == 0))
+            .expect("neighbour table full");
+        self.neighbours[i] = (addr, hop);
+    }
+
+    fn neighbour(&self, addr: Addr) -> Option<Hop> {
+        self.neighbours.iter().find(|(a, _)| *a == addr).map(|(_, h)| *h)
+    }
+
+    fn find_key(&self, key: &ChainKey) -> Result<usize, Option<usize>> {
+        let n = self.keys.len();
+        let start = key_hash(key) as usize % n;
+        let mut free = None;
+        for probe in 0..KEY_PROBES.min(n) {
+            let i = (start + probe) % n;
+            match &self.keys[i] {
+                Some(k) if k == key => return Ok(i),
+                Some(_) => {}
+                None => {
+                    free = Some(i);
+                    break;
+                }
+            }
+        }
+        Err(free)
+    }
+
+    /// Control plane: installs `key` in the key table; its register index,
+    /// or `None` when its probe window is full.
+    pub fn install_key(&mut self, key: ChainKey) -> Option<usize> {
+        match self.find_key(&key) {
+            Ok(i) => Some(i),
+            Err(Some(i)) => {
+                self.keys[i] = Some(key);
+                Some(i)
+            }
+            Err(None) => None,
+        }
+    }
+
+    /// The register of `key`, if installed.
+    pub fn get(&self, key: &ChainKey) -> Option<Slot> {
+        self.find_key(key).ok().map(|i| self.registers[i])
+    }
+
+    /// Control plane register read: every installed key and its slot.
+    pub fn snapshot(&self) -> Vec<(ChainKey, Slot)> {
+        self.keys.iter().zip(&self.registers).filter_map(|(k, s)| k.map(|k| (k, *s))).collect()
+    }
+
+    /// Control plane register write (recovery): installs and sets each key.
+    pub fn load(&mut self, entries: &[(ChainKey, Slot)]) {
+        for (k, s) in entries {
+            let i = self.install_key(*k).expect("key table has room for the snapshot");
+            self.registers[i] = *s;
+        }
+    }
+
+    fn write(&mut self, p: &mut NcPacket, role: Role, i: usize) -> bool {
+        let slot = &mut self.registers[i];
+        if role.is_head() {
+            if self.writes_paused {
+                self.counters.writes_dropped_paused += 1;
+                return false;
+            }
+            slot.seq = slot.seq.wrapping_add(1);
+            slot.value = p.value();
+            p.set_seq(slot.seq);
+            self.counters.writes_sequenced += 1;
+        } else if seq_newer(p.seq(), slot.seq) {
+            slot.seq = p.seq();
+            slot.value = p.value();
+            self.counters.writes_applied += 1;
+        } else {
+            self.counters.writes_stale += 1;
+        }
+        true
+    }
+
+    fn route(&mut self, mut p: NcPacket, role: Role, i: usize) -> (Verdict, usize) {
+        p.pop();
+        for _ in 0..MAX_CHAIN_NODES {
+            if p.depth() == 0 {
+                break;
+            }
+            match self.neighbour(p.addr(0)) {
+                Some(Hop::Port(port)) => {
+                    self.counters.forwarded += 1;
+                    return (Verdict::Port { port }, p.len());
+                }
+                Some(Hop::Skip) => p.pop(),
+                None => {
+                    self.counters.dropped_no_route += 1;
+                    return (Verdict::Drop, p.len());
+                }
+            }
+        }
+        if !role.is_tail() {
+            self.counters.dropped_not_tail += 1;
+            return (Verdict::Drop, p.len());
+        }
+        match p.op() {
+            NcOp::WriteReq => p.set_op(NcOp::WriteReply),
+            _ => {
+                let slot = self.registers[i];
+                p.set_value(slot.value);
+                p.set_seq(slot.seq);
+                p.set_op(NcOp::ReadReply);
+                self.counters.reads_answered += 1;
+            }
+        }
+        (Verdict::Origin, p.len())
+    }
+}
+
+impl DataPlane for NcNode {
+    fn process(&mut self, packet: &mut [u8]) -> Verdict {
+        self.process_len(packet).0
+    }
+
+    fn process_len(&mut self, packet: &mut [u8]) -> (Verdict, usize) {
+        let len = packet.len();
+        let mut p = match NcPacket::parse(packet) {
+            Ok(p) => p,
+            Err(e) => {
+                self.counters.dropped_malformed[e.index()] += 1;
+                return (Verdict::Drop, len);
+            }
+        };
+        let Some(role) = self.role else {
+            self.counters.dropped_unconfigured += 1;
+            return (Verdict::Drop, len);
+        };
+        if !matches!(p.op(), NcOp::ReadReq | NcOp::WriteReq) || p.depth() == 0 {
+            self.counters.dropped_unexpected += 1;
+            return (Verdict::Drop, len);
+        }
+        if p.addr(0) != self.addr {
+            self.counters.dropped_not_for_me += 1;
+            return (Verdict::Drop, len);
+        }
+        let Ok(i) = self.find_key(&p.key()) else {
+            self.counters.dropped_unknown_key += 1;
+            return (Verdict::Drop, len);
+        };
+        if p.op() == NcOp::WriteReq && !self.write(&mut p, role, i) {
+            return (Verdict::Drop, len);
+        }
+        self.route(p, role, i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use innet_wire::netchain::{key_from_u32, NcMsg};
+
+    const A: [Addr; 3] = [11, 12, 13];
+
+    fn chain() -> Vec<NcNode> {
+        (0..3)
+            .map(|i| {
+                let mut n = NcNode::new(A[i], 16);
+                n.set_role(Some(Role::at(i, 3)));
+                for (j, a) in A.iter().enumerate() {
+                    n.set_neighbour(*a, Hop::Port(j as u16));
+                }
+                n.install_key(key_from_u32(1)).unwrap();
+                n
+            })
+            .collect()
+    }
+
+    fn msg(op: NcOp, chain: &[Addr], v: u64) -> Vec<u8> {
+        NcMsg { chain: chain.to_vec(), op, seq: 0, key: key_from_u32(1), value: Value::from_counter(v), vgroup: 0 }
+            .encode()
+    }
+
+    /// Runs `bytes` through the chain from node `first`; the verdict of the
+    /// last node and the packet it emits.
+    fn through(nodes: &mut [NcNode], first: usize, mut bytes: Vec<u8>) -> (Verdict, NcMsg) {
+        let mut at = first;
+        loop {
+            let (v, len) = nodes[at].process_len(&mut bytes);
+            bytes.truncate(len);
+            match v {
+                Verdict::Port { port } => at = port as usize,
+                v => return (v, NcMsg::decode(&bytes).unwrap()),
+            }
+        }
+    }
+
+    #[test]
+    fn the_head_sequences_writes_and_the_tail_replies() {
+        // NetChain section 4.2: head assigns seq, replicas apply, tail replies.
+        let mut c = chain();
+        let (v, m) = through(&mut c, 0, msg(NcOp::WriteReq, &A, 5));
+        assert_eq!((v, m.op, m.seq, m.chain.len()), (Verdict::Origin, NcOp::WriteReply, 1, 0));
+        for n in &c {
+            assert_eq!(n.get(&key_from_u32(1)).unwrap(), Slot { value: Value::from_counter(5), seq: 1 });
+        }
+        let (v, m) = through(&mut c, 0, msg(NcOp::ReadReq, &A, 0));
+        assert_eq!((v, m.op, m.value, m.seq), (Verdict::Origin, NcOp::ReadReply, Value::from_counter(5), 1));
+        assert_eq!(c[2].counters.reads_answered, 1, "only the tail answers reads");
+    }
+
+    #[test]
+    fn replicas_ignore_older_sequences() {
+        let mut c = chain();
+        through(&mut c, 0, msg(NcOp::WriteReq, &A, 5));
+        // A reordered copy of an older write (seq 0 < 1) reaching a replica.
+        let mut b = msg(NcOp::WriteReq, &A[1..], 4);
+        let (v, _) = c[1].process_len(&mut b);
+        assert_eq!(v, Verdict::Port { port: 2 }, "passed on, not applied");
+        assert_eq!(c[1].get(&key_from_u32(1)).unwrap().value, Value::from_counter(5));
+        assert_eq!(c[1].counters.writes_stale, 1);
+    }
+
+    #[test]
+    fn sequence_numbers_wrap_and_writes_keep_applying() {
+        // NetCRAQ paper II-B2: 16-bit seq allows 65,536 writes; we wrap.
+        assert!(seq_newer(0, 65535) && seq_newer(5, 65530) && !seq_newer(65535, 0) && !seq_newer(3, 3));
+        let mut c = chain();
+        for i in 1..=70_000u64 {
+            through(&mut c, 0, msg(NcOp::WriteReq, &A, i));
+        }
+        let (_, m) = through(&mut c, 0, msg(NcOp::ReadReq, &A, 0));
+        assert_eq!(m.value, Value::from_counter(70_000));
+        assert_eq!(m.seq, (70_000 % 65_536) as u16);
+        assert_eq!(c[2].counters.writes_stale, 0);
+    }
+
+    #[test]
+    fn a_removed_node_is_skipped() {
+        // NetChain section 5: neighbours of a failed node route around it.
+        let mut c = chain();
+        c[0].set_neighbour(A[1], Hop::Skip);
+        let (v, m) = through(&mut c, 0, msg(NcOp::WriteReq, &A, 9));
+        assert_eq!((v, m.op), (Verdict::Origin, NcOp::WriteReply));
+        assert_eq!(c[1].counters.writes_applied, 0);
+        assert_eq!(c[2].get(&key_from_u32(1)).unwrap().value, Value::from_counter(9));
+    }
+
+    #[test]
+    fn stale_views_unknown_keys_and_pauses_drop() {
+        let mut c = chain();
+        // The stack ends at a replica: it is not the tail, so no answer.
+        let (v, _) = through(&mut c, 0, msg(NcOp::ReadReq, &A[..2], 0));
+        assert_eq!(v, Verdict::Drop);
+        assert_eq!(c[1].counters.dropped_not_tail, 1);
+        let mut b = NcMsg { key: key_from_u32(2), ..NcMsg::decode(&msg(NcOp::ReadReq, &A, 0)).unwrap() }.encode();
+        assert_eq!(c[0].process(&mut b), Verdict::Drop);
+        assert_eq!(c[0].counters.dropped_unknown_key, 1);
+        c[0].set_writes_paused(true);
+        let mut b = msg(NcOp::WriteReq, &A, 1);
+        assert_eq!(c[0].process(&mut b), Verdict::Drop);
+        let mut b = msg(NcOp::ReadReq, &A[1..], 0);
+        assert_eq!(c[0].process(&mut b), Verdict::Drop, "addressed to another node");
+    }
+}

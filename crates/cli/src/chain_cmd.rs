@@ -1,0 +1,247 @@
+//! Chain key-value store commands: `innet check chain`, `innet bench chain`,
+//! `innet up chain`.
+
+use std::time::Instant;
+
+use clap::Args;
+use innet_chain::Protocol;
+use innet_exp::chain_sim;
+
+fn parse_protocols(s: &str) -> anyhow::Result<Vec<Protocol>> {
+    s.split(',')
+        .filter(|x| !x.trim().is_empty())
+        .map(|p| p.trim().parse::<Protocol>().map_err(anyhow::Error::msg))
+        .collect()
+}
+
+#[derive(Args, Debug)]
+pub struct CheckChainArgs {
+    /// How many random seeds to run (each for every protocol).
+    #[arg(long, default_value_t = 100)]
+    seeds: u64,
+    /// First seed.
+    #[arg(long, default_value_t = 1)]
+    start_seed: u64,
+    /// Replay just this seed (prints the configuration and every violation).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Comma-separated protocols.
+    #[arg(long, default_value = "netcraq,netchain")]
+    protocols: String,
+    /// Simulated seconds per run.
+    #[arg(long, default_value_t = 1.0)]
+    duration_s: f64,
+}
+
+pub fn run_check(a: CheckChainArgs) -> anyhow::Result<i32> {
+    let protocols = parse_protocols(&a.protocols)?;
+    anyhow::ensure!(a.duration_s > 0.0, "--duration-s must be > 0");
+    let (seeds, verbose) = match a.seed {
+        Some(s) => (s..s + 1, true),
+        None => (a.start_seed..a.start_seed + a.seeds, false),
+    };
+    let started = Instant::now();
+    let (mut bad, mut runs, mut ops, mut reads, mut removals, mut resyncs) = (0u64, 0u64, 0u64, 0usize, 0u64, 0u64);
+    for seed in seeds.clone() {
+        for &p in &protocols {
+            let cfg = chain_sim::random_check_config(seed, p, a.duration_s);
+            let run = chain_sim::run_checked(&cfg).map_err(anyhow::Error::msg)?;
+            runs += 1;
+            ops += run.ops;
+            removals += run.removals;
+            resyncs += run.resyncs;
+            if verbose {
+                println!("{}", serde_json::to_string(&run.config)?);
+                println!("network: {:?}", run.net);
+                println!("operations {} removals {} resyncs {}", run.ops, run.removals, run.resyncs);
+            }
+            match &run.result {
+                Ok(s) => reads += s.reads,
+                Err(errors) => {
+                    bad += 1;
+                    println!("VIOLATION seed {seed} protocol {p}:");
+                    for e in errors.iter().take(if verbose { usize::MAX } else { 5 }) {
+                        println!("  {e}");
+                    }
+                    println!("  replay: innet check chain --seed {seed} --protocols {p} --duration-s {}", a.duration_s);
+                }
+            }
+            if seed == seeds.start {
+                let again = chain_sim::run_checked(&cfg).map_err(anyhow::Error::msg)?;
+                if again.trace_hash != run.trace_hash {
+                    bad += 1;
+                    println!("NONDETERMINISM seed {seed} protocol {p}: trace hashes differ");
+                }
+            }
+        }
+    }
+    println!(
+        "checked {runs} runs ({} seeds x {} protocols, {} s simulated each; loss, reordering, jitter, node crashes and \
+         restarts) in {:.1} s: {ops} operations ({reads} reads checked), {removals} node removals, {resyncs} resyncs; \
+         {bad} violations",
+        seeds.end - seeds.start,
+        protocols.len(),
+        a.duration_s,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(if bad == 0 { 0 } else { 1 })
+}
+
+#[derive(Args, Debug)]
+pub struct BenchChainArgs {
+    /// Switch capacity model: "shared" (all switches on one CPU, the paper's BMv2-on-Mininet testbed) or "per-switch".
+    #[arg(long, default_value = "shared")]
+    service: String,
+    /// Simulated seconds per point.
+    #[arg(long, default_value_t = 0.2)]
+    duration_s: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Comma-separated figures to run (3, 4, 5, 6).
+    #[arg(long, default_value = "3,4,5,6")]
+    figures: String,
+    /// Output folder (default results/chain-sim-<service>).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+}
+
+fn ratio(rs: &[ChainBenchResult], figure: u32, nodes: usize, target: usize) -> Option<(f64, f64)> {
+    let get = |p: &str| {
+        rs.iter()
+            .find(|r| {
+                r.config.figure == figure
+                    && r.config.protocol == p
+                    && !r.config.dirty
+                    && r.config.nodes == nodes
+                    && r.config.read_targets == [target]
+            })
+            .map(|r| r.replies_per_s)
+    };
+    Some((get("netcraq")?, get("netchain")?))
+}
+
+use innet_exp::chain_bench::{self, ChainBenchResult};
+
+pub fn run_bench(a: BenchChainArgs) -> anyhow::Result<i32> {
+    let figures: Vec<u32> = a
+        .figures
+        .split(',')
+        .map(|f| f.trim().parse().map_err(|_| anyhow::anyhow!("figure '{f}' is not a number")))
+        .collect::<anyhow::Result<_>>()?;
+    let configs: Vec<_> = chain_bench::figure_configs(&a.service, a.duration_s, a.seed)
+        .into_iter()
+        .filter(|(_, c, _)| figures.contains(&c.figure))
+        .collect();
+    let started = Instant::now();
+    println!(
+        "{:<4} {:<14} {:>5} {:>8} {:>7} {:>12} {:>12} {:>10} {:>10}",
+        "fig", "series", "nodes", "targets", "writes", "offered/s", "replies/s", "mean us", "p99 us"
+    );
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    let mut rs = vec![];
+    for chunk in configs.chunks(workers) {
+        let out: Vec<anyhow::Result<ChainBenchResult>> = std::thread::scope(|s| {
+            let hs: Vec<_> =
+                chunk.iter().map(|(_, c, sweep)| s.spawn(move || chain_bench::run_config(c, *sweep))).collect();
+            hs.into_iter().map(|h| h.join().expect("bench thread panicked")).collect()
+        });
+        for r in out {
+            let r = r?;
+            println!(
+                "{:<4} {:<14} {:>5} {:>8} {:>7.2} {:>12.0} {:>12.0} {:>10.1} {:>10.1}",
+                r.config.figure,
+                chain_bench::label(&r),
+                r.config.nodes,
+                format!("{:?}", r.config.read_targets).replace(' ', ""),
+                r.config.write_ratio,
+                r.offered_per_s,
+                r.replies_per_s,
+                r.mean_latency_us,
+                r.p99_latency_us
+            );
+            rs.push(r);
+        }
+    }
+    println!("{} points in {:.1} s", rs.len(), started.elapsed().as_secs_f64());
+    for (fig, nodes, paper) in [(3, 4, "4.08x"), (6, 4, "4.08x"), (6, 8, "9.46x")] {
+        if let Some((craq, chain)) = ratio(&rs, fig, nodes, 0) {
+            println!(
+                "figure {fig}, {nodes} nodes, clean reads to the head: NetCRAQ {craq:.0}/s, NetChain {chain:.0}/s: {:.2}x (paper: {paper})",
+                craq / chain.max(1e-9)
+            );
+        }
+    }
+    let out = a.out.unwrap_or_else(|| format!("results/chain-sim-{}", a.service).into());
+    std::fs::create_dir_all(&out)?;
+    let jsonl = out.join("chain.jsonl");
+    let _ = std::fs::remove_file(&jsonl);
+    innet_exp::results::append_jsonl(&jsonl, &rs)?;
+    let pngs = chain_bench::plot_figures(&rs, &out)?;
+    println!("wrote {} and {} plots in {}", jsonl.display(), pngs.len(), out.display());
+    Ok(0)
+}
+
+/// `innet up chain`: a chain on loopback.
+#[derive(Args, Debug)]
+pub struct UpChainArgs {
+    /// netcraq or netchain.
+    #[arg(long, default_value = "netcraq")]
+    protocol: String,
+    /// Chain length.
+    #[arg(long, default_value_t = 4)]
+    nodes: usize,
+    /// Address of node 0; node i listens on port + i (port 0: any free ports).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: std::net::SocketAddr,
+    /// Instead of serving until Ctrl-C: run two clients, kill the middle
+    /// node after 1 s, restart it 0.5 s later, report and exit.
+    #[arg(long)]
+    drill: bool,
+}
+
+pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
+    use innet_live::chain::{run_drill, DrillConfig, LiveChain, LiveChainConfig};
+    let protocol: Protocol = a.protocol.parse().map_err(anyhow::Error::msg)?;
+    anyhow::ensure!((1..=innet_wire::netchain::MAX_CHAIN_NODES).contains(&a.nodes), "--nodes must be 1..=10");
+    anyhow::ensure!(a.listen.ip().is_loopback(), "--listen must be a loopback address");
+    let stop = crate::live_cmd::signals()?;
+    let mut cfg = LiveChainConfig::new(protocol, a.nodes);
+    cfg.base = a.listen;
+    if a.drill {
+        anyhow::ensure!(a.nodes >= 3, "--drill needs at least 3 nodes");
+        let drill = DrillConfig { chain: cfg, ..DrillConfig::new(protocol, a.nodes) };
+        let r = run_drill(&drill, &stop)?;
+        for (i, addr) in r.addrs.iter().enumerate() {
+            crate::live_cmd::print_line(&format!("node{i} {addr}"));
+        }
+        let same = r.values.iter().all(|v| *v == r.values[0]);
+        let history: Vec<_> = r.loads.iter().flat_map(|l| l.client.history.clone().unwrap_or_default()).collect();
+        let lin = innet_chain::check::check(&history);
+        println!(
+            "killed node{} after {:?}; chain then {:?}; restarted it {:?} later; chain at the end {:?}",
+            drill.victim, drill.kill_after, r.members_after_kill, drill.restart_after, r.members_at_end
+        );
+        println!(
+            "interruption: {:.1} ms (longest gap between a client's completions); {} operations after the kill",
+            r.interruption.as_secs_f64() * 1e3,
+            r.operations_after_kill
+        );
+        println!("all nodes hold the same values: {same}; history linearizable: {}", lin.is_ok());
+        return Ok(if same && lin.is_ok() { 0 } else { 1 });
+    }
+    let chain = LiveChain::start(cfg, &stop)?;
+    for (i, addr) in chain.addrs().iter().enumerate() {
+        crate::live_cmd::print_line(&format!("node{i} {addr}"));
+    }
+    eprintln!(
+        "innet: {protocol} chain of {} nodes, head node0, tail node{}; control plane running. Ctrl-C to stop.",
+        a.nodes,
+        a.nodes - 1
+    );
+    while !stop.is_stopped() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let control = chain.shutdown()?;
+    eprintln!("innet: stopped; control plane {:?}", control.stats);
+    Ok(0)
+}

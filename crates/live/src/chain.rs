@@ -1,0 +1,430 @@
+//! The chain key-value store on UDP: NetCRAQ or NetChain switches on
+//! loopback sockets, their control plane in a thread, and load clients.
+//!
+//! Every chain switch is a software switch ([`crate::switch`]) running a
+//! [`ChainNode`]; the switches know each other as switch peers, so the
+//! origin (the client) travels with forwarded packets and the tail answers
+//! the client directly. The control plane ([`ChainControl`]) runs in its own
+//! thread: every heartbeat interval it polls each switch over the in-process
+//! management channel (a switch that was killed does not answer; one that
+//! was restarted answers unconfigured), ticks, and applies its decisions as
+//! table writes ([`SwitchTables`]) and register copies, the way a P4
+//! controller talks to its switches over Thrift. Clients learn the chain's
+//! order from a shared view the control plane updates.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use innet_chain::control::{Action, ChainControl, ControlConfig, Layout};
+use innet_chain::netcraq::{OBJECTS_DEFAULT, VERSIONS_DEFAULT};
+use innet_chain::node::ChainNode;
+use innet_chain::ports::{GROUP_ACK, PORT_NEXT, PORT_TAIL};
+use innet_chain::workload::LoadClient;
+use innet_chain::{Protocol, Role};
+use innet_core::{Host, Member, Outbox, Time};
+use innet_wire::netchain::key_from_u32;
+
+use crate::clock;
+use crate::switch::{spawn_switch_with_tables, SwitchNode, SwitchOptions, SwitchTables};
+use crate::txn::bind;
+use crate::Stop;
+
+#[derive(Clone, Debug)]
+pub struct LiveChainConfig {
+    pub protocol: Protocol,
+    pub nodes: usize,
+    /// Where node `i` listens: `base` with port `base.port() + i`, or any
+    /// free port when `base` has port 0.
+    pub base: SocketAddr,
+    pub objects: usize,
+    pub versions: usize,
+    /// NetChain keys installed at start (`0..keys`).
+    pub keys: u32,
+    pub control: ControlConfig,
+}
+
+impl LiveChainConfig {
+    pub fn new(protocol: Protocol, nodes: usize) -> LiveChainConfig {
+        LiveChainConfig {
+            protocol,
+            nodes,
+            base: "127.0.0.1:0".parse().expect("literal"),
+            objects: OBJECTS_DEFAULT,
+            versions: VERSIONS_DEFAULT,
+            keys: 64,
+            control: ControlConfig {
+                heartbeat_interval: Duration::from_millis(5),
+                failure_timeout: Duration::from_millis(50),
+                drain: Duration::from_millis(20),
+                full_heartbeats: 3,
+            },
+        }
+    }
+}
+
+/// The chain's order as clients see it, with a version number.
+pub type ChainView = Arc<Mutex<(u64, Vec<usize>)>>;
+
+struct Shared {
+    cfg: LiveChainConfig,
+    addrs: Vec<SocketAddr>,
+    switches: Vec<Option<SwitchNode<ChainNode>>>,
+    layout: Layout,
+    view: ChainView,
+    stop: Stop,
+}
+
+impl Shared {
+    fn tables(&self, i: usize) -> SwitchTables {
+        let t = self.layout.tables(i);
+        let mut tables = SwitchTables { switch_peers: self.addrs.iter().copied().collect(), ..Default::default() };
+        match self.cfg.protocol {
+            Protocol::NetCraq => {
+                tables.set_port(PORT_NEXT, t.next.map(|m| self.addrs[m]));
+                tables.set_port(PORT_TAIL, t.tail.map(|m| self.addrs[m]));
+                let mut group: Vec<Member<SocketAddr>> =
+                    t.ack_group.iter().map(|m| Member::Node(self.addrs[*m])).collect();
+                if t.role.is_some_and(Role::is_tail) {
+                    group.push(Member::Origin);
+                }
+                tables.groups.insert(GROUP_ACK, group);
+            }
+            Protocol::NetChain => {
+                for (j, a) in self.addrs.iter().enumerate() {
+                    tables.set_port(j as u16, Some(*a));
+                }
+            }
+        }
+        tables
+    }
+
+    fn apply(&mut self, layout: Layout) {
+        self.layout = layout;
+        for i in 0..self.addrs.len() {
+            let t = self.layout.tables(i);
+            let tables = self.tables(i);
+            if let Some(sw) = &self.switches[i] {
+                sw.with_program(|p| p.configure(&t, self.addrs.len()));
+                sw.with_tables(|x| *x = tables);
+            }
+        }
+        let mut v = self.view.lock().unwrap_or_else(|e| e.into_inner());
+        v.0 += 1;
+        v.1 = self.layout.chain.clone();
+    }
+
+    fn copy(&mut self, from: usize, to: &[usize]) {
+        let Some(src) = &self.switches[from] else { return };
+        let snap = src.with_program(|p| p.snapshot());
+        for t in to {
+            if let Some(sw) = &self.switches[*t] {
+                sw.with_program(|p| p.load(&snap));
+            }
+        }
+    }
+
+    fn spawn(&self, i: usize, addr: SocketAddr) -> io::Result<SwitchNode<ChainNode>> {
+        let socket = bind(addr)?;
+        let addr = socket.local_addr()?;
+        let mut node = ChainNode::new(self.cfg.protocol, i, self.cfg.objects, self.cfg.versions);
+        if let ChainNode::Chain(p) = &mut node {
+            for k in 0..self.cfg.keys {
+                p.install_key(key_from_u32(k)).expect("key table room");
+            }
+        }
+        // Packets "from upstream" are not used by chain nodes: the switch's
+        // own address never sends to it.
+        let opts = SwitchOptions::new(addr);
+        let mut tables = SwitchTables { switch_peers: self.addrs.iter().copied().collect(), ..Default::default() };
+        if self.cfg.protocol == Protocol::NetChain {
+            for (j, a) in self.addrs.iter().enumerate() {
+                tables.set_port(j as u16, Some(*a));
+            }
+        }
+        spawn_switch_with_tables(&format!("chain-node{i}"), node, socket, opts, tables, &self.stop)
+    }
+}
+
+/// A running chain.
+pub struct LiveChain {
+    shared: Arc<Mutex<Shared>>,
+    control: Option<std::thread::JoinHandle<ChainControl>>,
+    stop: Stop,
+}
+
+impl LiveChain {
+    /// Starts `cfg.nodes` switches and the control plane.
+    pub fn start(cfg: LiveChainConfig, stop: &Stop) -> io::Result<LiveChain> {
+        let stop = stop.child();
+        let mut addrs = vec![];
+        let mut sockets = vec![];
+        for i in 0..cfg.nodes {
+            let mut a = cfg.base;
+            if a.port() != 0 {
+                a.set_port(a.port() + i as u16);
+            }
+            let s = bind(a)?;
+            addrs.push(s.local_addr()?);
+            sockets.push(s);
+        }
+        drop(sockets);
+        let (control, layout) = ChainControl::new(cfg.control.clone(), cfg.nodes, clock::now());
+        let view = Arc::new(Mutex::new((0, layout.chain.clone())));
+        let mut sh =
+            Shared { cfg, addrs: addrs.clone(), switches: vec![], layout: layout.clone(), view, stop: stop.clone() };
+        for (i, a) in addrs.iter().enumerate() {
+            let sw = sh.spawn(i, *a)?;
+            sh.switches.push(Some(sw));
+        }
+        sh.apply(layout);
+        let shared = Arc::new(Mutex::new(sh));
+        let (s2, st2) = (shared.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("innet-chain-control".into())
+            .spawn(move || control_loop(control, &s2, &st2))?;
+        Ok(LiveChain { shared, control: Some(thread), stop })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn addrs(&self) -> Vec<SocketAddr> {
+        self.lock().addrs.clone()
+    }
+
+    pub fn view(&self) -> ChainView {
+        self.lock().view.clone()
+    }
+
+    /// The chain's current order, head first.
+    pub fn members(&self) -> Vec<usize> {
+        self.lock().layout.chain.clone()
+    }
+
+    /// Stops node `i`'s switch (its socket closes).
+    pub fn kill(&self, i: usize) -> io::Result<()> {
+        let sw = self.lock().switches[i].take();
+        match sw {
+            Some(sw) => sw.shutdown(),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts node `i` again on its address, fresh and unconfigured.
+    pub fn restart(&self, i: usize) -> io::Result<()> {
+        let mut sh = self.lock();
+        if sh.switches[i].is_some() {
+            return Ok(());
+        }
+        let addr = sh.addrs[i];
+        let sw = sh.spawn(i, addr)?;
+        sh.switches[i] = Some(sw);
+        Ok(())
+    }
+
+    /// Runs `f` on node `i`'s program, if it runs.
+    pub fn with_node<T>(&self, i: usize, f: impl FnOnce(&mut ChainNode) -> T) -> Option<T> {
+        self.lock().switches[i].as_ref().map(|s| s.with_program(f))
+    }
+
+    /// Stops everything; returns the control plane (its log and stats).
+    pub fn shutdown(mut self) -> io::Result<ChainControl> {
+        self.stop.stop();
+        let control = self.control.take().expect("joined once");
+        let c = control.join().map_err(|_| io::Error::other("control plane panicked"))?;
+        let switches: Vec<_> = self.lock().switches.drain(..).flatten().collect();
+        for s in switches {
+            s.shutdown()?;
+        }
+        Ok(c)
+    }
+}
+
+fn control_loop(mut control: ChainControl, shared: &Mutex<Shared>, stop: &Stop) -> ChainControl {
+    while !stop.is_stopped() {
+        std::thread::sleep(control.config.heartbeat_interval);
+        let now = clock::now();
+        let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
+        let mut actions = vec![];
+        for i in 0..sh.switches.len() {
+            let report = match &sh.switches[i] {
+                Some(sw) if !sw.is_finished() => sw.with_program(|p| p.report()),
+                _ => continue,
+            };
+            control.on_heartbeat(now, i, report, &mut actions);
+        }
+        control.on_tick(now, &mut actions);
+        for a in actions {
+            match a {
+                Action::Apply(l) => sh.apply(l),
+                Action::Copy { from, to } => sh.copy(from, &to),
+            }
+        }
+    }
+    control
+}
+
+/// A [`LoadClient`] that follows a [`ChainView`] (the control plane's
+/// chain order) before every step.
+pub struct ViewedClient {
+    pub load: LoadClient,
+    view: ChainView,
+    seen: u64,
+}
+
+impl ViewedClient {
+    pub fn new(load: LoadClient, view: ChainView) -> ViewedClient {
+        ViewedClient { load, view, seen: u64::MAX }
+    }
+
+    fn follow(&mut self) {
+        let v = self.view.lock().unwrap_or_else(|e| e.into_inner());
+        if v.0 != self.seen {
+            self.seen = v.0;
+            self.load.client.set_chain(v.1.clone());
+        }
+    }
+}
+
+impl Host for ViewedClient {
+    fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox) {
+        self.follow();
+        self.load.on_packet(now, packet, out);
+    }
+    fn on_tick(&mut self, now: Time, out: &mut Outbox) {
+        self.follow();
+        self.load.on_tick(now, out);
+    }
+    fn next_tick(&self) -> Option<Time> {
+        // Look at the view at least every few milliseconds.
+        let soon = clock::now() + Duration::from_millis(5);
+        Some(self.load.next_tick().map_or(soon, |t| t.min(soon)))
+    }
+}
+
+/// A live failure drill: clients read and write while node `victim` is
+/// killed, then restarted.
+#[derive(Clone, Debug)]
+pub struct DrillConfig {
+    pub chain: LiveChainConfig,
+    pub victim: usize,
+    pub clients: u32,
+    pub write_ratio: f64,
+    pub keys: u32,
+    pub kill_after: Duration,
+    pub restart_after: Duration,
+    pub run_after_restart: Duration,
+    pub client_timeout: Duration,
+    pub seed: u64,
+}
+
+impl DrillConfig {
+    /// The middle node of `nodes` (node 1 of 4) fails after 1 s.
+    pub fn new(protocol: Protocol, nodes: usize) -> DrillConfig {
+        assert!(nodes >= 3, "a middle node needs three nodes");
+        DrillConfig {
+            chain: LiveChainConfig::new(protocol, nodes),
+            victim: (nodes - 1) / 2,
+            clients: 2,
+            write_ratio: 0.3,
+            keys: 8,
+            kill_after: Duration::from_secs(1),
+            restart_after: Duration::from_millis(500),
+            run_after_restart: Duration::from_secs(1),
+            client_timeout: Duration::from_millis(50),
+            seed: 5,
+        }
+    }
+}
+
+/// What a drill saw.
+pub struct DrillReport {
+    pub addrs: Vec<SocketAddr>,
+    /// The chain right after the failure was handled, and at the end.
+    pub members_after_kill: Vec<usize>,
+    pub members_at_end: Vec<usize>,
+    /// Every node's values of keys `0..keys` at the end.
+    pub values: Vec<Vec<innet_wire::netcraq::Value>>,
+    /// Longest time between two completions of one client.
+    pub interruption: Duration,
+    pub operations_after_kill: usize,
+    pub loads: Vec<LoadClient>,
+    pub control: ChainControl,
+}
+
+/// Runs the drill (real time: about `kill_after + restart_after +
+/// run_after_restart`).
+pub fn run_drill(cfg: &DrillConfig, stop: &Stop) -> io::Result<DrillReport> {
+    use innet_chain::client::{ChainClient, ClientConfig};
+    use innet_chain::workload::Workload;
+    use innet_core::rng::Rng;
+
+    let protocol = cfg.chain.protocol;
+    let chain = LiveChain::start(cfg.chain.clone(), stop)?;
+    let addrs = chain.addrs();
+    let t0 = clock::now();
+    let end = t0 + cfg.kill_after + cfg.restart_after + cfg.run_after_restart;
+    let mut rng = Rng::new(cfg.seed);
+    let mut clients = vec![];
+    for i in 0..cfg.clients {
+        let mut cc = ClientConfig::new(protocol, i, cfg.chain.nodes);
+        cc.near = (cfg.victim + i as usize) % cfg.chain.nodes;
+        cc.timeout = cfg.client_timeout;
+        cc.stamp_attempts = true;
+        let w = Workload {
+            write_ratio: cfg.write_ratio,
+            keys: cfg.keys,
+            think: Duration::from_millis(1),
+            start: t0,
+            stop: end,
+        };
+        let mut load = LoadClient::new(ChainClient::new(cc).with_history(), w, rng.fork());
+        load.completions = Some(vec![]);
+        let view = chain.view();
+        let opts = crate::HostOptions { ports: addrs.clone(), ..Default::default() };
+        let socket = bind("127.0.0.1:0".parse().expect("literal"))?;
+        let h = crate::spawn_host(
+            &format!("chain-client{i}"),
+            socket,
+            opts,
+            stop,
+            move || ViewedClient::new(load, view),
+            |c, _| c.load,
+        )?;
+        clients.push(h);
+    }
+    std::thread::sleep(cfg.kill_after);
+    chain.kill(cfg.victim)?;
+    let killed = clock::now();
+    std::thread::sleep(cfg.restart_after);
+    let members_after_kill = chain.members();
+    chain.restart(cfg.victim)?;
+    std::thread::sleep(end.since(clock::now()));
+    let mut loads = vec![];
+    for c in clients {
+        loads.push(c.shutdown()?);
+    }
+    // Let the last writes and ACKs land before reading the registers.
+    std::thread::sleep(Duration::from_millis(100));
+    let members_at_end = chain.members();
+    let values = (0..cfg.chain.nodes).map(|i| chain.with_node(i, |n| n.values(cfg.keys)).unwrap_or_default()).collect();
+    let interruption = loads.iter().map(|l| l.stats.max_gap).max().unwrap_or_default();
+    let operations_after_kill = loads
+        .iter()
+        .map(|l| l.completions.as_ref().map_or(0, |c| c.iter().filter(|c| c.finished > killed).count()))
+        .sum();
+    let control = chain.shutdown()?;
+    Ok(DrillReport {
+        addrs,
+        members_after_kill,
+        members_at_end,
+        values,
+        interruption,
+        operations_after_kill,
+        loads,
+        control,
+    })
+}

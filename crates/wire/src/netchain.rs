@@ -1,0 +1,306 @@
+//! The NetChain format (Jin et al., NSDI 2018, section 4; the layout of its
+//! public P4 reference as the NetCRAQ paper describes it in section II-B2),
+//! network byte order:
+//!
+//! ```text
+//! +-----------+-----------+-----+-----------+-----------+
+//! | S0 (u32)  | S1 (u32)  | ... | Sk (u32)  | 0 (u32)   |   the chain: node addresses,
+//! +-----------+-----------+-----+-----------+-----------+   at most MAX_CHAIN_NODES, 0-terminated
+//! +------+------+-----------+------------------+------------------+-------------+
+//! | op   | sc   | seq (u16) | key (16 bytes)   | value (16 bytes) | vgroup (u16)|
+//! +------+------+-----------+------------------+------------------+-------------+
+//! ```
+//!
+//! `S0` is the node the packet is going to; each chain node pops its own
+//! address and sends the packet on to the next one (the packet shrinks by 4
+//! bytes per hop, as the reference's `remove_header` does). `sc` counts the
+//! addresses still in the stack. A 4-node chain makes a 58-byte header, the
+//! size the NetCRAQ paper gives. Bytes after `vgroup` are ignored.
+
+use std::fmt;
+
+pub use crate::txn::{Value, VALUE_LEN};
+
+/// Most chain addresses a packet carries (NetChain's chains are short; 10
+/// bounds the parser's loop, in a switch and in BPF).
+pub const MAX_CHAIN_NODES: usize = 10;
+/// Bytes of one address.
+pub const ADDR_LEN: usize = 4;
+/// Bytes of the key.
+pub const KEY_LEN: usize = 16;
+/// Bytes after the stack's terminator.
+pub const FIXED_LEN: usize = 1 + 1 + 2 + KEY_LEN + VALUE_LEN + 2;
+/// Largest valid packet.
+pub const MAX_LEN: usize = (MAX_CHAIN_NODES + 1) * ADDR_LEN + FIXED_LEN;
+/// UDP port our runtimes use for NetChain.
+pub const DEFAULT_PORT: u16 = 9202;
+
+const _: () = assert!(FIXED_LEN == 38);
+const _: () = assert!(4 * ADDR_LEN + ADDR_LEN + FIXED_LEN == 58);
+
+/// Offsets inside the fixed part (add `(depth + 1) * ADDR_LEN`).
+pub mod offset {
+    pub const OP: usize = 0;
+    pub const SC: usize = 1;
+    pub const SEQ: usize = 2;
+    pub const KEY: usize = 4;
+    pub const VALUE: usize = 20;
+    pub const VGROUP: usize = 36;
+}
+
+/// A chain node's address (an IPv4 address in NetChain; 0 ends the stack).
+pub type Addr = u32;
+/// NetChain's 16-byte key.
+pub type ChainKey = [u8; KEY_LEN];
+
+/// The key an application names by number: the number big-endian in the
+/// first four bytes, the rest zero.
+pub fn key_from_u32(k: u32) -> ChainKey {
+    let mut key = [0u8; KEY_LEN];
+    key[..4].copy_from_slice(&k.to_be_bytes());
+    key
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum NcOp {
+    ReadReq = 0,
+    ReadReply = 1,
+    WriteReq = 2,
+    WriteReply = 3,
+}
+
+impl NcOp {
+    pub const ALL: [NcOp; 4] = [NcOp::ReadReq, NcOp::ReadReply, NcOp::WriteReq, NcOp::WriteReply];
+    pub fn from_u8(b: u8) -> Option<NcOp> {
+        NcOp::ALL.into_iter().find(|op| *op as u8 == b)
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            NcOp::ReadReq => "READ_REQ",
+            NcOp::ReadReply => "READ_REPLY",
+            NcOp::WriteReq => "WRITE_REQ",
+            NcOp::WriteReply => "WRITE_REPLY",
+        }
+    }
+}
+
+/// Why bytes were rejected; each reason has a stable name for counters.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum DecodeError {
+    /// The bytes end inside the stack or the fixed part.
+    Truncated,
+    /// More than [`MAX_CHAIN_NODES`] addresses before a terminator.
+    ChainTooLong,
+    /// An `op` outside 0..=3.
+    UnknownOp,
+    /// `sc` differs from the number of addresses in the stack.
+    ChainCountMismatch,
+}
+
+impl DecodeError {
+    pub const ALL: [DecodeError; 4] =
+        [DecodeError::Truncated, DecodeError::ChainTooLong, DecodeError::UnknownOp, DecodeError::ChainCountMismatch];
+    pub fn name(self) -> &'static str {
+        match self {
+            DecodeError::Truncated => "truncated",
+            DecodeError::ChainTooLong => "chain_too_long",
+            DecodeError::UnknownOp => "unknown_op",
+            DecodeError::ChainCountMismatch => "chain_count_mismatch",
+        }
+    }
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+fn addr_at(bytes: &[u8], i: usize) -> Addr {
+    u32::from_be_bytes(bytes[i * ADDR_LEN..(i + 1) * ADDR_LEN].try_into().expect("4 bytes"))
+}
+
+/// Checks `bytes` and returns the stack depth (addresses before the 0).
+fn validate(bytes: &[u8]) -> Result<usize, DecodeError> {
+    let mut depth = None;
+    for i in 0..=MAX_CHAIN_NODES {
+        if bytes.len() < (i + 1) * ADDR_LEN {
+            return Err(DecodeError::Truncated);
+        }
+        if addr_at(bytes, i) == 0 {
+            depth = Some(i);
+            break;
+        }
+    }
+    let depth = depth.ok_or(DecodeError::ChainTooLong)?;
+    let fixed = (depth + 1) * ADDR_LEN;
+    if bytes.len() < fixed + FIXED_LEN {
+        return Err(DecodeError::Truncated);
+    }
+    NcOp::from_u8(bytes[fixed + offset::OP]).ok_or(DecodeError::UnknownOp)?;
+    if bytes[fixed + offset::SC] as usize != depth {
+        return Err(DecodeError::ChainCountMismatch);
+    }
+    Ok(depth)
+}
+
+/// An owned, decoded message (end hosts).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct NcMsg {
+    /// The addresses still to visit, next first (`sc` is their number).
+    pub chain: Vec<Addr>,
+    pub op: NcOp,
+    pub seq: u16,
+    pub key: ChainKey,
+    pub value: Value,
+    pub vgroup: u16,
+}
+
+impl NcMsg {
+    pub fn decode(bytes: &[u8]) -> Result<NcMsg, DecodeError> {
+        let depth = validate(bytes)?;
+        let f = &bytes[(depth + 1) * ADDR_LEN..];
+        Ok(NcMsg {
+            chain: (0..depth).map(|i| addr_at(bytes, i)).collect(),
+            op: NcOp::from_u8(f[offset::OP]).expect("validated"),
+            seq: u16::from_be_bytes([f[offset::SEQ], f[offset::SEQ + 1]]),
+            key: f[offset::KEY..offset::VALUE].try_into().expect("16 bytes"),
+            value: Value(f[offset::VALUE..offset::VGROUP].try_into().expect("16 bytes")),
+            vgroup: u16::from_be_bytes([f[offset::VGROUP], f[offset::VGROUP + 1]]),
+        })
+    }
+
+    /// Panics if the chain is longer than [`MAX_CHAIN_NODES`] or holds a 0.
+    pub fn encode(&self) -> Vec<u8> {
+        assert!(self.chain.len() <= MAX_CHAIN_NODES, "chain too long");
+        assert!(self.chain.iter().all(|a| *a != 0), "address 0 ends the stack");
+        let mut out = Vec::with_capacity((self.chain.len() + 1) * ADDR_LEN + FIXED_LEN);
+        for a in &self.chain {
+            out.extend_from_slice(&a.to_be_bytes());
+        }
+        out.extend_from_slice(&[0; ADDR_LEN]);
+        out.push(self.op as u8);
+        out.push(self.chain.len() as u8);
+        out.extend_from_slice(&self.seq.to_be_bytes());
+        out.extend_from_slice(&self.key);
+        out.extend_from_slice(&self.value.0);
+        out.extend_from_slice(&self.vgroup.to_be_bytes());
+        out
+    }
+}
+
+/// A validated in-place view for data-plane programs.
+pub struct NcPacket<'a> {
+    buf: &'a mut [u8],
+    depth: usize,
+}
+
+impl<'a> NcPacket<'a> {
+    pub fn parse(buf: &'a mut [u8]) -> Result<NcPacket<'a>, DecodeError> {
+        let depth = validate(buf)?;
+        Ok(NcPacket { buf, depth })
+    }
+    fn fixed(&self) -> usize {
+        (self.depth + 1) * ADDR_LEN
+    }
+    /// Addresses still in the stack (`sc`).
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+    /// The `i`-th address still in the stack (`i < depth`).
+    pub fn addr(&self, i: usize) -> Addr {
+        assert!(i < self.depth);
+        addr_at(self.buf, i)
+    }
+    /// Bytes the packet occupies now (after any pops).
+    pub fn len(&self) -> usize {
+        self.fixed() + FIXED_LEN
+    }
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+    pub fn op(&self) -> NcOp {
+        NcOp::from_u8(self.buf[self.fixed() + offset::OP]).expect("validated")
+    }
+    pub fn set_op(&mut self, op: NcOp) {
+        let f = self.fixed();
+        self.buf[f + offset::OP] = op as u8;
+    }
+    pub fn seq(&self) -> u16 {
+        let f = self.fixed() + offset::SEQ;
+        u16::from_be_bytes([self.buf[f], self.buf[f + 1]])
+    }
+    pub fn set_seq(&mut self, seq: u16) {
+        let f = self.fixed() + offset::SEQ;
+        self.buf[f..f + 2].copy_from_slice(&seq.to_be_bytes());
+    }
+    pub fn key(&self) -> ChainKey {
+        let f = self.fixed();
+        self.buf[f + offset::KEY..f + offset::VALUE].try_into().expect("16 bytes")
+    }
+    pub fn value(&self) -> Value {
+        let f = self.fixed();
+        Value(self.buf[f + offset::VALUE..f + offset::VGROUP].try_into().expect("16 bytes"))
+    }
+    pub fn set_value(&mut self, v: Value) {
+        let f = self.fixed();
+        self.buf[f + offset::VALUE..f + offset::VGROUP].copy_from_slice(&v.0);
+    }
+    /// Removes the first address (NetChain's pop): the rest of the packet
+    /// moves 4 bytes forward and `sc` drops by one. The caller truncates the
+    /// packet to [`NcPacket::len`]. Panics on an empty stack.
+    pub fn pop(&mut self) {
+        assert!(self.depth > 0, "pop from an empty chain");
+        let end = self.len();
+        self.buf.copy_within(ADDR_LEN..end, 0);
+        self.depth -= 1;
+        let f = self.fixed();
+        self.buf[f + offset::SC] = self.depth as u8;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(chain: Vec<Addr>) -> NcMsg {
+        NcMsg { chain, op: NcOp::WriteReq, seq: 7, key: key_from_u32(3), value: Value::from_counter(9), vgroup: 1 }
+    }
+
+    #[test]
+    fn roundtrip_pop_and_lengths() {
+        let m = msg(vec![1, 2, 3, 4]);
+        let mut b = m.encode();
+        assert_eq!(b.len(), 58, "a 4-node chain makes a 58-byte header (NetCRAQ paper, II-B2)");
+        assert_eq!(NcMsg::decode(&b), Ok(m.clone()));
+        let mut p = NcPacket::parse(&mut b).unwrap();
+        assert_eq!((p.depth(), p.addr(0), p.addr(3), p.seq()), (4, 1, 2_u32.pow(2), 7));
+        p.pop();
+        let len = p.len();
+        assert_eq!(len, 54);
+        b.truncate(len);
+        let popped = NcMsg::decode(&b).unwrap();
+        assert_eq!(popped, NcMsg { chain: vec![2, 3, 4], ..m });
+    }
+
+    #[test]
+    fn malformed_bytes_are_named() {
+        let b = msg(vec![1, 2]).encode();
+        assert_eq!(NcMsg::decode(&b[..b.len() - 1]), Err(DecodeError::Truncated));
+        assert_eq!(NcMsg::decode(&b[..6]), Err(DecodeError::Truncated));
+        let mut bad = b.clone();
+        bad[12] = 9;
+        assert_eq!(NcMsg::decode(&bad), Err(DecodeError::UnknownOp));
+        let mut bad = b.clone();
+        bad[13] = 3;
+        assert_eq!(NcMsg::decode(&bad), Err(DecodeError::ChainCountMismatch));
+        let deep = vec![1u8; (MAX_CHAIN_NODES + 1) * ADDR_LEN + FIXED_LEN];
+        assert_eq!(NcMsg::decode(&deep), Err(DecodeError::ChainTooLong));
+    }
+}

@@ -1,0 +1,205 @@
+//! The NetCRAQ format (Sagkriotis and Pezaros 2022, section III-A2): three
+//! fields over UDP, network byte order. Roles, chain membership and the
+//! tail's address live in the switches' tables, not in the packet.
+//!
+//! ```text
+//!  0        1                 5                                   21
+//! +--------+-----------------+-----------------------------------+
+//! | kv_op  |  key (u32)      |  value (VALUE_LEN = 16 bytes)     |
+//! +--------+-----------------+-----------------------------------+
+//! ```
+//!
+//! The paper packs `kv_op` into 2 bits (20.25 bytes); we give it a byte so
+//! that the fields stay byte-aligned for the BPF port, and use one more code
+//! than the paper: `WRITE_REFUSED`, the explicit answer to a write a node
+//! cannot store (its version slots are full, or the control plane paused
+//! writes), where the paper drops the write silently. Bytes after the value
+//! are ignored, as a P4 parser would.
+
+use std::fmt;
+
+pub use crate::txn::{Value, VALUE_LEN};
+
+/// Bytes of a NetCRAQ packet.
+pub const LEN: usize = 1 + 4 + VALUE_LEN;
+/// UDP port our runtimes use for NetCRAQ.
+pub const DEFAULT_PORT: u16 = 9201;
+
+const _: () = assert!(LEN == 21);
+
+/// Offsets of the fields (shared with the BPF header in a later issue).
+pub mod offset {
+    pub const KV_OP: usize = 0;
+    pub const KEY: usize = 1;
+    pub const VALUE: usize = 5;
+}
+
+/// The object a request names: an index into every node's `objects_store`.
+pub type Key = u32;
+
+/// `kv_op` codes.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum KvOp {
+    /// Client request: "tell me the value of `key`" (value unused, zero).
+    Read = 1,
+    /// A node's answer to a READ: the value (clean, or the tail's latest).
+    ReadReply = 2,
+    /// Client request to the head: "set `key` to `value`"; nodes forward it
+    /// towards the tail.
+    Write = 3,
+    /// Reserved for a write reply that is not an ACK; our tail answers the
+    /// writer with the ACK itself (see `docs/chain.md`), clients accept both.
+    WriteReply = 4,
+    /// The tail's commit notice, multicast to the other nodes and to the
+    /// writer: `value` is now the clean version of `key`.
+    Ack = 5,
+    /// A node did not store the write (version slots full, or writes paused
+    /// by the control plane). Not in the paper, which drops it.
+    WriteRefused = 6,
+}
+
+impl KvOp {
+    pub const ALL: [KvOp; 6] =
+        [KvOp::Read, KvOp::ReadReply, KvOp::Write, KvOp::WriteReply, KvOp::Ack, KvOp::WriteRefused];
+
+    pub fn from_u8(b: u8) -> Option<KvOp> {
+        KvOp::ALL.into_iter().find(|op| *op as u8 == b)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            KvOp::Read => "READ",
+            KvOp::ReadReply => "READ_REPLY",
+            KvOp::Write => "WRITE",
+            KvOp::WriteReply => "WRITE_REPLY",
+            KvOp::Ack => "ACK",
+            KvOp::WriteRefused => "WRITE_REFUSED",
+        }
+    }
+}
+
+/// Why bytes were rejected; each reason has a stable name for counters.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum DecodeError {
+    /// Fewer than [`LEN`] bytes.
+    Truncated,
+    /// A `kv_op` outside 1..=6.
+    UnknownOp,
+}
+
+impl DecodeError {
+    pub const ALL: [DecodeError; 2] = [DecodeError::Truncated, DecodeError::UnknownOp];
+    pub fn name(self) -> &'static str {
+        match self {
+            DecodeError::Truncated => "truncated",
+            DecodeError::UnknownOp => "unknown_op",
+        }
+    }
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+fn validate(bytes: &[u8]) -> Result<KvOp, DecodeError> {
+    if bytes.len() < LEN {
+        return Err(DecodeError::Truncated);
+    }
+    KvOp::from_u8(bytes[offset::KV_OP]).ok_or(DecodeError::UnknownOp)
+}
+
+/// An owned, decoded message (end hosts).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct CraqMsg {
+    pub op: KvOp,
+    pub key: Key,
+    pub value: Value,
+}
+
+impl CraqMsg {
+    pub fn read(key: Key) -> CraqMsg {
+        CraqMsg { op: KvOp::Read, key, value: Value::ZERO }
+    }
+    pub fn write(key: Key, value: Value) -> CraqMsg {
+        CraqMsg { op: KvOp::Write, key, value }
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<CraqMsg, DecodeError> {
+        let op = validate(bytes)?;
+        let key = u32::from_be_bytes(bytes[offset::KEY..offset::VALUE].try_into().expect("4 bytes"));
+        let value = Value(bytes[offset::VALUE..LEN].try_into().expect("16 bytes"));
+        Ok(CraqMsg { op, key, value })
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(LEN);
+        out.push(self.op as u8);
+        out.extend_from_slice(&self.key.to_be_bytes());
+        out.extend_from_slice(&self.value.0);
+        debug_assert_eq!(out.len(), LEN);
+        out
+    }
+}
+
+/// A validated in-place view for data-plane programs.
+pub struct CraqPacket<'a> {
+    buf: &'a mut [u8],
+}
+
+impl<'a> CraqPacket<'a> {
+    pub fn parse(buf: &'a mut [u8]) -> Result<CraqPacket<'a>, DecodeError> {
+        validate(buf)?;
+        Ok(CraqPacket { buf })
+    }
+    pub fn op(&self) -> KvOp {
+        KvOp::from_u8(self.buf[offset::KV_OP]).expect("validated")
+    }
+    pub fn set_op(&mut self, op: KvOp) {
+        self.buf[offset::KV_OP] = op as u8;
+    }
+    pub fn key(&self) -> Key {
+        u32::from_be_bytes(self.buf[offset::KEY..offset::VALUE].try_into().expect("4 bytes"))
+    }
+    pub fn value(&self) -> Value {
+        Value(self.buf[offset::VALUE..LEN].try_into().expect("16 bytes"))
+    }
+    pub fn set_value(&mut self, v: Value) {
+        self.buf[offset::VALUE..LEN].copy_from_slice(&v.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip_and_in_place_view_agree() {
+        let m = CraqMsg { op: KvOp::Ack, key: 0xdead_beef, value: Value::from_counter(42) };
+        let mut b = m.encode();
+        assert_eq!(b.len(), LEN);
+        assert_eq!(CraqMsg::decode(&b), Ok(m));
+        let mut p = CraqPacket::parse(&mut b).unwrap();
+        assert_eq!((p.op(), p.key(), p.value()), (m.op, m.key, m.value));
+        p.set_op(KvOp::ReadReply);
+        p.set_value(Value::ZERO);
+        assert_eq!(CraqMsg::decode(&b).unwrap().op, KvOp::ReadReply);
+    }
+
+    #[test]
+    fn malformed_bytes_are_named() {
+        assert_eq!(CraqMsg::decode(&[1; 20]), Err(DecodeError::Truncated));
+        let mut b = CraqMsg::read(1).encode();
+        b[0] = 0;
+        assert_eq!(CraqMsg::decode(&b), Err(DecodeError::UnknownOp));
+        b[0] = 7;
+        assert_eq!(CraqPacket::parse(&mut b).err(), Some(DecodeError::UnknownOp));
+    }
+}
