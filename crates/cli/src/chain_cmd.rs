@@ -245,3 +245,79 @@ pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
     eprintln!("innet: stopped; control plane {:?}", control.stats);
     Ok(0)
 }
+
+/// `innet sim chain`: one point of the chain experiment.
+#[derive(Args, Debug, Clone)]
+pub struct SimChainArgs {
+    /// netcraq or netchain.
+    #[arg(long, default_value = "netcraq")]
+    protocol: String,
+    #[arg(long, default_value_t = 4)]
+    nodes: usize,
+    /// "shared" (one CPU for all switches, the paper's testbed) or "per-switch".
+    #[arg(long, default_value = "shared")]
+    service: String,
+    /// Offered requests per second (open loop).
+    #[arg(long, default_value_t = 10_000.0)]
+    rate: f64,
+    /// Fraction of requests that are writes (to the head).
+    #[arg(long, default_value_t = 0.0)]
+    write_ratio: f64,
+    /// Comma-separated chain positions reads go to, round robin (0 = head).
+    #[arg(long, default_value = "0")]
+    targets: String,
+    /// NetCRAQ: start every object dirty on the non-tail nodes.
+    #[arg(long)]
+    dirty: bool,
+    #[arg(long, default_value_t = 0.2)]
+    duration_s: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object instead of a sentence.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run_sim(a: SimChainArgs) -> anyhow::Result<i32> {
+    let protocol: Protocol = a.protocol.parse().map_err(anyhow::Error::msg)?;
+    anyhow::ensure!((1..=innet_wire::netchain::MAX_CHAIN_NODES).contains(&a.nodes), "--nodes must be 1..=10");
+    anyhow::ensure!((0.0..=1.0).contains(&a.write_ratio), "--write-ratio must be in 0..=1");
+    anyhow::ensure!(a.duration_s > 0.05, "--duration-s must exceed the 0.02 s warm-up");
+    let targets: Vec<usize> = a
+        .targets
+        .split(',')
+        .map(|t| t.trim().parse().map_err(|_| anyhow::anyhow!("target '{t}' is not a chain position")))
+        .collect::<anyhow::Result<_>>()?;
+    anyhow::ensure!(
+        !targets.is_empty() && targets.iter().all(|t| *t < a.nodes),
+        "--targets must name positions < --nodes"
+    );
+    let cfg = chain_bench::ChainBenchConfig {
+        service: a.service.clone(),
+        read_targets: targets,
+        write_ratio: a.write_ratio,
+        dirty: a.dirty,
+        offered_rates: vec![a.rate],
+        duration_s: a.duration_s,
+        seed: a.seed,
+        ..chain_bench::ChainBenchConfig::new(protocol, 0, a.nodes)
+    };
+    let r = chain_bench::run_point(&cfg, a.rate)?;
+    if a.json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        println!(
+            "{protocol} {} nodes ({} service), {:.0} requests/s offered ({:.0}% writes): {:.0} replies/s, latency mean {:.1} us p99 {:.1} us, {} queue drops (seed {})",
+            a.nodes,
+            a.service,
+            a.rate,
+            a.write_ratio * 100.0,
+            r.replies_per_s,
+            r.mean_latency_us,
+            r.p99_latency_us,
+            r.queue_drops,
+            a.seed
+        );
+    }
+    Ok(0)
+}

@@ -109,6 +109,8 @@ pub enum SimService {
         #[arg(long)]
         json: bool,
     },
+    /// One point of the chain experiment (NetCRAQ or NetChain, open-loop load, switch service model).
+    Chain(crate::chain_cmd::SimChainArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -212,7 +214,10 @@ fn parse_ratios(s: &str) -> anyhow::Result<Vec<f64>> {
 }
 
 pub fn run_sim(s: SimService) -> anyhow::Result<i32> {
-    let SimService::Txn { point, json } = s;
+    let (point, json) = match s {
+        SimService::Txn { point, json } => (point, json),
+        SimService::Chain(a) => return crate::chain_cmd::run_sim(a),
+    };
     let cfg = point.config()?;
     let r = txn_sim::run_point_sim(&cfg)?;
     if json {

@@ -10,6 +10,27 @@
 
 #![forbid(unsafe_code)]
 
+/// `index()`, `Display` (the stable name) and `Error` for a format's
+/// `DecodeError`, which must have `fn name(self) -> &'static str`.
+macro_rules! decode_error_impls {
+    ($t:ty) => {
+        impl $t {
+            /// Position in `ALL`, for per-reason counter arrays.
+            pub fn index(self) -> usize {
+                self as usize
+            }
+        }
+
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl std::error::Error for $t {}
+    };
+}
+
 pub mod netchain;
 pub mod netcraq;
 pub mod txn;

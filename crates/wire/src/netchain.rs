@@ -17,8 +17,6 @@
 //! addresses still in the stack. A 4-node chain makes a 58-byte header, the
 //! size the NetCRAQ paper gives. Bytes after `vgroup` are ignored.
 
-use std::fmt;
-
 pub use crate::txn::{Value, VALUE_LEN};
 
 /// Most chain addresses a packet carries (NetChain's chains are short; 10
@@ -109,18 +107,9 @@ impl DecodeError {
             DecodeError::ChainCountMismatch => "chain_count_mismatch",
         }
     }
-    pub fn index(self) -> usize {
-        self as usize
-    }
 }
 
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::error::Error for DecodeError {}
+decode_error_impls!(DecodeError);
 
 fn addr_at(bytes: &[u8], i: usize) -> Addr {
     u32::from_be_bytes(bytes[i * ADDR_LEN..(i + 1) * ADDR_LEN].try_into().expect("4 bytes"))

@@ -16,8 +16,6 @@
 //! writes), where the paper drops the write silently. Bytes after the value
 //! are ignored, as a P4 parser would.
 
-use std::fmt;
-
 pub use crate::txn::{Value, VALUE_LEN};
 
 /// Bytes of a NetCRAQ packet.
@@ -96,18 +94,9 @@ impl DecodeError {
             DecodeError::UnknownOp => "unknown_op",
         }
     }
-    pub fn index(self) -> usize {
-        self as usize
-    }
 }
 
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::error::Error for DecodeError {}
+decode_error_impls!(DecodeError);
 
 fn validate(bytes: &[u8]) -> Result<KvOp, DecodeError> {
     if bytes.len() < LEN {
