@@ -19,6 +19,7 @@
 //! holds the two to identical verdicts, bytes, counters and table contents.
 
 pub mod bench;
+pub mod chain;
 pub mod frame;
 pub mod layout;
 pub mod object;
