@@ -225,7 +225,8 @@ struct skb_l234 {
 	struct innet_craq_hdr *p;
 };
 
-static __always_inline int skb_parse(struct __sk_buff *skb, __u32 port, struct skb_l234 *l)
+/* The headers of an IPv4/UDP NetCRAQ-sized frame (any ports), or 0. */
+static __always_inline int skb_parse(struct __sk_buff *skb, struct skb_l234 *l)
 {
 	void *data = (void *)(long)skb->data;
 	void *end = (void *)(long)skb->data_end;
@@ -237,9 +238,7 @@ static __always_inline int skb_parse(struct __sk_buff *skb, __u32 port, struct s
 		return 0;
 	l->udp = (void *)(l->ip + 1);
 	l->p = (void *)(l->udp + 1);
-	if ((void *)(l->p + 1) > end)
-		return 0;
-	return l->udp->dest == bpf_htons(port);
+	return (void *)(l->p + 1) <= end;
 }
 
 /* One copy of the ACK per member of chain_group: to a port's neighbour
@@ -252,7 +251,7 @@ int tc_chain_multicast(struct __sk_buff *skb)
 	if (!cfg || !is_tail(cfg->role))
 		return TC_ACT_OK;
 	bpf_skb_pull_data(skb, sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr) + INNET_CRAQ_LEN);
-	if (!skb_parse(skb, cfg->udp_port, &l) || l.p->kv_op != INNET_CRAQ_OP_ACK)
+	if (!skb_parse(skb, &l) || l.udp->dest != bpf_htons(cfg->udp_port) || l.p->kv_op != INNET_CRAQ_OP_ACK)
 		return TC_ACT_OK;
 	__be32 origin_ip = l.ip->saddr;
 	__be16 origin_port = l.udp->source;
@@ -264,7 +263,8 @@ int tc_chain_multicast(struct __sk_buff *skb)
 			continue;
 		int to_origin = member->kind == INNET_CHAIN_MEMBER_ORIGIN;
 		struct innet_chain_port *p = chain_port(to_origin ? cfg->origin_port : member->port);
-		if (!p || !skb_parse(skb, cfg->udp_port, &l)) {
+		/* Again for every copy: the last clone invalidated the pointers. */
+		if (!p || !skb_parse(skb, &l)) {
 			count(INNET_CRAQ_CTR_XDP_NO_PORT);
 			continue;
 		}

@@ -41,7 +41,7 @@
 #define INNET_CHAIN_GROUP_ACK 0
 
 /* Entries of chain_ports and chain_group. */
-#define INNET_CHAIN_PORTS_MAX 8
+#define INNET_CHAIN_PORTS_MAX 16
 #define INNET_CHAIN_GROUP_MAX 16
 
 /* Map chain_ports (array, INNET_CHAIN_PORTS_MAX): one neighbour per port. */

@@ -13,14 +13,15 @@
 
 use std::net::Ipv4Addr;
 use std::os::fd::RawFd;
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use libbpf_rs::{MapCore, MapFlags};
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use innet_chain::netchain::{Hop, NcCounters, Slot, KEYS_DEFAULT, KEY_PROBES, NEIGHBOURS_MAX};
 use innet_chain::netcraq::{CraqCounters, OBJECTS_DEFAULT, VERSIONS_DEFAULT, VERSIONS_MAX};
 use innet_chain::ports::{GROUP_ACK, PORT_NEXT, PORT_TAIL};
-use innet_chain::Role;
+use innet_chain::{Protocol, Role};
 use innet_core::Counters;
 use innet_wire::netchain::{self as ncw, Addr, ChainKey};
 use innet_wire::netcraq::{self as craqw, DecodeError as CraqError, KvOp};
@@ -173,18 +174,48 @@ impl Node {
     }
 
     fn counters(&self, names: Vec<&'static str>) -> Result<Vec<(&'static str, u64)>> {
-        let m = self.obj.map("chain_counters")?;
-        names
-            .into_iter()
-            .enumerate()
-            .map(|(i, n)| Ok((n, u64::from_ne_bytes(lookup(&m, i as u32)?[..8].try_into().expect("u64")))))
-            .collect()
+        read_counters(&self.obj.map(MAP_COUNTERS)?, names)
     }
 
     fn read_all(&self, map: &str) -> Result<Vec<Vec<u8>>> {
         let m = self.obj.map(map)?;
         (0..m.max_entries()).map(|i| lookup(&m, i)).collect()
     }
+}
+
+/// Counter `i` of `m` named `names[i]`.
+fn read_counters(m: &impl MapCore, names: Vec<&'static str>) -> Result<Vec<(&'static str, u64)>> {
+    names
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| Ok((n, u64::from_ne_bytes(lookup(m, i as u32)?[..8].try_into().expect("u64")))))
+        .collect()
+}
+
+const MAP_COUNTERS: &str = "chain_counters";
+/// Maps worth pinning for a running node (not the scratch map).
+pub const CRAQ_PINNED_MAPS: [&str; 6] =
+    ["craq_config", "craq_store", "craq_index", "chain_ports", "chain_group", MAP_COUNTERS];
+pub const NC_PINNED_MAPS: [&str; 6] =
+    ["nc_config", "nc_neighbours", "nc_keys", "nc_registers", "chain_ports", MAP_COUNTERS];
+
+fn craq_counter_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = CraqCounters::default().counters().into_iter().map(|(n, _)| n).collect();
+    names.extend(CRAQ_XDP_COUNTERS);
+    names
+}
+
+fn nc_counter_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = NcCounters::default().counters().into_iter().map(|(n, _)| n).collect();
+    names.extend(NC_XDP_COUNTERS);
+    names
+}
+
+/// Counters of a node of `protocol` whose maps were pinned under `dir`.
+pub fn pinned_counters(dir: &Path, protocol: Protocol) -> Result<Vec<(&'static str, u64)>> {
+    let path = dir.join(MAP_COUNTERS);
+    let m = MapHandle::from_pinned_path(&path).with_context(|| format!("open {}", path.display()))?;
+    read_counters(&m, if protocol == Protocol::NetCraq { craq_counter_names() } else { nc_counter_names() })
 }
 
 /// A loaded NetCRAQ node.
@@ -292,9 +323,12 @@ impl CraqXdp {
 
     /// Counters by name: `CraqCounters`' then [`CRAQ_XDP_COUNTERS`].
     pub fn counters(&self) -> Result<Vec<(&'static str, u64)>> {
-        let mut names: Vec<&'static str> = CraqCounters::default().counters().into_iter().map(|(n, _)| n).collect();
-        names.extend(CRAQ_XDP_COUNTERS);
-        self.node.counters(names)
+        self.node.counters(craq_counter_names())
+    }
+
+    /// Pins [`CRAQ_PINNED_MAPS`] under `dir` (on a bpffs).
+    pub fn pin_maps(&mut self, dir: &Path) -> Result<()> {
+        self.node.obj.pin_maps(dir, &CRAQ_PINNED_MAPS)
     }
 
     pub fn test_run(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
@@ -424,9 +458,12 @@ impl NcXdp {
 
     /// Counters by name: `NcCounters`' then [`NC_XDP_COUNTERS`].
     pub fn counters(&self) -> Result<Vec<(&'static str, u64)>> {
-        let mut names: Vec<&'static str> = NcCounters::default().counters().into_iter().map(|(n, _)| n).collect();
-        names.extend(NC_XDP_COUNTERS);
-        self.node.counters(names)
+        self.node.counters(nc_counter_names())
+    }
+
+    /// Pins [`NC_PINNED_MAPS`] under `dir` (on a bpffs).
+    pub fn pin_maps(&mut self, dir: &Path) -> Result<()> {
+        self.node.obj.pin_maps(dir, &NC_PINNED_MAPS)
     }
 
     pub fn test_run(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
