@@ -102,11 +102,38 @@ pub fn up(protocol: Protocol, nodes: usize, data_plane: DataPlane) -> Result<Sta
     testbed::save(&state)?;
     build_links(nodes).context("build namespaces, links and the bridge")?;
     if data_plane == DataPlane::Xdp {
-        for i in 0..nodes {
-            attach_node(protocol, i, nodes).with_context(|| format!("node {i}"))?;
-        }
+        attach_nodes(protocol, nodes)?;
     }
     Ok(state)
+}
+
+/// A chain node's loaded object (the attachment outlives it; benchmarks
+/// keep it to re-attach the node after measuring something else).
+pub enum NodeXdp {
+    Craq(CraqXdp),
+    Nc(NcXdp),
+}
+
+impl NodeXdp {
+    /// The node's XDP program.
+    pub fn xdp_fd(&self) -> Result<std::os::fd::RawFd> {
+        match self {
+            NodeXdp::Craq(x) => x.program_fd(CRAQ_PROGRAM),
+            NodeXdp::Nc(x) => x.program_fd(),
+        }
+    }
+}
+
+/// Loads, configures, pins and attaches every node's programs on a built
+/// chain topology.
+pub fn attach_nodes(protocol: Protocol, nodes: usize) -> Result<Vec<NodeXdp>> {
+    (0..nodes).map(|i| attach_node(protocol, i, nodes).with_context(|| format!("node {i}"))).collect()
+}
+
+/// Attaches XDP program `fd` to node `i`'s interface, replacing what is there.
+pub fn attach_to_node(i: usize, fd: std::os::fd::RawFd) -> Result<()> {
+    let index = ifindex(&node_ns(i), &node_dev(i))?;
+    in_netns(&node_ns(i), || object::attach_fd(fd, index))
 }
 
 fn build_links(nodes: usize) -> Result<()> {
@@ -145,7 +172,7 @@ fn build_links(nodes: usize) -> Result<()> {
 
 /// Loads node `i`'s program configured for its place, pins its maps and
 /// attaches it (and, for NetCRAQ, the multicast tc program).
-fn attach_node(protocol: Protocol, i: usize, nodes: usize) -> Result<()> {
+fn attach_node(protocol: Protocol, i: usize, nodes: usize) -> Result<NodeXdp> {
     let (ns, dev) = (node_ns(i), node_dev(i));
     let index = ifindex(&ns, &dev)?;
     let addr = NodeAddr { udp_port: udp_port(protocol), node_ip: node_ip(i), origin_port: PORT_CLIENTS };
@@ -172,7 +199,8 @@ fn attach_node(protocol: Protocol, i: usize, nodes: usize) -> Result<()> {
             in_netns(&ns, || {
                 object::attach_fd(xdp_fd, index)?;
                 object::attach_tc_ingress(tc_fd, index)
-            })
+            })?;
+            Ok(NodeXdp::Craq(x))
         }
         Protocol::NetChain => {
             let mut x = NcXdp::load(u32::from(node_ip(i)), KEYS_DEFAULT, addr)?;
@@ -187,7 +215,8 @@ fn attach_node(protocol: Protocol, i: usize, nodes: usize) -> Result<()> {
             x.set_role(role)?;
             x.pin_maps(&node_pin_dir(i))?;
             let fd = x.program_fd()?;
-            in_netns(&ns, || object::attach_fd(fd, index))
+            in_netns(&ns, || object::attach_fd(fd, index))?;
+            Ok(NodeXdp::Nc(x))
         }
     }
 }

@@ -20,6 +20,7 @@
 
 pub mod bench;
 pub mod chain;
+pub mod chain_bench;
 pub mod chain_testbed;
 pub mod frame;
 pub mod layout;
