@@ -290,11 +290,7 @@ int xdp_netchain(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	__u32 offset = (__u32)((void *)(l.udp + 1) - data);
-	__u32 avail = (__u32)(data_end - (void *)(l.udp + 1));
-	__u32 udp_len = bpf_ntohs(l.udp->len);
-	__u32 len = udp_len >= sizeof(struct udphdr) ? udp_len - sizeof(struct udphdr) : 0;
-	if (len > avail)
-		len = avail;
+	__u32 len = udp_payload_len(&l, data_end);
 	if (offset != HEADERS_LEN)
 		return XDP_PASS; /* parse_l234 guarantees it; shrink() relies on it */
 	/* Nothing after the fixed part is ever read: copy at most a maximal packet. */

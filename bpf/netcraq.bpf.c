@@ -205,40 +205,23 @@ int xdp_netcraq(struct xdp_md *ctx)
 	}
 	void *end = (void *)(long)ctx->data_end;
 	struct innet_craq_hdr *p = (void *)(l.udp + 1);
-	__u32 avail = (__u32)(end - (void *)p);
-	__u32 udp_len = bpf_ntohs(l.udp->len);
-	__u32 len = udp_len >= sizeof(struct udphdr) ? udp_len - sizeof(struct udphdr) : 0;
-	if (len > avail)
-		len = avail;
+	__u32 len = udp_payload_len(&l, end);
 	if (len >= INNET_CRAQ_LEN && (void *)(p + 1) > end)
-		return XDP_DROP; /* cannot happen (len <= avail); for the verifier */
+		return XDP_DROP; /* cannot happen (len <= what the frame holds); for the verifier */
 	int verdict = craq_process(p, len < INNET_CRAQ_LEN ? 0 : len, cfg);
 	return chain_emit(ctx, &l, verdict, cfg->node_ip, cfg->origin_port);
 }
 
 /* ---- tc: the tail's ACK to every member of the group ------------------ */
 
-struct skb_l234 {
-	struct ethhdr *eth;
-	struct iphdr *ip;
-	struct udphdr *udp;
-	struct innet_craq_hdr *p;
-};
-
-/* The headers of an IPv4/UDP NetCRAQ-sized frame (any ports), or 0. */
-static __always_inline int skb_parse(struct __sk_buff *skb, struct skb_l234 *l)
+/* The headers and NetCRAQ payload of an IPv4/UDP frame (any ports), or 0. */
+static __always_inline int skb_parse(struct __sk_buff *skb, struct l234 *l, struct innet_craq_hdr **p)
 {
-	void *data = (void *)(long)skb->data;
 	void *end = (void *)(long)skb->data_end;
-	l->eth = data;
-	if ((void *)(l->eth + 1) > end || l->eth->h_proto != bpf_htons(ETH_P_IP))
+	if (!parse_l234_at((void *)(long)skb->data, end, l))
 		return 0;
-	l->ip = (void *)(l->eth + 1);
-	if ((void *)(l->ip + 1) > end || l->ip->ihl != 5 || l->ip->protocol != IPPROTO_UDP)
-		return 0;
-	l->udp = (void *)(l->ip + 1);
-	l->p = (void *)(l->udp + 1);
-	return (void *)(l->p + 1) <= end;
+	*p = (void *)(l->udp + 1);
+	return (void *)(*p + 1) <= end;
 }
 
 /* One copy of the ACK per member of chain_group: to a port's neighbour
@@ -247,11 +230,12 @@ SEC("tc")
 int tc_chain_multicast(struct __sk_buff *skb)
 {
 	struct innet_craq_config *cfg = config();
-	struct skb_l234 l;
+	struct l234 l;
+	struct innet_craq_hdr *p;
 	if (!cfg || !is_tail(cfg->role))
 		return TC_ACT_OK;
 	bpf_skb_pull_data(skb, sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr) + INNET_CRAQ_LEN);
-	if (!skb_parse(skb, &l) || l.udp->dest != bpf_htons(cfg->udp_port) || l.p->kv_op != INNET_CRAQ_OP_ACK)
+	if (!skb_parse(skb, &l, &p) || l.udp->dest != bpf_htons(cfg->udp_port) || p->kv_op != INNET_CRAQ_OP_ACK)
 		return TC_ACT_OK;
 	__be32 origin_ip = l.ip->saddr;
 	__be16 origin_port = l.udp->source;
@@ -262,21 +246,21 @@ int tc_chain_multicast(struct __sk_buff *skb)
 		if (!member || member->kind == INNET_CHAIN_MEMBER_NONE)
 			continue;
 		int to_origin = member->kind == INNET_CHAIN_MEMBER_ORIGIN;
-		struct innet_chain_port *p = chain_port(to_origin ? cfg->origin_port : member->port);
+		struct innet_chain_port *port = chain_port(to_origin ? cfg->origin_port : member->port);
 		/* Again for every copy: the last clone invalidated the pointers. */
-		if (!p || !skb_parse(skb, &l)) {
+		if (!port || !skb_parse(skb, &l, &p)) {
 			count(INNET_CRAQ_CTR_XDP_NO_PORT);
 			continue;
 		}
-		__builtin_memcpy(l.eth->h_source, p->port_mac, ETH_ALEN);
-		__builtin_memcpy(l.eth->h_dest, p->peer_mac, ETH_ALEN);
+		__builtin_memcpy(l.eth->h_source, port->port_mac, ETH_ALEN);
+		__builtin_memcpy(l.eth->h_dest, port->peer_mac, ETH_ALEN);
 		l.ip->saddr = to_origin ? cfg->node_ip : origin_ip;
-		l.ip->daddr = to_origin ? origin_ip : p->ip;
+		l.ip->daddr = to_origin ? origin_ip : port->ip;
 		l.udp->source = to_origin ? bpf_htons(cfg->udp_port) : origin_port;
 		l.udp->dest = to_origin ? origin_port : bpf_htons(cfg->udp_port);
 		l.udp->check = 0;
 		ip_checksum(l.ip);
-		if (bpf_clone_redirect(skb, p->ifindex, 0) == 0)
+		if (bpf_clone_redirect(skb, port->ifindex, 0) == 0)
 			count(INNET_CRAQ_CTR_MULTICAST_COPIES);
 	}
 	return TC_ACT_SHOT;

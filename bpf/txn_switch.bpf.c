@@ -590,11 +590,7 @@ int xdp_txn_switch(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	__u32 offset = (__u32)((void *)(l.udp + 1) - data);
-	__u32 avail = (__u32)(end - (void *)(l.udp + 1));
-	__u32 udp_len = bpf_ntohs(l.udp->len);
-	__u32 len = udp_len >= sizeof(struct udphdr) ? udp_len - sizeof(struct udphdr) : 0;
-	if (len > avail)
-		len = avail;
+	__u32 len = udp_payload_len(&l, end);
 	/* Bytes past the last op are never read (as the Rust parser): copy at
 	 * most one maximal packet into scratch, and back. */
 	__u32 copy = len < INNET_TXN_MAX_PACKET_LEN ? len : INNET_TXN_MAX_PACKET_LEN;

@@ -52,11 +52,10 @@ struct l234 {
 	struct udphdr *udp;
 };
 
-/* The headers of UDP to or from `port`, or 0 if this is other traffic. */
-static __always_inline int parse_l234(struct xdp_md *ctx, __u32 port, struct l234 *l)
+/* The Ethernet / IPv4 (no options, not a fragment) / UDP headers of the
+ * frame in [data, end) (XDP or tc), or 0. */
+static __always_inline int parse_l234_at(void *data, void *end, struct l234 *l)
 {
-	void *data = (void *)(long)ctx->data;
-	void *end = (void *)(long)ctx->data_end;
 	l->eth = data;
 	if ((void *)(l->eth + 1) > end || l->eth->h_proto != bpf_htons(ETH_P_IP))
 		return 0;
@@ -66,9 +65,25 @@ static __always_inline int parse_l234(struct xdp_md *ctx, __u32 port, struct l23
 	if (l->ip->frag_off & bpf_htons(0x3fff)) /* MF or an offset: not a whole datagram */
 		return 0;
 	l->udp = (void *)(l->ip + 1);
-	if ((void *)(l->udp + 1) > end)
+	return (void *)(l->udp + 1) <= end;
+}
+
+/* The headers of UDP to or from `port`, or 0 if this is other traffic. */
+static __always_inline int parse_l234(struct xdp_md *ctx, __u32 port, struct l234 *l)
+{
+	if (!parse_l234_at((void *)(long)ctx->data, (void *)(long)ctx->data_end, l))
 		return 0;
 	return l->udp->dest == bpf_htons(port) || l->udp->source == bpf_htons(port);
+}
+
+/* The UDP payload's length: the UDP header's, but no more than the frame
+ * holds (Ethernet padding after it is not payload). */
+static __always_inline __u32 udp_payload_len(struct l234 *l, void *end)
+{
+	__u32 avail = (__u32)(end - (void *)(l->udp + 1));
+	__u32 udp_len = bpf_ntohs(l->udp->len);
+	__u32 len = udp_len >= sizeof(struct udphdr) ? udp_len - sizeof(struct udphdr) : 0;
+	return len < avail ? len : avail;
 }
 
 static __always_inline void ip_checksum(struct iphdr *ip)
