@@ -7,13 +7,6 @@ use clap::Args;
 use innet_chain::Protocol;
 use innet_exp::chain_sim;
 
-fn parse_protocols(s: &str) -> anyhow::Result<Vec<Protocol>> {
-    s.split(',')
-        .filter(|x| !x.trim().is_empty())
-        .map(|p| p.trim().parse::<Protocol>().map_err(anyhow::Error::msg))
-        .collect()
-}
-
 #[derive(Args, Debug)]
 pub struct CheckChainArgs {
     /// How many random seeds to run (each for every protocol).
@@ -34,7 +27,7 @@ pub struct CheckChainArgs {
 }
 
 pub fn run_check(a: CheckChainArgs) -> anyhow::Result<i32> {
-    let protocols = parse_protocols(&a.protocols)?;
+    let protocols: Vec<Protocol> = crate::sim_cmd::parse_list(&a.protocols)?;
     anyhow::ensure!(a.duration_s > 0.0, "--duration-s must be > 0");
     let (seeds, verbose) = match a.seed {
         Some(s) => (s..s + 1, true),
@@ -320,4 +313,116 @@ pub fn run_sim(a: SimChainArgs) -> anyhow::Result<i32> {
         );
     }
     Ok(0)
+}
+
+/// `innet client chain`: one get or put against a live chain.
+#[derive(Args, Debug)]
+pub struct ClientChainArgs {
+    /// The chain's node addresses, head first, as `innet up chain` prints them: HOST:PORT,HOST:PORT,...
+    #[arg(long, value_delimiter = ',', required = true)]
+    nodes: Vec<std::net::SocketAddr>,
+    /// netcraq or netchain.
+    #[arg(long, default_value = "netcraq")]
+    protocol: String,
+    /// Read KEY.
+    #[arg(long, value_name = "KEY", conflicts_with = "put")]
+    get: Option<u32>,
+    /// Write KEY=VALUE (VALUE at most 16 bytes).
+    #[arg(long, value_name = "KEY=VALUE")]
+    put: Option<String>,
+    /// Which node reads go to first (NetCRAQ: any node answers clean objects).
+    #[arg(long, default_value_t = 0)]
+    near: usize,
+    /// Resend after this long without an answer (to the next node, for reads).
+    #[arg(long, default_value_t = 200)]
+    timeout_ms: u64,
+    /// Give up after this long.
+    #[arg(long, default_value_t = 5000)]
+    deadline_ms: u64,
+}
+
+/// Runs one operation of a [`ChainClient`] to completion, then stops the loop.
+struct OneOp {
+    client: innet_chain::client::ChainClient,
+    start: Option<(bool, u32, innet_wire::netcraq::Value)>,
+    done: Option<innet_chain::client::Completion>,
+    stop: innet_live::Stop,
+}
+
+impl innet_core::Host for OneOp {
+    fn on_packet(&mut self, now: innet_core::Time, p: &[u8], _out: &mut innet_core::Outbox) {
+        if self.done.is_none() {
+            self.done = self.client.on_packet(now, p);
+            if self.done.is_some() {
+                self.stop.stop();
+            }
+        }
+    }
+    fn on_tick(&mut self, now: innet_core::Time, out: &mut innet_core::Outbox) {
+        match self.start.take() {
+            Some((true, k, v)) => self.client.put(now, k, v),
+            Some((false, k, _)) => self.client.get(now, k),
+            None => {}
+        }
+        self.client.on_tick(now, out);
+    }
+    fn next_tick(&self) -> Option<innet_core::Time> {
+        if self.done.is_some() {
+            return None;
+        }
+        match self.start {
+            Some(_) => Some(innet_core::Time::ZERO),
+            None => self.client.next_tick(),
+        }
+    }
+}
+
+pub fn run_client(a: ClientChainArgs) -> anyhow::Result<i32> {
+    use innet_chain::client::{ChainClient, ClientConfig, OpKind};
+    use innet_wire::netcraq::Value;
+    let protocol: Protocol = a.protocol.parse().map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(a.nodes.iter().all(|n| n.ip().is_loopback()), "chain nodes must be on loopback");
+    anyhow::ensure!(a.near < a.nodes.len(), "--near must name one of the --nodes");
+    let start = match (&a.get, &a.put) {
+        (Some(k), None) => (false, *k, Value::ZERO),
+        (None, Some(kv)) => {
+            let (k, v) = kv.split_once('=').ok_or_else(|| anyhow::anyhow!("--put wants KEY=VALUE"))?;
+            let k: u32 = k.trim().parse().map_err(|_| anyhow::anyhow!("key '{k}' is not a number"))?;
+            let v = Value::from_str_padded(v).ok_or_else(|| anyhow::anyhow!("value longer than 16 bytes"))?;
+            (true, k, v)
+        }
+        _ => anyhow::bail!("give --get KEY or --put KEY=VALUE"),
+    };
+    let mut cfg = ClientConfig::new(protocol, std::process::id(), a.nodes.len());
+    cfg.near = a.near;
+    cfg.timeout = std::time::Duration::from_millis(a.timeout_ms);
+    let stop = innet_live::Stop::new();
+    let host = OneOp { client: ChainClient::new(cfg), start: Some(start), done: None, stop: stop.clone() };
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0")?;
+    let opts = innet_live::HostOptions { ports: a.nodes.clone(), ..Default::default() };
+    let until = innet_live::clock::now() + std::time::Duration::from_millis(a.deadline_ms);
+    // The loop ends once the operation completes, or at the deadline.
+    let mut hosts = [host];
+    innet_live::run_hosts(&mut hosts, vec![(socket, opts)], &stop, Some(until))?;
+    let [host] = hosts;
+    match host.done {
+        Some(c) => {
+            let op = if c.kind == OpKind::Read { "get" } else { "put" };
+            println!(
+                "{}",
+                serde_json::json!({
+                    "op": op,
+                    "key": c.key,
+                    "value": String::from_utf8_lossy(c.value.trimmed()),
+                    "latency_us": c.finished.since(c.started).as_secs_f64() * 1e6,
+                    "attempts": c.attempts,
+                })
+            );
+            Ok(0)
+        }
+        None => {
+            println!("{}", serde_json::json!({"error": "no answer before the deadline"}));
+            Ok(1)
+        }
+    }
 }

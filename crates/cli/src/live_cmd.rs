@@ -354,6 +354,9 @@ enum ClientService {
     /// run (--load). Prints the outcome as JSON. Exit status 0 if committed,
     /// 1 if not.
     Txn(ClientTxnArgs),
+    /// One get or put against a live chain (NetCRAQ or NetChain). Prints the
+    /// outcome as JSON; exit status 0 if answered, 1 if not.
+    Chain(crate::chain_cmd::ClientChainArgs),
 }
 
 #[derive(Args, Debug)]
@@ -451,7 +454,10 @@ fn kv_json(kv: &[(Key, Value)]) -> serde_json::Value {
 }
 
 pub fn run_client(a: ClientCmd) -> anyhow::Result<i32> {
-    let ClientService::Txn(a) = a.service;
+    let a = match a.service {
+        ClientService::Txn(a) => a,
+        ClientService::Chain(a) => return crate::chain_cmd::run_client(a),
+    };
     if a.timeout_ms <= 0.0 {
         anyhow::bail!("--timeout-ms must be > 0");
     }

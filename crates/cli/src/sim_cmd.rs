@@ -199,11 +199,13 @@ pub struct DemoArgs {
     check_seeds: u64,
 }
 
+/// A comma-separated list of names (modes, protocols); blanks are skipped.
+pub(crate) fn parse_list<T: std::str::FromStr<Err = String>>(s: &str) -> anyhow::Result<Vec<T>> {
+    s.split(',').filter(|x| !x.trim().is_empty()).map(|m| m.trim().parse::<T>().map_err(anyhow::Error::msg)).collect()
+}
+
 fn parse_modes(s: &str) -> anyhow::Result<Vec<Mode>> {
-    s.split(',')
-        .filter(|x| !x.trim().is_empty())
-        .map(|m| m.trim().parse::<Mode>().map_err(anyhow::Error::msg))
-        .collect()
+    parse_list(s)
 }
 
 fn parse_ratios(s: &str) -> anyhow::Result<Vec<f64>> {

@@ -110,6 +110,8 @@ pub struct ChainBenchResult {
     /// The offered rate of this point (for a sweep: where replies peaked).
     pub offered_per_s: f64,
     pub replies_per_s: f64,
+    /// Of those, answers to reads (the paper's Figure 5 reports reads).
+    pub read_replies_per_s: f64,
     pub mean_latency_us: f64,
     pub p99_latency_us: f64,
     /// NetCRAQ: writes stored as dirty versions, summed over nodes, per second.
@@ -133,9 +135,11 @@ pub struct RateClient {
     stop: Time,
     measure_from: Time,
     n: u64,
-    sent_at: Vec<Option<Time>>,
+    /// Per key: when its request was sent, and whether it was a write.
+    sent_at: Vec<Option<(Time, bool)>>,
     pub sent: u64,
     pub replies: u64,
+    pub read_replies: u64,
     pub refused: u64,
     pub latencies_us: Vec<f64>,
 }
@@ -147,7 +151,7 @@ impl RateClient {
         let target = if write { self.chain[0] } else { self.targets[(self.n as usize) % self.targets.len()] };
         let mut value = Value::ZERO;
         value.0[..8].copy_from_slice(&(self.n + 1).to_be_bytes());
-        self.sent_at[key as usize] = Some(now);
+        self.sent_at[key as usize] = Some((now, write));
         self.n += 1;
         let bytes = match self.protocol {
             Protocol::NetCraq => if write { CraqMsg::write(key, value) } else { CraqMsg::read(key) }.encode(),
@@ -180,9 +184,10 @@ impl Host for RateClient {
                 _ => return,
             },
         };
-        let Some(sent) = self.sent_at.get_mut(key as usize).and_then(Option::take) else { return };
+        let Some((sent, write)) = self.sent_at.get_mut(key as usize).and_then(Option::take) else { return };
         if now >= self.measure_from && now <= self.stop {
             self.replies += 1;
+            self.read_replies += u64::from(!write);
             self.latencies_us.push(now.since(sent).as_secs_f64() * 1e6);
         }
     }
@@ -254,6 +259,7 @@ pub fn run_point(cfg: &ChainBenchConfig, rate: f64) -> anyhow::Result<ChainBench
         sent_at: vec![None; keys as usize],
         sent: 0,
         replies: 0,
+        read_replies: 0,
         refused: 0,
         latencies_us: vec![],
     };
@@ -281,6 +287,7 @@ pub fn run_point(cfg: &ChainBenchConfig, rate: f64) -> anyhow::Result<ChainBench
         git_commit: git_commit(),
         offered_per_s: rate,
         replies_per_s: rc.replies as f64 / window,
+        read_replies_per_s: rc.read_replies as f64 / window,
         mean_latency_us: mean,
         p99_latency_us: p99,
         dirty_versions_per_s: dirty as f64 / stop.as_secs_f64(),
@@ -444,6 +451,13 @@ pub fn plot_figures(rs: &[ChainBenchResult], dir: &std::path::Path) -> anyhow::R
         series(rs, 5, |r| r.config.write_ratio * 100.0, |r| r.replies_per_s),
     )?;
     png(
+        "chain-figure5-reads.png",
+        format!("Figure 5: read replies/s at the maximum rate vs write share (4 nodes, {service})"),
+        "writes (%)",
+        "read replies/s",
+        series(rs, 5, |r| r.config.write_ratio * 100.0, |r| r.read_replies_per_s),
+    )?;
+    png(
         "chain-figure5-dirty.png",
         format!("Figure 5: dirty versions written vs write share (4 nodes, {service})"),
         "writes (%)",
@@ -469,17 +483,26 @@ mod tests {
         max_rate(&c).unwrap().replies_per_s
     }
 
-    /// Section IV-D: NetCRAQ answers clean reads at the node asked, so its
-    /// read rate does not depend on the chain's length; NetChain's reads
-    /// cross the whole chain, so with the switches sharing one CPU its rate
-    /// falls as the chain grows.
+    /// Sections IV-A and IV-D: NetCRAQ answers clean reads at the node
+    /// asked, so its read rate does not depend on the chain's length;
+    /// NetChain's reads cross the whole chain, so with the switches sharing
+    /// one CPU (the paper's testbed) its rate falls as the chain grows. The
+    /// issue's acceptance: at least 4x on 4 nodes (paper 4.08x), 8x on 8
+    /// (paper 9.46x). These are properties of the deterministic model, not
+    /// timings.
     #[test]
     fn netcraq_read_rate_is_flat_in_chain_length_and_netchains_falls() {
-        let (c2, c8) = (max_at_head(Protocol::NetCraq, 2), max_at_head(Protocol::NetCraq, 8));
-        assert!((c8 - c2).abs() / c2 < 0.02, "netcraq {c2} vs {c8}");
-        let (n2, n8) = (max_at_head(Protocol::NetChain, 2), max_at_head(Protocol::NetChain, 8));
+        let (c2, c4, c8) =
+            (max_at_head(Protocol::NetCraq, 2), max_at_head(Protocol::NetCraq, 4), max_at_head(Protocol::NetCraq, 8));
+        assert!((c8 - c2).abs() / c2 < 0.02 && (c4 - c2).abs() / c2 < 0.02, "netcraq {c2} {c4} {c8}");
+        let (n2, n4, n8) = (
+            max_at_head(Protocol::NetChain, 2),
+            max_at_head(Protocol::NetChain, 4),
+            max_at_head(Protocol::NetChain, 8),
+        );
         assert!(n8 < n2 / 2.0, "netchain {n2} vs {n8}");
-        assert!(c8 > n8, "netcraq {c8} vs netchain {n8}");
+        assert!(c4 >= 4.0 * n4, "4 nodes: netcraq {c4} vs netchain {n4}");
+        assert!(c8 >= 8.0 * n8, "8 nodes: netcraq {c8} vs netchain {n8}");
     }
 
     #[test]

@@ -14,6 +14,21 @@ fn unhex(s: &str) -> Vec<u8> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digit")).collect()
 }
 
+/// A malformed vector: the owned and in-place parsers both fail, with the
+/// named error; returns that name.
+fn malformed<E: Copy + PartialEq + std::fmt::Debug>(
+    n: &str,
+    want: &str,
+    decoded: Option<E>,
+    viewed: Option<E>,
+    name: fn(E) -> &'static str,
+) -> &'static str {
+    let got = decoded.unwrap_or_else(|| panic!("{n}: decoded although malformed"));
+    assert_eq!(name(got), want, "{n}");
+    assert_eq!(viewed, Some(got), "{n}: view");
+    name(got)
+}
+
 fn load<T: for<'de> Deserialize<'de>>(file: &str) -> Vec<T> {
     let path = format!("{}/golden/{file}", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_str(&std::fs::read_to_string(&path).expect("read golden file")).expect("golden file parses")
@@ -81,10 +96,8 @@ fn netcraq_vectors() {
                 valid += 1;
             }
             (None, Some(e)) => {
-                let got = CraqMsg::decode(&bytes).unwrap_err();
-                assert_eq!(got.name(), e, "{n}");
-                assert_eq!(CraqPacket::parse(&mut bytes).err(), Some(got), "{n}: view");
-                errors.insert(got.name());
+                let (d, v) = (CraqMsg::decode(&bytes).err(), CraqPacket::parse(&mut bytes).err());
+                errors.insert(malformed(n, e, d, v, netcraq::DecodeError::name));
             }
             _ => panic!("{n}: exactly one of decoded and error"),
         }
@@ -147,10 +160,8 @@ fn netchain_vectors() {
                 valid += 1;
             }
             (None, Some(e)) => {
-                let got = NcMsg::decode(&bytes).unwrap_err();
-                assert_eq!(got.name(), e, "{n}");
-                assert_eq!(NcPacket::parse(&mut bytes).err(), Some(got), "{n}: view");
-                errors.insert(got.name());
+                let (d, v) = (NcMsg::decode(&bytes).err(), NcPacket::parse(&mut bytes).err());
+                errors.insert(malformed(n, e, d, v, netchain::DecodeError::name));
             }
             _ => panic!("{n}: exactly one of decoded and error"),
         }
