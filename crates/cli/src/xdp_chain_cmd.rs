@@ -28,21 +28,8 @@ pub struct BenchXdpChainArgs {
     /// Chain length.
     #[arg(long, default_value_t = 3)]
     nodes: usize,
-    /// Measured requests per plane per round.
-    #[arg(long, default_value_t = 2000)]
-    requests: usize,
-    /// Unmeasured requests first, per plane per round.
-    #[arg(long, default_value_t = 200)]
-    warmup: usize,
-    /// Rounds; the planes take turns within each.
-    #[arg(long, default_value_t = 3)]
-    rounds: usize,
-    /// Requests in flight in the rate phase.
-    #[arg(long, default_value_t = 32)]
-    window: usize,
-    /// Length of the rate phase per plane per round, ms (0: none).
-    #[arg(long, default_value_t = 1000)]
-    rate_ms: u64,
+    #[command(flatten)]
+    rounds: crate::xdp_cmd::RoundsArgs,
     /// Output folder for xdp-chain.jsonl.
     #[arg(long, default_value = "results/xdp")]
     out: PathBuf,
@@ -92,15 +79,7 @@ pub fn run(a: BenchXdpChainArgs) -> anyhow::Result<i32> {
         "--nodes must be 1..={}",
         tb::NODES_MAX.min(innet_wire::netchain::MAX_CHAIN_NODES)
     );
-    let cfg = ChainBenchConfig {
-        protocol: protocol.name().into(),
-        nodes: a.nodes,
-        requests: a.requests,
-        warmup: a.warmup,
-        rounds: a.rounds,
-        window: a.window,
-        rate_ms: a.rate_ms,
-    };
+    let cfg = ChainBenchConfig { protocol: protocol.name().into(), nodes: a.nodes, rounds: a.rounds.config() };
     let port = tb::udp_port(protocol);
 
     // The software chain: innet-live's switches on loopback.
@@ -142,21 +121,24 @@ pub fn run(a: BenchXdpChainArgs) -> anyhow::Result<i32> {
     );
     let (xdp_write, xdp_read, sw_write, sw_read) = (&w[0], &w[1], &w[2], &w[3]);
     let bounce_w = Workload { any_reply: true, ..xdp_write.clone() };
-    let in_client = |w: &Workload| in_netns(NS_CLIENT, || probe(&cfg, w, CLIENT_IP));
+    let in_client = |w: &Workload| in_netns(NS_CLIENT, || probe(&cfg.rounds, w, CLIENT_IP));
     let mut parts: Vec<Vec<_>> = vec![vec![]; 5];
-    for _ in 0..a.rounds {
+    for _ in 0..cfg.rounds.rounds {
         tb::attach_to_node(0, bounce.program_fd(Program::Bounce)?)?;
         parts[0].push(in_client(&bounce_w).context("bounce")?);
         tb::attach_to_node(0, nodes[0].xdp_fd()?)?;
         parts[1].push(in_client(xdp_write).context("xdp chain writes")?);
         parts[2].push(in_client(xdp_read).context("xdp chain reads")?);
-        parts[3].push(probe(&cfg, sw_write, Ipv4Addr::LOCALHOST).context("software chain writes")?);
-        parts[4].push(probe(&cfg, sw_read, Ipv4Addr::LOCALHOST).context("software chain reads")?);
+        parts[3].push(probe(&cfg.rounds, sw_write, Ipv4Addr::LOCALHOST).context("software chain writes")?);
+        parts[4].push(probe(&cfg.rounds, sw_read, Ipv4Addr::LOCALHOST).context("software chain reads")?);
     }
     live.shutdown()?;
     let names = ["xdp-bounce", "xdp-chain-write", "xdp-chain-read", "software-chain-write", "software-chain-read"];
     let planes: Vec<Summary> = names.iter().zip(&parts).map(|(n, p)| summarize(n, p)).collect();
-    println!("{protocol}, {} nodes ({} rounds, {} in flight in the rate phase)", a.nodes, a.rounds, a.window);
+    println!(
+        "{protocol}, {} nodes ({} rounds, {} in flight in the rate phase)",
+        a.nodes, cfg.rounds.rounds, cfg.rounds.window
+    );
     println!(
         "{:<22} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8} {:>10} {:>9}",
         "data plane", "samples", "lost", "wrong", "median_us", "p99_us", "mean_us", "replies/s", "rate_lost"

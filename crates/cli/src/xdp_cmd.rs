@@ -152,15 +152,16 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
     }
 }
 
+/// How many requests and rounds an XDP benchmark runs (`bench xdp`, `bench xdp-chain`).
 #[derive(Args, Debug)]
-pub struct BenchXdpArgs {
+pub struct RoundsArgs {
     /// Measured requests per data plane per round.
     #[arg(long, default_value_t = 2000)]
     requests: usize,
     /// Unmeasured requests first, per data plane per round.
     #[arg(long, default_value_t = 200)]
     warmup: usize,
-    /// Rounds; the three data planes take turns within each.
+    /// Rounds; the data planes take turns within each.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
     /// Requests in flight in the packet-rate phase.
@@ -169,6 +170,24 @@ pub struct BenchXdpArgs {
     /// Length of the packet-rate phase per data plane per round, ms (0: none).
     #[arg(long, default_value_t = 1000)]
     rate_ms: u64,
+}
+
+impl RoundsArgs {
+    pub fn config(&self) -> BenchConfig {
+        BenchConfig {
+            requests: self.requests,
+            warmup: self.warmup,
+            rounds: self.rounds,
+            window: self.window,
+            rate_ms: self.rate_ms,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct BenchXdpArgs {
+    #[command(flatten)]
+    rounds: RoundsArgs,
     /// Output folder for xdp-rtt.jsonl.
     #[arg(long, default_value = "results/xdp")]
     out: PathBuf,
@@ -198,8 +217,7 @@ struct BenchRecord<'a> {
 }
 
 pub fn run_bench_xdp(a: BenchXdpArgs) -> anyhow::Result<i32> {
-    let cfg =
-        BenchConfig { requests: a.requests, warmup: a.warmup, rounds: a.rounds, window: a.window, rate_ms: a.rate_ms };
+    let cfg = a.rounds.config();
     let planes = bench::run(&cfg, &innet_exe()?)?;
     println!(
         "{:<16} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8} {:>10} {:>9}",

@@ -151,12 +151,6 @@ pub struct NodeAddr {
     pub origin_port: u16,
 }
 
-fn config_bytes(words: [u32; 8], ip_word: usize, ip: Ipv4Addr) -> Vec<u8> {
-    let mut b: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
-    b[ip_word * 4..ip_word * 4 + 4].copy_from_slice(&ip.octets());
-    b
-}
-
 /// What both programs' loaders share.
 struct Node {
     obj: BpfObject,
@@ -166,6 +160,18 @@ struct Node {
 }
 
 impl Node {
+    /// Both configs are eight words: role, writes_paused, three of the
+    /// program's own (`middle`), node_ip, origin_port, padding.
+    fn write_config(&self, map: &str, size: usize, middle: [u32; 3]) -> Result<()> {
+        let words = [role_code(self.role), self.writes_paused as u32, middle[0], middle[1], middle[2]];
+        let mut b: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        b.extend_from_slice(&self.addr.node_ip.octets());
+        b.extend_from_slice(&(self.addr.origin_port as u32).to_ne_bytes());
+        b.extend_from_slice(&[0; 4]);
+        assert_eq!(b.len(), size, "{map}: config struct layout");
+        self.obj.write(map, 0, &b)
+    }
+
     fn set_port(&self, port: u16, p: &ChainPort) -> Result<()> {
         if port as usize >= PORTS_MAX {
             bail!("port {port} beyond the {PORTS_MAX} chain_ports entries");
@@ -241,20 +247,8 @@ impl CraqXdp {
     }
 
     fn write_config(&self) -> Result<()> {
-        let n = &self.node;
-        let words = [
-            role_code(n.role),
-            n.writes_paused as u32,
-            self.objects as u32,
-            self.versions as u32,
-            n.addr.udp_port as u32,
-            0,
-            n.addr.origin_port as u32,
-            0,
-        ];
-        let b = config_bytes(words, 5, n.addr.node_ip);
-        assert_eq!(b.len(), c::CRAQ_CONFIG_SIZE as usize, "struct innet_craq_config layout");
-        n.obj.write("craq_config", 0, &b)
+        let middle = [self.objects as u32, self.versions as u32, self.node.addr.udp_port as u32];
+        self.node.write_config("craq_config", c::CRAQ_CONFIG_SIZE as usize, middle)
     }
 
     /// `CraqNode::set_role`: a node that becomes the tail makes each
@@ -366,20 +360,8 @@ impl NcXdp {
     }
 
     fn write_config(&self) -> Result<()> {
-        let n = &self.node;
-        let words = [
-            role_code(n.role),
-            n.writes_paused as u32,
-            self.keys as u32,
-            n.addr.udp_port as u32,
-            self.chain_addr,
-            0,
-            n.addr.origin_port as u32,
-            0,
-        ];
-        let b = config_bytes(words, 5, n.addr.node_ip);
-        assert_eq!(b.len(), c::NC_CONFIG_SIZE as usize, "struct innet_nc_config layout");
-        n.obj.write("nc_config", 0, &b)
+        let middle = [self.keys as u32, self.node.addr.udp_port as u32, self.chain_addr];
+        self.node.write_config("nc_config", c::NC_CONFIG_SIZE as usize, middle)
     }
 
     pub fn set_role(&mut self, role: Option<Role>) -> Result<()> {

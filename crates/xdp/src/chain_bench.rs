@@ -27,7 +27,7 @@ use innet_wire::netchain::{key_from_u32, Addr, NcMsg, NcOp};
 use innet_wire::netcraq::{CraqMsg, KvOp};
 use innet_wire::txn::Value;
 
-use crate::bench::ProbeResult;
+use crate::bench::{BenchConfig, ProbeResult};
 
 /// Keys requests cycle through (NetCRAQ objects; NetChain installed keys).
 pub const KEYS: u32 = 256;
@@ -36,11 +36,8 @@ pub const KEYS: u32 = 256;
 pub struct ChainBenchConfig {
     pub protocol: String,
     pub nodes: usize,
-    pub requests: usize,
-    pub warmup: usize,
-    pub rounds: usize,
-    pub window: usize,
-    pub rate_ms: u64,
+    #[serde(flatten)]
+    pub rounds: BenchConfig,
 }
 
 /// What a plane's client sends and what counts as the right reply.
@@ -85,7 +82,7 @@ impl Workload {
 
 /// Round trips (one in flight), then the rate phase (`window` in flight).
 /// Run it in the namespace the workload's address is reached from.
-pub fn probe(c: &ChainBenchConfig, w: &Workload, bind: Ipv4Addr) -> Result<ProbeResult> {
+pub fn probe(c: &BenchConfig, w: &Workload, bind: Ipv4Addr) -> Result<ProbeResult> {
     let sock = UdpSocket::bind((bind, 0)).context("bind probe socket")?;
     sock.set_read_timeout(Some(Duration::from_millis(200)))?;
     let mut r = ProbeResult::default();
