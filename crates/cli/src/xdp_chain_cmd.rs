@@ -139,16 +139,7 @@ pub fn run(a: BenchXdpChainArgs) -> anyhow::Result<i32> {
         "{protocol}, {} nodes ({} rounds, {} in flight in the rate phase)",
         a.nodes, cfg.rounds.rounds, cfg.rounds.window
     );
-    println!(
-        "{:<22} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8} {:>10} {:>9}",
-        "data plane", "samples", "lost", "wrong", "median_us", "p99_us", "mean_us", "replies/s", "rate_lost"
-    );
-    for s in &planes {
-        println!(
-            "{:<22} {:>8} {:>6} {:>6} {:>10.1} {:>8.1} {:>8.1} {:>10.0} {:>9}",
-            s.name, s.samples, s.lost, s.wrong_status, s.median_us, s.p99_us, s.mean_us, s.replies_per_s, s.rate_lost
-        );
-    }
+    crate::xdp_cmd::print_planes(&planes);
     let (b, xw, xr, sww, swr) = (&planes[0], &planes[1], &planes[2], &planes[3], &planes[4]);
     let rec = Record {
         experiment: "xdp-chain",

@@ -216,19 +216,25 @@ struct BenchRecord<'a> {
     ratio_rate_xdp_switch_over_software: f64,
 }
 
-pub fn run_bench_xdp(a: BenchXdpArgs) -> anyhow::Result<i32> {
-    let cfg = a.rounds.config();
-    let planes = bench::run(&cfg, &innet_exe()?)?;
+/// One line per data plane: samples, losses, round trips, rate.
+pub fn print_planes(planes: &[Summary]) {
+    let w = planes.iter().map(|s| s.name.len()).max().unwrap_or(0).max(16);
     println!(
-        "{:<16} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8} {:>10} {:>9}",
+        "{:<w$} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8} {:>10} {:>9}",
         "data plane", "samples", "lost", "wrong", "median_us", "p99_us", "mean_us", "replies/s", "rate_lost"
     );
-    for s in &planes {
+    for s in planes {
         println!(
-            "{:<16} {:>8} {:>6} {:>6} {:>10.1} {:>8.1} {:>8.1} {:>10.0} {:>9}",
+            "{:<w$} {:>8} {:>6} {:>6} {:>10.1} {:>8.1} {:>8.1} {:>10.0} {:>9}",
             s.name, s.samples, s.lost, s.wrong_status, s.median_us, s.p99_us, s.mean_us, s.replies_per_s, s.rate_lost
         );
     }
+}
+
+pub fn run_bench_xdp(a: BenchXdpArgs) -> anyhow::Result<i32> {
+    let cfg = a.rounds.config();
+    let planes = bench::run(&cfg, &innet_exe()?)?;
+    print_planes(&planes);
     let (bounce, xdp, sw) = (&planes[0], &planes[1], &planes[2]);
     let rec = BenchRecord {
         experiment: "xdp-rtt-optimistic-abort",
