@@ -13,7 +13,8 @@
 //! cell of `objects_store` and every index; NetChain: every installed key's
 //! register, in slot order) every 1,024 packets and at the end. The
 //! control plane acts mid-run on both alike: writes paused and
-//! resumed, a NetCRAQ replica promoted to tail.
+//! resumed, a NetCRAQ snapshot loaded (recovery) and a replica promoted to
+//! tail, a NetChain neighbour removed (its address skipped).
 //!
 //! Needs root (BPF). Without it the test says so on stderr (`SKIPPED: ...`)
 //! and fails when `CI=true`.
@@ -326,6 +327,13 @@ fn craq_run(role: Option<Role>, objects: usize, versions: usize, keys: u64, seed
         if i == RANDOM_PACKETS_PER_RUN / 2 && role == Some(Role::Replica) {
             n.set_role(Some(Role::Tail)); // section III-C: the predecessor replaces a failed tail
         }
+        if i == RANDOM_PACKETS_PER_RUN / 4 {
+            // Section III-C recovery: the control plane copies a snapshot in.
+            let values: Vec<Value> = (0..objects as u64).map(|k| Value::from_counter(900_000 + k)).collect();
+            n.xdp.load_values(&values).expect("load values");
+            n.rust.load(&values);
+            n.compare_state();
+        }
         let (p, pad) = gen.next();
         n.step(&p, pad);
     }
@@ -554,10 +562,15 @@ fn nc_run(role: Role, keys: usize, installed: u32, key_space: u64, seed: u64) ->
     let installed: Vec<u32> = (0..installed).collect();
     let mut n = Nc::new(Some(role), NC_SELF, keys, &NC_NEIGHBOURS, &installed);
     let mut gen = NcGen::new(seed, key_space);
-    for _ in 0..RANDOM_PACKETS_PER_RUN {
+    for i in 0..RANDOM_PACKETS_PER_RUN {
         if gen.rng.chance(0.002) {
             let paused = n.writes_paused;
             n.set_writes_paused(!paused);
+        }
+        if i == RANDOM_PACKETS_PER_RUN / 2 {
+            // Section 5: a failed neighbour is removed; its address is skipped.
+            n.xdp.set_neighbour(14, Hop::Skip).expect("neighbour");
+            n.rust.set_neighbour(14, Hop::Skip);
         }
         let (p, pad) = gen.next();
         n.step(&p, pad);
