@@ -40,15 +40,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "innet_txn_switch.h"
-
-/* An array-like map with __u32 keys (libbpf BTF-defined map). */
-#define MAP(name, map_type, entries, value_type)    \
-	struct {                                    \
-		__uint(type, map_type);             \
-		__uint(max_entries, entries);       \
-		__type(key, __u32);                 \
-		__type(value, value_type);          \
-	} name SEC(".maps")
+#include "innet_xdp.h"
 
 /* Configuration from user space (mode, ports, addresses, table geometry). */
 MAP(txn_config, BPF_MAP_TYPE_ARRAY, 1, struct innet_txn_config);
@@ -104,11 +96,6 @@ static __always_inline __u8 *payload(void)
 
 /* ---- the payload in scratch ------------------------------------------ */
 
-static __always_inline __u32 load_be32(const __u8 *p)
-{
-	return ((__u32)p[0] << 24) | ((__u32)p[1] << 16) | ((__u32)p[2] << 8) | (__u32)p[3];
-}
-
 static __always_inline __u8 *op_at(__u8 *buf, __u32 i)
 {
 	return buf + INNET_TXN_HEADER_LEN + (i & 7) * INNET_TXN_OP_LEN;
@@ -127,29 +114,6 @@ static __always_inline __u32 op_key(__u8 *buf, __u32 i)
 static __always_inline __u8 *op_value(__u8 *buf, __u32 i)
 {
 	return op_at(buf, i) + INNET_TXN_OFF_OP_VALUE;
-}
-
-/* ---- values ---------------------------------------------------------- */
-
-struct value {
-	__u64 lo, hi;
-};
-
-static __always_inline struct value value_load(const __u8 *p)
-{
-	struct value v;
-	__builtin_memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static __always_inline void value_store(__u8 *p, struct value v)
-{
-	__builtin_memcpy(p, &v, sizeof(v));
-}
-
-static __always_inline int value_eq(struct value a, struct value b)
-{
-	return a.lo == b.lo && a.hi == b.hi;
 }
 
 /* ---- SetAssoc -------------------------------------------------------- */
@@ -611,65 +575,6 @@ __noinline int txn_process(__u32 len)
 	return validate_compares(n, mode == INNET_TXN_MODE_OPTIMISTIC_ABORT);
 }
 
-/* ---- Ethernet / IPv4 / UDP ------------------------------------------- */
-
-struct l234 {
-	struct ethhdr *eth;
-	struct iphdr *ip;
-	struct udphdr *udp;
-};
-
-/* The transaction packet's headers, or 0 if this is other traffic. */
-static __always_inline int parse_l234(struct xdp_md *ctx, __u32 port, struct l234 *l)
-{
-	void *data = (void *)(long)ctx->data;
-	void *end = (void *)(long)ctx->data_end;
-	l->eth = data;
-	if ((void *)(l->eth + 1) > end || l->eth->h_proto != bpf_htons(ETH_P_IP))
-		return 0;
-	l->ip = (void *)(l->eth + 1);
-	if ((void *)(l->ip + 1) > end || l->ip->ihl != 5 || l->ip->protocol != IPPROTO_UDP)
-		return 0;
-	if (l->ip->frag_off & bpf_htons(0x3fff)) /* MF or an offset: not a whole datagram */
-		return 0;
-	l->udp = (void *)(l->ip + 1);
-	if ((void *)(l->udp + 1) > end)
-		return 0;
-	return l->udp->dest == bpf_htons(port) || l->udp->source == bpf_htons(port);
-}
-
-static __always_inline void ip_checksum(struct iphdr *ip)
-{
-	__u32 sum = 0;
-	__u16 *w = (__u16 *)ip;
-	ip->check = 0;
-#pragma unroll
-	for (int i = 0; i < (int)(sizeof(*ip) / 2); i++)
-		sum += w[i];
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	ip->check = (__u16)~sum;
-}
-
-static __always_inline void swap_addresses(struct l234 *l)
-{
-	__u8 mac[ETH_ALEN];
-	__builtin_memcpy(mac, l->eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(l->eth->h_dest, l->eth->h_source, ETH_ALEN);
-	__builtin_memcpy(l->eth->h_source, mac, ETH_ALEN);
-	__be32 ip = l->ip->daddr;
-	l->ip->daddr = l->ip->saddr;
-	l->ip->saddr = ip;
-	__be16 port = l->udp->dest;
-	l->udp->dest = l->udp->source;
-	l->udp->source = port;
-}
-
-static __always_inline int out_port(struct xdp_md *ctx, __u32 ifindex)
-{
-	return ifindex == ctx->ingress_ifindex ? XDP_TX : bpf_redirect(ifindex, 0);
-}
-
 SEC("xdp")
 int xdp_txn_switch(struct xdp_md *ctx)
 {
@@ -685,11 +590,7 @@ int xdp_txn_switch(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	__u32 offset = (__u32)((void *)(l.udp + 1) - data);
-	__u32 avail = (__u32)(end - (void *)(l.udp + 1));
-	__u32 udp_len = bpf_ntohs(l.udp->len);
-	__u32 len = udp_len >= sizeof(struct udphdr) ? udp_len - sizeof(struct udphdr) : 0;
-	if (len > avail)
-		len = avail;
+	__u32 len = udp_payload_len(&l, end);
 	/* Bytes past the last op are never read (as the Rust parser): copy at
 	 * most one maximal packet into scratch, and back. */
 	__u32 copy = len < INNET_TXN_MAX_PACKET_LEN ? len : INNET_TXN_MAX_PACKET_LEN;

@@ -6,8 +6,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PROGRAMS: &[&str] = &["txn_switch"];
-const HEADERS: &[&str] = &["innet_txn.h", "innet_txn_switch.h"];
+const PROGRAMS: &[&str] = &["txn_switch", "netcraq", "netchain"];
+const HEADERS: &[&str] = &[
+    "innet_txn.h",
+    "innet_txn_switch.h",
+    "innet_xdp.h",
+    "innet_chain.h",
+    "innet_chain_node.h",
+    "innet_netcraq.h",
+    "innet_netchain.h",
+];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));

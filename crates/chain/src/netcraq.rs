@@ -182,6 +182,12 @@ impl CraqNode {
         self.index[key] as usize
     }
 
+    /// Every register cell of `key` (clean, dirty, and stale ones past the
+    /// index), for comparing with another implementation's registers.
+    pub fn cells(&self, key: usize) -> &[Value] {
+        &self.objects_store[key * self.versions..(key + 1) * self.versions]
+    }
+
     /// Objects that hold at least one dirty version.
     pub fn dirty_objects(&self) -> usize {
         self.index.iter().filter(|i| **i > 0).count()

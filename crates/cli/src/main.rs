@@ -3,6 +3,7 @@
 mod chain_cmd;
 mod live_cmd;
 mod sim_cmd;
+mod xdp_chain_cmd;
 mod xdp_cmd;
 
 use clap::{Parser, Subcommand};

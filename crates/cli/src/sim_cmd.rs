@@ -154,6 +154,9 @@ pub enum BenchService {
     XdpProbe(crate::xdp_cmd::ProbeArgs),
     /// The NetCRAQ paper's Figures 3-6 (NetCRAQ and NetChain side by side) in the simulator.
     Chain(crate::chain_cmd::BenchChainArgs),
+    /// Request round trip and rate through the XDP chain, a bare XDP bounce
+    /// and the user-space software switch chain, side by side (needs root).
+    XdpChain(crate::xdp_chain_cmd::BenchXdpChainArgs),
 }
 
 #[derive(Args, Debug)]
@@ -340,6 +343,7 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
         BenchService::XdpTxn(a) => return crate::xdp_cmd::run_bench_xdp_txn(a),
         BenchService::XdpProbe(a) => return crate::xdp_cmd::run_probe(a),
         BenchService::Chain(a) => return crate::chain_cmd::run_bench(a),
+        BenchService::XdpChain(a) => return crate::xdp_chain_cmd::run(a),
     };
     let mut base = a.point.config()?;
     if a.runtime == Runtime::Live && a.point.duration_s == 180.0 && a.point.rtt_ms == 100.0 {

@@ -19,6 +19,9 @@ pub enum TestbedCmd {
     /// innet-switch (10.77.0.1 | 10.77.1.1) -- innet-store (10.77.1.2).
     /// Clients then run in the client namespace, e.g.
     /// `ip netns exec innet-client innet client txn --to 10.77.0.1:9999 --increment 1`.
+    /// Topology `chain` (`--protocol netcraq|netchain --nodes N`): N XDP
+    /// chain nodes innet-n0.. (10.78.0.1..) and innet-client (10.78.0.100)
+    /// on one bridge; the tail's ACKs are multicast by tc.
     Up(TestbedUpArgs),
     /// Remove everything a testbed made: recorded processes, `innet-*`
     /// namespaces and links, pinned maps and programs (also after a crash).
@@ -33,8 +36,14 @@ pub enum TestbedCmd {
 
 #[derive(Args, Debug)]
 pub struct TestbedUpArgs {
-    /// The topology (only `txn` so far).
+    /// The topology: `txn` or `chain`.
     topology: String,
+    /// Chain topology: netcraq or netchain.
+    #[arg(long, default_value = "netcraq")]
+    protocol: innet_chain::Protocol,
+    /// Chain topology: nodes in the chain.
+    #[arg(long, default_value_t = 3)]
+    nodes: usize,
     /// xdp (the BPF switch on the switch's ports), software (`innet switch`
     /// process) or none.
     #[arg(long, default_value = "xdp")]
@@ -57,6 +66,20 @@ fn innet_exe() -> anyhow::Result<PathBuf> {
 
 pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
     match c {
+        TestbedCmd::Up(a) if a.topology == "chain" => {
+            let st = innet_xdp::chain_testbed::up(a.protocol, a.nodes, a.data_plane)?;
+            println!("testbed up: {}: namespaces {}", st.topology, st.namespaces.join(" "));
+            for i in 0..a.nodes {
+                let ip = innet_xdp::chain_testbed::node_ip(i);
+                println!(
+                    "  node {i} {ip}:{} in {}",
+                    innet_xdp::chain_testbed::udp_port(a.protocol),
+                    st.namespaces[2 + i]
+                );
+            }
+            println!("  client namespace {} ({})", testbed::NS_CLIENT, innet_xdp::chain_testbed::CLIENT_IP);
+            Ok(0)
+        }
         TestbedCmd::Up(a) => {
             let opts = UpOptions {
                 topology: a.topology,
@@ -99,6 +122,15 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
                 return Ok(1);
             };
             println!("{}", serde_json::to_string_pretty(&st)?);
+            if let Some((protocol, nodes)) = innet_xdp::chain_testbed::parse_topology(&st.topology) {
+                for i in 0..nodes {
+                    let dir = innet_xdp::chain_testbed::node_pin_dir(i);
+                    for (name, v) in innet_xdp::chain::pinned_counters(&dir, protocol)? {
+                        println!("node {i} {name:>40} {v}");
+                    }
+                }
+                return Ok(0);
+            }
             if let Some(dir) = &st.pin_dir {
                 let dir = std::path::Path::new(dir);
                 for (name, v) in innet_xdp::txn::pinned_counters(dir)? {
@@ -120,15 +152,16 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
     }
 }
 
+/// How many requests and rounds an XDP benchmark runs (`bench xdp`, `bench xdp-chain`).
 #[derive(Args, Debug)]
-pub struct BenchXdpArgs {
+pub struct RoundsArgs {
     /// Measured requests per data plane per round.
     #[arg(long, default_value_t = 2000)]
     requests: usize,
     /// Unmeasured requests first, per data plane per round.
     #[arg(long, default_value_t = 200)]
     warmup: usize,
-    /// Rounds; the three data planes take turns within each.
+    /// Rounds; the data planes take turns within each.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
     /// Requests in flight in the packet-rate phase.
@@ -137,6 +170,24 @@ pub struct BenchXdpArgs {
     /// Length of the packet-rate phase per data plane per round, ms (0: none).
     #[arg(long, default_value_t = 1000)]
     rate_ms: u64,
+}
+
+impl RoundsArgs {
+    pub fn config(&self) -> BenchConfig {
+        BenchConfig {
+            requests: self.requests,
+            warmup: self.warmup,
+            rounds: self.rounds,
+            window: self.window,
+            rate_ms: self.rate_ms,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct BenchXdpArgs {
+    #[command(flatten)]
+    rounds: RoundsArgs,
     /// Output folder for xdp-rtt.jsonl.
     #[arg(long, default_value = "results/xdp")]
     out: PathBuf,
@@ -165,20 +216,25 @@ struct BenchRecord<'a> {
     ratio_rate_xdp_switch_over_software: f64,
 }
 
-pub fn run_bench_xdp(a: BenchXdpArgs) -> anyhow::Result<i32> {
-    let cfg =
-        BenchConfig { requests: a.requests, warmup: a.warmup, rounds: a.rounds, window: a.window, rate_ms: a.rate_ms };
-    let planes = bench::run(&cfg, &innet_exe()?)?;
+/// One line per data plane: samples, losses, round trips, rate.
+pub fn print_planes(planes: &[Summary]) {
+    let w = planes.iter().map(|s| s.name.len()).max().unwrap_or(0).max(16);
     println!(
-        "{:<16} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8} {:>10} {:>9}",
+        "{:<w$} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8} {:>10} {:>9}",
         "data plane", "samples", "lost", "wrong", "median_us", "p99_us", "mean_us", "replies/s", "rate_lost"
     );
-    for s in &planes {
+    for s in planes {
         println!(
-            "{:<16} {:>8} {:>6} {:>6} {:>10.1} {:>8.1} {:>8.1} {:>10.0} {:>9}",
+            "{:<w$} {:>8} {:>6} {:>6} {:>10.1} {:>8.1} {:>8.1} {:>10.0} {:>9}",
             s.name, s.samples, s.lost, s.wrong_status, s.median_us, s.p99_us, s.mean_us, s.replies_per_s, s.rate_lost
         );
     }
+}
+
+pub fn run_bench_xdp(a: BenchXdpArgs) -> anyhow::Result<i32> {
+    let cfg = a.rounds.config();
+    let planes = bench::run(&cfg, &innet_exe()?)?;
+    print_planes(&planes);
     let (bounce, xdp, sw) = (&planes[0], &planes[1], &planes[2]);
     let rec = BenchRecord {
         experiment: "xdp-rtt-optimistic-abort",

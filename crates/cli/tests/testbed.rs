@@ -5,65 +5,12 @@
 //! was lost (a crash). Needs root: without it the test says why on stderr
 //! (`SKIPPED: ...`) and fails under `CI=true`.
 
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use innet_xdp::privileged::{self, say};
 
-const INNET: &str = env!("CARGO_BIN_EXE_innet");
-
-fn run(cmd: &str, args: &[&str]) -> String {
-    let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| panic!("run {cmd}: {e}"));
-    assert!(out.status.success(), "{cmd} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn skip_reason() -> Option<String> {
-    let uid = run("id", &["-u"]);
-    if uid.trim() != "0" {
-        return Some(format!("not root (uid {}): network namespaces and XDP need root", uid.trim()));
-    }
-    for tool in ["ip", "bpftool"] {
-        if Command::new(tool).arg("-V").output().is_err() {
-            return Some(format!("{tool} not installed (scripts/setup.sh installs it)"));
-        }
-    }
-    None
-}
-
-fn leftovers() -> Vec<String> {
-    let mut v: Vec<String> = run("ip", &["netns", "list"])
-        .lines()
-        .filter(|l| l.starts_with("innet-"))
-        .map(|l| format!("netns {l}"))
-        .collect();
-    v.extend(run("ip", &["-o", "link", "show"]).lines().filter(|l| l.contains(" innet-")).map(|l| format!("link {l}")));
-    v.extend(
-        run("bpftool", &["prog", "show"])
-            .lines()
-            .filter(|l| l.contains("name xdp_txn_switch") || l.contains("name xdp_bounce"))
-            .map(|l| format!("prog {l}")),
-    );
-    if std::path::Path::new("/sys/fs/bpf/innet").exists() {
-        v.push("pins /sys/fs/bpf/innet".into());
-    }
-    if std::path::Path::new("/run/innet/testbed.json").exists() {
-        v.push("state /run/innet/testbed.json".into());
-    }
-    v
-}
-
-/// Namespace teardown and program release are asynchronous in the kernel.
-fn wait_clean() -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let left = leftovers();
-        if left.is_empty() || Instant::now() > deadline {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+mod common;
+use common::{run, skip_reason, wait_clean, INNET};
 
 #[test]
 fn testbed_up_commits_through_xdp_and_down_leaves_nothing_even_after_a_crash() {

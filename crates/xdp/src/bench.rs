@@ -199,7 +199,7 @@ pub fn summarize(name: &str, parts: &[ProbeResult]) -> Summary {
 }
 
 /// Removes the testbed when dropped, so a failed run leaves nothing behind.
-struct DownOnDrop;
+pub struct DownOnDrop;
 
 impl Drop for DownOnDrop {
     fn drop(&mut self) {

@@ -22,6 +22,7 @@ macro_rules! same {
         const _: () = assert!($c == $rust as i64, "bpf/include header and Rust disagree");
     };
 }
+pub(crate) use same;
 
 same!(c::TXN_HEADER_LEN, wire::HEADER_LEN);
 same!(c::TXN_VALUE_LEN, wire::VALUE_LEN);

@@ -13,12 +13,20 @@
 //!   [`bench`] measures data planes on it; [`privileged`] is how root-only
 //!   tests report running or skipping.
 //! * [`frame`] builds and reads the Ethernet/IPv4/UDP frames around payloads.
+//! * [`chain`] loads and configures the NetCRAQ and NetChain nodes
+//!   (`bpf/netcraq.bpf.c`, `bpf/netchain.bpf.c`); [`chain_testbed`] is the
+//!   `chain` topology, [`chain_bench`] `innet bench xdp-chain`; their
+//!   references are `innet_chain`'s `CraqNode` and `NcNode`
+//!   (`tests/chain_differential.rs`).
 //!
 //! The Rust reference for every program is the state machine in the
 //! protocol crate (`innet_txn::TxnSwitch`); `tests/txn_differential.rs`
 //! holds the two to identical verdicts, bytes, counters and table contents.
 
 pub mod bench;
+pub mod chain;
+pub mod chain_bench;
+pub mod chain_testbed;
 pub mod frame;
 pub mod layout;
 pub mod object;

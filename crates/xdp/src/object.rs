@@ -128,3 +128,20 @@ pub fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }
+
+/// Attaches the tc program `fd` to the clsact ingress hook of `ifindex`
+/// (calling thread's namespace), creating the clsact qdisc. Like the XDP
+/// attachment it outlives this process; deleting the link removes it.
+pub fn attach_tc_ingress(fd: RawFd, ifindex: u32) -> Result<()> {
+    // SAFETY: as in attach_fd.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let mut hook = libbpf_rs::TcHookBuilder::new(fd)
+        .ifindex(ifindex as i32)
+        .replace(true)
+        .handle(1)
+        .priority(1)
+        .hook(libbpf_rs::TC_INGRESS);
+    hook.create().with_context(|| format!("clsact qdisc on ifindex {ifindex}"))?;
+    hook.attach().with_context(|| format!("attach tc ingress to ifindex {ifindex}"))?;
+    Ok(())
+}

@@ -118,7 +118,7 @@ pub struct State {
     pub processes: Vec<(String, u32)>,
 }
 
-fn ip(args: &[&str]) -> Result<String> {
+pub(crate) fn ip(args: &[&str]) -> Result<String> {
     let out = Command::new("ip").args(args).output().context("run `ip` (package iproute2)")?;
     if !out.status.success() {
         bail!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
@@ -126,17 +126,17 @@ fn ip(args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn mac_str(m: [u8; 6]) -> String {
+pub(crate) fn mac_str(m: [u8; 6]) -> String {
     m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
 
-fn save(state: &State) -> Result<()> {
+pub(crate) fn save(state: &State) -> Result<()> {
     let path = Path::new(STATE_FILE);
     std::fs::create_dir_all(path.parent().expect("has a parent"))?;
     std::fs::write(path, serde_json::to_vec_pretty(state)?).with_context(|| format!("write {STATE_FILE}"))
 }
 
-fn load_state() -> Option<State> {
+pub(crate) fn load_state() -> Option<State> {
     std::fs::read(STATE_FILE).ok().and_then(|b| serde_json::from_slice(&b).ok())
 }
 

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * The XDP side both chain node programs share: the port table, counting,
+ * and turning a verdict into an action (see innet_chain.h for the mapping).
+ * Include after innet_xdp.h, with CHAIN_CTR_COUNT and CHAIN_CTR_XDP_NO_PORT
+ * defined to the program's counter layout.
+ */
+#ifndef INNET_CHAIN_NODE_H
+#define INNET_CHAIN_NODE_H
+
+#include "innet_chain.h"
+
+/* The neighbour behind each port (PORT_NEXT, PORT_TAIL, the clients). */
+MAP(chain_ports, BPF_MAP_TYPE_ARRAY, INNET_CHAIN_PORTS_MAX, struct innet_chain_port);
+
+/* Every decision counted (the program's INNET_*_CTR_*). */
+MAP(chain_counters, BPF_MAP_TYPE_ARRAY, CHAIN_CTR_COUNT, __u64);
+
+static __always_inline void count(__u32 index)
+{
+	__u64 *c = bpf_map_lookup_elem(&chain_counters, &index);
+	if (c)
+		__sync_fetch_and_add(c, 1);
+}
+
+static __always_inline int verdict_port(int code, __u32 port)
+{
+	return code | (int)(port << 8);
+}
+
+static __always_inline struct innet_chain_port *chain_port(__u32 port)
+{
+	struct innet_chain_port *p = bpf_map_lookup_elem(&chain_ports, &port);
+	return p && p->ifindex ? p : 0;
+}
+
+/* Out of port `port` to the neighbour there, or drop if it is not set up. */
+static __always_inline int chain_port_out(struct xdp_md *ctx, struct l234 *l, struct innet_chain_port *p)
+{
+	if (!p) {
+		count(CHAIN_CTR_XDP_NO_PORT);
+		return XDP_DROP;
+	}
+	__builtin_memcpy(l->eth->h_source, p->port_mac, ETH_ALEN);
+	__builtin_memcpy(l->eth->h_dest, p->peer_mac, ETH_ALEN);
+	ip_checksum(l->ip);
+	return out_port(ctx, p->ifindex);
+}
+
+/* The XDP action for the payload logic's `verdict` (innet_chain.h). */
+static __always_inline int chain_emit(struct xdp_md *ctx, struct l234 *l, int verdict, __be32 node_ip,
+				      __u32 origin_port)
+{
+	l->udp->check = 0; /* optional in IPv4; the payload changed */
+	switch (verdict & 0xff) {
+	case INNET_CHAIN_VERDICT_REFLECT:
+		swap_addresses(l);
+		return XDP_TX;
+	case INNET_CHAIN_VERDICT_PORT: {
+		struct innet_chain_port *p = chain_port((__u32)verdict >> 8);
+		if (p)
+			l->ip->daddr = p->ip; /* the source, the origin, stays */
+		return chain_port_out(ctx, l, p);
+	}
+	case INNET_CHAIN_VERDICT_ORIGIN: {
+		__be16 port = l->udp->dest;
+		l->ip->daddr = l->ip->saddr;
+		l->ip->saddr = node_ip;
+		l->udp->dest = l->udp->source;
+		l->udp->source = port;
+		return chain_port_out(ctx, l, chain_port(origin_port));
+	}
+	case INNET_CHAIN_VERDICT_MULTICAST:
+		return XDP_PASS; /* to tc_chain_multicast, which clones */
+	default:
+		return XDP_DROP;
+	}
+}
+
+#endif /* INNET_CHAIN_NODE_H */

@@ -1,0 +1,64 @@
+//! What the testbed tests share: running commands, the root check, and
+//! looking for anything a testbed left behind.
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// BPF programs a testbed attaches (`bpftool prog show` names: at most 15 characters).
+const PROGRAMS: [&str; 5] = ["xdp_txn_switch", "xdp_bounce", "xdp_netcraq", "xdp_netchain", "tc_chain_multic"];
+
+pub const INNET: &str = env!("CARGO_BIN_EXE_innet");
+
+pub fn run(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| panic!("run {cmd}: {e}"));
+    assert!(out.status.success(), "{cmd} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn skip_reason() -> Option<String> {
+    let uid = run("id", &["-u"]);
+    if uid.trim() != "0" {
+        return Some(format!("not root (uid {}): network namespaces and XDP need root", uid.trim()));
+    }
+    for tool in ["ip", "bpftool"] {
+        if Command::new(tool).arg("-V").output().is_err() {
+            return Some(format!("{tool} not installed (scripts/setup.sh installs it)"));
+        }
+    }
+    None
+}
+
+pub fn leftovers() -> Vec<String> {
+    let mut v: Vec<String> = run("ip", &["netns", "list"])
+        .lines()
+        .filter(|l| l.starts_with("innet-"))
+        .map(|l| format!("netns {l}"))
+        .collect();
+    v.extend(run("ip", &["-o", "link", "show"]).lines().filter(|l| l.contains(" innet-")).map(|l| format!("link {l}")));
+    v.extend(
+        run("bpftool", &["prog", "show"])
+            .lines()
+            .filter(|l| PROGRAMS.iter().any(|p| l.contains(&format!("name {p} "))))
+            .map(|l| format!("prog {l}")),
+    );
+    if std::path::Path::new("/sys/fs/bpf/innet").exists() {
+        v.push("pins /sys/fs/bpf/innet".into());
+    }
+    if std::path::Path::new("/run/innet/testbed.json").exists() {
+        v.push("state /run/innet/testbed.json".into());
+    }
+    v
+}
+
+/// Namespace teardown and program release are asynchronous in the kernel.
+pub fn wait_clean() -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = leftovers();
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

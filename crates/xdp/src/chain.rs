@@ -1,0 +1,501 @@
+//! Loading, configuring, test-running and reading the chain node programs:
+//! the NetCRAQ node (`bpf/netcraq.bpf.c`, [`CraqXdp`]) and the NetChain node
+//! (`bpf/netchain.bpf.c`, [`NcXdp`]).
+//!
+//! The control plane's writes go to maps exactly as `innet_chain`'s
+//! `CraqNode` / `NcNode` setters change their fields: role, writes paused,
+//! ports, the ACK group, NetChain's neighbours and key table. Where a setter
+//! also changes state (a NetCRAQ node promoted to tail commits its newest
+//! versions; NetChain installs keys by probing) the loader does it on the
+//! maps the same way, so the differential test can drive both with the same
+//! calls. Capacities default to the reference's constants and are a
+//! load-time choice (maps are resized before load).
+
+use std::net::Ipv4Addr;
+use std::os::fd::RawFd;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+
+use innet_chain::netchain::{Hop, NcCounters, Slot, KEYS_DEFAULT, KEY_PROBES, NEIGHBOURS_MAX};
+use innet_chain::netcraq::{CraqCounters, OBJECTS_DEFAULT, VERSIONS_DEFAULT, VERSIONS_MAX};
+use innet_chain::ports::{GROUP_ACK, PORT_NEXT, PORT_TAIL};
+use innet_chain::{Protocol, Role};
+use innet_core::Counters;
+use innet_wire::netchain::{self as ncw, Addr, ChainKey};
+use innet_wire::netcraq::{self as craqw, DecodeError as CraqError, KvOp};
+use innet_wire::txn::{Value, VALUE_LEN};
+
+use crate::layout::consts as c;
+use crate::layout::same;
+use crate::object::{lookup, BpfObject};
+
+pub use crate::object::{XDP_DROP, XDP_PASS, XDP_REDIRECT, XDP_TX};
+
+static CRAQ_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/netcraq.bpf.o"));
+static NC_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/netchain.bpf.o"));
+
+same!(c::CHAIN_PORT_NEXT, PORT_NEXT);
+same!(c::CHAIN_PORT_TAIL, PORT_TAIL);
+same!(c::CHAIN_GROUP_ACK, GROUP_ACK);
+same!(c::CRAQ_LEN, craqw::LEN);
+same!(c::CRAQ_VALUE_LEN, VALUE_LEN);
+same!(c::CRAQ_DEFAULT_PORT, craqw::DEFAULT_PORT);
+same!(c::CRAQ_OFF_KV_OP, craqw::offset::KV_OP);
+same!(c::CRAQ_OFF_KEY, craqw::offset::KEY);
+same!(c::CRAQ_OFF_VALUE, craqw::offset::VALUE);
+same!(c::CRAQ_OP_READ, KvOp::Read);
+same!(c::CRAQ_OP_READ_REPLY, KvOp::ReadReply);
+same!(c::CRAQ_OP_WRITE, KvOp::Write);
+same!(c::CRAQ_OP_WRITE_REPLY, KvOp::WriteReply);
+same!(c::CRAQ_OP_ACK, KvOp::Ack);
+same!(c::CRAQ_OP_WRITE_REFUSED, KvOp::WriteRefused);
+same!(c::CRAQ_ERR_TRUNCATED, CraqError::Truncated);
+same!(c::CRAQ_ERR_UNKNOWN_OP, CraqError::UnknownOp);
+same!(c::CRAQ_ERR_COUNT, CraqError::ALL.len());
+same!(c::CRAQ_OBJECTS_DEFAULT, OBJECTS_DEFAULT);
+same!(c::CRAQ_VERSIONS_DEFAULT, VERSIONS_DEFAULT);
+same!(c::CRAQ_VERSIONS_MAX, VERSIONS_MAX);
+same!(c::NC_MAX_CHAIN_NODES, ncw::MAX_CHAIN_NODES);
+same!(c::NC_ADDR_LEN, ncw::ADDR_LEN);
+same!(c::NC_KEY_LEN, ncw::KEY_LEN);
+same!(c::NC_VALUE_LEN, VALUE_LEN);
+same!(c::NC_FIXED_LEN, ncw::FIXED_LEN);
+same!(c::NC_MAX_LEN, ncw::MAX_LEN);
+same!(c::NC_DEFAULT_PORT, ncw::DEFAULT_PORT);
+same!(c::NC_OFF_OP, ncw::offset::OP);
+same!(c::NC_OFF_SC, ncw::offset::SC);
+same!(c::NC_OFF_SEQ, ncw::offset::SEQ);
+same!(c::NC_OFF_KEY, ncw::offset::KEY);
+same!(c::NC_OFF_VALUE, ncw::offset::VALUE);
+same!(c::NC_OFF_VGROUP, ncw::offset::VGROUP);
+same!(c::NC_OP_READ_REQ, ncw::NcOp::ReadReq);
+same!(c::NC_OP_READ_REPLY, ncw::NcOp::ReadReply);
+same!(c::NC_OP_WRITE_REQ, ncw::NcOp::WriteReq);
+same!(c::NC_OP_WRITE_REPLY, ncw::NcOp::WriteReply);
+same!(c::NC_ERR_TRUNCATED, ncw::DecodeError::Truncated);
+same!(c::NC_ERR_CHAIN_TOO_LONG, ncw::DecodeError::ChainTooLong);
+same!(c::NC_ERR_UNKNOWN_OP, ncw::DecodeError::UnknownOp);
+same!(c::NC_ERR_CHAIN_COUNT_MISMATCH, ncw::DecodeError::ChainCountMismatch);
+same!(c::NC_ERR_COUNT, ncw::DecodeError::ALL.len());
+same!(c::NC_KEYS_DEFAULT, KEYS_DEFAULT);
+same!(c::NC_KEY_PROBES, KEY_PROBES);
+same!(c::NC_NEIGHBOURS_MAX, NEIGHBOURS_MAX);
+const _: () = assert!(c::CRAQ_CTR_DROPPED_MALFORMED + c::CRAQ_ERR_COUNT == c::CRAQ_CTR_NODE_COUNT);
+const _: () = assert!(c::NC_CTR_DROPPED_MALFORMED + c::NC_ERR_COUNT == c::NC_CTR_NODE_COUNT);
+
+/// Ports a node can have (`chain_ports` entries).
+pub const PORTS_MAX: usize = c::CHAIN_PORTS_MAX as usize;
+/// Members of the ACK group (`chain_group` entries).
+pub const GROUP_MAX: usize = c::CHAIN_GROUP_MAX as usize;
+/// Counters only the XDP programs have, after the reference's.
+pub const CRAQ_XDP_COUNTERS: [&str; 3] = ["xdp_passed_other", "xdp_no_port", "multicast_copies"];
+pub const NC_XDP_COUNTERS: [&str; 2] = ["xdp_passed_other", "xdp_no_port"];
+const _: () = assert!(c::CRAQ_CTR_NODE_COUNT as usize + CRAQ_XDP_COUNTERS.len() == c::CRAQ_CTR_COUNT as usize);
+const _: () = assert!(c::NC_CTR_NODE_COUNT as usize + NC_XDP_COUNTERS.len() == c::NC_CTR_COUNT as usize);
+
+pub const CRAQ_PROGRAM: &str = "xdp_netcraq";
+pub const CRAQ_MULTICAST_PROGRAM: &str = "tc_chain_multicast";
+pub const NC_PROGRAM: &str = "xdp_netchain";
+
+/// `INNET_CHAIN_ROLE_*`.
+pub fn role_code(role: Option<Role>) -> u32 {
+    (match role {
+        None => c::CHAIN_ROLE_NONE,
+        Some(Role::Head) => c::CHAIN_ROLE_HEAD,
+        Some(Role::Replica) => c::CHAIN_ROLE_REPLICA,
+        Some(Role::Tail) => c::CHAIN_ROLE_TAIL,
+        Some(Role::HeadTail) => c::CHAIN_ROLE_HEAD_TAIL,
+    }) as u32
+}
+
+/// The neighbour behind one of a node's ports (`struct innet_chain_port`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainPort {
+    pub ifindex: u32,
+    /// The neighbour's address: a Port verdict sends the packet there.
+    pub ip: Ipv4Addr,
+    /// This node's MAC on the link.
+    pub port_mac: [u8; 6],
+    pub peer_mac: [u8; 6],
+}
+
+impl ChainPort {
+    fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(c::CHAIN_PORT_SIZE as usize);
+        b.extend_from_slice(&self.ifindex.to_ne_bytes());
+        b.extend_from_slice(&self.ip.octets());
+        b.extend_from_slice(&self.port_mac);
+        b.extend_from_slice(&self.peer_mac);
+        assert_eq!(b.len(), c::CHAIN_PORT_SIZE as usize, "struct innet_chain_port layout");
+        b
+    }
+}
+
+/// A member of the tail's ACK group (`struct innet_chain_member`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Member {
+    Port(u16),
+    /// The writer (the ACK is its write reply).
+    Origin,
+}
+
+/// What every node is told about itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeAddr {
+    pub udp_port: u16,
+    /// Source address of the node's Origin replies.
+    pub node_ip: Ipv4Addr,
+    /// The port towards the clients.
+    pub origin_port: u16,
+}
+
+/// What both programs' loaders share.
+struct Node {
+    obj: BpfObject,
+    addr: NodeAddr,
+    role: Option<Role>,
+    writes_paused: bool,
+}
+
+impl Node {
+    /// Both configs are eight words: role, writes_paused, three of the
+    /// program's own (`middle`), node_ip, origin_port, padding.
+    fn write_config(&self, map: &str, size: usize, middle: [u32; 3]) -> Result<()> {
+        let words = [role_code(self.role), self.writes_paused as u32, middle[0], middle[1], middle[2]];
+        let mut b: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        b.extend_from_slice(&self.addr.node_ip.octets());
+        b.extend_from_slice(&(self.addr.origin_port as u32).to_ne_bytes());
+        b.extend_from_slice(&[0; 4]);
+        assert_eq!(b.len(), size, "{map}: config struct layout");
+        self.obj.write(map, 0, &b)
+    }
+
+    fn set_port(&self, port: u16, p: &ChainPort) -> Result<()> {
+        if port as usize >= PORTS_MAX {
+            bail!("port {port} beyond the {PORTS_MAX} chain_ports entries");
+        }
+        self.obj.write("chain_ports", port as u32, &p.encode())
+    }
+
+    fn counters(&self, names: Vec<&'static str>) -> Result<Vec<(&'static str, u64)>> {
+        read_counters(&self.obj.map(MAP_COUNTERS)?, names)
+    }
+
+    fn read_all(&self, map: &str) -> Result<Vec<Vec<u8>>> {
+        let m = self.obj.map(map)?;
+        (0..m.max_entries()).map(|i| lookup(&m, i)).collect()
+    }
+}
+
+/// Counter `i` of `m` named `names[i]`.
+fn read_counters(m: &impl MapCore, names: Vec<&'static str>) -> Result<Vec<(&'static str, u64)>> {
+    names
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| Ok((n, u64::from_ne_bytes(lookup(m, i as u32)?[..8].try_into().expect("u64")))))
+        .collect()
+}
+
+const MAP_COUNTERS: &str = "chain_counters";
+/// Maps worth pinning for a running node (not the scratch map).
+pub const CRAQ_PINNED_MAPS: [&str; 6] =
+    ["craq_config", "craq_store", "craq_index", "chain_ports", "chain_group", MAP_COUNTERS];
+pub const NC_PINNED_MAPS: [&str; 6] =
+    ["nc_config", "nc_neighbours", "nc_keys", "nc_registers", "chain_ports", MAP_COUNTERS];
+
+fn craq_counter_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = CraqCounters::default().counters().into_iter().map(|(n, _)| n).collect();
+    names.extend(CRAQ_XDP_COUNTERS);
+    names
+}
+
+fn nc_counter_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = NcCounters::default().counters().into_iter().map(|(n, _)| n).collect();
+    names.extend(NC_XDP_COUNTERS);
+    names
+}
+
+/// Counters of a node of `protocol` whose maps were pinned under `dir`.
+pub fn pinned_counters(dir: &Path, protocol: Protocol) -> Result<Vec<(&'static str, u64)>> {
+    let path = dir.join(MAP_COUNTERS);
+    let m = MapHandle::from_pinned_path(&path).with_context(|| format!("open {}", path.display()))?;
+    read_counters(&m, if protocol == Protocol::NetCraq { craq_counter_names() } else { nc_counter_names() })
+}
+
+/// A loaded NetCRAQ node.
+pub struct CraqXdp {
+    node: Node,
+    objects: usize,
+    versions: usize,
+}
+
+impl CraqXdp {
+    /// Loads the object with room for `objects` objects of `versions` cells.
+    pub fn load(objects: usize, versions: usize, addr: NodeAddr) -> Result<CraqXdp> {
+        if objects == 0 || !(2..=VERSIONS_MAX).contains(&versions) {
+            bail!("objects > 0 and versions in 2..={VERSIONS_MAX}");
+        }
+        let obj = BpfObject::load(
+            CRAQ_OBJECT,
+            &[("craq_store", (objects * versions) as u32), ("craq_index", objects as u32)],
+        )?;
+        let x = CraqXdp { node: Node { obj, addr, role: None, writes_paused: false }, objects, versions };
+        x.write_config()?;
+        Ok(x)
+    }
+
+    fn write_config(&self) -> Result<()> {
+        let middle = [self.objects as u32, self.versions as u32, self.node.addr.udp_port as u32];
+        self.node.write_config("craq_config", c::CRAQ_CONFIG_SIZE as usize, middle)
+    }
+
+    /// `CraqNode::set_role`: a node that becomes the tail makes each
+    /// object's newest version its clean one.
+    pub fn set_role(&mut self, role: Option<Role>) -> Result<()> {
+        let becomes_tail = role.is_some_and(Role::is_tail) && !self.node.role.is_some_and(Role::is_tail);
+        if becomes_tail {
+            let index = self.index()?;
+            for (k, dirty) in index.iter().enumerate().filter(|(_, d)| **d > 0) {
+                let latest = lookup(&self.node.obj.map("craq_store")?, (k * self.versions) as u32 + *dirty as u32)?;
+                self.node.obj.write("craq_store", (k * self.versions) as u32, &latest)?;
+                self.node.obj.write("craq_index", k as u32, &[0])?;
+            }
+        }
+        self.node.role = role;
+        self.write_config()
+    }
+
+    pub fn set_writes_paused(&mut self, paused: bool) -> Result<()> {
+        self.node.writes_paused = paused;
+        self.write_config()
+    }
+
+    pub fn set_port(&self, port: u16, p: &ChainPort) -> Result<()> {
+        self.node.set_port(port, p)
+    }
+
+    /// The ACK group's members (the rest of `chain_group` is cleared).
+    pub fn set_group(&self, members: &[Member]) -> Result<()> {
+        if members.len() > GROUP_MAX {
+            bail!("{} members, at most {GROUP_MAX}", members.len());
+        }
+        for i in 0..GROUP_MAX {
+            let (kind, port) = match members.get(i) {
+                None => (c::CHAIN_MEMBER_NONE as u32, 0),
+                Some(Member::Port(p)) => (c::CHAIN_MEMBER_PORT as u32, *p as u32),
+                Some(Member::Origin) => (c::CHAIN_MEMBER_ORIGIN as u32, 0),
+            };
+            let b: Vec<u8> = [kind, port].iter().flat_map(|w| w.to_ne_bytes()).collect();
+            self.node.obj.write("chain_group", i as u32, &b)?;
+        }
+        Ok(())
+    }
+
+    /// `CraqNode::load`: `values` become the clean versions, nothing dirty.
+    pub fn load_values(&self, values: &[Value]) -> Result<()> {
+        if values.len() != self.objects {
+            bail!("{} values for {} objects", values.len(), self.objects);
+        }
+        for (k, v) in values.iter().enumerate() {
+            self.node.obj.write("craq_store", (k * self.versions) as u32, &v.0)?;
+            self.node.obj.write("craq_index", k as u32, &[0])?;
+        }
+        Ok(())
+    }
+
+    /// Every cell of `craq_store`, object by object.
+    pub fn store(&self) -> Result<Vec<Value>> {
+        Ok(self.node.read_all("craq_store")?.iter().map(|b| Value(b[..VALUE_LEN].try_into().expect("cell"))).collect())
+    }
+
+    /// Dirty versions per object (`craq_index`).
+    pub fn index(&self) -> Result<Vec<u8>> {
+        Ok(self.node.read_all("craq_index")?.iter().map(|b| b[0]).collect())
+    }
+
+    /// Counters by name: `CraqCounters`' then [`CRAQ_XDP_COUNTERS`].
+    pub fn counters(&self) -> Result<Vec<(&'static str, u64)>> {
+        self.node.counters(craq_counter_names())
+    }
+
+    /// Pins [`CRAQ_PINNED_MAPS`] under `dir` (on a bpffs).
+    pub fn pin_maps(&mut self, dir: &Path) -> Result<()> {
+        self.node.obj.pin_maps(dir, &CRAQ_PINNED_MAPS)
+    }
+
+    pub fn test_run(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+        self.node.obj.test_run(CRAQ_PROGRAM, frame)
+    }
+
+    pub fn program_fd(&self, program: &str) -> Result<RawFd> {
+        self.node.obj.program_fd(program)
+    }
+}
+
+/// FNV-1a: `innet_chain::netchain`'s key hash (the BPF program's too).
+pub fn key_hash(key: &ChainKey) -> u32 {
+    key.iter().fold(0x811c_9dc5_u32, |h, b| (h ^ *b as u32).wrapping_mul(0x0100_0193))
+}
+
+/// A loaded NetChain node.
+pub struct NcXdp {
+    node: Node,
+    chain_addr: Addr,
+    keys: usize,
+}
+
+impl NcXdp {
+    /// Loads the object for the node at chain address `chain_addr` with room
+    /// for `keys` keys.
+    pub fn load(chain_addr: Addr, keys: usize, addr: NodeAddr) -> Result<NcXdp> {
+        if chain_addr == 0 || keys == 0 {
+            bail!("a non-zero address and key capacity");
+        }
+        let obj = BpfObject::load(NC_OBJECT, &[("nc_keys", keys as u32), ("nc_registers", keys as u32)])?;
+        let x = NcXdp { node: Node { obj, addr, role: None, writes_paused: false }, chain_addr, keys };
+        x.write_config()?;
+        Ok(x)
+    }
+
+    fn write_config(&self) -> Result<()> {
+        let middle = [self.keys as u32, self.node.addr.udp_port as u32, self.chain_addr];
+        self.node.write_config("nc_config", c::NC_CONFIG_SIZE as usize, middle)
+    }
+
+    pub fn set_role(&mut self, role: Option<Role>) -> Result<()> {
+        self.node.role = role;
+        self.write_config()
+    }
+
+    pub fn set_writes_paused(&mut self, paused: bool) -> Result<()> {
+        self.node.writes_paused = paused;
+        self.write_config()
+    }
+
+    pub fn set_port(&self, port: u16, p: &ChainPort) -> Result<()> {
+        self.node.set_port(port, p)
+    }
+
+    /// `NcNode::set_neighbour`: packets whose next address is `addr` go `hop`.
+    pub fn set_neighbour(&self, addr: Addr, hop: Hop) -> Result<()> {
+        let (kind, port) = match hop {
+            Hop::Skip => (c::NC_HOP_SKIP as u16, 0),
+            Hop::Port(p) if (p as usize) < PORTS_MAX => (c::NC_HOP_PORT as u16, p),
+            Hop::Port(p) => bail!("port {p} beyond the {PORTS_MAX} chain_ports entries"),
+        };
+        let mut v = kind.to_ne_bytes().to_vec();
+        v.extend_from_slice(&port.to_ne_bytes());
+        self.node
+            .obj
+            .map("nc_neighbours")?
+            .update(&addr.to_ne_bytes(), &v, MapFlags::ANY)
+            .with_context(|| format!("neighbour {addr} (at most {NEIGHBOURS_MAX})"))
+    }
+
+    fn key_slot(&self, i: usize) -> Result<Option<ChainKey>> {
+        let b = lookup(&self.node.obj.map("nc_keys")?, i as u32)?;
+        let valid = u32::from_ne_bytes(b[..4].try_into().expect("u32")) != 0;
+        Ok(valid.then(|| b[4..4 + ncw::KEY_LEN].try_into().expect("key")))
+    }
+
+    /// `NcNode::install_key`: the register index of `key`, or `None` when
+    /// its probe window is full.
+    pub fn install_key(&self, key: ChainKey) -> Result<Option<usize>> {
+        let start = key_hash(&key) as usize % self.keys;
+        for probe in 0..KEY_PROBES.min(self.keys) {
+            let i = (start + probe) % self.keys;
+            match self.key_slot(i)? {
+                Some(k) if k == key => return Ok(Some(i)),
+                Some(_) => {}
+                None => {
+                    let mut b = 1u32.to_ne_bytes().to_vec();
+                    b.extend_from_slice(&key);
+                    self.node.obj.write("nc_keys", i as u32, &b)?;
+                    return Ok(Some(i));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every installed key and its register, in slot order
+    /// (`NcNode::snapshot`).
+    pub fn snapshot(&self) -> Result<Vec<(ChainKey, Slot)>> {
+        let keys = self.node.read_all("nc_keys")?;
+        let regs = self.node.read_all("nc_registers")?;
+        Ok(keys
+            .iter()
+            .zip(&regs)
+            .filter(|(k, _)| u32::from_ne_bytes(k[..4].try_into().expect("u32")) != 0)
+            .map(|(k, r)| {
+                let key: ChainKey = k[4..4 + ncw::KEY_LEN].try_into().expect("key");
+                let value = Value(r[..VALUE_LEN].try_into().expect("value"));
+                let seq = u16::from_ne_bytes(r[VALUE_LEN..VALUE_LEN + 2].try_into().expect("seq"));
+                (key, Slot { value, seq })
+            })
+            .collect())
+    }
+
+    /// Counters by name: `NcCounters`' then [`NC_XDP_COUNTERS`].
+    pub fn counters(&self) -> Result<Vec<(&'static str, u64)>> {
+        self.node.counters(nc_counter_names())
+    }
+
+    /// Pins [`NC_PINNED_MAPS`] under `dir` (on a bpffs).
+    pub fn pin_maps(&mut self, dir: &Path) -> Result<()> {
+        self.node.obj.pin_maps(dir, &NC_PINNED_MAPS)
+    }
+
+    pub fn test_run(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+        self.node.obj.test_run(NC_PROGRAM, frame)
+    }
+
+    pub fn program_fd(&self) -> Result<RawFd> {
+        self.node.obj.program_fd(NC_PROGRAM)
+    }
+}
+
+/// Why the chain programs cannot be used here, if they cannot.
+pub fn unavailable() -> Option<String> {
+    let euid = crate::object::euid();
+    if euid != 0 {
+        return Some(format!("not root (euid {euid}): loading BPF programs needs CAP_BPF and CAP_NET_ADMIN"));
+    }
+    let addr = NodeAddr { udp_port: craqw::DEFAULT_PORT, node_ip: Ipv4Addr::LOCALHOST, origin_port: 0 };
+    CraqXdp::load(2, 2, addr)
+        .and_then(|_| NcXdp::load(1, 2, addr))
+        .err()
+        .map(|e| format!("the kernel refused a chain BPF program: {e:#}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use innet_core::Verdict;
+
+    #[test]
+    fn verdict_codes_are_the_references() {
+        // Verdict::code is not a const fn: checked here instead of at compile time.
+        for (bpf, v) in [
+            (c::CHAIN_VERDICT_DROP, Verdict::Drop),
+            (c::CHAIN_VERDICT_REFLECT, Verdict::Reflect),
+            (c::CHAIN_VERDICT_PORT, Verdict::Port { port: 0 }),
+            (c::CHAIN_VERDICT_MULTICAST, Verdict::Multicast { group: 0 }),
+            (c::CHAIN_VERDICT_ORIGIN, Verdict::Origin),
+        ] {
+            assert_eq!(bpf, v.code() as i64, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn key_hash_is_the_references() {
+        // NcNode::install_key on an empty table puts a key at hash % slots.
+        for k in 0..200u32 {
+            let key = ncw::key_from_u32(k);
+            let mut fresh = innet_chain::netchain::NcNode::new(1, 64);
+            assert_eq!(fresh.install_key(key), Some(key_hash(&key) as usize % 64));
+        }
+    }
+}

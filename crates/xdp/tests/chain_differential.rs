@@ -1,0 +1,613 @@
+//! Differential test: the XDP chain nodes (`bpf/netcraq.bpf.c`,
+//! `bpf/netchain.bpf.c`) against the Rust references (`innet_chain`'s
+//! `CraqNode`, NetCRAQ Algorithm 1, and `NcNode`, NetChain sections 4-5),
+//! packet by packet, through `BPF_PROG_TEST_RUN`.
+//!
+//! For every role, the golden vectors (`crates/wire/golden/netcraq.json`,
+//! `netchain.json`) and then seeded random packets (reads, writes, ACKs and
+//! replies over a small key space, stacks through present, skipped and
+//! unknown neighbours, malformed packets) go through both: >= 100,000 per
+//! program. Each packet must get the same verdict (XDP action and next hop)
+//! and the same output bytes and length (NetChain pops shrink the frame);
+//! counters are compared every 64 packets, node state (NetCRAQ: every
+//! cell of `objects_store` and every index; NetChain: every installed key's
+//! register, in slot order) every 1,024 packets and at the end. The
+//! control plane acts mid-run on both alike: writes paused and
+//! resumed, a NetCRAQ snapshot loaded (recovery) and a replica promoted to
+//! tail, a NetChain neighbour removed (its address skipped).
+//!
+//! Needs root (BPF). Without it the test says so on stderr (`SKIPPED: ...`)
+//! and fails when `CI=true`.
+
+use std::net::Ipv4Addr;
+
+use innet_chain::netchain::{Hop, NcNode, KEYS_DEFAULT};
+use innet_chain::netcraq::{CraqNode, OBJECTS_DEFAULT, VERSIONS_DEFAULT};
+use innet_chain::Role;
+use innet_core::rng::Rng;
+use innet_core::{Counters, DataPlane, Verdict};
+use innet_wire::netchain::{self as ncw, key_from_u32, Addr, NcMsg, NcOp};
+use innet_wire::netcraq::{self as craqw, CraqMsg, KvOp};
+use innet_wire::txn::Value;
+use innet_xdp::chain::{self, ChainPort, CraqXdp, NcXdp, NodeAddr, XDP_DROP, XDP_PASS, XDP_REDIRECT, XDP_TX};
+use innet_xdp::frame::{self, Endpoint, PAYLOAD_OFFSET};
+use innet_xdp::privileged::{self, say};
+
+/// Random packets per role (5 NetCRAQ runs, 4 NetChain runs, two table sizes each).
+const RANDOM_PACKETS_PER_RUN: usize = 14_000;
+
+const CLIENT: Endpoint = Endpoint { mac: [2, 0, 0, 0, 0, 0x0c], ip: Ipv4Addr::new(10, 98, 0, 2), port: 40_000 };
+const NODE_IP: Ipv4Addr = Ipv4Addr::new(10, 98, 0, 1);
+const NODE_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0x01];
+/// The port towards the clients (Origin replies).
+const ORIGIN_PORT: u16 = 5;
+
+fn port(i: u16) -> ChainPort {
+    if i == ORIGIN_PORT {
+        return ChainPort { ifindex: 1100, ip: CLIENT.ip, port_mac: NODE_MAC, peer_mac: CLIENT.mac };
+    }
+    ChainPort {
+        // Not the test-run ingress (lo, 1): every port is a redirect.
+        ifindex: 1001 + i as u32,
+        ip: Ipv4Addr::new(10, 98, 1 + i as u8, 2),
+        port_mac: [2, 0, 0, 0, 1, i as u8],
+        peer_mac: [2, 0, 0, 0, 2, i as u8],
+    }
+}
+
+fn node_addr(udp_port: u16) -> NodeAddr {
+    NodeAddr { udp_port, node_ip: NODE_IP, origin_port: ORIGIN_PORT }
+}
+
+fn bpf_or_skip(test: &str) -> bool {
+    privileged::proceed(test, chain::unavailable())
+}
+
+/// What the XDP program did with a frame sent by CLIENT to the node, as a
+/// reference verdict.
+fn xdp_verdict(action: u32, out: &[u8], udp_port: u16) -> Result<Verdict, String> {
+    let (src, dst, _, checksum_ok) = frame::parse(out).ok_or("output is not an IPv4/UDP frame")?;
+    if action != XDP_DROP && !checksum_ok {
+        return Err("IPv4 checksum wrong".into());
+    }
+    let from_node = src.ip == NODE_IP && src.port == udp_port;
+    match action {
+        XDP_DROP => Ok(Verdict::Drop),
+        XDP_PASS if src == CLIENT && dst.ip == NODE_IP => Ok(Verdict::Multicast { group: 0 }),
+        XDP_TX if dst == CLIENT && from_node && src.mac == NODE_MAC => Ok(Verdict::Reflect),
+        XDP_REDIRECT => {
+            let p = (0..=ORIGIN_PORT)
+                .find(|i| src.mac == port(*i).port_mac && dst.mac == port(*i).peer_mac)
+                .ok_or_else(|| format!("redirect to {dst:?} from {src:?}"))?;
+            if p == ORIGIN_PORT && dst.ip == CLIENT.ip && dst.port == CLIENT.port && from_node {
+                Ok(Verdict::Origin)
+            } else if p != ORIGIN_PORT && dst.ip == port(p).ip && src.ip == CLIENT.ip && src.port == CLIENT.port {
+                Ok(Verdict::Port { port: p })
+            } else {
+                Err(format!("port {p}: to {dst:?} from {src:?}"))
+            }
+        }
+        _ => Err(format!("action {action} to {dst:?} from {src:?}")),
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
+}
+
+fn golden(text: &str) -> Vec<Vec<u8>> {
+    let v: serde_json::Value = serde_json::from_str(text).expect("golden json");
+    v.as_array().expect("array").iter().map(|g| unhex(g["hex"].as_str().unwrap())).collect()
+}
+
+/// A frame from CLIENT to the node carrying `payload`.
+fn request_frame(payload: &[u8], pad: usize, udp_port: u16) -> Vec<u8> {
+    frame::udp_frame(CLIENT, Endpoint { mac: NODE_MAC, ip: NODE_IP, port: udp_port }, payload, pad)
+}
+
+/// What both did with one packet: the XDP action and output frame, the
+/// reference's verdict and its rewritten buffer of which the first `len`
+/// bytes are the packet. Panics on any difference.
+struct Outcome<'a> {
+    label: &'a str,
+    n: usize,
+    payload: &'a [u8],
+    input: &'a [u8],
+    udp_port: u16,
+}
+
+impl Outcome<'_> {
+    fn check(&self, (action, out): (u32, Vec<u8>), want: Verdict, expected: &[u8], len: usize) {
+        let ctx = || format!("{} packet #{} {}", self.label, self.n, hex(self.payload));
+        assert_eq!(xdp_verdict(action, &out, self.udp_port), Ok(want), "verdict differs: {}", ctx());
+        if want == Verdict::Drop {
+            return; // the reference may have changed its copy; a dropped frame goes nowhere
+        }
+        let (_, _, got, _) = frame::parse(&out).expect("parsed above");
+        assert_eq!(hex(got), hex(&expected[..len]), "payload differs: {}", ctx());
+        if len == self.payload.len() {
+            assert_eq!(&out[PAYLOAD_OFFSET + len..], &self.input[PAYLOAD_OFFSET + len..], "padding: {}", ctx());
+        } else {
+            assert_eq!(out.len(), PAYLOAD_OFFSET + len, "frame not cut to the reference's length: {}", ctx());
+        }
+    }
+}
+
+fn counters_line(c: &[(&'static str, u64)], names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("{n} {}", c.iter().find(|(k, _)| k == n).map_or(0, |(_, v)| *v)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+// ---- NetCRAQ ------------------------------------------------------------
+
+struct Craq {
+    xdp: CraqXdp,
+    rust: CraqNode,
+    packets: usize,
+    label: String,
+}
+
+impl Craq {
+    fn new(role: Option<Role>, objects: usize, versions: usize) -> Craq {
+        let mut xdp = CraqXdp::load(objects, versions, node_addr(craqw::DEFAULT_PORT)).expect("load");
+        for p in [0, 1, ORIGIN_PORT] {
+            xdp.set_port(p, &port(p)).expect("port");
+        }
+        xdp.set_role(role).expect("role");
+        let mut rust = CraqNode::new(objects, versions);
+        rust.set_role(role);
+        Craq { xdp, rust, packets: 0, label: format!("netcraq role={role:?} objects={objects} versions={versions}") }
+    }
+
+    fn step(&mut self, payload: &[u8], pad: usize) {
+        let input = request_frame(payload, pad, craqw::DEFAULT_PORT);
+        let got = self.xdp.test_run(&input).expect("test run");
+        let mut expected = payload.to_vec();
+        let want = self.rust.process(&mut expected);
+        let o = Outcome { label: &self.label, n: self.packets, payload, input: &input, udp_port: craqw::DEFAULT_PORT };
+        o.check(got, want, &expected, payload.len());
+        self.packets += 1;
+        if self.packets % 64 == 0 {
+            self.compare_counters();
+        }
+        if self.packets % 1024 == 0 {
+            self.compare_state();
+        }
+    }
+
+    fn set_role(&mut self, role: Option<Role>) {
+        self.xdp.set_role(role).expect("role");
+        self.rust.set_role(role);
+        self.compare_state();
+    }
+
+    fn set_writes_paused(&mut self, paused: bool) {
+        self.xdp.set_writes_paused(paused).expect("pause");
+        self.rust.set_writes_paused(paused);
+    }
+
+    fn compare_counters(&self) {
+        let xdp = self.xdp.counters().expect("counters");
+        let rust = self.rust.counters.counters();
+        assert_eq!(&xdp[..rust.len()], &rust[..], "counters differ: {} after {}", self.label, self.packets);
+    }
+
+    /// `craq_store` (every cell, stale ones included) and `craq_index`.
+    fn compare_state(&self) {
+        let (store, index) = (self.xdp.store().expect("store"), self.xdp.index().expect("index"));
+        let versions = store.len() / index.len();
+        for k in 0..index.len() {
+            let got = (index[k] as usize, &store[k * versions..(k + 1) * versions]);
+            let want = (self.rust.dirty(k), self.rust.cells(k));
+            assert_eq!(got, want, "object {k} differs: {} after {}", self.label, self.packets);
+        }
+    }
+
+    fn finish(&self) -> String {
+        self.compare_counters();
+        self.compare_state();
+        let c = self.xdp.counters().unwrap();
+        let names = [
+            "reads_clean",
+            "reads_to_tail",
+            "reads_at_tail",
+            "writes_dirty",
+            "writes_committed_at_tail",
+            "writes_refused_full",
+            "writes_refused_paused",
+            "acks_applied",
+            "acks_stale",
+            "dropped_unexpected",
+            "dropped_key_out_of_range",
+            "dropped_malformed_truncated",
+            "dropped_malformed_unknown_op",
+        ];
+        format!("{}: {} packets identical ({})", self.label, self.packets, counters_line(&c, &names))
+    }
+}
+
+/// Random NetCRAQ packets over `keys` keys (a few beyond the store): ACKs
+/// carry values recently written, so they meet dirty versions.
+struct CraqGen {
+    rng: Rng,
+    keys: u64,
+    objects: u64,
+    written: Vec<Vec<Value>>,
+    counter: u64,
+}
+
+impl CraqGen {
+    fn new(seed: u64, keys: u64, objects: u64) -> CraqGen {
+        CraqGen { rng: Rng::new(seed), keys, objects, written: vec![Vec::new(); keys as usize], counter: 0 }
+    }
+
+    fn key(&mut self) -> u32 {
+        if self.rng.chance(0.02) {
+            (self.objects + self.rng.below(3)) as u32 // out of range
+        } else {
+            self.rng.below(self.keys) as u32
+        }
+    }
+
+    fn msg(&mut self) -> CraqMsg {
+        let key = self.key();
+        let r = self.rng.below(100);
+        if r < 35 {
+            return CraqMsg::read(key);
+        }
+        if r < 70 {
+            self.counter += 1;
+            let v = Value::from_counter(self.counter);
+            if let Some(w) = self.written.get_mut(key as usize) {
+                w.push(v);
+                if w.len() > 12 {
+                    w.remove(0);
+                }
+            }
+            return CraqMsg::write(key, v);
+        }
+        if r < 95 {
+            let value = match self.written.get(key as usize) {
+                Some(w) if !w.is_empty() => {
+                    // Mostly the oldest unACKed ones, as a FIFO chain delivers them.
+                    let i = self.rng.below(w.len().min(4) as u64) as usize;
+                    w[i]
+                }
+                _ => Value::from_counter(self.rng.below(50)),
+            };
+            if let Some(w) = self.written.get_mut(key as usize) {
+                if let Some(at) = w.iter().position(|x| *x == value) {
+                    w.drain(..=at);
+                }
+            }
+            return CraqMsg { op: KvOp::Ack, key, value };
+        }
+        let op = [KvOp::ReadReply, KvOp::WriteReply, KvOp::WriteRefused][self.rng.below(3) as usize];
+        CraqMsg { op, key, value: Value::from_counter(self.rng.below(9)) }
+    }
+
+    fn malformed(&mut self) -> Vec<u8> {
+        let mut b = self.msg().encode();
+        match self.rng.below(4) {
+            0 => b.truncate(self.rng.below(craqw::LEN as u64) as usize),
+            1 => b[0] = [0, 7, 8, 0x80, 0xff][self.rng.below(5) as usize],
+            2 => b = (0..self.rng.below(40)).map(|_| self.rng.next_u64() as u8).collect(),
+            _ => b.extend((0..1 + self.rng.below(30)).map(|_| self.rng.next_u64() as u8)), // trailing: valid
+        }
+        b
+    }
+
+    fn next(&mut self) -> (Vec<u8>, usize) {
+        let p = if self.rng.chance(0.07) { self.malformed() } else { self.msg().encode() };
+        (p, if self.rng.chance(0.3) { 60 } else { 0 })
+    }
+}
+
+const CRAQ_ROLES: [Option<Role>; 5] =
+    [Some(Role::Head), Some(Role::Replica), Some(Role::Tail), Some(Role::HeadTail), None];
+
+fn craq_run(role: Option<Role>, objects: usize, versions: usize, keys: u64, seed: u64) -> String {
+    let mut n = Craq::new(role, objects, versions);
+    for g in golden(include_str!("../../wire/golden/netcraq.json")) {
+        n.step(&g, 0);
+    }
+    let mut gen = CraqGen::new(seed, keys, objects as u64);
+    for i in 0..RANDOM_PACKETS_PER_RUN {
+        if gen.rng.chance(0.002) {
+            let paused = !n.rust.writes_paused();
+            n.set_writes_paused(paused);
+        }
+        if i == RANDOM_PACKETS_PER_RUN / 2 && role == Some(Role::Replica) {
+            n.set_role(Some(Role::Tail)); // section III-C: the predecessor replaces a failed tail
+        }
+        if i == RANDOM_PACKETS_PER_RUN / 4 {
+            // Section III-C recovery: the control plane copies a snapshot in.
+            let values: Vec<Value> = (0..objects as u64).map(|k| Value::from_counter(900_000 + k)).collect();
+            n.xdp.load_values(&values).expect("load values");
+            n.rust.load(&values);
+            n.compare_state();
+        }
+        let (p, pad) = gen.next();
+        n.step(&p, pad);
+    }
+    n.finish()
+}
+
+#[test]
+fn netcraq_golden_vectors_give_the_reference_verdicts_and_bytes_in_every_role() {
+    if !bpf_or_skip("netcraq_golden_vectors_give_the_reference_verdicts_and_bytes_in_every_role") {
+        return;
+    }
+    for role in CRAQ_ROLES {
+        let mut n = Craq::new(role, OBJECTS_DEFAULT, VERSIONS_DEFAULT);
+        // Three passes: the writes of one pass make the next one's reads dirty.
+        for _ in 0..3 {
+            for g in golden(include_str!("../../wire/golden/netcraq.json")) {
+                n.step(&g, 0);
+            }
+        }
+        say(&format!("DIFFERENTIAL golden {}", n.finish()));
+    }
+}
+
+#[test]
+fn netcraq_random_packets_match_the_reference_in_every_role() {
+    if !bpf_or_skip("netcraq_random_packets_match_the_reference_in_every_role") {
+        return;
+    }
+    for (i, role) in CRAQ_ROLES.into_iter().enumerate() {
+        let seed = 0xC7A0 + i as u64;
+        // Small store: objects fill their version cells and refuse writes.
+        say(&format!("DIFFERENTIAL seed {seed:#x} {}", craq_run(role, 16, 4, 12, seed)));
+        let seed = seed + 0x100;
+        say(&format!("DIFFERENTIAL seed {seed:#x} {}", craq_run(role, OBJECTS_DEFAULT, VERSIONS_DEFAULT, 24, seed)));
+    }
+}
+
+// ---- NetChain -----------------------------------------------------------
+
+/// The node under test and the addresses around it: present neighbours
+/// (ports 0, 1, 3), removed ones (Skip) and unknown ones (no route).
+const NC_SELF: Addr = 12;
+const NC_NEIGHBOURS: [(Addr, Hop); 5] =
+    [(13, Hop::Port(0)), (14, Hop::Port(1)), (15, Hop::Skip), (16, Hop::Port(3)), (17, Hop::Skip)];
+const NC_POOL: [Addr; 8] = [11, 12, 13, 14, 15, 16, 17, 18];
+
+struct Nc {
+    xdp: NcXdp,
+    rust: NcNode,
+    writes_paused: bool,
+    packets: usize,
+    label: String,
+}
+
+impl Nc {
+    fn new(role: Option<Role>, addr: Addr, keys: usize, neighbours: &[(Addr, Hop)], installed: &[u32]) -> Nc {
+        let mut xdp = NcXdp::load(addr, keys, node_addr(ncw::DEFAULT_PORT)).expect("load");
+        let mut rust = NcNode::new(addr, keys);
+        for p in [0, 1, 3, ORIGIN_PORT] {
+            xdp.set_port(p, &port(p)).expect("port");
+        }
+        for (a, h) in neighbours {
+            xdp.set_neighbour(*a, *h).expect("neighbour");
+            rust.set_neighbour(*a, *h);
+        }
+        for k in installed {
+            let key = key_from_u32(*k);
+            assert_eq!(xdp.install_key(key).expect("install"), rust.install_key(key), "key {k} slot");
+        }
+        xdp.set_role(role).expect("role");
+        rust.set_role(role);
+        Nc {
+            xdp,
+            rust,
+            writes_paused: false,
+            packets: 0,
+            label: format!("netchain role={role:?} addr={addr} keys={keys}"),
+        }
+    }
+
+    fn step(&mut self, payload: &[u8], pad: usize) {
+        let input = request_frame(payload, pad, ncw::DEFAULT_PORT);
+        let got = self.xdp.test_run(&input).expect("test run");
+        let mut expected = payload.to_vec();
+        let (want, len) = self.rust.process_len(&mut expected);
+        let o = Outcome { label: &self.label, n: self.packets, payload, input: &input, udp_port: ncw::DEFAULT_PORT };
+        o.check(got, want, &expected, len);
+        self.packets += 1;
+        if self.packets % 64 == 0 {
+            self.compare_counters();
+        }
+        if self.packets % 1024 == 0 {
+            self.compare_state();
+        }
+    }
+
+    fn set_writes_paused(&mut self, paused: bool) {
+        self.xdp.set_writes_paused(paused).expect("pause");
+        self.rust.set_writes_paused(paused);
+        self.writes_paused = paused;
+    }
+
+    fn compare_counters(&self) {
+        let xdp = self.xdp.counters().expect("counters");
+        let rust = self.rust.counters.counters();
+        assert_eq!(&xdp[..rust.len()], &rust[..], "counters differ: {} after {}", self.label, self.packets);
+    }
+
+    fn compare_state(&self) {
+        assert_eq!(
+            self.xdp.snapshot().expect("snapshot"),
+            self.rust.snapshot(),
+            "registers differ: {} after {}",
+            self.label,
+            self.packets
+        );
+    }
+
+    fn finish(&self) -> String {
+        self.compare_counters();
+        self.compare_state();
+        let c = self.xdp.counters().unwrap();
+        let names = [
+            "writes_sequenced",
+            "writes_applied",
+            "writes_stale",
+            "writes_dropped_paused",
+            "reads_answered",
+            "forwarded",
+            "dropped_not_for_me",
+            "dropped_unknown_key",
+            "dropped_no_route",
+            "dropped_not_tail",
+            "dropped_unexpected",
+            "dropped_malformed_truncated",
+            "dropped_malformed_chain_too_long",
+            "dropped_malformed_unknown_op",
+            "dropped_malformed_chain_count_mismatch",
+        ];
+        format!("{}: {} packets identical ({})", self.label, self.packets, counters_line(&c, &names))
+    }
+}
+
+/// Random NetChain packets: stacks mostly starting at the node, through
+/// the pool of addresses; sequence numbers around a moving base (and across
+/// the 16-bit wrap), so writes are newer, equal or older.
+struct NcGen {
+    rng: Rng,
+    keys: u64,
+    seq_base: u16,
+}
+
+impl NcGen {
+    fn new(seed: u64, keys: u64) -> NcGen {
+        let mut rng = Rng::new(seed);
+        let seq_base = if rng.chance(0.5) { 0 } else { 0xfff0 };
+        NcGen { rng, keys, seq_base }
+    }
+
+    fn msg(&mut self) -> NcMsg {
+        let depth = match self.rng.below(10) {
+            0 => 0,
+            1..=6 => 1 + self.rng.below(3) as usize,
+            _ => 1 + self.rng.below(ncw::MAX_CHAIN_NODES as u64) as usize,
+        };
+        let mut chain: Vec<Addr> = (0..depth).map(|_| NC_POOL[self.rng.below(NC_POOL.len() as u64) as usize]).collect();
+        if depth > 0 && self.rng.chance(0.85) {
+            chain[0] = NC_SELF;
+        }
+        let op = match self.rng.below(100) {
+            0..=39 => NcOp::ReadReq,
+            40..=89 => NcOp::WriteReq,
+            90..=94 => NcOp::ReadReply,
+            _ => NcOp::WriteReply,
+        };
+        if self.rng.chance(0.3) {
+            self.seq_base = self.seq_base.wrapping_add(1);
+        }
+        let seq = if self.rng.chance(0.05) {
+            self.rng.next_u64() as u16
+        } else {
+            self.seq_base.wrapping_add(self.rng.below(5) as u16).wrapping_sub(2)
+        };
+        let mut value = Value::ZERO;
+        value.0[0] = b'a' + self.rng.below(26) as u8;
+        value.0[15] = self.rng.next_u64() as u8;
+        NcMsg {
+            chain,
+            op,
+            seq,
+            key: key_from_u32(self.rng.below(self.keys) as u32),
+            value,
+            vgroup: self.rng.next_u64() as u16,
+        }
+    }
+
+    fn malformed(&mut self) -> Vec<u8> {
+        let mut b = self.msg().encode();
+        let depth = (b.len() - ncw::FIXED_LEN) / ncw::ADDR_LEN - 1;
+        let fixed = (depth + 1) * ncw::ADDR_LEN;
+        match self.rng.below(6) {
+            0 => b.truncate(self.rng.below(b.len() as u64) as usize),
+            1 => {
+                // Eleven or more non-zero addresses: no terminator in reach.
+                let mut s: Vec<u8> = (0..11 + self.rng.below(3)).flat_map(|_| NC_SELF.to_be_bytes()).collect();
+                s.extend_from_slice(&b[fixed..]);
+                b = s;
+            }
+            2 => b[fixed + ncw::offset::OP] = 4 + self.rng.below(252) as u8,
+            3 => b[fixed + ncw::offset::SC] = (depth as u8).wrapping_add(1 + self.rng.below(20) as u8),
+            4 => b = (0..self.rng.below(100)).map(|_| self.rng.next_u64() as u8).collect(),
+            _ => b.extend((0..1 + self.rng.below(30)).map(|_| self.rng.next_u64() as u8)), // trailing: valid, cut
+        }
+        b
+    }
+
+    fn next(&mut self) -> (Vec<u8>, usize) {
+        let p = if self.rng.chance(0.08) { self.malformed() } else { self.msg().encode() };
+        (p, if self.rng.chance(0.3) { 60 + self.rng.below(40) as usize } else { 0 })
+    }
+}
+
+const NC_ROLES: [Role; 4] = [Role::Head, Role::Replica, Role::Tail, Role::HeadTail];
+
+fn nc_run(role: Role, keys: usize, installed: u32, key_space: u64, seed: u64) -> String {
+    let installed: Vec<u32> = (0..installed).collect();
+    let mut n = Nc::new(Some(role), NC_SELF, keys, &NC_NEIGHBOURS, &installed);
+    let mut gen = NcGen::new(seed, key_space);
+    for i in 0..RANDOM_PACKETS_PER_RUN {
+        if gen.rng.chance(0.002) {
+            let paused = n.writes_paused;
+            n.set_writes_paused(!paused);
+        }
+        if i == RANDOM_PACKETS_PER_RUN / 2 {
+            // Section 5: a failed neighbour is removed; its address is skipped.
+            n.xdp.set_neighbour(14, Hop::Skip).expect("neighbour");
+            n.rust.set_neighbour(14, Hop::Skip);
+        }
+        let (p, pad) = gen.next();
+        n.step(&p, pad);
+    }
+    n.finish()
+}
+
+#[test]
+fn netchain_golden_vectors_give_the_reference_verdicts_and_bytes_at_every_place_in_the_chain() {
+    if !bpf_or_skip("netchain_golden_vectors_give_the_reference_verdicts_and_bytes_at_every_place_in_the_chain") {
+        return;
+    }
+    // The vectors' chain: 10.0.0.1 .. 10.0.0.4; more addresses in ten_nodes_max.
+    let chain: Vec<Addr> = (1..=10).map(|i| 0x0a00_0000 + i).collect();
+    for i in 0..4 {
+        let neighbours: Vec<(Addr, Hop)> =
+            chain.iter().filter(|a| **a != chain[i]).map(|a| (*a, Hop::Port((*a % 2) as u16))).collect();
+        let mut n = Nc::new(Some(Role::at(i, 4)), chain[i], KEYS_DEFAULT, &neighbours, &[0, 1, 2, 7]);
+        for _ in 0..3 {
+            for g in golden(include_str!("../../wire/golden/netchain.json")) {
+                n.step(&g, 0);
+            }
+        }
+        say(&format!("DIFFERENTIAL golden {}", n.finish()));
+    }
+}
+
+#[test]
+fn netchain_random_packets_match_the_reference_in_every_role() {
+    if !bpf_or_skip("netchain_random_packets_match_the_reference_in_every_role") {
+        return;
+    }
+    for (i, role) in NC_ROLES.into_iter().enumerate() {
+        let seed = 0x9C40 + i as u64;
+        // A small key table: probe windows fill, some keys stay unknown.
+        say(&format!("DIFFERENTIAL seed {seed:#x} {}", nc_run(role, 16, 14, 20, seed)));
+        let seed = seed + 0x100;
+        say(&format!("DIFFERENTIAL seed {seed:#x} {}", nc_run(role, KEYS_DEFAULT, 24, 30, seed)));
+    }
+}
