@@ -55,6 +55,51 @@ impl AcceptorConfig {
     }
 }
 
+/// The trim floor (section 3.1, "Memory limitations"): the latest
+/// checkpoint each learner reported, in a fixed register array, and the
+/// highest instance that `quorum` of them have all checkpointed. Acceptors
+/// reuse slots below it; the coordinator hands out instances only within
+/// `floor + slots`.
+#[derive(Clone, Copy, Debug)]
+pub struct TrimFloor {
+    learners: usize,
+    quorum: usize,
+    checkpoints: [u32; crate::MAX_LEARNERS],
+    floor: u32,
+}
+
+impl TrimFloor {
+    pub fn new(learners: usize, quorum: usize) -> TrimFloor {
+        assert!((1..=crate::MAX_LEARNERS).contains(&learners), "1..=MAX_LEARNERS learners");
+        assert!((1..=learners).contains(&quorum), "trim quorum within learners");
+        TrimFloor { learners, quorum, checkpoints: [0; crate::MAX_LEARNERS], floor: 0 }
+    }
+
+    pub fn floor(&self) -> u32 {
+        self.floor
+    }
+
+    /// Learner `learner` checkpointed every instance below `inst`; false
+    /// for an unknown learner. Reports never move the floor back.
+    pub fn report(&mut self, learner: u16, inst: u32) -> bool {
+        let n = self.learners;
+        if learner as usize >= n {
+            return false;
+        }
+        let c = &mut self.checkpoints[learner as usize];
+        *c = (*c).max(inst);
+        // The quorum-th largest report: bounded by MAX_LEARNERS^2 steps.
+        for a in 0..n {
+            let x = self.checkpoints[a];
+            let at_least = (0..n).filter(|&b| self.checkpoints[b] >= x).count();
+            if at_least >= self.quorum && x > self.floor {
+                self.floor = x;
+            }
+        }
+        true
+    }
+}
+
 #[derive(Clone, Copy, Default, Debug)]
 struct Slot {
     valid: bool,
@@ -81,21 +126,17 @@ struct Stats {
 pub struct Acceptor {
     config: AcceptorConfig,
     slots: Vec<Slot>,
-    checkpoints: [u32; crate::MAX_LEARNERS],
-    trim_floor: u32,
+    trim: TrimFloor,
     stats: Stats,
 }
 
 impl Acceptor {
     pub fn new(config: AcceptorConfig) -> Acceptor {
         assert!(config.slots.is_power_of_two(), "slots must be a power of two");
-        assert!(config.learners >= 1 && config.learners <= crate::MAX_LEARNERS, "1..=MAX_LEARNERS learners");
-        assert!(config.trim_quorum >= 1 && config.trim_quorum <= config.learners, "trim quorum within learners");
         Acceptor {
             config,
             slots: vec![Slot::default(); config.slots],
-            checkpoints: [0; crate::MAX_LEARNERS],
-            trim_floor: 0,
+            trim: TrimFloor::new(config.learners, config.trim_quorum),
             stats: Stats::default(),
         }
     }
@@ -106,7 +147,7 @@ impl Acceptor {
 
     /// Every instance below this was checkpointed by a trim quorum.
     pub fn trim_floor(&self) -> u32 {
-        self.trim_floor
+        self.trim.floor()
     }
 
     /// The slot for `inst`, taken over if that is allowed; `None` if the
@@ -121,35 +162,23 @@ impl Acceptor {
             self.stats.trimmed += 1;
             return None;
         }
-        if inst as u64 >= self.trim_floor as u64 + self.config.slots as u64 {
+        let floor = self.trim.floor();
+        if inst as u64 >= floor as u64 + self.config.slots as u64 {
             self.stats.ring_full += 1;
             return None;
         }
         // The instance this slot held is at most inst - slots, below the floor.
-        assert!(!s.valid || s.inst < self.trim_floor, "reusing a slot above the trim floor");
+        assert!(!s.valid || s.inst < floor, "reusing a slot above the trim floor");
         self.slots[i] = Slot { valid: true, inst, rnd: crate::ROUND_INIT, vrnd: 0, value: Value::EMPTY };
         Some(i)
     }
 
     fn on_trim(&mut self, learner: u16, inst: u32) {
-        let n = self.config.learners;
-        if learner as usize >= n {
+        if self.trim.report(learner, inst) {
+            self.stats.trims += 1;
+        } else {
             self.stats.ignored += 1;
-            return;
         }
-        self.stats.trims += 1;
-        let c = &mut self.checkpoints[learner as usize];
-        *c = (*c).max(inst);
-        // The trim_quorum-th largest report: bounded by MAX_LEARNERS^2.
-        let mut floor = self.trim_floor;
-        for a in 0..n {
-            let x = self.checkpoints[a];
-            let at_least = (0..n).filter(|&b| self.checkpoints[b] >= x).count();
-            if at_least >= self.config.trim_quorum && x > floor {
-                floor = x;
-            }
-        }
-        self.trim_floor = floor;
     }
 }
 

@@ -16,7 +16,9 @@
 //!   (CATCHUP), who answer with the decided value (DECIDED) if they have it;
 //!   a peer's answer also covers instances the acceptors already trimmed.
 //! * Trimming: the learner reports its checkpoint (every instance below
-//!   `next` is delivered) to the acceptors with TRIM.
+//!   `next` is delivered) to the acceptors and the coordinator with TRIM;
+//!   the coordinator answers with its next instance (WINDOW), which also
+//!   reveals instances lost before any acceptor voted.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
@@ -269,7 +271,9 @@ impl Learner {
         let mut t = PaxosMsg::new(MsgType::Trim);
         t.inst = self.next;
         t.acptid = self.config.id;
-        out.send(Dest::Group(crate::GROUP_ACCEPTORS), t.encode());
+        let bytes = t.encode();
+        out.send(Dest::Group(crate::GROUP_ACCEPTORS), bytes.clone());
+        out.send(Dest::Port(crate::PORT_COORDINATOR), bytes);
         self.trim_sent = self.next;
         self.next_trim = now + self.config.trim_interval;
     }
@@ -304,6 +308,7 @@ impl Host for Learner {
                     self.stats.catchups_answered += 1;
                 }
             }
+            MsgType::Window if m.inst > 0 => self.note_seen(m.inst - 1),
             MsgType::Decided if !self.is_decided(m.inst) => {
                 self.stats.decided_by_peer += 1;
                 self.decide(m.inst, m.value);

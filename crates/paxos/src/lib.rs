@@ -45,6 +45,7 @@ pub mod prepare;
 pub mod proposer;
 pub mod software;
 pub mod votes;
+pub mod workload;
 
 pub use acceptor::{Acceptor, AcceptorConfig};
 pub use backup::{BackupConfig, BackupCoordinator};

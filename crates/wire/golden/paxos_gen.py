@@ -3,7 +3,7 @@
 import struct, json
 def pk(t, inst, rnd, vrnd, acpt, vlen, val, pad=b""):
     return (struct.pack("!HIHHHI32s", t, inst, rnd, vrnd, acpt, vlen, val) + pad).hex()
-T = {"PHASE_1A":0,"PHASE_1B":1,"PHASE_2A":2,"PHASE_2B":3,"REQUEST":4,"TRIM":5,"HEARTBEAT":6,"TAKEOVER":7,"CATCHUP":8,"DECIDED":9}
+T = {"PHASE_1A":0,"PHASE_1B":1,"PHASE_2A":2,"PHASE_2B":3,"REQUEST":4,"TRIM":5,"HEARTBEAT":6,"TAKEOVER":7,"CATCHUP":8,"DECIDED":9,"WINDOW":10}
 def env(p, r, payload):  # the library's value envelope: proposer u32, request u32, payload
     return struct.pack("!II", p, r) + payload
 vs = []
@@ -27,6 +27,7 @@ valid("heartbeat", "backup coordinator's heartbeat, sequence 9 in inst", "HEARTB
 valid("takeover", "backup coordinator announces it coordinates with round 258 (epoch 1, issuer 2)", "TAKEOVER", 0, 258, 0, 0, b"")
 valid("catchup", "learner 2 asks its peers for instance 77", "CATCHUP", 77, 0, 0, 2, b"")
 valid("decided", "a peer learner answers: instance 77 was decided with this value", "DECIDED", 77, 0, 0, 1, env(3, 9, b"abc"))
+valid("window", "the coordinator answers learner 1's TRIM: it hands out instance 2048 next", "WINDOW", 2048, 0, 0, 1, b"")
 full = bytes(range(0x40, 0x60))
 valid("value_full_width", "a 32-byte value (value_len = VALUE_LEN)", "PHASE_2A", 0xFFFFFFFF, 0xFFFF, 0xFFFE, 0xFFFF, full)
 valid("trailing_bytes_ignored", "four bytes after the 48-byte header are ignored", "PHASE_2B", 1, 1, 1, 0, v1, pad=b"\xde\xad\xbe\xef")
@@ -35,7 +36,7 @@ valid("big_endian_fields", "every multi-byte field big-endian: inst 0x01020304, 
 ok = pk(3, 1, 1, 1, 0, 3, b"abc".ljust(32, b"\0"))
 bad("truncated_47", "one byte short of the 48-byte header", ok[:94], "truncated")
 bad("empty", "no bytes at all", "", "truncated")
-bad("unknown_msgtype_10", "msgtype 10", pk(10, 1, 1, 1, 0, 0, b"\0" * 32), "unknown_msgtype")
+bad("unknown_msgtype_11", "msgtype 11", pk(11, 1, 1, 1, 0, 0, b"\0" * 32), "unknown_msgtype")
 bad("unknown_msgtype_high_byte", "msgtype 0x0100 (the high byte counts)", pk(0x100, 1, 1, 1, 0, 0, b"\0" * 32), "unknown_msgtype")
 bad("value_len_33", "value_len 33 > VALUE_LEN", pk(2, 1, 1, 0, 0, 33, b"\0" * 32), "value_too_long")
 bad("value_len_huge", "value_len 0x80000000", pk(2, 1, 1, 0, 0, 0x80000000, b"\0" * 32), "value_too_long")

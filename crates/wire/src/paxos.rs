@@ -79,10 +79,13 @@ pub enum MsgType {
     /// A learner's answer to [`MsgType::Catchup`]: `inst` was decided with
     /// this value (Paxos's "Success" message).
     Decided = 9,
+    /// The coordinator's answer to a learner's TRIM: `inst` is the next
+    /// instance it will hand out (learners recover lost instances below it).
+    Window = 10,
 }
 
 impl MsgType {
-    pub const ALL: [MsgType; 10] = [
+    pub const ALL: [MsgType; 11] = [
         MsgType::Phase1A,
         MsgType::Phase1B,
         MsgType::Phase2A,
@@ -93,6 +96,7 @@ impl MsgType {
         MsgType::Takeover,
         MsgType::Catchup,
         MsgType::Decided,
+        MsgType::Window,
     ];
     pub fn from_u16(v: u16) -> Option<MsgType> {
         MsgType::ALL.get(v as usize).copied()
@@ -110,6 +114,7 @@ impl MsgType {
             MsgType::Takeover => "TAKEOVER",
             MsgType::Catchup => "CATCHUP",
             MsgType::Decided => "DECIDED",
+            MsgType::Window => "WINDOW",
         }
     }
 }
@@ -155,7 +160,7 @@ impl fmt::Debug for Value {
 pub enum DecodeError {
     /// Shorter than [`PACKET_LEN`] (48 bytes).
     Truncated,
-    /// `msgtype` outside 0..=9.
+    /// `msgtype` outside 0..=10.
     UnknownMsgType,
     /// `value_len` above [`VALUE_LEN`].
     ValueTooLong,
@@ -337,7 +342,7 @@ mod tests {
     #[test]
     fn malformed_reasons() {
         let mut b = sample().encode();
-        b[offset::MSGTYPE + 1] = 10;
+        b[offset::MSGTYPE + 1] = 11;
         assert_eq!(PaxosMsg::decode(&b), Err(DecodeError::UnknownMsgType));
         b[offset::MSGTYPE + 1] = 3;
         b[offset::VALUE_LEN + 3] = 33;

@@ -56,6 +56,7 @@ fn type_code(name: &str) -> u16 {
         "TAKEOVER" => 7,
         "CATCHUP" => 8,
         "DECIDED" => 9,
+        "WINDOW" => 10,
         _ => panic!("unknown msgtype {name} in golden file"),
     }
 }
