@@ -249,40 +249,56 @@ impl PaxosTopology {
 
     /// The result record of a run that lasted `run_seconds`.
     pub fn result(&self, runtime: &str, run_seconds: f64, wall_seconds: f64) -> PaxosResult {
-        let mut lat = vec![];
-        let mut times = vec![];
-        for i in 0..self.proposers.len() {
-            lat.extend_from_slice(&self.proposer(i).latencies_ns);
-            times.extend_from_slice(&self.proposer(i).commit_times_ns);
-        }
-        let (mean, std, p50, p99) = latency_us(&lat);
-        let bin_ms = 10.0;
-        let end_ns = (self.config.duration_s * 1e9) as u64;
-        let takeover = self.backup().active_since();
-        let fail = self.config.coordinator_fail_at_s.or(self.config.acceptor_crash_at_s);
-        let l0 = &self.learner(0).stats;
-        let in_window = times.iter().filter(|&&t| t <= end_ns).count() as u64;
-        PaxosResult {
-            experiment: "paxos".into(),
-            runtime: runtime.into(),
-            config: self.config.clone(),
-            git_commit: crate::results::git_commit(),
-            committed: in_window,
-            committed_per_s: in_window as f64 / self.config.duration_s,
-            mean_latency_us: mean,
-            std_latency_us: std,
-            p50_latency_us: p50,
-            p99_latency_us: p99,
-            timeline_bin_ms: bin_ms,
-            timeline: timeline(&times, (bin_ms * 1e6) as u64, end_ns),
-            delivered: l0.delivered,
-            noops: l0.noops,
-            duplicates: l0.duplicates,
-            takeover_at_s: takeover.map(|t| t.as_secs_f64()),
-            failover_gap_ms: fail.map(|f| longest_gap_ms(&times, (f * 1e9) as u64)),
-            run_seconds,
-            wall_seconds,
-        }
+        let proposers: Vec<&LoadProposer> = (0..self.proposers.len()).map(|i| self.proposer(i)).collect();
+        let takeover = self.backup().active_since().map(|t| t.as_secs_f64());
+        make_result(&self.config, runtime, &proposers, 0, &self.learner(0).stats, takeover, run_seconds, wall_seconds)
+    }
+}
+
+/// A result record from the proposers of a run that started at `start_ns`
+/// (on their clock).
+#[allow(clippy::too_many_arguments)]
+pub fn make_result(
+    cfg: &PaxosConfig,
+    runtime: &str,
+    proposers: &[&LoadProposer],
+    start_ns: u64,
+    learner0: &innet_paxos::learner::LearnerStats,
+    takeover_at_s: Option<f64>,
+    run_seconds: f64,
+    wall_seconds: f64,
+) -> PaxosResult {
+    let mut lat = vec![];
+    let mut times = vec![];
+    for p in proposers {
+        lat.extend_from_slice(&p.latencies_ns);
+        times.extend(p.commit_times_ns.iter().map(|t| t.saturating_sub(start_ns)));
+    }
+    let (mean, std, p50, p99) = latency_us(&lat);
+    let bin_ms = 10.0;
+    let end_ns = (cfg.duration_s * 1e9) as u64;
+    let fail = cfg.coordinator_fail_at_s.or(cfg.acceptor_crash_at_s);
+    let in_window = times.iter().filter(|&&t| t <= end_ns).count() as u64;
+    PaxosResult {
+        experiment: "paxos".into(),
+        runtime: runtime.into(),
+        config: cfg.clone(),
+        git_commit: crate::results::git_commit(),
+        committed: in_window,
+        committed_per_s: in_window as f64 / cfg.duration_s,
+        mean_latency_us: mean,
+        std_latency_us: std,
+        p50_latency_us: p50,
+        p99_latency_us: p99,
+        timeline_bin_ms: bin_ms,
+        timeline: timeline(&times, (bin_ms * 1e6) as u64, end_ns),
+        delivered: learner0.delivered,
+        noops: learner0.noops,
+        duplicates: learner0.duplicates,
+        takeover_at_s,
+        failover_gap_ms: fail.map(|f| longest_gap_ms(&times, (f * 1e9) as u64)),
+        run_seconds,
+        wall_seconds,
     }
 }
 
