@@ -1,6 +1,7 @@
 //! `innet`: one program for every experiment, check and deployment.
 
 mod live_cmd;
+mod paxos_cmd;
 mod sim_cmd;
 mod xdp_cmd;
 

@@ -109,6 +109,8 @@ pub enum SimService {
         #[arg(long)]
         json: bool,
     },
+    /// One run of the consensus service (CAANS).
+    Paxos(crate::paxos_cmd::SimPaxosArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -175,6 +177,9 @@ pub struct CheckTxnArgs {
 pub enum CheckService {
     /// Random runs with loss, duplication, jitter and reordering through the serializability checker.
     Txn(CheckTxnArgs),
+    /// Random runs with loss, duplication, reordering, acceptor crashes and coordinator failover
+    /// through the agreement / validity / exactly-once checker.
+    Paxos(crate::paxos_cmd::CheckPaxosArgs),
 }
 
 #[derive(Args, Debug)]
@@ -208,7 +213,10 @@ fn parse_ratios(s: &str) -> anyhow::Result<Vec<f64>> {
 }
 
 pub fn run_sim(s: SimService) -> anyhow::Result<i32> {
-    let SimService::Txn { point, json } = s;
+    let (point, json) = match s {
+        SimService::Txn { point, json } => (point, json),
+        SimService::Paxos(a) => return crate::paxos_cmd::run_sim(a),
+    };
     let cfg = point.config()?;
     let r = txn_sim::run_point_sim(&cfg)?;
     if json {
@@ -402,7 +410,10 @@ fn check_seeds(seeds: std::ops::Range<u64>, modes: &[Mode], duration_s: f64, ver
 }
 
 pub fn run_check(s: CheckService) -> anyhow::Result<i32> {
-    let CheckService::Txn(a) = s;
+    let a = match s {
+        CheckService::Txn(a) => a,
+        CheckService::Paxos(a) => return crate::paxos_cmd::run_check(a),
+    };
     let modes = parse_modes(&a.modes)?;
     anyhow::ensure!(a.duration_s > 0.0, "--duration-s must be > 0");
     let (range, verbose) = match a.seed {

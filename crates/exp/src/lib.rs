@@ -2,6 +2,9 @@
 //! runtime. Every record carries its configuration, seed and git commit
 //! (`results.rs`), so any point of any plot can be reproduced.
 
+pub mod paxos;
+pub mod paxos_live;
+pub mod paxos_sim;
 pub mod plot;
 pub mod results;
 pub mod txn;

@@ -34,6 +34,7 @@
 pub mod delay;
 pub mod host;
 mod net;
+pub mod paxos;
 pub mod switch;
 pub mod topology;
 pub mod txn;
