@@ -242,3 +242,106 @@ pub fn run_check(a: CheckPaxosArgs) -> anyhow::Result<i32> {
     );
     Ok(if bad == 0 { 0 } else { 1 })
 }
+
+#[derive(Args, Debug)]
+pub struct BenchPaxosArgs {
+    /// sim (deterministic, with per-packet cost models) or live (UDP on loopback).
+    #[arg(long, default_value = "sim")]
+    runtime: String,
+    /// Requests in flight per proposer, one sweep point each (Figure 7a).
+    #[arg(long, default_value = "1,2,4,8,16,32,64")]
+    sweep: String,
+    /// Skip the failure runs (Figure 8).
+    #[arg(long)]
+    no_failures: bool,
+    /// Output folder (default results/paxos-<runtime>).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    point: PaxosArgs,
+}
+
+pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
+    use innet_exp::paxos_bench::{self, Runtime};
+    let runtime = match a.runtime.as_str() {
+        "sim" => Runtime::Sim,
+        "live" => Runtime::Live,
+        other => anyhow::bail!("--runtime {other}: expected sim or live"),
+    };
+    let mut base = a.point.config()?;
+    if runtime == Runtime::Sim && a.point.switch_cost_us == 0.0 && a.point.software_cost_us == 0.0 {
+        // The capacity model (docs/paxos.md): a switch pipeline at ~10 M
+        // packets/s, a software coordinator/acceptor process and a learner
+        // or proposer process at the costs that make libpaxos's coordinator
+        // and CAANS's learners the bottlenecks, as in the paper's section 2.
+        base.switch_cost_us = 0.1;
+        base.software_cost_us = 12.0;
+        base.host_cost_us = 2.0;
+        base.latency_us = 10.0;
+        println!("sim capacity model: switch 0.1 us, software coordinator/acceptor 12 us, learner/proposer 2 us per packet; 10 us links");
+    }
+    if a.point.slots == innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT {
+        // The paper's FPGA acceptors held 65,535 instances (Table 3). With a
+        // saturated learner falling behind, a 1,024-slot ring throttles the
+        // coordinator (dropped requests wait for a proposer timeout).
+        base.slots = 65536;
+    }
+    let outstanding: Vec<usize> = a
+        .sweep
+        .split(',')
+        .map(|s| s.trim().parse::<usize>().map_err(|_| anyhow::anyhow!("--sweep: '{s}' is not a number")))
+        .collect::<Result<_, _>>()?;
+    let started = Instant::now();
+    let mut rs = paxos_bench::sweep(runtime, &base, &outstanding)?;
+    println!("Figure 7a ({}): throughput and latency by requests in flight", a.runtime);
+    println!(
+        "{:>10} {:>11} {:>14} {:>12} {:>12} {:>12}",
+        "dataplane", "outstanding", "committed/s", "mean us", "std us", "p99 us"
+    );
+    for r in &rs {
+        println!(
+            "{:>10} {:>11} {:>14.0} {:>12.1} {:>12.1} {:>12.1}",
+            r.config.dataplane.name(),
+            r.config.outstanding,
+            r.committed_per_s,
+            r.mean_latency_us,
+            r.std_latency_us,
+            r.p99_latency_us
+        );
+    }
+    let (s, w, ratio) = paxos_bench::max_throughput(&rs);
+    println!("max throughput: switch {s:.0}/s, software {w:.0}/s, ratio {ratio:.2}x (paper: 2.24x on its hardware)");
+    println!("Table 4 ({}): latency at 25/50/75% of each deployment's max throughput (nearest sweep point)", a.runtime);
+    for (dp, frac, r) in paxos_bench::table4(&rs) {
+        println!(
+            "{:>10} {:>4.0}%  point {:>8.0}/s ({:>3} in flight)  mean {:>9.1} us  std {:>9.1} us",
+            dp.name(),
+            frac * 100.0,
+            r.committed_per_s,
+            r.config.outstanding,
+            r.mean_latency_us,
+            r.std_latency_us
+        );
+    }
+    if !a.no_failures {
+        let fbase =
+            innet_exp::paxos::PaxosConfig { outstanding: 8, duration_s: base.duration_s.max(2.0), ..base.clone() };
+        let fs = paxos_bench::failures(runtime, &fbase)?;
+        println!("Figure 8 ({}): failures half way through", a.runtime);
+        for r in &fs {
+            let what = if r.config.coordinator_fail_at_s.is_some() { "coordinator" } else { "acceptor 0" };
+            println!(
+                "{:>10} {what:>12} dies: {:.0} committed/s overall, longest gap after the failure {:.1} ms{}",
+                r.config.dataplane.name(),
+                r.committed_per_s,
+                r.failover_gap_ms.unwrap_or(0.0),
+                r.takeover_at_s.map(|t| format!(", backup took over at {t:.3} s")).unwrap_or_default()
+            );
+        }
+        rs.extend(fs);
+    }
+    let out = a.out.unwrap_or_else(|| std::path::PathBuf::from(format!("results/paxos-{}", a.runtime)));
+    paxos_bench::write(&out, &rs)?;
+    println!("{} records and plots in {} ({:.1} s)", rs.len(), out.display(), started.elapsed().as_secs_f64());
+    Ok(0)
+}

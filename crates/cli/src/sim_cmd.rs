@@ -141,6 +141,8 @@ pub struct BenchTxnArgs {
 pub enum BenchService {
     /// The write-ratio sweep of Gotthard Figure 7 (committed/s and latency per mode).
     Txn(BenchTxnArgs),
+    /// CAANS Figures 7a/7b, Table 4 and Figure 8, switch and software deployments side by side.
+    Paxos(crate::paxos_cmd::BenchPaxosArgs),
 }
 
 #[derive(Args, Debug)]
@@ -320,7 +322,10 @@ fn print_ratios(rs: &[TxnPointResult]) {
 }
 
 pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
-    let BenchService::Txn(a) = s;
+    let a = match s {
+        BenchService::Txn(a) => a,
+        BenchService::Paxos(a) => return crate::paxos_cmd::run_bench(a),
+    };
     let mut base = a.point.config()?;
     if a.runtime == Runtime::Live && a.point.duration_s == 180.0 && a.point.rtt_ms == 100.0 {
         // Live runs take real time: default to a short, nearer deployment.
