@@ -345,3 +345,146 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
     println!("{} records and plots in {} ({:.1} s)", rs.len(), out.display(), started.elapsed().as_secs_f64());
     Ok(0)
 }
+
+/// A coordinator, acceptors, backup coordinator and learners on loopback.
+#[derive(Args, Debug)]
+pub struct UpPaxosArgs {
+    /// switch (coordinator and acceptors in software switches) or software (as processes).
+    #[arg(long, default_value = "switch")]
+    dataplane: String,
+    #[arg(long, default_value_t = 3)]
+    acceptors: usize,
+    #[arg(long, default_value_t = 2)]
+    learners: usize,
+    /// Built-in load proposers (0: none; proposers in other processes reach
+    /// the switch deployment's coordinator and get their votes back).
+    #[arg(long, default_value_t = 1)]
+    proposers: usize,
+    /// Requests each built-in proposer keeps in flight.
+    #[arg(long, default_value_t = 8)]
+    outstanding: usize,
+    #[arg(long, default_value_t = innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT)]
+    slots: usize,
+    /// First UDP port (consecutive ports: coordinator, acceptors, backup, learners, proposers); 0: any free ports.
+    #[arg(long, default_value_t = 0)]
+    base_port: u16,
+    /// Stop after this many seconds (default: at Ctrl-C).
+    #[arg(long)]
+    duration_s: Option<f64>,
+    /// Stop acceptor 0 at this time (s), to watch deliveries go on.
+    #[arg(long)]
+    kill_acceptor_at_s: Option<f64>,
+    /// Stop the coordinator at this time (s), to watch the backup take over.
+    #[arg(long)]
+    kill_coordinator_at_s: Option<f64>,
+}
+
+pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
+    use innet_live::paxos::{LiveConfig, Plan};
+    use innet_live::{clock, spawn_host, Stop};
+    use innet_paxos::workload::LoadProposer;
+    use innet_paxos::{Learner, Proposer};
+    let software = a.dataplane.parse::<Dataplane>().map_err(anyhow::Error::msg)? == Dataplane::Software;
+    let lc = LiveConfig {
+        software,
+        acceptors: a.acceptors,
+        learners: a.learners,
+        proposers: a.proposers,
+        slots: a.slots,
+        base_port: a.base_port,
+        ..LiveConfig::default()
+    };
+    let probe = PaxosConfig {
+        acceptors: a.acceptors,
+        learners: a.learners,
+        proposers: a.proposers.max(1),
+        outstanding: a.outstanding.max(1),
+        slots: a.slots,
+        ..PaxosConfig::default()
+    };
+    probe.validate().map_err(anyhow::Error::msg)?;
+    let stop = Stop::new();
+    stop.on_signals()?;
+    let mut plan = Plan::bind(&lc)?;
+    let core = plan.spawn_core(&stop)?;
+    println!("coordinator {}", plan.coordinator);
+    for (i, addr) in plan.acceptors.iter().enumerate() {
+        println!("acceptor{i} {addr}");
+    }
+    println!("backup {}", plan.backup);
+    let mut learners = vec![];
+    for i in 0..lc.learners {
+        println!("learner{i} {}", plan.learners[i]);
+        let socket = plan.take_learner_socket(i);
+        let cfg = lc.learner_config(i as u16);
+        learners.push(spawn_host(
+            &format!("learner{i}"),
+            socket,
+            plan.learner_options(i),
+            &stop,
+            move || Learner::new(cfg),
+            |l, _| l,
+        )?);
+    }
+    let far = clock::now() + std::time::Duration::from_secs(365 * 24 * 3600);
+    let mut proposers = vec![];
+    for i in 0..lc.proposers {
+        println!("proposer{i} {}", plan.proposers[i]);
+        let socket = plan.take_proposer_socket(i);
+        let cfg = lc.proposer_config(i as u32 + 1);
+        let n = a.outstanding.max(1);
+        proposers.push(spawn_host(
+            &format!("proposer{i}"),
+            socket,
+            plan.proposer_options(),
+            &stop,
+            move || LoadProposer::new(Proposer::new(cfg), n, far, false),
+            |p, _| p,
+        )?);
+    }
+    eprintln!(
+        "innet: CAANS with the coordinator and {} acceptors as {}; {} learners, {} load proposers. Ctrl-C to stop.",
+        a.acceptors,
+        if software { "processes" } else { "software switches" },
+        a.learners,
+        a.proposers
+    );
+    let started = Instant::now();
+    let (mut killed_acc, mut killed_coord) = (false, false);
+    while !stop.is_stopped() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let t = started.elapsed().as_secs_f64();
+        if !killed_acc && a.kill_acceptor_at_s.is_some_and(|k| t >= k) {
+            core.acceptors[0].stop();
+            killed_acc = true;
+            eprintln!("innet: stopped acceptor0 at {t:.3} s");
+        }
+        if !killed_coord && a.kill_coordinator_at_s.is_some_and(|k| t >= k) {
+            core.coordinator.stop();
+            killed_coord = true;
+            eprintln!("innet: stopped the coordinator at {t:.3} s");
+        }
+        if a.duration_s.is_some_and(|d| t >= d) {
+            break;
+        }
+    }
+    let ps: Vec<LoadProposer> = proposers.into_iter().map(|p| p.shutdown()).collect::<Result<_, _>>()?;
+    let ls: Vec<Learner> = learners.into_iter().map(|l| l.shutdown()).collect::<Result<_, _>>()?;
+    let backup = core.backup.shutdown()?;
+    stop.stop();
+    let commits: usize = ps.iter().map(|p| p.commit_times_ns.len()).sum();
+    println!("proposers.committed {commits}");
+    for (i, l) in ls.iter().enumerate() {
+        println!("learner{i}.delivered {}", l.stats.delivered);
+        println!("learner{i}.noops {}", l.stats.noops);
+        println!("learner{i}.duplicates {}", l.stats.duplicates);
+    }
+    if let Some(t) = backup.active_since() {
+        let mut times: Vec<u64> = ps.iter().flat_map(|p| p.commit_times_ns.iter().copied()).collect();
+        times.sort_unstable();
+        let gap = times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+        println!("backup.took_over_at_ms {:.1}", t.as_secs_f64() * 1e3);
+        println!("proposers.longest_gap_ms {:.1}", gap as f64 / 1e6);
+    }
+    Ok(0)
+}
