@@ -130,6 +130,11 @@ enum UpService {
     /// Prints one line per node, `NAME HOST:PORT`, then runs until SIGINT or
     /// SIGTERM, and prints the counters (`NAME.COUNTER VALUE`) on the way out.
     Txn(UpTxnArgs),
+    /// The consensus service (CAANS): coordinator, acceptors, backup coordinator, learners.
+    ///
+    /// Prints one line per node, `NAME HOST:PORT`, runs until SIGINT/SIGTERM
+    /// (or --duration-s), then prints what was committed and delivered.
+    Paxos(crate::paxos_cmd::UpPaxosArgs),
 }
 
 #[derive(Args, Debug)]
@@ -164,7 +169,10 @@ struct UpTxnArgs {
 }
 
 pub fn run_up(a: UpCmd) -> anyhow::Result<i32> {
-    let UpService::Txn(a) = a.service;
+    let a = match a.service {
+        UpService::Txn(a) => a,
+        UpService::Paxos(a) => return crate::paxos_cmd::run_up(a),
+    };
     let stop = signals()?;
     if let Some(path) = &a.topology {
         return run_topology(&Topology::load(path)?, a.only.as_deref(), &stop);

@@ -242,3 +242,249 @@ pub fn run_check(a: CheckPaxosArgs) -> anyhow::Result<i32> {
     );
     Ok(if bad == 0 { 0 } else { 1 })
 }
+
+#[derive(Args, Debug)]
+pub struct BenchPaxosArgs {
+    /// sim (deterministic, with per-packet cost models) or live (UDP on loopback).
+    #[arg(long, default_value = "sim")]
+    runtime: String,
+    /// Requests in flight per proposer, one sweep point each (Figure 7a).
+    #[arg(long, default_value = "1,2,4,8,16,32,64")]
+    sweep: String,
+    /// Skip the failure runs (Figure 8).
+    #[arg(long)]
+    no_failures: bool,
+    /// Output folder (default results/paxos-<runtime>).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    point: PaxosArgs,
+}
+
+pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
+    use innet_exp::paxos_bench::{self, Runtime};
+    let runtime = match a.runtime.as_str() {
+        "sim" => Runtime::Sim,
+        "live" => Runtime::Live,
+        other => anyhow::bail!("--runtime {other}: expected sim or live"),
+    };
+    let mut base = a.point.config()?;
+    if runtime == Runtime::Sim && a.point.switch_cost_us == 0.0 && a.point.software_cost_us == 0.0 {
+        // The capacity model (docs/paxos.md): a switch pipeline at ~10 M
+        // packets/s, a software coordinator/acceptor process and a learner
+        // or proposer process at the costs that make libpaxos's coordinator
+        // and CAANS's learners the bottlenecks, as in the paper's section 2.
+        base.switch_cost_us = 0.1;
+        base.software_cost_us = 12.0;
+        base.host_cost_us = 2.0;
+        base.latency_us = 10.0;
+        println!("sim capacity model: switch 0.1 us, software coordinator/acceptor 12 us, learner/proposer 2 us per packet; 10 us links");
+    }
+    if a.point.slots == innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT {
+        // The paper's FPGA acceptors held 65,535 instances (Table 3). With a
+        // saturated learner falling behind, a 1,024-slot ring throttles the
+        // coordinator (dropped requests wait for a proposer timeout).
+        base.slots = 65536;
+    }
+    let outstanding: Vec<usize> = a
+        .sweep
+        .split(',')
+        .map(|s| s.trim().parse::<usize>().map_err(|_| anyhow::anyhow!("--sweep: '{s}' is not a number")))
+        .collect::<Result<_, _>>()?;
+    let started = Instant::now();
+    let mut rs = paxos_bench::sweep(runtime, &base, &outstanding)?;
+    println!("Figure 7a ({}): throughput and latency by requests in flight", a.runtime);
+    println!(
+        "{:>10} {:>11} {:>14} {:>12} {:>12} {:>12}",
+        "dataplane", "outstanding", "committed/s", "mean us", "std us", "p99 us"
+    );
+    for r in &rs {
+        println!(
+            "{:>10} {:>11} {:>14.0} {:>12.1} {:>12.1} {:>12.1}",
+            r.config.dataplane.name(),
+            r.config.outstanding,
+            r.committed_per_s,
+            r.mean_latency_us,
+            r.std_latency_us,
+            r.p99_latency_us
+        );
+    }
+    let (s, w, ratio) = paxos_bench::max_throughput(&rs);
+    println!("max throughput: switch {s:.0}/s, software {w:.0}/s, ratio {ratio:.2}x (paper: 2.24x on its hardware)");
+    println!("Table 4 ({}): latency at 25/50/75% of each deployment's max throughput (nearest sweep point)", a.runtime);
+    for (dp, frac, r) in paxos_bench::table4(&rs) {
+        println!(
+            "{:>10} {:>4.0}%  point {:>8.0}/s ({:>3} in flight)  mean {:>9.1} us  std {:>9.1} us",
+            dp.name(),
+            frac * 100.0,
+            r.committed_per_s,
+            r.config.outstanding,
+            r.mean_latency_us,
+            r.std_latency_us
+        );
+    }
+    if !a.no_failures {
+        let fbase =
+            innet_exp::paxos::PaxosConfig { outstanding: 8, duration_s: base.duration_s.max(2.0), ..base.clone() };
+        let fs = paxos_bench::failures(runtime, &fbase)?;
+        println!("Figure 8 ({}): failures half way through", a.runtime);
+        for r in &fs {
+            let what = if r.config.coordinator_fail_at_s.is_some() { "coordinator" } else { "acceptor 0" };
+            println!(
+                "{:>10} {what:>12} dies: {:.0} committed/s overall, longest gap after the failure {:.1} ms{}",
+                r.config.dataplane.name(),
+                r.committed_per_s,
+                r.failover_gap_ms.unwrap_or(0.0),
+                r.takeover_at_s.map(|t| format!(", backup took over at {t:.3} s")).unwrap_or_default()
+            );
+        }
+        rs.extend(fs);
+    }
+    let out = a.out.unwrap_or_else(|| std::path::PathBuf::from(format!("results/paxos-{}", a.runtime)));
+    paxos_bench::write(&out, &rs)?;
+    println!("{} records and plots in {} ({:.1} s)", rs.len(), out.display(), started.elapsed().as_secs_f64());
+    Ok(0)
+}
+
+/// A coordinator, acceptors, backup coordinator and learners on loopback.
+#[derive(Args, Debug)]
+pub struct UpPaxosArgs {
+    /// switch (coordinator and acceptors in software switches) or software (as processes).
+    #[arg(long, default_value = "switch")]
+    dataplane: String,
+    #[arg(long, default_value_t = 3)]
+    acceptors: usize,
+    #[arg(long, default_value_t = 2)]
+    learners: usize,
+    /// Built-in load proposers (0: none; proposers in other processes reach
+    /// the switch deployment's coordinator and get their votes back).
+    #[arg(long, default_value_t = 1)]
+    proposers: usize,
+    /// Requests each built-in proposer keeps in flight.
+    #[arg(long, default_value_t = 8)]
+    outstanding: usize,
+    #[arg(long, default_value_t = innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT)]
+    slots: usize,
+    /// First UDP port (consecutive ports: coordinator, acceptors, backup, learners, proposers); 0: any free ports.
+    #[arg(long, default_value_t = 0)]
+    base_port: u16,
+    /// Stop after this many seconds (default: at Ctrl-C).
+    #[arg(long)]
+    duration_s: Option<f64>,
+    /// Stop acceptor 0 at this time (s), to watch deliveries go on.
+    #[arg(long)]
+    kill_acceptor_at_s: Option<f64>,
+    /// Stop the coordinator at this time (s), to watch the backup take over.
+    #[arg(long)]
+    kill_coordinator_at_s: Option<f64>,
+}
+
+pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
+    use innet_live::paxos::{LiveConfig, Plan};
+    use innet_live::{clock, spawn_host, Stop};
+    use innet_paxos::workload::LoadProposer;
+    use innet_paxos::{Learner, Proposer};
+    let software = a.dataplane.parse::<Dataplane>().map_err(anyhow::Error::msg)? == Dataplane::Software;
+    let lc = LiveConfig {
+        software,
+        acceptors: a.acceptors,
+        learners: a.learners,
+        proposers: a.proposers,
+        slots: a.slots,
+        base_port: a.base_port,
+        ..LiveConfig::default()
+    };
+    let probe = PaxosConfig {
+        acceptors: a.acceptors,
+        learners: a.learners,
+        proposers: a.proposers.max(1),
+        outstanding: a.outstanding.max(1),
+        slots: a.slots,
+        ..PaxosConfig::default()
+    };
+    probe.validate().map_err(anyhow::Error::msg)?;
+    let stop = Stop::new();
+    stop.on_signals()?;
+    let mut plan = Plan::bind(&lc)?;
+    let core = plan.spawn_core(&stop)?;
+    println!("coordinator {}", plan.coordinator);
+    for (i, addr) in plan.acceptors.iter().enumerate() {
+        println!("acceptor{i} {addr}");
+    }
+    println!("backup {}", plan.backup);
+    let mut learners = vec![];
+    for i in 0..lc.learners {
+        println!("learner{i} {}", plan.learners[i]);
+        let socket = plan.take_learner_socket(i);
+        let cfg = lc.learner_config(i as u16);
+        learners.push(spawn_host(
+            &format!("learner{i}"),
+            socket,
+            plan.learner_options(i),
+            &stop,
+            move || Learner::new(cfg),
+            |l, _| l,
+        )?);
+    }
+    let far = clock::now() + std::time::Duration::from_secs(365 * 24 * 3600);
+    let mut proposers = vec![];
+    for i in 0..lc.proposers {
+        println!("proposer{i} {}", plan.proposers[i]);
+        let socket = plan.take_proposer_socket(i);
+        let cfg = lc.proposer_config(i as u32 + 1);
+        let n = a.outstanding.max(1);
+        proposers.push(spawn_host(
+            &format!("proposer{i}"),
+            socket,
+            plan.proposer_options(),
+            &stop,
+            move || LoadProposer::new(Proposer::new(cfg), n, far, false),
+            |p, _| p,
+        )?);
+    }
+    eprintln!(
+        "innet: CAANS with the coordinator and {} acceptors as {}; {} learners, {} load proposers. Ctrl-C to stop.",
+        a.acceptors,
+        if software { "processes" } else { "software switches" },
+        a.learners,
+        a.proposers
+    );
+    let started = Instant::now();
+    let (mut killed_acc, mut killed_coord) = (false, false);
+    while !stop.is_stopped() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let t = started.elapsed().as_secs_f64();
+        if !killed_acc && a.kill_acceptor_at_s.is_some_and(|k| t >= k) {
+            core.acceptors[0].stop();
+            killed_acc = true;
+            eprintln!("innet: stopped acceptor0 at {t:.3} s");
+        }
+        if !killed_coord && a.kill_coordinator_at_s.is_some_and(|k| t >= k) {
+            core.coordinator.stop();
+            killed_coord = true;
+            eprintln!("innet: stopped the coordinator at {t:.3} s");
+        }
+        if a.duration_s.is_some_and(|d| t >= d) {
+            break;
+        }
+    }
+    let ps: Vec<LoadProposer> = proposers.into_iter().map(|p| p.shutdown()).collect::<Result<_, _>>()?;
+    let ls: Vec<Learner> = learners.into_iter().map(|l| l.shutdown()).collect::<Result<_, _>>()?;
+    let backup = core.backup.shutdown()?;
+    stop.stop();
+    let commits: usize = ps.iter().map(|p| p.commit_times_ns.len()).sum();
+    println!("proposers.committed {commits}");
+    for (i, l) in ls.iter().enumerate() {
+        println!("learner{i}.delivered {}", l.stats.delivered);
+        println!("learner{i}.noops {}", l.stats.noops);
+        println!("learner{i}.duplicates {}", l.stats.duplicates);
+    }
+    if let Some(t) = backup.active_since() {
+        let mut times: Vec<u64> = ps.iter().flat_map(|p| p.commit_times_ns.iter().copied()).collect();
+        times.sort_unstable();
+        let gap = times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+        println!("backup.took_over_at_ms {:.1}", t.as_secs_f64() * 1e3);
+        println!("proposers.longest_gap_ms {:.1}", gap as f64 / 1e6);
+    }
+    Ok(0)
+}

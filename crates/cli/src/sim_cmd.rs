@@ -152,6 +152,8 @@ pub enum BenchService {
     /// The client half of `bench xdp`, run inside the client namespace.
     #[command(hide = true)]
     XdpProbe(crate::xdp_cmd::ProbeArgs),
+    /// CAANS Figures 7a/7b, Table 4 and Figure 8, switch and software deployments side by side.
+    Paxos(crate::paxos_cmd::BenchPaxosArgs),
 }
 
 #[derive(Args, Debug)]
@@ -336,6 +338,7 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
         BenchService::Xdp(a) => return crate::xdp_cmd::run_bench_xdp(a),
         BenchService::XdpTxn(a) => return crate::xdp_cmd::run_bench_xdp_txn(a),
         BenchService::XdpProbe(a) => return crate::xdp_cmd::run_probe(a),
+        BenchService::Paxos(a) => return crate::paxos_cmd::run_bench(a),
     };
     let mut base = a.point.config()?;
     if a.runtime == Runtime::Live && a.point.duration_s == 180.0 && a.point.rtt_ms == 100.0 {

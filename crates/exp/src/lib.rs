@@ -3,6 +3,7 @@
 //! (`results.rs`), so any point of any plot can be reproduced.
 
 pub mod paxos;
+pub mod paxos_bench;
 pub mod paxos_live;
 pub mod paxos_sim;
 pub mod plot;
