@@ -258,6 +258,27 @@ impl Counters for Acceptor {
     }
 }
 
+/// Read-only views of the registers, for the XDP differential test
+/// (`crates/xdp/tests/paxos_differential.rs` compares them with the BPF maps).
+impl TrimFloor {
+    /// The latest checkpoint of each of the configured learners.
+    pub fn checkpoints(&self) -> &[u32] {
+        &self.checkpoints[..self.learners]
+    }
+}
+
+impl Acceptor {
+    /// The trim registers.
+    pub fn trim(&self) -> &TrimFloor {
+        &self.trim
+    }
+    /// Slot `i` of the ring: `(inst, rnd, vrnd, value)` if it holds an instance.
+    pub fn slot(&self, i: usize) -> Option<(u32, u16, u16, Value)> {
+        let s = self.slots[i];
+        s.valid.then_some((s.inst, s.rnd, s.vrnd, s.value))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -143,6 +143,13 @@ impl Counters for Coordinator {
     }
 }
 
+/// Read-only view of the trim registers, for the XDP differential test.
+impl Coordinator {
+    pub fn trim(&self) -> &TrimFloor {
+        &self.trim
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

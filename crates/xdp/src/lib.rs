@@ -12,6 +12,8 @@
 //! * [`testbed`] builds network namespaces and veths for a topology;
 //!   [`bench`] measures data planes on it; [`privileged`] is how root-only
 //!   tests report running or skipping.
+//! * [`paxos`] is the Paxos coordinator and acceptor (`bpf/paxos.bpf.c`),
+//!   multicast through a tc program's clones.
 //! * [`frame`] builds and reads the Ethernet/IPv4/UDP frames around payloads.
 //!
 //! The Rust reference for every program is the state machine in the
@@ -22,6 +24,7 @@ pub mod bench;
 pub mod frame;
 pub mod layout;
 pub mod object;
+pub mod paxos;
 pub mod privileged;
 pub mod testbed;
 pub mod txn;
