@@ -19,10 +19,12 @@
  *    (acceptor: 1B back to whoever sent the 1A) swap addresses and XDP_TX;
  *    Multicast puts 4 bytes of XDP metadata (magic, group) in front of the
  *    frame and returns XDP_PASS.
- *  - tc_paxos_multicast (tc clsact ingress, same device) sees that metadata
- *    and sends one copy per paxos_members entry with bpf_clone_redirect,
- *    each rewritten to the member's MAC/IP/port, then drops the original.
- *    XDP cannot clone a packet; tc can (machine facts: every copy arrives).
+ *  - tc_paxos (tc clsact ingress, same device) sees that metadata and sends
+ *    one copy per paxos_members entry with bpf_clone_redirect, each
+ *    rewritten to the member's MAC/IP/port, then drops the original. XDP
+ *    cannot clone a packet; tc can (machine facts: every copy arrives).
+ *    Copies made that way skip generic XDP on the next hop, so tc_paxos also
+ *    runs the role itself on Paxos frames XDP did not see (see below).
  *
  * State is shared by all CPUs without locks, as in the transaction switch:
  * exact equivalence with the sequential reference holds one packet at a time
@@ -310,6 +312,14 @@ struct l234 {
 	struct udphdr *udp;
 };
 
+/* Ethernet + IPv4 without options + UDP + the Paxos header. */
+struct l234_len {
+	struct ethhdr eth;
+	struct iphdr ip;
+	struct udphdr udp;
+	struct innet_paxos_hdr paxos;
+} __attribute__((packed));
+
 /* The headers of a UDP datagram to `port`, or 0 for other traffic. */
 static __always_inline int parse_l234(void *data, void *end, __u32 port, struct l234 *l)
 {
@@ -437,15 +447,9 @@ static __always_inline int address_to(struct __sk_buff *skb, const struct innet_
 	return 1;
 }
 
-SEC("tc")
-int tc_paxos_multicast(struct __sk_buff *skb)
+/* Sends one copy per paxos_members entry, each rewritten to the member. */
+static __always_inline int multicast(struct __sk_buff *skb, const struct innet_paxos_config *cfg)
 {
-	struct meta *meta = (void *)(long)skb->data_meta;
-	if ((void *)(meta + 1) > (void *)(long)skb->data || meta->magic != INNET_PAXOS_META_MAGIC)
-		return TC_ACT_OK;
-	struct innet_paxos_config *cfg = config();
-	if (!cfg || meta->group != cfg->group)
-		return TC_ACT_SHOT;
 	__u32 members = cfg->members;
 	/* Unrolled: a loop counter kept across bpf_clone_redirect spills to
 	 * the stack imprecisely and the verifier calls the loop infinite. */
@@ -461,6 +465,60 @@ int tc_paxos_multicast(struct __sk_buff *skb)
 			count(INNET_PAXOS_CTR_MCAST_ERRORS);
 	}
 	return TC_ACT_SHOT;
+}
+
+/*
+ * tc clsact ingress, on every device the role's XDP program is on.
+ *  - A frame the XDP program marked (metadata: magic, group) is multicast.
+ *    The mark is consumed first: the clones share the buffer it lives in.
+ *  - Any other Paxos frame is one the XDP program never saw: generic XDP
+ *    skips packets that a tc program redirected (every copy the previous
+ *    hop's multicast made), so the role's logic runs here instead, the same
+ *    coordinator_process / acceptor_process, and the verdict becomes a tc
+ *    action: Reflect/Origin back out of the ingress device, Multicast as
+ *    above, Drop.
+ */
+SEC("tc")
+int tc_paxos(struct __sk_buff *skb)
+{
+	struct innet_paxos_config *cfg = config();
+	if (!cfg)
+		return TC_ACT_OK;
+	struct meta *meta = (void *)(long)skb->data_meta;
+	if ((void *)(meta + 1) <= (void *)(long)skb->data && meta->magic == INNET_PAXOS_META_MAGIC &&
+	    meta->group == cfg->group) {
+		meta->magic = 0;
+		return multicast(skb, cfg);
+	}
+	if (bpf_skb_pull_data(skb, sizeof(struct l234_len)) < 0)
+		return TC_ACT_OK;
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	struct l234 l;
+	if (!parse_l234(data, end, cfg->udp_port, &l))
+		return TC_ACT_OK;
+	__u32 udp_len = bpf_ntohs(l.udp->len);
+	__u32 len = udp_len >= sizeof(struct udphdr) ? udp_len - sizeof(struct udphdr) : 0;
+	struct innet_paxos_hdr *h = (void *)(l.udp + 1);
+	__u32 role = cfg->role;
+	if ((void *)(h + 1) > end || len < INNET_PAXOS_PACKET_LEN) {
+		count(role == INNET_PAXOS_ROLE_COORDINATOR ? INNET_PAXOS_COORD_CTR_DECODE_ERRORS
+							   : INNET_PAXOS_ACC_CTR_DECODE_ERRORS);
+		return TC_ACT_SHOT;
+	}
+	int verdict = role == INNET_PAXOS_ROLE_COORDINATOR ? coordinator_process(h, len) : acceptor_process(h, len);
+	switch (verdict) {
+	case INNET_PAXOS_VERDICT_REFLECT:
+	case INNET_PAXOS_VERDICT_ORIGIN:
+		l.udp->check = 0;
+		swap_addresses(&l);
+		return bpf_redirect(skb->ifindex, 0);
+	case INNET_PAXOS_VERDICT_MULTICAST:
+		l.udp->check = 0;
+		return multicast(skb, cfg);
+	default:
+		return TC_ACT_SHOT;
+	}
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -84,7 +84,7 @@
 #define INNET_PAXOS_ACC_CTR_COUNT 9
 /* BPF-only counters, the same index for both roles. */
 #define INNET_PAXOS_CTR_XDP_PASSED_OTHER 12 /* not Paxos traffic: XDP_PASS */
-#define INNET_PAXOS_CTR_MCAST_COPIES 13	    /* clones sent by tc_paxos_multicast */
+#define INNET_PAXOS_CTR_MCAST_COPIES 13	    /* clones sent by tc_paxos */
 #define INNET_PAXOS_CTR_MCAST_ERRORS 14	    /* bpf_clone_redirect failures */
 #define INNET_PAXOS_CTR_COUNT 16
 _Static_assert(INNET_PAXOS_ACC_CTR_COUNT <= INNET_PAXOS_CTR_XDP_PASSED_OTHER, "counter layout");
@@ -93,7 +93,7 @@ _Static_assert(INNET_PAXOS_COORD_CTR_COUNT <= INNET_PAXOS_CTR_XDP_PASSED_OTHER, 
 /* Multicast group members one role instance sends to (paxos_members). */
 #define INNET_PAXOS_MAX_MEMBERS 16
 /* XDP metadata in front of a frame the XDP program multicasts: tells
- * tc_paxos_multicast (same device, ingress) to clone it to the group. */
+ * tc_paxos (same device, ingress) to clone it to the group. */
 #define INNET_PAXOS_META_MAGIC 0x9a05
 
 struct innet_paxos_hdr {

@@ -4,6 +4,7 @@ mod live_cmd;
 mod paxos_cmd;
 mod sim_cmd;
 mod xdp_cmd;
+mod xdp_paxos_cmd;
 
 use clap::{Parser, Subcommand};
 

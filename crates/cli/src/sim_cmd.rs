@@ -152,6 +152,12 @@ pub enum BenchService {
     /// The client half of `bench xdp`, run inside the client namespace.
     #[command(hide = true)]
     XdpProbe(crate::xdp_cmd::ProbeArgs),
+    /// CAANS end to end: coordinator and acceptors in XDP on the testbed vs
+    /// user-space processes vs software switches, side by side (needs root).
+    XdpPaxos(crate::xdp_paxos_cmd::BenchXdpPaxosArgs),
+    /// The end-host half of `bench xdp-paxos`, run inside the hosts namespace.
+    #[command(hide = true)]
+    XdpPaxosHosts(crate::xdp_paxos_cmd::XdpPaxosHostsArgs),
     /// CAANS Figures 7a/7b, Table 4 and Figure 8, switch and software deployments side by side.
     Paxos(crate::paxos_cmd::BenchPaxosArgs),
 }
@@ -338,6 +344,8 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
         BenchService::Xdp(a) => return crate::xdp_cmd::run_bench_xdp(a),
         BenchService::XdpTxn(a) => return crate::xdp_cmd::run_bench_xdp_txn(a),
         BenchService::XdpProbe(a) => return crate::xdp_cmd::run_probe(a),
+        BenchService::XdpPaxos(a) => return crate::xdp_paxos_cmd::run_bench(a),
+        BenchService::XdpPaxosHosts(a) => return crate::xdp_paxos_cmd::run_hosts(a),
         BenchService::Paxos(a) => return crate::paxos_cmd::run_bench(a),
     };
     let mut base = a.point.config()?;

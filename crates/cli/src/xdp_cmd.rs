@@ -68,6 +68,10 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
             };
             let st = testbed::up(&opts)?;
             println!("testbed up: namespaces {}", st.namespaces.join(" "));
+            if st.topology == "paxos" {
+                crate::xdp_paxos_cmd::print_up(&st);
+                return Ok(0);
+            }
             for (name, pid) in &st.processes {
                 println!("  {name} pid {pid} (log /run/innet/{name}.log)");
             }

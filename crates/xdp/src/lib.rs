@@ -25,6 +25,7 @@ pub mod frame;
 pub mod layout;
 pub mod object;
 pub mod paxos;
+pub mod paxos_testbed;
 pub mod privileged;
 pub mod testbed;
 pub mod txn;

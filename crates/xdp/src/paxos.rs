@@ -66,8 +66,8 @@ pub const MAP_SLOTS: &str = "paxos_slots";
 pub const MAP_COUNTERS: &str = "paxos_counters";
 pub const MAP_MEMBERS: &str = "paxos_members";
 pub const PINNED_MAPS: [&str; 5] = [MAP_CONFIG, MAP_STATE, MAP_SLOTS, MAP_COUNTERS, MAP_MEMBERS];
-/// The tc program that sends the copies of a multicast verdict.
-pub const TC_MULTICAST: &str = "tc_paxos_multicast";
+/// The tc program: the copies of a multicast verdict, and the role for frames generic XDP skipped.
+pub const TC_PROGRAM: &str = "tc_paxos";
 /// Bytes of XDP metadata in front of a multicast frame: magic, group.
 pub const META_LEN: usize = 4;
 pub const META_MAGIC: u16 = c::PAXOS_META_MAGIC as u16;
@@ -277,7 +277,7 @@ impl PaxosXdp {
 
     /// The XDP program's (or with `tc`, the multicast program's) descriptor.
     pub fn program_fd(&self, tc: bool) -> Result<RawFd> {
-        self.obj.program_fd(if tc { TC_MULTICAST } else { self.role.program() })
+        self.obj.program_fd(if tc { TC_PROGRAM } else { self.role.program() })
     }
 
     pub fn pin_maps(&mut self, dir: &Path) -> Result<()> {
