@@ -490,7 +490,10 @@ int tc_paxos(struct __sk_buff *skb)
 		meta->magic = 0;
 		return multicast(skb, cfg);
 	}
-	if (bpf_skb_pull_data(skb, sizeof(struct l234_len)) < 0)
+	/* Headers and Paxos header in the linear part (as much as there is:
+	 * a truncated packet is the payload logic's to count). */
+	__u32 want = skb->len < sizeof(struct l234_len) ? skb->len : sizeof(struct l234_len);
+	if (bpf_skb_pull_data(skb, want) < 0)
 		return TC_ACT_OK;
 	void *data = (void *)(long)skb->data;
 	void *end = (void *)(long)skb->data_end;

@@ -275,7 +275,13 @@ impl PaxosXdp {
         self.obj.test_run(self.role.program(), frame)
     }
 
-    /// The XDP program's (or with `tc`, the multicast program's) descriptor.
+    /// Runs `frame` through `tc_paxos` once (`BPF_PROG_TEST_RUN`): the tc
+    /// action and the frame as the program left it.
+    pub fn test_run_tc(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+        self.obj.test_run(TC_PROGRAM, frame)
+    }
+
+    /// The XDP program's (or with `tc`, the tc program's) descriptor.
     pub fn program_fd(&self, tc: bool) -> Result<RawFd> {
         self.obj.program_fd(if tc { TC_PROGRAM } else { self.role.program() })
     }

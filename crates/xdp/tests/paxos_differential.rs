@@ -14,6 +14,13 @@
 //! acceptor run uses a 16-slot ring (wraps, trims and back-pressure all the
 //! time), one the reference's default ring.
 //!
+//! The same runs go through the role's tc entry (`tc_paxos`, which runs the
+//! role on the copies another hop's multicast made, since generic XDP skips
+//! them): Reflect/Origin must be `TC_ACT_REDIRECT` back out of the ingress
+//! device with swapped addresses, Multicast a copy addressed to the one
+//! configured member (whose device does not exist, so the copy is counted as
+//! an error and nothing is sent), Drop `TC_ACT_SHOT` without one.
+//!
 //! Needs root (BPF). Without it the test says so on stderr (`SKIPPED: ...`)
 //! and fails when `CI=true`.
 
@@ -26,12 +33,19 @@ use innet_paxos::{Acceptor, AcceptorConfig, Coordinator, CoordinatorConfig};
 use innet_wire::paxos::{MsgType, PaxosMsg, Value, DATAPLANE_PORT, PACKET_LEN, VALUE_LEN};
 use innet_xdp::frame::{self, Endpoint, PAYLOAD_OFFSET};
 use innet_xdp::object::{XDP_DROP, XDP_PASS, XDP_TX};
-use innet_xdp::paxos::{self, Config, PaxosXdp, Role, META_LEN, META_MAGIC};
+use innet_xdp::paxos::{self, Config, Member, PaxosXdp, Role, META_LEN, META_MAGIC};
 use innet_xdp::privileged::{self, say};
 
 const RANDOM_PACKETS_SMALL_RING: usize = 100_000;
 const RANDOM_PACKETS_DEFAULT_RING: usize = 25_000;
 const LEARNERS: usize = 3;
+
+/// `TC_ACT_SHOT`, `TC_ACT_REDIRECT`.
+const TC_ACT_SHOT: u32 = 2;
+const TC_ACT_REDIRECT: u32 = 7;
+/// The multicast member of the tc runs: a device that does not exist.
+const MEMBER: Endpoint = Endpoint { mac: [2, 0, 0, 0, 0, 0x33], ip: Ipv4Addr::new(10, 98, 3, 3), port: 30_303 };
+const MEMBER_IFINDEX: u32 = 999_999;
 
 const PROPOSER: Endpoint = Endpoint { mac: [2, 0, 0, 0, 0, 0x0c], ip: Ipv4Addr::new(10, 98, 0, 2), port: 40_000 };
 const NODE: Endpoint = Endpoint { mac: [2, 0, 0, 0, 0, 0x51], ip: Ipv4Addr::new(10, 98, 0, 1), port: DATAPLANE_PORT };
@@ -111,8 +125,46 @@ fn xdp_verdict(role: Role, action: u32, input_len: usize, out: &[u8]) -> Result<
     Ok((v, f.to_vec()))
 }
 
+/// What `tc_paxos` did, as a reference verdict: `copies_failed` is how
+/// many multicast copies it tried (and could not send) for this packet.
+fn tc_verdict(role: Role, action: u32, out: &[u8], copies_failed: u64, group: u16) -> Result<Verdict, String> {
+    let (src, dst, _, checksum_ok) = frame::parse(out).ok_or("output is not an IPv4/UDP frame")?;
+    if !checksum_ok {
+        return Err("IPv4 checksum wrong".into());
+    }
+    Ok(match (action, copies_failed) {
+        (TC_ACT_SHOT, 0) if (src, dst) == (PROPOSER, NODE) => Verdict::Drop,
+        (TC_ACT_SHOT, 1) if dst == MEMBER && src.ip == NODE.ip && src.mac == NODE.mac => Verdict::Multicast { group },
+        (TC_ACT_REDIRECT, 0) if (src, dst) == (NODE, PROPOSER) => match role {
+            Role::Coordinator => Verdict::Reflect,
+            Role::Acceptor => Verdict::Origin,
+        },
+        _ => return Err(format!("action {action} copies {copies_failed} to {dst:?} from {src:?}")),
+    })
+}
+
+fn member() -> Member {
+    Member {
+        ifindex: MEMBER_IFINDEX,
+        src_mac: NODE.mac,
+        src_ip: NODE.ip,
+        dst_mac: MEMBER.mac,
+        dst_ip: MEMBER.ip,
+        dst_port: MEMBER.port,
+    }
+}
+
+/// Which entry of the object the packets go through.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    Xdp,
+    Tc,
+}
+
 struct Pair {
     xdp: PaxosXdp,
+    entry: Entry,
+    group: u16,
     rust: Reference,
     role: Role,
     packets: usize,
@@ -120,30 +172,55 @@ struct Pair {
 }
 
 impl Pair {
-    fn coordinator(slots: usize, first_instance: u32) -> Pair {
-        let cfg = CoordinatorConfig { slots, first_instance, ..CoordinatorConfig::new(LEARNERS) };
-        let xdp = PaxosXdp::load(Role::Coordinator, slots).expect("load");
-        xdp.configure(&Config::coordinator(&cfg), &[]).expect("configure");
-        let label = format!("paxos-coordinator slots={slots} learners={LEARNERS} first={first_instance}");
-        Pair { xdp, rust: Reference::Coordinator(Coordinator::new(cfg)), role: Role::Coordinator, packets: 0, label }
+    fn new(entry: Entry, cfg: Config, rust: Reference, role: Role, label: String) -> Pair {
+        let xdp = PaxosXdp::load(role, cfg.slots).expect("load");
+        let members = if entry == Entry::Tc { vec![member()] } else { vec![] };
+        xdp.configure(&cfg, &members).expect("configure");
+        let prefix = if entry == Entry::Tc { "tc " } else { "" };
+        Pair { xdp, entry, group: cfg.group, rust, role, packets: 0, label: format!("{prefix}{label}") }
     }
 
-    fn acceptor(slots: usize) -> Pair {
+    fn coordinator(entry: Entry, slots: usize, first_instance: u32) -> Pair {
+        let cfg = CoordinatorConfig { slots, first_instance, ..CoordinatorConfig::new(LEARNERS) };
+        let label = format!("paxos-coordinator slots={slots} learners={LEARNERS} first={first_instance}");
+        let rust = Reference::Coordinator(Coordinator::new(cfg));
+        Pair::new(entry, Config::coordinator(&cfg), rust, Role::Coordinator, label)
+    }
+
+    fn acceptor(entry: Entry, slots: usize) -> Pair {
         let cfg = AcceptorConfig { slots, ..AcceptorConfig::new(2, LEARNERS) };
-        let xdp = PaxosXdp::load(Role::Acceptor, slots).expect("load");
-        xdp.configure(&Config::acceptor(&cfg), &[]).expect("configure");
         let label = format!("paxos-acceptor slots={slots} learners={LEARNERS}");
-        Pair { xdp, rust: Reference::Acceptor(Acceptor::new(cfg)), role: Role::Acceptor, packets: 0, label }
+        Pair::new(entry, Config::acceptor(&cfg), Reference::Acceptor(Acceptor::new(cfg)), Role::Acceptor, label)
+    }
+
+    fn copies_failed(&self) -> u64 {
+        let c = self.xdp.counters().expect("counters");
+        c.iter().find(|(k, _)| *k == "multicast_errors").map_or(0, |(_, v)| *v)
+    }
+
+    /// The entry's action and verdict for `input`, and the frame it left.
+    fn run(&self, input: &[u8]) -> Result<(Verdict, Vec<u8>), String> {
+        match self.entry {
+            Entry::Xdp => {
+                let (action, out) = self.xdp.test_run(input).expect("test run");
+                xdp_verdict(self.role, action, input.len(), &out)
+            }
+            Entry::Tc => {
+                let failed = self.copies_failed();
+                let (action, out) = self.xdp.test_run_tc(input).expect("test run");
+                let v = tc_verdict(self.role, action, &out, self.copies_failed() - failed, self.group)?;
+                Ok((v, out))
+            }
+        }
     }
 
     /// One packet through both; panics with the packet on any difference.
     fn step(&mut self, payload: &[u8], pad_to: usize) {
         let input = frame::udp_frame(PROPOSER, NODE, payload, pad_to);
-        let (action, out) = self.xdp.test_run(&input).expect("test run");
         let mut expected = payload.to_vec();
         let want = self.rust.process(&mut expected);
         let ctx = || format!("{} packet #{} {}", self.label, self.packets, hex(payload));
-        let (got, f) = match xdp_verdict(self.role, action, input.len(), &out) {
+        let (got, f) = match self.run(&input) {
             Ok(x) => x,
             Err(e) => panic!("{e}: {}", ctx()),
         };
@@ -334,14 +411,18 @@ fn golden_vectors_give_the_reference_verdicts_and_bytes_for_both_roles() {
     if !bpf_or_skip("golden_vectors_give_the_reference_verdicts_and_bytes_for_both_roles") {
         return;
     }
-    for mut pair in [Pair::coordinator(ACCEPTOR_SLOTS_DEFAULT, 5), Pair::acceptor(ACCEPTOR_SLOTS_DEFAULT)] {
-        // Twice: the second pass meets the registers the first pass wrote.
-        for _ in 0..2 {
-            for b in golden() {
-                pair.step(&b, 0);
+    for entry in [Entry::Xdp, Entry::Tc] {
+        for mut pair in
+            [Pair::coordinator(entry, ACCEPTOR_SLOTS_DEFAULT, 5), Pair::acceptor(entry, ACCEPTOR_SLOTS_DEFAULT)]
+        {
+            // Twice: the second pass meets the registers the first pass wrote.
+            for _ in 0..2 {
+                for b in golden() {
+                    pair.step(&b, 0);
+                }
             }
+            say(&format!("DIFFERENTIAL golden {}", pair.finish()));
         }
-        say(&format!("DIFFERENTIAL golden {}", pair.finish()));
     }
 }
 
@@ -350,8 +431,9 @@ fn random_packets_match_the_reference_coordinator() {
     if !bpf_or_skip("random_packets_match_the_reference_coordinator") {
         return;
     }
-    say(&run(Pair::coordinator(16, 0), RANDOM_PACKETS_SMALL_RING, 0xC0_0D));
-    say(&run(Pair::coordinator(ACCEPTOR_SLOTS_DEFAULT, 1 << 20), RANDOM_PACKETS_DEFAULT_RING, 0xC0_0E));
+    say(&run(Pair::coordinator(Entry::Xdp, 16, 0), RANDOM_PACKETS_SMALL_RING, 0xC0_0D));
+    say(&run(Pair::coordinator(Entry::Xdp, ACCEPTOR_SLOTS_DEFAULT, 1 << 20), RANDOM_PACKETS_DEFAULT_RING, 0xC0_0E));
+    say(&run(Pair::coordinator(Entry::Tc, 16, 0), RANDOM_PACKETS_SMALL_RING, 0xC0_0F));
 }
 
 #[test]
@@ -359,6 +441,7 @@ fn random_packets_match_the_reference_acceptor() {
     if !bpf_or_skip("random_packets_match_the_reference_acceptor") {
         return;
     }
-    say(&run(Pair::acceptor(16), RANDOM_PACKETS_SMALL_RING, 0xACC0));
-    say(&run(Pair::acceptor(ACCEPTOR_SLOTS_DEFAULT), RANDOM_PACKETS_DEFAULT_RING, 0xACC1));
+    say(&run(Pair::acceptor(Entry::Xdp, 16), RANDOM_PACKETS_SMALL_RING, 0xACC0));
+    say(&run(Pair::acceptor(Entry::Xdp, ACCEPTOR_SLOTS_DEFAULT), RANDOM_PACKETS_DEFAULT_RING, 0xACC1));
+    say(&run(Pair::acceptor(Entry::Tc, 16), RANDOM_PACKETS_SMALL_RING, 0xACC2));
 }
