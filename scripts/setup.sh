@@ -3,7 +3,7 @@
 set -euo pipefail
 
 need_apt=()
-for pkg in build-essential pkg-config fonts-dejavu-core git; do
+for pkg in build-essential pkg-config fonts-dejavu-core git libleveldb-dev; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
