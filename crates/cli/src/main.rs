@@ -48,6 +48,8 @@ enum Command {
     Switch(live_cmd::SwitchCmd),
     /// Send transactions to a live deployment.
     Client(live_cmd::ClientCmd),
+    /// Run a replica of the consensus-replicated key-value store (LevelDB).
+    KvReplica(paxos_cmd::KvReplicaArgs),
 }
 
 fn main() {
@@ -61,6 +63,7 @@ fn main() {
         Command::Store(a) => live_cmd::run_store(a),
         Command::Switch(a) => live_cmd::run_switch(a),
         Command::Client(a) => live_cmd::run_client(a),
+        Command::KvReplica(a) => paxos_cmd::run_kv_replica(a),
     };
     match result {
         Ok(code) => std::process::exit(code),
