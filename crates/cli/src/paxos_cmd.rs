@@ -103,6 +103,7 @@ impl PaxosArgs {
             switch_cost_us: self.switch_cost_us,
             software_cost_us: self.software_cost_us,
             host_cost_us: self.host_cost_us,
+            kv: false,
         };
         c.validate().map_err(anyhow::Error::msg)?;
         Ok(c)
@@ -350,6 +351,24 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
             r.mean_latency_us,
             r.std_latency_us
         );
+    }
+    if runtime == Runtime::Live {
+        let ks = paxos_bench::kv_sweep(&base, &outstanding)?;
+        println!("Figure 7d (live): replicated key-value store, LevelDB replicas as learners");
+        for r in &ks {
+            println!(
+                "{:>10} {:>11} {:>14.0} {:>12.1} {:>12.1} {:>12.1}",
+                r.config.dataplane.name(),
+                r.config.outstanding,
+                r.committed_per_s,
+                r.mean_latency_us,
+                r.std_latency_us,
+                r.p99_latency_us
+            );
+        }
+        rs.extend(ks);
+    } else {
+        println!("Figure 7d (replicated LevelDB) runs live only: innet bench paxos --runtime live");
     }
     if !a.no_failures {
         let fbase =

@@ -78,6 +78,10 @@ pub struct PaxosConfig {
     pub switch_cost_us: f64,
     pub software_cost_us: f64,
     pub host_cost_us: f64,
+    /// The replicated key-value store (Figure 7d): learners are LevelDB
+    /// replicas and proposers submit put/delete/get commands (live only).
+    #[serde(default)]
+    pub kv: bool,
 }
 
 impl Default for PaxosConfig {
@@ -107,6 +111,7 @@ impl Default for PaxosConfig {
             switch_cost_us: 0.0,
             software_cost_us: 0.0,
             host_cost_us: 0.0,
+            kv: false,
         }
     }
 }

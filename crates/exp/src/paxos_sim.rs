@@ -392,6 +392,7 @@ pub fn random_check_config(seed: u64, dataplane: Dataplane, duration_s: f64) -> 
         switch_cost_us: 0.0,
         software_cost_us: 0.0,
         host_cost_us: 0.0,
+        kv: false,
     }
 }
 
