@@ -500,14 +500,7 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
             socket,
             plan.proposer_options(),
             &stop,
-            move || {
-                let p = LoadProposer::new(Proposer::new(cfg), n, far, false);
-                if kv_load {
-                    p.with_payload(|n| innet_paxos_kv::Command::load(n).encode().expect("load commands fit"))
-                } else {
-                    p
-                }
-            },
+            move || innet_paxos_kv::with_kv_load(LoadProposer::new(Proposer::new(cfg), n, far, false), kv_load),
             |p, _| p,
         )?);
     }

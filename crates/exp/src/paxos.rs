@@ -157,11 +157,7 @@ impl PaxosConfig {
     }
 
     pub fn trim_quorum(&self) -> usize {
-        if self.trim_quorum == 0 {
-            innet_paxos::majority(self.learners)
-        } else {
-            self.trim_quorum
-        }
+        innet_paxos::trim_quorum(self.trim_quorum, self.learners)
     }
 }
 

@@ -10,7 +10,7 @@ use innet_live::{clock, spawn_host, Stop};
 use innet_paxos::learner::LearnerStats;
 use innet_paxos::workload::LoadProposer;
 use innet_paxos::{Learner, Proposer};
-use innet_paxos_kv::{Command, Replica};
+use innet_paxos_kv::Replica;
 
 use crate::paxos::{Dataplane, PaxosConfig, PaxosResult};
 use crate::paxos_sim::make_result;
@@ -78,14 +78,7 @@ pub fn run_point_live(cfg: &PaxosConfig) -> anyhow::Result<PaxosResult> {
             socket,
             plan.proposer_options(),
             &stop,
-            move || {
-                let p = LoadProposer::new(Proposer::new(pcfg), outstanding, end, false);
-                if kv {
-                    p.with_payload(|n| Command::load(n).encode().expect("load commands fit"))
-                } else {
-                    p
-                }
-            },
+            move || innet_paxos_kv::with_kv_load(LoadProposer::new(Proposer::new(pcfg), outstanding, end, false), kv),
             |p, _| p,
         )?);
     }

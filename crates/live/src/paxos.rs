@@ -96,10 +96,23 @@ impl LiveConfig {
         innet_paxos::majority(self.acceptors)
     }
     pub fn trim_quorum(&self) -> usize {
-        if self.trim_quorum == 0 {
-            innet_paxos::majority(self.learners)
-        } else {
-            self.trim_quorum
+        innet_paxos::trim_quorum(self.trim_quorum, self.learners)
+    }
+    pub fn coordinator_config(&self) -> CoordinatorConfig {
+        CoordinatorConfig {
+            slots: self.slots,
+            trim_quorum: self.trim_quorum(),
+            ..CoordinatorConfig::new(self.learners)
+        }
+    }
+    pub fn acceptor_config(&self, id: u16) -> AcceptorConfig {
+        AcceptorConfig { slots: self.slots, trim_quorum: self.trim_quorum(), ..AcceptorConfig::new(id, self.learners) }
+    }
+    pub fn backup_config(&self) -> BackupConfig {
+        BackupConfig {
+            heartbeat_interval: self.heartbeat,
+            timeout: self.gap_timeout,
+            ..BackupConfig::new(self.quorum())
         }
     }
     pub fn learner_config(&self, id: u16) -> LearnerConfig {
@@ -272,12 +285,7 @@ impl Plan {
         };
         let mut acceptors = vec![];
         for (i, socket) in acceptor_sockets.into_iter().enumerate() {
-            let acfg = AcceptorConfig {
-                slots: cfg.slots,
-                trim_quorum: cfg.trim_quorum(),
-                ..AcceptorConfig::new(i as u16, cfg.learners)
-            };
-            let a = Acceptor::new(acfg);
+            let a = Acceptor::new(cfg.acceptor_config(i as u16));
             let name = format!("acceptor{i}");
             acceptors.push(if cfg.software {
                 let mut o = HostOptions::default();

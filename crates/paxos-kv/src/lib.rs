@@ -18,3 +18,15 @@ pub mod replica;
 
 pub use command::Command;
 pub use replica::Replica;
+
+use innet_paxos::workload::LoadProposer;
+
+/// `p` submitting the key-value load ([`Command::load`]) when `kv`, else
+/// unchanged.
+pub fn with_kv_load(p: LoadProposer, kv: bool) -> LoadProposer {
+    if kv {
+        p.with_payload(|n| Command::load(n).encode().expect("load commands fit"))
+    } else {
+        p
+    }
+}
