@@ -103,6 +103,7 @@ impl PaxosArgs {
             switch_cost_us: self.switch_cost_us,
             software_cost_us: self.software_cost_us,
             host_cost_us: self.host_cost_us,
+            kv: false,
         };
         c.validate().map_err(anyhow::Error::msg)?;
         Ok(c)
@@ -116,10 +117,38 @@ pub struct SimPaxosArgs {
     /// Print one JSON object instead of a sentence.
     #[arg(long)]
     json: bool,
+    /// Record every delivery, drain after submitting stops, and run the
+    /// agreement / validity / exactly-once / order checker on the run.
+    #[arg(long)]
+    check: bool,
 }
 
 pub fn run_sim(a: SimPaxosArgs) -> anyhow::Result<i32> {
     let cfg = a.point.config()?;
+    if a.check {
+        let started = Instant::now();
+        let run = paxos_sim::run_checked(&cfg).map_err(anyhow::Error::msg)?;
+        return Ok(match run.result {
+            Ok(s) => {
+                println!(
+                    "checked: {} instances ({} values, {} no-ops, {} duplicates filtered) delivered identically and \
+                     exactly once by all {} learners; acceptor ring {} slots; {:.1} s",
+                    s.instances,
+                    s.values,
+                    s.noops,
+                    s.duplicates,
+                    cfg.learners,
+                    cfg.slots,
+                    started.elapsed().as_secs_f64()
+                );
+                0
+            }
+            Err(e) => {
+                println!("VIOLATION: {e}");
+                1
+            }
+        });
+    }
     let r = paxos_sim::run_point_sim(&cfg)?;
     if a.json {
         println!("{}", serde_json::to_string(&r)?);
@@ -323,6 +352,24 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
             r.std_latency_us
         );
     }
+    if runtime == Runtime::Live {
+        let ks = paxos_bench::kv_sweep(&base, &outstanding)?;
+        println!("Figure 7d (live): replicated key-value store, LevelDB replicas as learners");
+        for r in &ks {
+            println!(
+                "{:>10} {:>11} {:>14.0} {:>12.1} {:>12.1} {:>12.1}",
+                r.config.dataplane.name(),
+                r.config.outstanding,
+                r.committed_per_s,
+                r.mean_latency_us,
+                r.std_latency_us,
+                r.p99_latency_us
+            );
+        }
+        rs.extend(ks);
+    } else {
+        println!("Figure 7d (replicated LevelDB) runs live only: innet bench paxos --runtime live");
+    }
     if !a.no_failures {
         let fbase =
             innet_exp::paxos::PaxosConfig { outstanding: 8, duration_s: base.duration_s.max(2.0), ..base.clone() };
@@ -377,6 +424,16 @@ pub struct UpPaxosArgs {
     /// Stop the coordinator at this time (s), to watch the backup take over.
     #[arg(long)]
     kill_coordinator_at_s: Option<f64>,
+    /// Learners run as separate processes (`innet kv-replica`) at the
+    /// addresses that follow from --base-port.
+    #[arg(long, requires = "base_port")]
+    external_learners: bool,
+    /// Built-in proposers submit key-value commands (put/delete/get) instead of opaque values.
+    #[arg(long)]
+    kv_load: bool,
+    /// Built-in proposers stop submitting after this many seconds.
+    #[arg(long)]
+    load_s: Option<f64>,
 }
 
 pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
@@ -392,6 +449,7 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
         proposers: a.proposers,
         slots: a.slots,
         base_port: a.base_port,
+        external_learners: a.external_learners,
         ..LiveConfig::default()
     };
     let probe = PaxosConfig {
@@ -415,6 +473,9 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
     let mut learners = vec![];
     for i in 0..lc.learners {
         println!("learner{i} {}", plan.learners[i]);
+        if a.external_learners {
+            continue;
+        }
         let socket = plan.take_learner_socket(i);
         let cfg = lc.learner_config(i as u16);
         learners.push(spawn_host(
@@ -426,7 +487,8 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
             |l, _| l,
         )?);
     }
-    let far = clock::now() + std::time::Duration::from_secs(365 * 24 * 3600);
+    let far = clock::now() + std::time::Duration::from_secs_f64(a.load_s.unwrap_or(365.0 * 24.0 * 3600.0));
+    let kv_load = a.kv_load;
     let mut proposers = vec![];
     for i in 0..lc.proposers {
         println!("proposer{i} {}", plan.proposers[i]);
@@ -438,7 +500,7 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
             socket,
             plan.proposer_options(),
             &stop,
-            move || LoadProposer::new(Proposer::new(cfg), n, far, false),
+            move || innet_paxos_kv::with_kv_load(LoadProposer::new(Proposer::new(cfg), n, far, false), kv_load),
             |p, _| p,
         )?);
     }
@@ -486,5 +548,101 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
         println!("backup.took_over_at_ms {:.1}", t.as_secs_f64() * 1e3);
         println!("proposers.longest_gap_ms {:.1}", gap as f64 / 1e6);
     }
+    Ok(0)
+}
+
+/// A key-value replica (a learner applying commands to LevelDB) of a
+/// deployment started with `innet up paxos --base-port P --external-learners`.
+#[derive(Args, Debug)]
+pub struct KvReplicaArgs {
+    /// Learner id (0..learners); the replica listens at the address that follows from --base-port.
+    #[arg(long)]
+    id: usize,
+    /// LevelDB directory (created if missing; reopened after a restart).
+    #[arg(long)]
+    data_dir: std::path::PathBuf,
+    /// The deployment's --base-port.
+    #[arg(long)]
+    base_port: u16,
+    #[arg(long, default_value_t = 3)]
+    acceptors: usize,
+    #[arg(long, default_value_t = 3)]
+    learners: usize,
+    /// Print `applied N next I digest H keys K` this often (ms).
+    #[arg(long, default_value_t = 200)]
+    status_ms: u64,
+}
+
+pub fn run_kv_replica(a: KvReplicaArgs) -> anyhow::Result<i32> {
+    use innet_live::paxos::{learner_addr, LiveConfig};
+    use innet_live::{spawn_host, Stop};
+    use std::sync::{Arc, Mutex};
+    anyhow::ensure!(a.id < a.learners, "--id {} must be below --learners {}", a.id, a.learners);
+    let lc =
+        LiveConfig { acceptors: a.acceptors, learners: a.learners, base_port: a.base_port, ..LiveConfig::default() };
+    let ip = lc.ip;
+    let addr = |i| learner_addr(ip, a.base_port, a.acceptors, i);
+    let mut opts =
+        innet_live::HostOptions { ports: vec![std::net::SocketAddr::new(ip, a.base_port)], ..Default::default() };
+    let acceptors = (0..a.acceptors).map(|i| std::net::SocketAddr::new(ip, a.base_port + 1 + i as u16)).collect();
+    opts.groups.insert(innet_paxos::GROUP_ACCEPTORS, acceptors);
+    opts.groups.insert(innet_paxos::GROUP_PEERS, (0..a.learners).filter(|&i| i != a.id).map(addr).collect());
+    let replica = innet_paxos_kv::Replica::open(&a.data_dir, lc.learner_config(a.id as u16))
+        .map_err(|e| anyhow::anyhow!("opening {}: {e:?}", a.data_dir.display()))?;
+    let status = Arc::new(Mutex::new(String::new()));
+    let stop = Stop::new();
+    stop.on_signals()?;
+    let socket = innet_live::txn::bind(addr(a.id))?;
+    println!("replica{} {}", a.id, addr(a.id));
+    let shared = status.clone();
+    // The replica runs in the node's thread; a status line is published
+    // through `shared` after every tick (the host is not Send).
+    struct Reporting {
+        replica: innet_paxos_kv::Replica,
+        shared: Arc<Mutex<String>>,
+        every: std::time::Duration,
+        next: innet_core::Time,
+    }
+    impl innet_core::Host for Reporting {
+        fn on_packet(&mut self, now: innet_core::Time, p: &[u8], out: &mut innet_core::Outbox) {
+            self.replica.on_packet(now, p, out);
+        }
+        fn on_tick(&mut self, now: innet_core::Time, out: &mut innet_core::Outbox) {
+            self.replica.on_tick(now, out);
+            if now >= self.next {
+                let r = &self.replica;
+                *self.shared.lock().unwrap_or_else(|e| e.into_inner()) = format!(
+                    "applied {} next {} digest {:016x} keys {}",
+                    r.applied,
+                    r.learner.checkpoint(),
+                    r.digest(),
+                    r.contents().len()
+                );
+                self.next = now + self.every;
+            }
+        }
+        fn next_tick(&self) -> Option<innet_core::Time> {
+            Some(self.replica.next_tick().map_or(self.next, |t| t.min(self.next)))
+        }
+    }
+    let every = std::time::Duration::from_millis(a.status_ms.max(10));
+    let node = spawn_host(
+        "replica",
+        socket,
+        opts,
+        &stop,
+        move || Reporting { replica, shared, every, next: innet_core::Time::ZERO },
+        |_, _| (),
+    )?;
+    let mut last = String::new();
+    while !stop.is_stopped() && !node.is_finished() {
+        std::thread::sleep(every);
+        let s = status.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if s != last && !s.is_empty() {
+            println!("{s}");
+            last = s;
+        }
+    }
+    node.shutdown()?;
     Ok(0)
 }

@@ -78,6 +78,10 @@ pub struct PaxosConfig {
     pub switch_cost_us: f64,
     pub software_cost_us: f64,
     pub host_cost_us: f64,
+    /// The replicated key-value store (Figure 7d): learners are LevelDB
+    /// replicas and proposers submit put/delete/get commands (live only).
+    #[serde(default)]
+    pub kv: bool,
 }
 
 impl Default for PaxosConfig {
@@ -107,6 +111,7 @@ impl Default for PaxosConfig {
             switch_cost_us: 0.0,
             software_cost_us: 0.0,
             host_cost_us: 0.0,
+            kv: false,
         }
     }
 }
@@ -152,11 +157,7 @@ impl PaxosConfig {
     }
 
     pub fn trim_quorum(&self) -> usize {
-        if self.trim_quorum == 0 {
-            innet_paxos::majority(self.learners)
-        } else {
-            self.trim_quorum
-        }
+        innet_paxos::trim_quorum(self.trim_quorum, self.learners)
     }
 }
 

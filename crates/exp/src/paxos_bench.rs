@@ -63,7 +63,20 @@ pub fn failures(runtime: Runtime, base: &PaxosConfig) -> Result<Vec<PaxosResult>
 }
 
 fn plain(r: &PaxosResult) -> bool {
-    r.config.coordinator_fail_at_s.is_none() && r.config.acceptor_crash_at_s.is_none()
+    r.config.coordinator_fail_at_s.is_none() && r.config.acceptor_crash_at_s.is_none() && !r.config.kv
+}
+
+/// Figure 7d: the replicated key-value store (LevelDB replicas as learners),
+/// live only.
+pub fn kv_sweep(base: &PaxosConfig, outstanding: &[usize]) -> Result<Vec<PaxosResult>> {
+    let mut rs = vec![];
+    for &n in outstanding {
+        for dp in DEPLOYMENTS {
+            let cfg = PaxosConfig { dataplane: dp, outstanding: n, kv: true, ..base.clone() };
+            rs.push(paxos_live::run_point_live(&cfg)?);
+        }
+    }
+    Ok(rs)
 }
 
 /// The highest throughput of each deployment in the sweep, and their ratio
@@ -132,7 +145,25 @@ pub fn write(out: &Path, rs: &[PaxosResult]) -> Result<()> {
             &t4_series,
         )?;
     }
-    let failed: Vec<&PaxosResult> = rs.iter().filter(|r| !plain(r)).collect();
+    let kv: Vec<&PaxosResult> = rs.iter().filter(|r| r.config.kv).collect();
+    if !kv.is_empty() {
+        let series: Vec<(String, Vec<(f64, f64)>)> = DEPLOYMENTS
+            .iter()
+            .map(|dp| {
+                let pts =
+                    kv.iter().filter(|r| r.config.dataplane == *dp).map(|r| (r.committed_per_s, r.mean_latency_us));
+                (format!("{} + LevelDB", dp.name()), pts.collect())
+            })
+            .collect();
+        plot::lines_png(
+            &out.join("paxos-fig7d-kv-throughput-latency.png"),
+            &format!("Replicated LevelDB: throughput vs latency ({runtime}; CAANS Fig. 7d)"),
+            "commands committed per second",
+            "mean latency (us)",
+            &series,
+        )?;
+    }
+    let failed: Vec<&PaxosResult> = rs.iter().filter(|r| !plain(r) && !r.config.kv).collect();
     if !failed.is_empty() {
         let series: Vec<(String, Vec<(f64, f64)>)> = failed
             .iter()

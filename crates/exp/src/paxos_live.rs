@@ -10,6 +10,7 @@ use innet_live::{clock, spawn_host, Stop};
 use innet_paxos::learner::LearnerStats;
 use innet_paxos::workload::LoadProposer;
 use innet_paxos::{Learner, Proposer};
+use innet_paxos_kv::Replica;
 
 use crate::paxos::{Dataplane, PaxosConfig, PaxosResult};
 use crate::paxos_sim::make_result;
@@ -39,17 +40,29 @@ pub fn run_point_live(cfg: &PaxosConfig) -> anyhow::Result<PaxosResult> {
     let mut plan = Plan::bind(&lc)?;
     let core = plan.spawn_core(&stop)?;
     let mut learners = vec![];
+    let kv_dir = std::env::temp_dir().join(format!("innet-paxos-kv-bench-{}", std::process::id()));
     for i in 0..lc.learners {
         let socket = plan.take_learner_socket(i);
         let lcfg = lc.learner_config(i as u16);
-        learners.push(spawn_host(
-            &format!("learner{i}"),
-            socket,
-            plan.learner_options(i),
-            &stop,
-            move || Learner::new(lcfg),
-            |l, _| l.stats,
-        )?);
+        let name = format!("learner{i}");
+        learners.push(if cfg.kv {
+            // A fresh LevelDB per replica (Figure 7d).
+            let dir = kv_dir.join(&name);
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&kv_dir)?;
+            let replica = Replica::open(&dir, lcfg).map_err(|e| anyhow::anyhow!("LevelDB {}: {e:?}", dir.display()))?;
+            let mut slot = Some(replica);
+            spawn_host(
+                &name,
+                socket,
+                plan.learner_options(i),
+                &stop,
+                move || slot.take().expect("built once"),
+                |r, _| r.learner.stats,
+            )?
+        } else {
+            spawn_host(&name, socket, plan.learner_options(i), &stop, move || Learner::new(lcfg), |l, _| l.stats)?
+        });
     }
     let start = clock::now();
     let wall = Instant::now();
@@ -59,12 +72,13 @@ pub fn run_point_live(cfg: &PaxosConfig) -> anyhow::Result<PaxosResult> {
         let socket = plan.take_proposer_socket(i);
         let pcfg = lc.proposer_config(i as u32 + 1);
         let outstanding = cfg.outstanding;
+        let kv = cfg.kv;
         proposers.push(spawn_host(
             &format!("proposer{i}"),
             socket,
             plan.proposer_options(),
             &stop,
-            move || LoadProposer::new(Proposer::new(pcfg), outstanding, end, false),
+            move || innet_paxos_kv::with_kv_load(LoadProposer::new(Proposer::new(pcfg), outstanding, end, false), kv),
             |p, _| p,
         )?);
     }
@@ -89,6 +103,9 @@ pub fn run_point_live(cfg: &PaxosConfig) -> anyhow::Result<PaxosResult> {
     let stats: Vec<LearnerStats> = learners.into_iter().map(|l| l.shutdown()).collect::<Result<_, _>>()?;
     let backup = core.backup.shutdown()?;
     stop.stop();
+    if cfg.kv {
+        let _ = std::fs::remove_dir_all(&kv_dir);
+    }
     let takeover = backup.active_since().map(|t| t.since(start).as_secs_f64());
     let refs: Vec<&LoadProposer> = ps.iter().collect();
     let wall_s = wall.elapsed().as_secs_f64();

@@ -10,16 +10,15 @@ use std::time::{Duration, Instant};
 
 use innet_core::rng::Rng;
 use innet_core::{Member, Time};
-use innet_paxos::acceptor::{Acceptor, AcceptorConfig};
+use innet_paxos::acceptor::Acceptor;
 use innet_paxos::check::{check, History, LearnerHistory, Summary};
 use innet_paxos::software::SoftwareNode;
 use innet_paxos::workload::LoadProposer;
-use innet_paxos::{
-    BackupConfig, BackupCoordinator, Coordinator, CoordinatorConfig, Learner, LearnerConfig, Proposer, ProposerConfig,
-};
+use innet_paxos::{BackupCoordinator, Coordinator, Learner, LearnerConfig, Proposer, ProposerConfig};
 use innet_sim::{LinkSpec, NetStats, NodeId, ServiceModel, Sim};
 
 use crate::paxos::{latency_us, longest_gap_ms, timeline, Dataplane, PaxosConfig, PaxosResult};
+use crate::paxos_live::live_config;
 
 pub struct PaxosTopology {
     pub sim: Sim,
@@ -56,32 +55,9 @@ fn service(cost_us: f64) -> Option<ServiceModel> {
     (cost_us > 0.0).then(|| ServiceModel { per_packet: us(cost_us), per_byte_ns: 0.0, queue_packets: 4096 })
 }
 
+/// The roles' configurations are the live deployment's (one definition).
 pub fn learner_config(cfg: &PaxosConfig, id: u16, keep_log: bool) -> LearnerConfig {
-    LearnerConfig {
-        ordered: cfg.ordered,
-        gap_timeout: ms(cfg.gap_timeout_ms),
-        recover_timeout: ms(cfg.gap_timeout_ms),
-        trim_every: (cfg.slots as u32 / 8).clamp(1, 64),
-        trim_interval: ms(cfg.gap_timeout_ms),
-        keep_log,
-        ..LearnerConfig::new(id, cfg.quorum())
-    }
-}
-
-pub fn acceptor_config(cfg: &PaxosConfig, id: u16) -> AcceptorConfig {
-    AcceptorConfig { slots: cfg.slots, trim_quorum: cfg.trim_quorum(), ..AcceptorConfig::new(id, cfg.learners) }
-}
-
-pub fn coordinator_config(cfg: &PaxosConfig) -> CoordinatorConfig {
-    CoordinatorConfig { slots: cfg.slots, trim_quorum: cfg.trim_quorum(), ..CoordinatorConfig::new(cfg.learners) }
-}
-
-pub fn backup_config(cfg: &PaxosConfig) -> BackupConfig {
-    BackupConfig {
-        heartbeat_interval: ms(cfg.heartbeat_ms),
-        timeout: ms(cfg.gap_timeout_ms),
-        ..BackupConfig::new(cfg.quorum())
-    }
+    LearnerConfig { keep_log, ..live_config(cfg).learner_config(id) }
 }
 
 /// Builds the deployment; with `record`, learners keep every delivery and
@@ -106,16 +82,22 @@ pub fn build(cfg: &PaxosConfig, record: bool) -> Result<PaxosTopology, String> {
         }
         id
     };
-    let coordinator = add_program(&mut sim, "coordinator", Some(Coordinator::new(coordinator_config(cfg))), None);
+    let coordinator =
+        add_program(&mut sim, "coordinator", Some(Coordinator::new(live_config(cfg).coordinator_config())), None);
     let acceptors: Vec<NodeId> = (0..cfg.acceptors)
         .map(|a| {
-            add_program(&mut sim, &format!("acceptor{a}"), None, Some(Acceptor::new(acceptor_config(cfg, a as u16))))
+            add_program(
+                &mut sim,
+                &format!("acceptor{a}"),
+                None,
+                Some(Acceptor::new(live_config(cfg).acceptor_config(a as u16))),
+            )
         })
         .collect();
     let learners: Vec<NodeId> = (0..cfg.learners)
         .map(|l| sim.add_host(&format!("learner{l}"), Learner::new(learner_config(cfg, l as u16, record))))
         .collect();
-    let backup = sim.add_host("backup", BackupCoordinator::new(backup_config(cfg)));
+    let backup = sim.add_host("backup", BackupCoordinator::new(live_config(cfg).backup_config()));
     let stop = Time::from_secs_f64(cfg.duration_s);
     let proposers: Vec<NodeId> = (0..cfg.proposers)
         .map(|p| {
@@ -392,6 +374,7 @@ pub fn random_check_config(seed: u64, dataplane: Dataplane, duration_s: f64) -> 
         switch_cost_us: 0.0,
         software_cost_us: 0.0,
         host_cost_us: 0.0,
+        kv: false,
     }
 }
 

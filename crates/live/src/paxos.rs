@@ -58,6 +58,16 @@ pub struct LiveConfig {
     pub ip: IpAddr,
     /// First UDP port (consecutive ports per role), or 0 for ephemeral ports.
     pub base_port: u16,
+    /// Learners run in other processes (e.g. key-value replicas): their
+    /// addresses follow from `base_port` ([`learner_addr`]) and the plan
+    /// does not bind them.
+    pub external_learners: bool,
+}
+
+/// The address of learner `i` in a deployment with consecutive ports from
+/// `base_port`: coordinator, acceptors, backup, learners, proposers.
+pub fn learner_addr(ip: IpAddr, base_port: u16, acceptors: usize, i: usize) -> SocketAddr {
+    SocketAddr::new(ip, base_port + 2 + acceptors as u16 + i as u16)
 }
 
 impl Default for LiveConfig {
@@ -72,9 +82,11 @@ impl Default for LiveConfig {
             ordered: true,
             proposer_timeout: Duration::from_millis(50),
             gap_timeout: Duration::from_millis(20),
-            heartbeat: Duration::from_millis(10),
+            // 3 missed heartbeats: 75 ms, tolerant of a loaded 2-core machine.
+            heartbeat: Duration::from_millis(25),
             ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
             base_port: 0,
+            external_learners: false,
         }
     }
 }
@@ -84,10 +96,23 @@ impl LiveConfig {
         innet_paxos::majority(self.acceptors)
     }
     pub fn trim_quorum(&self) -> usize {
-        if self.trim_quorum == 0 {
-            innet_paxos::majority(self.learners)
-        } else {
-            self.trim_quorum
+        innet_paxos::trim_quorum(self.trim_quorum, self.learners)
+    }
+    pub fn coordinator_config(&self) -> CoordinatorConfig {
+        CoordinatorConfig {
+            slots: self.slots,
+            trim_quorum: self.trim_quorum(),
+            ..CoordinatorConfig::new(self.learners)
+        }
+    }
+    pub fn acceptor_config(&self, id: u16) -> AcceptorConfig {
+        AcceptorConfig { slots: self.slots, trim_quorum: self.trim_quorum(), ..AcceptorConfig::new(id, self.learners) }
+    }
+    pub fn backup_config(&self) -> BackupConfig {
+        BackupConfig {
+            heartbeat_interval: self.heartbeat,
+            timeout: self.gap_timeout,
+            ..BackupConfig::new(self.quorum())
         }
     }
     pub fn learner_config(&self, id: u16) -> LearnerConfig {
@@ -161,7 +186,25 @@ impl Plan {
         let coordinator = next()?;
         let acceptors: Vec<UdpSocket> = (0..config.acceptors).map(|_| next()).collect::<io::Result<_>>()?;
         let backup = next()?;
-        let learners: Vec<UdpSocket> = (0..config.learners).map(|_| next()).collect::<io::Result<_>>()?;
+        let (learners, learner_addrs) = if config.external_learners {
+            if config.base_port == 0 {
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, "external learners need a base port"));
+            }
+            let addrs = (0..config.learners).map(|i| learner_addr(config.ip, config.base_port, config.acceptors, i));
+            port += config.learners as u16;
+            (vec![], addrs.collect())
+        } else {
+            let v: Vec<UdpSocket> = (0..config.learners).map(|_| next()).collect::<io::Result<_>>()?;
+            let a = v.iter().map(|s| s.local_addr()).collect::<io::Result<Vec<_>>>()?;
+            (v, a)
+        };
+        let mut next = || {
+            let p = port;
+            if port != 0 {
+                port += 1;
+            }
+            bind(SocketAddr::new(config.ip, p))
+        };
         let proposers: Vec<UdpSocket> = (0..config.proposers).map(|_| next()).collect::<io::Result<_>>()?;
         let addrs = |v: &[UdpSocket]| v.iter().map(|s| s.local_addr()).collect::<io::Result<Vec<_>>>();
         Ok(Plan {
@@ -169,7 +212,7 @@ impl Plan {
             coordinator: coordinator.local_addr()?,
             acceptors: addrs(&acceptors)?,
             backup: backup.local_addr()?,
-            learners: addrs(&learners)?,
+            learners: learner_addrs,
             proposers: addrs(&proposers)?,
             sockets: Some((coordinator, acceptors, backup)),
             learner_sockets: learners.into_iter().map(Some).collect(),
@@ -242,12 +285,7 @@ impl Plan {
         };
         let mut acceptors = vec![];
         for (i, socket) in acceptor_sockets.into_iter().enumerate() {
-            let acfg = AcceptorConfig {
-                slots: cfg.slots,
-                trim_quorum: cfg.trim_quorum(),
-                ..AcceptorConfig::new(i as u16, cfg.learners)
-            };
-            let a = Acceptor::new(acfg);
+            let a = Acceptor::new(cfg.acceptor_config(i as u16));
             let name = format!("acceptor{i}");
             acceptors.push(if cfg.software {
                 let mut o = HostOptions::default();

@@ -31,7 +31,7 @@ use crate::prepare::Prepare;
 use crate::votes::Votes;
 
 /// Most instances one learner recovers at the same time.
-pub const RECOVER_WINDOW: u32 = 64;
+pub const RECOVER_WINDOW: u32 = 256;
 /// Decided values kept after delivery, to answer peers' CATCHUP.
 pub const DECIDED_KEEP: u32 = 1 << 16;
 
@@ -133,6 +133,8 @@ pub struct Learner {
     max_seen: Option<u32>,
     seen: HashMap<u32, Seen>,
     recoveries: BTreeMap<u32, Prepare>,
+    /// Missing instances already asked of the peers (CATCHUP) once.
+    asked: BTreeSet<u32>,
     gap_since: Option<Time>,
     deliveries: VecDeque<Delivery>,
     pub log: Vec<Delivery>,
@@ -153,6 +155,7 @@ impl Learner {
             max_seen: None,
             seen: HashMap::new(),
             recoveries: BTreeMap::new(),
+            asked: BTreeSet::new(),
             gap_since: None,
             deliveries: VecDeque::new(),
             log: vec![],
@@ -202,6 +205,10 @@ impl Learner {
         self.recoveries.insert(instance, p);
         self.stats.recoveries += 1;
         // Peers may know it already (and may hold it after acceptors trimmed it).
+        self.send_catchup(instance, out);
+    }
+
+    fn send_catchup(&self, instance: u32, out: &mut Outbox) {
         let mut c = PaxosMsg::new(MsgType::Catchup);
         c.inst = instance;
         c.acptid = self.config.id;
@@ -223,6 +230,7 @@ impl Learner {
         self.note_seen(inst);
         self.votes.forget(inst);
         self.recoveries.remove(&inst);
+        self.asked.remove(&inst);
         self.decided.insert(inst, value);
         if self.config.ordered {
             while let Some(v) = self.decided.get(&self.next).copied() {
@@ -235,6 +243,9 @@ impl Learner {
             while self.delivered_ahead.remove(&self.next) {
                 self.next += 1;
             }
+        }
+        while self.asked.first().is_some_and(|i| *i < self.next) {
+            self.asked.pop_first();
         }
         // Keep recent decisions for peers; the rest is checkpointed.
         let keep_from = self.next.saturating_sub(DECIDED_KEEP);
@@ -334,8 +345,15 @@ impl Host for Learner {
         } else {
             let since = *self.gap_since.get_or_insert(now);
             if now >= since + self.config.gap_timeout {
+                // First ask the peers (cheap, and they may hold instances the
+                // acceptors trimmed); what is still missing a gap timeout
+                // later is recovered through the acceptors.
                 for i in missing {
-                    self.recover(now, i, out);
+                    if self.asked.insert(i) {
+                        self.send_catchup(i, out);
+                    } else {
+                        self.recover(now, i, out);
+                    }
                 }
                 self.gap_since = Some(now);
             }
@@ -425,7 +443,14 @@ mod tests {
         out.sends.clear();
         let t = l.next_tick().unwrap();
         assert!(t <= Time(1) + l.config().gap_timeout);
-        l.on_tick(Time(1) + l.config().gap_timeout, &mut out);
+        let g = l.config().gap_timeout;
+        l.on_tick(Time(1) + g, &mut out);
+        let sent: Vec<PaxosMsg> =
+            out.sends.iter().map(|s| PaxosMsg::decode(&s.1).unwrap()).filter(|m| m.msgtype != MsgType::Trim).collect();
+        assert!(sent.iter().all(|m| m.msgtype == MsgType::Catchup), "peers are asked first");
+        assert_eq!(sent.len(), 2);
+        out.sends.clear();
+        l.on_tick(Time(1) + g + g, &mut out);
         let sent: Vec<PaxosMsg> = out.sends.iter().map(|s| PaxosMsg::decode(&s.1).unwrap()).collect();
         let recovered: Vec<u32> = sent.iter().filter(|m| m.msgtype == MsgType::Phase1A).map(|m| m.inst).collect();
         assert_eq!(recovered, vec![0, 1]);

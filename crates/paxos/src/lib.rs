@@ -95,3 +95,13 @@ const _: () = assert!(round(0, ISSUER_COORDINATOR) == ROUND_INIT);
 pub fn majority(n: usize) -> usize {
     n / 2 + 1
 }
+
+/// The trim quorum a deployment uses: `configured`, or (0) a majority of
+/// the learners.
+pub fn trim_quorum(configured: usize, learners: usize) -> usize {
+    if configured == 0 {
+        majority(learners)
+    } else {
+        configured
+    }
+}

@@ -17,6 +17,7 @@ pub struct LoadProposer {
     started: bool,
     counter: u64,
     record: bool,
+    payload: fn(u64) -> Vec<u8>,
     /// `(proposer, request)` -> payload of every submitted value (if recording).
     pub submitted: BTreeMap<(u32, u32), Vec<u8>>,
     /// Submit-to-quorum latency of every committed request.
@@ -35,16 +36,23 @@ impl LoadProposer {
             started: false,
             counter: 0,
             record,
+            payload: |n| format!("v{n}").into_bytes(),
             submitted: BTreeMap::new(),
             latencies_ns: vec![],
             commit_times_ns: vec![],
         }
     }
 
+    /// Submits `payload(n)` as the `n`th value (default `"v<n>"`).
+    pub fn with_payload(mut self, payload: fn(u64) -> Vec<u8>) -> LoadProposer {
+        self.payload = payload;
+        self
+    }
+
     fn refill(&mut self, now: Time, out: &mut Outbox) {
         while now < self.stop && self.proposer.outstanding() < self.outstanding {
             self.counter += 1;
-            let payload = format!("v{}", self.counter).into_bytes();
+            let payload = (self.payload)(self.counter);
             let r = self.proposer.submit(now, &payload, out).expect("short payload");
             if self.record {
                 self.submitted.insert((self.proposer.id(), r), payload);
