@@ -41,6 +41,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include "innet_l234.h"
 #include "innet_paxos.h"
 
 #define MAP(name, map_type, entries, value_type)    \
@@ -306,12 +307,6 @@ static __always_inline int acceptor_process(struct innet_paxos_hdr *h, __u32 len
 
 /* ---- Ethernet / IPv4 / UDP ------------------------------------------- */
 
-struct l234 {
-	struct ethhdr *eth;
-	struct iphdr *ip;
-	struct udphdr *udp;
-};
-
 /* Ethernet + IPv4 without options + UDP + the Paxos header. */
 struct l234_len {
 	struct ethhdr eth;
@@ -323,45 +318,25 @@ struct l234_len {
 /* The headers of a UDP datagram to `port`, or 0 for other traffic. */
 static __always_inline int parse_l234(void *data, void *end, __u32 port, struct l234 *l)
 {
-	l->eth = data;
-	if ((void *)(l->eth + 1) > end || l->eth->h_proto != bpf_htons(ETH_P_IP))
-		return 0;
-	l->ip = (void *)(l->eth + 1);
-	if ((void *)(l->ip + 1) > end || l->ip->ihl != 5 || l->ip->protocol != IPPROTO_UDP)
-		return 0;
-	if (l->ip->frag_off & bpf_htons(0x3fff))
-		return 0;
-	l->udp = (void *)(l->ip + 1);
-	if ((void *)(l->udp + 1) > end)
-		return 0;
-	return l->udp->dest == bpf_htons(port);
+	return innet_parse_l234(data, end, l) && l->udp->dest == bpf_htons(port);
 }
 
-static __always_inline void ip_checksum(struct iphdr *ip)
+/* The role's verdict on the Paxos header after `l` (a truncated one is
+ * PaxosPacket::parse's Truncated, counted by the role). */
+static __always_inline int role_verdict(struct l234 *l, void *end, __u32 role)
 {
-	__u32 sum = 0;
-	__u16 *w = (__u16 *)ip;
-	ip->check = 0;
-#pragma unroll
-	for (int i = 0; i < (int)(sizeof(*ip) / 2); i++)
-		sum += w[i];
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	ip->check = (__u16)~sum;
-}
-
-static __always_inline void swap_addresses(struct l234 *l)
-{
-	__u8 mac[ETH_ALEN];
-	__builtin_memcpy(mac, l->eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(l->eth->h_dest, l->eth->h_source, ETH_ALEN);
-	__builtin_memcpy(l->eth->h_source, mac, ETH_ALEN);
-	__be32 ip = l->ip->daddr;
-	l->ip->daddr = l->ip->saddr;
-	l->ip->saddr = ip;
-	__be16 port = l->udp->dest;
-	l->udp->dest = l->udp->source;
-	l->udp->source = port;
+	__u32 avail = (__u32)(end - (void *)(l->udp + 1));
+	__u32 udp_len = bpf_ntohs(l->udp->len);
+	__u32 len = udp_len >= sizeof(struct udphdr) ? udp_len - sizeof(struct udphdr) : 0;
+	if (len > avail)
+		len = avail;
+	struct innet_paxos_hdr *h = (void *)(l->udp + 1);
+	if ((void *)(h + 1) > end || len < INNET_PAXOS_PACKET_LEN) {
+		count(role == INNET_PAXOS_ROLE_COORDINATOR ? INNET_PAXOS_COORD_CTR_DECODE_ERRORS
+							   : INNET_PAXOS_ACC_CTR_DECODE_ERRORS);
+		return INNET_PAXOS_VERDICT_DROP;
+	}
+	return role == INNET_PAXOS_ROLE_COORDINATOR ? coordinator_process(h, len) : acceptor_process(h, len);
 }
 
 /* One role's XDP program: payload logic on the header, verdict to action. */
@@ -377,19 +352,7 @@ static __always_inline int xdp_role(struct xdp_md *ctx, __u32 role)
 		count(INNET_PAXOS_CTR_XDP_PASSED_OTHER);
 		return XDP_PASS;
 	}
-	__u32 avail = (__u32)(end - (void *)(l.udp + 1));
-	__u32 udp_len = bpf_ntohs(l.udp->len);
-	__u32 len = udp_len >= sizeof(struct udphdr) ? udp_len - sizeof(struct udphdr) : 0;
-	if (len > avail)
-		len = avail;
-	struct innet_paxos_hdr *h = (void *)(l.udp + 1);
-	if ((void *)(h + 1) > end || len < INNET_PAXOS_PACKET_LEN) {
-		/* PaxosPacket::parse's Truncated, counted by the role. */
-		count(role == INNET_PAXOS_ROLE_COORDINATOR ? INNET_PAXOS_COORD_CTR_DECODE_ERRORS
-							   : INNET_PAXOS_ACC_CTR_DECODE_ERRORS);
-		return XDP_DROP;
-	}
-	int verdict = role == INNET_PAXOS_ROLE_COORDINATOR ? coordinator_process(h, len) : acceptor_process(h, len);
+	int verdict = role_verdict(&l, end, role);
 	switch (verdict) {
 	case INNET_PAXOS_VERDICT_REFLECT:
 	case INNET_PAXOS_VERDICT_ORIGIN:
@@ -500,16 +463,7 @@ int tc_paxos(struct __sk_buff *skb)
 	struct l234 l;
 	if (!parse_l234(data, end, cfg->udp_port, &l))
 		return TC_ACT_OK;
-	__u32 udp_len = bpf_ntohs(l.udp->len);
-	__u32 len = udp_len >= sizeof(struct udphdr) ? udp_len - sizeof(struct udphdr) : 0;
-	struct innet_paxos_hdr *h = (void *)(l.udp + 1);
-	__u32 role = cfg->role;
-	if ((void *)(h + 1) > end || len < INNET_PAXOS_PACKET_LEN) {
-		count(role == INNET_PAXOS_ROLE_COORDINATOR ? INNET_PAXOS_COORD_CTR_DECODE_ERRORS
-							   : INNET_PAXOS_ACC_CTR_DECODE_ERRORS);
-		return TC_ACT_SHOT;
-	}
-	int verdict = role == INNET_PAXOS_ROLE_COORDINATOR ? coordinator_process(h, len) : acceptor_process(h, len);
+	int verdict = role_verdict(&l, end, cfg->role);
 	switch (verdict) {
 	case INNET_PAXOS_VERDICT_REFLECT:
 	case INNET_PAXOS_VERDICT_ORIGIN:

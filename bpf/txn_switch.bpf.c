@@ -39,6 +39,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include "innet_l234.h"
 #include "innet_txn_switch.h"
 
 /* An array-like map with __u32 keys (libbpf BTF-defined map). */
@@ -613,56 +614,12 @@ __noinline int txn_process(__u32 len)
 
 /* ---- Ethernet / IPv4 / UDP ------------------------------------------- */
 
-struct l234 {
-	struct ethhdr *eth;
-	struct iphdr *ip;
-	struct udphdr *udp;
-};
-
 /* The transaction packet's headers, or 0 if this is other traffic. */
 static __always_inline int parse_l234(struct xdp_md *ctx, __u32 port, struct l234 *l)
 {
-	void *data = (void *)(long)ctx->data;
-	void *end = (void *)(long)ctx->data_end;
-	l->eth = data;
-	if ((void *)(l->eth + 1) > end || l->eth->h_proto != bpf_htons(ETH_P_IP))
-		return 0;
-	l->ip = (void *)(l->eth + 1);
-	if ((void *)(l->ip + 1) > end || l->ip->ihl != 5 || l->ip->protocol != IPPROTO_UDP)
-		return 0;
-	if (l->ip->frag_off & bpf_htons(0x3fff)) /* MF or an offset: not a whole datagram */
-		return 0;
-	l->udp = (void *)(l->ip + 1);
-	if ((void *)(l->udp + 1) > end)
+	if (!innet_parse_l234((void *)(long)ctx->data, (void *)(long)ctx->data_end, l))
 		return 0;
 	return l->udp->dest == bpf_htons(port) || l->udp->source == bpf_htons(port);
-}
-
-static __always_inline void ip_checksum(struct iphdr *ip)
-{
-	__u32 sum = 0;
-	__u16 *w = (__u16 *)ip;
-	ip->check = 0;
-#pragma unroll
-	for (int i = 0; i < (int)(sizeof(*ip) / 2); i++)
-		sum += w[i];
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	ip->check = (__u16)~sum;
-}
-
-static __always_inline void swap_addresses(struct l234 *l)
-{
-	__u8 mac[ETH_ALEN];
-	__builtin_memcpy(mac, l->eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(l->eth->h_dest, l->eth->h_source, ETH_ALEN);
-	__builtin_memcpy(l->eth->h_source, mac, ETH_ALEN);
-	__be32 ip = l->ip->daddr;
-	l->ip->daddr = l->ip->saddr;
-	l->ip->saddr = ip;
-	__be16 port = l->udp->dest;
-	l->udp->dest = l->udp->source;
-	l->udp->source = port;
 }
 
 static __always_inline int out_port(struct xdp_md *ctx, __u32 ifindex)

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const PROGRAMS: &[&str] = &["txn_switch", "paxos"];
-const HEADERS: &[&str] = &["innet_txn.h", "innet_txn_switch.h", "innet_paxos.h"];
+const HEADERS: &[&str] = &["innet_txn.h", "innet_txn_switch.h", "innet_paxos.h", "innet_l234.h"];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
