@@ -184,6 +184,8 @@ struct Record<'a> {
     software_switch: &'a PaxosResult,
     xdp_over_software: f64,
     xdp_over_software_switch: f64,
+    /// Mean ns per packet of the BPF roles' hot paths (`BPF_PROG_TEST_RUN`).
+    bpf_ns_per_packet: &'a std::collections::BTreeMap<&'static str, f64>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -195,6 +197,12 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
     anyhow::ensure!(innet_xdp::object::euid() == 0, "bench xdp-paxos needs root (network namespaces, BPF)");
     let base = a.load.config(Dataplane::Software);
     base.validate().map_err(anyhow::Error::msg)?;
+    let cost: std::collections::BTreeMap<&'static str, f64> =
+        innet_xdp::paxos::cost_ns(1_000_000)?.into_iter().collect();
+    println!(
+        "BPF roles, ns per packet (BPF_PROG_TEST_RUN, 1M runs): {}",
+        cost.iter().map(|(k, v)| format!("{k} {v:.0}")).collect::<Vec<_>>().join(", ")
+    );
     let mut records = vec![];
     let (mut r_sw, mut r_switch) = (vec![], vec![]);
     for run in 0..a.runs {
@@ -213,6 +221,7 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
             xdp: &xdp,
             software: &software,
             software_switch: &switch,
+            bpf_ns_per_packet: &cost,
         };
         println!(
             "run {run}: committed/s XDP {:.0} (p50 {:.0} us), software processes {:.0} (p50 {:.0} us), software switches {:.0} (p50 {:.0} us); XDP/software {:.2}x, XDP/switches {:.2}x",

@@ -302,6 +302,56 @@ impl PaxosXdp {
     }
 }
 
+/// Mean nanoseconds per packet of each role's hot path in the kernel
+/// (`BPF_PROG_TEST_RUN`, `repeat` runs): the coordinator turning a REQUEST
+/// into a 2A, the acceptor voting on a 2A (same instance again: the vote
+/// path every time), each through its XDP entry and its tc entry (the tc
+/// multicast has one member on a device that does not exist, so the clone
+/// fails cheaply: a lower bound of a real copy). Keys: `coordinator_xdp`,
+/// `coordinator_tc`, `acceptor_xdp`, `acceptor_tc`.
+pub fn cost_ns(repeat: u32) -> Result<Vec<(&'static str, f64)>> {
+    use crate::frame::{udp_frame, Endpoint};
+    let from = Endpoint { mac: [2, 0, 0, 0, 0, 1], ip: Ipv4Addr::new(10, 97, 0, 2), port: 40_000 };
+    let to = Endpoint { mac: [2, 0, 0, 0, 0, 2], ip: Ipv4Addr::new(10, 97, 0, 1), port: wire::DATAPLANE_PORT };
+    let nowhere = Member {
+        ifindex: 999_999,
+        src_mac: to.mac,
+        src_ip: to.ip,
+        dst_mac: from.mac,
+        dst_ip: from.ip,
+        dst_port: from.port,
+    };
+    let mut out = vec![];
+    for role in [Role::Coordinator, Role::Acceptor] {
+        let (cfg, t) = match role {
+            // A ring as large as u32 instances allow: the window never fills.
+            Role::Coordinator => {
+                let c = innet_paxos::CoordinatorConfig { slots: 1 << 31, ..innet_paxos::CoordinatorConfig::new(1) };
+                (Config::coordinator(&c), MsgType::Request)
+            }
+            Role::Acceptor => (Config::acceptor(&innet_paxos::AcceptorConfig::new(0, 1)), MsgType::Phase2A),
+        };
+        let mut m = wire::PaxosMsg::new(t);
+        m.rnd = innet_paxos::ROUND_INIT;
+        m.value = Value::new(b"value").expect("short");
+        let frame = udp_frame(from, to, &m.encode(), 0);
+        for (entry, tc) in [("xdp", false), ("tc", true)] {
+            let x = PaxosXdp::load(role, if role == Role::Acceptor { cfg.slots } else { 1 })?;
+            x.configure(&cfg, &[nowhere])?;
+            let name = if tc { TC_PROGRAM } else { role.program() };
+            let d = x.obj.test_run_repeat(name, &frame, repeat)?;
+            let key = match (role, entry) {
+                (Role::Coordinator, "xdp") => "coordinator_xdp",
+                (Role::Coordinator, _) => "coordinator_tc",
+                (Role::Acceptor, "xdp") => "acceptor_xdp",
+                (Role::Acceptor, _) => "acceptor_tc",
+            };
+            out.push((key, d.as_nanos() as f64));
+        }
+    }
+    Ok(out)
+}
+
 /// The role's counters in the reference's order, then the BPF-only ones.
 pub fn read_counters(role: Role, m: &impl MapCore) -> Result<Vec<(&'static str, u64)>> {
     let at = |i: u32| -> Result<u64> { Ok(u64::from_ne_bytes(lookup(m, i)?[..8].try_into().expect("u64"))) };
