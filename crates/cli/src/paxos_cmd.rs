@@ -493,7 +493,7 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
     for i in 0..lc.proposers {
         println!("proposer{i} {}", plan.proposers[i]);
         let socket = plan.take_proposer_socket(i);
-        let cfg = lc.proposer_config(i as u32 + 1);
+        let cfg = lc.fresh_proposer_config(i);
         let n = a.outstanding.max(1);
         proposers.push(spawn_host(
             &format!("proposer{i}"),

@@ -176,6 +176,9 @@ pub struct PaxosResult {
     pub std_latency_us: f64,
     pub p50_latency_us: f64,
     pub p99_latency_us: f64,
+    /// The latency distribution: the 0, 5, 10, ..., 100th percentiles (us).
+    #[serde(default)]
+    pub latency_quantiles_us: Vec<f64>,
     /// Committed requests per `bin_ms` window, from the start.
     pub timeline_bin_ms: f64,
     pub timeline: Vec<u64>,
@@ -203,6 +206,21 @@ pub fn latency_us(samples_ns: &[u64]) -> (f64, f64, f64, f64) {
     let var = s.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
     let pct = |p: f64| s[(((p / 100.0) * n).ceil() as usize).clamp(1, s.len()) - 1] as f64 / 1e3;
     (mean / 1e3, var.sqrt() / 1e3, pct(50.0), pct(99.0))
+}
+
+/// The 0, 5, ..., 100th percentiles (nearest rank) of nanosecond samples, in us.
+pub fn latency_quantiles_us(samples_ns: &[u64]) -> Vec<f64> {
+    if samples_ns.is_empty() {
+        return vec![];
+    }
+    let mut s = samples_ns.to_vec();
+    s.sort_unstable();
+    (0..=20)
+        .map(|q| {
+            let rank = ((q as f64 / 20.0) * s.len() as f64).ceil() as usize;
+            s[rank.clamp(1, s.len()) - 1] as f64 / 1e3
+        })
+        .collect()
 }
 
 /// Commits per bin of `bin_ns`, over `[0, end_ns)`.

@@ -70,7 +70,7 @@ pub fn run_point_live(cfg: &PaxosConfig) -> anyhow::Result<PaxosResult> {
     let mut proposers = vec![];
     for i in 0..lc.proposers {
         let socket = plan.take_proposer_socket(i);
-        let pcfg = lc.proposer_config(i as u32 + 1);
+        let pcfg = lc.fresh_proposer_config(i);
         let outstanding = cfg.outstanding;
         let kv = cfg.kv;
         proposers.push(spawn_host(

@@ -17,7 +17,7 @@ use innet_paxos::workload::LoadProposer;
 use innet_paxos::{BackupCoordinator, Coordinator, Learner, LearnerConfig, Proposer, ProposerConfig};
 use innet_sim::{LinkSpec, NetStats, NodeId, ServiceModel, Sim};
 
-use crate::paxos::{latency_us, longest_gap_ms, timeline, Dataplane, PaxosConfig, PaxosResult};
+use crate::paxos::{latency_quantiles_us, latency_us, longest_gap_ms, timeline, Dataplane, PaxosConfig, PaxosResult};
 use crate::paxos_live::live_config;
 
 pub struct PaxosTopology {
@@ -272,6 +272,7 @@ pub fn make_result(
         std_latency_us: std,
         p50_latency_us: p50,
         p99_latency_us: p99,
+        latency_quantiles_us: latency_quantiles_us(&lat),
         timeline_bin_ms: bin_ms,
         timeline: timeline(&times, (bin_ms * 1e6) as u64, end_ns),
         delivered: learner0.delivered,

@@ -128,6 +128,14 @@ impl LiveConfig {
     pub fn proposer_config(&self, id: u32) -> ProposerConfig {
         ProposerConfig { id, quorum: self.quorum(), timeout: self.proposer_timeout }
     }
+    /// The configuration of proposer `i` of this process, with an id drawn
+    /// afresh per process: learners filter duplicates by (proposer, request)
+    /// and key-value replicas remember that across restarts, so a new
+    /// process must not reuse an earlier one's id (its requests would be
+    /// dropped as duplicates).
+    pub fn fresh_proposer_config(&self, i: usize) -> ProposerConfig {
+        self.proposer_config(crate::txn::fresh_client_id_base(self.proposers as u32 + 1) + i as u32)
+    }
 }
 
 /// A coordinator or acceptor: a software switch or a process.

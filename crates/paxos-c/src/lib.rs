@@ -134,7 +134,7 @@ fn start(software: bool, acceptors: usize, learners: usize) -> std::io::Result<I
         hosts.push(h);
     }
     let (stx, srx) = channel();
-    let pcfg = cfg.proposer_config(1);
+    let pcfg = cfg.fresh_proposer_config(0);
     let socket = plan.take_proposer_socket(0);
     let proposer = spawn_host(
         "proposer0",
