@@ -270,3 +270,18 @@ pub fn print_up(st: &testbed::State) {
     );
     println!("  try: ip netns exec {} innet bench xdp-paxos-hosts --proposers 1 --duration-s 2", tb::NS_HOSTS);
 }
+
+/// `innet testbed status` for a paxos testbed: each role's counters from its pinned maps.
+pub fn print_status(st: &testbed::State) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(st)?);
+    let Some(dir) = &st.pin_dir else { return Ok(()) };
+    let dir = std::path::Path::new(dir);
+    let mut roles = vec![("coordinator".to_string(), innet_xdp::paxos::Role::Coordinator)];
+    roles.extend((0..st.namespaces.len() - 2).map(|i| (format!("acceptor{i}"), innet_xdp::paxos::Role::Acceptor)));
+    for (name, role) in roles {
+        let counters = innet_xdp::paxos::pinned_counters(role, &dir.join(&name))?;
+        let line: Vec<String> = counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        println!("{name:>12}: {}", line.join(", "));
+    }
+    Ok(())
+}
