@@ -31,7 +31,7 @@ use innet_core::{Counters, DataPlane, Verdict};
 use innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT;
 use innet_paxos::{Acceptor, AcceptorConfig, Coordinator, CoordinatorConfig};
 use innet_wire::paxos::{MsgType, PaxosMsg, Value, DATAPLANE_PORT, PACKET_LEN, VALUE_LEN};
-use innet_xdp::frame::{self, Endpoint, PAYLOAD_OFFSET};
+use innet_xdp::frame::{self, hex, Endpoint, PAYLOAD_OFFSET};
 use innet_xdp::object::{XDP_DROP, XDP_PASS, XDP_TX};
 use innet_xdp::paxos::{self, Config, Member, PaxosXdp, Role, META_LEN, META_MAGIC};
 use innet_xdp::privileged::{self, say};
@@ -285,18 +285,8 @@ impl Pair {
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
-}
-
 fn golden() -> Vec<Vec<u8>> {
-    let text = include_str!("../../wire/golden/paxos.json");
-    let v: serde_json::Value = serde_json::from_str(text).expect("golden json");
-    v.as_array().expect("array").iter().map(|g| unhex(g["hex"].as_str().expect("hex"))).collect()
+    frame::golden_vectors(include_str!("../../wire/golden/paxos.json")).into_iter().map(|(_, b)| b).collect()
 }
 
 /// Random packets around the reference's frontier (next instance or trim
