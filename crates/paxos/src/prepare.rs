@@ -101,12 +101,20 @@ impl Prepare {
     }
 
     /// Starts over in the next epoch once the deadline passed. Returns
-    /// whether it did.
+    /// whether the deadline had passed (after the last epoch, 255, it only
+    /// moves the deadline on: no round is ever used twice).
     pub fn on_tick(&mut self, now: Time, timeout: Duration, out: &mut Outbox) -> bool {
         if now < self.deadline {
             return false;
         }
-        self.epoch = self.epoch.saturating_add(1);
+        if self.epoch == u8::MAX {
+            // Out of rounds: retrying in the same round could propose a
+            // second value in it. Stop using the acceptors (liveness, never
+            // safety); the caller may still ask elsewhere (peers).
+            self.deadline = now + timeout;
+            return true;
+        }
+        self.epoch += 1;
         self.send_1a(now, timeout, out);
         true
     }
@@ -163,5 +171,14 @@ mod tests {
         assert_eq!(p.round() & 0xff, 16, "same issuer");
         // A 1B for the old round no longer counts.
         assert_eq!(p.on_1b(&one_b(1, r1, 0, 0, b""), 1, &mut out), None);
+        // Rounds run out at epoch 255; no round is sent twice.
+        let mut t = Time(2_000_000);
+        while p.round() >> 8 < 255 {
+            p.on_tick(t, Duration::from_millis(1), &mut out);
+            t = t + Duration::from_millis(1);
+        }
+        let sent = out.sends.len();
+        assert!(p.on_tick(t, Duration::from_millis(1), &mut out));
+        assert_eq!(out.sends.len(), sent, "no 1A in a used round");
     }
 }

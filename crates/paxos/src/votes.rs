@@ -43,7 +43,9 @@ impl Votes {
             Some(v) => *v = Vote { acceptor, vrnd, value },
             None => votes.push(Vote { acceptor, vrnd, value }),
         }
-        let same = votes.iter().filter(|v| v.vrnd == vrnd).count();
+        // Same round and same value: a round carries one value, but counting
+        // the value too keeps a learner safe even if that were ever broken.
+        let same = votes.iter().filter(|v| v.vrnd == vrnd && v.value == value).count();
         if same >= self.quorum {
             self.pending.remove(&inst);
             return Some(value);
@@ -97,6 +99,13 @@ mod tests {
         q.record(2, 0, 272, v(b"n"));
         assert_eq!(q.record(2, 0, 1, v(b"a")), None);
         assert_eq!(q.record(2, 1, 1, v(b"a")), None);
+    }
+
+    #[test]
+    fn different_values_in_one_round_never_make_a_quorum() {
+        let mut q = Votes::new(2);
+        assert_eq!(q.record(1, 0, 5, v(b"a")), None);
+        assert_eq!(q.record(1, 1, 5, v(b"b")), None);
     }
 
     #[test]
