@@ -6,7 +6,7 @@ need_apt=()
 # clang/llvm/libbpf-dev/gcc-multilib build the BPF programs in bpf/ (gcc-multilib
 # provides asm/types.h for -target bpf); libelf-dev and zlib1g-dev build the
 # vendored libbpf of libbpf-rs; bpftool and iproute2 run the XDP testbed.
-for pkg in build-essential pkg-config fonts-dejavu-core git \
+for pkg in build-essential pkg-config fonts-dejavu-core git libleveldb-dev \
     clang llvm libbpf-dev gcc-multilib libelf-dev zlib1g-dev bpftool iproute2; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done

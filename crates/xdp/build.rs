@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PROGRAMS: &[&str] = &["txn_switch", "netcraq", "netchain"];
+const PROGRAMS: &[&str] = &["txn_switch", "netcraq", "netchain", "paxos"];
 const HEADERS: &[&str] = &[
     "innet_txn.h",
     "innet_txn_switch.h",
@@ -15,6 +15,7 @@ const HEADERS: &[&str] = &[
     "innet_chain_node.h",
     "innet_netcraq.h",
     "innet_netchain.h",
+    "innet_paxos.h",
 ];
 
 fn main() {

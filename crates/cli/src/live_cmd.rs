@@ -136,6 +136,11 @@ enum UpService {
     /// then serves until SIGINT or SIGTERM; `--drill` instead kills and
     /// recovers the middle node under client load and reports.
     Chain(crate::chain_cmd::UpChainArgs),
+    /// The consensus service (CAANS): coordinator, acceptors, backup coordinator, learners.
+    ///
+    /// Prints one line per node, `NAME HOST:PORT`, runs until SIGINT/SIGTERM
+    /// (or --duration-s), then prints what was committed and delivered.
+    Paxos(crate::paxos_cmd::UpPaxosArgs),
 }
 
 #[derive(Args, Debug)]
@@ -173,6 +178,7 @@ pub fn run_up(a: UpCmd) -> anyhow::Result<i32> {
     let a = match a.service {
         UpService::Txn(a) => a,
         UpService::Chain(a) => return crate::chain_cmd::run_up(a),
+        UpService::Paxos(a) => return crate::paxos_cmd::run_up(a),
     };
     let stop = signals()?;
     if let Some(path) = &a.topology {

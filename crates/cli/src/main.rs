@@ -2,9 +2,11 @@
 
 mod chain_cmd;
 mod live_cmd;
+mod paxos_cmd;
 mod sim_cmd;
 mod xdp_chain_cmd;
 mod xdp_cmd;
+mod xdp_paxos_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -63,6 +65,8 @@ enum Command {
     /// Build or remove a network-namespace testbed with the XDP (or software) data plane (root).
     #[command(subcommand)]
     Testbed(xdp_cmd::TestbedCmd),
+    /// Run a replica of the consensus-replicated key-value store (LevelDB).
+    KvReplica(paxos_cmd::KvReplicaArgs),
 }
 
 fn main() {
@@ -77,6 +81,7 @@ fn main() {
         Command::Switch(a) => live_cmd::run_switch(a),
         Command::Client(a) => live_cmd::run_client(a),
         Command::Testbed(c) => xdp_cmd::run_testbed(c),
+        Command::KvReplica(a) => paxos_cmd::run_kv_replica(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -111,6 +111,8 @@ pub enum SimService {
     },
     /// One point of the chain experiment (NetCRAQ or NetChain, open-loop load, switch service model).
     Chain(crate::chain_cmd::SimChainArgs),
+    /// One run of the consensus service (CAANS).
+    Paxos(crate::paxos_cmd::SimPaxosArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -157,6 +159,14 @@ pub enum BenchService {
     /// Request round trip and rate through the XDP chain, a bare XDP bounce
     /// and the user-space software switch chain, side by side (needs root).
     XdpChain(crate::xdp_chain_cmd::BenchXdpChainArgs),
+    /// CAANS end to end: coordinator and acceptors in XDP on the testbed vs
+    /// user-space processes vs software switches, side by side (needs root).
+    XdpPaxos(crate::xdp_paxos_cmd::BenchXdpPaxosArgs),
+    /// The end-host half of `bench xdp-paxos`, run inside the hosts namespace.
+    #[command(hide = true)]
+    XdpPaxosHosts(crate::xdp_paxos_cmd::XdpPaxosHostsArgs),
+    /// CAANS Figures 7a/7b, Table 4 and Figure 8, switch and software deployments side by side.
+    Paxos(crate::paxos_cmd::BenchPaxosArgs),
 }
 
 #[derive(Args, Debug)]
@@ -184,6 +194,9 @@ pub enum CheckService {
     Txn(CheckTxnArgs),
     /// Random NetCRAQ and NetChain runs with loss, reordering, node crashes and recovery through the linearizability checker.
     Chain(crate::chain_cmd::CheckChainArgs),
+    /// Random runs with loss, duplication, reordering, acceptor crashes and coordinator failover
+    /// through the agreement / validity / exactly-once checker.
+    Paxos(crate::paxos_cmd::CheckPaxosArgs),
 }
 
 #[derive(Args, Debug)]
@@ -222,6 +235,7 @@ pub fn run_sim(s: SimService) -> anyhow::Result<i32> {
     let (point, json) = match s {
         SimService::Txn { point, json } => (point, json),
         SimService::Chain(a) => return crate::chain_cmd::run_sim(a),
+        SimService::Paxos(a) => return crate::paxos_cmd::run_sim(a),
     };
     let cfg = point.config()?;
     let r = txn_sim::run_point_sim(&cfg)?;
@@ -344,6 +358,9 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
         BenchService::XdpProbe(a) => return crate::xdp_cmd::run_probe(a),
         BenchService::Chain(a) => return crate::chain_cmd::run_bench(a),
         BenchService::XdpChain(a) => return crate::xdp_chain_cmd::run(a),
+        BenchService::XdpPaxos(a) => return crate::xdp_paxos_cmd::run_bench(a),
+        BenchService::XdpPaxosHosts(a) => return crate::xdp_paxos_cmd::run_hosts(a),
+        BenchService::Paxos(a) => return crate::paxos_cmd::run_bench(a),
     };
     let mut base = a.point.config()?;
     if a.runtime == Runtime::Live && a.point.duration_s == 180.0 && a.point.rtt_ms == 100.0 {
@@ -421,6 +438,7 @@ pub fn run_check(s: CheckService) -> anyhow::Result<i32> {
     let a = match s {
         CheckService::Txn(a) => a,
         CheckService::Chain(a) => return crate::chain_cmd::run_check(a),
+        CheckService::Paxos(a) => return crate::paxos_cmd::run_check(a),
     };
     let modes = parse_modes(&a.modes)?;
     anyhow::ensure!(a.duration_s > 0.0, "--duration-s must be > 0");

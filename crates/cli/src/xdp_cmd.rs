@@ -25,7 +25,12 @@ pub enum TestbedCmd {
     Up(TestbedUpArgs),
     /// Remove everything a testbed made: recorded processes, `innet-*`
     /// namespaces and links, pinned maps and programs (also after a crash).
-    Down,
+    Down {
+        /// Only this topology's testbed (`paxos`: its `innet-px-*`
+        /// namespaces, pins and state file), leaving other testbeds running.
+        #[arg(long)]
+        only: Option<String>,
+    },
     /// Show the running testbed and the XDP switch's counters.
     Status {
         /// Also dump the switch's registers and every valid table slot.
@@ -91,6 +96,10 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
             };
             let st = testbed::up(&opts)?;
             println!("testbed up: namespaces {}", st.namespaces.join(" "));
+            if st.topology == "paxos" {
+                crate::xdp_paxos_cmd::print_up(&st);
+                return Ok(0);
+            }
             for (name, pid) in &st.processes {
                 println!("  {name} pid {pid} (log /run/innet/{name}.log)");
             }
@@ -106,8 +115,12 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
             );
             Ok(0)
         }
-        TestbedCmd::Down => {
-            let removed = testbed::down()?;
+        TestbedCmd::Down { only } => {
+            let removed = match only.as_deref() {
+                None => testbed::down()?,
+                Some("paxos") => innet_xdp::paxos_testbed::down()?,
+                Some(t) => anyhow::bail!("--only {t}: only 'paxos' has its own cleanup"),
+            };
             if removed.is_empty() {
                 println!("testbed down: nothing to remove");
             }
@@ -117,6 +130,12 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
             Ok(0)
         }
         TestbedCmd::Status { tables } => {
+            if let Some(st) = innet_xdp::paxos_testbed::status() {
+                crate::xdp_paxos_cmd::print_status(&st)?;
+                if testbed::status().is_none() {
+                    return Ok(0);
+                }
+            }
             let Some(st) = testbed::status() else {
                 println!("no testbed ({} absent)", testbed::STATE_FILE);
                 return Ok(1);

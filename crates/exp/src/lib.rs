@@ -4,6 +4,10 @@
 
 pub mod chain_bench;
 pub mod chain_sim;
+pub mod paxos;
+pub mod paxos_bench;
+pub mod paxos_live;
+pub mod paxos_sim;
 pub mod plot;
 pub mod results;
 pub mod txn;

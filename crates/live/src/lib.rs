@@ -35,6 +35,7 @@ pub mod chain;
 pub mod delay;
 pub mod host;
 mod net;
+pub mod paxos;
 pub mod switch;
 pub mod topology;
 pub mod txn;

@@ -33,4 +33,5 @@ macro_rules! decode_error_impls {
 
 pub mod netchain;
 pub mod netcraq;
+pub mod paxos;
 pub mod txn;

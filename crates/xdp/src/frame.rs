@@ -84,6 +84,26 @@ pub fn parse(f: &[u8]) -> Option<(Endpoint, Endpoint, &[u8], bool)> {
     ))
 }
 
+/// Lowercase hex of `b`, for test messages.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The bytes of a hex string (panics on anything else: test input).
+pub fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
+}
+
+/// `(name, bytes)` of every vector of a golden file (`crates/wire/golden/*.json`).
+pub fn golden_vectors(json: &str) -> Vec<(String, Vec<u8>)> {
+    let v: serde_json::Value = serde_json::from_str(json).expect("golden json");
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|g| (g["name"].as_str().expect("name").to_string(), unhex(g["hex"].as_str().expect("hex"))))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

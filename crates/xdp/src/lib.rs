@@ -12,6 +12,8 @@
 //! * [`testbed`] builds network namespaces and veths for a topology;
 //!   [`bench`] measures data planes on it; [`privileged`] is how root-only
 //!   tests report running or skipping.
+//! * [`paxos`] is the Paxos coordinator and acceptor (`bpf/paxos.bpf.c`),
+//!   multicast through a tc program's clones.
 //! * [`frame`] builds and reads the Ethernet/IPv4/UDP frames around payloads.
 //! * [`chain`] loads and configures the NetCRAQ and NetChain nodes
 //!   (`bpf/netcraq.bpf.c`, `bpf/netchain.bpf.c`); [`chain_testbed`] is the
@@ -30,6 +32,8 @@ pub mod chain_testbed;
 pub mod frame;
 pub mod layout;
 pub mod object;
+pub mod paxos;
+pub mod paxos_testbed;
 pub mod privileged;
 pub mod testbed;
 pub mod txn;

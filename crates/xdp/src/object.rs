@@ -68,6 +68,14 @@ impl BpfObject {
         Ok((action, out))
     }
 
+    /// Runs `frame` through program `name` `repeat` times in the kernel
+    /// (`BPF_PROG_TEST_RUN`): the mean time of one run.
+    pub fn test_run_repeat(&self, name: &str, frame: &[u8], repeat: u32) -> Result<std::time::Duration> {
+        let prog = self.program(name)?;
+        let input = libbpf_rs::ProgramInput { data_in: Some(frame), repeat, ..Default::default() };
+        Ok(prog.test_run(input).context("BPF_PROG_TEST_RUN")?.duration)
+    }
+
     /// Program `name`'s file descriptor (valid while `self` lives), for
     /// [`attach_fd`] on a thread in another network namespace.
     pub fn program_fd(&self, name: &str) -> Result<RawFd> {

@@ -131,9 +131,13 @@ pub(crate) fn mac_str(m: [u8; 6]) -> String {
 }
 
 pub(crate) fn save(state: &State) -> Result<()> {
-    let path = Path::new(STATE_FILE);
+    save_to(Path::new(STATE_FILE), state)
+}
+
+/// Writes `state` to `path` (a topology's state file).
+pub(crate) fn save_to(path: &Path, state: &State) -> Result<()> {
     std::fs::create_dir_all(path.parent().expect("has a parent"))?;
-    std::fs::write(path, serde_json::to_vec_pretty(state)?).with_context(|| format!("write {STATE_FILE}"))
+    std::fs::write(path, serde_json::to_vec_pretty(state)?).with_context(|| format!("write {}", path.display()))
 }
 
 pub(crate) fn load_state() -> Option<State> {
@@ -170,8 +174,11 @@ pub fn ifindex(ns: &str, dev: &str) -> Result<u32> {
 
 /// Builds the `txn` topology; see the module docs.
 pub fn up(o: &UpOptions) -> Result<State> {
+    if o.topology == "paxos" {
+        return crate::paxos_testbed::up(&crate::paxos_testbed::PaxosUp::default());
+    }
     if o.topology != "txn" {
-        bail!("unknown topology '{}': only 'txn' exists (clients, switch, store)", o.topology);
+        bail!("unknown topology '{}': 'txn' (clients, switch, store) or 'paxos'", o.topology);
     }
     if !namespaces()?.is_empty() || load_state().is_some() {
         let removed = down()?;
@@ -419,6 +426,10 @@ pub fn down() -> Result<Vec<String>> {
     if Path::new(STATE_FILE).exists() {
         std::fs::remove_file(STATE_FILE)?;
         removed.push(format!("state {STATE_FILE}"));
+    }
+    if Path::new(crate::paxos_testbed::STATE_FILE).exists() {
+        std::fs::remove_file(crate::paxos_testbed::STATE_FILE)?;
+        removed.push(format!("state {}", crate::paxos_testbed::STATE_FILE));
     }
     let state_dir = Path::new(STATE_FILE).parent().expect("has a parent");
     for entry in std::fs::read_dir(state_dir).into_iter().flatten().flatten() {

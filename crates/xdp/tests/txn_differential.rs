@@ -23,7 +23,7 @@ use innet_core::rng::Rng;
 use innet_core::{Counters, DataPlane, Verdict};
 use innet_txn::switch::{Mode, TxnSwitch};
 use innet_wire::txn::{Flags, OpType, HEADER_LEN, MAX_OPS_PER_PACKET, OP_LEN, VALUE_LEN};
-use innet_xdp::frame::{self, Endpoint, PAYLOAD_OFFSET};
+use innet_xdp::frame::{self, hex, Endpoint, PAYLOAD_OFFSET};
 use innet_xdp::layout::SWITCH_COUNTERS;
 use innet_xdp::privileged::{self, say};
 use innet_xdp::txn::{self, Ports, Program, Tables, TxnXdp, XDP_DROP, XDP_REDIRECT, XDP_TX};
@@ -166,22 +166,8 @@ impl Pair {
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
-}
-
 fn golden() -> Vec<(String, Vec<u8>)> {
-    let text = include_str!("../../wire/golden/txn.json");
-    let v: serde_json::Value = serde_json::from_str(text).expect("golden json");
-    v.as_array()
-        .expect("array")
-        .iter()
-        .map(|g| (g["name"].as_str().unwrap().to_string(), unhex(g["hex"].as_str().unwrap())))
-        .collect()
+    frame::golden_vectors(include_str!("../../wire/golden/txn.json"))
 }
 
 /// Random packets over a small key space, so compares often match, reads

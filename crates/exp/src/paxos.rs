@@ -1,0 +1,251 @@
+//! The consensus experiment (CAANS section 6): configuration and result
+//! records shared by the simulator and the live runtime.
+//!
+//! Deployment (Figure 3 / Figure 6): proposers -> coordinator -> acceptors
+//! -> learners, plus a software backup coordinator. `dataplane` picks where
+//! the coordinator and acceptors run: `switch` (data-plane programs in
+//! switches) or `software` (the same programs as ordinary processes, the
+//! libpaxos-style baseline of section 6.3).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dataplane {
+    Switch,
+    Software,
+}
+
+impl std::str::FromStr for Dataplane {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "switch" => Ok(Dataplane::Switch),
+            "software" => Ok(Dataplane::Software),
+            _ => Err(format!("--dataplane {s}: expected switch or software")),
+        }
+    }
+}
+
+impl Dataplane {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dataplane::Switch => "switch",
+            Dataplane::Software => "software",
+        }
+    }
+}
+
+/// Everything that defines one run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PaxosConfig {
+    pub dataplane: Dataplane,
+    pub acceptors: usize,
+    pub learners: usize,
+    pub proposers: usize,
+    /// Requests each proposer keeps in flight (the paper's client threads).
+    pub outstanding: usize,
+    /// Submitting stops after this many simulated (or live) seconds.
+    pub duration_s: f64,
+    pub seed: u64,
+    /// One-way latency of every link.
+    pub latency_us: f64,
+    pub jitter_us: f64,
+    pub loss: f64,
+    pub duplicate: f64,
+    pub reorder: f64,
+    /// Acceptor ring size (a power of two).
+    pub slots: usize,
+    /// Learners that must checkpoint an instance before its slot is reused
+    /// (0: a majority of the learners).
+    pub trim_quorum: usize,
+    pub ordered: bool,
+    /// Proposer resubmission timeout.
+    pub timeout_ms: f64,
+    /// Learner gap timeout and recovery retry timeout.
+    pub gap_timeout_ms: f64,
+    /// Backup coordinator heartbeat interval (it takes over after 3 misses).
+    pub heartbeat_ms: f64,
+    /// The coordinator fails at this time (the backup takes over).
+    pub coordinator_fail_at_s: Option<f64>,
+    /// Acceptor 0 crashes at this time ...
+    pub acceptor_crash_at_s: Option<f64>,
+    /// ... and comes back with its (persistent, section 3.1) state.
+    pub acceptor_restart_at_s: Option<f64>,
+    /// Simulator capacity models: per-packet cost of a switch pipeline, of a
+    /// software coordinator/acceptor process, and of a learner/proposer
+    /// process (microseconds; 0 = free).
+    pub switch_cost_us: f64,
+    pub software_cost_us: f64,
+    pub host_cost_us: f64,
+    /// The replicated key-value store (Figure 7d): learners are LevelDB
+    /// replicas and proposers submit put/delete/get commands (live only).
+    #[serde(default)]
+    pub kv: bool,
+}
+
+impl Default for PaxosConfig {
+    fn default() -> Self {
+        PaxosConfig {
+            dataplane: Dataplane::Switch,
+            acceptors: 3,
+            learners: 2,
+            proposers: 1,
+            outstanding: 8,
+            duration_s: 1.0,
+            seed: 1,
+            latency_us: 50.0,
+            jitter_us: 0.0,
+            loss: 0.0,
+            duplicate: 0.0,
+            reorder: 0.0,
+            slots: innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT,
+            trim_quorum: 0,
+            ordered: true,
+            timeout_ms: 20.0,
+            gap_timeout_ms: 10.0,
+            heartbeat_ms: 10.0,
+            coordinator_fail_at_s: None,
+            acceptor_crash_at_s: None,
+            acceptor_restart_at_s: None,
+            switch_cost_us: 0.0,
+            software_cost_us: 0.0,
+            host_cost_us: 0.0,
+            kv: false,
+        }
+    }
+}
+
+impl PaxosConfig {
+    /// Checks every field and says how to fix what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=innet_paxos::MAX_ACCEPTORS).contains(&self.acceptors) {
+            return Err(format!("--acceptors {} must be in 1..={}", self.acceptors, innet_paxos::MAX_ACCEPTORS));
+        }
+        if !(1..=innet_paxos::MAX_LEARNERS).contains(&self.learners) {
+            return Err(format!("--learners {} must be in 1..={}", self.learners, innet_paxos::MAX_LEARNERS));
+        }
+        if self.proposers == 0 || self.outstanding == 0 {
+            return Err("--proposers and --outstanding must be at least 1".into());
+        }
+        if self.trim_quorum > self.learners {
+            return Err(format!("--trim-quorum {} exceeds --learners {}", self.trim_quorum, self.learners));
+        }
+        if !self.slots.is_power_of_two() {
+            return Err(format!("--slots {} must be a power of two", self.slots));
+        }
+        for (name, p) in [("loss", self.loss), ("duplicate", self.duplicate), ("reorder", self.reorder)] {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(format!("--{name} {p} must be a probability in 0..=1"));
+            }
+        }
+        for (name, v) in [
+            ("duration-s", self.duration_s),
+            ("timeout-ms", self.timeout_ms),
+            ("gap-timeout-ms", self.gap_timeout_ms),
+            ("heartbeat-ms", self.heartbeat_ms),
+        ] {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(format!("--{name} {v} must be > 0"));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn quorum(&self) -> usize {
+        innet_paxos::majority(self.acceptors)
+    }
+
+    pub fn trim_quorum(&self) -> usize {
+        innet_paxos::trim_quorum(self.trim_quorum, self.learners)
+    }
+}
+
+/// One run's result: configuration, provenance, figures.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PaxosResult {
+    pub experiment: String,
+    pub runtime: String,
+    #[serde(flatten)]
+    pub config: PaxosConfig,
+    pub git_commit: String,
+    /// Requests whose value a quorum of acceptors voted for.
+    pub committed: u64,
+    pub committed_per_s: f64,
+    pub mean_latency_us: f64,
+    pub std_latency_us: f64,
+    pub p50_latency_us: f64,
+    pub p99_latency_us: f64,
+    /// The latency distribution: the 0, 5, 10, ..., 100th percentiles (us).
+    #[serde(default)]
+    pub latency_quantiles_us: Vec<f64>,
+    /// Committed requests per `bin_ms` window, from the start.
+    pub timeline_bin_ms: f64,
+    pub timeline: Vec<u64>,
+    /// Deliveries at the first learner (values, no-ops, duplicates).
+    pub delivered: u64,
+    pub noops: u64,
+    pub duplicates: u64,
+    /// When the backup coordinator took over, if it did.
+    pub takeover_at_s: Option<f64>,
+    /// Longest time without a commit after the failure (ms), if one happened.
+    pub failover_gap_ms: Option<f64>,
+    pub run_seconds: f64,
+    pub wall_seconds: f64,
+}
+
+/// Latency figures over nanosecond samples: mean, std, p50, p99 (us).
+pub fn latency_us(samples_ns: &[u64]) -> (f64, f64, f64, f64) {
+    if samples_ns.is_empty() {
+        return (0.0, 0.0, 0.0, 0.0);
+    }
+    let mut s = samples_ns.to_vec();
+    s.sort_unstable();
+    let n = s.len() as f64;
+    let mean = s.iter().map(|&x| x as f64).sum::<f64>() / n;
+    let var = s.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
+    let pct = |p: f64| s[(((p / 100.0) * n).ceil() as usize).clamp(1, s.len()) - 1] as f64 / 1e3;
+    (mean / 1e3, var.sqrt() / 1e3, pct(50.0), pct(99.0))
+}
+
+/// The 0, 5, ..., 100th percentiles (nearest rank) of nanosecond samples, in us.
+pub fn latency_quantiles_us(samples_ns: &[u64]) -> Vec<f64> {
+    if samples_ns.is_empty() {
+        return vec![];
+    }
+    let mut s = samples_ns.to_vec();
+    s.sort_unstable();
+    (0..=20)
+        .map(|q| {
+            let rank = ((q as f64 / 20.0) * s.len() as f64).ceil() as usize;
+            s[rank.clamp(1, s.len()) - 1] as f64 / 1e3
+        })
+        .collect()
+}
+
+/// Commits per bin of `bin_ns`, over `[0, end_ns)`.
+pub fn timeline(commit_times_ns: &[u64], bin_ns: u64, end_ns: u64) -> Vec<u64> {
+    let bins = end_ns.div_ceil(bin_ns).max(1) as usize;
+    let mut t = vec![0u64; bins];
+    for &c in commit_times_ns {
+        let b = (c / bin_ns) as usize;
+        if b < bins {
+            t[b] += 1;
+        }
+    }
+    t
+}
+
+/// The longest stretch without a commit that starts at or after `from_ns`
+/// (the outage a failure caused), in ms.
+pub fn longest_gap_ms(commit_times_ns: &[u64], from_ns: u64) -> f64 {
+    let mut s: Vec<u64> = commit_times_ns.to_vec();
+    s.sort_unstable();
+    let mut prev = from_ns;
+    let mut gap = 0;
+    for &c in s.iter().filter(|&&c| c >= from_ns) {
+        gap = gap.max(c - prev);
+        prev = c;
+    }
+    gap as f64 / 1e6
+}

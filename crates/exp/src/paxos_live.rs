@@ -1,0 +1,120 @@
+//! The consensus experiment on the live runtime (UDP on loopback): the same
+//! configuration and result record as the simulator. Failures are real: the
+//! coordinator's or acceptor 0's thread is stopped and its socket closed.
+
+use std::time::{Duration, Instant};
+
+use innet_core::Time;
+use innet_live::paxos::{LiveConfig, Plan};
+use innet_live::{clock, spawn_host, Stop};
+use innet_paxos::learner::LearnerStats;
+use innet_paxos::workload::LoadProposer;
+use innet_paxos::{Learner, Proposer};
+use innet_paxos_kv::Replica;
+
+use crate::paxos::{Dataplane, PaxosConfig, PaxosResult};
+use crate::paxos_sim::make_result;
+
+pub fn live_config(cfg: &PaxosConfig) -> LiveConfig {
+    LiveConfig {
+        software: cfg.dataplane == Dataplane::Software,
+        acceptors: cfg.acceptors,
+        learners: cfg.learners,
+        proposers: cfg.proposers,
+        slots: cfg.slots,
+        trim_quorum: cfg.trim_quorum,
+        ordered: cfg.ordered,
+        proposer_timeout: Duration::from_secs_f64(cfg.timeout_ms / 1e3),
+        gap_timeout: Duration::from_secs_f64(cfg.gap_timeout_ms / 1e3),
+        heartbeat: Duration::from_secs_f64(cfg.heartbeat_ms / 1e3),
+        ..LiveConfig::default()
+    }
+}
+
+/// Runs one point live. Link faults and restarts of the configuration are
+/// simulator-only and ignored here.
+pub fn run_point_live(cfg: &PaxosConfig) -> anyhow::Result<PaxosResult> {
+    cfg.validate().map_err(anyhow::Error::msg)?;
+    let lc = live_config(cfg);
+    let stop = Stop::new();
+    let mut plan = Plan::bind(&lc)?;
+    let core = plan.spawn_core(&stop)?;
+    let mut learners = vec![];
+    let kv_dir = std::env::temp_dir().join(format!("innet-paxos-kv-bench-{}", std::process::id()));
+    for i in 0..lc.learners {
+        let socket = plan.take_learner_socket(i);
+        let lcfg = lc.learner_config(i as u16);
+        let name = format!("learner{i}");
+        learners.push(if cfg.kv {
+            // A fresh LevelDB per replica (Figure 7d).
+            let dir = kv_dir.join(&name);
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&kv_dir)?;
+            let replica = Replica::open(&dir, lcfg).map_err(|e| anyhow::anyhow!("LevelDB {}: {e:?}", dir.display()))?;
+            let mut slot = Some(replica);
+            spawn_host(
+                &name,
+                socket,
+                plan.learner_options(i),
+                &stop,
+                move || slot.take().expect("built once"),
+                |r, _| r.learner.stats,
+            )?
+        } else {
+            spawn_host(&name, socket, plan.learner_options(i), &stop, move || Learner::new(lcfg), |l, _| l.stats)?
+        });
+    }
+    let start = clock::now();
+    let wall = Instant::now();
+    let end = start + Duration::from_secs_f64(cfg.duration_s);
+    let mut proposers = vec![];
+    for i in 0..lc.proposers {
+        let socket = plan.take_proposer_socket(i);
+        let pcfg = lc.fresh_proposer_config(i);
+        let outstanding = cfg.outstanding;
+        let kv = cfg.kv;
+        proposers.push(spawn_host(
+            &format!("proposer{i}"),
+            socket,
+            plan.proposer_options(),
+            &stop,
+            move || innet_paxos_kv::with_kv_load(LoadProposer::new(Proposer::new(pcfg), outstanding, end, false), kv),
+            |p, _| p,
+        )?);
+    }
+    let mut events: Vec<(f64, u8)> = vec![];
+    if let Some(t) = cfg.coordinator_fail_at_s {
+        events.push((t, 0));
+    }
+    if let Some(t) = cfg.acceptor_crash_at_s {
+        events.push((t, 1));
+    }
+    events.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for (t, what) in events {
+        sleep_until(start + Duration::from_secs_f64(t));
+        match what {
+            0 => core.coordinator.stop(),
+            _ => core.acceptors[0].stop(),
+        }
+    }
+    // Let the last requests finish.
+    sleep_until(end + Duration::from_millis(100));
+    let ps: Vec<LoadProposer> = proposers.into_iter().map(|p| p.shutdown()).collect::<Result<_, _>>()?;
+    let stats: Vec<LearnerStats> = learners.into_iter().map(|l| l.shutdown()).collect::<Result<_, _>>()?;
+    let backup = core.backup.shutdown()?;
+    stop.stop();
+    if cfg.kv {
+        let _ = std::fs::remove_dir_all(&kv_dir);
+    }
+    let takeover = backup.active_since().map(|t| t.since(start).as_secs_f64());
+    let refs: Vec<&LoadProposer> = ps.iter().collect();
+    let wall_s = wall.elapsed().as_secs_f64();
+    Ok(make_result(cfg, "live", &refs, start.as_nanos(), &stats[0], takeover, cfg.duration_s, wall_s))
+}
+
+fn sleep_until(t: Time) {
+    let now = clock::now();
+    if t > now {
+        std::thread::sleep(t.since(now));
+    }
+}

@@ -1,0 +1,274 @@
+//! The backup coordinator in software (CAANS section 3.1, "Failure
+//! handling": "A faulty switch coordinator can be replaced by ... a
+//! coordinator in software running on a server that temporarily assumes the
+//! role").
+//!
+//! While the switch coordinator answers its heartbeats, the backup only
+//! watches: it is a member of the learners' group and remembers the highest
+//! instance voted in. After `heartbeat_misses` unanswered heartbeats it takes
+//! over: it tells the proposers (TAKEOVER, repeated every heartbeat interval
+//! so a lost announcement does no harm) and from then on orders their
+//! requests itself, starting after the highest instance it saw. Its round
+//! (epoch 1, issuer 2) is higher than the coordinator's pre-initialised one,
+//! and because acceptors were only pre-initialised for round 1, it runs
+//! phase 1 for every instance it uses ([`Prepare`]): where an acceptor in the
+//! quorum had voted (an instance in flight under the old coordinator), that
+//! value is proposed again and the request moves on to the next instance.
+//! Instances the old coordinator handed out and the backup skipped are gaps
+//! that learners fill with `recover`. Taking over while the coordinator is
+//! still alive (a false suspicion) is safe: two coordinators in different
+//! rounds are ordinary Paxos.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use innet_core::{Dest, Host, Outbox, Time};
+use innet_wire::paxos::{MsgType, PaxosMsg, Value};
+
+use crate::prepare::{Phase2, Prepare};
+use crate::votes::Votes;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BackupConfig {
+    pub quorum: usize,
+    pub heartbeat_interval: Duration,
+    /// Unanswered heartbeats in a row that make the backup take over.
+    pub heartbeat_misses: u32,
+    /// Retry phase 1 of an instance not decided after this long.
+    pub timeout: Duration,
+    /// Instances in phase 1 or 2 at the same time.
+    pub window: usize,
+}
+
+impl BackupConfig {
+    pub fn new(quorum: usize) -> BackupConfig {
+        BackupConfig {
+            quorum,
+            heartbeat_interval: Duration::from_millis(10),
+            heartbeat_misses: 3,
+            timeout: Duration::from_millis(20),
+            window: 64,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Slot {
+    prepare: Prepare,
+    /// The request this instance carries, until phase 1 shows it must carry
+    /// an earlier value instead.
+    request: Option<Value>,
+}
+
+#[derive(Clone, Debug)]
+pub struct BackupCoordinator {
+    config: BackupConfig,
+    active_since: Option<Time>,
+    last_reply: Time,
+    next_heartbeat: Time,
+    heartbeat_seq: u32,
+    max_seen: Option<u32>,
+    next_inst: u32,
+    queue: VecDeque<Value>,
+    slots: BTreeMap<u32, Slot>,
+    votes: Votes,
+    pub instances_started: u64,
+    pub values_repeated: u64,
+}
+
+impl BackupCoordinator {
+    pub fn new(config: BackupConfig) -> BackupCoordinator {
+        assert!(config.window >= 1 && config.heartbeat_misses >= 1);
+        BackupCoordinator {
+            config,
+            active_since: None,
+            last_reply: Time::ZERO,
+            next_heartbeat: Time::ZERO,
+            heartbeat_seq: 0,
+            max_seen: None,
+            next_inst: 0,
+            queue: VecDeque::new(),
+            slots: BTreeMap::new(),
+            votes: Votes::new(config.quorum),
+            instances_started: 0,
+            values_repeated: 0,
+        }
+    }
+
+    /// When the backup took over, if it has.
+    pub fn active_since(&self) -> Option<Time> {
+        self.active_since
+    }
+
+    /// Takes over now (also what a control plane calls to force failover).
+    pub fn take_over(&mut self, now: Time, out: &mut Outbox) {
+        if self.active_since.is_some() {
+            return;
+        }
+        self.active_since = Some(now);
+        self.next_inst = self.max_seen.map_or(0, |m| m + 1);
+        self.announce(now, out);
+        self.fill(now, out);
+    }
+
+    fn announce(&mut self, now: Time, out: &mut Outbox) {
+        let mut t = PaxosMsg::new(MsgType::Takeover);
+        t.rnd = crate::round(1, crate::ISSUER_BACKUP);
+        out.send(Dest::Group(crate::GROUP_PROPOSERS), t.encode());
+        self.next_heartbeat = now + self.config.heartbeat_interval;
+    }
+
+    /// Starts phase 1 for queued requests while the window has room.
+    fn fill(&mut self, now: Time, out: &mut Outbox) {
+        while self.slots.len() < self.config.window {
+            let Some(v) = self.queue.pop_front() else { break };
+            let inst = self.next_inst;
+            self.next_inst += 1;
+            let prepare = Prepare::start(inst, crate::ISSUER_BACKUP, 1, v, now, self.config.timeout, out);
+            self.slots.insert(inst, Slot { prepare, request: Some(v) });
+            self.instances_started += 1;
+        }
+    }
+}
+
+impl Host for BackupCoordinator {
+    fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox) {
+        let Ok(m) = PaxosMsg::decode(packet) else { return };
+        match m.msgtype {
+            MsgType::Heartbeat if m.inst == self.heartbeat_seq => self.last_reply = now,
+            MsgType::Request => {
+                // Proposers only send here after TAKEOVER; a request that
+                // arrives earlier waits for the takeover.
+                self.queue.push_back(m.value);
+                if self.active_since.is_some() {
+                    self.fill(now, out);
+                }
+            }
+            MsgType::Phase2B => {
+                self.max_seen = Some(self.max_seen.map_or(m.inst, |x| x.max(m.inst)));
+                if self.slots.contains_key(&m.inst) && self.votes.record(m.inst, m.acptid, m.vrnd, m.value).is_some() {
+                    self.slots.remove(&m.inst);
+                    self.fill(now, out);
+                }
+            }
+            MsgType::Phase1B => {
+                let q = self.config.quorum;
+                let Some(s) = self.slots.get_mut(&m.inst) else { return };
+                if let Some(Phase2::Earlier(_)) = s.prepare.on_1b(&m, q, out) {
+                    // An earlier vote occupies this instance: finish it, and
+                    // give our request the next free instance.
+                    self.values_repeated += 1;
+                    if let Some(r) = s.request.take() {
+                        self.queue.push_front(r);
+                    }
+                    self.fill(now, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_tick(&mut self, now: Time, out: &mut Outbox) {
+        if now >= self.next_heartbeat {
+            if self.active_since.is_some() {
+                self.announce(now, out);
+            } else {
+                let silent = now.since(self.last_reply);
+                let limit = self.config.heartbeat_interval * self.config.heartbeat_misses;
+                if self.heartbeat_seq > 0 && silent > limit {
+                    self.take_over(now, out);
+                } else {
+                    self.heartbeat_seq += 1;
+                    if self.heartbeat_seq == 1 {
+                        self.last_reply = now;
+                    }
+                    let mut h = PaxosMsg::new(MsgType::Heartbeat);
+                    h.inst = self.heartbeat_seq;
+                    out.send(Dest::Port(crate::PORT_COORDINATOR), h.encode());
+                    self.next_heartbeat = now + self.config.heartbeat_interval;
+                }
+            }
+        }
+        let timeout = self.config.timeout;
+        for s in self.slots.values_mut() {
+            if s.prepare.on_tick(now, timeout, out) && s.request.is_none() {
+                // Retrying an instance whose request moved on: propose the
+                // earlier value again if it is still there, else a no-op.
+                s.prepare.set_proposal(crate::envelope::Envelope::noop(&[]).expect("fits").to_value());
+            }
+        }
+    }
+
+    fn next_tick(&self) -> Option<Time> {
+        Some(self.slots.values().map(|s| s.prepare.deadline()).fold(self.next_heartbeat, Time::min))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn backup() -> BackupCoordinator {
+        BackupCoordinator::new(BackupConfig { window: 2, ..BackupConfig::new(2) })
+    }
+
+    fn ms(n: u64) -> Time {
+        Time(n * 1_000_000)
+    }
+
+    /// Section 3.1: the software coordinator takes over when the switch
+    /// coordinator stops answering, and announces it to the proposers.
+    #[test]
+    fn takes_over_after_missed_heartbeats_only() {
+        let mut b = backup();
+        let mut out = Outbox::new();
+        b.on_tick(ms(0), &mut out);
+        let hb = out.sends.pop().unwrap();
+        assert_eq!(hb.0, Dest::Port(crate::PORT_COORDINATOR));
+        b.on_packet(ms(1), &hb.1, &mut out); // the coordinator reflected it
+        for t in [10, 20, 30] {
+            b.on_tick(ms(t), &mut out);
+        }
+        assert!(b.active_since().is_none(), "within heartbeat_misses intervals");
+        b.on_tick(ms(40), &mut out);
+        assert_eq!(b.active_since(), Some(ms(40)));
+        let (dest, bytes) = out.sends.last().unwrap();
+        assert_eq!(*dest, Dest::Group(crate::GROUP_PROPOSERS));
+        assert_eq!(PaxosMsg::decode(bytes).unwrap().msgtype, MsgType::Takeover);
+    }
+
+    /// Paxos phase 1 at takeover: a value voted under the old coordinator
+    /// in the instance the backup uses is proposed again, and the request
+    /// moves to the next instance.
+    #[test]
+    fn repeats_an_earlier_vote_and_moves_the_request_on() {
+        let mut b = backup();
+        let mut out = Outbox::new();
+        let mut vote = PaxosMsg::new(MsgType::Phase2B);
+        vote.inst = 6;
+        vote.rnd = 1;
+        vote.vrnd = 1;
+        b.on_packet(ms(0), &vote.encode(), &mut out);
+        b.take_over(ms(1), &mut out);
+        let mut req = PaxosMsg::new(MsgType::Request);
+        req.value = Value::new(b"new").unwrap();
+        out.sends.clear();
+        b.on_packet(ms(2), &req.encode(), &mut out);
+        let a = PaxosMsg::decode(&out.sends[0].1).unwrap();
+        assert_eq!((a.msgtype, a.inst, a.rnd), (MsgType::Phase1A, 7, crate::round(1, crate::ISSUER_BACKUP)));
+        for acpt in 0..2 {
+            let mut p = a;
+            p.msgtype = MsgType::Phase1B;
+            p.acptid = acpt;
+            p.vrnd = 1;
+            p.value = Value::new(b"old").unwrap();
+            b.on_packet(ms(3), &p.encode(), &mut out);
+        }
+        let sent: Vec<PaxosMsg> = out.sends.iter().map(|s| PaxosMsg::decode(&s.1).unwrap()).collect();
+        let two_a = sent.iter().find(|m| m.msgtype == MsgType::Phase2A).unwrap();
+        assert_eq!((two_a.inst, two_a.value.as_slice()), (7, &b"old"[..]));
+        let next_1a = sent.iter().rfind(|m| m.msgtype == MsgType::Phase1A).unwrap();
+        assert_eq!(next_1a.inst, 8, "the request moved on");
+        assert_eq!(b.values_repeated, 1);
+    }
+}

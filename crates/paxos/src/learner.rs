@@ -1,0 +1,486 @@
+//! The learner library (CAANS section 3, "Learner"; section 3.1).
+//!
+//! A learner counts the acceptors' 2B votes and decides an instance once a
+//! quorum (configuration) voted in the same round. It delivers decided
+//! instances to the application through [`Learner::take_deliveries`] (the
+//! `deliver(instance, value)` callback), either in instance order (the
+//! default: state-machine replication needs it) or as they are decided.
+//!
+//! * Duplicates: a value resubmitted by its proposer can be chosen twice; the
+//!   second delivery is marked [`DeliveryKind::Duplicate`] and not given to
+//!   the application (section 3.1: "learners ... detect and discard
+//!   duplicated delivered values").
+//! * Gaps: when an instance below the highest one seen stays undecided for
+//!   `gap_timeout`, the learner runs `recover(instance, noop)` (phase 1 and 2
+//!   with a no-op, [`crate::prepare::Prepare`]) and asks its peers
+//!   (CATCHUP), who answer with the decided value (DECIDED) if they have it;
+//!   a peer's answer also covers instances the acceptors already trimmed.
+//! * Trimming: the learner reports its checkpoint (every instance below
+//!   `next` is delivered) to the acceptors and the coordinator with TRIM;
+//!   the coordinator answers with its next instance (WINDOW), which also
+//!   reveals instances lost before any acceptor voted.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::time::Duration;
+
+use innet_core::{Dest, Host, Outbox, Time};
+use innet_wire::paxos::{MsgType, PaxosMsg, Value};
+
+use crate::envelope::Envelope;
+use crate::prepare::Prepare;
+use crate::votes::Votes;
+
+/// Most instances one learner recovers at the same time.
+pub const RECOVER_WINDOW: u32 = 256;
+/// Decided values kept after delivery, to answer peers' CATCHUP.
+pub const DECIDED_KEEP: u32 = 1 << 16;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LearnerConfig {
+    /// 0..MAX_LEARNERS; the TRIM report and the recovery round carry it.
+    pub id: u16,
+    /// Acceptor votes that decide an instance.
+    pub quorum: usize,
+    /// Deliver in instance order (with gap detection) or as decided.
+    pub ordered: bool,
+    /// An instance below the highest seen, undecided this long, is recovered.
+    pub gap_timeout: Duration,
+    /// A recovery not decided this long is retried in a higher round.
+    pub recover_timeout: Duration,
+    /// Report the checkpoint after this many deliveries ...
+    pub trim_every: u32,
+    /// ... and at least this often.
+    pub trim_interval: Duration,
+    /// The payload of the no-op `recover` proposes.
+    pub noop: Vec<u8>,
+    /// Keep every delivery in [`Learner::log`] (for checks).
+    pub keep_log: bool,
+}
+
+impl LearnerConfig {
+    pub fn new(id: u16, quorum: usize) -> LearnerConfig {
+        LearnerConfig {
+            id,
+            quorum,
+            ordered: true,
+            gap_timeout: Duration::from_millis(20),
+            recover_timeout: Duration::from_millis(20),
+            trim_every: 64,
+            trim_interval: Duration::from_millis(20),
+            noop: vec![],
+            keep_log: false,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeliveryKind {
+    /// A submitted value, delivered for the first time.
+    Value,
+    /// The no-op a recovery proposed (the application discards it).
+    Noop,
+    /// A value delivered before in another instance (resubmission).
+    Duplicate,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    pub instance: u32,
+    pub value: Value,
+    pub kind: DeliveryKind,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Seen {
+    /// Every request below this was delivered.
+    low: u32,
+    above: BTreeSet<u32>,
+}
+
+impl Seen {
+    /// Records `r`; false if it was already there.
+    fn insert(&mut self, r: u32) -> bool {
+        if r < self.low || !self.above.insert(r) {
+            return false;
+        }
+        while self.above.remove(&self.low) {
+            self.low += 1;
+        }
+        true
+    }
+}
+
+/// Counters of what the learner did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LearnerStats {
+    pub delivered: u64,
+    pub noops: u64,
+    pub duplicates: u64,
+    pub recoveries: u64,
+    pub catchups_answered: u64,
+    pub decided_by_peer: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Learner {
+    config: LearnerConfig,
+    votes: Votes,
+    decided: BTreeMap<u32, Value>,
+    /// First instance not yet delivered in order (the checkpoint).
+    next: u32,
+    /// Unordered mode: delivered instances at or above `next`.
+    delivered_ahead: BTreeSet<u32>,
+    max_seen: Option<u32>,
+    seen: HashMap<u32, Seen>,
+    recoveries: BTreeMap<u32, Prepare>,
+    /// Missing instances already asked of the peers (CATCHUP) once.
+    asked: BTreeSet<u32>,
+    gap_since: Option<Time>,
+    deliveries: VecDeque<Delivery>,
+    pub log: Vec<Delivery>,
+    trim_sent: u32,
+    next_trim: Time,
+    pub stats: LearnerStats,
+}
+
+impl Learner {
+    pub fn new(config: LearnerConfig) -> Learner {
+        assert!((config.id as usize) < crate::MAX_LEARNERS, "learner id below MAX_LEARNERS");
+        Learner {
+            votes: Votes::new(config.quorum),
+            config,
+            decided: BTreeMap::new(),
+            next: 0,
+            delivered_ahead: BTreeSet::new(),
+            max_seen: None,
+            seen: HashMap::new(),
+            recoveries: BTreeMap::new(),
+            asked: BTreeSet::new(),
+            gap_since: None,
+            deliveries: VecDeque::new(),
+            log: vec![],
+            trim_sent: 0,
+            next_trim: Time::ZERO,
+            stats: LearnerStats::default(),
+        }
+    }
+
+    /// A learner restarted from a checkpoint: instances below `next` were
+    /// applied, and `applied` lists the `(proposer, request)` pairs already
+    /// delivered (so resubmissions are still filtered).
+    pub fn resume(config: LearnerConfig, next: u32, applied: impl IntoIterator<Item = (u32, u32)>) -> Learner {
+        let mut l = Learner::new(config);
+        l.next = next;
+        l.trim_sent = next;
+        for (p, r) in applied {
+            l.seen.entry(p).or_default().insert(r);
+        }
+        l
+    }
+
+    /// First instance not yet delivered (every one below it is).
+    pub fn checkpoint(&self) -> u32 {
+        self.next
+    }
+
+    pub fn config(&self) -> &LearnerConfig {
+        &self.config
+    }
+
+    /// Deliveries since the last call, in delivery order.
+    pub fn take_deliveries(&mut self) -> Vec<Delivery> {
+        self.deliveries.drain(..).collect()
+    }
+
+    /// `recover(instance, noop)` (section 3.1): learn what was decided in
+    /// `instance` by running phase 1 and 2 with the no-op; the outcome is
+    /// delivered like any other decision.
+    pub fn recover(&mut self, now: Time, instance: u32, out: &mut Outbox) {
+        if self.is_decided(instance) || self.recoveries.contains_key(&instance) {
+            return;
+        }
+        let noop = Envelope::noop(&self.config.noop).expect("no-op payload fits").to_value();
+        let issuer = crate::ISSUER_LEARNER_BASE + self.config.id as u8;
+        let p = Prepare::start(instance, issuer, 1, noop, now, self.config.recover_timeout, out);
+        self.recoveries.insert(instance, p);
+        self.stats.recoveries += 1;
+        // Peers may know it already (and may hold it after acceptors trimmed it).
+        self.send_catchup(instance, out);
+    }
+
+    fn send_catchup(&self, instance: u32, out: &mut Outbox) {
+        let mut c = PaxosMsg::new(MsgType::Catchup);
+        c.inst = instance;
+        c.acptid = self.config.id;
+        out.send(Dest::Group(crate::GROUP_PEERS), c.encode());
+    }
+
+    fn is_decided(&self, inst: u32) -> bool {
+        inst < self.next || self.decided.contains_key(&inst) || self.delivered_ahead.contains(&inst)
+    }
+
+    fn note_seen(&mut self, inst: u32) {
+        self.max_seen = Some(self.max_seen.map_or(inst, |m| m.max(inst)));
+    }
+
+    fn decide(&mut self, inst: u32, value: Value) {
+        if self.is_decided(inst) {
+            return;
+        }
+        self.note_seen(inst);
+        self.votes.forget(inst);
+        self.recoveries.remove(&inst);
+        self.asked.remove(&inst);
+        self.decided.insert(inst, value);
+        if self.config.ordered {
+            while let Some(v) = self.decided.get(&self.next).copied() {
+                self.deliver(self.next, v);
+                self.next += 1;
+            }
+        } else {
+            self.deliver(inst, value);
+            self.delivered_ahead.insert(inst);
+            while self.delivered_ahead.remove(&self.next) {
+                self.next += 1;
+            }
+        }
+        while self.asked.first().is_some_and(|i| *i < self.next) {
+            self.asked.pop_first();
+        }
+        // Keep recent decisions for peers; the rest is checkpointed.
+        let keep_from = self.next.saturating_sub(DECIDED_KEEP);
+        while self.decided.first_key_value().is_some_and(|(k, _)| *k < keep_from) {
+            self.decided.pop_first();
+        }
+    }
+
+    fn deliver(&mut self, instance: u32, value: Value) {
+        let kind = match Envelope::from_value(&value) {
+            Some(e) if e.is_noop() => DeliveryKind::Noop,
+            Some(e) if !self.seen.entry(e.proposer).or_default().insert(e.request) => DeliveryKind::Duplicate,
+            _ => DeliveryKind::Value,
+        };
+        match kind {
+            DeliveryKind::Value => self.stats.delivered += 1,
+            DeliveryKind::Noop => self.stats.noops += 1,
+            DeliveryKind::Duplicate => self.stats.duplicates += 1,
+        }
+        let d = Delivery { instance, value, kind };
+        if self.config.keep_log {
+            self.log.push(d);
+        }
+        self.deliveries.push_back(d);
+    }
+
+    /// Undecided instances in `[next, max_seen]`, at most `limit`.
+    fn missing(&self, limit: u32) -> Vec<u32> {
+        let Some(max) = self.max_seen else { return vec![] };
+        (self.next..=max).filter(|i| !self.is_decided(*i)).take(limit as usize).collect()
+    }
+
+    fn send_trim(&mut self, now: Time, out: &mut Outbox) {
+        let mut t = PaxosMsg::new(MsgType::Trim);
+        t.inst = self.next;
+        t.acptid = self.config.id;
+        let bytes = t.encode();
+        out.send(Dest::Group(crate::GROUP_ACCEPTORS), bytes.clone());
+        out.send(Dest::Port(crate::PORT_COORDINATOR), bytes);
+        self.trim_sent = self.next;
+        self.next_trim = now + self.config.trim_interval;
+    }
+}
+
+impl Host for Learner {
+    fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox) {
+        let Ok(m) = PaxosMsg::decode(packet) else { return };
+        match m.msgtype {
+            MsgType::Phase2B => {
+                if self.is_decided(m.inst) {
+                    return;
+                }
+                self.note_seen(m.inst);
+                if let Some(v) = self.votes.record(m.inst, m.acptid, m.vrnd, m.value) {
+                    self.decide(m.inst, v);
+                }
+            }
+            MsgType::Phase1B => {
+                let q = self.config.quorum;
+                if let Some(p) = self.recoveries.get_mut(&m.inst) {
+                    p.on_1b(&m, q, out);
+                }
+            }
+            MsgType::Catchup => {
+                if let Some(v) = self.decided.get(&m.inst) {
+                    let mut d = PaxosMsg::new(MsgType::Decided);
+                    d.inst = m.inst;
+                    d.acptid = self.config.id;
+                    d.value = *v;
+                    out.send(Dest::Reply, d.encode());
+                    self.stats.catchups_answered += 1;
+                }
+            }
+            MsgType::Window if m.inst > 0 => self.note_seen(m.inst - 1),
+            MsgType::Decided if !self.is_decided(m.inst) => {
+                self.stats.decided_by_peer += 1;
+                self.decide(m.inst, m.value);
+            }
+            _ => {}
+        }
+        // Every instance at or below max_seen that is not delivered is a gap
+        // (`next` itself is never delivered ahead).
+        if self.max_seen.is_some_and(|m| m >= self.next) {
+            self.gap_since.get_or_insert(now);
+        } else {
+            self.gap_since = None;
+        }
+        if self.next >= self.trim_sent.saturating_add(self.config.trim_every) {
+            self.send_trim(now, out);
+        }
+    }
+
+    fn on_tick(&mut self, now: Time, out: &mut Outbox) {
+        let missing = self.missing(RECOVER_WINDOW);
+        if missing.is_empty() {
+            self.gap_since = None;
+        } else {
+            let since = *self.gap_since.get_or_insert(now);
+            if now >= since + self.config.gap_timeout {
+                // First ask the peers (cheap, and they may hold instances the
+                // acceptors trimmed); what is still missing a gap timeout
+                // later is recovered through the acceptors.
+                for i in missing {
+                    if self.asked.insert(i) {
+                        self.send_catchup(i, out);
+                    } else {
+                        self.recover(now, i, out);
+                    }
+                }
+                self.gap_since = Some(now);
+            }
+        }
+        let timeout = self.config.recover_timeout;
+        for p in self.recoveries.values_mut() {
+            if p.on_tick(now, timeout, out) {
+                // Retrying: ask the peers again too.
+                let mut c = PaxosMsg::new(MsgType::Catchup);
+                c.inst = p.inst;
+                c.acptid = self.config.id;
+                out.send(Dest::Group(crate::GROUP_PEERS), c.encode());
+            }
+        }
+        if now >= self.next_trim {
+            self.send_trim(now, out);
+        }
+    }
+
+    fn next_tick(&self) -> Option<Time> {
+        let mut t = self.next_trim;
+        if let Some(g) = self.gap_since {
+            t = t.min(g + self.config.gap_timeout);
+        }
+        Some(self.recoveries.values().map(|p| p.deadline()).fold(t, Time::min))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vote(inst: u32, acpt: u16, vrnd: u16, p: u32, r: u32) -> Vec<u8> {
+        let mut m = PaxosMsg::new(MsgType::Phase2B);
+        m.inst = inst;
+        m.rnd = vrnd;
+        m.vrnd = vrnd;
+        m.acptid = acpt;
+        m.value = Envelope::new(p, r, b"v").unwrap().to_value();
+        m.encode()
+    }
+
+    fn learner(ordered: bool) -> Learner {
+        Learner::new(LearnerConfig { ordered, ..LearnerConfig::new(1, 2) })
+    }
+
+    fn kinds(l: &mut Learner) -> Vec<(u32, DeliveryKind)> {
+        l.take_deliveries().into_iter().map(|d| (d.instance, d.kind)).collect()
+    }
+
+    /// Section 3: deliver once a quorum (from configuration) voted; section
+    /// 3.1: a value chosen twice through resubmission is delivered once.
+    #[test]
+    fn delivers_in_order_once_per_value() {
+        let mut l = learner(true);
+        let mut out = Outbox::new();
+        l.on_packet(Time(1), &vote(1, 0, 1, 7, 1), &mut out);
+        l.on_packet(Time(1), &vote(1, 1, 1, 7, 1), &mut out);
+        assert!(kinds(&mut l).is_empty(), "instance 0 comes first");
+        l.on_packet(Time(2), &vote(0, 2, 1, 7, 2), &mut out);
+        l.on_packet(Time(2), &vote(0, 0, 1, 7, 2), &mut out);
+        assert_eq!(kinds(&mut l), vec![(0, DeliveryKind::Value), (1, DeliveryKind::Value)]);
+        l.on_packet(Time(3), &vote(2, 0, 1, 7, 1), &mut out);
+        l.on_packet(Time(3), &vote(2, 1, 1, 7, 1), &mut out);
+        assert_eq!(kinds(&mut l), vec![(2, DeliveryKind::Duplicate)]);
+        assert_eq!(l.checkpoint(), 3);
+    }
+
+    #[test]
+    fn unordered_delivers_as_decided() {
+        let mut l = learner(false);
+        let mut out = Outbox::new();
+        l.on_packet(Time(1), &vote(1, 0, 1, 7, 1), &mut out);
+        l.on_packet(Time(1), &vote(1, 1, 1, 7, 1), &mut out);
+        assert_eq!(kinds(&mut l), vec![(1, DeliveryKind::Value)]);
+        assert_eq!(l.checkpoint(), 0);
+    }
+
+    /// Section 3.1: a gap that persists is recovered with phase 1 + no-op,
+    /// and peers are asked; a peer's DECIDED fills it.
+    #[test]
+    fn recovers_gaps_after_the_timeout() {
+        let mut l = learner(true);
+        let mut out = Outbox::new();
+        l.on_packet(Time(1), &vote(2, 0, 1, 7, 1), &mut out);
+        l.on_packet(Time(1), &vote(2, 1, 1, 7, 1), &mut out);
+        out.sends.clear();
+        let t = l.next_tick().unwrap();
+        assert!(t <= Time(1) + l.config().gap_timeout);
+        let g = l.config().gap_timeout;
+        l.on_tick(Time(1) + g, &mut out);
+        let sent: Vec<PaxosMsg> =
+            out.sends.iter().map(|s| PaxosMsg::decode(&s.1).unwrap()).filter(|m| m.msgtype != MsgType::Trim).collect();
+        assert!(sent.iter().all(|m| m.msgtype == MsgType::Catchup), "peers are asked first");
+        assert_eq!(sent.len(), 2);
+        out.sends.clear();
+        l.on_tick(Time(1) + g + g, &mut out);
+        let sent: Vec<PaxosMsg> = out.sends.iter().map(|s| PaxosMsg::decode(&s.1).unwrap()).collect();
+        let recovered: Vec<u32> = sent.iter().filter(|m| m.msgtype == MsgType::Phase1A).map(|m| m.inst).collect();
+        assert_eq!(recovered, vec![0, 1]);
+        assert!(sent.iter().any(|m| m.msgtype == MsgType::Catchup && m.inst == 0));
+        let mut d = PaxosMsg::new(MsgType::Decided);
+        d.value = Envelope::noop(b"").unwrap().to_value();
+        l.on_packet(Time(2), &d.encode(), &mut out);
+        d.inst = 1;
+        l.on_packet(Time(2), &d.encode(), &mut out);
+        assert_eq!(kinds(&mut l), vec![(0, DeliveryKind::Noop), (1, DeliveryKind::Noop), (2, DeliveryKind::Value)]);
+        // It answers its peers' CATCHUP for what it decided.
+        out.sends.clear();
+        let mut c = PaxosMsg::new(MsgType::Catchup);
+        c.inst = 2;
+        l.on_packet(Time(3), &c.encode(), &mut out);
+        assert_eq!(out.sends[0].0, Dest::Reply);
+        assert_eq!(PaxosMsg::decode(&out.sends[0].1).unwrap().msgtype, MsgType::Decided);
+    }
+
+    #[test]
+    fn reports_its_checkpoint_to_the_acceptors() {
+        let mut l = Learner::new(LearnerConfig { trim_every: 2, ..LearnerConfig::new(3, 1) });
+        let mut out = Outbox::new();
+        l.on_packet(Time(1), &vote(0, 0, 1, 7, 1), &mut out);
+        assert!(out.sends.is_empty());
+        l.on_packet(Time(1), &vote(1, 0, 1, 7, 2), &mut out);
+        let t = PaxosMsg::decode(&out.sends[0].1).unwrap();
+        assert_eq!(
+            (out.sends[0].0, t.msgtype, t.inst, t.acptid),
+            (Dest::Group(crate::GROUP_ACCEPTORS), MsgType::Trim, 2, 3)
+        );
+    }
+}

@@ -1,0 +1,88 @@
+//! A closed-loop client for experiments (CAANS section 6.3: "Each client
+//! thread submits a message ... To push the system towards higher message
+//! throughputs, we increased the number of threads"): a [`Proposer`] kept
+//! at `outstanding` requests in flight until `stop`.
+
+use std::collections::BTreeMap;
+
+use innet_core::{Host, Outbox, Time};
+
+use crate::proposer::Proposer;
+
+#[derive(Clone, Debug)]
+pub struct LoadProposer {
+    pub proposer: Proposer,
+    outstanding: usize,
+    stop: Time,
+    started: bool,
+    counter: u64,
+    record: bool,
+    payload: fn(u64) -> Vec<u8>,
+    /// `(proposer, request)` -> payload of every submitted value (if recording).
+    pub submitted: BTreeMap<(u32, u32), Vec<u8>>,
+    /// Submit-to-quorum latency of every committed request.
+    pub latencies_ns: Vec<u64>,
+    /// When each request committed (for throughput over time).
+    pub commit_times_ns: Vec<u64>,
+}
+
+impl LoadProposer {
+    pub fn new(proposer: Proposer, outstanding: usize, stop: Time, record: bool) -> LoadProposer {
+        assert!(outstanding >= 1);
+        LoadProposer {
+            proposer,
+            outstanding,
+            stop,
+            started: false,
+            counter: 0,
+            record,
+            payload: |n| format!("v{n}").into_bytes(),
+            submitted: BTreeMap::new(),
+            latencies_ns: vec![],
+            commit_times_ns: vec![],
+        }
+    }
+
+    /// Submits `payload(n)` as the `n`th value (default `"v<n>"`).
+    pub fn with_payload(mut self, payload: fn(u64) -> Vec<u8>) -> LoadProposer {
+        self.payload = payload;
+        self
+    }
+
+    fn refill(&mut self, now: Time, out: &mut Outbox) {
+        while now < self.stop && self.proposer.outstanding() < self.outstanding {
+            self.counter += 1;
+            let payload = (self.payload)(self.counter);
+            let r = self.proposer.submit(now, &payload, out).expect("short payload");
+            if self.record {
+                self.submitted.insert((self.proposer.id(), r), payload);
+            }
+        }
+    }
+
+    fn collect(&mut self) {
+        for c in self.proposer.take_committed() {
+            self.latencies_ns.push(c.committed_at.as_nanos() - c.submitted_at.as_nanos());
+            self.commit_times_ns.push(c.committed_at.as_nanos());
+        }
+    }
+}
+
+impl Host for LoadProposer {
+    fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox) {
+        self.proposer.on_packet(now, packet, out);
+        self.collect();
+        self.refill(now, out);
+    }
+    fn on_tick(&mut self, now: Time, out: &mut Outbox) {
+        self.started = true;
+        self.proposer.on_tick(now, out);
+        self.refill(now, out);
+    }
+    fn next_tick(&self) -> Option<Time> {
+        if !self.started {
+            return Some(Time::ZERO);
+        }
+        self.proposer.next_tick()
+    }
+}

@@ -1,0 +1,404 @@
+//! Loading, configuring, test-running and reading the Paxos (CAANS)
+//! data-plane roles (`bpf/paxos.bpf.c`): the coordinator and the acceptor.
+//!
+//! One object is loaded per role instance (each gets its own maps); the
+//! role, the acceptors' ring size, the learners, the round or acceptor id
+//! and the multicast group are written into its config map, and the
+//! members of the group (egress device and addresses of each copy) into
+//! `paxos_members`. The ring (`paxos_slots`) is sized before load to the
+//! configured slots, so a test can run a ring small enough to wrap.
+//!
+//! The header's constants are asserted here, at compile time, to equal
+//! `innet_wire::paxos`'s and `innet_paxos`'s.
+
+use std::net::Ipv4Addr;
+use std::os::fd::RawFd;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use libbpf_rs::{MapCore, MapHandle};
+
+use innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT;
+use innet_wire::paxos::{self as wire, offset, MsgType, Value, VALUE_LEN};
+
+use crate::layout::consts as c;
+use crate::object::{lookup, BpfObject};
+
+static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/paxos.bpf.o"));
+
+const _: () = {
+    assert!(c::PAXOS_VALUE_LEN == wire::VALUE_LEN as i64);
+    assert!(c::PAXOS_HEADER_LEN == wire::HEADER_LEN as i64);
+    assert!(c::PAXOS_PACKET_LEN == wire::PACKET_LEN as i64);
+    assert!(c::PAXOS_DATAPLANE_PORT == wire::DATAPLANE_PORT as i64);
+    assert!(c::PAXOS_LEARNER_PORT == wire::LEARNER_PORT as i64);
+    assert!(c::PAXOS_OFF_MSGTYPE == offset::MSGTYPE as i64);
+    assert!(c::PAXOS_OFF_INST == offset::INST as i64);
+    assert!(c::PAXOS_OFF_RND == offset::RND as i64);
+    assert!(c::PAXOS_OFF_VRND == offset::VRND as i64);
+    assert!(c::PAXOS_OFF_ACPTID == offset::ACPTID as i64);
+    assert!(c::PAXOS_OFF_VALUE_LEN == offset::VALUE_LEN as i64);
+    assert!(c::PAXOS_OFF_VALUE == offset::VALUE as i64);
+    assert!(c::PAXOS_MSG_1A == MsgType::Phase1A as i64);
+    assert!(c::PAXOS_MSG_1B == MsgType::Phase1B as i64);
+    assert!(c::PAXOS_MSG_2A == MsgType::Phase2A as i64);
+    assert!(c::PAXOS_MSG_2B == MsgType::Phase2B as i64);
+    assert!(c::PAXOS_MSG_REQUEST == MsgType::Request as i64);
+    assert!(c::PAXOS_MSG_TRIM == MsgType::Trim as i64);
+    assert!(c::PAXOS_MSG_HEARTBEAT == MsgType::Heartbeat as i64);
+    assert!(c::PAXOS_MSG_TAKEOVER == MsgType::Takeover as i64);
+    assert!(c::PAXOS_MSG_CATCHUP == MsgType::Catchup as i64);
+    assert!(c::PAXOS_MSG_DECIDED == MsgType::Decided as i64);
+    assert!(c::PAXOS_MSG_WINDOW == MsgType::Window as i64);
+    assert!(c::PAXOS_MSG_COUNT == MsgType::ALL.len() as i64);
+    assert!(c::PAXOS_ROUND_INIT == innet_paxos::ROUND_INIT as i64);
+    assert!(c::PAXOS_MAX_LEARNERS == innet_paxos::MAX_LEARNERS as i64);
+    assert!(c::PAXOS_ACCEPTOR_SLOTS_DEFAULT == ACCEPTOR_SLOTS_DEFAULT as i64);
+    assert!(c::PAXOS_GROUP_ACCEPTORS == innet_paxos::GROUP_ACCEPTORS as i64);
+    assert!(c::PAXOS_GROUP_LEARNERS == innet_paxos::GROUP_LEARNERS as i64);
+    assert!(c::PAXOS_SLOT_SIZE == 16 + VALUE_LEN as i64);
+};
+
+/// Map names (the C side's `SEC(".maps")` variables).
+pub const MAP_CONFIG: &str = "paxos_config";
+pub const MAP_STATE: &str = "paxos_state";
+pub const MAP_SLOTS: &str = "paxos_slots";
+pub const MAP_COUNTERS: &str = "paxos_counters";
+pub const MAP_MEMBERS: &str = "paxos_members";
+pub const PINNED_MAPS: [&str; 5] = [MAP_CONFIG, MAP_STATE, MAP_SLOTS, MAP_COUNTERS, MAP_MEMBERS];
+/// The tc program: the copies of a multicast verdict, and the role for frames generic XDP skipped.
+pub const TC_PROGRAM: &str = "tc_paxos";
+/// Bytes of XDP metadata in front of a multicast frame: magic, group.
+pub const META_LEN: usize = 4;
+pub const META_MAGIC: u16 = c::PAXOS_META_MAGIC as u16;
+/// Most copies one multicast verdict makes.
+pub const MAX_MEMBERS: usize = c::PAXOS_MAX_MEMBERS as usize;
+
+/// Counter names of the coordinator (the reference's, in its order: checked
+/// by a test) and of the acceptor.
+pub const COORDINATOR_COUNTERS: [&str; c::PAXOS_COORD_CTR_COUNT as usize] =
+    ["requests", "window_full", "trims", "heartbeats", "ignored", "decode_errors"];
+pub const ACCEPTOR_COUNTERS: [&str; c::PAXOS_ACC_CTR_COUNT as usize] =
+    ["promises", "votes", "stale_round", "trimmed", "ring_full", "trims", "conflicting", "ignored", "decode_errors"];
+/// Counters only the BPF side has, at their map indices.
+pub const BPF_COUNTERS: [(&str, u32); 3] = [
+    ("xdp_passed_other", c::PAXOS_CTR_XDP_PASSED_OTHER as u32),
+    ("multicast_copies", c::PAXOS_CTR_MCAST_COPIES as u32),
+    ("multicast_errors", c::PAXOS_CTR_MCAST_ERRORS as u32),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Coordinator,
+    Acceptor,
+}
+
+impl Role {
+    pub fn program(self) -> &'static str {
+        match self {
+            Role::Coordinator => "xdp_paxos_coordinator",
+            Role::Acceptor => "xdp_paxos_acceptor",
+        }
+    }
+    fn id(self) -> u32 {
+        match self {
+            Role::Coordinator => c::PAXOS_ROLE_COORDINATOR as u32,
+            Role::Acceptor => c::PAXOS_ROLE_ACCEPTOR as u32,
+        }
+    }
+    pub fn counter_names(self) -> &'static [&'static str] {
+        match self {
+            Role::Coordinator => &COORDINATOR_COUNTERS,
+            Role::Acceptor => &ACCEPTOR_COUNTERS,
+        }
+    }
+}
+
+/// `struct innet_paxos_config`: what the control plane writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub udp_port: u16,
+    /// The acceptors' ring (a power of two).
+    pub slots: usize,
+    pub first_instance: u32,
+    pub learners: usize,
+    pub trim_quorum: usize,
+    /// Coordinator: the round of its 2As.
+    pub round: u16,
+    /// Acceptor: its id.
+    pub acceptor_id: u16,
+    /// The group of the role's multicast verdict.
+    pub group: u16,
+}
+
+impl Config {
+    /// The XDP coordinator configured as the reference `cfg`.
+    pub fn coordinator(cfg: &innet_paxos::CoordinatorConfig) -> Config {
+        Config {
+            udp_port: wire::DATAPLANE_PORT,
+            slots: cfg.slots,
+            first_instance: cfg.first_instance,
+            learners: cfg.learners,
+            trim_quorum: cfg.trim_quorum,
+            round: cfg.round,
+            acceptor_id: 0,
+            group: cfg.acceptor_group,
+        }
+    }
+    /// The XDP acceptor configured as the reference `cfg`.
+    pub fn acceptor(cfg: &innet_paxos::AcceptorConfig) -> Config {
+        Config {
+            udp_port: wire::DATAPLANE_PORT,
+            slots: cfg.slots,
+            first_instance: 0,
+            learners: cfg.learners,
+            trim_quorum: cfg.trim_quorum,
+            round: 0,
+            acceptor_id: cfg.id,
+            group: cfg.learner_group,
+        }
+    }
+}
+
+/// One copy of a multicast: egress device and the addresses it gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub ifindex: u32,
+    pub src_mac: [u8; 6],
+    pub src_ip: Ipv4Addr,
+    pub dst_mac: [u8; 6],
+    pub dst_ip: Ipv4Addr,
+    pub dst_port: u16,
+}
+
+impl Member {
+    fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(c::PAXOS_MEMBER_SIZE as usize);
+        b.extend_from_slice(&self.ifindex.to_ne_bytes());
+        b.extend_from_slice(&self.src_ip.octets());
+        b.extend_from_slice(&self.dst_ip.octets());
+        b.extend_from_slice(&self.dst_port.to_ne_bytes());
+        b.extend_from_slice(&self.src_mac);
+        b.extend_from_slice(&self.dst_mac);
+        b.extend_from_slice(&[0, 0]);
+        assert_eq!(b.len(), c::PAXOS_MEMBER_SIZE as usize, "struct innet_paxos_member layout");
+        b
+    }
+}
+
+/// `struct innet_paxos_state`: the scalar registers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct State {
+    pub next: u32,
+    pub floor: u32,
+    pub checkpoints: Vec<u32>,
+}
+
+/// One acceptor slot: `(inst, rnd, vrnd, value)` as `Acceptor::slot` returns it.
+pub type Slot = Option<(u32, u16, u16, Value)>;
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_ne_bytes(b[o..o + 4].try_into().expect("4 bytes"))
+}
+fn u16_at(b: &[u8], o: usize) -> u16 {
+    u16::from_ne_bytes(b[o..o + 2].try_into().expect("2 bytes"))
+}
+
+fn decode_state(b: &[u8]) -> State {
+    assert_eq!(b.len(), c::PAXOS_STATE_SIZE as usize, "struct innet_paxos_state layout");
+    State {
+        next: u32_at(b, 0),
+        floor: u32_at(b, 4),
+        checkpoints: (0..c::PAXOS_MAX_LEARNERS as usize).map(|i| u32_at(b, 8 + 4 * i)).collect(),
+    }
+}
+
+fn decode_slot(b: &[u8]) -> Slot {
+    assert_eq!(b.len(), c::PAXOS_SLOT_SIZE as usize, "struct innet_paxos_slot layout");
+    let value = Value { len: u32_at(b, 12), bytes: b[16..16 + VALUE_LEN].try_into().expect("value") };
+    (u32_at(b, 0) != 0).then_some((u32_at(b, 4), u16_at(b, 8), u16_at(b, 10), value))
+}
+
+/// A loaded Paxos role.
+pub struct PaxosXdp {
+    obj: BpfObject,
+    role: Role,
+}
+
+impl PaxosXdp {
+    /// Opens the embedded object with a ring of `slots` (a power of two;
+    /// the coordinator keeps one unused slot) and loads it.
+    pub fn load(role: Role, slots: usize) -> Result<PaxosXdp> {
+        if !slots.is_power_of_two() {
+            bail!("ring size {slots} must be a power of two");
+        }
+        let ring = if role == Role::Acceptor { slots as u32 } else { 1 };
+        Ok(PaxosXdp { obj: BpfObject::load(OBJECT, &[(MAP_SLOTS, ring)])?, role })
+    }
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// Writes the configuration and the multicast group's members.
+    pub fn configure(&self, cfg: &Config, members: &[Member]) -> Result<()> {
+        if members.len() > MAX_MEMBERS {
+            bail!("{} members, at most {MAX_MEMBERS}", members.len());
+        }
+        for (i, m) in members.iter().enumerate() {
+            self.obj.write(MAP_MEMBERS, i as u32, &m.encode())?;
+        }
+        let mut b = Vec::with_capacity(c::PAXOS_CONFIG_SIZE as usize);
+        for v in [
+            self.role.id(),
+            cfg.udp_port as u32,
+            cfg.slots as u32,
+            cfg.first_instance,
+            cfg.learners as u32,
+            cfg.trim_quorum as u32,
+        ] {
+            b.extend_from_slice(&v.to_ne_bytes());
+        }
+        for v in [cfg.round, cfg.acceptor_id, cfg.group, members.len() as u16] {
+            b.extend_from_slice(&v.to_ne_bytes());
+        }
+        assert_eq!(b.len(), c::PAXOS_CONFIG_SIZE as usize, "struct innet_paxos_config layout");
+        self.obj.write(MAP_CONFIG, 0, &b)?;
+        // The instance counter starts at first_instance (Coordinator::new).
+        let mut st = vec![0u8; c::PAXOS_STATE_SIZE as usize];
+        st[..4].copy_from_slice(&cfg.first_instance.to_ne_bytes());
+        self.obj.write(MAP_STATE, 0, &st)
+    }
+
+    /// Runs `frame` through the role's XDP program once (`BPF_PROG_TEST_RUN`).
+    pub fn test_run(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+        self.obj.test_run(self.role.program(), frame)
+    }
+
+    /// Runs `frame` through `tc_paxos` once (`BPF_PROG_TEST_RUN`): the tc
+    /// action and the frame as the program left it.
+    pub fn test_run_tc(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+        self.obj.test_run(TC_PROGRAM, frame)
+    }
+
+    /// The XDP program's (or with `tc`, the tc program's) descriptor.
+    pub fn program_fd(&self, tc: bool) -> Result<RawFd> {
+        self.obj.program_fd(if tc { TC_PROGRAM } else { self.role.program() })
+    }
+
+    pub fn pin_maps(&mut self, dir: &Path) -> Result<()> {
+        self.obj.pin_maps(dir, &PINNED_MAPS)
+    }
+
+    pub fn counters(&self) -> Result<Vec<(&'static str, u64)>> {
+        read_counters(self.role, &self.obj.map(MAP_COUNTERS)?)
+    }
+    pub fn state(&self) -> Result<State> {
+        Ok(decode_state(&lookup(&self.obj.map(MAP_STATE)?, 0)?))
+    }
+    /// Every slot of the ring, in slot order.
+    pub fn slots(&self) -> Result<Vec<Slot>> {
+        read_slots(&self.obj.map(MAP_SLOTS)?)
+    }
+}
+
+/// Mean nanoseconds per packet of each role's hot path in the kernel
+/// (`BPF_PROG_TEST_RUN`, `repeat` runs): the coordinator turning a REQUEST
+/// into a 2A, the acceptor voting on a 2A (same instance again: the vote
+/// path every time), each through its XDP entry and its tc entry (the tc
+/// multicast has one member on a device that does not exist, so the clone
+/// fails cheaply: a lower bound of a real copy). Keys: `coordinator_xdp`,
+/// `coordinator_tc`, `acceptor_xdp`, `acceptor_tc`.
+pub fn cost_ns(repeat: u32) -> Result<Vec<(&'static str, f64)>> {
+    use crate::frame::{udp_frame, Endpoint};
+    let from = Endpoint { mac: [2, 0, 0, 0, 0, 1], ip: Ipv4Addr::new(10, 97, 0, 2), port: 40_000 };
+    let to = Endpoint { mac: [2, 0, 0, 0, 0, 2], ip: Ipv4Addr::new(10, 97, 0, 1), port: wire::DATAPLANE_PORT };
+    let nowhere = Member {
+        ifindex: 999_999,
+        src_mac: to.mac,
+        src_ip: to.ip,
+        dst_mac: from.mac,
+        dst_ip: from.ip,
+        dst_port: from.port,
+    };
+    let mut out = vec![];
+    for role in [Role::Coordinator, Role::Acceptor] {
+        let (cfg, t) = match role {
+            // A ring as large as u32 instances allow: the window never fills.
+            Role::Coordinator => {
+                let c = innet_paxos::CoordinatorConfig { slots: 1 << 31, ..innet_paxos::CoordinatorConfig::new(1) };
+                (Config::coordinator(&c), MsgType::Request)
+            }
+            Role::Acceptor => (Config::acceptor(&innet_paxos::AcceptorConfig::new(0, 1)), MsgType::Phase2A),
+        };
+        let mut m = wire::PaxosMsg::new(t);
+        m.rnd = innet_paxos::ROUND_INIT;
+        m.value = Value::new(b"value").expect("short");
+        let frame = udp_frame(from, to, &m.encode(), 0);
+        for (entry, tc) in [("xdp", false), ("tc", true)] {
+            let x = PaxosXdp::load(role, if role == Role::Acceptor { cfg.slots } else { 1 })?;
+            x.configure(&cfg, &[nowhere])?;
+            let name = if tc { TC_PROGRAM } else { role.program() };
+            let d = x.obj.test_run_repeat(name, &frame, repeat)?;
+            let key = match (role, entry) {
+                (Role::Coordinator, "xdp") => "coordinator_xdp",
+                (Role::Coordinator, _) => "coordinator_tc",
+                (Role::Acceptor, "xdp") => "acceptor_xdp",
+                (Role::Acceptor, _) => "acceptor_tc",
+            };
+            out.push((key, d.as_nanos() as f64));
+        }
+    }
+    Ok(out)
+}
+
+/// The role's counters in the reference's order, then the BPF-only ones.
+pub fn read_counters(role: Role, m: &impl MapCore) -> Result<Vec<(&'static str, u64)>> {
+    let at = |i: u32| -> Result<u64> { Ok(u64::from_ne_bytes(lookup(m, i)?[..8].try_into().expect("u64"))) };
+    let mut v = Vec::new();
+    for (i, name) in role.counter_names().iter().enumerate() {
+        v.push((*name, at(i as u32)?));
+    }
+    for (name, i) in BPF_COUNTERS {
+        v.push((name, at(i)?));
+    }
+    Ok(v)
+}
+
+pub fn read_slots(m: &impl MapCore) -> Result<Vec<Slot>> {
+    (0..m.max_entries()).map(|i| Ok(decode_slot(&lookup(m, i)?))).collect()
+}
+
+/// Counters of a role whose maps were pinned under `dir`.
+pub fn pinned_counters(role: Role, dir: &Path) -> Result<Vec<(&'static str, u64)>> {
+    let path = dir.join(MAP_COUNTERS);
+    let m = MapHandle::from_pinned_path(&path).with_context(|| format!("open {}", path.display()))?;
+    read_counters(role, &m)
+}
+
+/// Why the Paxos programs cannot be loaded here, if they cannot.
+pub fn unavailable() -> Option<String> {
+    let euid = crate::object::euid();
+    if euid != 0 {
+        return Some(format!("not root (euid {euid}): loading BPF programs needs CAP_BPF and CAP_NET_ADMIN"));
+    }
+    match PaxosXdp::load(Role::Acceptor, 4) {
+        Ok(_) => None,
+        Err(e) => Some(format!("the kernel refused the BPF program: {e:#}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use innet_core::Counters;
+
+    #[test]
+    fn counter_names_match_the_reference_programs_in_order() {
+        let names = |v: Vec<(&'static str, u64)>| v.into_iter().map(|(n, _)| n).collect::<Vec<_>>();
+        let coord = innet_paxos::Coordinator::new(innet_paxos::CoordinatorConfig::new(1));
+        assert_eq!(&COORDINATOR_COUNTERS[..], &names(coord.counters())[..]);
+        let acc = innet_paxos::Acceptor::new(innet_paxos::AcceptorConfig::new(0, 1));
+        assert_eq!(&ACCEPTOR_COUNTERS[..], &names(acc.counters())[..]);
+    }
+}
