@@ -12,27 +12,41 @@ use clap::{Parser, Subcommand};
 
 const ABOUT: &str = "innet: in-network coordination without switch hardware.
 
-Transactions with in-network optimistic abort (Gotthard / NOCC) and an
-in-network chain-replicated key-value store (NetCRAQ / NetChain) run in a
-deterministic simulator (the default for experiments) and live over UDP.
+Three services, each in a deterministic simulator (the default for
+experiments), live over UDP with user-space software switches, and with its
+data-plane roles as XDP/eBPF programs in the kernel (root):
+transactions with in-network optimistic abort (Gotthard / NOCC), consensus
+as a network service (CAANS: Paxos coordinator and acceptors in the data
+plane), and chain-replicated key-value storage (NetCRAQ, NetChain baseline).
 
 Start here:
-  innet demo                      run the headline experiments, print a table, write results and plots
+  innet demo                      the headline experiment of each service: tables, JSON lines, plots
+
+Transactions (Gotthard 2016, NOCC 2018):
   innet sim txn --mode optimistic-abort --write-ratio 0.5 --json
                                   one simulated point, as JSON
   innet bench txn                 the paper's Figure 7 sweep (all modes x write ratios)
   innet check txn --seeds 1000    random faulty runs through the serializability checker
   innet up txn --mode optimistic-abort
                                   a live store and switch on loopback
-  innet testbed up txn --data-plane xdp
-                                  namespaces + veths, the XDP switch attached, a store started (root)
-  innet bench xdp                 RTT: XDP switch vs bare XDP bounce vs software switch (root)
+
+Consensus as a network service (CAANS 2016):
+  innet check paxos --seeds 1000  loss, duplication, reordering, acceptor crashes, coordinator failover
+  innet bench paxos               Figures 7a/7b, Table 4, Figure 8: switch vs software deployment
+  innet up paxos                  coordinator, acceptors, backup coordinator and learners on loopback
 
 Chain replication in the network (NetCRAQ 2022, NetChain 2018 as baseline):
   innet check chain --seeds 1000  random faulty runs (loss, reordering, crashes) through the linearizability checker
   innet bench chain               the NetCRAQ paper's Figures 3-6 in the simulator
   innet up chain --protocol netcraq --nodes 4
-                                  a live chain and its control plane on loopback (--drill: kill and recover a node)";
+                                  a live chain and its control plane on loopback (--drill: kill and recover a node)
+
+XDP data plane (root; namespaces and veths on this machine):
+  innet testbed up txn|paxos|chain ...
+                                  build a testbed, attach the BPF programs, start the end hosts
+  innet bench xdp | xdp-paxos | xdp-chain
+                                  XDP vs bare XDP bounce vs user-space software, side by side
+  innet testbed down              remove everything the testbed made";
 
 #[derive(Parser, Debug)]
 #[command(name = "innet", version, about = ABOUT, long_about = ABOUT)]
@@ -43,7 +57,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Run the headline experiments in the simulator: summary table, JSON lines and PNG plots.
+    /// Run the headline experiment of each service in the simulator: tables, JSON lines and PNG plots.
     Demo(sim_cmd::DemoArgs),
     /// Run one experiment point in the simulator.
     #[command(subcommand)]
