@@ -20,6 +20,11 @@
 //! backup as its origin, and the backup's TAKEOVER reaches only proposers of
 //! the plan). Software processes have no origin: there, proposers must be
 //! bound through the plan.
+//!
+//! [`app`]: the application API (`submit`, `deliver` callback, `recover`)
+//! over a deployment, for Rust programs (and for the C library).
+
+pub mod app;
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};

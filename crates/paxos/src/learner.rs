@@ -196,10 +196,22 @@ impl Learner {
     /// `instance` by running phase 1 and 2 with the no-op; the outcome is
     /// delivered like any other decision.
     pub fn recover(&mut self, now: Time, instance: u32, out: &mut Outbox) {
+        let noop = Envelope::noop(&self.config.noop).expect("no-op payload fits").to_value();
+        self.recover_value(now, instance, noop, out);
+    }
+
+    /// [`Learner::recover`] with the application's `noop` for this call
+    /// (the API's `recover(instance, noop)`). Panics if `noop` is wider than
+    /// [`crate::envelope::PAYLOAD_MAX`].
+    pub fn recover_with_noop(&mut self, now: Time, instance: u32, noop: &[u8], out: &mut Outbox) {
+        let noop = Envelope::noop(noop).expect("no-op payload fits").to_value();
+        self.recover_value(now, instance, noop, out);
+    }
+
+    fn recover_value(&mut self, now: Time, instance: u32, noop: Value, out: &mut Outbox) {
         if self.is_decided(instance) || self.recoveries.contains_key(&instance) {
             return;
         }
-        let noop = Envelope::noop(&self.config.noop).expect("no-op payload fits").to_value();
         let issuer = crate::ISSUER_LEARNER_BASE + self.config.id as u8;
         let p = Prepare::start(instance, issuer, 1, noop, now, self.config.recover_timeout, out);
         self.recoveries.insert(instance, p);
