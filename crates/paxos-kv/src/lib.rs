@@ -4,6 +4,11 @@
 //! delivered commands, in instance order, to its own LevelDB. Replicas that
 //! apply the same sequence hold the same contents ([`Replica::digest`]).
 //!
+//! A client co-located with a replica ([`KvClient`]) reads each command's
+//! result (the value a get read, the completion of a put or delete) from
+//! its replica once the replica applied it, matched by the envelope's
+//! `(proposer, request)` ([`Replica::answer_to`]).
+//!
 //! Storage: Debian's `libleveldb-dev` through the `leveldb` crate (linked
 //! against the system library, see `.cargo/config.toml`). Each delivered
 //! batch is one LevelDB write batch holding the data changes, the
@@ -13,11 +18,13 @@
 //! (CATCHUP) or the acceptors (`recover`). Writes are not fsynced: a process
 //! crash loses nothing (the OS holds the data), a power loss may.
 
+pub mod client;
 pub mod command;
 pub mod replica;
 
+pub use client::KvClient;
 pub use command::Command;
-pub use replica::Replica;
+pub use replica::{Answer, Outcome, Replica};
 
 use innet_paxos::workload::LoadProposer;
 

@@ -1,6 +1,6 @@
 //! A replica: a [`Learner`] whose deliveries are applied to LevelDB.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeSet, VecDeque};
 use std::path::Path;
 
 use innet_core::{Host, Outbox, Time};
@@ -46,14 +46,34 @@ fn seen_key(p: u32, r: u32) -> Key {
 
 pub type Error = leveldb::error::Error;
 
+/// What an applied command returns to its client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A put or delete was applied.
+    Done,
+    /// A get read this (`None`: no such key).
+    Value(Option<Vec<u8>>),
+    /// The payload was not a command (applied as nothing).
+    Invalid,
+}
+
+/// The answer to one applied command of a client's proposer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub instance: u32,
+    pub proposer: u32,
+    pub request: u32,
+    pub outcome: Outcome,
+}
+
 pub struct Replica {
     pub learner: Learner,
     db: Database<Key>,
     /// Commands applied since start (values, not no-ops or duplicates).
     pub applied: u64,
-    /// The value each applied `get` read, by instance (the answer a server
-    /// would send back to the client), last 1,024.
-    pub gets: BTreeMap<u32, Option<Vec<u8>>>,
+    /// Proposers whose commands are answered ([`Replica::answer_to`]).
+    clients: BTreeSet<u32>,
+    answers: VecDeque<Answer>,
 }
 
 impl Replica {
@@ -75,7 +95,18 @@ impl Replica {
             }
         }
         let learner = Learner::resume(config, next, seen);
-        Ok(Replica { learner, db, applied: 0, gets: BTreeMap::new() })
+        Ok(Replica { learner, db, applied: 0, clients: BTreeSet::new(), answers: VecDeque::new() })
+    }
+
+    /// Keeps an [`Answer`] for every command of `proposer` this replica
+    /// applies (a client co-located with it), for [`Replica::take_answers`].
+    pub fn answer_to(&mut self, proposer: u32) {
+        self.clients.insert(proposer);
+    }
+
+    /// Answers since the last call, in the order applied.
+    pub fn take_answers(&mut self) -> Vec<Answer> {
+        self.answers.drain(..).collect()
     }
 
     /// Applies what the learner delivered, in one write batch.
@@ -92,21 +123,27 @@ impl Replica {
             }
             let Some(e) = Envelope::from_value(&d.value) else { continue };
             b.put(seen_key(e.proposer, e.request), &[]);
-            match Command::decode(e.payload()) {
-                Some(Command::Put { key, value }) => b.put(data_key(&key), &value),
-                Some(Command::Delete { key }) => b.delete(data_key(&key)),
+            let outcome = match Command::decode(e.payload()) {
+                Some(Command::Put { key, value }) => {
+                    b.put(data_key(&key), &value);
+                    Outcome::Done
+                }
+                Some(Command::Delete { key }) => {
+                    b.delete(data_key(&key));
+                    Outcome::Done
+                }
                 Some(Command::Get { key }) => {
                     // Reads see the writes before them in this batch only
                     // through the database: write what is pending first.
                     let pending = std::mem::replace(&mut b, Writebatch::new());
                     self.db.write(WriteOptions::new(), &pending).expect("leveldb write");
-                    let v = self.db.get(ReadOptions::new(), data_key(&key)).expect("leveldb read");
-                    self.gets.insert(d.instance, v);
-                    if self.gets.len() > 1024 {
-                        self.gets.pop_first();
-                    }
+                    Outcome::Value(self.db.get(ReadOptions::new(), data_key(&key)).expect("leveldb read"))
                 }
-                None => {}
+                None => Outcome::Invalid,
+            };
+            if self.clients.contains(&e.proposer) {
+                let (proposer, request) = (e.proposer, e.request);
+                self.answers.push_back(Answer { instance: d.instance, proposer, request, outcome });
             }
             self.applied += 1;
         }
@@ -183,12 +220,22 @@ mod tests {
         let cfg = LearnerConfig::new(0, 2);
         {
             let mut r = Replica::open(&dir, cfg.clone()).unwrap();
+            r.answer_to(1);
             feed(&mut r, 0, 1, &Command::Put { key: b"a".to_vec(), value: b"1".to_vec() });
             feed(&mut r, 1, 2, &Command::Put { key: b"b".to_vec(), value: b"2".to_vec() });
             feed(&mut r, 2, 3, &Command::Delete { key: b"a".to_vec() });
             feed(&mut r, 3, 4, &Command::Get { key: b"b".to_vec() });
             assert_eq!(r.contents(), vec![(b"b".to_vec(), b"2".to_vec())]);
-            assert_eq!(r.gets[&3], Some(b"2".to_vec()));
+            let answers: Vec<(u32, Outcome)> = r.take_answers().into_iter().map(|a| (a.request, a.outcome)).collect();
+            assert_eq!(
+                answers,
+                vec![
+                    (1, Outcome::Done),
+                    (2, Outcome::Done),
+                    (3, Outcome::Done),
+                    (4, Outcome::Value(Some(b"2".to_vec())))
+                ]
+            );
         }
         let mut r = Replica::open(&dir, cfg).unwrap();
         assert_eq!(r.learner.checkpoint(), 4);
