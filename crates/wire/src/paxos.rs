@@ -175,18 +175,9 @@ impl DecodeError {
             DecodeError::ValueTooLong => "value_too_long",
         }
     }
-    pub fn index(self) -> usize {
-        self as usize
-    }
 }
 
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::error::Error for DecodeError {}
+decode_error_impls!(DecodeError);
 
 /// An owned, decoded Paxos message.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

@@ -268,18 +268,9 @@ impl DecodeError {
             DecodeError::BadFragment => "bad_fragment",
         }
     }
-    pub fn index(self) -> usize {
-        self as usize
-    }
 }
 
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::error::Error for DecodeError {}
+decode_error_impls!(DecodeError);
 
 /// One operation.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
