@@ -6,6 +6,9 @@
 //! exactly the listed fields and re-encode to exactly the same bytes, and every
 //! malformed one must fail with exactly the named [`DecodeError`].
 
+mod common;
+
+use common::{load, unhex};
 use innet_wire::txn::{DecodeError, Flags, OpType, Status, TxnMsg, TxnPacket, VALUE_LEN};
 use serde::Deserialize;
 
@@ -41,14 +44,7 @@ struct GoldenOp {
 }
 
 fn vectors() -> Vec<Vector> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/golden/txn.json");
-    let text = std::fs::read_to_string(path).expect("read golden/txn.json");
-    serde_json::from_str(&text).expect("golden/txn.json parses")
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    assert_eq!(s.len() % 2, 0, "odd hex length");
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digit")).collect()
+    load("txn.json")
 }
 
 /// The wire codes, written out again here (not taken from the enums) so a

@@ -5,14 +5,12 @@
 //! fields and re-encode byte-exact (minus ignored trailing bytes); malformed
 //! ones fail with exactly the named error, in the owned and in-place parsers.
 
+mod common;
+
+use common::{load, unhex};
 use innet_wire::netchain::{self, NcMsg, NcPacket};
 use innet_wire::netcraq::{self, CraqMsg, CraqPacket};
 use serde::Deserialize;
-
-fn unhex(s: &str) -> Vec<u8> {
-    assert_eq!(s.len() % 2, 0, "odd hex length");
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digit")).collect()
-}
 
 /// A malformed vector: the owned and in-place parsers both fail, with the
 /// named error; returns that name.
@@ -27,11 +25,6 @@ fn malformed<E: Copy + PartialEq + std::fmt::Debug>(
     assert_eq!(name(got), want, "{n}");
     assert_eq!(viewed, Some(got), "{n}: view");
     name(got)
-}
-
-fn load<T: for<'de> Deserialize<'de>>(file: &str) -> Vec<T> {
-    let path = format!("{}/golden/{file}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).expect("read golden file")).expect("golden file parses")
 }
 
 #[derive(Deserialize)]

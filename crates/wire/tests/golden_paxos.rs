@@ -6,6 +6,9 @@
 //! re-encode to the same 48 bytes, every malformed one must fail with exactly
 //! the named [`DecodeError`], and the in-place view must agree.
 
+mod common;
+
+use common::{load, unhex};
 use innet_wire::paxos::{DecodeError, MsgType, PaxosMsg, PaxosPacket, PACKET_LEN, VALUE_LEN};
 use serde::Deserialize;
 
@@ -33,13 +36,7 @@ struct Decoded {
 }
 
 fn vectors() -> Vec<Vector> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/golden/paxos.json");
-    serde_json::from_str(&std::fs::read_to_string(path).expect("read golden/paxos.json")).expect("parses")
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    assert_eq!(s.len() % 2, 0, "odd hex length");
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digit")).collect()
+    load("paxos.json")
 }
 
 /// The wire codes written out again (not taken from the enum), so a

@@ -2,16 +2,15 @@
 //! hand-built golden vectors (`golden/txn.json`) byte by byte, so the numbers
 //! a BPF header or another client copies are the numbers on the wire.
 
+mod common;
+
+use common::unhex;
 use innet_wire::txn::{offset, HEADER_LEN, MAX_OPS_PER_PACKET, MAX_PACKET_LEN, OP_LEN, VALUE_LEN};
 
 fn vectors() -> Vec<serde_json::Value> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/golden/txn.json");
     let text = std::fs::read_to_string(path).expect("read golden/txn.json");
     serde_json::from_str(&text).expect("golden/txn.json parses")
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digit")).collect()
 }
 
 fn be32(b: &[u8]) -> u32 {
