@@ -5,16 +5,18 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-fn target_dir() -> PathBuf {
-    // .../target/release/deps/c_example-HASH -> .../target/release
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
+/// Where the shared library this test run built is: beside the test
+/// executable, in target/release/deps (`cargo build` also copies it to
+/// target/release, but that copy may be older than this run).
+fn library_dir() -> PathBuf {
+    // .../target/release/deps/c_example-HASH
+    std::env::current_exe().unwrap().parent().unwrap().to_path_buf()
 }
 
 #[test]
 fn c_example_builds_and_delivers() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let lib_dir = target_dir();
+    let lib_dir = library_dir();
     assert!(lib_dir.join("libinnet_paxos_c.so").exists(), "no libinnet_paxos_c.so in {}", lib_dir.display());
     let exe = lib_dir.join("paxos_example");
     let st = Command::new("gcc")
