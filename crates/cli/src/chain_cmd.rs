@@ -121,6 +121,9 @@ pub fn run_bench(a: BenchChainArgs) -> anyhow::Result<i32> {
         .split(',')
         .map(|f| f.trim().parse().map_err(|_| anyhow::anyhow!("figure '{f}' is not a number")))
         .collect::<anyhow::Result<_>>()?;
+    if let Some(f) = figures.iter().find(|f| ![3, 4, 5, 6].contains(*f)) {
+        anyhow::bail!("--figures: there is no figure {f}; the NetCRAQ paper's experiments are figures 3, 4, 5 and 6");
+    }
     let configs: Vec<_> = chain_bench::figure_configs(&a.service, a.duration_s, a.seed)
         .into_iter()
         .filter(|(_, c, _)| figures.contains(&c.figure))
