@@ -12,7 +12,7 @@
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::path::Path;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, Xdp, XdpFlags};
 
 /// XDP action codes (`enum xdp_action`).
@@ -84,6 +84,7 @@ impl BpfObject {
 
     /// Pins the maps named in `names` under `dir` (on a bpffs).
     pub fn pin_maps(&mut self, dir: &Path, names: &[&str]) -> Result<()> {
+        ensure_bpffs(dir)?;
         std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
         for mut m in self.obj.maps_mut() {
             let name = m.name().to_string_lossy().to_string();
@@ -96,8 +97,44 @@ impl BpfObject {
 
     /// Pins program `name` at `path` (on a bpffs).
     pub fn pin_program(&mut self, name: &str, path: &Path) -> Result<()> {
+        ensure_bpffs(path)?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+        }
         self.program(name)?.pin(path).with_context(|| format!("pin {}", path.display()))
     }
+}
+
+/// Where the BPF filesystem is conventionally mounted.
+pub const BPFFS: &str = "/sys/fs/bpf";
+
+/// Mounts the BPF filesystem at [`BPFFS`] if `path` lies under it and nothing
+/// is mounted there, as bpftool does: a fresh VM often boots without it, and
+/// pinning then fails with "No such file or directory".
+pub fn ensure_bpffs(path: &Path) -> Result<()> {
+    if !path.starts_with(BPFFS) || is_bpffs(Path::new(BPFFS)) {
+        return Ok(());
+    }
+    let target = std::ffi::CString::new(BPFFS).expect("no NUL");
+    let kind = std::ffi::CString::new("bpf").expect("no NUL");
+    // SAFETY: every pointer is a valid NUL-terminated string that outlives
+    // the call; the data argument may be null.
+    let rc = unsafe { libc::mount(kind.as_ptr(), target.as_ptr(), kind.as_ptr(), 0, std::ptr::null()) };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        bail!("the BPF filesystem is not mounted at {BPFFS} and mounting it failed ({e}); run `mount -t bpf bpf {BPFFS}` as root");
+    }
+    Ok(())
+}
+
+/// Whether `dir` is the root of a mounted BPF filesystem.
+fn is_bpffs(dir: &Path) -> bool {
+    const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else { return false };
+    // SAFETY: `c` is a valid NUL-terminated path and `st` a writable statfs.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
+    rc == 0 && st.f_type as i64 == BPF_FS_MAGIC
 }
 
 /// Attaches the XDP program `fd` in generic (skb) mode to `ifindex` of the
