@@ -30,10 +30,10 @@ typedef struct InnetPaxos innet_paxos;
  * filled); applications discard it. `value` is valid during the call only. */
 typedef void (*innet_paxos_deliver_fn)(void *ctx, uint32_t instance, const uint8_t *value, size_t len);
 
-/* dataplane: "switch" (coordinator and acceptors in user-space software
- * switches) or "software" (as ordinary processes); NULL means "switch".
+/* data_plane: "switch" (coordinator and acceptors in user-space software
+ * switches) or "process" (as ordinary processes); NULL means "switch".
  * Returns NULL on error. */
-innet_paxos *innet_paxos_start(const char *dataplane, uint32_t acceptors, uint32_t learners);
+innet_paxos *innet_paxos_start(const char *data_plane, uint32_t acceptors, uint32_t learners);
 
 /* Registers the deliver callback and its context. Returns 0. */
 int innet_paxos_set_deliver(innet_paxos *h, innet_paxos_deliver_fn deliver, void *ctx);

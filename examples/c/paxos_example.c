@@ -2,7 +2,7 @@
  *
  *   cargo build --release -p innet-paxos-c
  *   gcc -Wall -Wextra -Iinclude examples/c/paxos_example.c -Ltarget/release -linnet_paxos_c -o target/paxos_example
- *   LD_LIBRARY_PATH=target/release ./target/paxos_example [switch|software]
+ *   LD_LIBRARY_PATH=target/release ./target/paxos_example [switch|process]
  */
 #include <stdio.h>
 #include <string.h>
@@ -21,8 +21,8 @@ static void deliver(void *ctx, uint32_t instance, const uint8_t *value, size_t l
 }
 
 int main(int argc, char **argv) {
-    const char *dataplane = argc > 1 ? argv[1] : "switch";
-    innet_paxos *px = innet_paxos_start(dataplane, 3, 2);
+    const char *data_plane = argc > 1 ? argv[1] : "switch";
+    innet_paxos *px = innet_paxos_start(data_plane, 3, 2);
     if (!px) {
         fprintf(stderr, "innet_paxos_start failed\n");
         return 1;
@@ -41,6 +41,6 @@ int main(int argc, char **argv) {
         innet_paxos_poll(px, 50);
     }
     innet_paxos_stop(px);
-    printf("%d of %d values delivered (%s data plane)\n", delivered, VALUES, dataplane);
+    printf("%d of %d values delivered (%s data plane)\n", delivered, VALUES, data_plane);
     return delivered == VALUES ? 0 : 1;
 }

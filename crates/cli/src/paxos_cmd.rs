@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use clap::Args;
-use innet_exp::paxos::{Dataplane, PaxosConfig};
+use innet_exp::paxos::{DataPlaneAt, PaxosConfig};
 use innet_exp::paxos_sim;
 
 /// The knobs of one consensus run (defaults: 3 acceptors, 2 learners, one
@@ -12,7 +12,7 @@ use innet_exp::paxos_sim;
 pub struct PaxosArgs {
     /// Where the coordinator and acceptors run: switch (data-plane programs) or software (processes).
     #[arg(long, default_value = "switch")]
-    dataplane: String,
+    data_plane: String,
     #[arg(long, default_value_t = 3)]
     acceptors: usize,
     #[arg(long, default_value_t = 2)]
@@ -79,7 +79,7 @@ pub struct PaxosArgs {
 impl PaxosArgs {
     pub fn config(&self) -> anyhow::Result<PaxosConfig> {
         let c = PaxosConfig {
-            dataplane: self.dataplane.parse().map_err(anyhow::Error::msg)?,
+            data_plane: self.data_plane.parse().map_err(anyhow::Error::msg)?,
             acceptors: self.acceptors,
             learners: self.learners,
             proposers: self.proposers,
@@ -156,7 +156,7 @@ pub fn run_sim(a: SimPaxosArgs) -> anyhow::Result<i32> {
         println!(
             "{} acceptors={} outstanding={}: {:.0} committed/s, latency mean {:.1} us std {:.1} us p99 {:.1} us, \
              learner0 delivered {} (no-ops {}, duplicates {}){} (seed {})",
-            cfg.dataplane.name(),
+            cfg.data_plane.name(),
             cfg.acceptors,
             cfg.outstanding,
             r.committed_per_s,
@@ -193,10 +193,10 @@ pub struct CheckPaxosArgs {
 
 pub fn run_check(a: CheckPaxosArgs) -> anyhow::Result<i32> {
     anyhow::ensure!(a.duration_s > 0.0, "--duration-s must be > 0");
-    let dps: Vec<Dataplane> = a
+    let dps: Vec<DataPlaneAt> = a
         .dataplanes
         .split(',')
-        .map(|s| s.trim().parse::<Dataplane>().map_err(anyhow::Error::msg))
+        .map(|s| s.trim().parse::<DataPlaneAt>().map_err(anyhow::Error::msg))
         .collect::<Result<_, _>>()?;
     let (seeds, verbose) = match a.seed {
         Some(s) => (s..s + 1, true),
@@ -205,7 +205,7 @@ pub fn run_check(a: CheckPaxosArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
     let (mut runs, mut bad, mut takeovers, mut crashes) = (0u64, 0u64, 0u64, 0u64);
     let (mut instances, mut values, mut noops, mut dups) = (0u64, 0u64, 0u64, 0u64);
-    let jobs: Vec<(u64, Dataplane)> = seeds.clone().flat_map(|s| dps.iter().map(move |&d| (s, d))).collect();
+    let jobs: Vec<(u64, DataPlaneAt)> = seeds.clone().flat_map(|s| dps.iter().map(move |&d| (s, d))).collect();
     // Runs are independent: spread them over the cores, report in order.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -330,7 +330,7 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
     for r in &rs {
         println!(
             "{:>10} {:>11} {:>14.0} {:>12.1} {:>12.1} {:>12.1}",
-            r.config.dataplane.name(),
+            r.config.data_plane.name(),
             r.config.outstanding,
             r.committed_per_s,
             r.mean_latency_us,
@@ -358,7 +358,7 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
         for r in &ks {
             println!(
                 "{:>10} {:>11} {:>14.0} {:>12.1} {:>12.1} {:>12.1}",
-                r.config.dataplane.name(),
+                r.config.data_plane.name(),
                 r.config.outstanding,
                 r.committed_per_s,
                 r.mean_latency_us,
@@ -379,7 +379,7 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
             let what = if r.config.coordinator_fail_at_s.is_some() { "coordinator" } else { "acceptor 0" };
             println!(
                 "{:>10} {what:>12} dies: {:.0} committed/s overall, longest gap after the failure {:.1} ms{}",
-                r.config.dataplane.name(),
+                r.config.data_plane.name(),
                 r.committed_per_s,
                 r.failover_gap_ms.unwrap_or(0.0),
                 r.takeover_at_s.map(|t| format!(", backup took over at {t:.3} s")).unwrap_or_default()
@@ -398,7 +398,7 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
 pub struct UpPaxosArgs {
     /// switch (coordinator and acceptors in software switches) or software (as processes).
     #[arg(long, default_value = "switch")]
-    dataplane: String,
+    data_plane: String,
     #[arg(long, default_value_t = 3)]
     acceptors: usize,
     #[arg(long, default_value_t = 2)]
@@ -441,9 +441,8 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
     use innet_live::{clock, spawn_host, Stop};
     use innet_paxos::workload::LoadProposer;
     use innet_paxos::{Learner, Proposer};
-    let software = a.dataplane.parse::<Dataplane>().map_err(anyhow::Error::msg)? == Dataplane::Software;
     let lc = LiveConfig {
-        software,
+        data_plane: a.data_plane.parse::<DataPlaneAt>().map_err(anyhow::Error::msg)?,
         acceptors: a.acceptors,
         learners: a.learners,
         proposers: a.proposers,
@@ -507,7 +506,7 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
     eprintln!(
         "innet: CAANS with the coordinator and {} acceptors as {}; {} learners, {} load proposers. Ctrl-C to stop.",
         a.acceptors,
-        if software { "processes" } else { "software switches" },
+        if lc.data_plane == DataPlaneAt::Process { "processes" } else { "software switches" },
         a.learners,
         a.proposers
     );
@@ -574,26 +573,20 @@ pub struct KvReplicaArgs {
 }
 
 pub fn run_kv_replica(a: KvReplicaArgs) -> anyhow::Result<i32> {
-    use innet_live::paxos::{learner_addr, LiveConfig};
+    use innet_live::paxos::LiveConfig;
     use innet_live::{spawn_host, Stop};
     use std::sync::{Arc, Mutex};
     anyhow::ensure!(a.id < a.learners, "--id {} must be below --learners {}", a.id, a.learners);
     let lc =
         LiveConfig { acceptors: a.acceptors, learners: a.learners, base_port: a.base_port, ..LiveConfig::default() };
-    let ip = lc.ip;
-    let addr = |i| learner_addr(ip, a.base_port, a.acceptors, i);
-    let mut opts =
-        innet_live::HostOptions { ports: vec![std::net::SocketAddr::new(ip, a.base_port)], ..Default::default() };
-    let acceptors = (0..a.acceptors).map(|i| std::net::SocketAddr::new(ip, a.base_port + 1 + i as u16)).collect();
-    opts.groups.insert(innet_paxos::GROUP_ACCEPTORS, acceptors);
-    opts.groups.insert(innet_paxos::GROUP_PEERS, (0..a.learners).filter(|&i| i != a.id).map(addr).collect());
+    let (addr, opts) = lc.external_learner(a.id)?;
     let replica = innet_paxos_kv::Replica::open(&a.data_dir, lc.learner_config(a.id as u16))
         .map_err(|e| anyhow::anyhow!("opening {}: {e:?}", a.data_dir.display()))?;
     let status = Arc::new(Mutex::new(String::new()));
     let stop = Stop::new();
     stop.on_signals()?;
-    let socket = innet_live::txn::bind(addr(a.id))?;
-    println!("replica{} {}", a.id, addr(a.id));
+    let socket = innet_live::txn::bind(addr)?;
+    println!("replica{} {addr}", a.id);
     let shared = status.clone();
     // The replica runs in the node's thread; a status line is published
     // through `shared` after every tick (the host is not Send).

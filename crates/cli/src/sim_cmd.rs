@@ -69,6 +69,9 @@ pub struct TxnPointArgs {
     /// Attempts per transaction before the client gives up.
     #[arg(long, default_value_t = 1000)]
     retry_limit: u32,
+    /// 0: one switch (Gotthard Figure 3); N >= 2: N edge switches, each in front of its share of the clients, under a core switch at the store (Figure 4).
+    #[arg(long, default_value_t = 0)]
+    edge_switches: u32,
 }
 
 impl TxnPointArgs {
@@ -93,6 +96,7 @@ impl TxnPointArgs {
             reorder: self.reorder,
             timeout_ms: self.timeout_ms,
             retry_limit: self.retry_limit,
+            edge_switches: self.edge_switches,
         };
         c.validate().map_err(anyhow::Error::msg)?;
         Ok(c)
@@ -383,7 +387,7 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
 fn check_seeds(seeds: std::ops::Range<u64>, modes: &[Mode], duration_s: f64, verbose: bool) -> anyhow::Result<u64> {
     let started = Instant::now();
     let mut bad = 0u64;
-    let (mut runs, mut commits) = (0u64, 0u64);
+    let (mut runs, mut commits, mut trees) = (0u64, 0u64, 0u64);
     let mut sums = innet_txn::check::CheckSummary::default();
     for seed in seeds.clone() {
         for &mode in modes {
@@ -391,6 +395,7 @@ fn check_seeds(seeds: std::ops::Range<u64>, modes: &[Mode], duration_s: f64, ver
             let run = txn_sim::run_checked(&cfg).map_err(anyhow::Error::msg)?;
             runs += 1;
             commits += run.committed;
+            trees += u64::from(run.config.edge_switches > 0);
             if verbose {
                 println!("{}", serde_json::to_string(&run.config)?);
                 println!("network: {:?}", run.net);
@@ -422,8 +427,8 @@ fn check_seeds(seeds: std::ops::Range<u64>, modes: &[Mode], duration_s: f64, ver
         }
     }
     println!(
-        "checked {runs} runs ({} seeds x {} modes, {duration_s} s simulated each, loss/dup/reorder/jitter on) in {:.1} s: \
-         {commits} client commits, {} store commits, {} switch answers, {} client-seen aborts verified; {bad} violations",
+        "checked {runs} runs ({} seeds x {} modes, {duration_s} s simulated each, loss/dup/reorder/jitter on, \
+         {trees} on multi-switch trees) in {:.1} s: {commits} client commits, {} store commits, {} switch answers, {} client-seen aborts verified; {bad} violations",
         seeds.end - seeds.start,
         modes.len(),
         started.elapsed().as_secs_f64(),

@@ -14,7 +14,7 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
-use innet_exp::paxos::{Dataplane, PaxosConfig, PaxosResult};
+use innet_exp::paxos::{DataPlaneAt, PaxosConfig, PaxosResult};
 use innet_exp::paxos_live::{live_config, run_point_live};
 use innet_exp::paxos_sim::make_result;
 use innet_exp::results;
@@ -45,9 +45,9 @@ pub struct XdpPaxosLoad {
 }
 
 impl XdpPaxosLoad {
-    fn config(&self, dataplane: Dataplane) -> PaxosConfig {
+    fn config(&self, data_plane: DataPlaneAt) -> PaxosConfig {
         PaxosConfig {
-            dataplane,
+            data_plane,
             acceptors: self.acceptors,
             learners: self.learners,
             proposers: self.proposers,
@@ -96,7 +96,7 @@ pub struct XdpPaxosHostsArgs {
 /// The end hosts of the `paxos` testbed: learners and load proposers bound
 /// in the hosts namespace; prints one JSON result line.
 pub fn run_hosts(a: XdpPaxosHostsArgs) -> anyhow::Result<i32> {
-    let cfg = a.load.config(Dataplane::Switch);
+    let cfg = a.load.config(DataPlaneAt::Switch);
     let lc = live_config(&cfg);
     let coordinator = SocketAddr::V4(tb::coordinator_addr());
     let acceptors: Vec<SocketAddr> = (0..cfg.acceptors).map(|i| SocketAddr::V4(tb::acceptor_addr(i))).collect();
@@ -195,7 +195,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
     anyhow::ensure!(innet_xdp::object::euid() == 0, "bench xdp-paxos needs root (network namespaces, BPF)");
-    let base = a.load.config(Dataplane::Software);
+    let base = a.load.config(DataPlaneAt::Process);
     base.validate().map_err(anyhow::Error::msg)?;
     let cost: std::collections::BTreeMap<&'static str, f64> =
         innet_xdp::paxos::cost_ns(1_000_000)?.into_iter().collect();
@@ -207,8 +207,8 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
     let (mut r_sw, mut r_switch) = (vec![], vec![]);
     for run in 0..a.runs {
         let xdp = run_xdp(&a.load)?;
-        let software = run_point_live(&a.load.config(Dataplane::Software))?;
-        let switch = run_point_live(&a.load.config(Dataplane::Switch))?;
+        let software = run_point_live(&a.load.config(DataPlaneAt::Process))?;
+        let switch = run_point_live(&a.load.config(DataPlaneAt::Switch))?;
         let ratio = |b: &PaxosResult| xdp.committed_per_s / b.committed_per_s.max(1e-9);
         let rec = Record {
             experiment: "xdp-paxos",

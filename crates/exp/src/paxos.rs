@@ -2,44 +2,23 @@
 //! records shared by the simulator and the live runtime.
 //!
 //! Deployment (Figure 3 / Figure 6): proposers -> coordinator -> acceptors
-//! -> learners, plus a software backup coordinator. `dataplane` picks where
+//! -> learners, plus a software backup coordinator. `data_plane` picks where
 //! the coordinator and acceptors run: `switch` (data-plane programs in
-//! switches) or `software` (the same programs as ordinary processes, the
+//! switches) or `process` (the same programs as ordinary processes, the
 //! libpaxos-style baseline of section 6.3).
 
+use std::time::Duration;
+
+use innet_paxos::deploy::{self, PaxosDeployment, PaxosParams, PaxosShape};
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Dataplane {
-    Switch,
-    Software,
-}
-
-impl std::str::FromStr for Dataplane {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "switch" => Ok(Dataplane::Switch),
-            "software" => Ok(Dataplane::Software),
-            _ => Err(format!("--dataplane {s}: expected switch or software")),
-        }
-    }
-}
-
-impl Dataplane {
-    pub fn name(self) -> &'static str {
-        match self {
-            Dataplane::Switch => "switch",
-            Dataplane::Software => "software",
-        }
-    }
-}
+pub use innet_core::deploy::DataPlaneAt;
 
 /// Everything that defines one run.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct PaxosConfig {
-    pub dataplane: Dataplane,
+    #[serde(alias = "dataplane")]
+    pub data_plane: DataPlaneAt,
     pub acceptors: usize,
     pub learners: usize,
     pub proposers: usize,
@@ -87,7 +66,7 @@ pub struct PaxosConfig {
 impl Default for PaxosConfig {
     fn default() -> Self {
         PaxosConfig {
-            dataplane: Dataplane::Switch,
+            data_plane: DataPlaneAt::Switch,
             acceptors: 3,
             learners: 2,
             proposers: 1,
@@ -117,6 +96,31 @@ impl Default for PaxosConfig {
 }
 
 impl PaxosConfig {
+    /// The service-wide settings every role's configuration derives from.
+    pub fn params(&self) -> PaxosParams {
+        let ms = |v: f64| Duration::from_secs_f64(v / 1e3);
+        PaxosParams {
+            slots: self.slots,
+            trim_quorum: self.trim_quorum,
+            ordered: self.ordered,
+            proposer_timeout: ms(self.timeout_ms),
+            gap_timeout: ms(self.gap_timeout_ms),
+            heartbeat: ms(self.heartbeat_ms),
+        }
+    }
+
+    /// The deployment (CAANS Figure 1 on a one-switch fabric with the
+    /// configured one-way latency).
+    pub fn deployment(&self) -> PaxosDeployment {
+        let shape = PaxosShape {
+            acceptors: self.acceptors,
+            learners: self.learners,
+            proposers: self.proposers,
+            origin_votes: false,
+        };
+        deploy::deployment(shape, Duration::from_secs_f64(self.latency_us / 1e6))
+    }
+
     /// Checks every field and says how to fix what is wrong.
     pub fn validate(&self) -> Result<(), String> {
         if !(1..=innet_paxos::MAX_ACCEPTORS).contains(&self.acceptors) {

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::paxos::{Dataplane, PaxosConfig, PaxosResult};
+use crate::paxos::{DataPlaneAt, PaxosConfig, PaxosResult};
 use crate::{paxos_live, paxos_sim, plot, results};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,14 +28,14 @@ pub fn run(runtime: Runtime, cfg: &PaxosConfig) -> Result<PaxosResult> {
     }
 }
 
-pub const DEPLOYMENTS: [Dataplane; 2] = [Dataplane::Switch, Dataplane::Software];
+pub const DEPLOYMENTS: [DataPlaneAt; 2] = [DataPlaneAt::Switch, DataPlaneAt::Process];
 
 /// Figure 7a: one point per deployment and number of requests in flight.
 pub fn sweep(runtime: Runtime, base: &PaxosConfig, outstanding: &[usize]) -> Result<Vec<PaxosResult>> {
     let mut rs = vec![];
     for &n in outstanding {
         for dp in DEPLOYMENTS {
-            let cfg = PaxosConfig { dataplane: dp, outstanding: n, ..base.clone() };
+            let cfg = PaxosConfig { data_plane: dp, outstanding: n, ..base.clone() };
             rs.push(run(runtime, &cfg)?);
         }
     }
@@ -50,7 +50,7 @@ pub fn failures(runtime: Runtime, base: &PaxosConfig) -> Result<Vec<PaxosResult>
     for dp in DEPLOYMENTS {
         for (acc, coord) in [(Some(half), None), (None, Some(half))] {
             let cfg = PaxosConfig {
-                dataplane: dp,
+                data_plane: dp,
                 acceptor_crash_at_s: acc,
                 acceptor_restart_at_s: None,
                 coordinator_fail_at_s: coord,
@@ -72,7 +72,7 @@ pub fn kv_sweep(base: &PaxosConfig, outstanding: &[usize]) -> Result<Vec<PaxosRe
     let mut rs = vec![];
     for &n in outstanding {
         for dp in DEPLOYMENTS {
-            let cfg = PaxosConfig { dataplane: dp, outstanding: n, kv: true, ..base.clone() };
+            let cfg = PaxosConfig { data_plane: dp, outstanding: n, kv: true, ..base.clone() };
             rs.push(paxos_live::run_point_live(&cfg)?);
         }
     }
@@ -83,17 +83,17 @@ pub fn kv_sweep(base: &PaxosConfig, outstanding: &[usize]) -> Result<Vec<PaxosRe
 /// (switch / software).
 pub fn max_throughput(rs: &[PaxosResult]) -> (f64, f64, f64) {
     let max =
-        |dp| rs.iter().filter(|r| plain(r) && r.config.dataplane == dp).map(|r| r.committed_per_s).fold(0.0, f64::max);
-    let (s, w) = (max(Dataplane::Switch), max(Dataplane::Software));
+        |dp| rs.iter().filter(|r| plain(r) && r.config.data_plane == dp).map(|r| r.committed_per_s).fold(0.0, f64::max);
+    let (s, w) = (max(DataPlaneAt::Switch), max(DataPlaneAt::Process));
     (s, w, if w > 0.0 { s / w } else { 0.0 })
 }
 
 /// Table 4: for each deployment and fraction of its maximum throughput, the
 /// sweep point nearest to it.
-pub fn table4(rs: &[PaxosResult]) -> Vec<(Dataplane, f64, PaxosResult)> {
+pub fn table4(rs: &[PaxosResult]) -> Vec<(DataPlaneAt, f64, PaxosResult)> {
     let mut out = vec![];
     for dp in DEPLOYMENTS {
-        let pts: Vec<&PaxosResult> = rs.iter().filter(|r| plain(r) && r.config.dataplane == dp).collect();
+        let pts: Vec<&PaxosResult> = rs.iter().filter(|r| plain(r) && r.config.data_plane == dp).collect();
         let max = pts.iter().map(|r| r.committed_per_s).fold(0.0, f64::max);
         for frac in [0.25, 0.5, 0.75] {
             if let Some(r) = pts.iter().min_by(|a, b| {
@@ -114,7 +114,7 @@ pub fn write(out: &Path, rs: &[PaxosResult]) -> Result<()> {
         DEPLOYMENTS
             .iter()
             .map(|dp| {
-                (dp.name().to_string(), sweep.iter().filter(|r| r.config.dataplane == *dp).map(|r| f(r)).collect())
+                (dp.name().to_string(), sweep.iter().filter(|r| r.config.data_plane == *dp).map(|r| f(r)).collect())
             })
             .filter(|(_, v): &(String, Vec<(f64, f64)>)| !v.is_empty())
             .collect()
@@ -154,7 +154,7 @@ pub fn write(out: &Path, rs: &[PaxosResult]) -> Result<()> {
             .iter()
             .map(|dp| {
                 let pts =
-                    kv.iter().filter(|r| r.config.dataplane == *dp).map(|r| (r.committed_per_s, r.mean_latency_us));
+                    kv.iter().filter(|r| r.config.data_plane == *dp).map(|r| (r.committed_per_s, r.mean_latency_us));
                 (format!("{} + LevelDB", dp.name()), pts.collect())
             })
             .collect();
@@ -182,7 +182,7 @@ pub fn write(out: &Path, rs: &[PaxosResult]) -> Result<()> {
                     .enumerate()
                     .map(|(i, c)| ((i * per) as f64 * bin_s, c.iter().sum::<u64>() as f64 / (c.len() as f64 * bin_s)))
                     .collect();
-                (format!("{}: {what}", r.config.dataplane.name()), pts)
+                (format!("{}: {what}", r.config.data_plane.name()), pts)
             })
             .collect();
         plot::lines_png(

@@ -12,12 +12,12 @@ use innet_paxos::workload::LoadProposer;
 use innet_paxos::{Learner, Proposer};
 use innet_paxos_kv::Replica;
 
-use crate::paxos::{Dataplane, PaxosConfig, PaxosResult};
+use crate::paxos::{PaxosConfig, PaxosResult};
 use crate::paxos_sim::make_result;
 
 pub fn live_config(cfg: &PaxosConfig) -> LiveConfig {
     LiveConfig {
-        software: cfg.dataplane == Dataplane::Software,
+        data_plane: cfg.data_plane,
         acceptors: cfg.acceptors,
         learners: cfg.learners,
         proposers: cfg.proposers,

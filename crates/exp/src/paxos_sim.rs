@@ -8,17 +8,18 @@
 
 use std::time::{Duration, Instant};
 
+use innet_core::deploy::{Node, Shape};
 use innet_core::rng::Rng;
-use innet_core::{Member, Time};
+use innet_core::Time;
 use innet_paxos::acceptor::Acceptor;
 use innet_paxos::check::{check, History, LearnerHistory, Summary};
+use innet_paxos::deploy::{PaxosRole, Roles};
 use innet_paxos::software::SoftwareNode;
 use innet_paxos::workload::LoadProposer;
-use innet_paxos::{BackupCoordinator, Coordinator, Learner, LearnerConfig, Proposer, ProposerConfig};
-use innet_sim::{LinkSpec, NetStats, NodeId, ServiceModel, Sim};
+use innet_paxos::{BackupCoordinator, Coordinator, Learner, LearnerConfig, Proposer};
+use innet_sim::{LinkSpec, NetStats, NodeId, ServiceModel, Sim, SimNode};
 
-use crate::paxos::{latency_quantiles_us, latency_us, longest_gap_ms, timeline, Dataplane, PaxosConfig, PaxosResult};
-use crate::paxos_live::live_config;
+use crate::paxos::{latency_quantiles_us, latency_us, longest_gap_ms, timeline, DataPlaneAt, PaxosConfig, PaxosResult};
 
 pub struct PaxosTopology {
     pub sim: Sim,
@@ -32,16 +33,12 @@ pub struct PaxosTopology {
     applied: Vec<u8>,
 }
 
-fn ms(v: f64) -> Duration {
-    Duration::from_secs_f64(v / 1e3)
-}
-
 fn us(v: f64) -> Duration {
     Duration::from_secs_f64(v / 1e6)
 }
 
-fn link(cfg: &PaxosConfig, faults: bool) -> LinkSpec {
-    let mut l = LinkSpec::latency(us(cfg.latency_us));
+fn link(cfg: &PaxosConfig, latency: Duration, faults: bool) -> LinkSpec {
+    let mut l = LinkSpec::latency(latency);
     if faults {
         l.jitter = us(cfg.jitter_us);
         l.loss_probability = cfg.loss;
@@ -55,83 +52,68 @@ fn service(cost_us: f64) -> Option<ServiceModel> {
     (cost_us > 0.0).then(|| ServiceModel { per_packet: us(cost_us), per_byte_ns: 0.0, queue_packets: 4096 })
 }
 
-/// The roles' configurations are the live deployment's (one definition).
+/// Every role's configuration for `cfg` (the same definition every runtime uses).
+pub fn roles(cfg: &PaxosConfig) -> Roles {
+    Roles::new(cfg.params(), cfg.acceptors, cfg.learners)
+}
+
+/// Learner `id`'s configuration; with `keep_log` it records every delivery.
 pub fn learner_config(cfg: &PaxosConfig, id: u16, keep_log: bool) -> LearnerConfig {
-    LearnerConfig { keep_log, ..live_config(cfg).learner_config(id) }
+    LearnerConfig { keep_log, ..roles(cfg).learner(id) }
 }
 
 /// Builds the deployment; with `record`, learners keep every delivery and
 /// proposers every submitted value (for the checker).
 pub fn build(cfg: &PaxosConfig, record: bool) -> Result<PaxosTopology, String> {
     cfg.validate()?;
+    if cfg.data_plane == DataPlaneAt::Xdp {
+        return Err("the simulator runs the data plane in switches or processes; XDP runs on the testbed".into());
+    }
+    let d = cfg.deployment();
+    let roles = roles(cfg);
     let mut rng = Rng::new(cfg.seed);
     let mut sim = Sim::new(rng.next_u64());
-    sim.set_fabric(link(cfg, true));
-    let software = cfg.dataplane == Dataplane::Software;
-    let (dp_cost, host_cost) = (if software { cfg.software_cost_us } else { cfg.switch_cost_us }, cfg.host_cost_us);
-    let add_program = |sim: &mut Sim, name: &str, coord: Option<Coordinator>, acc: Option<Acceptor>| -> NodeId {
-        let id = match (coord, acc, software) {
-            (Some(c), _, false) => sim.add_switch(name, c),
-            (Some(c), _, true) => sim.add_host(name, SoftwareNode::new(c)),
-            (None, Some(a), false) => sim.add_switch(name, a),
-            (None, Some(a), true) => sim.add_host(name, SoftwareNode::new(a)),
-            (None, None, _) => unreachable!("a coordinator or an acceptor"),
-        };
-        if let Some(s) = service(dp_cost) {
-            sim.set_service(id, s);
-        }
-        id
-    };
-    let coordinator =
-        add_program(&mut sim, "coordinator", Some(Coordinator::new(live_config(cfg).coordinator_config())), None);
-    let acceptors: Vec<NodeId> = (0..cfg.acceptors)
-        .map(|a| {
-            add_program(
-                &mut sim,
-                &format!("acceptor{a}"),
-                None,
-                Some(Acceptor::new(live_config(cfg).acceptor_config(a as u16))),
-            )
-        })
-        .collect();
-    let learners: Vec<NodeId> = (0..cfg.learners)
-        .map(|l| sim.add_host(&format!("learner{l}"), Learner::new(learner_config(cfg, l as u16, record))))
-        .collect();
-    let backup = sim.add_host("backup", BackupCoordinator::new(live_config(cfg).backup_config()));
+    let process = cfg.data_plane == DataPlaneAt::Process;
     let stop = Time::from_secs_f64(cfg.duration_s);
-    let proposers: Vec<NodeId> = (0..cfg.proposers)
-        .map(|p| {
-            let pc = ProposerConfig { id: p as u32 + 1, quorum: cfg.quorum(), timeout: ms(cfg.timeout_ms) };
-            sim.add_host(&format!("proposer{p}"), LoadProposer::new(Proposer::new(pc), cfg.outstanding, stop, record))
-        })
-        .collect();
-    for &h in learners.iter().chain(&proposers).chain([&backup]) {
-        if let Some(s) = service(host_cost) {
-            sim.set_service(h, s);
+    let make = |_: usize, n: &Node<PaxosRole>| match n.role {
+        PaxosRole::Coordinator => program(Coordinator::new(roles.coordinator()), process),
+        PaxosRole::Acceptor { id } => program(Acceptor::new(roles.acceptor(id)), process),
+        PaxosRole::Backup => SimNode::host(BackupCoordinator::new(roles.backup())),
+        PaxosRole::Learner { id } => SimNode::host(Learner::new(learner_config(cfg, id, record))),
+        PaxosRole::Proposer { index } => {
+            let pc = roles.proposer(index as u32 + 1);
+            SimNode::host(LoadProposer::new(Proposer::new(pc), cfg.outstanding, stop, record))
+        }
+    };
+    let ids = sim.instantiate(&d, make, |l| link(cfg, l, true));
+    let (dp_cost, host_cost) = (if process { cfg.software_cost_us } else { cfg.switch_cost_us }, cfg.host_cost_us);
+    for (i, n) in d.nodes.iter().enumerate() {
+        let cost = if n.shape == Shape::Program { dp_cost } else { host_cost };
+        if let Some(s) = service(cost) {
+            sim.set_service(ids[i], s);
         }
     }
-    let nodes = |v: &[NodeId]| v.iter().map(|&n| Member::Node(n)).collect::<Vec<_>>();
-    sim.set_group(coordinator, innet_paxos::GROUP_ACCEPTORS, nodes(&acceptors));
-    let mut vote_group = nodes(&learners);
-    vote_group.extend(nodes(&proposers));
-    vote_group.push(Member::Node(backup));
-    for &a in &acceptors {
-        sim.set_group(a, innet_paxos::GROUP_LEARNERS, vote_group.clone());
+    let of = |f: fn(&PaxosRole) -> bool| d.with_role(f).into_iter().map(|i| ids[i]).collect::<Vec<_>>();
+    Ok(PaxosTopology {
+        coordinator: of(|r| *r == PaxosRole::Coordinator)[0],
+        backup: of(|r| *r == PaxosRole::Backup)[0],
+        acceptors: of(|r| matches!(r, PaxosRole::Acceptor { .. })),
+        learners: of(|r| matches!(r, PaxosRole::Learner { .. })),
+        proposers: of(|r| matches!(r, PaxosRole::Proposer { .. })),
+        sim,
+        config: cfg.clone(),
+        applied: vec![],
+    })
+}
+
+/// A data-plane program in a switch, or (`process`) as an end host running
+/// the very same program: the software deployment.
+fn program<P: innet_core::DataPlane + Clone + 'static>(p: P, process: bool) -> SimNode {
+    if process {
+        SimNode::host(SoftwareNode::new(p))
+    } else {
+        SimNode::switch(p)
     }
-    for &l in &learners {
-        sim.set_group(l, innet_paxos::GROUP_ACCEPTORS, nodes(&acceptors));
-        let peers: Vec<NodeId> = learners.iter().copied().filter(|&o| o != l).collect();
-        sim.set_group(l, innet_paxos::GROUP_PEERS, nodes(&peers));
-        sim.set_port(l, innet_paxos::PORT_COORDINATOR, Some(coordinator));
-    }
-    sim.set_group(backup, innet_paxos::GROUP_ACCEPTORS, nodes(&acceptors));
-    sim.set_group(backup, innet_paxos::GROUP_PROPOSERS, nodes(&proposers));
-    sim.set_port(backup, innet_paxos::PORT_COORDINATOR, Some(coordinator));
-    for &p in &proposers {
-        sim.set_port(p, innet_paxos::PORT_COORDINATOR, Some(coordinator));
-        sim.set_port(p, innet_paxos::PORT_BACKUP, Some(backup));
-    }
-    Ok(PaxosTopology { sim, config: cfg.clone(), coordinator, backup, acceptors, learners, proposers, applied: vec![] })
 }
 
 impl PaxosTopology {
@@ -142,12 +124,12 @@ impl PaxosTopology {
     /// Restarts acceptor 0 with the state it had (persistent memory).
     fn restart_acceptor(&mut self) {
         let a = self.acceptors[0];
-        match self.config.dataplane {
-            Dataplane::Switch => {
+        match self.config.data_plane {
+            DataPlaneAt::Switch => {
                 let p = self.sim.program::<Acceptor>(a).expect("acceptor").clone();
                 self.sim.restart_switch(a, p);
             }
-            Dataplane::Software => {
+            DataPlaneAt::Process | DataPlaneAt::Xdp => {
                 let h = self.sim.host::<SoftwareNode<Acceptor>>(a).expect("acceptor").clone();
                 self.sim.restart_host(a, h);
             }
@@ -184,7 +166,7 @@ impl PaxosTopology {
                 0 => self.sim.crash(self.coordinator),
                 1 => self.crash_acceptor(),
                 2 => self.restart_acceptor(),
-                _ => self.sim.set_fabric(link(&self.config, false)),
+                _ => self.sim.set_fabric(link(&self.config, us(self.config.latency_us), false)),
             }
         }
         self.sim.run_until(end);
@@ -339,7 +321,7 @@ pub fn run_checked(cfg: &PaxosConfig) -> Result<CheckedRun, String> {
 /// slots (trimming under pressure) to 1,024, loss <= 5%, duplication <= 5%,
 /// reordering <= 10%, jitter; in most seeds the coordinator fails (the
 /// backup takes over) and/or acceptor 0 crashes (and may come back).
-pub fn random_check_config(seed: u64, dataplane: Dataplane, duration_s: f64) -> PaxosConfig {
+pub fn random_check_config(seed: u64, data_plane: DataPlaneAt, duration_s: f64) -> PaxosConfig {
     let mut r = Rng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x9AC05);
     let latency_us = 20.0 + r.below(480) as f64;
     let at = |r: &mut Rng| Some(duration_s * (0.1 + 0.8 * r.f64()));
@@ -351,7 +333,7 @@ pub fn random_check_config(seed: u64, dataplane: Dataplane, duration_s: f64) -> 
     };
     let rtt_ms = 4.0 * latency_us / 1e3;
     PaxosConfig {
-        dataplane,
+        data_plane,
         acceptors: [3, 3, 5][r.below(3) as usize],
         learners: 1 + r.below(4) as usize,
         proposers: 1 + r.below(3) as usize,
@@ -388,7 +370,7 @@ mod tests {
     /// replays exactly.
     #[test]
     fn checked_faulty_runs_are_clean_and_deterministic() {
-        for dp in [Dataplane::Switch, Dataplane::Software] {
+        for dp in [DataPlaneAt::Switch, DataPlaneAt::Process] {
             for seed in 1..=5 {
                 let cfg = random_check_config(seed, dp, 0.2);
                 let a = run_checked(&cfg).unwrap();

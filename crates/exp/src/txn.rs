@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use innet_txn::deploy::{self, SwitchSpec, TxnDeployment};
 use innet_txn::workload::{LoadStats, Workload};
 use innet_txn::Mode;
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,13 @@ pub struct TxnPointConfig {
     /// Fraction of reads sent as compare-only transactions (paper: 0).
     #[serde(default)]
     pub validated_reads: f64,
+    /// 0: one switch (Gotthard Figure 3). 2 or more: that many edge
+    /// switches, each in front of its share of the clients, under a core
+    /// switch collocated with the store (Figure 4; section 5.1's locality
+    /// setup): client-edge `d_cs`, edge-core `d_ss`, core-store 0. Every
+    /// switch runs `mode`.
+    #[serde(default)]
+    pub edge_switches: u32,
 }
 
 impl Default for TxnPointConfig {
@@ -64,6 +72,7 @@ impl Default for TxnPointConfig {
             retry_limit: 1000,
             span: 1,
             validated_reads: 0.0,
+            edge_switches: 0,
         }
     }
 }
@@ -115,6 +124,12 @@ impl TxnPointConfig {
         if self.retry_limit == 0 {
             return Err("--retry-limit must be at least 1".into());
         }
+        if self.edge_switches == 1 || self.edge_switches > self.clients {
+            return Err(format!(
+                "--edge-switches {} must be 0 (one switch) or from 2 to the number of clients ({})",
+                self.edge_switches, self.clients
+            ));
+        }
         Ok(mode)
     }
 
@@ -137,6 +152,20 @@ impl TxnPointConfig {
     /// One-way switch-store latency.
     pub fn switch_store_delay(&self) -> Duration {
         Duration::from_secs_f64((1.0 - self.delta) * self.rtt_ms / 2e3)
+    }
+
+    /// The deployment this point runs on.
+    pub fn deployment(&self) -> Result<TxnDeployment, String> {
+        let mode = self.validate()?;
+        let spec = SwitchSpec { mode, cache_slots: self.cache_slots };
+        let (d_cs, d_ss) = (self.client_switch_delay(), self.switch_store_delay());
+        Ok(if self.edge_switches == 0 {
+            deploy::single_switch(self.clients, spec, d_cs, d_ss)
+        } else {
+            let e = self.edge_switches;
+            let groups: Vec<u32> = (0..e).map(|i| self.clients / e + u32::from(i < self.clients % e)).collect();
+            deploy::tree(&groups, spec, spec, d_cs, d_ss, Duration::ZERO)
+        })
     }
 
     pub fn timeout(&self) -> Duration {

@@ -3,26 +3,36 @@
 
 use std::time::{Duration, Instant};
 
+use innet_core::deploy::Node;
 use innet_core::rng::Rng;
 use innet_core::{Counters, Time};
-use innet_sim::{LinkSpec, NetStats, NodeId, Sim};
+use innet_sim::{LinkSpec, NetStats, NodeId, Sim, SimNode};
 use innet_txn::check::{check, CheckSummary};
 use innet_txn::client::{ClientConfig, TxnClient};
+use innet_txn::deploy::{self, TxnDeployment, TxnRole};
 use innet_txn::switch::CLIENT_SLOTS_DEFAULT;
 use innet_txn::workload::{LoadClient, LoadStats};
 use innet_txn::{Mode, TxnStore, TxnSwitch};
 
 use crate::txn::{summarize, TxnPointConfig, TxnPointResult};
 
-/// A built topology: `clients -- switch -- store`.
+/// A built deployment: the store, every switch and every client.
 pub struct TxnTopology {
     pub sim: Sim,
+    pub deployment: TxnDeployment,
+    /// The simulator's id of each deployment node.
+    pub nodes: Vec<NodeId>,
     pub store: NodeId,
-    pub switch: NodeId,
+    /// Every switch, in deployment order (the first is nearest the store).
+    pub switches: Vec<NodeId>,
     pub clients: Vec<NodeId>,
 }
 
 impl TxnTopology {
+    /// The simulator's id of deployment node `i`.
+    pub fn sim_id(&self, i: usize) -> NodeId {
+        self.nodes[i]
+    }
     pub fn stats(&self) -> LoadStats {
         let mut s = LoadStats::default();
         for &c in &self.clients {
@@ -30,11 +40,28 @@ impl TxnTopology {
         }
         s
     }
+    /// The switch nearest the store.
     pub fn switch(&self) -> &TxnSwitch {
-        self.sim.program::<TxnSwitch>(self.switch).expect("txn switch")
+        self.switch_at(0)
+    }
+    pub fn switch_at(&self, i: usize) -> &TxnSwitch {
+        self.sim.program::<TxnSwitch>(self.switches[i]).expect("txn switch")
     }
     pub fn store(&self) -> &TxnStore {
         self.sim.host::<TxnStore>(self.store).expect("txn store")
+    }
+    /// Every switch's counters, summed by name.
+    pub fn switch_counters(&self) -> Vec<(String, u64)> {
+        let mut sum: Vec<(String, u64)> = vec![];
+        for i in 0..self.switches.len() {
+            for (k, v) in self.switch_at(i).counters.counters() {
+                match sum.iter_mut().find(|(n, _)| n == k) {
+                    Some((_, total)) => *total += v,
+                    None => sum.push((k.to_string(), v)),
+                }
+            }
+        }
+        sum
     }
 }
 
@@ -48,32 +75,42 @@ fn link(cfg: &TxnPointConfig, latency: Duration) -> LinkSpec {
     }
 }
 
-/// Builds the Figure 3 topology for `cfg`; with `record`, the store logs its
-/// decisions and clients their attempts (for the checker).
-pub fn build(cfg: &TxnPointConfig, record: bool) -> Result<TxnTopology, String> {
-    let mode = cfg.validate()?;
+/// Builds `deployment` in a simulator seeded from `cfg.seed`, every client
+/// running `cfg`'s workload until `cfg.duration_s`; with `record`, the store
+/// logs its decisions and clients their attempts (for the checker).
+pub fn build_deployment(cfg: &TxnPointConfig, deployment: TxnDeployment, record: bool) -> Result<TxnTopology, String> {
+    cfg.validate()?;
+    deploy::validate(&deployment).map_err(|e| e.0)?;
     let mut rng = Rng::new(cfg.seed);
     let mut sim = Sim::new(rng.next_u64());
-    let store = TxnStore::in_memory();
-    let store = sim.add_host("store", if record { store.with_log() } else { store });
-    let switch = sim.add_switch("switch", TxnSwitch::new(mode, cfg.cache_slots, CLIENT_SLOTS_DEFAULT));
-    sim.link(switch, store, link(cfg, cfg.switch_store_delay()));
-    sim.set_upstream(switch, store);
     let stop = Time::from_secs_f64(cfg.duration_s);
-    let mut clients = vec![];
-    for i in 1..=cfg.clients {
-        let mut ccfg = ClientConfig::new(i);
-        ccfg.timeout = cfg.timeout();
-        ccfg.retry_limit = cfg.retry_limit;
-        let client = TxnClient::new(ccfg);
-        let client = if record { client.with_history() } else { client };
-        let load = LoadClient::new(client, cfg.workload(), rng.fork(), Time::ZERO, stop);
-        let id = sim.add_host(&format!("client{i}"), load);
-        sim.link(id, switch, link(cfg, cfg.client_switch_delay()));
-        sim.set_upstream(id, switch);
-        clients.push(id);
-    }
-    Ok(TxnTopology { sim, store, switch, clients })
+    let ids = deploy::client_ids(&deployment);
+    let make = |i: usize, n: &Node<TxnRole>| match &n.role {
+        TxnRole::Store => {
+            let store = TxnStore::in_memory();
+            SimNode::host(if record { store.with_log() } else { store })
+        }
+        TxnRole::Switch(s) => SimNode::switch(TxnSwitch::new(s.mode, s.cache_slots, CLIENT_SLOTS_DEFAULT)),
+        TxnRole::Client => {
+            let mut ccfg = ClientConfig::new(ids[i]);
+            ccfg.timeout = cfg.timeout();
+            ccfg.retry_limit = cfg.retry_limit;
+            let client = TxnClient::new(ccfg);
+            let client = if record { client.with_history() } else { client };
+            SimNode::host(LoadClient::new(client, cfg.workload(), rng.fork(), Time::ZERO, stop))
+        }
+    };
+    let nodes = sim.instantiate(&deployment, make, |d| link(cfg, d));
+    let of = |f: fn(&TxnRole) -> bool| deployment.with_role(f).into_iter().map(|i| nodes[i]).collect::<Vec<_>>();
+    let store = of(|r| *r == TxnRole::Store)[0];
+    let switches = of(|r| matches!(r, TxnRole::Switch(_)));
+    let clients = of(TxnRole::is_client);
+    Ok(TxnTopology { sim, deployment, nodes, store, switches, clients })
+}
+
+/// Builds `cfg`'s deployment (see [`TxnPointConfig::deployment`]).
+pub fn build(cfg: &TxnPointConfig, record: bool) -> Result<TxnTopology, String> {
+    build_deployment(cfg, cfg.deployment()?, record)
 }
 
 /// Runs one point; the result records simulated seconds per wall second.
@@ -82,8 +119,7 @@ pub fn run_point_sim(cfg: &TxnPointConfig) -> anyhow::Result<TxnPointResult> {
     let wall = Instant::now();
     t.sim.run_until(Time::from_secs_f64(cfg.duration_s));
     let wall_s = wall.elapsed().as_secs_f64();
-    let counters = t.switch().counters.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-    let mut r = summarize(cfg, "sim", &t.stats(), cfg.duration_s, wall_s, counters);
+    let mut r = summarize(cfg, "sim", &t.stats(), cfg.duration_s, wall_s, t.switch_counters());
     r.speedup = Some(cfg.duration_s / wall_s.max(1e-9));
     Ok(r)
 }
@@ -124,7 +160,9 @@ pub fn run_checked(cfg: &TxnPointConfig) -> Result<CheckedRun, String> {
 
 /// The random configuration `innet check txn` uses for `seed` and `mode`:
 /// a few clients and keys, multi-key transactions (some large enough to be
-/// fragmented), short links with loss, duplication, jitter and reordering.
+/// fragmented), short links with loss, duplication, jitter and reordering,
+/// and in a quarter of the seeds a tree of two or three edge switches under
+/// a core switch (Gotthard Figure 4), every switch in `mode`.
 pub fn random_check_config(seed: u64, mode: Mode, duration_s: f64) -> TxnPointConfig {
     let mut r = Rng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xC0FFEE);
     let keys = 1 + r.below(12) as u32;
@@ -148,6 +186,17 @@ pub fn random_check_config(seed: u64, mode: Mode, duration_s: f64) -> TxnPointCo
         reorder: r.f64() * 0.1,
         timeout_ms: 0.0,
         retry_limit: 1000,
+        edge_switches: 0,
+    }
+    .with_random_tree(&mut r)
+}
+
+impl TxnPointConfig {
+    fn with_random_tree(mut self, r: &mut Rng) -> TxnPointConfig {
+        if r.chance(0.25) {
+            self.edge_switches = (2 + r.below(2) as u32).min(self.clients);
+        }
+        self
     }
 }
 

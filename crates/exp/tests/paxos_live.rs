@@ -4,7 +4,7 @@
 //! until the software backup takes over (CAANS section 6.4, Figure 8).
 //! Timings are printed, never asserted.
 
-use innet_exp::paxos::{Dataplane, PaxosConfig};
+use innet_exp::paxos::{DataPlaneAt, PaxosConfig};
 use innet_exp::paxos_live::run_point_live;
 
 fn commits_between(r: &innet_exp::paxos::PaxosResult, from_s: f64, to_s: f64) -> u64 {
@@ -19,9 +19,9 @@ fn commits_between(r: &innet_exp::paxos::PaxosResult, from_s: f64, to_s: f64) ->
 
 #[test]
 fn acceptor_kill_and_coordinator_failover_live() {
-    for dataplane in [Dataplane::Switch, Dataplane::Software] {
+    for data_plane in [DataPlaneAt::Switch, DataPlaneAt::Process] {
         let cfg = PaxosConfig {
-            dataplane,
+            data_plane,
             duration_s: 4.0,
             acceptor_crash_at_s: Some(1.0),
             coordinator_fail_at_s: Some(2.0),
@@ -34,18 +34,18 @@ fn acceptor_kill_and_coordinator_failover_live() {
         let one_acceptor_down = commits_between(&r, 1.0, 2.0);
         let after_takeover = commits_between(&r, 2.5, 4.0);
         println!(
-            "{dataplane:?}: commits 0.2-1 s {before}, 1-2 s (acceptor 0 dead) {one_acceptor_down}, 2.5-4 s (backup) {after_takeover}; \
+            "{data_plane:?}: commits 0.2-1 s {before}, 1-2 s (acceptor 0 dead) {one_acceptor_down}, 2.5-4 s (backup) {after_takeover}; \
              backup took over at {:?} s; longest gap after the first failure {:?} ms; {:.0} commits/s overall",
             r.takeover_at_s, r.failover_gap_ms, r.committed_per_s
         );
-        assert!(one_acceptor_down > 0, "{dataplane:?}: deliveries stopped with one acceptor dead: {:?}", r.timeline);
+        assert!(one_acceptor_down > 0, "{data_plane:?}: deliveries stopped with one acceptor dead: {:?}", r.timeline);
         // A takeover before 2 s is a false suspicion under load: safe (two
         // coordinators in different rounds), and the backup still has to
         // carry on alone once the coordinator is gone.
         let t = r.takeover_at_s.expect("the backup took over");
         if t < 2.0 {
-            println!("{dataplane:?}: the backup took over early, at {t:.3} s (false suspicion)");
+            println!("{data_plane:?}: the backup took over early, at {t:.3} s (false suspicion)");
         }
-        assert!(after_takeover > 0, "{dataplane:?}: no commits with the coordinator dead: {:?}", r.timeline);
+        assert!(after_takeover > 0, "{data_plane:?}: no commits with the coordinator dead: {:?}", r.timeline);
     }
 }

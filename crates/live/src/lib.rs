@@ -33,6 +33,7 @@
 
 pub mod chain;
 pub mod delay;
+pub mod deploy;
 pub mod host;
 mod net;
 pub mod paxos;

@@ -30,24 +30,25 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::time::Duration;
 
-use innet_core::Member;
+use innet_core::deploy::DataPlaneAt;
 use innet_paxos::acceptor::{Acceptor, AcceptorConfig};
+use innet_paxos::deploy::{self as paxos_deploy, PaxosDeployment, PaxosParams, PaxosRole, PaxosShape, Roles};
 use innet_paxos::software::SoftwareNode;
-use innet_paxos::{
-    BackupConfig, BackupCoordinator, Coordinator, CoordinatorConfig, LearnerConfig, ProposerConfig, GROUP_ACCEPTORS,
-    GROUP_LEARNERS, GROUP_PEERS, GROUP_PROPOSERS,
-};
+use innet_paxos::{BackupConfig, BackupCoordinator, Coordinator, CoordinatorConfig, LearnerConfig, ProposerConfig};
 
+use crate::deploy::{host_options, switch_setup};
 use crate::host::{spawn_host, HostOptions, NodeHandle};
-use crate::switch::{spawn_switch_with_tables, SwitchNode, SwitchOptions, SwitchTables};
+use crate::switch::{spawn_switch_with_tables, SwitchNode};
 use crate::txn::bind;
 use crate::Stop;
 
 /// A live deployment's configuration.
 #[derive(Clone, Debug)]
 pub struct LiveConfig {
-    /// Coordinator and acceptors as processes (true) or software switches.
-    pub software: bool,
+    /// Coordinator and acceptors in software switches, or as processes
+    /// (the software baseline). `Xdp` is the namespace testbed's, not this
+    /// runtime's.
+    pub data_plane: DataPlaneAt,
     pub acceptors: usize,
     pub learners: usize,
     /// Proposer sockets bound by the plan (members of the vote and
@@ -64,31 +65,25 @@ pub struct LiveConfig {
     /// First UDP port (consecutive ports per role), or 0 for ephemeral ports.
     pub base_port: u16,
     /// Learners run in other processes (e.g. key-value replicas): their
-    /// addresses follow from `base_port` ([`learner_addr`]) and the plan
-    /// does not bind them.
+    /// addresses follow from `base_port` ([`LiveConfig::external_learner`])
+    /// and the plan does not bind them.
     pub external_learners: bool,
-}
-
-/// The address of learner `i` in a deployment with consecutive ports from
-/// `base_port`: coordinator, acceptors, backup, learners, proposers.
-pub fn learner_addr(ip: IpAddr, base_port: u16, acceptors: usize, i: usize) -> SocketAddr {
-    SocketAddr::new(ip, base_port + 2 + acceptors as u16 + i as u16)
 }
 
 impl Default for LiveConfig {
     fn default() -> Self {
+        let p = PaxosParams::default();
         LiveConfig {
-            software: false,
+            data_plane: DataPlaneAt::Switch,
             acceptors: 3,
             learners: 2,
             proposers: 1,
-            slots: innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT,
-            trim_quorum: 0,
-            ordered: true,
-            proposer_timeout: Duration::from_millis(50),
-            gap_timeout: Duration::from_millis(20),
-            // 3 missed heartbeats: 75 ms, tolerant of a loaded 2-core machine.
-            heartbeat: Duration::from_millis(25),
+            slots: p.slots,
+            trim_quorum: p.trim_quorum,
+            ordered: p.ordered,
+            proposer_timeout: p.proposer_timeout,
+            gap_timeout: p.gap_timeout,
+            heartbeat: p.heartbeat,
             ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
             base_port: 0,
             external_learners: false,
@@ -97,41 +92,87 @@ impl Default for LiveConfig {
 }
 
 impl LiveConfig {
+    pub fn params(&self) -> PaxosParams {
+        PaxosParams {
+            slots: self.slots,
+            trim_quorum: self.trim_quorum,
+            ordered: self.ordered,
+            proposer_timeout: self.proposer_timeout,
+            gap_timeout: self.gap_timeout,
+            heartbeat: self.heartbeat,
+        }
+    }
+    /// Every role's configuration (one definition for every runtime).
+    pub fn roles(&self) -> Roles {
+        Roles::new(self.params(), self.acceptors, self.learners)
+    }
+    /// The deployment this configuration describes. Without proposers of
+    /// its own, votes also go to each request's origin (the switch
+    /// deployment; see the module doc).
+    pub fn deployment(&self) -> PaxosDeployment {
+        let shape = PaxosShape {
+            acceptors: self.acceptors,
+            learners: self.learners,
+            proposers: self.proposers,
+            origin_votes: self.proposers == 0,
+        };
+        paxos_deploy::deployment(shape, Duration::ZERO)
+    }
+    /// Every node's address with consecutive ports from `base_port`, in
+    /// the deployment's node order (coordinator, acceptors, backup,
+    /// learners, proposers).
+    pub fn fixed_addrs(&self) -> io::Result<Vec<SocketAddr>> {
+        let n = self.deployment().nodes.len();
+        let last = self.base_port as usize + n - 1;
+        if self.base_port == 0 || last > u16::MAX as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "base port {} cannot hold the deployment's {n} consecutive ports (1..={} fits)",
+                    self.base_port,
+                    u16::MAX as usize + 1 - n
+                ),
+            ));
+        }
+        Ok((0..n).map(|i| SocketAddr::new(self.ip, self.base_port + i as u16)).collect())
+    }
+
+    /// Learner `i`'s address and options in a deployment with consecutive
+    /// ports from `base_port`: a learner in a process of its own (a
+    /// key-value replica).
+    pub fn external_learner(&self, i: usize) -> io::Result<(SocketAddr, HostOptions)> {
+        let d = self.deployment();
+        let addrs = self.fixed_addrs()?;
+        let n = d.with_role(|r| *r == PaxosRole::Learner { id: i as u16 });
+        let &n = n.first().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("learner {i}: the deployment has {} learners", self.learners),
+            )
+        })?;
+        Ok((addrs[n], host_options(&d, &addrs, n)))
+    }
+
     pub fn quorum(&self) -> usize {
-        innet_paxos::majority(self.acceptors)
+        self.roles().quorum()
     }
     pub fn trim_quorum(&self) -> usize {
-        innet_paxos::trim_quorum(self.trim_quorum, self.learners)
+        self.roles().trim_quorum()
     }
     pub fn coordinator_config(&self) -> CoordinatorConfig {
-        CoordinatorConfig {
-            slots: self.slots,
-            trim_quorum: self.trim_quorum(),
-            ..CoordinatorConfig::new(self.learners)
-        }
+        self.roles().coordinator()
     }
     pub fn acceptor_config(&self, id: u16) -> AcceptorConfig {
-        AcceptorConfig { slots: self.slots, trim_quorum: self.trim_quorum(), ..AcceptorConfig::new(id, self.learners) }
+        self.roles().acceptor(id)
     }
     pub fn backup_config(&self) -> BackupConfig {
-        BackupConfig {
-            heartbeat_interval: self.heartbeat,
-            timeout: self.gap_timeout,
-            ..BackupConfig::new(self.quorum())
-        }
+        self.roles().backup()
     }
     pub fn learner_config(&self, id: u16) -> LearnerConfig {
-        LearnerConfig {
-            ordered: self.ordered,
-            gap_timeout: self.gap_timeout,
-            recover_timeout: self.gap_timeout,
-            trim_every: (self.slots as u32 / 8).clamp(1, 64),
-            trim_interval: self.gap_timeout,
-            ..LearnerConfig::new(id, self.quorum())
-        }
+        self.roles().learner(id)
     }
     pub fn proposer_config(&self, id: u32) -> ProposerConfig {
-        ProposerConfig { id, quorum: self.quorum(), timeout: self.proposer_timeout }
+        self.roles().proposer(id)
     }
     /// The configuration of proposer `i` of this process, with an id drawn
     /// afresh per process: learners filter duplicates by (proposer, request)
@@ -169,7 +210,10 @@ impl<P> ProgramNode<P> {
 /// Every socket of a deployment, bound, and every address.
 pub struct Plan {
     pub config: LiveConfig,
-    sockets: Option<(UdpSocket, Vec<UdpSocket>, UdpSocket)>,
+    pub deployment: PaxosDeployment,
+    /// Every node's address, in deployment order.
+    pub addrs: Vec<SocketAddr>,
+    core_sockets: Option<Vec<UdpSocket>>,
     pub learner_sockets: Vec<Option<UdpSocket>>,
     pub proposer_sockets: Vec<Option<UdpSocket>>,
     pub coordinator: SocketAddr,
@@ -187,64 +231,74 @@ pub struct Core {
 }
 
 impl Plan {
+    /// Binds every socket of `config`'s deployment (learners' only if they
+    /// run here), in node order from `base_port` (or on ephemeral ports).
     pub fn bind(config: &LiveConfig) -> io::Result<Plan> {
-        let mut port = config.base_port;
-        let mut next = || {
-            let p = port;
-            if port != 0 {
-                port += 1;
-            }
-            bind(SocketAddr::new(config.ip, p))
+        let deployment = config.deployment();
+        if config.external_learners && config.base_port == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "external learners need a base port"));
+        }
+        let wanted = match config.base_port {
+            0 => vec![SocketAddr::new(config.ip, 0); deployment.nodes.len()],
+            _ => config.fixed_addrs()?,
         };
-        let coordinator = next()?;
-        let acceptors: Vec<UdpSocket> = (0..config.acceptors).map(|_| next()).collect::<io::Result<_>>()?;
-        let backup = next()?;
-        let (learners, learner_addrs) = if config.external_learners {
-            if config.base_port == 0 {
-                return Err(io::Error::new(io::ErrorKind::InvalidInput, "external learners need a base port"));
+        let mut sockets: Vec<Option<UdpSocket>> = vec![];
+        let mut addrs = vec![];
+        for (n, want) in deployment.nodes.iter().zip(wanted) {
+            if config.external_learners && matches!(n.role, PaxosRole::Learner { .. }) {
+                sockets.push(None);
+                addrs.push(want);
+            } else {
+                let s = bind(want)?;
+                addrs.push(s.local_addr()?);
+                sockets.push(Some(s));
             }
-            let addrs = (0..config.learners).map(|i| learner_addr(config.ip, config.base_port, config.acceptors, i));
-            port += config.learners as u16;
-            (vec![], addrs.collect())
-        } else {
-            let v: Vec<UdpSocket> = (0..config.learners).map(|_| next()).collect::<io::Result<_>>()?;
-            let a = v.iter().map(|s| s.local_addr()).collect::<io::Result<Vec<_>>>()?;
-            (v, a)
-        };
-        let mut next = || {
-            let p = port;
-            if port != 0 {
-                port += 1;
-            }
-            bind(SocketAddr::new(config.ip, p))
-        };
-        let proposers: Vec<UdpSocket> = (0..config.proposers).map(|_| next()).collect::<io::Result<_>>()?;
-        let addrs = |v: &[UdpSocket]| v.iter().map(|s| s.local_addr()).collect::<io::Result<Vec<_>>>();
+        }
+        let of = |f: fn(&PaxosRole) -> bool| deployment.with_role(f);
+        let pick = |v: Vec<usize>| v.into_iter().map(|i| addrs[i]).collect::<Vec<_>>();
+        let learner_ix = of(|r| matches!(r, PaxosRole::Learner { .. }));
+        let proposer_ix = of(|r| matches!(r, PaxosRole::Proposer { .. }));
+        let mut take = |v: &[usize]| v.iter().map(|&i| sockets[i].take()).collect::<Vec<_>>();
+        let learner_sockets = take(&learner_ix);
+        let proposer_sockets = take(&proposer_ix);
+        let core_sockets: Vec<UdpSocket> = sockets.into_iter().flatten().collect();
         Ok(Plan {
             config: config.clone(),
-            coordinator: coordinator.local_addr()?,
-            acceptors: addrs(&acceptors)?,
-            backup: backup.local_addr()?,
-            learners: learner_addrs,
-            proposers: addrs(&proposers)?,
-            sockets: Some((coordinator, acceptors, backup)),
-            learner_sockets: learners.into_iter().map(Some).collect(),
-            proposer_sockets: proposers.into_iter().map(Some).collect(),
+            coordinator: pick(of(|r| *r == PaxosRole::Coordinator))[0],
+            acceptors: pick(of(|r| matches!(r, PaxosRole::Acceptor { .. }))),
+            backup: pick(of(|r| *r == PaxosRole::Backup))[0],
+            learners: pick(learner_ix),
+            proposers: pick(proposer_ix),
+            learner_sockets,
+            proposer_sockets,
+            core_sockets: Some(core_sockets),
+            addrs,
+            deployment,
         })
+    }
+
+    fn node(&self, f: impl Fn(&PaxosRole) -> bool) -> usize {
+        self.deployment.with_role(f)[0]
     }
 
     /// Learner `i`'s ports and groups.
     pub fn learner_options(&self, i: usize) -> HostOptions {
-        let mut o = HostOptions { ports: vec![self.coordinator], ..HostOptions::default() };
-        o.groups.insert(GROUP_ACCEPTORS, self.acceptors.clone());
-        let peers = self.learners.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, a)| *a).collect();
-        o.groups.insert(GROUP_PEERS, peers);
-        o
+        let n = self.node(|r| *r == PaxosRole::Learner { id: i as u16 });
+        host_options(&self.deployment, &self.addrs, n)
     }
 
     /// A proposer's ports: the coordinator and the backup.
     pub fn proposer_options(&self) -> HostOptions {
-        HostOptions { ports: vec![self.coordinator, self.backup], ..HostOptions::default() }
+        let mut d = self.deployment.clone();
+        let mut addrs = self.addrs.clone();
+        if self.proposers.is_empty() {
+            // A proposer of another process: the same ports as one of ours.
+            paxos_deploy::add(&mut d, "proposer", PaxosRole::Proposer { index: 0 });
+            paxos_deploy::wire(&mut d, true);
+            addrs.push(SocketAddr::new(self.config.ip, 0));
+        }
+        let p = d.with_role(|r| matches!(r, PaxosRole::Proposer { .. }))[0];
+        host_options(&d, &addrs, p)
     }
 
     /// Takes learner `i`'s socket (once).
@@ -259,82 +313,56 @@ impl Plan {
 
     /// Starts the coordinator, the acceptors and the backup coordinator.
     pub fn spawn_core(&mut self, stop: &Stop) -> io::Result<Core> {
-        let (coord_socket, acceptor_sockets, backup_socket) = self.sockets.take().expect("core spawned once");
-        let cfg = &self.config;
-        let coord_cfg = CoordinatorConfig {
-            slots: cfg.slots,
-            trim_quorum: cfg.trim_quorum(),
-            ..CoordinatorConfig::new(cfg.learners)
-        };
-        let mut voters: Vec<SocketAddr> = self.learners.clone();
-        voters.push(self.backup);
-        // Nothing is ever sent upstream; the address only classifies senders.
-        let no_upstream = SocketAddr::new(cfg.ip, 0);
-        let coordinator = if cfg.software {
-            let mut o = HostOptions::default();
-            o.groups.insert(GROUP_ACCEPTORS, self.acceptors.clone());
-            let c = Coordinator::new(coord_cfg);
-            ProgramNode::Process(spawn_host(
-                "coordinator",
-                coord_socket,
-                o,
-                stop,
-                move || SoftwareNode::new(c),
-                |_, _| (),
-            )?)
-        } else {
-            let mut t = SwitchTables::default();
-            t.groups.insert(GROUP_ACCEPTORS, self.acceptors.iter().map(|a| Member::Node(*a)).collect());
-            t.switch_peers = self.acceptors.iter().copied().collect();
-            let c = Coordinator::new(coord_cfg);
-            ProgramNode::Switch(spawn_switch_with_tables(
-                "coordinator",
-                c,
-                coord_socket,
-                SwitchOptions::new(no_upstream),
-                t,
-                stop,
-            )?)
-        };
-        let mut acceptors = vec![];
-        for (i, socket) in acceptor_sockets.into_iter().enumerate() {
-            let a = Acceptor::new(cfg.acceptor_config(i as u16));
-            let name = format!("acceptor{i}");
-            acceptors.push(if cfg.software {
-                let mut o = HostOptions::default();
-                let mut members = voters.clone();
-                members.extend_from_slice(&self.proposers);
-                o.groups.insert(GROUP_LEARNERS, members);
-                ProgramNode::Process(spawn_host(&name, socket, o, stop, move || SoftwareNode::new(a), |_, _| ())?)
-            } else {
-                let mut t = SwitchTables::default();
-                let mut members: Vec<Member<SocketAddr>> =
-                    voters.iter().chain(&self.proposers).map(|a| Member::Node(*a)).collect();
-                if self.proposers.is_empty() {
-                    // Proposers in other processes: votes go back to the origin.
-                    members.push(Member::Origin);
-                }
-                t.groups.insert(GROUP_LEARNERS, members);
-                t.switch_peers.insert(self.coordinator);
-                ProgramNode::Switch(spawn_switch_with_tables(
-                    &name,
-                    a,
-                    socket,
-                    SwitchOptions::new(no_upstream),
-                    t,
-                    stop,
-                )?)
-            });
+        let sockets = self.core_sockets.take().expect("core spawned once");
+        if self.config.data_plane == DataPlaneAt::Xdp {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the XDP data plane runs on the namespace testbed (innet testbed up paxos), not on loopback",
+            ));
         }
-        let mut o = HostOptions { ports: vec![self.coordinator], ..HostOptions::default() };
-        o.groups.insert(GROUP_ACCEPTORS, self.acceptors.clone());
-        o.groups.insert(GROUP_PROPOSERS, self.proposers.clone());
-        let bcfg = BackupConfig {
-            heartbeat_interval: cfg.heartbeat,
-            timeout: cfg.gap_timeout,
-            ..BackupConfig::new(cfg.quorum())
-        };
-        let backup = spawn_host("backup", backup_socket, o, stop, move || BackupCoordinator::new(bcfg), |b, _| b)?;
-        Ok(Core { coordinator, acceptors, backup })
+        let roles = self.config.roles();
+        let d = &self.deployment;
+        let core_nodes =
+            d.with_role(|r| matches!(r, PaxosRole::Coordinator | PaxosRole::Acceptor { .. } | PaxosRole::Backup));
+        let mut coordinator = None;
+        let mut acceptors = vec![];
+        let mut backup = None;
+        for (n, socket) in core_nodes.into_iter().zip(sockets) {
+            let name = d.nodes[n].name.clone();
+            match d.nodes[n].role {
+                PaxosRole::Coordinator => {
+                    coordinator = Some(self.spawn_program(n, socket, Coordinator::new(roles.coordinator()), stop)?)
+                }
+                PaxosRole::Acceptor { id } => {
+                    acceptors.push(self.spawn_program(n, socket, Acceptor::new(roles.acceptor(id)), stop)?)
+                }
+                PaxosRole::Backup => {
+                    let (o, bcfg) = (host_options(d, &self.addrs, n), roles.backup());
+                    backup = Some(spawn_host(&name, socket, o, stop, move || BackupCoordinator::new(bcfg), |b, _| b)?);
+                }
+                _ => unreachable!("core roles only"),
+            }
+        }
+        Ok(Core { coordinator: coordinator.expect("one coordinator"), acceptors, backup: backup.expect("one backup") })
+    }
+
+    /// Starts a coordinator or acceptor at node `n`: in a software switch,
+    /// or as a process running the same program.
+    fn spawn_program<P>(&self, n: usize, socket: UdpSocket, program: P, stop: &Stop) -> io::Result<ProgramNode<P>>
+    where
+        P: innet_core::DataPlane + Send + 'static,
+    {
+        let d = &self.deployment;
+        let name = d.nodes[n].name.clone();
+        Ok(match self.config.data_plane {
+            DataPlaneAt::Process => {
+                let o = host_options(d, &self.addrs, n);
+                ProgramNode::Process(spawn_host(&name, socket, o, stop, move || SoftwareNode::new(program), |_, _| ())?)
+            }
+            DataPlaneAt::Switch | DataPlaneAt::Xdp => {
+                let (o, t) = switch_setup(d, DataPlaneAt::Switch, &self.addrs, n, Duration::ZERO);
+                ProgramNode::Switch(spawn_switch_with_tables(&name, program, socket, o, t, stop)?)
+            }
+        })
     }
 }

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use innet_core::deploy::DataPlaneAt;
 use innet_live::paxos::app::PaxosApp;
 use innet_live::paxos::LiveConfig;
 
@@ -19,8 +20,8 @@ fn poll_until(app: &PaxosApp, log: &mut Vec<(u32, Vec<u8>)>, done: impl Fn(&[(u3
     panic!("not delivered: {log:?}");
 }
 
-fn run(software: bool) {
-    let app = PaxosApp::start(&LiveConfig { software, ..LiveConfig::default() }).expect("deployment starts");
+fn run(data_plane: DataPlaneAt) {
+    let app = PaxosApp::start(&LiveConfig { data_plane, ..LiveConfig::default() }).expect("deployment starts");
     const N: usize = 20;
     let values: Vec<Vec<u8>> = (0..N).map(|i| format!("value {i}").into_bytes()).collect();
     for v in &values {
@@ -65,10 +66,10 @@ fn run(software: bool) {
 
 #[test]
 fn submit_deliver_recover_switch() {
-    run(false);
+    run(DataPlaneAt::Switch);
 }
 
 #[test]
-fn submit_deliver_recover_software() {
-    run(true);
+fn submit_deliver_recover_process() {
+    run(DataPlaneAt::Process);
 }

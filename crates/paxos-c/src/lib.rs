@@ -14,6 +14,7 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::time::Duration;
 
+use innet_core::deploy::DataPlaneAt;
 use innet_live::paxos::app::PaxosApp;
 use innet_live::paxos::LiveConfig;
 
@@ -27,24 +28,28 @@ pub struct InnetPaxos {
     ctx: *mut c_void,
 }
 
-/// Starts a deployment on loopback. `dataplane` is "switch" or "software"
-/// (NULL: "switch"). Returns NULL on error.
+/// Starts a deployment on loopback. `data_plane` is "switch" or "process"
+/// ("software" is accepted for "process"; NULL: "switch"). Returns NULL on
+/// error.
 ///
 /// # Safety
-/// `dataplane` is NULL or a NUL-terminated string.
+/// `data_plane` is NULL or a NUL-terminated string.
 #[no_mangle]
-pub unsafe extern "C" fn innet_paxos_start(dataplane: *const c_char, acceptors: u32, learners: u32) -> *mut InnetPaxos {
-    let software = if dataplane.is_null() {
-        false
+pub unsafe extern "C" fn innet_paxos_start(
+    data_plane: *const c_char,
+    acceptors: u32,
+    learners: u32,
+) -> *mut InnetPaxos {
+    let data_plane = if data_plane.is_null() {
+        DataPlaneAt::Switch
     } else {
-        match CStr::from_ptr(dataplane).to_str() {
-            Ok("switch") => false,
-            Ok("software") => true,
+        match CStr::from_ptr(data_plane).to_str().ok().and_then(|s| s.parse().ok()) {
+            Some(d @ (DataPlaneAt::Switch | DataPlaneAt::Process)) => d,
             _ => return std::ptr::null_mut(),
         }
     };
     let cfg =
-        LiveConfig { software, acceptors: acceptors as usize, learners: learners as usize, ..LiveConfig::default() };
+        LiveConfig { data_plane, acceptors: acceptors as usize, learners: learners as usize, ..LiveConfig::default() };
     match PaxosApp::start(&cfg) {
         Ok(app) => Box::into_raw(Box::new(InnetPaxos { app, deliver: None, ctx: std::ptr::null_mut() })),
         Err(_) => std::ptr::null_mut(),

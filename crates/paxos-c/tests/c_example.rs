@@ -30,7 +30,7 @@ fn c_example_builds_and_delivers() {
         .status()
         .expect("gcc runs");
     assert!(st.success(), "gcc failed");
-    for dp in ["switch", "software"] {
+    for dp in ["switch", "process"] {
         let out = Command::new(&exe).arg(dp).env("LD_LIBRARY_PATH", &lib_dir).output().expect("example runs");
         let stdout = String::from_utf8_lossy(&out.stdout);
         println!("{stdout}");

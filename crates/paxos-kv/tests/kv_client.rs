@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use innet_core::deploy::DataPlaneAt;
 use innet_live::paxos::{LiveConfig, Plan};
 use innet_live::{spawn_host, Stop};
 use innet_paxos_kv::{Command, KvClient, Outcome, Replica};
@@ -15,9 +16,9 @@ fn dir(name: &str) -> PathBuf {
     d
 }
 
-fn run(software: bool) {
-    let tag = if software { "software" } else { "switch" };
-    let cfg = LiveConfig { software, acceptors: 3, learners: 2, proposers: 1, ..LiveConfig::default() };
+fn run(data_plane: DataPlaneAt) {
+    let tag = data_plane.name();
+    let cfg = LiveConfig { data_plane, acceptors: 3, learners: 2, proposers: 1, ..LiveConfig::default() };
     let stop = Stop::new();
     let mut plan = Plan::bind(&cfg).unwrap();
     let _core = plan.spawn_core(&stop).unwrap();
@@ -64,10 +65,10 @@ fn run(software: bool) {
 
 #[test]
 fn put_get_delete_through_a_replica_switch() {
-    run(false);
+    run(DataPlaneAt::Switch);
 }
 
 #[test]
-fn put_get_delete_through_a_replica_software() {
-    run(true);
+fn put_get_delete_through_a_replica_process() {
+    run(DataPlaneAt::Process);
 }

@@ -39,6 +39,7 @@ pub mod acceptor;
 pub mod backup;
 pub mod check;
 pub mod coordinator;
+pub mod deploy;
 pub mod envelope;
 pub mod learner;
 pub mod prepare;

@@ -44,6 +44,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::time::Duration;
 
+use innet_core::deploy::{Deployment, Node as DeployNode, NodeIx};
 use innet_core::rng::Rng;
 use innet_core::{DataPlane, Dest, Host, Member, Outbox, ReversePath, Time, Verdict};
 
@@ -107,6 +108,21 @@ impl<T: DataPlane + Any> SimDataPlane for T {
     }
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
+    }
+}
+
+/// What [`Sim::instantiate`] runs at a deployment's node.
+pub enum SimNode {
+    Host(Box<dyn SimHost>),
+    Switch(Box<dyn SimDataPlane>),
+}
+
+impl SimNode {
+    pub fn host(h: impl SimHost) -> SimNode {
+        SimNode::Host(Box::new(h))
+    }
+    pub fn switch(p: impl SimDataPlane) -> SimNode {
+        SimNode::Switch(Box::new(p))
     }
 }
 
@@ -266,8 +282,12 @@ impl Sim {
     }
 
     pub fn add_host(&mut self, name: &str, host: impl SimHost) -> NodeId {
+        self.add_boxed_host(name, Box::new(host))
+    }
+
+    pub fn add_boxed_host(&mut self, name: &str, host: Box<dyn SimHost>) -> NodeId {
         let next_tick = host.next_tick();
-        let id = self.add_node(name, Role::Host { host: Box::new(host), next_tick: None });
+        let id = self.add_node(name, Role::Host { host, next_tick: None });
         if let Some(t) = next_tick {
             self.schedule_tick(id, t);
         }
@@ -275,8 +295,58 @@ impl Sim {
     }
 
     pub fn add_switch(&mut self, name: &str, program: impl SimDataPlane) -> NodeId {
+        self.add_boxed_switch(name, Box::new(program))
+    }
+
+    pub fn add_boxed_switch(&mut self, name: &str, program: Box<dyn SimDataPlane>) -> NodeId {
         let paths = ReversePath::new(REVERSE_PATH_SLOTS);
-        self.add_node(name, Role::Switch { program: Box::new(program), paths })
+        self.add_node(name, Role::Switch { program, paths })
+    }
+
+    /// Builds every node of `deployment` (what each runs comes from `make`),
+    /// its links (`link` turns a one-way delay into a [`LinkSpec`], adding
+    /// the experiment's faults), its fabric and every node's tables. Returns
+    /// the simulator's id of each deployment node, in order.
+    pub fn instantiate<R>(
+        &mut self,
+        deployment: &Deployment<R>,
+        mut make: impl FnMut(NodeIx, &DeployNode<R>) -> SimNode,
+        link: impl Fn(Duration) -> LinkSpec,
+    ) -> Vec<NodeId> {
+        let ids: Vec<NodeId> = deployment
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| match make(i, n) {
+                SimNode::Host(h) => self.add_boxed_host(&n.name, h),
+                SimNode::Switch(p) => self.add_boxed_switch(&n.name, p),
+            })
+            .collect();
+        if let Some(f) = deployment.fabric {
+            self.set_fabric(link(f));
+        }
+        for l in &deployment.links {
+            self.link(ids[l.a], ids[l.b], link(l.delay));
+        }
+        for (i, n) in deployment.nodes.iter().enumerate() {
+            if let Some(u) = n.upstream {
+                self.set_upstream(ids[i], ids[u]);
+            }
+            for (&port, &to) in &n.ports {
+                self.set_port(ids[i], port, Some(ids[to]));
+            }
+            for (&group, members) in &n.groups {
+                let members = members
+                    .iter()
+                    .map(|m| match m {
+                        Member::Node(x) => Member::Node(ids[*x]),
+                        Member::Origin => Member::Origin,
+                    })
+                    .collect();
+                self.set_group(ids[i], group, members);
+            }
+        }
+        ids
     }
 
     /// Connects `a` and `b` both ways.

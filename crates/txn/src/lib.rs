@@ -13,6 +13,7 @@
 
 pub mod check;
 pub mod client;
+pub mod deploy;
 pub mod store;
 pub mod switch;
 pub mod workload;
