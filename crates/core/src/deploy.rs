@@ -214,7 +214,7 @@ impl<R> Deployment<R> {
     /// Links `a` and `b` with a one-way `delay` (replacing an earlier link
     /// between them).
     pub fn link(&mut self, a: NodeIx, b: NodeIx, delay: Duration) {
-        self.links.retain(|l| !(l.other(a) == Some(b)));
+        self.links.retain(|l| l.other(a) != Some(b));
         self.links.push(Link { a, b, delay });
     }
 
