@@ -16,6 +16,7 @@
 pub mod check;
 pub mod client;
 pub mod control;
+pub mod deploy;
 pub mod netchain;
 pub mod netcraq;
 pub mod node;

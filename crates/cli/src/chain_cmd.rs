@@ -193,9 +193,31 @@ pub struct UpChainArgs {
     /// node after 1 s, restart it 0.5 s later, report and exit.
     #[arg(long)]
     drill: bool,
+    #[command(flatten)]
+    deployment: crate::live_cmd::TopologyArgs,
+    /// With --topology: stop after this many seconds (default: at Ctrl-C); client nodes run load until then.
+    #[arg(long, value_parser = crate::live_cmd::parse_duration_s)]
+    duration_s: Option<f64>,
+    /// With --topology: share of the client nodes' operations that are puts.
+    #[arg(long, default_value_t = 0.3)]
+    write_ratio: f64,
+    /// With --topology: keys the client nodes use (0..N).
+    #[arg(long, default_value_t = 8)]
+    keys: u32,
 }
 
 pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
+    if a.deployment.topology.is_some() {
+        anyhow::ensure!((0.0..=1.0).contains(&a.write_ratio), "--write-ratio {} must be in 0..=1", a.write_ratio);
+        anyhow::ensure!(a.keys >= 1, "--keys must be at least 1");
+        let load = innet_exp::up::UpLoad {
+            duration: a.duration_s.map(std::time::Duration::from_secs_f64),
+            chain_write_ratio: a.write_ratio,
+            chain_keys: a.keys,
+            ..innet_exp::up::UpLoad::default()
+        };
+        return crate::live_cmd::run_topology(&a.deployment, "chain", load);
+    }
     use innet_live::chain::{run_drill, DrillConfig, LiveChain, LiveChainConfig};
     let protocol: Protocol = a.protocol.parse().map_err(anyhow::Error::msg)?;
     anyhow::ensure!((1..=innet_wire::netchain::MAX_CHAIN_NODES).contains(&a.nodes), "--nodes must be 1..=10");
@@ -272,9 +294,20 @@ pub struct SimChainArgs {
     /// Print one JSON object instead of a sentence.
     #[arg(long)]
     json: bool,
+    /// Take the protocol and the chain's length from this topology file (docs/live.md).
+    #[arg(long)]
+    topology: Option<std::path::PathBuf>,
 }
 
-pub fn run_sim(a: SimChainArgs) -> anyhow::Result<i32> {
+pub fn run_sim(mut a: SimChainArgs) -> anyhow::Result<i32> {
+    if let Some(path) = &a.topology {
+        let t = innet_live::topology::Topology::load(path)?;
+        let innet_topology::Service::Chain(c) = t.service else {
+            anyhow::bail!("{} is a {} topology, not a chain one", path.display(), t.service.name());
+        };
+        a.protocol = c.protocol.name().to_string();
+        a.nodes = innet_chain::deploy::chain_nodes(&c.deployment).len();
+    }
     let protocol: Protocol = a.protocol.parse().map_err(anyhow::Error::msg)?;
     anyhow::ensure!((1..=innet_wire::netchain::MAX_CHAIN_NODES).contains(&a.nodes), "--nodes must be 1..=10");
     anyhow::ensure!((0.0..=1.0).contains(&a.write_ratio), "--write-ratio must be in 0..=1");

@@ -11,7 +11,7 @@ use anyhow::Context;
 use clap::{ArgGroup, Args, Subcommand};
 use innet_core::Counters;
 use innet_exp::txn::percentile_ms;
-use innet_live::topology::{self, RunningNode, Topology};
+use innet_live::topology::{self, Topology};
 use innet_live::txn::{
     bind, bind_addr_for, fresh_client_id_base, run_load, run_txn, spawn_store_delayed, spawn_txn_switch, start_local,
     LoadConfig, LocalConfig, StoreData, StoreReport, SwitchConfig,
@@ -166,12 +166,81 @@ struct UpTxnArgs {
     /// Switch cache slots (a power of two >= 4).
     #[arg(long, default_value_t = CACHE_SLOTS_DEFAULT, value_parser = parse_cache_slots)]
     cache_slots: usize,
-    /// Start the nodes of this topology file instead (see docs/live.md).
-    #[arg(long, conflicts_with_all = ["mode", "client_delay_ms", "store_delay_ms", "data_dir", "store_listen", "switch_listen", "cache_slots"])]
-    topology: Option<PathBuf>,
-    /// With --topology: start only this node (default: all of them).
+    #[command(flatten)]
+    deployment: TopologyArgs,
+    /// With --topology: share of writes in the client nodes' transactions.
+    #[arg(long, default_value_t = 0.5)]
+    write_ratio: f64,
+    /// With --topology: counters the client nodes' transactions touch (keys 1..=N).
+    #[arg(long, default_value_t = 1)]
+    keys: u32,
+    /// Stop after this many seconds (default: at Ctrl-C); client nodes run load until then.
+    #[arg(long, value_parser = parse_duration_s)]
+    duration_s: Option<f64>,
+}
+
+/// A deployment from a topology file, for every `innet up` service.
+#[derive(Args, Debug, Clone)]
+pub struct TopologyArgs {
+    /// Start the nodes of this topology file (docs/live.md); its load nodes
+    /// (clients, proposers) run load. The service's other flags are ignored.
+    #[arg(long)]
+    pub topology: Option<PathBuf>,
+    /// With --topology: start only this node, or every node of this machine.
     #[arg(long, requires = "topology")]
-    only: Option<String>,
+    pub only: Option<String>,
+    /// With --topology: seed of the load nodes' workloads.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// A number of seconds > 0.
+pub(crate) fn parse_duration_s(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 1e7 => Ok(v),
+        _ => Err(format!("'{s}' is not a duration: expected seconds above 0, e.g. 10 or 0.5")),
+    }
+}
+
+/// `innet up SERVICE --topology FILE [--only NAME]`: starts this machine's
+/// nodes, prints `NAME HOST:PORT` for each, runs load nodes for
+/// `load.duration` (or until Ctrl-C), then prints every counter and each
+/// load group's result.
+pub fn run_topology(t: &TopologyArgs, service: &str, mut load: innet_exp::up::UpLoad) -> anyhow::Result<i32> {
+    let path = t.topology.as_ref().expect("called with --topology");
+    let topo = Topology::load(path)?;
+    anyhow::ensure!(
+        topo.service.name() == service,
+        "{} is a {} topology: run `innet up {}`",
+        path.display(),
+        topo.service.name(),
+        topo.service.name()
+    );
+    load.seed = t.seed;
+    let stop = signals()?;
+    let up = innet_exp::up::start_servers(topo, t.only.as_deref(), &stop)?;
+    for (name, addr) in up.addresses() {
+        print_line(&format!("{name} {addr}"));
+    }
+    eprintln!("innet: started {} node(s) of {}. Ctrl-C to stop.", up.addresses().len(), path.display());
+    let report = up.run(&load, &stop)?;
+    for (node, k, v) in &report.counters {
+        print_line(&format!("{node}.{k} {v}"));
+    }
+    for l in &report.loads {
+        print_line(&serde_json::to_string(&json!({
+            "machine": l.machine,
+            "nodes": l.nodes,
+            "seconds": l.seconds,
+            "committed": l.committed,
+            "committed_per_s": l.committed as f64 / l.seconds.max(1e-9),
+            "aborts_by_switch": l.aborts_by_switch,
+            "aborts_by_store": l.aborts_by_store,
+            "reads": l.reads,
+            "writes": l.writes,
+        }))?);
+    }
+    Ok(0)
 }
 
 pub fn run_up(a: UpCmd) -> anyhow::Result<i32> {
@@ -180,10 +249,24 @@ pub fn run_up(a: UpCmd) -> anyhow::Result<i32> {
         UpService::Chain(a) => return crate::chain_cmd::run_up(a),
         UpService::Paxos(a) => return crate::paxos_cmd::run_up(a),
     };
-    let stop = signals()?;
-    if let Some(path) = &a.topology {
-        return run_topology(&Topology::load(path)?, a.only.as_deref(), &stop);
+    if a.deployment.topology.is_some() {
+        let workload = Workload {
+            write_ratio: a.write_ratio,
+            keys: a.keys,
+            zipf: 0.0,
+            think_time: Duration::ZERO,
+            span: 1,
+            validated_reads: 0.0,
+        };
+        workload.validate().map_err(anyhow::Error::msg)?;
+        let load = innet_exp::up::UpLoad {
+            duration: a.duration_s.map(Duration::from_secs_f64),
+            workload,
+            ..innet_exp::up::UpLoad::default()
+        };
+        return run_topology(&a.deployment, "txn", load);
     }
+    let stop = signals()?;
     let mut cfg = LocalConfig::new(a.mode);
     cfg.switch.cache_slots = a.cache_slots;
     cfg.switch.client_delay = delay(a.client_delay_ms);
@@ -201,8 +284,9 @@ pub fn run_up(a: UpCmd) -> anyhow::Result<i32> {
         a.client_delay_ms,
         a.store_delay_ms
     );
-    wait(&stop, || net.store.is_finished() || net.switch.is_finished());
-    let crashed = !stop.is_stopped();
+    let until = a.duration_s.map(|d| Instant::now() + Duration::from_secs_f64(d));
+    wait(&stop, || net.store.is_finished() || net.switch.is_finished() || until.is_some_and(|u| Instant::now() >= u));
+    let crashed = !stop.is_stopped() && until.is_none_or(|u| Instant::now() < u);
     let report = net.shutdown()?;
     print_counters("switch", &report.switch_counters);
     print_store_report("store", &report.store);
@@ -212,37 +296,57 @@ pub fn run_up(a: UpCmd) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-fn run_topology(topo: &Topology, only: Option<&str>, stop: &Stop) -> anyhow::Result<i32> {
-    let nodes = topology::start(topo, only, stop)?;
-    for n in &nodes {
-        print_line(&format!("{} {}", n.name(), n.addr()));
+// ---------------------------------------------------------------- innet topology
+
+#[derive(Subcommand, Debug)]
+pub enum TopologyCmd {
+    /// Check FILE and print every node (role, machine, address, upstream,
+    /// ports, groups) and link; exit status 2 and the line of the mistake if
+    /// the file is wrong.
+    Show {
+        file: PathBuf,
+        /// One JSON object (what `innet mininet` reads).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run_topology_cmd(c: TopologyCmd) -> anyhow::Result<i32> {
+    let TopologyCmd::Show { file, json } = c;
+    let t = Topology::load(&file)?;
+    let j = t.to_json();
+    if json {
+        print_line(&serde_json::to_string(&j)?);
+        return Ok(0);
     }
-    eprintln!("innet: started {} node(s). Ctrl-C to stop.", nodes.len());
-    wait(stop, || {
-        nodes.iter().any(|n| match n {
-            RunningNode::Store(s) => s.is_finished(),
-            RunningNode::Switch(s) => s.is_finished(),
-        })
-    });
-    let crashed = !stop.is_stopped();
-    stop.stop();
-    for n in nodes {
-        match n {
-            RunningNode::Switch(s) => {
-                let c = s.counters();
-                let name = s.name().to_string();
-                s.shutdown()?;
-                print_counters(&name, &c);
-            }
-            RunningNode::Store(s) => {
-                let name = s.name().to_string();
-                let r = s.shutdown()?;
-                print_store_report(&name, &r);
-            }
+    print_line(&format!("{} topology, {} nodes", j["service"].as_str().unwrap_or("?"), t.names().len()));
+    for n in j["nodes"].as_array().into_iter().flatten() {
+        let mut line = format!(
+            "  {:<14} {:<12} machine {:<10} {}",
+            n["name"].as_str().unwrap_or(""),
+            n["role"].as_str().unwrap_or(""),
+            n["machine"].as_str().unwrap_or(""),
+            n["address"].as_str().or(n["listen"].as_str()).unwrap_or("(free port)")
+        );
+        if let Some(u) = n["upstream"].as_str() {
+            line += &format!(" upstream {u}");
         }
+        for (p, to) in n["ports"].as_object().into_iter().flatten() {
+            line += &format!(" port{p}={}", to.as_str().unwrap_or(""));
+        }
+        for (g, m) in n["groups"].as_object().into_iter().flatten() {
+            let members: Vec<&str> = m.as_array().into_iter().flatten().filter_map(|x| x.as_str()).collect();
+            line += &format!(" group{g}=[{}]", members.join(","));
+        }
+        print_line(&line);
     }
-    if crashed {
-        anyhow::bail!("a node stopped unexpectedly");
+    for l in j["links"].as_array().into_iter().flatten() {
+        print_line(&format!(
+            "  link {} - {}: {} ms",
+            l["a"].as_str().unwrap_or(""),
+            l["b"].as_str().unwrap_or(""),
+            l["delay_ms"].as_f64().unwrap_or(0.0)
+        ));
     }
     Ok(0)
 }

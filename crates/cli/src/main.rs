@@ -81,6 +81,9 @@ enum Command {
     Testbed(xdp_cmd::TestbedCmd),
     /// Run a replica of the consensus-replicated key-value store (LevelDB).
     KvReplica(paxos_cmd::KvReplicaArgs),
+    /// Check a topology file and show what it resolves to (nodes, tables, links).
+    #[command(subcommand)]
+    Topology(live_cmd::TopologyCmd),
 }
 
 fn main() {
@@ -96,6 +99,7 @@ fn main() {
         Command::Client(a) => live_cmd::run_client(a),
         Command::Testbed(c) => xdp_cmd::run_testbed(c),
         Command::KvReplica(a) => paxos_cmd::run_kv_replica(a),
+        Command::Topology(c) => live_cmd::run_topology_cmd(c),
     };
     match result {
         Ok(code) => std::process::exit(code),

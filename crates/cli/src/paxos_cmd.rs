@@ -74,6 +74,10 @@ pub struct PaxosArgs {
     /// Simulator: per-packet cost of a learner/proposer process, us.
     #[arg(long, default_value_t = 0.0)]
     host_cost_us: f64,
+    /// Take the deployment (roles and their counts, data plane, [paxos]
+    /// settings, fabric delay) from this topology file (docs/live.md).
+    #[arg(long)]
+    topology: Option<std::path::PathBuf>,
 }
 
 impl PaxosArgs {
@@ -105,6 +109,10 @@ impl PaxosArgs {
             host_cost_us: self.host_cost_us,
             kv: false,
         };
+        let c = match &self.topology {
+            Some(path) => from_topology(c, path)?,
+            None => c,
+        };
         c.validate().map_err(anyhow::Error::msg)?;
         Ok(c)
     }
@@ -121,6 +129,34 @@ pub struct SimPaxosArgs {
     /// agreement / validity / exactly-once / order checker on the run.
     #[arg(long)]
     check: bool,
+}
+
+/// `c` with the deployment of the topology file at `path`.
+fn from_topology(c: PaxosConfig, path: &std::path::Path) -> anyhow::Result<PaxosConfig> {
+    use innet_paxos::deploy::PaxosRole;
+    let t = innet_live::topology::Topology::load(path)?;
+    let innet_topology::Service::Paxos(p) = t.service else {
+        anyhow::bail!("{} is a {} topology, not a consensus one", path.display(), t.service.name());
+    };
+    let d = &p.deployment;
+    let count = |f: fn(&PaxosRole) -> bool| d.with_role(f).len();
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    Ok(PaxosConfig {
+        data_plane: p.data_plane,
+        acceptors: count(|r| matches!(r, PaxosRole::Acceptor { .. })),
+        learners: count(|r| matches!(r, PaxosRole::Learner { .. })),
+        proposers: count(|r| matches!(r, PaxosRole::Proposer { .. })),
+        // A file for the live runtime has no fabric delay; the simulator
+        // keeps the configured one then.
+        latency_us: d.fabric.filter(|f| !f.is_zero()).map_or(c.latency_us, |f| f.as_secs_f64() * 1e6),
+        slots: p.params.slots,
+        trim_quorum: p.params.trim_quorum,
+        ordered: p.params.ordered,
+        timeout_ms: ms(p.params.proposer_timeout),
+        gap_timeout_ms: ms(p.params.gap_timeout),
+        heartbeat_ms: ms(p.params.heartbeat),
+        ..c
+    })
 }
 
 pub fn run_sim(a: SimPaxosArgs) -> anyhow::Result<i32> {
@@ -434,9 +470,19 @@ pub struct UpPaxosArgs {
     /// Built-in proposers stop submitting after this many seconds.
     #[arg(long)]
     load_s: Option<f64>,
+    #[command(flatten)]
+    deployment: crate::live_cmd::TopologyArgs,
 }
 
 pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
+    if a.deployment.topology.is_some() {
+        let load = innet_exp::up::UpLoad {
+            duration: a.duration_s.map(std::time::Duration::from_secs_f64),
+            outstanding: a.outstanding.max(1),
+            ..innet_exp::up::UpLoad::default()
+        };
+        return crate::live_cmd::run_topology(&a.deployment, "paxos", load);
+    }
     use innet_live::paxos::{LiveConfig, Plan};
     use innet_live::{clock, spawn_host, Stop};
     use innet_paxos::workload::LoadProposer;

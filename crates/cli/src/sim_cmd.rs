@@ -72,6 +72,9 @@ pub struct TxnPointArgs {
     /// 0: one switch (Gotthard Figure 3); N >= 2: N edge switches, each in front of its share of the clients, under a core switch at the store (Figure 4).
     #[arg(long, default_value_t = 0)]
     edge_switches: u32,
+    /// Run on this topology file's deployment (docs/live.md) instead of --clients/--rtt-ms/--delta/--mode/--edge-switches.
+    #[arg(long)]
+    topology: Option<PathBuf>,
 }
 
 impl TxnPointArgs {
@@ -97,9 +100,12 @@ impl TxnPointArgs {
             timeout_ms: self.timeout_ms,
             retry_limit: self.retry_limit,
             edge_switches: self.edge_switches,
+            topology: self.topology.as_ref().map(|p| p.display().to_string()),
         };
-        c.validate().map_err(anyhow::Error::msg)?;
-        Ok(c)
+        let d = c.deployment().map_err(anyhow::Error::msg)?;
+        // The record says how many clients actually ran.
+        let clients = d.with_role(|r| r.is_client()).len() as u32;
+        Ok(TxnPointConfig { clients, ..c })
     }
 }
 

@@ -16,11 +16,12 @@ use std::time::Duration;
 use innet_chain::check::{check, CheckSummary};
 use innet_chain::client::{ChainClient, ClientConfig, Record};
 use innet_chain::control::{Action, ChainControl, ControlConfig, Layout};
+use innet_chain::deploy;
 use innet_chain::netcraq::{OBJECTS_DEFAULT, VERSIONS_DEFAULT};
 use innet_chain::node::ChainNode;
-use innet_chain::ports::{GROUP_ACK, PORT_NEXT, PORT_TAIL};
+use innet_chain::ports::{PORT_NEXT, PORT_TAIL};
 use innet_chain::workload::{LoadClient, LoadStats, Workload};
-use innet_chain::{Protocol, Role};
+use innet_chain::Protocol;
 use innet_core::rng::Rng;
 use innet_core::{Member, Time};
 use innet_sim::{LinkSpec, NetStats, NodeId, Sim};
@@ -121,20 +122,8 @@ impl ChainSim {
         }
         let (control, layout) = ChainControl::new(ControlConfig::default(), nodes, Time::ZERO);
         let mut c = ChainSim { protocol, sim, nodes: ids, clients: vec![], control, objects, versions, keys };
-        for i in 0..nodes {
-            c.set_netchain_ports(i);
-        }
         c.apply(&layout);
         c
-    }
-
-    /// NetChain routes by address: port `j` of every node leads to node `j`.
-    fn set_netchain_ports(&mut self, i: usize) {
-        if self.protocol == Protocol::NetChain {
-            for (j, to) in self.nodes.clone().into_iter().enumerate() {
-                self.sim.set_port(self.nodes[i], j as u16, Some(to));
-            }
-        }
     }
 
     pub fn add_client(&mut self, name: &str, host: LoadClient) -> NodeId {
@@ -158,14 +147,22 @@ impl ChainSim {
         for (i, &node) in self.nodes.clone().iter().enumerate() {
             let t = layout.tables(i);
             self.sim.program_mut::<ChainNode>(node).expect("chain node").configure(&t, count);
-            if self.protocol == Protocol::NetCraq {
-                self.sim.set_port(node, PORT_NEXT, t.next.map(|m| self.nodes[m]));
-                self.sim.set_port(node, PORT_TAIL, t.tail.map(|m| self.nodes[m]));
-                let mut group: Vec<Member<NodeId>> = t.ack_group.iter().map(|m| Member::Node(self.nodes[*m])).collect();
-                if t.role.is_some_and(Role::is_tail) {
-                    group.push(Member::Origin);
-                }
-                self.sim.set_group(node, GROUP_ACK, group);
+            let (ports, groups) = deploy::node_tables(self.protocol, layout, count, i);
+            for port in [PORT_NEXT, PORT_TAIL] {
+                self.sim.set_port(node, port, None);
+            }
+            for (port, to) in ports {
+                self.sim.set_port(node, port, Some(self.nodes[to]));
+            }
+            for (group, members) in groups {
+                let members = members
+                    .into_iter()
+                    .map(|m| match m {
+                        Member::Node(x) => Member::Node(self.nodes[x]),
+                        Member::Origin => Member::Origin,
+                    })
+                    .collect();
+                self.sim.set_group(node, group, members);
             }
         }
         for c in self.clients.clone() {
@@ -210,8 +207,9 @@ impl ChainSim {
     /// Restarts node `i` as a fresh, unconfigured switch.
     pub fn restart(&mut self, i: usize) {
         let fresh = ChainNode::new(self.protocol, i, self.objects, self.versions);
+        // The simulator keeps a node's forwarding tables across a restart,
+        // as a switch's control plane would rewrite them.
         self.sim.restart_switch(self.nodes[i], fresh);
-        self.set_netchain_ports(i);
     }
 
     /// Runs to `end` in control-plane steps, applying `faults` (sorted by

@@ -13,3 +13,4 @@ pub mod results;
 pub mod txn;
 pub mod txn_live;
 pub mod txn_sim;
+pub mod up;

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use innet_txn::deploy::{self, SwitchSpec, TxnDeployment};
+use innet_txn::deploy::{self, SwitchSpec, TxnDeployment, TxnRole};
 use innet_txn::workload::{LoadStats, Workload};
 use innet_txn::Mode;
 use serde::{Deserialize, Serialize};
@@ -48,6 +48,11 @@ pub struct TxnPointConfig {
     /// switch runs `mode`.
     #[serde(default)]
     pub edge_switches: u32,
+    /// A topology file whose deployment (switches, modes, client groups,
+    /// link delays) replaces the one `clients`, `rtt_ms`, `delta`, `mode`
+    /// and `edge_switches` describe; the workload stays this config's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<String>,
 }
 
 impl Default for TxnPointConfig {
@@ -73,6 +78,7 @@ impl Default for TxnPointConfig {
             span: 1,
             validated_reads: 0.0,
             edge_switches: 0,
+            topology: None,
         }
     }
 }
@@ -157,6 +163,29 @@ impl TxnPointConfig {
     /// The deployment this point runs on.
     pub fn deployment(&self) -> Result<TxnDeployment, String> {
         let mode = self.validate()?;
+        if let Some(path) = &self.topology {
+            let t = innet_topology::Topology::load(std::path::Path::new(path)).map_err(|e| e.0)?;
+            let innet_topology::Service::Txn(mut d) = t.service else {
+                return Err(format!("{path} is a {} topology, not a transaction one", t.service.name()));
+            };
+            if d.with_role(|r| r.is_client()).is_empty() {
+                // A file of servers only (clients started by hand): `clients`
+                // clients behind the switches nothing else is behind, at the
+                // distance those switches emulate towards clients.
+                let leaves: Vec<usize> = d
+                    .with_role(|r| matches!(r, TxnRole::Switch(_)))
+                    .into_iter()
+                    .filter(|&s| d.downstream_of(s).is_empty())
+                    .collect();
+                for (k, &leaf) in leaves.iter().enumerate() {
+                    let n =
+                        self.clients / leaves.len() as u32 + u32::from((k as u32) < self.clients % leaves.len() as u32);
+                    let name = format!("{}-clients", d.nodes[leaf].name);
+                    deploy::add_clients(&mut d, &name, n, leaf, t.places[leaf].downstream_delay);
+                }
+            }
+            return Ok(d);
+        }
         let spec = SwitchSpec { mode, cache_slots: self.cache_slots };
         let (d_cs, d_ss) = (self.client_switch_delay(), self.switch_store_delay());
         Ok(if self.edge_switches == 0 {

@@ -81,6 +81,23 @@ fn link(cfg: &TxnPointConfig, latency: Duration) -> LinkSpec {
 pub fn build_deployment(cfg: &TxnPointConfig, deployment: TxnDeployment, record: bool) -> Result<TxnTopology, String> {
     cfg.validate()?;
     deploy::validate(&deployment).map_err(|e| e.0)?;
+    if cfg.think_ms == 0.0 {
+        for c in deployment.with_role(TxnRole::is_client) {
+            let mut at = c;
+            let mut distance = std::time::Duration::ZERO;
+            for up in deploy::path_to_store(&deployment, c) {
+                distance += deployment.delay(at, up).unwrap_or_default();
+                at = up;
+            }
+            if distance.is_zero() {
+                return Err(format!(
+                    "client '{}' is 0 ms from the store: in the simulator a closed-loop client needs a distance \
+                     (--rtt-ms > 0, or link delays) or --think-ms > 0, else it runs without end at one instant",
+                    deployment.nodes[c].name
+                ));
+            }
+        }
+    }
     let mut rng = Rng::new(cfg.seed);
     let mut sim = Sim::new(rng.next_u64());
     let stop = Time::from_secs_f64(cfg.duration_s);
@@ -187,6 +204,7 @@ pub fn random_check_config(seed: u64, mode: Mode, duration_s: f64) -> TxnPointCo
         timeout_ms: 0.0,
         retry_limit: 1000,
         edge_switches: 0,
+        topology: None,
     }
     .with_random_tree(&mut r)
 }

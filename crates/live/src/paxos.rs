@@ -346,23 +346,38 @@ impl Plan {
         Ok(Core { coordinator: coordinator.expect("one coordinator"), acceptors, backup: backup.expect("one backup") })
     }
 
-    /// Starts a coordinator or acceptor at node `n`: in a software switch,
-    /// or as a process running the same program.
     fn spawn_program<P>(&self, n: usize, socket: UdpSocket, program: P, stop: &Stop) -> io::Result<ProgramNode<P>>
     where
         P: innet_core::DataPlane + Send + 'static,
     {
-        let d = &self.deployment;
-        let name = d.nodes[n].name.clone();
-        Ok(match self.config.data_plane {
-            DataPlaneAt::Process => {
-                let o = host_options(d, &self.addrs, n);
-                ProgramNode::Process(spawn_host(&name, socket, o, stop, move || SoftwareNode::new(program), |_, _| ())?)
-            }
-            DataPlaneAt::Switch | DataPlaneAt::Xdp => {
-                let (o, t) = switch_setup(d, DataPlaneAt::Switch, &self.addrs, n, Duration::ZERO);
-                ProgramNode::Switch(spawn_switch_with_tables(&name, program, socket, o, t, stop)?)
-            }
-        })
+        spawn_program(&self.deployment, self.config.data_plane, &self.addrs, n, socket, program, stop)
     }
+}
+
+/// Starts the coordinator or acceptor at node `n` of `d` (every node's
+/// address in `addrs`): in a software switch, or (`Process`) as a process
+/// running the same program.
+pub fn spawn_program<P>(
+    d: &PaxosDeployment,
+    at: DataPlaneAt,
+    addrs: &[SocketAddr],
+    n: usize,
+    socket: UdpSocket,
+    program: P,
+    stop: &Stop,
+) -> io::Result<ProgramNode<P>>
+where
+    P: innet_core::DataPlane + Send + 'static,
+{
+    let name = d.nodes[n].name.clone();
+    Ok(match at {
+        DataPlaneAt::Process => {
+            let o = host_options(d, addrs, n);
+            ProgramNode::Process(spawn_host(&name, socket, o, stop, move || SoftwareNode::new(program), |_, _| ())?)
+        }
+        DataPlaneAt::Switch | DataPlaneAt::Xdp => {
+            let (o, t) = switch_setup(d, DataPlaneAt::Switch, addrs, n, Duration::ZERO);
+            ProgramNode::Switch(spawn_switch_with_tables(&name, program, socket, o, t, stop)?)
+        }
+    })
 }

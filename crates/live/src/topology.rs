@@ -1,77 +1,44 @@
-//! Topology files: which nodes make up a live deployment, so the same binary
-//! starts its share on each machine (`innet up txn --topology FILE --only NAME`).
-//! The format is TOML, documented in `docs/live.md`:
+//! Starting a topology file's nodes on this machine: all of them in one
+//! process, or (`--only NAME`) one node or one machine's nodes, the rest
+//! running elsewhere at the addresses the file gives.
 //!
-//! ```toml
-//! [[node]]
-//! name = "store"
-//! role = "store"
-//! listen = "0.0.0.0:9001"
-//! address = "10.0.0.2:9001"     # how others reach it (default: listen)
-//! data_dir = "/var/lib/innet"   # optional; in memory without it
-//!
-//! [[node]]
-//! name = "switch"
-//! role = "switch"
-//! listen = "127.0.0.1:9000"
-//! mode = "optimistic-abort"
-//! upstream = "store"            # a node name or HOST:PORT
-//! store_delay_ms = 40.0         # one-way switch <-> store, emulated here
-//! client_delay_ms = 0.0         # one-way switch <-> clients, emulated here
-//! cache_slots = 4096
-//! ```
+//! The file format and its checks are `innet_topology`'s; which tables each
+//! node gets is the service's description's ([`crate::deploy`] turns it into
+//! addresses). This module binds the local sockets, works out every node's
+//! address, and starts the stores, switches, Paxos roles, chain switches
+//! (each with its management agent) and the chain control plane. Nodes that
+//! generate load (transaction clients, Paxos proposers, chain clients) are
+//! left to the caller, with their sockets bound: what load they run is an
+//! experiment's choice (`innet_exp::up`).
 
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::{Path, PathBuf};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
-use innet_txn::switch::CACHE_SLOTS_DEFAULT;
-use innet_txn::{Mode, TxnSwitch};
-use serde::Deserialize;
+use innet_chain::control::ChainControl;
+use innet_chain::deploy::ChainRole;
+use innet_chain::node::ChainNode;
+use innet_core::deploy::{DataPlaneAt, NodeIx};
+use innet_paxos::acceptor::Acceptor;
+use innet_paxos::deploy::{PaxosRole, Roles};
+use innet_paxos::learner::LearnerStats;
+use innet_paxos::{BackupCoordinator, Coordinator, Learner};
+use innet_topology::{ChainTopology, PaxosTopology, Service};
+use innet_txn::deploy::TxnRole;
+use innet_txn::TxnSwitch;
 
+pub use innet_topology::{Placement, Topology, TopologyError};
+
+use crate::chain::manage::{self, Agent, AgentStats, RemoteNodes};
+use crate::chain::{control_step, fresh_node, spawn_chain_switch, ChainView};
+use crate::deploy::{host_options, switch_setup};
+use crate::host::{spawn_host, NodeHandle};
+use crate::paxos::{spawn_program, ProgramNode};
 use crate::switch::SwitchNode;
-use crate::txn::{spawn_store, spawn_txn_switch, StoreData, StoreNode, SwitchConfig};
-use crate::Stop;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Store,
-    Switch,
-}
-
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NodeSpec {
-    pub name: String,
-    pub role: Role,
-    /// HOST:PORT to bind.
-    pub listen: String,
-    /// HOST:PORT other nodes use to reach this one (default: `listen`).
-    pub address: Option<String>,
-    /// Store: directory of the durable database (in memory if absent).
-    pub data_dir: Option<PathBuf>,
-    /// Switch: forward, read-cache, early-abort or optimistic-abort.
-    pub mode: Option<String>,
-    /// Switch: the node (by name) or HOST:PORT it forwards requests to.
-    pub upstream: Option<String>,
-    /// Switch: one-way switch <-> upstream delay to emulate, in ms.
-    #[serde(default)]
-    pub store_delay_ms: f64,
-    /// Switch: one-way switch <-> clients delay to emulate, in ms.
-    #[serde(default)]
-    pub client_delay_ms: f64,
-    /// Switch: cache slots (a power of two >= 4).
-    pub cache_slots: Option<usize>,
-}
-
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Topology {
-    #[serde(rename = "node", default)]
-    pub nodes: Vec<NodeSpec>,
-}
+use crate::txn::{bind, spawn_store_on, StoreData, StoreNode};
+use crate::{clock, Stop};
 
 /// Resolves HOST:PORT (names allowed) to one socket address.
 pub fn resolve(s: &str) -> anyhow::Result<SocketAddr> {
@@ -84,250 +51,324 @@ pub fn resolve(s: &str) -> anyhow::Result<SocketAddr> {
     it.next().ok_or_else(|| anyhow!("'{s}' resolves to no address; expected HOST:PORT, e.g. 127.0.0.1:9000"))
 }
 
-fn delay_ms(field: &str, node: &str, ms: f64) -> anyhow::Result<Duration> {
-    if !(ms >= 0.0 && ms.is_finite()) {
-        bail!("node '{node}': {field} = {ms} must be a finite number of milliseconds >= 0");
-    }
-    Ok(Duration::from_secs_f64(ms / 1e3))
-}
-
-impl Topology {
-    /// Parses and checks a topology.
-    pub fn parse(text: &str) -> anyhow::Result<Topology> {
-        let t: Topology = toml::from_str(text).map_err(|e| anyhow!("bad topology: {e}"))?;
-        t.validate()?;
-        Ok(t)
-    }
-
-    pub fn load(path: &Path) -> anyhow::Result<Topology> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("cannot read topology file {}", path.display()))?;
-        Topology::parse(&text).with_context(|| format!("in topology file {}", path.display()))
-    }
-
-    pub fn node(&self, name: &str) -> Option<&NodeSpec> {
-        self.nodes.iter().find(|n| n.name == name)
-    }
-
-    pub fn names(&self) -> Vec<&str> {
-        self.nodes.iter().map(|n| n.name.as_str()).collect()
-    }
-
-    /// The address other nodes use to reach `n`.
-    pub fn address_of(&self, n: &NodeSpec) -> anyhow::Result<SocketAddr> {
-        let a = resolve(n.address.as_deref().unwrap_or(&n.listen)).with_context(|| format!("node '{}'", n.name))?;
-        if a.ip().is_unspecified() || a.port() == 0 {
-            bail!(
-                "node '{}' listens on {} which others cannot reach: give it `address = \"HOST:PORT\"`",
-                n.name,
-                n.listen
-            );
-        }
-        Ok(a)
-    }
-
-    /// Where switch `n` sends requests.
-    pub fn upstream_of(&self, n: &NodeSpec) -> anyhow::Result<SocketAddr> {
-        let up = n.upstream.as_deref().ok_or_else(|| anyhow!("switch '{}' needs `upstream`", n.name))?;
-        match self.node(up) {
-            Some(u) => self.address_of(u),
-            None => resolve(up).with_context(|| {
-                format!(
-                    "switch '{}': upstream '{up}' is neither a node name ({}) nor HOST:PORT",
-                    n.name,
-                    self.names().join(", ")
-                )
-            }),
-        }
-    }
-
-    /// The switch configuration of node `n`.
-    pub fn switch_config(&self, n: &NodeSpec) -> anyhow::Result<SwitchConfig> {
-        let mode: Mode = n
-            .mode
-            .as_deref()
-            .ok_or_else(|| {
-                anyhow!("switch '{}' needs `mode` (forward, read-cache, early-abort, optimistic-abort)", n.name)
-            })?
-            .parse()
-            .map_err(|e: String| anyhow!("switch '{}': {e}", n.name))?;
-        let cfg = SwitchConfig {
-            mode,
-            cache_slots: n.cache_slots.unwrap_or(CACHE_SLOTS_DEFAULT),
-            store_delay: delay_ms("store_delay_ms", &n.name, n.store_delay_ms)?,
-            client_delay: delay_ms("client_delay_ms", &n.name, n.client_delay_ms)?,
-        };
-        cfg.validate().map_err(|e| anyhow!("switch '{}': {e}", n.name))?;
-        Ok(cfg)
-    }
-
-    /// Checks names, roles and fields.
-    pub fn validate(&self) -> anyhow::Result<()> {
-        if self.nodes.is_empty() {
-            bail!("no nodes: add at least one [[node]] table");
-        }
-        for (i, n) in self.nodes.iter().enumerate() {
-            if n.name.is_empty() {
-                bail!("node #{} has an empty name", i + 1);
-            }
-            if self.nodes[..i].iter().any(|m| m.name == n.name) {
-                bail!("node name '{}' is used twice", n.name);
-            }
-            resolve(&n.listen).with_context(|| format!("node '{}': listen", n.name))?;
-            match n.role {
-                Role::Store => {
-                    for (field, set) in [
-                        ("mode", n.mode.is_some()),
-                        ("upstream", n.upstream.is_some()),
-                        ("cache_slots", n.cache_slots.is_some()),
-                        ("store_delay_ms", n.store_delay_ms != 0.0),
-                        ("client_delay_ms", n.client_delay_ms != 0.0),
-                    ] {
-                        if set {
-                            bail!("store '{}' has `{field}`, which only switches take", n.name);
-                        }
-                    }
-                }
-                Role::Switch => {
-                    if n.data_dir.is_some() {
-                        bail!("switch '{}' has `data_dir`, which only stores take", n.name);
-                    }
-                    self.switch_config(n)?;
-                    if n.upstream.as_deref() == Some(n.name.as_str()) {
-                        bail!("switch '{}' is its own upstream", n.name);
-                    }
-                    self.upstream_of(n)?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A node started from a topology.
+/// A node started here.
 pub enum RunningNode {
     Store(StoreNode),
-    Switch(SwitchNode<TxnSwitch>),
+    TxnSwitch(SwitchNode<TxnSwitch>),
+    Coordinator(ProgramNode<Coordinator>),
+    Acceptor(ProgramNode<Acceptor>),
+    Backup(NodeHandle<BackupCoordinator>),
+    Learner(NodeHandle<LearnerStats>),
+    ChainSwitch { switch: SwitchNode<ChainNode>, agent: JoinHandle<std::io::Result<AgentStats>> },
+    ChainControl(JoinHandle<ChainControl>),
 }
 
 impl RunningNode {
-    pub fn name(&self) -> &str {
+    /// Whether the node has stopped on its own (a failure).
+    pub fn is_finished(&self) -> bool {
         match self {
-            RunningNode::Store(n) => n.name(),
-            RunningNode::Switch(n) => n.name(),
-        }
-    }
-    pub fn addr(&self) -> SocketAddr {
-        match self {
-            RunningNode::Store(n) => n.addr(),
-            RunningNode::Switch(n) => n.addr(),
-        }
-    }
-    pub fn role(&self) -> Role {
-        match self {
-            RunningNode::Store(_) => Role::Store,
-            RunningNode::Switch(_) => Role::Switch,
+            RunningNode::Store(n) => n.is_finished(),
+            RunningNode::TxnSwitch(n) => n.is_finished(),
+            RunningNode::Coordinator(ProgramNode::Switch(n)) => n.is_finished(),
+            RunningNode::Acceptor(ProgramNode::Switch(n)) => n.is_finished(),
+            RunningNode::Coordinator(ProgramNode::Process(n)) | RunningNode::Acceptor(ProgramNode::Process(n)) => {
+                n.is_finished()
+            }
+            RunningNode::Backup(n) => n.is_finished(),
+            RunningNode::Learner(n) => n.is_finished(),
+            RunningNode::ChainSwitch { switch, .. } => switch.is_finished(),
+            RunningNode::ChainControl(t) => t.is_finished(),
         }
     }
 }
 
-/// Starts the node named `only` (or every node, stores first) on this machine.
-pub fn start(topo: &Topology, only: Option<&str>, stop: &Stop) -> anyhow::Result<Vec<RunningNode>> {
-    let chosen: Vec<&NodeSpec> = match only {
-        Some(name) => vec![topo
-            .node(name)
-            .ok_or_else(|| anyhow!("no node named '{name}' in the topology; nodes: {}", topo.names().join(", ")))?],
+/// The nodes this process runs, every node's address, and the sockets of
+/// the local load nodes.
+pub struct Started {
+    /// `(node, what runs)`, in node order.
+    pub nodes: Vec<(NodeIx, RunningNode)>,
+    /// Every node's address (local ones as bound).
+    pub addrs: Vec<SocketAddr>,
+    /// Local load nodes (transaction clients, Paxos proposers, chain
+    /// clients) and their bound sockets.
+    pub load: Vec<(NodeIx, UdpSocket)>,
+    /// The chain order clients follow (chain topologies whose control
+    /// plane runs here).
+    pub view: Option<ChainView>,
+}
+
+/// Nodes that generate load rather than serve it.
+pub fn is_load(topo: &Topology, i: NodeIx) -> bool {
+    match &topo.service {
+        Service::Txn(d) => d.nodes[i].role == TxnRole::Client,
+        Service::Paxos(p) => matches!(p.deployment.nodes[i].role, PaxosRole::Proposer { .. }),
+        Service::Chain(c) => c.deployment.nodes[i].role == ChainRole::Client,
+    }
+}
+
+fn is_chain_switch(topo: &Topology, i: NodeIx) -> bool {
+    matches!(&topo.service, Service::Chain(c) if matches!(c.deployment.nodes[i].role, ChainRole::Node { .. }))
+}
+
+fn loopback_any() -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0)
+}
+
+/// Where node `i` binds: its `listen`, or a free port on loopback when
+/// every address in the file is a loopback one (else on every interface).
+fn listen_of(topo: &Topology, i: NodeIx) -> anyhow::Result<SocketAddr> {
+    let name = &topo.names()[i];
+    match &topo.places[i].listen {
+        Some(l) => resolve(l).with_context(|| format!("node '{name}': listen")),
         None => {
-            let mut v: Vec<&NodeSpec> = topo.nodes.iter().filter(|n| n.role == Role::Store).collect();
-            v.extend(topo.nodes.iter().filter(|n| n.role == Role::Switch));
+            let mut fixed = (0..topo.places.len()).filter_map(|j| fixed_address(topo, j).ok().flatten());
+            Ok(if fixed.all(|a| a.ip().is_loopback()) {
+                loopback_any()
+            } else {
+                SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)
+            })
+        }
+    }
+}
+
+/// How others reach node `i`, if the file fixes it.
+fn fixed_address(topo: &Topology, i: NodeIx) -> anyhow::Result<Option<SocketAddr>> {
+    let p = &topo.places[i];
+    let name = &topo.names()[i];
+    let Some(s) = p.address.as_ref().or(p.listen.as_ref()) else { return Ok(None) };
+    let a = resolve(s).with_context(|| format!("node '{name}'"))?;
+    Ok((!a.ip().is_unspecified() && a.port() != 0).then_some(a))
+}
+
+/// Binds the sockets of the nodes in `local` (chain switches' management
+/// sockets too) and works out every node's address.
+struct Bound {
+    addrs: Vec<SocketAddr>,
+    sockets: Vec<Option<UdpSocket>>,
+    manage: Vec<Option<UdpSocket>>,
+}
+
+/// The nodes whose addresses the nodes in `local` need: their tables'
+/// neighbours, and for a chain the control plane (agents answer it, clients
+/// ask it) or, at the control plane, the chain switches.
+fn needed(topo: &Topology, local: &[NodeIx]) -> Vec<NodeIx> {
+    let mut v: Vec<NodeIx> = match &topo.service {
+        Service::Txn(d) => local.iter().flat_map(|&i| d.nodes[i].neighbours()).collect(),
+        Service::Paxos(p) => local.iter().flat_map(|&i| p.deployment.nodes[i].neighbours()).collect(),
+        Service::Chain(c) => {
+            let d = &c.deployment;
+            let mut v: Vec<NodeIx> = local.iter().flat_map(|&i| d.nodes[i].neighbours()).collect();
+            v.extend(d.with_role(|r| *r == ChainRole::Control));
+            if local.iter().any(|&i| d.nodes[i].role == ChainRole::Control) {
+                v.extend(innet_chain::deploy::chain_nodes(d));
+            }
             v
         }
     };
-    let mut running = vec![];
-    for n in chosen {
-        let listen = resolve(&n.listen).with_context(|| format!("node '{}': listen", n.name))?;
-        let node = match n.role {
-            Role::Store => {
-                let data = n.data_dir.clone().map_or(StoreData::Memory, StoreData::Dir);
-                RunningNode::Store(
-                    spawn_store(&n.name, listen, &data, stop)
-                        .with_context(|| format!("starting store '{}'", n.name))?,
-                )
-            }
-            Role::Switch => {
-                let cfg = topo.switch_config(n)?;
-                let up = topo.upstream_of(n)?;
-                RunningNode::Switch(
-                    spawn_txn_switch(&n.name, listen, up, &cfg, stop)
-                        .with_context(|| format!("starting switch '{}'", n.name))?,
-                )
-            }
-        };
-        running.push(node);
-    }
-    Ok(running)
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const EXAMPLE: &str = r#"
-[[node]]
-name = "store"
-role = "store"
-listen = "127.0.0.1:0"
-address = "127.0.0.1:9001"
-
-[[node]]
-name = "switch"
-role = "switch"
-listen = "127.0.0.1:0"
-mode = "optimistic-abort"
-upstream = "store"
-store_delay_ms = 40
-client_delay_ms = 10.5
-"#;
-
-    #[test]
-    fn parses_the_example() {
-        let t = Topology::parse(EXAMPLE).unwrap();
-        assert_eq!(t.names(), vec!["store", "switch"]);
-        let sw = t.node("switch").unwrap();
-        assert_eq!(t.upstream_of(sw).unwrap(), "127.0.0.1:9001".parse().unwrap());
-        let c = t.switch_config(sw).unwrap();
-        assert_eq!(
-            (c.mode, c.store_delay, c.client_delay),
-            (Mode::OptimisticAbort, Duration::from_millis(40), Duration::from_micros(10_500))
-        );
+fn bind_local(topo: &Topology, local: &[NodeIx]) -> anyhow::Result<Bound> {
+    let n = topo.names().len();
+    let needed = needed(topo, local);
+    let names = topo.names();
+    let mut addrs = vec![loopback_any(); n];
+    let mut sockets: Vec<Option<UdpSocket>> = (0..n).map(|_| None).collect();
+    let mut manage: Vec<Option<UdpSocket>> = (0..n).map(|_| None).collect();
+    for i in 0..n {
+        if local.contains(&i) {
+            let s = bind(listen_of(topo, i)?).with_context(|| format!("node '{}'", names[i]))?;
+            let mut a = s.local_addr()?;
+            if let Some(fixed) = fixed_address(topo, i)? {
+                a = fixed;
+            } else if a.ip().is_unspecified() {
+                a.set_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
+            }
+            addrs[i] = a;
+            if is_chain_switch(topo, i) {
+                let m = manage::manage_addr(s.local_addr()?).ok_or_else(|| {
+                    anyhow!(
+                        "chain node '{}': its management port ({} above {}) passes 65535: choose a lower port",
+                        names[i],
+                        manage::MANAGE_PORT_OFFSET,
+                        s.local_addr().map(|a| a.port()).unwrap_or(0)
+                    )
+                })?;
+                manage[i] = Some(bind(m).with_context(|| format!("chain node '{}': management socket", names[i]))?);
+            }
+            sockets[i] = Some(s);
+        } else if needed.contains(&i) {
+            addrs[i] = fixed_address(topo, i)?.ok_or_else(|| {
+                anyhow!(
+                    "node '{}' runs elsewhere but has no fixed address: give it `listen` (or `address`) HOST:PORT",
+                    names[i]
+                )
+            })?;
+        }
     }
+    Ok(Bound { addrs, sockets, manage })
+}
 
-    #[test]
-    fn the_shipped_example_file_parses() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/topology-txn.toml");
-        Topology::load(&path).unwrap();
+/// Starts the nodes `only` names (a node, or every node of a machine), or
+/// every node; returns what runs here.
+pub fn start(topo: &Topology, only: Option<&str>, stop: &Stop) -> anyhow::Result<Started> {
+    let local: Vec<NodeIx> = match only {
+        Some(name) => topo.select(name).map_err(|e| anyhow!("{e}"))?,
+        None => (0..topo.names().len()).collect(),
+    };
+    if let Service::Txn(d) = &topo.service {
+        crate::deploy::check(d).map_err(anyhow::Error::msg)?;
     }
-
-    fn err(text: &str) -> String {
-        format!("{:#}", Topology::parse(text).unwrap_err())
+    let mut b = bind_local(topo, &local)?;
+    let mut nodes = vec![];
+    let mut load = vec![];
+    let mut view = None;
+    // Servers first, then the control plane (which configures them), as
+    // node order has it within each kind.
+    let mut order = local.clone();
+    order.sort_by_key(
+        |&i| matches!(&topo.service, Service::Chain(c) if c.deployment.nodes[i].role == ChainRole::Control),
+    );
+    for i in order {
+        let socket = b.sockets[i].take().expect("bound above");
+        if is_load(topo, i) {
+            load.push((i, socket));
+            continue;
+        }
+        let node = match &topo.service {
+            Service::Txn(d) => {
+                let name = &d.nodes[i].name;
+                match &d.nodes[i].role {
+                    TxnRole::Store => {
+                        let data = topo.places[i].data_dir.clone().map_or(StoreData::Memory, StoreData::Dir);
+                        let s = spawn_store_on(name, socket, &data, Duration::ZERO, stop)
+                            .with_context(|| format!("starting store '{name}'"))?;
+                        RunningNode::Store(s)
+                    }
+                    TxnRole::Switch(spec) => {
+                        let down = topo.places[i].downstream_delay;
+                        let (o, t) = switch_setup(d, DataPlaneAt::Switch, &b.addrs, i, down);
+                        let program =
+                            TxnSwitch::new(spec.mode, spec.cache_slots, innet_txn::switch::CLIENT_SLOTS_DEFAULT);
+                        RunningNode::TxnSwitch(crate::switch::spawn_switch_with_tables(
+                            name, program, socket, o, t, stop,
+                        )?)
+                    }
+                    TxnRole::Client => unreachable!("load nodes are the caller's"),
+                }
+            }
+            Service::Paxos(p) => start_paxos(p, &b.addrs, i, socket, stop)?,
+            Service::Chain(c) => {
+                let (n, v) = start_chain(c, &b.addrs, i, socket, b.manage[i].take(), stop)?;
+                view = view.or(v);
+                n
+            }
+        };
+        nodes.push((i, node));
     }
+    nodes.sort_by_key(|(i, _)| *i);
+    load.sort_by_key(|(i, _)| *i);
+    Ok(Started { nodes, addrs: b.addrs, load, view })
+}
 
-    #[test]
-    fn mistakes_are_explained() {
-        assert!(err("").contains("no nodes"));
-        let e = err("[[node]]\nname='s'\nrole='switch'\nlisten='127.0.0.1:1'\nmode='fast'\nupstream='127.0.0.1:2'\n");
-        assert!(e.contains("unknown mode 'fast'") && e.contains("optimistic-abort"), "{e}");
-        let e = err("[[node]]\nname='s'\nrole='switch'\nlisten='127.0.0.1:1'\nmode='forward'\nupstream='nowhere'\n");
-        assert!(e.contains("neither a node name"), "{e}");
-        let e = err("[[node]]\nname='s'\nrole='router'\nlisten='127.0.0.1:1'\n");
-        assert!(e.contains("router"), "{e}");
-        let e = err("[[node]]\nname='s'\nrole='store'\nlisten='127.0.0.1:1'\nmode='forward'\n");
-        assert!(e.contains("only switches"), "{e}");
-        let e = err("[[node]]\nname='s'\nrole='store'\nlisten='127.0.0.1'\n");
-        assert!(e.contains("HOST:PORT"), "{e}");
-        let e = err("[[node]]\nname='a'\nrole='store'\nlisten='0.0.0.0:9'\n[[node]]\nname='b'\nrole='switch'\nlisten='127.0.0.1:1'\nmode='forward'\nupstream='a'\n");
-        assert!(e.contains("address"), "{e}");
-        let e = err("[[node]]\nname='s'\nrole='store'\nlisten='127.0.0.1:1'\ncolour='red'\n");
-        assert!(e.contains("colour"), "{e}");
+fn start_paxos(
+    p: &PaxosTopology,
+    addrs: &[SocketAddr],
+    i: NodeIx,
+    socket: UdpSocket,
+    stop: &Stop,
+) -> anyhow::Result<RunningNode> {
+    let d = &p.deployment;
+    let roles = Roles::of(d, p.params.clone());
+    let name = d.nodes[i].name.clone();
+    let at = p.data_plane;
+    Ok(match d.nodes[i].role {
+        PaxosRole::Coordinator => RunningNode::Coordinator(spawn_program(
+            d,
+            at,
+            addrs,
+            i,
+            socket,
+            Coordinator::new(roles.coordinator()),
+            stop,
+        )?),
+        PaxosRole::Acceptor { id } => {
+            RunningNode::Acceptor(spawn_program(d, at, addrs, i, socket, Acceptor::new(roles.acceptor(id)), stop)?)
+        }
+        PaxosRole::Backup => {
+            let cfg = roles.backup();
+            let o = host_options(d, addrs, i);
+            RunningNode::Backup(spawn_host(&name, socket, o, stop, move || BackupCoordinator::new(cfg), |b, _| b)?)
+        }
+        PaxosRole::Learner { id } => {
+            let cfg = roles.learner(id);
+            let o = host_options(d, addrs, i);
+            RunningNode::Learner(spawn_host(&name, socket, o, stop, move || Learner::new(cfg), |l, _| l.stats)?)
+        }
+        PaxosRole::Proposer { .. } => unreachable!("load nodes are the caller's"),
+    })
+}
+
+/// The chain switches' data addresses and their agents' addresses.
+fn chain_addrs(c: &ChainTopology, addrs: &[SocketAddr]) -> anyhow::Result<(Vec<SocketAddr>, Vec<SocketAddr>)> {
+    let switches: Vec<SocketAddr> =
+        innet_chain::deploy::chain_nodes(&c.deployment).into_iter().map(|i| addrs[i]).collect();
+    let agents = switches
+        .iter()
+        .map(|&a| manage::manage_addr(a).ok_or_else(|| anyhow!("chain node at {a}: no room for its management port")))
+        .collect::<anyhow::Result<_>>()?;
+    Ok((switches, agents))
+}
+
+fn start_chain(
+    c: &ChainTopology,
+    addrs: &[SocketAddr],
+    i: NodeIx,
+    socket: UdpSocket,
+    manage_socket: Option<UdpSocket>,
+    stop: &Stop,
+) -> anyhow::Result<(RunningNode, Option<ChainView>)> {
+    let d = &c.deployment;
+    let name = d.nodes[i].name.clone();
+    let control = d.with_role(|r| *r == ChainRole::Control).first().map(|&k| addrs[k]);
+    let (switches, agents) = chain_addrs(c, addrs)?;
+    match d.nodes[i].role {
+        ChainRole::Node { index } => {
+            let control =
+                control.ok_or_else(|| anyhow!("a chain needs a node with role \"control\" to configure it"))?;
+            let node = fresh_node(c.protocol, index, c.objects, c.versions, c.keys)?;
+            let tables =
+                crate::switch::SwitchTables { switch_peers: switches.iter().copied().collect(), ..Default::default() };
+            let switch = spawn_chain_switch(&name, node, socket, tables, stop)?;
+            let agent = Agent::new(index, c.protocol, switches, control, switch.state().clone());
+            let (ms, st) = (manage_socket.expect("bound with the switch"), stop.clone());
+            let agent = std::thread::Builder::new()
+                .name(format!("innet-{name}-agent"))
+                .spawn(move || manage::run_agent(agent, ms, &st))?;
+            Ok((RunningNode::ChainSwitch { switch, agent }, None))
+        }
+        ChainRole::Control => {
+            let (mut control, layout) = ChainControl::new(c.control.clone(), switches.len(), clock::now());
+            let view: ChainView = Arc::new(Mutex::new((1, layout.chain.clone())));
+            let timeout = c.control.heartbeat_interval.max(Duration::from_millis(2));
+            let mut remote = RemoteNodes::new(c.protocol, socket, agents, timeout, view.clone())?;
+            {
+                use crate::chain::ChainNodes;
+                remote.apply(&layout);
+            }
+            let (v, st) = (view.clone(), stop.clone());
+            let every = c.control.heartbeat_interval;
+            let t = std::thread::Builder::new().name(format!("innet-{name}")).spawn(move || {
+                while !st.is_stopped() {
+                    remote.serve_views(every);
+                    control_step(&mut control, &mut remote, &v, clock::now());
+                }
+                control
+            })?;
+            Ok((RunningNode::ChainControl(t), Some(view)))
+        }
+        ChainRole::Client => bail!("load nodes are the caller's"),
     }
 }

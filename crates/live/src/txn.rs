@@ -59,12 +59,22 @@ pub fn spawn_store_delayed(
     link_delay: Duration,
     stop: &Stop,
 ) -> io::Result<StoreNode> {
+    spawn_store_on(name, bind(listen)?, data, link_delay, stop)
+}
+
+/// As [`spawn_store_delayed`], on a socket the caller bound.
+pub fn spawn_store_on(
+    name: &str,
+    socket: UdpSocket,
+    data: &StoreData,
+    link_delay: Duration,
+    stop: &Stop,
+) -> io::Result<StoreNode> {
     // Open the database here, so that errors are reported to the caller.
     let redb = match data {
         StoreData::Memory => None,
         StoreData::Dir(dir) => Some(RedbBackend::open(dir).map_err(io::Error::other)?),
     };
-    let socket = bind(listen)?;
     spawn_host(
         name,
         socket,

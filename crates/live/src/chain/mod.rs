@@ -12,17 +12,19 @@
 //! controller talks to its switches over Thrift. Clients learn the chain's
 //! order from a shared view the control plane updates.
 
+pub mod manage;
+
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use innet_chain::control::{Action, ChainControl, ControlConfig, Layout};
+use innet_chain::control::{Action, ChainControl, ControlConfig, Layout, NodeReport};
+use innet_chain::deploy;
 use innet_chain::netcraq::{OBJECTS_DEFAULT, VERSIONS_DEFAULT};
 use innet_chain::node::ChainNode;
-use innet_chain::ports::{GROUP_ACK, PORT_NEXT, PORT_TAIL};
 use innet_chain::workload::LoadClient;
-use innet_chain::{Protocol, Role};
+use innet_chain::Protocol;
 use innet_core::{Host, Member, Outbox, Time};
 use innet_wire::netchain::key_from_u32;
 
@@ -78,24 +80,20 @@ struct Shared {
 
 impl Shared {
     fn tables(&self, i: usize) -> SwitchTables {
-        let t = self.layout.tables(i);
+        let (ports, groups) = deploy::node_tables(self.cfg.protocol, &self.layout, self.addrs.len(), i);
         let mut tables = SwitchTables { switch_peers: self.addrs.iter().copied().collect(), ..Default::default() };
-        match self.cfg.protocol {
-            Protocol::NetCraq => {
-                tables.set_port(PORT_NEXT, t.next.map(|m| self.addrs[m]));
-                tables.set_port(PORT_TAIL, t.tail.map(|m| self.addrs[m]));
-                let mut group: Vec<Member<SocketAddr>> =
-                    t.ack_group.iter().map(|m| Member::Node(self.addrs[*m])).collect();
-                if t.role.is_some_and(Role::is_tail) {
-                    group.push(Member::Origin);
-                }
-                tables.groups.insert(GROUP_ACK, group);
-            }
-            Protocol::NetChain => {
-                for (j, a) in self.addrs.iter().enumerate() {
-                    tables.set_port(j as u16, Some(*a));
-                }
-            }
+        for (p, to) in ports {
+            tables.set_port(p, Some(self.addrs[to]));
+        }
+        for (g, members) in groups {
+            let members = members
+                .into_iter()
+                .map(|m| match m {
+                    Member::Node(x) => Member::Node(self.addrs[x]),
+                    Member::Origin => Member::Origin,
+                })
+                .collect();
+            tables.groups.insert(g, members);
         }
         tables
     }
@@ -110,9 +108,6 @@ impl Shared {
                 sw.with_tables(|x| *x = tables);
             }
         }
-        let mut v = self.view.lock().unwrap_or_else(|e| e.into_inner());
-        v.0 += 1;
-        v.1 = self.layout.chain.clone();
     }
 
     fn copy(&mut self, from: usize, to: &[usize]) {
@@ -126,25 +121,38 @@ impl Shared {
     }
 
     fn spawn(&self, i: usize, addr: SocketAddr) -> io::Result<SwitchNode<ChainNode>> {
-        let socket = bind(addr)?;
-        let addr = socket.local_addr()?;
-        let mut node = ChainNode::new(self.cfg.protocol, i, self.cfg.objects, self.cfg.versions);
-        if let ChainNode::Chain(p) = &mut node {
-            for k in 0..self.cfg.keys {
-                p.install_key(key_from_u32(k)).expect("key table room");
-            }
-        }
-        // Packets "from upstream" are not used by chain nodes: the switch's
-        // own address never sends to it.
-        let opts = SwitchOptions::new(addr);
-        let mut tables = SwitchTables { switch_peers: self.addrs.iter().copied().collect(), ..Default::default() };
-        if self.cfg.protocol == Protocol::NetChain {
-            for (j, a) in self.addrs.iter().enumerate() {
-                tables.set_port(j as u16, Some(*a));
-            }
-        }
-        spawn_switch_with_tables(&format!("chain-node{i}"), node, socket, opts, tables, &self.stop)
+        let c = &self.cfg;
+        let node = fresh_node(c.protocol, i, c.objects, c.versions, c.keys)?;
+        spawn_chain_switch(&format!("chain-node{i}"), node, bind(addr)?, self.tables(i), &self.stop)
     }
+}
+
+/// A fresh, unconfigured chain switch `i`; NetChain's keys `0..keys`
+/// installed.
+pub fn fresh_node(protocol: Protocol, i: usize, objects: usize, versions: usize, keys: u32) -> io::Result<ChainNode> {
+    let mut node = ChainNode::new(protocol, i, objects, versions);
+    if let ChainNode::Chain(p) = &mut node {
+        for k in 0..keys {
+            p.install_key(key_from_u32(k)).ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidInput, format!("{keys} keys do not fit {objects} objects"))
+            })?;
+        }
+    }
+    Ok(node)
+}
+
+/// Runs `node` as a software switch on `socket` with `tables`.
+pub fn spawn_chain_switch(
+    name: &str,
+    node: ChainNode,
+    socket: std::net::UdpSocket,
+    tables: SwitchTables,
+    stop: &Stop,
+) -> io::Result<SwitchNode<ChainNode>> {
+    // Packets "from upstream" are not used by chain nodes: the switch's
+    // own address never sends to it.
+    let opts = SwitchOptions::new(socket.local_addr()?);
+    spawn_switch_with_tables(name, node, socket, opts, tables, stop)
 }
 
 /// A running chain.
@@ -243,26 +251,67 @@ impl LiveChain {
     }
 }
 
+/// The chain switches as a control plane reaches them: in this process
+/// ([`LiveChain`]), over UDP ([`manage::RemoteNodes`]), or as XDP programs'
+/// maps.
+pub trait ChainNodes {
+    fn count(&self) -> usize;
+    /// Node `i`'s heartbeat answer, `None` if it does not answer (down).
+    fn report(&mut self, i: usize) -> Option<NodeReport>;
+    /// Writes every node's registers and tables for `layout`.
+    fn apply(&mut self, layout: &Layout);
+    /// Copies node `from`'s committed state into each of `to`.
+    fn copy(&mut self, from: usize, to: &[usize]);
+}
+
+/// One control-plane step at `now`: a heartbeat from every node that
+/// answers, the control plane's tick, its actions applied; the chain order
+/// clients follow is published to `view`.
+pub fn control_step(control: &mut ChainControl, nodes: &mut dyn ChainNodes, view: &ChainView, now: Time) {
+    let mut actions = vec![];
+    for i in 0..nodes.count() {
+        if let Some(report) = nodes.report(i) {
+            control.on_heartbeat(now, i, report, &mut actions);
+        }
+    }
+    control.on_tick(now, &mut actions);
+    for a in actions {
+        match a {
+            Action::Apply(l) => {
+                nodes.apply(&l);
+                let mut v = view.lock().unwrap_or_else(|e| e.into_inner());
+                v.0 += 1;
+                v.1 = l.chain.clone();
+            }
+            Action::Copy { from, to } => nodes.copy(from, &to),
+        }
+    }
+}
+
+impl ChainNodes for Shared {
+    fn count(&self) -> usize {
+        self.switches.len()
+    }
+    fn report(&mut self, i: usize) -> Option<NodeReport> {
+        match &self.switches[i] {
+            Some(sw) if !sw.is_finished() => Some(sw.with_program(|p| p.report())),
+            _ => None,
+        }
+    }
+    fn apply(&mut self, layout: &Layout) {
+        Shared::apply(self, layout.clone());
+    }
+    fn copy(&mut self, from: usize, to: &[usize]) {
+        Shared::copy(self, from, to);
+    }
+}
+
 fn control_loop(mut control: ChainControl, shared: &Mutex<Shared>, stop: &Stop) -> ChainControl {
     while !stop.is_stopped() {
         std::thread::sleep(control.config.heartbeat_interval);
-        let now = clock::now();
         let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
-        let mut actions = vec![];
-        for i in 0..sh.switches.len() {
-            let report = match &sh.switches[i] {
-                Some(sw) if !sw.is_finished() => sw.with_program(|p| p.report()),
-                _ => continue,
-            };
-            control.on_heartbeat(now, i, report, &mut actions);
-        }
-        control.on_tick(now, &mut actions);
-        for a in actions {
-            match a {
-                Action::Apply(l) => sh.apply(l),
-                Action::Copy { from, to } => sh.copy(from, &to),
-            }
-        }
+        let view = sh.view.clone();
+        control_step(&mut control, &mut *sh, &view, clock::now());
     }
     control
 }

@@ -1,0 +1,563 @@
+//! The chain control plane's management channel over UDP, so the control
+//! plane, the chain switches and the clients can run on different machines
+//! (the way a P4 controller reaches its switches over the network).
+//!
+//! Every chain switch process runs an [`Agent`] beside the switch, on the
+//! switch's management address ([`manage_addr`]): it answers the control
+//! plane's requests by reading and writing the switch's registers and
+//! tables. The control process runs the control loop over [`RemoteNodes`]
+//! and answers clients' requests for the chain's current order (VIEW);
+//! client processes follow it ([`follow_view`]). Only the control plane's
+//! address may send requests to an agent; anything else is dropped and
+//! counted.
+//!
+//! Messages (big-endian): `"iNm\x01"`, kind (u8), sequence number (u32),
+//! then the body:
+//!
+//! | kind | body | answer |
+//! |---|---|---|
+//! | 1 REPORT | - | 2: configured (u8), full objects (u32), layout version (u64) |
+//! | 3 APPLY | version (u64), paused (u8), n (u8), n chain indexes (u8) | 4 ACK |
+//! | 5 SNAPSHOT_GET | offset (u32) | 6: total (u32), offset (u32), entries |
+//! | 7 SNAPSHOT_PUT | total (u32), offset (u32), entries | 4 ACK (once loaded, at the last chunk) |
+//! | 8 VIEW | - | 9: version (u64), n (u8), n chain indexes (u8) |
+//!
+//! Snapshot entries are NetCRAQ values (16 bytes each) or NetChain slots
+//! (key 16, value 16, sequence 2 bytes), [`CHUNK_ENTRIES`] per datagram.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use innet_chain::control::{Layout, NodeReport};
+use innet_chain::deploy;
+use innet_chain::netchain::Slot;
+use innet_chain::node::{ChainNode, Snapshot};
+use innet_chain::Protocol;
+use innet_core::Member;
+use innet_wire::netchain::{ChainKey, KEY_LEN};
+use innet_wire::netcraq::{Value, VALUE_LEN};
+
+use super::{ChainNodes, ChainView};
+use crate::switch::{SwitchState, SwitchTables};
+use crate::Stop;
+
+pub const MAGIC: [u8; 4] = *b"iNm\x01";
+/// A chain switch's agent listens this many ports above the switch.
+pub const MANAGE_PORT_OFFSET: u16 = 1000;
+/// Snapshot entries per datagram (at most 34 bytes each: under 1,400
+/// bytes, one Ethernet frame).
+pub const CHUNK_ENTRIES: usize = 40;
+/// Longest a chain may be on the wire (n is a u8).
+pub const MAX_CHAIN: usize = 255;
+
+const REPORT: u8 = 1;
+const REPORTED: u8 = 2;
+const APPLY: u8 = 3;
+const ACK: u8 = 4;
+const SNAPSHOT_GET: u8 = 5;
+const SNAPSHOT_CHUNK: u8 = 6;
+const SNAPSHOT_PUT: u8 = 7;
+const VIEW: u8 = 8;
+const VIEWED: u8 = 9;
+const HEADER: usize = 9;
+const CHAIN_SLOT: usize = KEY_LEN + VALUE_LEN + 2;
+
+/// The management address of a chain switch listening on `addr`: the same
+/// host, [`MANAGE_PORT_OFFSET`] ports up. `None` if that passes 65535.
+pub fn manage_addr(addr: SocketAddr) -> Option<SocketAddr> {
+    let port = addr.port().checked_add(MANAGE_PORT_OFFSET)?;
+    Some(SocketAddr::new(addr.ip(), port))
+}
+
+fn msg(kind: u8, seq: u32, body: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(HEADER + body.len());
+    v.extend_from_slice(&MAGIC);
+    v.push(kind);
+    v.extend_from_slice(&seq.to_be_bytes());
+    v.extend_from_slice(body);
+    v
+}
+
+/// (kind, sequence, body) of a well-formed message.
+fn parse(b: &[u8]) -> Option<(u8, u32, &[u8])> {
+    let rest = b.strip_prefix(&MAGIC[..])?;
+    let (&kind, rest) = rest.split_first()?;
+    let seq = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?);
+    Some((kind, seq, &rest[4..]))
+}
+
+fn be32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn be64(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// n (u8) then n chain indexes, each below `nodes`.
+fn parse_chain(b: &[u8], nodes: usize) -> Option<Vec<usize>> {
+    let (&n, rest) = b.split_first()?;
+    let chain: Vec<usize> = rest.get(..n as usize)?.iter().map(|&i| i as usize).collect();
+    let mut seen = vec![false; nodes];
+    for &i in &chain {
+        if i >= nodes || std::mem::replace(&mut seen[i], true) {
+            return None;
+        }
+    }
+    Some(chain)
+}
+
+fn encode_chain(chain: &[usize], out: &mut Vec<u8>) {
+    out.push(chain.len() as u8);
+    out.extend(chain.iter().map(|&i| i as u8));
+}
+
+fn snapshot_len(s: &Snapshot) -> usize {
+    match s {
+        Snapshot::Craq(v) => v.len(),
+        Snapshot::Chain(v) => v.len(),
+    }
+}
+
+fn encode_entries(s: &Snapshot, from: usize, out: &mut Vec<u8>) {
+    let to = (from + CHUNK_ENTRIES).min(snapshot_len(s));
+    match s {
+        Snapshot::Craq(v) => v[from..to].iter().for_each(|x| out.extend_from_slice(&x.0)),
+        Snapshot::Chain(v) => v[from..to].iter().for_each(|(k, slot)| {
+            out.extend_from_slice(k);
+            out.extend_from_slice(&slot.value.0);
+            out.extend_from_slice(&slot.seq.to_be_bytes());
+        }),
+    }
+}
+
+/// Appends the entries of `b` to `into` (of `protocol`'s kind); `None` if
+/// `b` is not a whole number of entries.
+fn decode_entries(protocol: Protocol, b: &[u8], into: &mut Snapshot) -> Option<()> {
+    match (protocol, into) {
+        (Protocol::NetCraq, Snapshot::Craq(v)) if b.chunks_exact(VALUE_LEN).remainder().is_empty() => {
+            v.extend(b.chunks_exact(VALUE_LEN).map(|c| Value(c.try_into().expect("chunk"))));
+        }
+        (Protocol::NetChain, Snapshot::Chain(v)) if b.chunks_exact(CHAIN_SLOT).remainder().is_empty() => {
+            v.extend(b.chunks_exact(CHAIN_SLOT).map(|c| {
+                let key: ChainKey = c[..KEY_LEN].try_into().expect("key");
+                let value = Value(c[KEY_LEN..KEY_LEN + VALUE_LEN].try_into().expect("value"));
+                let seq = u16::from_be_bytes([c[CHAIN_SLOT - 2], c[CHAIN_SLOT - 1]]);
+                (key, Slot { value, seq })
+            }));
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+fn empty(protocol: Protocol) -> Snapshot {
+    match protocol {
+        Protocol::NetCraq => Snapshot::Craq(vec![]),
+        Protocol::NetChain => Snapshot::Chain(vec![]),
+    }
+}
+
+/// What an agent counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AgentStats {
+    pub requests: u64,
+    /// Requests from anyone but the control plane.
+    pub dropped_foreign: u64,
+    pub dropped_malformed: u64,
+}
+
+/// The management agent of chain switch `index`: answers the control
+/// plane (and only it) by reading and writing the switch's state.
+pub struct Agent {
+    pub index: usize,
+    protocol: Protocol,
+    /// Every chain switch's data address (for the tables a layout implies).
+    addrs: Vec<SocketAddr>,
+    control: SocketAddr,
+    switch: Arc<Mutex<SwitchState<ChainNode>>>,
+    applied: u64,
+    snapshot: Option<Snapshot>,
+    incoming: Option<(u32, Snapshot)>,
+    pub stats: AgentStats,
+}
+
+impl Agent {
+    pub fn new(
+        index: usize,
+        protocol: Protocol,
+        addrs: Vec<SocketAddr>,
+        control: SocketAddr,
+        switch: Arc<Mutex<SwitchState<ChainNode>>>,
+    ) -> Agent {
+        Agent {
+            index,
+            protocol,
+            addrs,
+            control,
+            switch,
+            applied: 0,
+            snapshot: None,
+            incoming: None,
+            stats: AgentStats::default(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, SwitchState<ChainNode>> {
+        self.switch.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn apply(&mut self, layout: &Layout) {
+        let n = self.addrs.len();
+        let t = layout.tables(self.index);
+        let (ports, groups) = deploy::node_tables(self.protocol, layout, n, self.index);
+        let mut tables = SwitchTables { switch_peers: self.addrs.iter().copied().collect(), ..Default::default() };
+        for (p, to) in ports {
+            tables.set_port(p, Some(self.addrs[to]));
+        }
+        for (g, members) in groups {
+            let m = members
+                .into_iter()
+                .map(|m| match m {
+                    Member::Node(x) => Member::Node(self.addrs[x]),
+                    Member::Origin => Member::Origin,
+                })
+                .collect();
+            tables.groups.insert(g, m);
+        }
+        let mut st = self.state();
+        st.program.configure(&t, n);
+        st.tables = tables;
+    }
+
+    /// Answers one request; `None` for anything not to be answered.
+    fn handle(&mut self, from: SocketAddr, b: &[u8]) -> Option<Vec<u8>> {
+        if from != self.control {
+            self.stats.dropped_foreign += 1;
+            return None;
+        }
+        let Some((kind, seq, body)) = parse(b) else {
+            self.stats.dropped_malformed += 1;
+            return None;
+        };
+        self.stats.requests += 1;
+        let n = self.addrs.len();
+        let reply = match kind {
+            REPORT => {
+                let r = self.state().program.report();
+                let mut body = vec![u8::from(r.configured)];
+                body.extend_from_slice(&(r.full_objects.min(u32::MAX as usize) as u32).to_be_bytes());
+                body.extend_from_slice(&self.applied.to_be_bytes());
+                msg(REPORTED, seq, &body)
+            }
+            APPLY => {
+                let version = be64(body, 0)?;
+                let paused = *body.get(8)? != 0;
+                let chain = parse_chain(&body[9..], n)?;
+                if version > self.applied {
+                    self.apply(&Layout { chain, writes_paused: paused });
+                    self.applied = version;
+                }
+                msg(ACK, seq, &[])
+            }
+            SNAPSHOT_GET => {
+                let offset = be32(body, 0)? as usize;
+                if offset == 0 || self.snapshot.is_none() {
+                    let snap = self.state().program.snapshot();
+                    self.snapshot = Some(snap);
+                }
+                let s = self.snapshot.as_ref().expect("taken above");
+                let total = snapshot_len(s);
+                if offset > total {
+                    self.stats.dropped_malformed += 1;
+                    return None;
+                }
+                let mut body = (total as u32).to_be_bytes().to_vec();
+                body.extend_from_slice(&(offset as u32).to_be_bytes());
+                encode_entries(s, offset, &mut body);
+                msg(SNAPSHOT_CHUNK, seq, &body)
+            }
+            SNAPSHOT_PUT => {
+                let (total, offset) = (be32(body, 0)?, be32(body, 4)? as usize);
+                if offset == 0 {
+                    // A snapshot of exactly this switch's size, or nothing.
+                    let size = snapshot_len(&self.state().program.snapshot());
+                    if total as usize != size {
+                        self.stats.dropped_malformed += 1;
+                        return None;
+                    }
+                    self.incoming = Some((total, empty(self.protocol)));
+                }
+                let (want, snap) = self.incoming.as_mut()?;
+                if *want != total || snapshot_len(snap) != offset {
+                    // Out of order: the control plane starts again from 0.
+                    self.stats.dropped_malformed += 1;
+                    return None;
+                }
+                decode_entries(self.protocol, &body[8..], snap)?;
+                if snapshot_len(snap) > total as usize {
+                    self.incoming = None;
+                    self.stats.dropped_malformed += 1;
+                    return None;
+                }
+                if snapshot_len(snap) == total as usize {
+                    let (_, snap) = self.incoming.take().expect("present");
+                    self.state().program.load(&snap);
+                }
+                msg(ACK, seq, &[])
+            }
+            _ => {
+                self.stats.dropped_malformed += 1;
+                return None;
+            }
+        };
+        Some(reply)
+    }
+}
+
+/// Runs `agent` on `socket` until `stop`: a request/answer loop at the
+/// control plane's pace (a few requests per heartbeat), apart from the
+/// switch's packet path.
+pub fn run_agent(mut agent: Agent, socket: UdpSocket, stop: &Stop) -> io::Result<AgentStats> {
+    socket.set_read_timeout(Some(Duration::from_millis(50)))?;
+    let mut buf = vec![0u8; 2048];
+    while !stop.is_stopped() {
+        let Ok((n, from)) = socket.recv_from(&mut buf) else { continue };
+        if let Some(r) = agent.handle(from, &buf[..n]) {
+            let _ = socket.send_to(&r, from);
+        }
+    }
+    Ok(agent.stats)
+}
+
+/// The chain switches as the control plane reaches them over UDP.
+pub struct RemoteNodes {
+    protocol: Protocol,
+    socket: UdpSocket,
+    /// Each switch's agent.
+    agents: Vec<SocketAddr>,
+    seq: u32,
+    /// The layout every node should hold, and its version.
+    layout: Option<(u64, Layout)>,
+    applied: Vec<u64>,
+    /// How long to wait for an answer.
+    timeout: Duration,
+    view: ChainView,
+}
+
+impl RemoteNodes {
+    /// `socket` is the control plane's (its address is the one agents
+    /// accept requests from).
+    pub fn new(
+        protocol: Protocol,
+        socket: UdpSocket,
+        agents: Vec<SocketAddr>,
+        timeout: Duration,
+        view: ChainView,
+    ) -> io::Result<RemoteNodes> {
+        socket.set_read_timeout(Some(timeout.max(Duration::from_millis(1))))?;
+        let n = agents.len();
+        Ok(RemoteNodes { protocol, socket, agents, seq: 0, layout: None, applied: vec![0; n], timeout, view })
+    }
+
+    /// Sends `req` to agent `i` and waits for the answer of the same
+    /// sequence number, answering clients' VIEW requests meanwhile.
+    fn ask(&mut self, i: usize, kind: u8, body: &[u8]) -> Option<(u8, Vec<u8>)> {
+        self.seq = self.seq.wrapping_add(1);
+        let seq = self.seq;
+        self.socket.send_to(&msg(kind, seq, body), self.agents[i]).ok()?;
+        let deadline = Instant::now() + self.timeout;
+        let mut buf = vec![0u8; 2048];
+        while Instant::now() < deadline {
+            let Ok((n, from)) = self.socket.recv_from(&mut buf) else { continue };
+            let Some((k, s, b)) = parse(&buf[..n]) else { continue };
+            if k == VIEW {
+                self.answer_view(from, s);
+            } else if from == self.agents[i] && s == seq {
+                return Some((k, b.to_vec()));
+            }
+        }
+        None
+    }
+
+    fn answer_view(&self, to: SocketAddr, seq: u32) {
+        let (version, chain) = self.view.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut body = version.to_be_bytes().to_vec();
+        encode_chain(&chain, &mut body);
+        let _ = self.socket.send_to(&msg(VIEWED, seq, &body), to);
+    }
+
+    /// Answers clients' VIEW requests that arrive within `wait`.
+    pub fn serve_views(&mut self, wait: Duration) {
+        let deadline = Instant::now() + wait;
+        let mut buf = vec![0u8; 256];
+        self.socket.set_read_timeout(Some(Duration::from_millis(1))).ok();
+        while Instant::now() < deadline {
+            if let Ok((n, from)) = self.socket.recv_from(&mut buf) {
+                if let Some((VIEW, s, _)) = parse(&buf[..n]) {
+                    self.answer_view(from, s);
+                }
+            }
+        }
+        self.socket.set_read_timeout(Some(self.timeout.max(Duration::from_millis(1)))).ok();
+    }
+
+    fn send_apply(&mut self, i: usize) {
+        let Some((version, layout)) = self.layout.clone() else { return };
+        let mut body = version.to_be_bytes().to_vec();
+        body.push(u8::from(layout.writes_paused));
+        encode_chain(&layout.chain, &mut body);
+        if let Some((ACK, _)) = self.ask(i, APPLY, &body) {
+            self.applied[i] = version;
+        }
+    }
+
+    fn fetch(&mut self, from: usize) -> Option<Snapshot> {
+        let mut snap = empty(self.protocol);
+        loop {
+            let offset = snapshot_len(&snap) as u32;
+            let (k, b) = self.ask(from, SNAPSHOT_GET, &offset.to_be_bytes())?;
+            if k != SNAPSHOT_CHUNK || be32(&b, 4)? != offset {
+                return None;
+            }
+            let total = be32(&b, 0)? as usize;
+            decode_entries(self.protocol, &b[8..], &mut snap)?;
+            if snapshot_len(&snap) >= total {
+                return (snapshot_len(&snap) == total).then_some(snap);
+            }
+            if b.len() == 8 {
+                return None;
+            }
+        }
+    }
+
+    fn push(&mut self, to: usize, snap: &Snapshot) -> Option<()> {
+        let total = snapshot_len(snap);
+        let mut offset = 0;
+        loop {
+            let mut body = (total as u32).to_be_bytes().to_vec();
+            body.extend_from_slice(&(offset as u32).to_be_bytes());
+            encode_entries(snap, offset, &mut body);
+            let (k, _) = self.ask(to, SNAPSHOT_PUT, &body)?;
+            if k != ACK {
+                return None;
+            }
+            offset = (offset + CHUNK_ENTRIES).min(total);
+            if offset >= total {
+                return Some(());
+            }
+        }
+    }
+}
+
+impl ChainNodes for RemoteNodes {
+    fn count(&self) -> usize {
+        self.agents.len()
+    }
+
+    fn report(&mut self, i: usize) -> Option<NodeReport> {
+        let (k, b) = self.ask(i, REPORT, &[])?;
+        if k != REPORTED {
+            return None;
+        }
+        let report = NodeReport { configured: *b.first()? != 0, full_objects: be32(&b, 1)? as usize };
+        self.applied[i] = be64(&b, 5)?;
+        // A node behind the current layout (it missed an APPLY, or it
+        // restarted) gets it again.
+        if self.layout.as_ref().is_some_and(|(v, _)| self.applied[i] < *v) && report.configured {
+            self.send_apply(i);
+        }
+        Some(report)
+    }
+
+    fn apply(&mut self, layout: &Layout) {
+        let version = self.layout.as_ref().map_or(1, |(v, _)| v + 1);
+        self.layout = Some((version, layout.clone()));
+        for i in 0..self.agents.len() {
+            self.send_apply(i);
+        }
+    }
+
+    fn copy(&mut self, from: usize, to: &[usize]) {
+        let Some(snap) = self.fetch(from) else { return };
+        for &t in to {
+            let _ = self.push(t, &snap);
+        }
+    }
+}
+
+/// Keeps `view` equal to the control plane's chain order, asking `control`
+/// every `every` from `socket`, until `stop`.
+pub fn follow_view(
+    socket: UdpSocket,
+    control: SocketAddr,
+    view: ChainView,
+    every: Duration,
+    stop: &Stop,
+) -> io::Result<()> {
+    socket.set_read_timeout(Some(every))?;
+    let mut seq = 0u32;
+    let mut buf = vec![0u8; 512];
+    let nodes = MAX_CHAIN;
+    while !stop.is_stopped() {
+        seq = seq.wrapping_add(1);
+        let _ = socket.send_to(&msg(VIEW, seq, &[]), control);
+        let started = Instant::now();
+        while started.elapsed() < every {
+            let Ok((n, from)) = socket.recv_from(&mut buf) else { break };
+            let Some((VIEWED, s, b)) = parse(&buf[..n]) else { continue };
+            if from != control || s != seq {
+                continue;
+            }
+            let (Some(version), Some(chain)) = (be64(b, 0), b.get(8..).and_then(|c| parse_chain(c, nodes))) else {
+                continue;
+            };
+            let mut v = view.lock().unwrap_or_else(|e| e.into_inner());
+            if version > v.0 {
+                *v = (version, chain);
+            }
+        }
+        std::thread::sleep(every.saturating_sub(started.elapsed()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshots_cross_in_chunks() {
+        for protocol in Protocol::ALL {
+            let mut node = ChainNode::new(protocol, 0, 100, 3);
+            if let ChainNode::Chain(p) = &mut node {
+                for k in 0..70 {
+                    p.install_key(innet_wire::netchain::key_from_u32(k)).unwrap();
+                }
+            }
+            let snap = node.snapshot();
+            let mut got = empty(protocol);
+            let mut at = 0;
+            while at < snapshot_len(&snap) {
+                let mut b = vec![];
+                encode_entries(&snap, at, &mut b);
+                decode_entries(protocol, &b, &mut got).unwrap();
+                at += CHUNK_ENTRIES;
+            }
+            assert_eq!(got, snap, "{protocol}");
+        }
+    }
+
+    #[test]
+    fn malformed_requests_are_refused() {
+        assert_eq!(parse(b"iNm"), None);
+        assert_eq!(parse(&msg(REPORT, 7, &[1, 2])), Some((REPORT, 7, &[1u8, 2][..])));
+        assert_eq!(parse_chain(&[2, 0, 0], 3), None, "a node twice");
+        assert_eq!(parse_chain(&[1, 5], 3), None, "a node that does not exist");
+        assert_eq!(parse_chain(&[3, 0, 1], 3), None, "truncated");
+        assert_eq!(parse_chain(&[2, 2, 0], 3), Some(vec![2, 0]));
+        assert_eq!(manage_addr("127.0.0.1:65000".parse().unwrap()), None);
+    }
+}

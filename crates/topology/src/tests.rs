@@ -1,0 +1,139 @@
+use std::path::Path;
+use std::time::Duration;
+
+use innet_core::Member;
+use innet_paxos::{GROUP_ACCEPTORS, PORT_BACKUP};
+
+use super::*;
+
+fn err(text: &str) -> String {
+    Topology::parse(text).unwrap_err().0
+}
+
+fn example(name: &str) -> Topology {
+    Topology::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)).unwrap()
+}
+
+#[test]
+fn every_shipped_example_parses() {
+    for f in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")).unwrap() {
+        let p = f.unwrap().path();
+        if p.extension().is_some_and(|e| e == "toml") {
+            Topology::load(&p).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+#[test]
+fn the_first_format_is_a_txn_topology() {
+    let t = example("topology-txn.toml");
+    let Service::Txn(d) = &t.service else { panic!("txn") };
+    assert_eq!(t.names(), ["store", "switch"]);
+    assert_eq!(d.delay(1, 0), Some(Duration::from_millis(40)), "store_delay_ms is the switch-store link");
+    assert_eq!(t.places[1].downstream_delay, Duration::from_millis(10), "client_delay_ms is emulated by the switch");
+}
+
+#[test]
+fn the_tree_has_edges_a_core_and_client_groups() {
+    let t = example("topology-txn-tree.toml");
+    let Service::Txn(d) = &t.service else { panic!("txn") };
+    let core = d.find("core").unwrap();
+    let edge1 = d.find("edge1").unwrap();
+    let client = d.find("clients1.3").unwrap();
+    assert_eq!(txn_deploy::path_to_store(d, client), vec![edge1, core, 0]);
+    assert_eq!(d.delay(client, edge1), Some(Duration::from_millis(10)));
+    assert_eq!(d.delay(edge1, core), Some(Duration::from_millis(40)));
+    assert_eq!(t.select("clients0").unwrap().len(), 4, "--only a client group starts all of it");
+    assert_eq!(t.select("edge0").unwrap(), vec![d.find("edge0").unwrap()]);
+    assert!(t.select("edge9").unwrap_err().0.contains("choose one of: store, core"));
+}
+
+#[test]
+fn paxos_groups_follow_from_roles() {
+    let t = example("topology-paxos.toml");
+    let Service::Paxos(p) = &t.service else { panic!("paxos") };
+    let d = &p.deployment;
+    assert_eq!(d.nodes[0].groups[&GROUP_ACCEPTORS], vec![Member::Node(1), Member::Node(2), Member::Node(3)]);
+    assert_eq!(d.nodes[7].ports[&PORT_BACKUP], 4);
+    assert_eq!(p.params.heartbeat, Duration::from_millis(25));
+    let j = t.to_json();
+    assert_eq!(j["nodes"][0]["groups"]["1"][2], "acceptor2");
+    assert_eq!(j["nodes"][7]["listen"], "127.0.0.1:9207");
+}
+
+#[test]
+fn chain_clients_reach_every_node() {
+    let t = example("topology-chain.toml");
+    let Service::Chain(c) = &t.service else { panic!("chain") };
+    assert_eq!(c.protocol, Protocol::NetCraq);
+    let client = c.deployment.find("clients.1").unwrap();
+    assert_eq!(c.deployment.nodes[client].ports.len(), 3);
+    assert_eq!(c.deployment.nodes[client].machine(), "clients");
+}
+
+#[test]
+fn mistakes_name_the_line_and_the_fix() {
+    assert!(err("").contains("no nodes"));
+    let e = err("[[node]]\nname='s'\nrole='store'\n\n[[node]]\nname='w'\nrole='switch'\nmode='fast'\nupstream='s'\n");
+    assert!(e.contains("line 5") && e.contains("unknown mode 'fast'") && e.contains("optimistic-abort"), "{e}");
+    let e = err(
+        "[[node]]\nname='s'\nrole='store'\n[[node]]\nname='w'\nrole='switch'\nmode='forward'\nupstream='nowhere'\n",
+    );
+    assert!(e.contains("line 4") && e.contains("'nowhere' is not a node") && e.contains("nodes: s, w"), "{e}");
+    let e = err("[[node]]\nname='s'\nrole='router'\n");
+    assert!(e.contains("cannot tell the service"), "{e}");
+    let e = err("service='txn'\n[[node]]\nname='s'\nrole='router'\n");
+    assert!(e.contains("line 2") && e.contains("store, switch, clients"), "{e}");
+    let e = err("[[node]]\nname='s'\nrole='store'\nmode='forward'\n");
+    assert!(e.contains("line 1") && e.contains("store 's' has `mode`, which only switches take"), "{e}");
+    let e = err("[[node]]\nname='s'\nrole='store'\nlisten='127.0.0.1'\n");
+    assert!(e.contains("HOST:PORT"), "{e}");
+    let e = err("[[node]]\nname='s'\nrole='store'\ncolour='red'\n");
+    assert!(e.contains("colour"), "{e}");
+    let e = err("[[node]]\nname='s'\nrole='store'\n[[node]]\nname='s'\nrole='store'\n");
+    assert!(e.contains("line 4") && e.contains("used twice (also on line 1)"), "{e}");
+}
+
+#[test]
+fn an_upstream_cycle_is_refused() {
+    let text = "[[node]]\nname='s'\nrole='store'\n\
+        [[node]]\nname='a'\nrole='switch'\nmode='forward'\nupstream='b'\n\
+        [[node]]\nname='b'\nrole='switch'\nmode='forward'\nupstream='a'\n";
+    let e = err(text);
+    assert!(e.contains("cycle") && e.contains("a -> b -> a"), "{e}");
+    let e = err("[[node]]\nname='s'\nrole='store'\n[[node]]\nname='a'\nrole='switch'\nmode='forward'\nupstream='a'\n");
+    assert!(e.contains("own upstream"), "{e}");
+}
+
+#[test]
+fn careless_numbers_are_refused_not_panicked_on() {
+    let sw = |extra: &str| {
+        format!("[[node]]\nname='s'\nrole='store'\n[[node]]\nname='w'\nrole='switch'\nmode='forward'\nupstream='s'\n{extra}\n")
+    };
+    for (extra, says) in [
+        ("store_delay_ms = 1e300", "store_delay_ms"),
+        ("client_delay_ms = -1", "client_delay_ms"),
+        ("cache_slots = 4294967296", "cache_slots"),
+        ("cache_slots = 3", "power of two"),
+    ] {
+        let e = err(&sw(extra));
+        assert!(e.contains(says), "{extra}: {e}");
+    }
+    let e = err("[paxos]\nslots = 4294967296\n[[node]]\nname='c'\nrole='coordinator'\n[[node]]\nname='a'\nrole='acceptor'\n[[node]]\nname='l'\nrole='learner'\n");
+    assert!(e.contains("slots"), "{e}");
+    let e = err("[[node]]\nname='s'\nrole='store'\n[[node]]\nname='c'\nrole='clients'\ncount=0\nupstream='s'\n");
+    assert!(e.contains("count = 0"), "{e}");
+}
+
+#[test]
+fn links_set_delays_and_tables_that_belong_to_another_service_are_refused() {
+    let text = "[[node]]\nname='s'\nrole='store'\n[[node]]\nname='w'\nrole='switch'\nmode='forward'\nupstream='s'\n\
+        [[link]]\na='w'\nb='s'\ndelay_ms=7\n";
+    let t = Topology::parse(text).unwrap();
+    let Service::Txn(d) = &t.service else { panic!() };
+    assert_eq!(d.delay(0, 1), Some(Duration::from_millis(7)));
+    let e = err(&format!("[chain]\nprotocol='netcraq'\n{text}"));
+    assert!(e.contains("[chain] table in a txn topology"), "{e}");
+    let e = err("[[node]]\nname='s'\nrole='store'\n[[link]]\na='s'\nb='x'\n");
+    assert!(e.contains("'x' is not a node"), "{e}");
+}
