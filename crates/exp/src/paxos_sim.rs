@@ -66,7 +66,7 @@ pub fn learner_config(cfg: &PaxosConfig, id: u16, keep_log: bool) -> LearnerConf
 /// proposers every submitted value (for the checker).
 pub fn build(cfg: &PaxosConfig, record: bool) -> Result<PaxosTopology, String> {
     cfg.validate()?;
-    if !(cfg.latency_us > 0.0) {
+    if cfg.latency_us.is_nan() || cfg.latency_us <= 0.0 {
         // Zero-time links and free processing: proposers would commit
         // without end at one instant and simulated time would never move.
         return Err(format!("--latency-us {} must be above 0 in the simulator", cfg.latency_us));
