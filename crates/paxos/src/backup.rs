@@ -151,6 +151,16 @@ impl Host for BackupCoordinator {
                     self.fill(now, out);
                 }
             }
+            // Once in charge, the backup tells learners how far it has
+            // handed out instances, as the coordinator does: a learner
+            // that missed every vote of the last instances learns of the
+            // gap and recovers them (section 3.1).
+            MsgType::Trim if self.active_since.is_some() => {
+                let mut w = PaxosMsg::new(MsgType::Window);
+                w.inst = self.next_inst;
+                w.acptid = m.acptid;
+                out.send(Dest::Reply, w.encode());
+            }
             MsgType::Phase1B => {
                 let q = self.config.quorum;
                 let Some(s) = self.slots.get_mut(&m.inst) else { return };
@@ -235,6 +245,28 @@ mod tests {
         let (dest, bytes) = out.sends.last().unwrap();
         assert_eq!(*dest, Dest::Group(crate::GROUP_PROPOSERS));
         assert_eq!(PaxosMsg::decode(bytes).unwrap().msgtype, MsgType::Takeover);
+    }
+
+    /// Section 3.1: after the takeover, learners that ask (TRIM) learn how
+    /// far instances were handed out, so a gap at the tail of the log is
+    /// found and recovered even when no later vote reaches them.
+    #[test]
+    fn answers_trims_with_its_window_once_in_charge() {
+        let mut b = backup();
+        let mut out = Outbox::new();
+        let mut trim = PaxosMsg::new(MsgType::Trim);
+        trim.inst = 3;
+        b.on_packet(ms(0), &trim.encode(), &mut out);
+        assert!(out.sends.is_empty(), "not in charge yet");
+        let mut vote = PaxosMsg::new(MsgType::Phase2B);
+        vote.inst = 9;
+        b.on_packet(ms(1), &vote.encode(), &mut out);
+        b.take_over(ms(2), &mut out);
+        out.sends.clear();
+        b.on_packet(ms(3), &trim.encode(), &mut out);
+        let (dest, bytes) = &out.sends[0];
+        let w = PaxosMsg::decode(bytes).unwrap();
+        assert_eq!((*dest, w.msgtype, w.inst), (Dest::Reply, MsgType::Window, 10));
     }
 
     /// Paxos phase 1 at takeover: a value voted under the old coordinator

@@ -9,8 +9,9 @@
 //!   proposers outside the deployment (processes that join later) the
 //!   group also names the packet's origin, the proposer whose request
 //!   became the 2A;
-//! * learners reach the coordinator on [`PORT_COORDINATOR`], the acceptors
-//!   through [`GROUP_ACCEPTORS`] (recovery, TRIM) and each other through
+//! * learners reach the coordinator on [`PORT_COORDINATOR`] and the backup
+//!   on [`PORT_BACKUP`] (TRIM, answered with WINDOW), the acceptors through
+//!   [`GROUP_ACCEPTORS`] (recovery, TRIM) and each other through
 //!   [`GROUP_PEERS`] (CATCHUP / DECIDED);
 //! * the backup watches the coordinator on [`PORT_COORDINATOR`] and, when it
 //!   takes over, sends 1A/2A to [`GROUP_ACCEPTORS`] and TAKEOVER to
@@ -176,6 +177,7 @@ pub fn wire(d: &mut PaxosDeployment, origin_votes: bool) {
                 let peers: Vec<NodeIx> = learners.iter().copied().filter(|&o| o != i).collect();
                 d.set_group(i, GROUP_PEERS, nodes(&peers));
                 coordinator.inspect(|&c| d.set_port(i, PORT_COORDINATOR, c));
+                backup.inspect(|&b| d.set_port(i, PORT_BACKUP, b));
             }
             PaxosRole::Backup => {
                 d.set_group(i, GROUP_ACCEPTORS, nodes(&acceptors));

@@ -296,7 +296,9 @@ impl Learner {
         t.acptid = self.config.id;
         let bytes = t.encode();
         out.send(Dest::Group(crate::GROUP_ACCEPTORS), bytes.clone());
-        out.send(Dest::Port(crate::PORT_COORDINATOR), bytes);
+        out.send(Dest::Port(crate::PORT_COORDINATOR), bytes.clone());
+        // The backup answers with its window once it took over.
+        out.send(Dest::Port(crate::PORT_BACKUP), bytes);
         self.trim_sent = self.next;
         self.next_trim = now + self.config.trim_interval;
     }

@@ -68,7 +68,7 @@ pub const GROUP_PEERS: u16 = 4;
 /// A proposer's port to the coordinator; the backup's port to the coordinator
 /// it watches.
 pub const PORT_COORDINATOR: u16 = 0;
-/// A proposer's port to the backup coordinator.
+/// A proposer's and a learner's port to the backup coordinator.
 pub const PORT_BACKUP: u16 = 1;
 
 /// Rounds are `epoch << 8 | issuer`, so two issuers never share a round.
