@@ -31,6 +31,10 @@ use innet_txn::deploy::client_ids;
 use innet_txn::workload::{LoadClient, LoadStats, Workload};
 use innet_txn::{ClientConfig, TxnClient};
 
+/// How long servers keep running after the load stopped, before they stop
+/// and report.
+pub const LOAD_DRAIN: Duration = Duration::from_millis(300);
+
 /// The load the load nodes run.
 #[derive(Clone, Debug)]
 pub struct UpLoad {
@@ -140,6 +144,14 @@ impl Up {
         let mut loads = vec![];
         for t in threads {
             loads.push(t.join().map_err(|_| anyhow::anyhow!("a load thread panicked"))??);
+        }
+        if !loads.is_empty() {
+            // Let what the load left in flight land before the counters are
+            // read (a learner a few values behind its peer is still busy).
+            let drain = clock::now() + LOAD_DRAIN;
+            while !stop.is_stopped() && clock::now() < drain {
+                std::thread::sleep(Duration::from_millis(10));
+            }
         }
         if until.is_none() || loads.is_empty() {
             // Servers only (or load until Ctrl-C): run until stopped.
