@@ -28,56 +28,43 @@ pub struct CheckChainArgs {
 
 pub fn run_check(a: CheckChainArgs) -> anyhow::Result<i32> {
     let protocols: Vec<Protocol> = crate::sim_cmd::parse_list(&a.protocols)?;
-    anyhow::ensure!(a.duration_s > 0.0, "--duration-s must be > 0");
     let (seeds, verbose) = match a.seed {
         Some(s) => (s..s + 1, true),
-        None => (a.start_seed..a.start_seed + a.seeds, false),
+        None => (a.start_seed..a.start_seed.saturating_add(a.seeds), false),
     };
-    let started = Instant::now();
-    let (mut bad, mut runs, mut ops, mut reads, mut removals, mut resyncs) = (0u64, 0u64, 0u64, 0usize, 0u64, 0u64);
-    for seed in seeds.clone() {
-        for &p in &protocols {
-            let cfg = chain_sim::random_check_config(seed, p, a.duration_s);
-            let run = chain_sim::run_checked(&cfg).map_err(anyhow::Error::msg)?;
-            runs += 1;
-            ops += run.ops;
-            removals += run.removals;
-            resyncs += run.resyncs;
-            if verbose {
-                println!("{}", serde_json::to_string(&run.config)?);
-                println!("network: {:?}", run.net);
-                println!("operations {} removals {} resyncs {}", run.ops, run.removals, run.resyncs);
-            }
-            match &run.result {
-                Ok(s) => reads += s.reads,
-                Err(errors) => {
-                    bad += 1;
-                    println!("VIOLATION seed {seed} protocol {p}:");
-                    for e in errors.iter().take(if verbose { usize::MAX } else { 5 }) {
-                        println!("  {e}");
-                    }
-                    println!("  replay: innet check chain --seed {seed} --protocols {p} --duration-s {}", a.duration_s);
-                }
-            }
-            if seed == seeds.start {
-                let again = chain_sim::run_checked(&cfg).map_err(anyhow::Error::msg)?;
-                if again.trace_hash != run.trace_hash {
-                    bad += 1;
-                    println!("NONDETERMINISM seed {seed} protocol {p}: trace hashes differ");
-                }
+    let r = chain_sim::check_seeds(seeds, &protocols, a.duration_s, |run| {
+        if verbose {
+            println!("{}", serde_json::to_string(&run.config).unwrap_or_default());
+            println!("network: {:?}", run.net);
+            println!("operations {} removals {} resyncs {}", run.ops, run.removals, run.resyncs);
+        }
+    })?;
+    for (seed, p, errors, replay) in &r.violations {
+        if errors.is_empty() {
+            println!("NONDETERMINISM seed {seed} protocol {p}: trace hashes differ");
+        } else {
+            println!("VIOLATION seed {seed} protocol {p}:");
+            for e in errors.iter().take(if verbose { usize::MAX } else { 5 }) {
+                println!("  {e}");
             }
         }
+        println!("  replay: {replay}");
     }
     println!(
-        "checked {runs} runs ({} seeds x {} protocols, {} s simulated each; loss, reordering, jitter, node crashes and \
-         restarts) in {:.1} s: {ops} operations ({reads} reads checked), {removals} node removals, {resyncs} resyncs; \
-         {bad} violations",
-        seeds.end - seeds.start,
-        protocols.len(),
-        a.duration_s,
-        started.elapsed().as_secs_f64()
+        "checked {} runs ({} seeds x {} protocols, {} s simulated each; loss, reordering, jitter, node crashes and \
+         restarts) in {:.1} s: {} operations ({} reads checked), {} node removals, {} resyncs; {} violations",
+        r.runs,
+        r.seeds,
+        r.protocols,
+        r.duration_s,
+        r.wall_seconds,
+        r.ops,
+        r.reads,
+        r.removals,
+        r.resyncs,
+        r.violations.len()
     );
-    Ok(if bad == 0 { 0 } else { 1 })
+    Ok(if r.violations.is_empty() { 0 } else { 1 })
 }
 
 #[derive(Args, Debug)]
@@ -98,22 +85,7 @@ pub struct BenchChainArgs {
     out: Option<std::path::PathBuf>,
 }
 
-fn ratio(rs: &[ChainBenchResult], figure: u32, nodes: usize, target: usize) -> Option<(f64, f64)> {
-    let get = |p: &str| {
-        rs.iter()
-            .find(|r| {
-                r.config.figure == figure
-                    && r.config.protocol == p
-                    && !r.config.dirty
-                    && r.config.nodes == nodes
-                    && r.config.read_targets == [target]
-            })
-            .map(|r| r.replies_per_s)
-    };
-    Some((get("netcraq")?, get("netchain")?))
-}
-
-use innet_exp::chain_bench::{self, ChainBenchResult};
+use innet_exp::chain_bench;
 
 pub fn run_bench(a: BenchChainArgs) -> anyhow::Result<i32> {
     let figures: Vec<u32> = a
@@ -133,46 +105,29 @@ pub fn run_bench(a: BenchChainArgs) -> anyhow::Result<i32> {
         "{:<4} {:<14} {:>5} {:>8} {:>7} {:>12} {:>12} {:>10} {:>10}",
         "fig", "series", "nodes", "targets", "writes", "offered/s", "replies/s", "mean us", "p99 us"
     );
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
-    let mut rs = vec![];
-    for chunk in configs.chunks(workers) {
-        let out: Vec<anyhow::Result<ChainBenchResult>> = std::thread::scope(|s| {
-            let hs: Vec<_> =
-                chunk.iter().map(|(_, c, sweep)| s.spawn(move || chain_bench::run_config(c, *sweep))).collect();
-            hs.into_iter().map(|h| h.join().expect("bench thread panicked")).collect()
-        });
-        for r in out {
-            let r = r?;
-            println!(
-                "{:<4} {:<14} {:>5} {:>8} {:>7.2} {:>12.0} {:>12.0} {:>10.1} {:>10.1}",
-                r.config.figure,
-                chain_bench::label(&r),
-                r.config.nodes,
-                format!("{:?}", r.config.read_targets).replace(' ', ""),
-                r.config.write_ratio,
-                r.offered_per_s,
-                r.replies_per_s,
-                r.mean_latency_us,
-                r.p99_latency_us
-            );
-            rs.push(r);
-        }
-    }
+    let rs = chain_bench::run_all(&configs, |r| {
+        println!(
+            "{:<4} {:<14} {:>5} {:>8} {:>7.2} {:>12.0} {:>12.0} {:>10.1} {:>10.1}",
+            r.config.figure,
+            chain_bench::label(r),
+            r.config.nodes,
+            format!("{:?}", r.config.read_targets).replace(' ', ""),
+            r.config.write_ratio,
+            r.offered_per_s,
+            r.replies_per_s,
+            r.mean_latency_us,
+            r.p99_latency_us
+        );
+    })?;
     println!("{} points in {:.1} s", rs.len(), started.elapsed().as_secs_f64());
-    for (fig, nodes, paper) in [(3, 4, "4.08x"), (6, 4, "4.08x"), (6, 8, "9.46x")] {
-        if let Some((craq, chain)) = ratio(&rs, fig, nodes, 0) {
-            println!(
-                "figure {fig}, {nodes} nodes, clean reads to the head: NetCRAQ {craq:.0}/s, NetChain {chain:.0}/s: {:.2}x (paper: {paper})",
-                craq / chain.max(1e-9)
-            );
-        }
+    for (fig, nodes, craq, chain, paper) in chain_bench::headline_ratios(&rs) {
+        println!(
+            "figure {fig}, {nodes} nodes, clean reads to the head: NetCRAQ {craq:.0}/s, NetChain {chain:.0}/s: {:.2}x (paper: {paper})",
+            craq / chain.max(1e-9)
+        );
     }
     let out = a.out.unwrap_or_else(|| format!("results/chain-sim-{}", a.service).into());
-    std::fs::create_dir_all(&out)?;
-    let jsonl = out.join("chain.jsonl");
-    let _ = std::fs::remove_file(&jsonl);
-    innet_exp::results::append_jsonl(&jsonl, &rs)?;
-    let pngs = chain_bench::plot_figures(&rs, &out)?;
+    let (jsonl, pngs) = chain_bench::write(&out, &rs)?;
     println!("wrote {} and {} plots in {}", jsonl.display(), pngs.len(), out.display());
     Ok(0)
 }
@@ -377,47 +332,10 @@ pub struct ClientChainArgs {
     deadline_ms: u64,
 }
 
-/// Runs one operation of a [`ChainClient`] to completion, then stops the loop.
-struct OneOp {
-    client: innet_chain::client::ChainClient,
-    start: Option<(bool, u32, innet_wire::netcraq::Value)>,
-    done: Option<innet_chain::client::Completion>,
-    stop: innet_live::Stop,
-}
-
-impl innet_core::Host for OneOp {
-    fn on_packet(&mut self, now: innet_core::Time, p: &[u8], _out: &mut innet_core::Outbox) {
-        if self.done.is_none() {
-            self.done = self.client.on_packet(now, p);
-            if self.done.is_some() {
-                self.stop.stop();
-            }
-        }
-    }
-    fn on_tick(&mut self, now: innet_core::Time, out: &mut innet_core::Outbox) {
-        match self.start.take() {
-            Some((true, k, v)) => self.client.put(now, k, v),
-            Some((false, k, _)) => self.client.get(now, k),
-            None => {}
-        }
-        self.client.on_tick(now, out);
-    }
-    fn next_tick(&self) -> Option<innet_core::Time> {
-        if self.done.is_some() {
-            return None;
-        }
-        match self.start {
-            Some(_) => Some(innet_core::Time::ZERO),
-            None => self.client.next_tick(),
-        }
-    }
-}
-
 pub fn run_client(a: ClientChainArgs) -> anyhow::Result<i32> {
-    use innet_chain::client::{ChainClient, ClientConfig, OpKind};
+    use innet_chain::client::OpKind;
     use innet_wire::netcraq::Value;
     let protocol: Protocol = a.protocol.parse().map_err(anyhow::Error::msg)?;
-    anyhow::ensure!(a.nodes.iter().all(|n| n.ip().is_loopback()), "chain nodes must be on loopback");
     anyhow::ensure!(a.near < a.nodes.len(), "--near must name one of the --nodes");
     let start = match (&a.get, &a.put) {
         (Some(k), None) => (false, *k, Value::ZERO),
@@ -429,19 +347,17 @@ pub fn run_client(a: ClientChainArgs) -> anyhow::Result<i32> {
         }
         _ => anyhow::bail!("give --get KEY or --put KEY=VALUE"),
     };
-    let mut cfg = ClientConfig::new(protocol, std::process::id(), a.nodes.len());
-    cfg.near = a.near;
-    cfg.timeout = std::time::Duration::from_millis(a.timeout_ms);
-    let stop = innet_live::Stop::new();
-    let host = OneOp { client: ChainClient::new(cfg), start: Some(start), done: None, stop: stop.clone() };
-    let socket = std::net::UdpSocket::bind("127.0.0.1:0")?;
-    let opts = innet_live::HostOptions { ports: a.nodes.clone(), ..Default::default() };
-    let until = innet_live::clock::now() + std::time::Duration::from_millis(a.deadline_ms);
-    // The loop ends once the operation completes, or at the deadline.
-    let mut hosts = [host];
-    innet_live::run_hosts(&mut hosts, vec![(socket, opts)], &stop, Some(until))?;
-    let [host] = hosts;
-    match host.done {
+    let (put, key, value) = start;
+    let done = innet_live::chain::run_one(
+        protocol,
+        &a.nodes,
+        a.near,
+        key,
+        put.then_some(value),
+        std::time::Duration::from_millis(a.timeout_ms),
+        std::time::Duration::from_millis(a.deadline_ms),
+    )?;
+    match done {
         Some(c) => {
             let op = if c.kind == OpKind::Read { "get" } else { "put" };
             println!(

@@ -3,7 +3,7 @@
 //! every flag are documented in `docs/live.md`.
 
 use std::io::Write;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ use innet_core::Counters;
 use innet_exp::txn::percentile_ms;
 use innet_live::topology::{self, Topology};
 use innet_live::txn::{
-    bind, bind_addr_for, fresh_client_id_base, run_load, run_txn, spawn_store_delayed, spawn_txn_switch, start_local,
+    fresh_client_id_base, raw_request, run_load, run_txn, spawn_store_delayed, spawn_txn_switch, start_local,
     LoadConfig, LocalConfig, StoreData, StoreReport, SwitchConfig,
 };
 use innet_live::Stop;
@@ -21,7 +21,7 @@ use innet_txn::client::Completed;
 use innet_txn::switch::CACHE_SLOTS_DEFAULT;
 use innet_txn::workload::Workload;
 use innet_txn::{ClientConfig, Mode, Txn};
-use innet_wire::txn::{Flags, Key, Op, OpType, Status, TxnMsg, Value, VALUE_LEN};
+use innet_wire::txn::{Key, Op, OpType, Status, Value, VALUE_LEN};
 use serde_json::json;
 
 // ---------------------------------------------------------------- parsers
@@ -635,52 +635,31 @@ fn client_raw(a: &ClientTxnArgs, cl_id: u32) -> anyhow::Result<i32> {
             innet_wire::txn::MAX_OPS_PER_PACKET
         );
     }
-    let sock: UdpSocket = bind(bind_addr_for(a.to))?;
-    let d = delay(a.client_delay_ms);
-    let timeout = delay(a.timeout_ms);
-    let mut req = TxnMsg::request(cl_id, 1, a.op.clone());
-    let t0 = Instant::now();
-    let mut buf = [0u8; 65536];
-    for attempt in 0..=a.max_resends {
-        if attempt > 0 {
-            req.flags = Flags(0).with(Flags::STORE_COMMIT, true);
-        }
-        std::thread::sleep(d);
-        sock.send_to(&req.encode(), a.to).with_context(|| format!("sending to {}", a.to))?;
-        let sent = Instant::now();
-        while sent.elapsed() < timeout {
-            sock.set_read_timeout(Some((timeout - sent.elapsed()).max(Duration::from_millis(1))))?;
-            let Ok((n, from)) = sock.recv_from(&mut buf) else { continue };
-            let Ok(m) = TxnMsg::decode(&buf[..n]) else { continue };
-            if !m.flags.is_response() || m.cl_id != cl_id || m.req_id != req.req_id {
-                continue;
-            }
-            if attempt > 0 && m.flags.from_switch() {
-                continue; // after a resend only the store's answer counts
-            }
-            std::thread::sleep(d);
-            let ops: Vec<serde_json::Value> = m
-                .ops
-                .iter()
-                .map(|o| json!({"op": op_name(o.kind), "key": o.key, "value": value_json(&o.value)}))
-                .collect();
-            let out = json!({
-                "status": status_name(m.status),
-                "from_switch": m.flags.from_switch(),
-                "from": from.to_string(),
-                "client_id": cl_id,
-                "req_id": m.req_id,
-                "ops": ops,
-                "resends": attempt,
-                "latency_ms": ms(t0.elapsed()),
-            });
-            print_line(&out.to_string());
-            return Ok(if m.status == Status::Ok { 0 } else { 1 });
-        }
-    }
-    eprintln!("innet: no answer from {} after {} resends (is a switch or store listening there?)", a.to, a.max_resends);
-    print_line(&json!({"status": null, "client_id": cl_id, "resends": a.max_resends}).to_string());
-    Ok(1)
+    let reply = raw_request(a.to, cl_id, a.op.clone(), delay(a.timeout_ms), a.max_resends, delay(a.client_delay_ms))
+        .with_context(|| format!("sending to {}", a.to))?;
+    let Some(r) = reply else {
+        eprintln!(
+            "innet: no answer from {} after {} resends (is a switch or store listening there?)",
+            a.to, a.max_resends
+        );
+        print_line(&json!({"status": null, "client_id": cl_id, "resends": a.max_resends}).to_string());
+        return Ok(1);
+    };
+    let m = &r.msg;
+    let ops: Vec<serde_json::Value> =
+        m.ops.iter().map(|o| json!({"op": op_name(o.kind), "key": o.key, "value": value_json(&o.value)})).collect();
+    let out = json!({
+        "status": status_name(m.status),
+        "from_switch": m.flags.from_switch(),
+        "from": r.from.to_string(),
+        "client_id": cl_id,
+        "req_id": m.req_id,
+        "ops": ops,
+        "resends": r.resends,
+        "latency_ms": ms(r.latency),
+    });
+    print_line(&out.to_string());
+    Ok(if m.status == Status::Ok { 0 } else { 1 })
 }
 
 /// The load options with their defaults filled in.

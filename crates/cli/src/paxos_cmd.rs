@@ -6,74 +6,11 @@ use clap::Args;
 use innet_exp::paxos::{DataPlaneAt, PaxosConfig};
 use innet_exp::paxos_sim;
 
-/// The knobs of one consensus run (defaults: 3 acceptors, 2 learners, one
-/// proposer with 8 requests in flight, 50 us links).
+/// The knobs of one consensus run, and optionally a topology file.
 #[derive(Args, Debug, Clone)]
 pub struct PaxosArgs {
-    /// Where the coordinator and acceptors run: switch (data-plane programs) or software (processes).
-    #[arg(long, default_value = "switch")]
-    data_plane: String,
-    #[arg(long, default_value_t = 3)]
-    acceptors: usize,
-    #[arg(long, default_value_t = 2)]
-    learners: usize,
-    #[arg(long, default_value_t = 1)]
-    proposers: usize,
-    /// Requests each proposer keeps in flight.
-    #[arg(long, default_value_t = 8)]
-    outstanding: usize,
-    /// Seconds of submitting (simulated in the simulator).
-    #[arg(long, default_value_t = 1.0)]
-    duration_s: f64,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// One-way latency of every link, microseconds.
-    #[arg(long, default_value_t = 50.0)]
-    latency_us: f64,
-    #[arg(long, default_value_t = 0.0)]
-    jitter_us: f64,
-    #[arg(long, default_value_t = 0.0)]
-    loss: f64,
-    #[arg(long, default_value_t = 0.0)]
-    duplicate: f64,
-    #[arg(long, default_value_t = 0.0)]
-    reorder: f64,
-    /// Acceptor ring slots (power of two).
-    #[arg(long, default_value_t = innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT)]
-    slots: usize,
-    /// Learners that must checkpoint an instance before its slot is reused (0: a majority).
-    #[arg(long, default_value_t = 0)]
-    trim_quorum: usize,
-    /// Deliver as decided instead of in instance order.
-    #[arg(long)]
-    unordered: bool,
-    /// Proposer resubmission timeout, ms.
-    #[arg(long, default_value_t = 20.0)]
-    timeout_ms: f64,
-    /// Learner gap timeout, ms.
-    #[arg(long, default_value_t = 10.0)]
-    gap_timeout_ms: f64,
-    /// Backup coordinator heartbeat interval, ms (takes over after 3 misses).
-    #[arg(long, default_value_t = 10.0)]
-    heartbeat_ms: f64,
-    /// Fail the coordinator at this time (s).
-    #[arg(long)]
-    coordinator_fail_at_s: Option<f64>,
-    /// Crash acceptor 0 at this time (s).
-    #[arg(long)]
-    acceptor_crash_at_s: Option<f64>,
-    /// Restart acceptor 0 (with its state) at this time (s).
-    #[arg(long)]
-    acceptor_restart_at_s: Option<f64>,
-    /// Simulator: per-packet cost of a switch pipeline, us.
-    #[arg(long, default_value_t = 0.0)]
-    switch_cost_us: f64,
-    /// Simulator: per-packet cost of a software coordinator/acceptor process, us.
-    #[arg(long, default_value_t = 0.0)]
-    software_cost_us: f64,
-    /// Simulator: per-packet cost of a learner/proposer process, us.
-    #[arg(long, default_value_t = 0.0)]
-    host_cost_us: f64,
+    #[command(flatten)]
+    point: PaxosConfig,
     /// Take the deployment (roles and their counts, data plane, [paxos]
     /// settings, fabric delay) from this topology file (docs/live.md).
     #[arg(long)]
@@ -82,36 +19,9 @@ pub struct PaxosArgs {
 
 impl PaxosArgs {
     pub fn config(&self) -> anyhow::Result<PaxosConfig> {
-        let c = PaxosConfig {
-            data_plane: self.data_plane.parse().map_err(anyhow::Error::msg)?,
-            acceptors: self.acceptors,
-            learners: self.learners,
-            proposers: self.proposers,
-            outstanding: self.outstanding,
-            duration_s: self.duration_s,
-            seed: self.seed,
-            latency_us: self.latency_us,
-            jitter_us: self.jitter_us,
-            loss: self.loss,
-            duplicate: self.duplicate,
-            reorder: self.reorder,
-            slots: self.slots,
-            trim_quorum: self.trim_quorum,
-            ordered: !self.unordered,
-            timeout_ms: self.timeout_ms,
-            gap_timeout_ms: self.gap_timeout_ms,
-            heartbeat_ms: self.heartbeat_ms,
-            coordinator_fail_at_s: self.coordinator_fail_at_s,
-            acceptor_crash_at_s: self.acceptor_crash_at_s,
-            acceptor_restart_at_s: self.acceptor_restart_at_s,
-            switch_cost_us: self.switch_cost_us,
-            software_cost_us: self.software_cost_us,
-            host_cost_us: self.host_cost_us,
-            kv: false,
-        };
         let c = match &self.topology {
-            Some(path) => from_topology(c, path)?,
-            None => c,
+            Some(path) => self.point.clone().with_topology(path).map_err(anyhow::Error::msg)?,
+            None => self.point.clone(),
         };
         c.validate().map_err(anyhow::Error::msg)?;
         Ok(c)
@@ -129,34 +39,6 @@ pub struct SimPaxosArgs {
     /// agreement / validity / exactly-once / order checker on the run.
     #[arg(long)]
     check: bool,
-}
-
-/// `c` with the deployment of the topology file at `path`.
-fn from_topology(c: PaxosConfig, path: &std::path::Path) -> anyhow::Result<PaxosConfig> {
-    use innet_paxos::deploy::PaxosRole;
-    let t = innet_live::topology::Topology::load(path)?;
-    let innet_topology::Service::Paxos(p) = t.service else {
-        anyhow::bail!("{} is a {} topology, not a consensus one", path.display(), t.service.name());
-    };
-    let d = &p.deployment;
-    let count = |f: fn(&PaxosRole) -> bool| d.with_role(f).len();
-    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-    Ok(PaxosConfig {
-        data_plane: p.data_plane,
-        acceptors: count(|r| matches!(r, PaxosRole::Acceptor { .. })),
-        learners: count(|r| matches!(r, PaxosRole::Learner { .. })),
-        proposers: count(|r| matches!(r, PaxosRole::Proposer { .. })),
-        // A file for the live runtime has no fabric delay; the simulator
-        // keeps the configured one then.
-        latency_us: d.fabric.filter(|f| !f.is_zero()).map_or(c.latency_us, |f| f.as_secs_f64() * 1e6),
-        slots: p.params.slots,
-        trim_quorum: p.params.trim_quorum,
-        ordered: p.params.ordered,
-        timeout_ms: ms(p.params.proposer_timeout),
-        gap_timeout_ms: ms(p.params.gap_timeout),
-        heartbeat_ms: ms(p.params.heartbeat),
-        ..c
-    })
 }
 
 pub fn run_sim(a: SimPaxosArgs) -> anyhow::Result<i32> {
@@ -219,100 +101,57 @@ pub struct CheckPaxosArgs {
     /// Replay just this seed (prints the configuration and network totals).
     #[arg(long)]
     seed: Option<u64>,
-    /// Comma-separated deployments to check.
-    #[arg(long, default_value = "switch,software")]
-    dataplanes: String,
+    /// Comma-separated deployments to check: where the coordinator and acceptors run.
+    #[arg(long, alias = "dataplanes", default_value = "switch,process")]
+    data_planes: String,
     /// Simulated seconds of submitting per run (then the network heals and runs drain).
     #[arg(long, default_value_t = 0.2)]
     duration_s: f64,
 }
 
 pub fn run_check(a: CheckPaxosArgs) -> anyhow::Result<i32> {
-    anyhow::ensure!(a.duration_s > 0.0, "--duration-s must be > 0");
-    let dps: Vec<DataPlaneAt> = a
-        .dataplanes
-        .split(',')
-        .map(|s| s.trim().parse::<DataPlaneAt>().map_err(anyhow::Error::msg))
-        .collect::<Result<_, _>>()?;
+    let dps: Vec<DataPlaneAt> = crate::sim_cmd::parse_list(&a.data_planes)?;
     let (seeds, verbose) = match a.seed {
         Some(s) => (s..s + 1, true),
-        None => (a.start_seed..a.start_seed + a.seeds, false),
+        None => (a.start_seed..a.start_seed.saturating_add(a.seeds), false),
     };
-    let started = Instant::now();
-    let (mut runs, mut bad, mut takeovers, mut crashes) = (0u64, 0u64, 0u64, 0u64);
-    let (mut instances, mut values, mut noops, mut dups) = (0u64, 0u64, 0u64, 0u64);
-    let jobs: Vec<(u64, DataPlaneAt)> = seeds.clone().flat_map(|s| dps.iter().map(move |&d| (s, d))).collect();
-    // Runs are independent: spread them over the cores, report in order.
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut outcomes: Vec<Option<paxos_sim::CheckedRun>> = Vec::new();
-    outcomes.resize_with(jobs.len(), || None);
-    let outcomes = std::sync::Mutex::new(outcomes);
-    std::thread::scope(|sc| {
-        for _ in 0..threads {
-            sc.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&(seed, dp)) = jobs.get(i) else { break };
-                let cfg = paxos_sim::random_check_config(seed, dp, a.duration_s);
-                let run = paxos_sim::run_checked(&cfg).expect("random configurations are valid");
-                outcomes.lock().expect("no panics while held")[i] = Some(run);
-            });
-        }
-    });
-    let outcomes = outcomes.into_inner().expect("threads joined");
-    for (&(seed, dp), run) in jobs.iter().zip(outcomes) {
-        let run = run.expect("every job ran");
-        let cfg = &run.config;
-        runs += 1;
-        takeovers += run.took_over as u64;
-        crashes += cfg.acceptor_crash_at_s.is_some() as u64;
+    let r = innet_exp::paxos_bench::check_seeds(seeds, &dps, a.duration_s, |run| {
         if verbose {
-            println!("{}", serde_json::to_string(cfg)?);
+            println!("{}", serde_json::to_string(&run.config).unwrap_or_default());
             println!("network: {:?}", run.net);
-        }
-        let replay =
-            format!("innet check paxos --seed {seed} --dataplanes {} --duration-s {}", dp.name(), a.duration_s);
-        match &run.result {
-            Ok(s) => {
-                instances += s.instances as u64;
-                values += s.values as u64;
-                noops += s.noops as u64;
-                dups += s.duplicates as u64;
-                if verbose {
-                    println!("ok: {s:?}, backup took over: {}", run.took_over);
-                }
-            }
-            Err(e) => {
-                bad += 1;
-                println!("VIOLATION seed {seed} dataplane {}: {e}\n  replay: {replay}", dp.name());
+            if let Ok(s) = &run.result {
+                println!("ok: {s:?}, backup took over: {}", run.took_over);
             }
         }
-        // Determinism: the first seed of every deployment runs twice.
-        if seed == seeds.start {
-            let again = paxos_sim::run_checked(cfg).map_err(anyhow::Error::msg)?;
-            if again.trace_hash != run.trace_hash {
-                bad += 1;
-                println!("NONDETERMINISM seed {seed} dataplane {}: trace hashes differ\n  replay: {replay}", dp.name());
-            }
-        }
+    })?;
+    for (seed, dp, what, replay) in &r.violations {
+        println!("VIOLATION seed {seed} data plane {dp}: {what}\n  replay: {replay}");
     }
     println!(
-        "checked {runs} runs ({} seeds x {} deployments, {} s of submitting each with loss/dup/reorder/jitter, then healed) \
-         in {:.1} s: {instances} instances, {values} values, {noops} no-ops, {dups} duplicates filtered; \
-         backup took over in {takeovers} runs, acceptor crashed in {crashes}; {bad} violations",
-        seeds.end - seeds.start,
-        dps.len(),
-        a.duration_s,
-        started.elapsed().as_secs_f64(),
+        "checked {} runs ({} seeds x {} deployments, {} s of submitting each with loss/dup/reorder/jitter, then healed) \
+         in {:.1} s: {} instances, {} values, {} no-ops, {} duplicates filtered; \
+         backup took over in {} runs, acceptor crashed in {}; {} violations",
+        r.runs,
+        r.seeds,
+        r.deployments,
+        r.duration_s,
+        r.wall_seconds,
+        r.instances,
+        r.values,
+        r.noops,
+        r.duplicates,
+        r.takeovers,
+        r.crashes,
+        r.violations.len()
     );
-    Ok(if bad == 0 { 0 } else { 1 })
+    Ok(if r.violations.is_empty() { 0 } else { 1 })
 }
 
 #[derive(Args, Debug)]
 pub struct BenchPaxosArgs {
     /// sim (deterministic, with per-packet cost models) or live (UDP on loopback).
-    #[arg(long, default_value = "sim")]
-    runtime: String,
+    #[arg(long, value_enum, default_value = "sim")]
+    runtime: innet_exp::Runtime,
     /// Requests in flight per proposer, one sweep point each (Figure 7a).
     #[arg(long, default_value = "1,2,4,8,16,32,64")]
     sweep: String,
@@ -328,28 +167,18 @@ pub struct BenchPaxosArgs {
 
 pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
     use innet_exp::paxos_bench::{self, Runtime};
-    let runtime = match a.runtime.as_str() {
-        "sim" => Runtime::Sim,
-        "live" => Runtime::Live,
-        other => anyhow::bail!("--runtime {other}: expected sim or live"),
-    };
+    let runtime = a.runtime;
     let mut base = a.point.config()?;
-    if runtime == Runtime::Sim && a.point.switch_cost_us == 0.0 && a.point.software_cost_us == 0.0 {
-        // The capacity model (docs/paxos.md): a switch pipeline at ~10 M
-        // packets/s, a software coordinator/acceptor process and a learner
-        // or proposer process at the costs that make libpaxos's coordinator
-        // and CAANS's learners the bottlenecks, as in the paper's section 2.
-        base.switch_cost_us = 0.1;
-        base.software_cost_us = 12.0;
-        base.host_cost_us = 2.0;
-        base.latency_us = 10.0;
-        println!("sim capacity model: switch 0.1 us, software coordinator/acceptor 12 us, learner/proposer 2 us per packet; 10 us links");
+    if runtime == Runtime::Sim && a.point.point.switch_cost_us == 0.0 && a.point.point.software_cost_us == 0.0 {
+        let m = paxos_bench::CAPACITY_MODEL;
+        m.apply(&mut base);
+        println!(
+            "sim capacity model: switch {} us, software coordinator/acceptor {} us, learner/proposer {} us per packet; {} us links",
+            m.switch_cost_us, m.software_cost_us, m.host_cost_us, m.latency_us
+        );
     }
-    if a.point.slots == innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT {
-        // The paper's FPGA acceptors held 65,535 instances (Table 3). With a
-        // saturated learner falling behind, a 1,024-slot ring throttles the
-        // coordinator (dropped requests wait for a proposer timeout).
-        base.slots = 65536;
+    if a.point.point.slots == innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT {
+        base.slots = paxos_bench::PAPER_SLOTS;
     }
     let outstanding: Vec<usize> = a
         .sweep
@@ -358,7 +187,7 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
         .collect::<Result<_, _>>()?;
     let started = Instant::now();
     let mut rs = paxos_bench::sweep(runtime, &base, &outstanding)?;
-    println!("Figure 7a ({}): throughput and latency by requests in flight", a.runtime);
+    println!("Figure 7a ({}): throughput and latency by requests in flight", a.runtime.name());
     println!(
         "{:>10} {:>11} {:>14} {:>12} {:>12} {:>12}",
         "dataplane", "outstanding", "committed/s", "mean us", "std us", "p99 us"
@@ -376,7 +205,10 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
     }
     let (s, w, ratio) = paxos_bench::max_throughput(&rs);
     println!("max throughput: switch {s:.0}/s, software {w:.0}/s, ratio {ratio:.2}x (paper: 2.24x on its hardware)");
-    println!("Table 4 ({}): latency at 25/50/75% of each deployment's max throughput (nearest sweep point)", a.runtime);
+    println!(
+        "Table 4 ({}): latency at 25/50/75% of each deployment's max throughput (nearest sweep point)",
+        a.runtime.name()
+    );
     for (dp, frac, r) in paxos_bench::table4(&rs) {
         println!(
             "{:>10} {:>4.0}%  point {:>8.0}/s ({:>3} in flight)  mean {:>9.1} us  std {:>9.1} us",
@@ -410,7 +242,7 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
         let fbase =
             innet_exp::paxos::PaxosConfig { outstanding: 8, duration_s: base.duration_s.max(2.0), ..base.clone() };
         let fs = paxos_bench::failures(runtime, &fbase)?;
-        println!("Figure 8 ({}): failures half way through", a.runtime);
+        println!("Figure 8 ({}): failures half way through", a.runtime.name());
         for r in &fs {
             let what = if r.config.coordinator_fail_at_s.is_some() { "coordinator" } else { "acceptor 0" };
             println!(
@@ -423,7 +255,7 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
         }
         rs.extend(fs);
     }
-    let out = a.out.unwrap_or_else(|| std::path::PathBuf::from(format!("results/paxos-{}", a.runtime)));
+    let out = a.out.unwrap_or_else(|| std::path::PathBuf::from(format!("results/paxos-{}", a.runtime.name())));
     paxos_bench::write(&out, &rs)?;
     println!("{} records and plots in {} ({:.1} s)", rs.len(), out.display(), started.elapsed().as_secs_f64());
     Ok(0)
@@ -483,115 +315,41 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
         };
         return crate::live_cmd::run_topology(&a.deployment, "paxos", load);
     }
-    use innet_live::paxos::{LiveConfig, Plan};
-    use innet_live::{clock, spawn_host, Stop};
-    use innet_paxos::workload::LoadProposer;
-    use innet_paxos::{Learner, Proposer};
-    let lc = LiveConfig {
-        data_plane: a.data_plane.parse::<DataPlaneAt>().map_err(anyhow::Error::msg)?,
-        acceptors: a.acceptors,
-        learners: a.learners,
-        proposers: a.proposers,
-        slots: a.slots,
-        base_port: a.base_port,
-        external_learners: a.external_learners,
-        ..LiveConfig::default()
+    let cfg = innet_exp::paxos_live::UpPaxos {
+        live: innet_live::paxos::LiveConfig {
+            data_plane: a.data_plane.parse::<DataPlaneAt>().map_err(anyhow::Error::msg)?,
+            acceptors: a.acceptors,
+            learners: a.learners,
+            proposers: a.proposers,
+            slots: a.slots,
+            base_port: a.base_port,
+            external_learners: a.external_learners,
+            ..innet_live::paxos::LiveConfig::default()
+        },
+        outstanding: a.outstanding,
+        load_s: a.load_s,
+        kv_load: a.kv_load,
+        duration_s: a.duration_s,
+        kill_acceptor_at_s: a.kill_acceptor_at_s,
+        kill_coordinator_at_s: a.kill_coordinator_at_s,
     };
-    let probe = PaxosConfig {
-        acceptors: a.acceptors,
-        learners: a.learners,
-        proposers: a.proposers.max(1),
-        outstanding: a.outstanding.max(1),
-        slots: a.slots,
-        ..PaxosConfig::default()
-    };
-    probe.validate().map_err(anyhow::Error::msg)?;
-    let stop = Stop::new();
-    stop.on_signals()?;
-    let mut plan = Plan::bind(&lc)?;
-    let core = plan.spawn_core(&stop)?;
-    println!("coordinator {}", plan.coordinator);
-    for (i, addr) in plan.acceptors.iter().enumerate() {
-        println!("acceptor{i} {addr}");
-    }
-    println!("backup {}", plan.backup);
-    let mut learners = vec![];
-    for i in 0..lc.learners {
-        println!("learner{i} {}", plan.learners[i]);
-        if a.external_learners {
-            continue;
+    let stop = crate::live_cmd::signals()?;
+    let r = innet_exp::paxos_live::up(&cfg, &stop, |line| {
+        if line.starts_with("innet: ") {
+            eprintln!("{line}");
+        } else {
+            crate::live_cmd::print_line(line);
         }
-        let socket = plan.take_learner_socket(i);
-        let cfg = lc.learner_config(i as u16);
-        learners.push(spawn_host(
-            &format!("learner{i}"),
-            socket,
-            plan.learner_options(i),
-            &stop,
-            move || Learner::new(cfg),
-            |l, _| l,
-        )?);
+    })?;
+    println!("proposers.committed {}", r.committed);
+    for (i, l) in r.learners.iter().enumerate() {
+        println!("learner{i}.delivered {}", l.delivered);
+        println!("learner{i}.noops {}", l.noops);
+        println!("learner{i}.duplicates {}", l.duplicates);
     }
-    let far = clock::now() + std::time::Duration::from_secs_f64(a.load_s.unwrap_or(365.0 * 24.0 * 3600.0));
-    let kv_load = a.kv_load;
-    let mut proposers = vec![];
-    for i in 0..lc.proposers {
-        println!("proposer{i} {}", plan.proposers[i]);
-        let socket = plan.take_proposer_socket(i);
-        let cfg = lc.fresh_proposer_config(i);
-        let n = a.outstanding.max(1);
-        proposers.push(spawn_host(
-            &format!("proposer{i}"),
-            socket,
-            plan.proposer_options(),
-            &stop,
-            move || innet_paxos_kv::with_kv_load(LoadProposer::new(Proposer::new(cfg), n, far, false), kv_load),
-            |p, _| p,
-        )?);
-    }
-    eprintln!(
-        "innet: CAANS with the coordinator and {} acceptors as {}; {} learners, {} load proposers. Ctrl-C to stop.",
-        a.acceptors,
-        if lc.data_plane == DataPlaneAt::Process { "processes" } else { "software switches" },
-        a.learners,
-        a.proposers
-    );
-    let started = Instant::now();
-    let (mut killed_acc, mut killed_coord) = (false, false);
-    while !stop.is_stopped() {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-        let t = started.elapsed().as_secs_f64();
-        if !killed_acc && a.kill_acceptor_at_s.is_some_and(|k| t >= k) {
-            core.acceptors[0].stop();
-            killed_acc = true;
-            eprintln!("innet: stopped acceptor0 at {t:.3} s");
-        }
-        if !killed_coord && a.kill_coordinator_at_s.is_some_and(|k| t >= k) {
-            core.coordinator.stop();
-            killed_coord = true;
-            eprintln!("innet: stopped the coordinator at {t:.3} s");
-        }
-        if a.duration_s.is_some_and(|d| t >= d) {
-            break;
-        }
-    }
-    let ps: Vec<LoadProposer> = proposers.into_iter().map(|p| p.shutdown()).collect::<Result<_, _>>()?;
-    let ls: Vec<Learner> = learners.into_iter().map(|l| l.shutdown()).collect::<Result<_, _>>()?;
-    let backup = core.backup.shutdown()?;
-    stop.stop();
-    let commits: usize = ps.iter().map(|p| p.commit_times_ns.len()).sum();
-    println!("proposers.committed {commits}");
-    for (i, l) in ls.iter().enumerate() {
-        println!("learner{i}.delivered {}", l.stats.delivered);
-        println!("learner{i}.noops {}", l.stats.noops);
-        println!("learner{i}.duplicates {}", l.stats.duplicates);
-    }
-    if let Some(t) = backup.active_since() {
-        let mut times: Vec<u64> = ps.iter().flat_map(|p| p.commit_times_ns.iter().copied()).collect();
-        times.sort_unstable();
-        let gap = times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-        println!("backup.took_over_at_ms {:.1}", t.as_secs_f64() * 1e3);
-        println!("proposers.longest_gap_ms {:.1}", gap as f64 / 1e6);
+    if let Some((t, gap)) = r.takeover {
+        println!("backup.took_over_at_ms {:.1}", t * 1e3);
+        println!("proposers.longest_gap_ms {gap:.1}");
     }
     Ok(0)
 }
@@ -619,69 +377,15 @@ pub struct KvReplicaArgs {
 }
 
 pub fn run_kv_replica(a: KvReplicaArgs) -> anyhow::Result<i32> {
-    use innet_live::paxos::LiveConfig;
-    use innet_live::{spawn_host, Stop};
-    use std::sync::{Arc, Mutex};
     anyhow::ensure!(a.id < a.learners, "--id {} must be below --learners {}", a.id, a.learners);
-    let lc =
-        LiveConfig { acceptors: a.acceptors, learners: a.learners, base_port: a.base_port, ..LiveConfig::default() };
-    let (addr, opts) = lc.external_learner(a.id)?;
-    let replica = innet_paxos_kv::Replica::open(&a.data_dir, lc.learner_config(a.id as u16))
-        .map_err(|e| anyhow::anyhow!("opening {}: {e:?}", a.data_dir.display()))?;
-    let status = Arc::new(Mutex::new(String::new()));
-    let stop = Stop::new();
-    stop.on_signals()?;
-    let socket = innet_live::txn::bind(addr)?;
-    println!("replica{} {addr}", a.id);
-    let shared = status.clone();
-    // The replica runs in the node's thread; a status line is published
-    // through `shared` after every tick (the host is not Send).
-    struct Reporting {
-        replica: innet_paxos_kv::Replica,
-        shared: Arc<Mutex<String>>,
-        every: std::time::Duration,
-        next: innet_core::Time,
-    }
-    impl innet_core::Host for Reporting {
-        fn on_packet(&mut self, now: innet_core::Time, p: &[u8], out: &mut innet_core::Outbox) {
-            self.replica.on_packet(now, p, out);
-        }
-        fn on_tick(&mut self, now: innet_core::Time, out: &mut innet_core::Outbox) {
-            self.replica.on_tick(now, out);
-            if now >= self.next {
-                let r = &self.replica;
-                *self.shared.lock().unwrap_or_else(|e| e.into_inner()) = format!(
-                    "applied {} next {} digest {:016x} keys {}",
-                    r.applied,
-                    r.learner.checkpoint(),
-                    r.digest(),
-                    r.contents().len()
-                );
-                self.next = now + self.every;
-            }
-        }
-        fn next_tick(&self) -> Option<innet_core::Time> {
-            Some(self.replica.next_tick().map_or(self.next, |t| t.min(self.next)))
-        }
-    }
+    let lc = innet_live::paxos::LiveConfig {
+        acceptors: a.acceptors,
+        learners: a.learners,
+        base_port: a.base_port,
+        ..innet_live::paxos::LiveConfig::default()
+    };
+    let stop = crate::live_cmd::signals()?;
     let every = std::time::Duration::from_millis(a.status_ms.max(10));
-    let node = spawn_host(
-        "replica",
-        socket,
-        opts,
-        &stop,
-        move || Reporting { replica, shared, every, next: innet_core::Time::ZERO },
-        |_, _| (),
-    )?;
-    let mut last = String::new();
-    while !stop.is_stopped() && !node.is_finished() {
-        std::thread::sleep(every);
-        let s = status.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if s != last && !s.is_empty() {
-            println!("{s}");
-            last = s;
-        }
-    }
-    node.shutdown()?;
+    innet_paxos_kv::run_replica(&lc, a.id, &a.data_dir, every, &stop, crate::live_cmd::print_line)?;
     Ok(0)
 }

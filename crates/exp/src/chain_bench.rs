@@ -474,6 +474,68 @@ pub fn plot_figures(rs: &[ChainBenchResult], dir: &std::path::Path) -> anyhow::R
     Ok(paths)
 }
 
+/// Runs `configs` (the simulator, up to four at a time), calling `each`
+/// with every result as it comes.
+pub fn run_all(
+    configs: &[(String, ChainBenchConfig, bool)],
+    mut each: impl FnMut(&ChainBenchResult),
+) -> anyhow::Result<Vec<ChainBenchResult>> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    let mut rs = vec![];
+    for chunk in configs.chunks(workers) {
+        let out: Vec<anyhow::Result<ChainBenchResult>> = std::thread::scope(|s| {
+            let hs: Vec<_> = chunk.iter().map(|(_, c, sweep)| s.spawn(move || run_config(c, *sweep))).collect();
+            hs.into_iter().map(|h| h.join().expect("bench thread panicked")).collect()
+        });
+        for r in out {
+            let r = r?;
+            each(&r);
+            rs.push(r);
+        }
+    }
+    Ok(rs)
+}
+
+/// NetCRAQ's and NetChain's rates for clean reads sent to chain position
+/// `target` in `figure` with `nodes` nodes.
+pub fn ratio(rs: &[ChainBenchResult], figure: u32, nodes: usize, target: usize) -> Option<(f64, f64)> {
+    let get = |p: &str| {
+        rs.iter()
+            .find(|r| {
+                r.config.figure == figure
+                    && r.config.protocol == p
+                    && !r.config.dirty
+                    && r.config.nodes == nodes
+                    && r.config.read_targets == [target]
+            })
+            .map(|r| r.replies_per_s)
+    };
+    Some((get("netcraq")?, get("netchain")?))
+}
+
+/// The NetCRAQ paper's headline comparisons (section IV, Figures 3 and 6):
+/// `(figure, nodes, NetCRAQ/s, NetChain/s, the paper's ratio)`.
+pub fn headline_ratios(rs: &[ChainBenchResult]) -> Vec<(u32, usize, f64, f64, &'static str)> {
+    [(3, 4, "4.08x"), (6, 4, "4.08x"), (6, 8, "9.46x")]
+        .into_iter()
+        .filter_map(|(fig, nodes, paper)| ratio(rs, fig, nodes, 0).map(|(a, b)| (fig, nodes, a, b, paper)))
+        .collect()
+}
+
+/// Writes `chain.jsonl` and the figures' plots into `out`; the JSON lines
+/// file and the plots.
+pub fn write(
+    out: &std::path::Path,
+    rs: &[ChainBenchResult],
+) -> anyhow::Result<(std::path::PathBuf, Vec<std::path::PathBuf>)> {
+    std::fs::create_dir_all(out)?;
+    let jsonl = out.join("chain.jsonl");
+    let _ = std::fs::remove_file(&jsonl);
+    crate::results::append_jsonl(&jsonl, rs)?;
+    let pngs = plot_figures(rs, out)?;
+    Ok((jsonl, pngs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

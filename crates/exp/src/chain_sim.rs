@@ -355,6 +355,65 @@ pub fn random_check_config(seed: u64, protocol: Protocol, duration_s: f64) -> Ch
     }
 }
 
+/// What a randomized check over many seeds found.
+#[derive(Clone, Debug, Default)]
+pub struct CheckReport {
+    pub seeds: u64,
+    pub protocols: usize,
+    pub duration_s: f64,
+    pub runs: u64,
+    pub ops: u64,
+    pub reads: usize,
+    pub removals: u64,
+    pub resyncs: u64,
+    /// `(seed, protocol, errors (empty: nondeterminism), replay command)`.
+    pub violations: Vec<(u64, Protocol, Vec<String>, String)>,
+    pub wall_seconds: f64,
+}
+
+/// Runs the linearizability checker over `seeds` for every protocol
+/// (random configurations, on every core); `each` sees every run in order.
+/// The first seed of every protocol runs twice and its trace hashes must
+/// match.
+pub fn check_seeds(
+    seeds: std::ops::Range<u64>,
+    protocols: &[Protocol],
+    duration_s: f64,
+    mut each: impl FnMut(&ChainCheckedRun),
+) -> anyhow::Result<CheckReport> {
+    anyhow::ensure!(
+        duration_s > 0.0 && duration_s.is_finite(),
+        "--duration-s {duration_s} must be a number of seconds above 0"
+    );
+    let started = std::time::Instant::now();
+    let jobs: Vec<(u64, Protocol)> = seeds.clone().flat_map(|s| protocols.iter().map(move |&p| (s, p))).collect();
+    let runs = crate::run_parallel(&jobs, |&(seed, p)| run_checked(&random_check_config(seed, p, duration_s)));
+    let mut r = CheckReport {
+        seeds: seeds.end - seeds.start,
+        protocols: protocols.len(),
+        duration_s,
+        ..CheckReport::default()
+    };
+    for (&(seed, p), run) in jobs.iter().zip(runs) {
+        let run = run.map_err(anyhow::Error::msg)?;
+        each(&run);
+        r.runs += 1;
+        r.ops += run.ops;
+        r.removals += run.removals;
+        r.resyncs += run.resyncs;
+        let replay = format!("innet check chain --seed {seed} --protocols {p} --duration-s {duration_s}");
+        match &run.result {
+            Ok(s) => r.reads += s.reads,
+            Err(errors) => r.violations.push((seed, p, errors.clone(), replay.clone())),
+        }
+        if seed == seeds.start && run_checked(&run.config).map_err(anyhow::Error::msg)?.trace_hash != run.trace_hash {
+            r.violations.push((seed, p, vec![], replay));
+        }
+    }
+    r.wall_seconds = started.elapsed().as_secs_f64();
+    Ok(r)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,44 @@ pub mod paxos_sim;
 pub mod plot;
 pub mod results;
 pub mod txn;
+pub mod txn_bench;
 pub mod txn_live;
 pub mod txn_sim;
 pub mod up;
+
+/// Where an experiment runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Runtime {
+    /// The deterministic simulator.
+    Sim,
+    /// Live over UDP on loopback.
+    Live,
+}
+
+impl Runtime {
+    pub fn name(self) -> &'static str {
+        match self {
+            Runtime::Sim => "sim",
+            Runtime::Live => "live",
+        }
+    }
+}
+
+/// Runs `jobs` on every core (`run` must be thread-safe), returning the
+/// results in job order: seeds of a randomized check are independent runs.
+pub fn run_parallel<J: Sync, R: Send>(jobs: &[J], run: impl Fn(&J) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let out: std::sync::Mutex<Vec<Option<R>>> = std::sync::Mutex::new((0..jobs.len()).map(|_| None).collect());
+    std::thread::scope(|sc| {
+        for _ in 0..threads {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(job) = jobs.get(i) else { break };
+                let r = run(job);
+                out.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+            });
+        }
+    });
+    out.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().map(|r| r.expect("every job ran")).collect()
+}

@@ -14,52 +14,85 @@ use serde::{Deserialize, Serialize};
 
 pub use innet_core::deploy::DataPlaneAt;
 
-/// Everything that defines one run.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+/// Everything that defines one run; also the command-line flags of
+/// `innet sim paxos` and `innet bench paxos` (defaults: 3 acceptors, 2
+/// learners, one proposer with 8 requests in flight, 50 us links).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, clap::Args)]
 pub struct PaxosConfig {
+    /// Where the coordinator and acceptors run: switch (data-plane programs) or process.
     #[serde(alias = "dataplane")]
+    #[arg(long, default_value = "switch")]
     pub data_plane: DataPlaneAt,
+    #[arg(long, default_value_t = 3)]
     pub acceptors: usize,
+    #[arg(long, default_value_t = 2)]
     pub learners: usize,
+    #[arg(long, default_value_t = 1)]
     pub proposers: usize,
     /// Requests each proposer keeps in flight (the paper's client threads).
+    #[arg(long, default_value_t = 8)]
     pub outstanding: usize,
     /// Submitting stops after this many simulated (or live) seconds.
+    #[arg(long, default_value_t = 1.0)]
     pub duration_s: f64,
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// One-way latency of every link.
+    /// One-way latency of every link, microseconds.
+    #[arg(long, default_value_t = 50.0)]
     pub latency_us: f64,
+    /// Simulator: uniform extra one-way delay, microseconds.
+    #[arg(long, default_value_t = 0.0)]
     pub jitter_us: f64,
+    /// Simulator: per-packet loss probability.
+    #[arg(long, default_value_t = 0.0)]
     pub loss: f64,
+    /// Simulator: per-packet duplication probability.
+    #[arg(long, default_value_t = 0.0)]
     pub duplicate: f64,
+    /// Simulator: probability that a packet is held back by up to 2x the latency.
+    #[arg(long, default_value_t = 0.0)]
     pub reorder: f64,
     /// Acceptor ring size (a power of two).
+    #[arg(long, default_value_t = innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT)]
     pub slots: usize,
     /// Learners that must checkpoint an instance before its slot is reused
     /// (0: a majority of the learners).
+    #[arg(long, default_value_t = 0)]
     pub trim_quorum: usize,
+    /// Deliver in instance order (--unordered: as decided).
+    #[arg(long = "unordered", action = clap::ArgAction::SetFalse)]
     pub ordered: bool,
-    /// Proposer resubmission timeout.
+    /// Proposer resubmission timeout, ms.
+    #[arg(long, default_value_t = 20.0)]
     pub timeout_ms: f64,
-    /// Learner gap timeout and recovery retry timeout.
+    /// Learner gap timeout and recovery retry timeout, ms.
+    #[arg(long, default_value_t = 10.0)]
     pub gap_timeout_ms: f64,
-    /// Backup coordinator heartbeat interval (it takes over after 3 misses).
+    /// Backup coordinator heartbeat interval, ms (it takes over after 3 misses).
+    #[arg(long, default_value_t = 10.0)]
     pub heartbeat_ms: f64,
-    /// The coordinator fails at this time (the backup takes over).
+    /// Fail the coordinator at this time, s (the backup takes over).
+    #[arg(long)]
     pub coordinator_fail_at_s: Option<f64>,
-    /// Acceptor 0 crashes at this time ...
+    /// Crash acceptor 0 at this time, s ...
+    #[arg(long)]
     pub acceptor_crash_at_s: Option<f64>,
-    /// ... and comes back with its (persistent, section 3.1) state.
+    /// ... and bring it back with its (persistent, section 3.1) state at this time, s.
+    #[arg(long)]
     pub acceptor_restart_at_s: Option<f64>,
-    /// Simulator capacity models: per-packet cost of a switch pipeline, of a
-    /// software coordinator/acceptor process, and of a learner/proposer
-    /// process (microseconds; 0 = free).
+    /// Simulator capacity model: per-packet cost of a switch pipeline, us (0 = free).
+    #[arg(long, default_value_t = 0.0)]
     pub switch_cost_us: f64,
+    /// Simulator capacity model: per-packet cost of a software coordinator/acceptor process, us.
+    #[arg(long, default_value_t = 0.0)]
     pub software_cost_us: f64,
+    /// Simulator capacity model: per-packet cost of a learner/proposer process, us.
+    #[arg(long, default_value_t = 0.0)]
     pub host_cost_us: f64,
     /// The replicated key-value store (Figure 7d): learners are LevelDB
     /// replicas and proposers submit put/delete/get commands (live only).
     #[serde(default)]
+    #[arg(skip)]
     pub kv: bool,
 }
 
@@ -119,6 +152,34 @@ impl PaxosConfig {
             origin_votes: false,
         };
         deploy::deployment(shape, Duration::from_secs_f64(self.latency_us / 1e6))
+    }
+
+    /// This configuration with the deployment of the topology file at
+    /// `path`: its roles' counts, data plane, `[paxos]` settings and fabric
+    /// delay (a file without a fabric delay keeps `latency_us`).
+    pub fn with_topology(self, path: &std::path::Path) -> Result<PaxosConfig, String> {
+        use innet_paxos::deploy::PaxosRole;
+        let t = innet_topology::Topology::load(path).map_err(|e| e.0)?;
+        let innet_topology::Service::Paxos(p) = t.service else {
+            return Err(format!("{} is a {} topology, not a consensus one", path.display(), t.service.name()));
+        };
+        let d = &p.deployment;
+        let count = |f: fn(&PaxosRole) -> bool| d.with_role(f).len();
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        Ok(PaxosConfig {
+            data_plane: p.data_plane,
+            acceptors: count(|r| matches!(r, PaxosRole::Acceptor { .. })),
+            learners: count(|r| matches!(r, PaxosRole::Learner { .. })),
+            proposers: count(|r| matches!(r, PaxosRole::Proposer { .. })),
+            latency_us: d.fabric.filter(|f| !f.is_zero()).map_or(self.latency_us, |f| f.as_secs_f64() * 1e6),
+            slots: p.params.slots,
+            trim_quorum: p.params.trim_quorum,
+            ordered: p.params.ordered,
+            timeout_ms: ms(p.params.proposer_timeout),
+            gap_timeout_ms: ms(p.params.gap_timeout),
+            heartbeat_ms: ms(p.params.heartbeat),
+            ..self
+        })
     }
 
     /// Checks every field and says how to fix what is wrong.
@@ -252,4 +313,22 @@ pub fn longest_gap_ms(commit_times_ns: &[u64], from_ns: u64) -> f64 {
         prev = c;
     }
     gap as f64 / 1e6
+}
+
+#[cfg(test)]
+mod flag_tests {
+    use super::*;
+
+    #[test]
+    fn the_flags_defaults_are_the_configs_defaults() {
+        #[derive(clap::Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            point: PaxosConfig,
+        }
+        let parsed = <Wrap as clap::Parser>::try_parse_from(["innet"]).unwrap();
+        assert_eq!(parsed.point, PaxosConfig::default());
+        let unordered = <Wrap as clap::Parser>::try_parse_from(["innet", "--unordered"]).unwrap();
+        assert!(!unordered.point.ordered);
+    }
 }

@@ -15,10 +15,109 @@ use anyhow::Result;
 use crate::paxos::{DataPlaneAt, PaxosConfig, PaxosResult};
 use crate::{paxos_live, paxos_sim, plot, results};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Runtime {
-    Sim,
-    Live,
+pub use crate::Runtime;
+
+/// The simulator's capacity model of the two deployments (docs/paxos.md):
+/// a switch pipeline at about 10 M packets/s (0.1 us a packet), a software
+/// coordinator or acceptor process at 12 us a packet (of the order of
+/// libpaxos's measured 69,185 values/s, CAANS section 2.2), a learner or
+/// proposer process at 2 us, links of 10 us. They make libpaxos's
+/// coordinator and CAANS's learners the bottlenecks, as the paper's
+/// section 2 finds.
+pub const CAPACITY_MODEL: CapacityModel =
+    CapacityModel { switch_cost_us: 0.1, software_cost_us: 12.0, host_cost_us: 2.0, latency_us: 10.0 };
+
+/// Per-packet costs and link latency of a capacity model.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CapacityModel {
+    pub switch_cost_us: f64,
+    pub software_cost_us: f64,
+    pub host_cost_us: f64,
+    pub latency_us: f64,
+}
+
+impl CapacityModel {
+    pub fn apply(&self, cfg: &mut PaxosConfig) {
+        cfg.switch_cost_us = self.switch_cost_us;
+        cfg.software_cost_us = self.software_cost_us;
+        cfg.host_cost_us = self.host_cost_us;
+        cfg.latency_us = self.latency_us;
+    }
+}
+
+/// The acceptor ring of the paper's FPGA acceptors: 65,536 instances
+/// (CAANS Table 3). With a saturated learner falling behind, a smaller ring
+/// throttles the coordinator (dropped requests wait for a proposer timeout).
+pub const PAPER_SLOTS: usize = 65536;
+
+/// What a randomized check over many seeds found.
+#[derive(Clone, Debug, Default)]
+pub struct CheckReport {
+    pub seeds: u64,
+    pub deployments: usize,
+    pub duration_s: f64,
+    pub runs: u64,
+    pub takeovers: u64,
+    pub crashes: u64,
+    pub instances: u64,
+    pub values: u64,
+    pub noops: u64,
+    pub duplicates: u64,
+    /// `(seed, deployment, what, replay command)`.
+    pub violations: Vec<(u64, DataPlaneAt, String, String)>,
+    pub wall_seconds: f64,
+}
+
+/// Runs the agreement / validity / exactly-once checker over `seeds` for
+/// every deployment of `data_planes` (random configurations, on every
+/// core); `each` sees every run in order. The first seed of every
+/// deployment runs twice and its trace hashes must match.
+pub fn check_seeds(
+    seeds: std::ops::Range<u64>,
+    data_planes: &[DataPlaneAt],
+    duration_s: f64,
+    mut each: impl FnMut(&paxos_sim::CheckedRun),
+) -> Result<CheckReport> {
+    anyhow::ensure!(
+        duration_s > 0.0 && duration_s.is_finite(),
+        "--duration-s {duration_s} must be a number of seconds above 0"
+    );
+    let started = std::time::Instant::now();
+    let jobs: Vec<(u64, DataPlaneAt)> = seeds.clone().flat_map(|s| data_planes.iter().map(move |&d| (s, d))).collect();
+    let runs = crate::run_parallel(&jobs, |&(seed, dp)| {
+        paxos_sim::run_checked(&paxos_sim::random_check_config(seed, dp, duration_s))
+    });
+    let mut r = CheckReport {
+        seeds: seeds.end - seeds.start,
+        deployments: data_planes.len(),
+        duration_s,
+        ..CheckReport::default()
+    };
+    for (&(seed, dp), run) in jobs.iter().zip(runs) {
+        let run = run.map_err(anyhow::Error::msg)?;
+        each(&run);
+        r.runs += 1;
+        r.takeovers += u64::from(run.took_over);
+        r.crashes += u64::from(run.config.acceptor_crash_at_s.is_some());
+        let replay = format!("innet check paxos --seed {seed} --data-planes {dp} --duration-s {duration_s}");
+        match &run.result {
+            Ok(s) => {
+                r.instances += s.instances as u64;
+                r.values += s.values as u64;
+                r.noops += s.noops as u64;
+                r.duplicates += s.duplicates as u64;
+            }
+            Err(e) => r.violations.push((seed, dp, e.clone(), replay.clone())),
+        }
+        if seed == seeds.start {
+            let again = paxos_sim::run_checked(&run.config).map_err(anyhow::Error::msg)?;
+            if again.trace_hash != run.trace_hash {
+                r.violations.push((seed, dp, "nondeterminism: trace hashes differ".into(), replay));
+            }
+        }
+    }
+    r.wall_seconds = started.elapsed().as_secs_f64();
+    Ok(r)
 }
 
 pub fn run(runtime: Runtime, cfg: &PaxosConfig) -> Result<PaxosResult> {

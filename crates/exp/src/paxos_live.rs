@@ -118,3 +118,127 @@ fn sleep_until(t: Time) {
         std::thread::sleep(t.since(now));
     }
 }
+
+/// `innet up paxos` without a topology file: a deployment on loopback,
+/// optional built-in load proposers, and failures on a timer.
+#[derive(Clone, Debug)]
+pub struct UpPaxos {
+    pub live: LiveConfig,
+    /// Requests each built-in proposer keeps in flight.
+    pub outstanding: usize,
+    /// Built-in proposers stop submitting after this many seconds.
+    pub load_s: Option<f64>,
+    /// Built-in proposers submit key-value commands instead of opaque values.
+    pub kv_load: bool,
+    /// Stop after this many seconds (default: when `stop` is set).
+    pub duration_s: Option<f64>,
+    pub kill_acceptor_at_s: Option<f64>,
+    pub kill_coordinator_at_s: Option<f64>,
+}
+
+/// What an [`up`] run did.
+#[derive(Clone, Debug, Default)]
+pub struct UpPaxosReport {
+    pub committed: usize,
+    pub learners: Vec<LearnerStats>,
+    /// When the backup took over (s) and the longest gap between commits (ms).
+    pub takeover: Option<(f64, f64)>,
+}
+
+/// Runs `cfg` until its duration or `stop`; `say` gets one line per node
+/// (`NAME HOST:PORT`) and a line (starting `innet: `) per event.
+pub fn up(cfg: &UpPaxos, stop: &Stop, mut say: impl FnMut(&str)) -> anyhow::Result<UpPaxosReport> {
+    let lc = &cfg.live;
+    let probe = PaxosConfig {
+        acceptors: lc.acceptors,
+        learners: lc.learners,
+        proposers: lc.proposers.max(1),
+        outstanding: cfg.outstanding.max(1),
+        slots: lc.slots,
+        ..PaxosConfig::default()
+    };
+    probe.validate().map_err(anyhow::Error::msg)?;
+    for (flag, v) in [("--load-s", cfg.load_s), ("--duration-s", cfg.duration_s)] {
+        if let Some(v) = v {
+            anyhow::ensure!(v > 0.0 && v <= 1e7, "{flag} {v} must be a number of seconds above 0");
+        }
+    }
+    let mut plan = Plan::bind(lc)?;
+    let core = plan.spawn_core(stop)?;
+    say(&format!("coordinator {}", plan.coordinator));
+    for (i, addr) in plan.acceptors.iter().enumerate() {
+        say(&format!("acceptor{i} {addr}"));
+    }
+    say(&format!("backup {}", plan.backup));
+    let mut learners = vec![];
+    for i in 0..lc.learners {
+        say(&format!("learner{i} {}", plan.learners[i]));
+        if lc.external_learners {
+            continue;
+        }
+        let socket = plan.take_learner_socket(i);
+        let lcfg = lc.learner_config(i as u16);
+        learners.push(spawn_host(
+            &format!("learner{i}"),
+            socket,
+            plan.learner_options(i),
+            stop,
+            move || Learner::new(lcfg),
+            |l, _| l.stats,
+        )?);
+    }
+    let far = clock::now() + Duration::from_secs_f64(cfg.load_s.unwrap_or(365.0 * 24.0 * 3600.0));
+    let kv_load = cfg.kv_load;
+    let mut proposers = vec![];
+    for i in 0..lc.proposers {
+        say(&format!("proposer{i} {}", plan.proposers[i]));
+        let socket = plan.take_proposer_socket(i);
+        let pcfg = lc.fresh_proposer_config(i);
+        let n = cfg.outstanding.max(1);
+        proposers.push(spawn_host(
+            &format!("proposer{i}"),
+            socket,
+            plan.proposer_options(),
+            stop,
+            move || innet_paxos_kv::with_kv_load(LoadProposer::new(Proposer::new(pcfg), n, far, false), kv_load),
+            |p, _| p,
+        )?);
+    }
+    say(&format!(
+        "innet: CAANS with the coordinator and {} acceptors as {}; {} learners, {} load proposers. Ctrl-C to stop.",
+        lc.acceptors,
+        if lc.data_plane == innet_core::deploy::DataPlaneAt::Process { "processes" } else { "software switches" },
+        lc.learners,
+        lc.proposers
+    ));
+    let started = Instant::now();
+    let (mut killed_acc, mut killed_coord) = (false, false);
+    while !stop.is_stopped() {
+        std::thread::sleep(Duration::from_millis(10));
+        let t = started.elapsed().as_secs_f64();
+        if !killed_acc && cfg.kill_acceptor_at_s.is_some_and(|k| t >= k) {
+            core.acceptors[0].stop();
+            killed_acc = true;
+            say(&format!("innet: stopped acceptor0 at {t:.3} s"));
+        }
+        if !killed_coord && cfg.kill_coordinator_at_s.is_some_and(|k| t >= k) {
+            core.coordinator.stop();
+            killed_coord = true;
+            say(&format!("innet: stopped the coordinator at {t:.3} s"));
+        }
+        if cfg.duration_s.is_some_and(|d| t >= d) {
+            break;
+        }
+    }
+    let ps: Vec<LoadProposer> = proposers.into_iter().map(|p| p.shutdown()).collect::<Result<_, _>>()?;
+    let learners = learners.into_iter().map(|l| l.shutdown()).collect::<Result<_, _>>()?;
+    let backup = core.backup.shutdown()?;
+    stop.stop();
+    let takeover = backup.active_since().map(|t| {
+        let mut times: Vec<u64> = ps.iter().flat_map(|p| p.commit_times_ns.iter().copied()).collect();
+        times.sort_unstable();
+        let gap = times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+        (t.as_secs_f64(), gap as f64 / 1e6)
+    });
+    Ok(UpPaxosReport { committed: ps.iter().map(|p| p.commit_times_ns.len()).sum(), learners, takeover })
+}

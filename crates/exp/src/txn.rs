@@ -13,45 +13,82 @@ use innet_txn::workload::{LoadStats, Workload};
 use innet_txn::Mode;
 use serde::{Deserialize, Serialize};
 
-/// Everything that defines one experiment point.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+/// Everything that defines one experiment point; also the command-line
+/// flags of `innet sim txn` and `innet bench txn` (each field's flag and
+/// default below).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, clap::Args)]
 pub struct TxnPointConfig {
+    /// Switch mode: forward, read-cache, early-abort or optimistic-abort.
+    #[arg(long, default_value = "optimistic-abort")]
     pub mode: String,
+    /// Fraction of transactions that write (increment a counter).
+    #[arg(long, default_value_t = 0.2)]
     pub write_ratio: f64,
+    /// Concurrent closed-loop clients.
+    #[arg(long, default_value_t = 8)]
     pub clients: u32,
+    /// Number of counters (keys 1..=N).
+    #[arg(long, default_value_t = 1)]
     pub keys: u32,
+    /// Zipf exponent of key popularity (0 = uniform).
+    #[arg(long, default_value_t = 0.0)]
     pub zipf: f64,
+    /// Client-store round-trip time in ms.
+    #[arg(long, default_value_t = 100.0)]
     pub rtt_ms: f64,
+    /// Switch position: d_cs / (d_cs + d_ss); 0 = next to the clients.
+    #[arg(long, default_value_t = 0.2)]
     pub delta: f64,
+    /// Length of the run (simulated seconds in the simulator).
+    #[arg(long, default_value_t = 180.0)]
     pub duration_s: f64,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Client think time between transactions, ms.
+    #[arg(long, default_value_t = 0.0)]
     pub think_ms: f64,
+    /// Switch cache slots (a power of two).
+    #[arg(long, default_value_t = innet_txn::switch::CACHE_SLOTS_DEFAULT)]
     pub cache_slots: usize,
-    /// Link faults (simulator): uniform extra one-way delay in [0, jitter).
+    /// Simulator link jitter, ms: uniform extra one-way delay in [0, jitter).
+    #[arg(long, default_value_t = 0.0)]
     pub jitter_ms: f64,
+    /// Simulator per-packet loss probability.
+    #[arg(long, default_value_t = 0.0)]
     pub loss: f64,
+    /// Simulator per-packet duplication probability.
+    #[arg(long, default_value_t = 0.0)]
     pub duplicate: f64,
-    /// Probability that a packet is held back by up to 2x the link latency.
+    /// Simulator probability that a packet is held back by up to 2x the link latency.
+    #[arg(long, default_value_t = 0.0)]
     pub reorder: f64,
-    /// Client resend timeout; 0 picks 4x RTT + 50 ms.
+    /// Client resend timeout in ms (0: 4 x RTT + 50 ms).
+    #[arg(long, default_value_t = 0.0)]
     pub timeout_ms: f64,
+    /// Attempts per transaction before the client gives up.
+    #[arg(long, default_value_t = 1000)]
     pub retry_limit: u32,
-    /// Most keys per transaction (the paper's microbenchmark: 1).
+    /// Most keys one transaction touches (the paper's microbenchmark: 1).
+    #[arg(long, default_value_t = 1)]
     pub span: u32,
-    /// Fraction of reads sent as compare-only transactions (paper: 0).
+    /// Fraction of reads run as compare-only transactions instead of READ ops (paper: 0).
     #[serde(default)]
+    #[arg(long, default_value_t = 0.0)]
     pub validated_reads: f64,
     /// 0: one switch (Gotthard Figure 3). 2 or more: that many edge
     /// switches, each in front of its share of the clients, under a core
     /// switch collocated with the store (Figure 4; section 5.1's locality
-    /// setup): client-edge `d_cs`, edge-core `d_ss`, core-store 0. Every
-    /// switch runs `mode`.
+    /// setup): client-edge d_cs, edge-core d_ss, core-store 0. Every
+    /// switch runs the mode.
     #[serde(default)]
+    #[arg(long, default_value_t = 0)]
     pub edge_switches: u32,
-    /// A topology file whose deployment (switches, modes, client groups,
-    /// link delays) replaces the one `clients`, `rtt_ms`, `delta`, `mode`
-    /// and `edge_switches` describe; the workload stays this config's.
+    /// A topology file (docs/live.md) whose deployment (switches, modes,
+    /// client groups, link delays) replaces the one --clients, --rtt-ms,
+    /// --delta, --mode and --edge-switches describe; the workload stays.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub topology: Option<String>,
 }
 
@@ -158,6 +195,14 @@ impl TxnPointConfig {
     /// One-way switch-store latency.
     pub fn switch_store_delay(&self) -> Duration {
         Duration::from_secs_f64((1.0 - self.delta) * self.rtt_ms / 2e3)
+    }
+
+    /// The configuration checked, with `clients` as the deployment has them
+    /// (a topology file's client groups), so records say what ran.
+    pub fn resolved(self) -> Result<TxnPointConfig, String> {
+        let d = self.deployment()?;
+        let clients = d.with_role(|r| r.is_client()).len() as u32;
+        Ok(TxnPointConfig { clients, ..self })
     }
 
     /// The deployment this point runs on.
@@ -273,5 +318,21 @@ pub fn summarize(
         wall_seconds,
         speedup: None,
         switch_counters: switch_counters.into_iter().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flags_defaults_are_the_papers_defaults() {
+        #[derive(clap::Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            point: TxnPointConfig,
+        }
+        let parsed = <Wrap as clap::Parser>::try_parse_from(["innet"]).unwrap();
+        assert_eq!(parsed.point, TxnPointConfig::default());
     }
 }

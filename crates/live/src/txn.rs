@@ -415,3 +415,56 @@ pub fn run_txn(
 pub fn counters_of(c: &dyn Counters) -> Vec<(String, u64)> {
     c.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
+
+/// The answer to one raw request ([`raw_request`]).
+#[derive(Clone, Debug)]
+pub struct RawReply {
+    pub msg: innet_wire::txn::TxnMsg,
+    /// Who answered.
+    pub from: SocketAddr,
+    /// Resends it took.
+    pub resends: u32,
+    pub latency: Duration,
+}
+
+/// Sends `ops` as one request of client `cl_id` (request id 1) to `to`, and
+/// waits for its answer, resending up to `max_resends` times after
+/// `timeout` (resends carry `store_commit`, and after a resend only the
+/// store's answer counts, as the library client does); `delay` emulates
+/// the client's access link one way. `Ok(None)`: no answer.
+pub fn raw_request(
+    to: SocketAddr,
+    cl_id: u32,
+    ops: Vec<innet_wire::txn::Op>,
+    timeout: Duration,
+    max_resends: u32,
+    delay: Duration,
+) -> io::Result<Option<RawReply>> {
+    use innet_wire::txn::{Flags, TxnMsg};
+    let sock = bind(bind_addr_for(to))?;
+    let mut req = TxnMsg::request(cl_id, 1, ops);
+    let t0 = Instant::now();
+    let mut buf = [0u8; 65536];
+    for attempt in 0..=max_resends {
+        if attempt > 0 {
+            req.flags = Flags(0).with(Flags::STORE_COMMIT, true);
+        }
+        std::thread::sleep(delay);
+        sock.send_to(&req.encode(), to)?;
+        let sent = Instant::now();
+        while sent.elapsed() < timeout {
+            sock.set_read_timeout(Some((timeout - sent.elapsed()).max(Duration::from_millis(1))))?;
+            let Ok((n, from)) = sock.recv_from(&mut buf) else { continue };
+            let Ok(m) = TxnMsg::decode(&buf[..n]) else { continue };
+            if !m.flags.is_response() || m.cl_id != cl_id || m.req_id != req.req_id {
+                continue;
+            }
+            if attempt > 0 && m.flags.from_switch() {
+                continue;
+            }
+            std::thread::sleep(delay);
+            return Ok(Some(RawReply { msg: m, from, resends: attempt, latency: t0.elapsed() }));
+        }
+    }
+    Ok(None)
+}

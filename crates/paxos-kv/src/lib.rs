@@ -37,3 +37,78 @@ pub fn with_kv_load(p: LoadProposer, kv: bool) -> LoadProposer {
         p
     }
 }
+
+/// Runs key-value replica `id` of the deployment `live` (its learners in
+/// processes of their own at the addresses `live.base_port` gives) on its
+/// LevelDB in `data_dir`, until `stop`. `say` gets `replicaI HOST:PORT`
+/// once, then `applied N next I digest H keys K` whenever that changed, at
+/// most every `every`.
+pub fn run_replica(
+    live: &innet_live::paxos::LiveConfig,
+    id: usize,
+    data_dir: &std::path::Path,
+    every: std::time::Duration,
+    stop: &innet_live::Stop,
+    mut say: impl FnMut(&str),
+) -> std::io::Result<()> {
+    use std::sync::{Arc, Mutex};
+
+    use innet_core::{Host, Outbox, Time};
+
+    // The replica runs in the node's thread; a status line is published
+    // through `shared` after every tick (the host is not Send).
+    struct Reporting {
+        replica: Replica,
+        shared: Arc<Mutex<String>>,
+        every: std::time::Duration,
+        next: Time,
+    }
+    impl Host for Reporting {
+        fn on_packet(&mut self, now: Time, p: &[u8], out: &mut Outbox) {
+            self.replica.on_packet(now, p, out);
+        }
+        fn on_tick(&mut self, now: Time, out: &mut Outbox) {
+            self.replica.on_tick(now, out);
+            if now >= self.next {
+                let r = &self.replica;
+                *self.shared.lock().unwrap_or_else(|e| e.into_inner()) = format!(
+                    "applied {} next {} digest {:016x} keys {}",
+                    r.applied,
+                    r.learner.checkpoint(),
+                    r.digest(),
+                    r.contents().len()
+                );
+                self.next = now + self.every;
+            }
+        }
+        fn next_tick(&self) -> Option<Time> {
+            Some(self.replica.next_tick().map_or(self.next, |t| t.min(self.next)))
+        }
+    }
+
+    let (addr, opts) = live.external_learner(id)?;
+    let replica = Replica::open(data_dir, live.learner_config(id as u16))
+        .map_err(|e| std::io::Error::other(format!("opening {}: {e:?}", data_dir.display())))?;
+    let socket = innet_live::txn::bind(addr)?;
+    say(&format!("replica{id} {addr}"));
+    let status = Arc::new(Mutex::new(String::new()));
+    let shared = status.clone();
+    let node = innet_live::spawn_host(
+        "replica",
+        socket,
+        opts,
+        stop,
+        move || Reporting { replica, shared, every, next: Time::ZERO },
+        |_, _| (),
+    )?;
+    let mut last = String::new();
+    while !stop.is_stopped() && !node.is_finished() {
+        std::thread::sleep(every);
+        let s = status.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if s != last && !s.is_empty() {
+            say(&s);
+            last = s;
+        }
+    }
+    node.shutdown()
+}

@@ -477,3 +477,67 @@ pub fn run_drill(cfg: &DrillConfig, stop: &Stop) -> io::Result<DrillReport> {
         control,
     })
 }
+
+/// Runs one operation of a [`innet_chain::client::ChainClient`] to
+/// completion, then stops its loop.
+struct OneOp {
+    client: innet_chain::client::ChainClient,
+    start: Option<(bool, u32, innet_wire::netcraq::Value)>,
+    done: Option<innet_chain::client::Completion>,
+    stop: Stop,
+}
+
+impl Host for OneOp {
+    fn on_packet(&mut self, now: Time, p: &[u8], _out: &mut Outbox) {
+        if self.done.is_none() {
+            self.done = self.client.on_packet(now, p);
+            if self.done.is_some() {
+                self.stop.stop();
+            }
+        }
+    }
+    fn on_tick(&mut self, now: Time, out: &mut Outbox) {
+        match self.start.take() {
+            Some((true, k, v)) => self.client.put(now, k, v),
+            Some((false, k, _)) => self.client.get(now, k),
+            None => {}
+        }
+        self.client.on_tick(now, out);
+    }
+    fn next_tick(&self) -> Option<Time> {
+        if self.done.is_some() {
+            return None;
+        }
+        match self.start {
+            Some(_) => Some(Time::ZERO),
+            None => self.client.next_tick(),
+        }
+    }
+}
+
+/// One get (`put` `None`) or put of `key` against the chain whose nodes
+/// (head first) are `nodes`, reads going first to node `near`, resending
+/// after `timeout`; `None` if nothing answered within `deadline`.
+pub fn run_one(
+    protocol: Protocol,
+    nodes: &[SocketAddr],
+    near: usize,
+    key: u32,
+    put: Option<innet_wire::netcraq::Value>,
+    timeout: Duration,
+    deadline: Duration,
+) -> io::Result<Option<innet_chain::client::Completion>> {
+    use innet_chain::client::{ChainClient, ClientConfig};
+    let mut cfg = ClientConfig::new(protocol, std::process::id(), nodes.len());
+    cfg.near = near;
+    cfg.timeout = timeout;
+    let stop = Stop::new();
+    let start = Some((put.is_some(), key, put.unwrap_or(innet_wire::netcraq::Value::ZERO)));
+    let host = OneOp { client: ChainClient::new(cfg), start, done: None, stop: stop.clone() };
+    let socket = bind(crate::txn::bind_addr_for(nodes[0]))?;
+    let opts = crate::HostOptions { ports: nodes.to_vec(), ..Default::default() };
+    let mut hosts = [host];
+    crate::run_hosts(&mut hosts, vec![(socket, opts)], &stop, Some(clock::now() + deadline))?;
+    let [host] = hosts;
+    Ok(host.done)
+}
