@@ -21,7 +21,7 @@ if ! command -v cargo >/dev/null 2>&1; then
     [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 fi
 if ! command -v cargo >/dev/null 2>&1; then
-    echo "setup: no Rust toolchain found. Install one with rustup (https://rustup.rs), Rust 1.80 or newer," >&2
+    echo "setup: no Rust toolchain found. Install one with rustup (https://rustup.rs), Rust 1.82 or newer," >&2
     echo "       then run this command again." >&2
     exit 1
 fi

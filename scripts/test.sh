@@ -28,6 +28,8 @@ echo "== innet check chain --seeds ${INNET_CHECK_SEEDS:-1000}"
 ./target/release/innet check chain --seeds "${INNET_CHECK_SEEDS:-1000}"
 echo "== innet check paxos --seeds ${INNET_CHECK_SEEDS:-1000}"
 ./target/release/innet check paxos --seeds "${INNET_CHECK_SEEDS:-1000}"
+echo "== cargo build --no-default-features (no clang, libbpf or libleveldb)"
+bash scripts/build-minimal.sh
 echo "== smoke: innet sim txn --json"
 ./target/release/innet sim txn --mode optimistic-abort --write-ratio 0.5 --duration-s 20 --json >/dev/null
 passed=$(grep -E "^test result" /tmp/innet-test.log | sed -E "s/.* ([0-9]+) passed.*/\1/" | awk "{s+=\$1} END {print s}")

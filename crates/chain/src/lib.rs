@@ -1,7 +1,7 @@
 //! An in-network chain-replicated key-value store: NetCRAQ (Sagkriotis and
 //! Pezaros, 2022) and, as its baseline, NetChain (Jin et al., NSDI 2018), as
 //! pure state machines. No sockets, no clocks, no threads: runtimes
-//! (`innet-sim`, `innet-live`, later XDP) move bytes and time through them.
+//! (`innet-sim`, `innet-live`, `innet-xdp`) move bytes and time through them.
 //!
 //! * [`netcraq::CraqNode`]: the NetCRAQ node program (Algorithm 1).
 //! * [`netchain::NcNode`]: the NetChain node program (head sequences writes,

@@ -188,11 +188,6 @@ impl CraqNode {
         &self.objects_store[key * self.versions..(key + 1) * self.versions]
     }
 
-    /// Objects that hold at least one dirty version.
-    pub fn dirty_objects(&self) -> usize {
-        self.index.iter().filter(|i| **i > 0).count()
-    }
-
     /// Objects whose version cells are all in use.
     pub fn full_objects(&self) -> usize {
         self.index.iter().filter(|i| **i as usize + 1 >= self.versions).count()

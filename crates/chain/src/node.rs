@@ -1,6 +1,6 @@
 //! One chain switch of either protocol, and what a control plane's
 //! [`Layout`] means for its tables: the glue every runtime uses to apply the
-//! control plane's decisions (simulator, UDP, later XDP maps).
+//! control plane's decisions (simulator, UDP, XDP maps).
 
 use innet_core::{Counters, DataPlane, Verdict};
 use innet_wire::netchain::ChainKey;

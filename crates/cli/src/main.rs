@@ -2,11 +2,18 @@
 
 mod chain_cmd;
 mod live_cmd;
+#[cfg(not(feature = "xdp"))]
+mod no_xdp;
 mod paxos_cmd;
 mod sim_cmd;
+#[cfg(feature = "xdp")]
 mod xdp_chain_cmd;
+#[cfg(feature = "xdp")]
 mod xdp_cmd;
+#[cfg(feature = "xdp")]
 mod xdp_paxos_cmd;
+#[cfg(not(feature = "xdp"))]
+use no_xdp::{xdp_chain_cmd, xdp_cmd, xdp_paxos_cmd};
 
 use clap::{Parser, Subcommand};
 

@@ -384,8 +384,19 @@ pub fn run_kv_replica(a: KvReplicaArgs) -> anyhow::Result<i32> {
         base_port: a.base_port,
         ..innet_live::paxos::LiveConfig::default()
     };
-    let stop = crate::live_cmd::signals()?;
-    let every = std::time::Duration::from_millis(a.status_ms.max(10));
-    innet_paxos_kv::run_replica(&lc, a.id, &a.data_dir, every, &stop, crate::live_cmd::print_line)?;
-    Ok(0)
+    #[cfg(feature = "leveldb")]
+    {
+        let stop = crate::live_cmd::signals()?;
+        let every = std::time::Duration::from_millis(a.status_ms.max(10));
+        innet_paxos_kv::run_replica(&lc, a.id, &a.data_dir, every, &stop, crate::live_cmd::print_line)?;
+        Ok(0)
+    }
+    #[cfg(not(feature = "leveldb"))]
+    {
+        let _ = (lc, &a.data_dir, a.status_ms);
+        anyhow::bail!(
+            "this innet was built without LevelDB (cargo feature `leveldb`): install libleveldb-dev and build \
+             with the default features"
+        )
+    }
 }

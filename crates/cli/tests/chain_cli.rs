@@ -1,6 +1,6 @@
 //! `innet up chain` prints its nodes' addresses; `innet client chain` writes
 //! through the head and reads the value back from another node, for both
-//! protocols (issue 4, item 5).
+//! protocols.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -342,30 +342,6 @@ impl<R> Deployment<R> {
         }
         Ok(())
     }
-
-    /// The same deployment with roles mapped by `f` (e.g. to a runtime's
-    /// own node kinds).
-    pub fn map_roles<S>(&self, mut f: impl FnMut(NodeIx, &R) -> S) -> Deployment<S> {
-        Deployment {
-            service: self.service,
-            nodes: self
-                .nodes
-                .iter()
-                .enumerate()
-                .map(|(i, n)| Node {
-                    name: n.name.clone(),
-                    role: f(i, &n.role),
-                    shape: n.shape,
-                    upstream: n.upstream,
-                    ports: n.ports.clone(),
-                    groups: n.groups.clone(),
-                    machine: n.machine.clone(),
-                })
-                .collect(),
-            links: self.links.clone(),
-            fabric: self.fabric,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,6 @@ use innet_live::{clock, spawn_host, Stop};
 use innet_paxos::learner::LearnerStats;
 use innet_paxos::workload::LoadProposer;
 use innet_paxos::{Learner, Proposer};
-use innet_paxos_kv::Replica;
 
 use crate::paxos::{PaxosConfig, PaxosResult};
 use crate::paxos_sim::make_result;
@@ -35,6 +34,7 @@ pub fn live_config(cfg: &PaxosConfig) -> LiveConfig {
 /// simulator-only and ignored here.
 pub fn run_point_live(cfg: &PaxosConfig) -> anyhow::Result<PaxosResult> {
     cfg.validate().map_err(anyhow::Error::msg)?;
+    require_leveldb(cfg.kv)?;
     let lc = live_config(cfg);
     let stop = Stop::new();
     let mut plan = Plan::bind(&lc)?;
@@ -46,20 +46,7 @@ pub fn run_point_live(cfg: &PaxosConfig) -> anyhow::Result<PaxosResult> {
         let lcfg = lc.learner_config(i as u16);
         let name = format!("learner{i}");
         learners.push(if cfg.kv {
-            // A fresh LevelDB per replica (Figure 7d).
-            let dir = kv_dir.join(&name);
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&kv_dir)?;
-            let replica = Replica::open(&dir, lcfg).map_err(|e| anyhow::anyhow!("LevelDB {}: {e:?}", dir.display()))?;
-            let mut slot = Some(replica);
-            spawn_host(
-                &name,
-                socket,
-                plan.learner_options(i),
-                &stop,
-                move || slot.take().expect("built once"),
-                |r, _| r.learner.stats,
-            )?
+            spawn_replica(&kv_dir.join(&name), socket, plan.learner_options(i), lcfg, &stop)?
         } else {
             spawn_host(&name, socket, plan.learner_options(i), &stop, move || Learner::new(lcfg), |l, _| l.stats)?
         });
@@ -78,7 +65,7 @@ pub fn run_point_live(cfg: &PaxosConfig) -> anyhow::Result<PaxosResult> {
             socket,
             plan.proposer_options(),
             &stop,
-            move || innet_paxos_kv::with_kv_load(LoadProposer::new(Proposer::new(pcfg), outstanding, end, false), kv),
+            move || with_kv_load(LoadProposer::new(Proposer::new(pcfg), outstanding, end, false), kv),
             |p, _| p,
         )?);
     }
@@ -158,6 +145,7 @@ pub fn up(cfg: &UpPaxos, stop: &Stop, mut say: impl FnMut(&str)) -> anyhow::Resu
         ..PaxosConfig::default()
     };
     probe.validate().map_err(anyhow::Error::msg)?;
+    require_leveldb(cfg.kv_load)?;
     for (flag, v) in [("--load-s", cfg.load_s), ("--duration-s", cfg.duration_s)] {
         if let Some(v) = v {
             anyhow::ensure!(v > 0.0 && v <= 1e7, "{flag} {v} must be a number of seconds above 0");
@@ -200,7 +188,7 @@ pub fn up(cfg: &UpPaxos, stop: &Stop, mut say: impl FnMut(&str)) -> anyhow::Resu
             socket,
             plan.proposer_options(),
             stop,
-            move || innet_paxos_kv::with_kv_load(LoadProposer::new(Proposer::new(pcfg), n, far, false), kv_load),
+            move || with_kv_load(LoadProposer::new(Proposer::new(pcfg), n, far, false), kv_load),
             |p, _| p,
         )?);
     }
@@ -241,4 +229,55 @@ pub fn up(cfg: &UpPaxos, stop: &Stop, mut say: impl FnMut(&str)) -> anyhow::Resu
         (t.as_secs_f64(), gap as f64 / 1e6)
     });
     Ok(UpPaxosReport { committed: ps.iter().map(|p| p.commit_times_ns.len()).sum(), learners, takeover })
+}
+
+/// Refuses key-value runs in an innet built without LevelDB.
+fn require_leveldb(kv: bool) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !kv || cfg!(feature = "leveldb"),
+        "the replicated key-value store needs LevelDB: build innet with the `leveldb` feature (on by default; \
+         needs libleveldb-dev)"
+    );
+    Ok(())
+}
+
+/// Proposers submit key-value commands (`kv`) or opaque values.
+fn with_kv_load(p: LoadProposer, kv: bool) -> LoadProposer {
+    #[cfg(feature = "leveldb")]
+    return innet_paxos_kv::with_kv_load(p, kv);
+    #[cfg(not(feature = "leveldb"))]
+    {
+        assert!(!kv, "refused by require_leveldb");
+        p
+    }
+}
+
+/// A learner that is a key-value replica on a fresh LevelDB in `dir`
+/// (Figure 7d).
+#[cfg(feature = "leveldb")]
+fn spawn_replica(
+    dir: &std::path::Path,
+    socket: std::net::UdpSocket,
+    opts: innet_live::HostOptions,
+    lcfg: innet_paxos::LearnerConfig,
+    stop: &Stop,
+) -> anyhow::Result<innet_live::NodeHandle<LearnerStats>> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir.parent().unwrap_or(dir))?;
+    let replica =
+        innet_paxos_kv::Replica::open(dir, lcfg).map_err(|e| anyhow::anyhow!("LevelDB {}: {e:?}", dir.display()))?;
+    let mut slot = Some(replica);
+    let name = dir.file_name().map_or("replica".into(), |n| n.to_string_lossy().into_owned());
+    Ok(spawn_host(&name, socket, opts, stop, move || slot.take().expect("built once"), |r, _| r.learner.stats)?)
+}
+
+#[cfg(not(feature = "leveldb"))]
+fn spawn_replica(
+    _: &std::path::Path,
+    _: std::net::UdpSocket,
+    _: innet_live::HostOptions,
+    _: innet_paxos::LearnerConfig,
+    _: &Stop,
+) -> anyhow::Result<innet_live::NodeHandle<LearnerStats>> {
+    unreachable!("refused by require_leveldb")
 }

@@ -370,7 +370,7 @@ pub fn random_check_config(seed: u64, data_plane: DataPlaneAt, duration_s: f64) 
 mod tests {
     use super::*;
 
-    /// Issue 3 point 8 on a handful of seeds (the CLI runs 1000): both
+    /// The randomized safety check on a handful of seeds (the CLI runs 1000): both
     /// deployments stay safe and deliver everything under faults, and a seed
     /// replays exactly.
     #[test]
@@ -402,7 +402,7 @@ mod tests {
         assert!(after > 100, "only {after} commits after takeover");
     }
 
-    /// Issue 3 acceptance: a ring much smaller than the number of instances
+    /// CAANS section 3.1 (log trimming): a ring much smaller than the number of instances
     /// never loses one (trimming by learner checkpoints).
     #[test]
     fn small_ring_many_instances_loses_nothing() {

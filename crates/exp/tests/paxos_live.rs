@@ -1,4 +1,4 @@
-//! The consensus service live on loopback (issue 3 acceptance): with the
+//! The consensus service live on loopback: with the
 //! data-plane roles in software switches, killing one of three acceptors
 //! does not stop deliveries, and killing the coordinator stops them only
 //! until the software backup takes over (CAANS section 6.4, Figure 8).

@@ -31,10 +31,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::time::Duration;
 
 use innet_core::deploy::DataPlaneAt;
-use innet_paxos::acceptor::{Acceptor, AcceptorConfig};
+use innet_paxos::acceptor::Acceptor;
 use innet_paxos::deploy::{self as paxos_deploy, PaxosDeployment, PaxosParams, PaxosRole, PaxosShape, Roles};
 use innet_paxos::software::SoftwareNode;
-use innet_paxos::{BackupConfig, BackupCoordinator, Coordinator, CoordinatorConfig, LearnerConfig, ProposerConfig};
+use innet_paxos::{BackupCoordinator, Coordinator, LearnerConfig, ProposerConfig};
 
 use crate::deploy::{host_options, switch_setup};
 use crate::host::{spawn_host, HostOptions, NodeHandle};
@@ -158,15 +158,6 @@ impl LiveConfig {
     }
     pub fn trim_quorum(&self) -> usize {
         self.roles().trim_quorum()
-    }
-    pub fn coordinator_config(&self) -> CoordinatorConfig {
-        self.roles().coordinator()
-    }
-    pub fn acceptor_config(&self, id: u16) -> AcceptorConfig {
-        self.roles().acceptor(id)
-    }
-    pub fn backup_config(&self) -> BackupConfig {
-        self.roles().backup()
     }
     pub fn learner_config(&self, id: u16) -> LearnerConfig {
         self.roles().learner(id)

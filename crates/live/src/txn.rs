@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use innet_core::rng::Rng;
-use innet_core::{Counters, Host, Outbox, Time};
+use innet_core::{Host, Outbox, Time};
 use innet_storage::RedbBackend;
 use innet_txn::client::Completed;
 use innet_txn::store::{Backend, MemBackend, StoreCounters};
@@ -409,11 +409,6 @@ pub fn run_txn(
     let mut host = OneShot::new(TxnClient::new(cfg), txn, own.clone());
     run_host(&mut host, socket, &HostOptions::upstream(target).with_delay(delay), &own)?;
     Ok(host.take())
-}
-
-/// Counters as `(String, u64)` pairs.
-pub fn counters_of(c: &dyn Counters) -> Vec<(String, u64)> {
-    c.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
 /// The answer to one raw request ([`raw_request`]).

@@ -1,4 +1,4 @@
-//! Issue 3 acceptance: the C example builds with gcc against the shared
+//! The C example builds with gcc against the shared
 //! library, as the README says, and runs: ten values submitted, ten
 //! delivered, for both deployments.
 

@@ -49,9 +49,9 @@ impl Command {
     /// over 64 keys, every seventh a delete, every eleventh a get.
     pub fn load(n: u64) -> Command {
         let key = format!("k{}", n % 64).into_bytes();
-        if n.is_multiple_of(7) {
+        if n % 7 == 0 {
             Command::Delete { key }
-        } else if n.is_multiple_of(11) {
+        } else if n % 11 == 0 {
             Command::Get { key }
         } else {
             Command::Put { key, value: format!("v{n}").into_bytes() }

@@ -1,4 +1,4 @@
-//! The safety checker for consensus histories (issue 3, point 8), over what
+//! The safety checker for consensus histories (CAANS section 3: agreement, validity, exactly-once delivery), over what
 //! the simulator records: the values proposers submitted and every learner's
 //! sequence of deliveries (no-ops and filtered duplicates included).
 //!

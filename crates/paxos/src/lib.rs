@@ -3,7 +3,7 @@
 //!
 //! Paxos's coordinator and acceptors run as data-plane programs
 //! ([`Coordinator`], [`Acceptor`]: fixed register arrays, bounded work, one
-//! packet rewritten in place, a verdict), so that a switch (or, later, an XDP
+//! packet rewritten in place, a verdict), so that a switch (or an XDP
 //! program) orders values at line rate; proposers and learners are library
 //! code on end hosts (section 3). The message pattern is Paxos phase 2
 //! (Figure 1): proposer -> coordinator (REQUEST, turned into a 2A for the

@@ -411,10 +411,6 @@ impl Sim {
         &self.nodes[node].name
     }
 
-    pub fn node_count(&self) -> usize {
-        self.nodes.len()
-    }
-
     pub fn node_stats(&self, node: NodeId) -> &NodeStats {
         &self.nodes[node].stats
     }

@@ -25,7 +25,7 @@ pub const DEFAULT_PORT: u16 = 9201;
 
 const _: () = assert!(LEN == 21);
 
-/// Offsets of the fields (shared with the BPF header in a later issue).
+/// Offsets of the fields (mirrored by `bpf/include/innet_netcraq.h`, checked in `crates/xdp`).
 pub mod offset {
     pub const KV_OP: usize = 0;
     pub const KEY: usize = 1;

@@ -42,7 +42,7 @@ pub const LEARNER_PORT: u16 = 0x8890;
 
 const _: () = assert!(PACKET_LEN == 48);
 
-/// Byte offsets of the fields (shared with the BPF header in a later issue).
+/// Byte offsets of the fields (mirrored by `bpf/include/innet_paxos.h`, checked in `crates/xdp`).
 pub mod offset {
     pub const MSGTYPE: usize = 0;
     pub const INST: usize = 2;
