@@ -190,7 +190,7 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
     println!("Figure 7a ({}): throughput and latency by requests in flight", a.runtime.name());
     println!(
         "{:>10} {:>11} {:>14} {:>12} {:>12} {:>12}",
-        "dataplane", "outstanding", "committed/s", "mean us", "std us", "p99 us"
+        "data plane", "outstanding", "committed/s", "mean us", "std us", "p99 us"
     );
     for r in &rs {
         println!(
@@ -264,7 +264,7 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
 /// A coordinator, acceptors, backup coordinator and learners on loopback.
 #[derive(Args, Debug)]
 pub struct UpPaxosArgs {
-    /// switch (coordinator and acceptors in software switches) or software (as processes).
+    /// Where the coordinator and acceptors run: switch (user-space software switches) or process.
     #[arg(long, default_value = "switch")]
     data_plane: String,
     #[arg(long, default_value_t = 3)]

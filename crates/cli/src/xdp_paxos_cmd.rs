@@ -1,6 +1,6 @@
 //! `innet bench xdp-paxos`: CAANS end to end with the coordinator and the
 //! acceptors as BPF programs (testbed topology `paxos`), against the same
-//! programs as user-space processes (`--dataplane software`, libpaxos-style)
+//! programs as user-space processes (`--data-plane process`, libpaxos-style)
 //! and as user-space software switches, at equal client load, side by side
 //! in one run. `bench xdp-paxos-hosts` (hidden) is the end-host half that
 //! runs inside the testbed's hosts namespace.
