@@ -116,6 +116,31 @@ local function name_of(table, code)
     return table[code] or ("unknown " .. code)
 end
 
+-- Ends a format's dissection: the verdict (the error, or the ignored
+-- trailing bytes after the `used` ones) and the Info column.
+local function finish(tvb, pinfo, root, fields, malformed, err, detail, used, info)
+    if err then
+        mark_malformed(root, fields.error, malformed, err, detail)
+        info[#info + 1] = "[malformed: " .. err .. "]"
+    else
+        add_trailing(root, fields.trailing, tvb, used)
+    end
+    pinfo.cols.info = table.concat(info, " ")
+    return tvb:len()
+end
+
+-- Registers a format's fields with its protocol, plus the two every format
+-- has (`<abbr>.trailing`, `<abbr>.error`), and its malformed-packet expert.
+local function declare(proto, abbr, fields, title)
+    fields.trailing = ProtoField.bytes(abbr .. ".trailing", "Ignored trailing bytes")
+    fields.error = ProtoField.string(abbr .. ".error", "Decode error")
+    proto.fields = fields
+    local malformed = ProtoExpert.new(abbr .. ".malformed", "Malformed " .. title .. " packet",
+        expert.group.MALFORMED, expert.severity.ERROR)
+    proto.experts = { malformed }
+    return malformed
+end
+
 -- ---------------------------------------------------------------------------
 -- Gotthard / NOCC transactions
 
@@ -145,13 +170,8 @@ local tf = {
     op_type = ProtoField.uint8("innet_txn.op.type", "Op type", base.DEC, TXN_OP_TYPE),
     op_key = ProtoField.uint32("innet_txn.op.key", "Key", base.DEC),
     op_value = ProtoField.bytes("innet_txn.op.value", "Value"),
-    trailing = ProtoField.bytes("innet_txn.trailing", "Ignored trailing bytes"),
-    error = ProtoField.string("innet_txn.error", "Decode error"),
 }
-txn.fields = tf
-local txn_malformed = ProtoExpert.new("innet_txn.malformed", "Malformed innet transaction packet",
-    expert.group.MALFORMED, expert.severity.ERROR)
-txn.experts = { txn_malformed }
+local txn_malformed = declare(txn, "innet_txn", tf, "innet transaction")
 
 -- The flags as the Rust `Flags` Debug shows them, e.g. "RES|from_switch".
 local function txn_flags_text(flags)
@@ -252,14 +272,7 @@ local function txn_dissect(tvb, pinfo, tree)
             summary[#summary + 1] = string.format("%s(%u)", name_of(TXN_OP_TYPE, t), key)
         end
     end
-    if err then
-        mark_malformed(root, tf.error, txn_malformed, err, detail)
-        summary[#summary + 1] = "[malformed: " .. err .. "]"
-    else
-        add_trailing(root, tf.trailing, tvb, detail)
-    end
-    pinfo.cols.info = table.concat(summary, " ")
-    return tvb:len()
+    return finish(tvb, pinfo, root, tf, txn_malformed, err, detail, detail, summary)
 end
 
 -- ---------------------------------------------------------------------------
@@ -288,13 +301,8 @@ local pf = {
     env_proposer = ProtoField.uint32("innet_paxos.envelope.proposer", "Proposer", base.DEC),
     env_request = ProtoField.uint32("innet_paxos.envelope.request", "Request", base.DEC),
     env_payload = ProtoField.bytes("innet_paxos.envelope.payload", "Payload"),
-    trailing = ProtoField.bytes("innet_paxos.trailing", "Ignored trailing bytes"),
-    error = ProtoField.string("innet_paxos.error", "Decode error"),
 }
-paxos.fields = pf
-local paxos_malformed = ProtoExpert.new("innet_paxos.malformed", "Malformed innet Paxos packet",
-    expert.group.MALFORMED, expert.severity.ERROR)
-paxos.experts = { paxos_malformed }
+local paxos_malformed = declare(paxos, "innet_paxos", pf, "innet Paxos")
 
 -- paxos::validate.
 local function paxos_check(tvb)
@@ -338,30 +346,24 @@ local function paxos_dissect(tvb, pinfo, tree)
         info[1] = string.format("%s inst=%u rnd=%u vrnd=%u acptid=%u", name_of(PAXOS_MSGTYPE, tvb(0, 2):uint()),
             tvb(2, 4):uint(), tvb(6, 2):uint(), tvb(8, 2):uint(), tvb(10, 2):uint())
     end
-    if err then
-        mark_malformed(root, pf.error, paxos_malformed, err, detail)
-        info[#info + 1] = "[malformed: " .. err .. "]"
-    else
-        -- innet_paxos::envelope::Envelope::from_value: the proposer library's
-        -- `proposer u32 | request u32 | payload` in the meaningful bytes.
-        local len = tvb(12, 4):uint()
-        if len >= PAXOS_ENVELOPE_HEADER_LEN then
-            local env = value_item:add(pf.envelope, tvb(16, len))
-            local proposer, request = tvb(16, 4):uint(), tvb(20, 4):uint()
-            env:set_text(string.format("Envelope: proposer %u, request %u%s", proposer, request,
-                proposer == 0 and " (no-op)" or ""))
-            env:add(pf.env_proposer, tvb(16, 4))
-            env:add(pf.env_request, tvb(20, 4))
-            if len > PAXOS_ENVELOPE_HEADER_LEN then
-                local payload = tvb(24, len - PAXOS_ENVELOPE_HEADER_LEN)
-                annotate_value(env:add(pf.env_payload, payload), payload)
-            end
-            info[#info + 1] = string.format("proposer=%u request=%u", proposer, request)
+    -- innet_paxos::envelope::Envelope::from_value: the proposer library's
+    -- `proposer u32 | request u32 | payload` in the meaningful bytes, of a
+    -- valid packet only (value_len is then at most PAXOS_VALUE_LEN).
+    local len = not err and tvb(12, 4):uint() or 0
+    if len >= PAXOS_ENVELOPE_HEADER_LEN then
+        local env = value_item:add(pf.envelope, tvb(16, len))
+        local proposer, request = tvb(16, 4):uint(), tvb(20, 4):uint()
+        env:set_text(string.format("Envelope: proposer %u, request %u%s", proposer, request,
+            proposer == 0 and " (no-op)" or ""))
+        env:add(pf.env_proposer, tvb(16, 4))
+        env:add(pf.env_request, tvb(20, 4))
+        if len > PAXOS_ENVELOPE_HEADER_LEN then
+            local payload = tvb(24, len - PAXOS_ENVELOPE_HEADER_LEN)
+            annotate_value(env:add(pf.env_payload, payload), payload)
         end
-        add_trailing(root, pf.trailing, tvb, detail)
+        info[#info + 1] = string.format("proposer=%u request=%u", proposer, request)
     end
-    pinfo.cols.info = table.concat(info, " ")
-    return tvb:len()
+    return finish(tvb, pinfo, root, pf, paxos_malformed, err, detail, detail, info)
 end
 
 -- ---------------------------------------------------------------------------
@@ -376,13 +378,8 @@ local cf = {
     kv_op = ProtoField.uint8("innet_netcraq.kv_op", "kv_op", base.DEC, CRAQ_OP),
     key = ProtoField.uint32("innet_netcraq.key", "Key", base.DEC),
     value = ProtoField.bytes("innet_netcraq.value", "Value"),
-    trailing = ProtoField.bytes("innet_netcraq.trailing", "Ignored trailing bytes"),
-    error = ProtoField.string("innet_netcraq.error", "Decode error"),
 }
-craq.fields = cf
-local craq_malformed = ProtoExpert.new("innet_netcraq.malformed", "Malformed NetCRAQ packet",
-    expert.group.MALFORMED, expert.severity.ERROR)
-craq.experts = { craq_malformed }
+local craq_malformed = declare(craq, "innet_netcraq", cf, "NetCRAQ")
 
 -- netcraq::validate.
 local function craq_check(tvb)
@@ -415,14 +412,7 @@ local function craq_dissect(tvb, pinfo, tree)
             info[#info + 1] = "value=" .. p
         end
     end
-    if err then
-        mark_malformed(root, cf.error, craq_malformed, err, detail)
-        info[#info + 1] = "[malformed: " .. err .. "]"
-    else
-        add_trailing(root, cf.trailing, tvb, detail)
-    end
-    pinfo.cols.info = table.concat(info, " ")
-    return tvb:len()
+    return finish(tvb, pinfo, root, cf, craq_malformed, err, detail, detail, info)
 end
 
 -- ---------------------------------------------------------------------------
@@ -442,13 +432,8 @@ local nf = {
     key = ProtoField.bytes("innet_netchain.key", "Key"),
     value = ProtoField.bytes("innet_netchain.value", "Value"),
     vgroup = ProtoField.uint16("innet_netchain.vgroup", "Virtual group", base.DEC),
-    trailing = ProtoField.bytes("innet_netchain.trailing", "Ignored trailing bytes"),
-    error = ProtoField.string("innet_netchain.error", "Decode error"),
 }
-nc.fields = nf
-local nc_malformed = ProtoExpert.new("innet_netchain.malformed", "Malformed NetChain packet",
-    expert.group.MALFORMED, expert.severity.ERROR)
-nc.experts = { nc_malformed }
+local nc_malformed = declare(nc, "innet_netchain", nf, "NetChain")
 
 -- netchain::validate: the error, or nil, the stack depth and the bytes used.
 local function nc_check(tvb)
@@ -544,14 +529,7 @@ local function nc_dissect(tvb, pinfo, tree)
         end
     end
     info[#info + 1] = "chain [" .. table.concat(hops, " ") .. "]"
-    if err then
-        mark_malformed(root, nf.error, nc_malformed, err, detail)
-        info[#info + 1] = "[malformed: " .. err .. "]"
-    else
-        add_trailing(root, nf.trailing, tvb, used)
-    end
-    pinfo.cols.info = table.concat(info, " ")
-    return tvb:len()
+    return finish(tvb, pinfo, root, nf, nc_malformed, err, detail, used, info)
 end
 
 -- ---------------------------------------------------------------------------
