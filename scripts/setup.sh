@@ -5,16 +5,21 @@ set -euo pipefail
 need_apt=()
 # clang/llvm/libbpf-dev/gcc-multilib build the BPF programs in bpf/ (gcc-multilib
 # provides asm/types.h for -target bpf); libelf-dev and zlib1g-dev build the
-# vendored libbpf of libbpf-rs; bpftool and iproute2 run the XDP testbed.
+# vendored libbpf of libbpf-rs; bpftool and iproute2 run the XDP testbed;
+# tshark runs the Wireshark dissectors (tools/wireshark) over the golden vectors.
 for pkg in build-essential pkg-config fonts-dejavu-core git libleveldb-dev \
-    clang llvm libbpf-dev gcc-multilib libelf-dev zlib1g-dev bpftool iproute2; do
+    clang llvm libbpf-dev gcc-multilib libelf-dev zlib1g-dev bpftool iproute2 tshark; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "setup: installing ${need_apt[*]} (apt)"
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    # tshark's postinst asks whether non-root users may capture; answer no
+    # beforehand so the install never stops for a question.
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    # (through env: sudo drops the caller's environment)
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

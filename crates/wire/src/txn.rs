@@ -154,6 +154,18 @@ impl OpType {
             _ => return None,
         })
     }
+
+    /// The name used in golden vectors, docs and the Wireshark dissector.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpType::Nop => "NOP",
+            OpType::Read => "READ",
+            OpType::Write => "WRITE",
+            OpType::Value => "VALUE",
+            OpType::Updated => "UPDATED",
+            OpType::CpuPct => "CPU_PCT",
+        }
+    }
 }
 
 /// Outcome carried in a response.
@@ -179,6 +191,15 @@ impl Status {
             3 => Status::BadRequest,
             _ => return None,
         })
+    }
+    /// The name used in golden vectors, docs and the Wireshark dissector.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "OK",
+            Status::Abort => "ABORT",
+            Status::OptimisticAbort => "OPTIMISTIC_ABORT",
+            Status::BadRequest => "BADREQ",
+        }
     }
     pub fn is_abort(self) -> bool {
         matches!(self, Status::Abort | Status::OptimisticAbort)

@@ -88,9 +88,11 @@ fn check_valid(v: &Vector, d: &Decoded) {
     assert_eq!(m.frag_seq, d.frag_seq, "{n}: frag_seq");
     assert_eq!(m.frag_cnt, d.frag_cnt, "{n}: frag_cnt");
     assert_eq!(m.status as u8, status_code(&d.status), "{n}: status");
+    assert_eq!(m.status.name(), d.status, "{n}: status name");
     assert_eq!(m.ops.len(), d.ops.len(), "{n}: op count");
     for (i, (got, want)) in m.ops.iter().zip(&d.ops).enumerate() {
         assert_eq!(got.kind as u8, op_code(&want.op_type), "{n}: op {i} type");
+        assert_eq!(got.kind.name(), want.op_type, "{n}: op {i} type name");
         assert_eq!(got.key, want.key, "{n}: op {i} key");
         let value = unhex(&want.value_hex);
         assert_eq!(value.len(), VALUE_LEN, "{n}: op {i} value_hex width");

@@ -3,9 +3,11 @@
 
 use serde::Deserialize;
 
-/// The vectors of `golden/<file>` (JSON, a list).
+/// The vectors of `crates/wire/golden/<file>` (JSON, a list). Tests of other
+/// crates include this module by path; every crate sits in `crates/<name>`,
+/// so the path from the including crate's manifest dir reaches the files.
 pub fn load<T: for<'de> Deserialize<'de>>(file: &str) -> Vec<T> {
-    let path = format!("{}/golden/{file}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/../wire/golden/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} does not parse: {e}"))
 }
