@@ -12,9 +12,10 @@
  * counters and table contents with the Rust reference on >= 100,000 packets.
  *
  * xdp_txn_switch() wraps it in Ethernet/IPv4/UDP: Upstream rewrites to the
- * store's MAC/IP and redirects to the store port; Downstream rewrites to the
- * client next hop (source = the service address clients sent to) and
- * redirects to the client port; Reflect swaps addresses and XDP_TX. Anything
+ * store's MAC/IP and redirects to the port towards it (the store, or the
+ * next switch up); Downstream rewrites the source to the service address
+ * clients sent to and redirects by the destination's route (txn_routes:
+ * one per client subnet behind another switch) or else to the client port; Reflect swaps addresses and XDP_TX. Anything
  * that is not IPv4/UDP to or from the configured port passes to the kernel.
  *
  * The tables are innet_core::table::SetAssoc: 4-way sets, Fibonacci hash,
@@ -53,6 +54,15 @@ MAP(txn_cache, BPF_MAP_TYPE_ARRAY, INNET_CACHE_SLOTS_DEFAULT / INNET_WAYS, struc
 
 /* Last decision per client, for duplicate detection (TxnSwitch.clients). */
 MAP(txn_clients, BPF_MAP_TYPE_ARRAY, INNET_CLIENT_SLOTS_DEFAULT / INNET_WAYS, struct innet_client_set);
+
+/* Downstream routes by destination prefix (struct innet_txn_route). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, INNET_TXN_ROUTES_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct innet_txn_route_key);
+	__type(value, struct innet_txn_route);
+} txn_routes SEC(".maps");
 
 /* Every decision counted (INNET_TXN_CTR_*). */
 MAP(txn_counters, BPF_MAP_TYPE_ARRAY, INNET_TXN_CTR_COUNT, __u64);
@@ -617,12 +627,20 @@ int xdp_txn_switch(struct xdp_md *ctx)
 		l.ip->daddr = cfg->store_ip;
 		ip_checksum(l.ip);
 		return out_port(ctx, cfg->store_ifindex);
-	case INNET_VERDICT_DOWNSTREAM:
-		__builtin_memcpy(l.eth->h_source, cfg->client_port_mac, ETH_ALEN);
-		__builtin_memcpy(l.eth->h_dest, cfg->client_mac, ETH_ALEN);
+	case INNET_VERDICT_DOWNSTREAM: {
+		struct innet_txn_route_key rk = { .prefixlen = 32, .addr = l.ip->daddr };
+		struct innet_txn_route *r = bpf_map_lookup_elem(&txn_routes, &rk);
 		l.ip->saddr = cfg->service_ip;
 		ip_checksum(l.ip);
+		if (r) {
+			__builtin_memcpy(l.eth->h_source, r->port_mac, ETH_ALEN);
+			__builtin_memcpy(l.eth->h_dest, r->next_mac, ETH_ALEN);
+			return out_port(ctx, r->ifindex);
+		}
+		__builtin_memcpy(l.eth->h_source, cfg->client_port_mac, ETH_ALEN);
+		__builtin_memcpy(l.eth->h_dest, cfg->client_mac, ETH_ALEN);
 		return out_port(ctx, cfg->client_ifindex);
+	}
 	default:
 		return XDP_DROP;
 	}

@@ -11,15 +11,23 @@ for pkg in build-essential pkg-config fonts-dejavu-core git libleveldb-dev \
     clang llvm libbpf-dev gcc-multilib libelf-dev zlib1g-dev bpftool iproute2 tshark; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
-if [ ${#need_apt[@]} -gt 0 ]; then
-    echo "setup: installing ${need_apt[*]} (apt)"
+# mininet and bridge-utils run `innet mininet` (tools/mininet) with Linux-bridge
+# switches; installed without Mininet's recommended Open vSwitch, which it does
+# not use here.
+need_bare=()
+for pkg in mininet bridge-utils; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need_bare+=("$pkg")
+done
+if [ $((${#need_apt[@]} + ${#need_bare[@]})) -gt 0 ]; then
+    echo "setup: installing ${need_apt[*]} ${need_bare[*]} (apt)"
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     # tshark's postinst asks whether non-root users may capture; answer no
     # beforehand so the install never stops for a question.
     echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
     $SUDO apt-get update -qq
     # (through env: sudo drops the caller's environment)
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    [ ${#need_apt[@]} -eq 0 ] || $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    [ ${#need_bare[@]} -eq 0 ] || $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_bare[@]}" >/dev/null
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

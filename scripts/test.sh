@@ -14,10 +14,10 @@ if grep -qE "FAILED|^error|test result: FAILED" /tmp/innet-test.log; then
     echo "cargo test failed; full log in /tmp/innet-test.log" >&2
     exit 1
 fi
-# Privileged and tool-dependent tests (BPF, network namespaces, tshark) print
+# Privileged and tool-dependent tests (BPF, network namespaces, tshark, Mininet) print
 # what they ran or why they skipped.
 # (-q prints progress dots on the same lines: match anywhere, print from the tag.)
-grep -oE "(DIFFERENTIAL|TESTBED|TOPOLOGY|WIRESHARK|SKIPPED:) .*" /tmp/innet-test.log || true
+grep -oE "(DIFFERENTIAL|TESTBED|TOPOLOGY|WIRESHARK|MININET|SKIPPED:) .*" /tmp/innet-test.log || true
 if [ "${CI:-}" = "true" ] && grep -q "SKIPPED: " /tmp/innet-test.log; then
     echo "privileged tests skipped under CI=true (they must run in CI); see SKIPPED lines above" >&2
     exit 1

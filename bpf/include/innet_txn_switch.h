@@ -70,6 +70,25 @@ struct innet_txn_config {
 #define INNET_TXN_CONFIG_SIZE 56
 _Static_assert(sizeof(struct innet_txn_config) == INNET_TXN_CONFIG_SIZE, "config size");
 
+/* Map txn_routes (LPM trie): where Downstream replies go, by destination
+ * address. A switch with switches below it (a core over edge switches,
+ * Gotthard section 3.6) has one route per client subnet; a destination no
+ * route covers goes to the config's client port. */
+struct innet_txn_route_key {
+	__u32 prefixlen; /* bits of addr that count */
+	__be32 addr;
+};
+struct innet_txn_route {
+	__u32 ifindex;	   /* egress device */
+	__u8 port_mac[6];  /* the switch's MAC on it */
+	__u8 next_mac[6];  /* the next hop's MAC */
+};
+#define INNET_TXN_ROUTE_KEY_SIZE 8
+#define INNET_TXN_ROUTE_SIZE 16
+#define INNET_TXN_ROUTES_MAX 64
+_Static_assert(sizeof(struct innet_txn_route_key) == INNET_TXN_ROUTE_KEY_SIZE, "route key size");
+_Static_assert(sizeof(struct innet_txn_route) == INNET_TXN_ROUTE_SIZE, "route size");
+
 /* Map txn_state (array, 1 entry): the switch's scalar registers. */
 struct innet_txn_state {
 	__u32 cache_clock;	/* SetAssoc clock of txn_cache */

@@ -192,6 +192,22 @@ pub struct TopologyArgs {
     /// With --topology: seed of the load nodes' workloads.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// With --topology: MACHINE=IP: every node of MACHINE binds on IP and is
+    /// reached there, on the file's port (repeat per machine; the file's
+    /// addresses are for one machine's loopback, each host here has its own).
+    #[arg(long, value_name = "MACHINE=IP", requires = "topology", value_parser = parse_place)]
+    pub place: Vec<(String, std::net::IpAddr)>,
+}
+
+/// `MACHINE=IP`.
+pub(crate) fn parse_place(s: &str) -> Result<(String, std::net::IpAddr), String> {
+    let form = "expected MACHINE=IP, e.g. edge0=10.0.0.3";
+    let (m, ip) = s.split_once('=').ok_or_else(|| format!("'{s}': {form}"))?;
+    if m.is_empty() {
+        return Err(format!("'{s}': no machine name; {form}"));
+    }
+    let ip = ip.parse().map_err(|_| format!("'{s}': '{ip}' is not an IP address; {form}"))?;
+    Ok((m.to_string(), ip))
 }
 
 /// A number of seconds > 0.
@@ -208,7 +224,8 @@ pub(crate) fn parse_duration_s(s: &str) -> Result<f64, String> {
 /// load group's result.
 pub fn run_topology(t: &TopologyArgs, service: &str, mut load: innet_exp::up::UpLoad) -> anyhow::Result<i32> {
     let path = t.topology.as_ref().expect("called with --topology");
-    let topo = Topology::load(path)?;
+    let mut topo = Topology::load(path)?;
+    topo.place(&t.place)?;
     anyhow::ensure!(
         topo.service.name() == service,
         "{} is a {} topology: run `innet up {}`",
@@ -308,12 +325,16 @@ pub enum TopologyCmd {
         /// One JSON object (what `innet mininet` reads).
         #[arg(long)]
         json: bool,
+        /// MACHINE=IP: show the nodes of MACHINE placed on IP, as `innet up --place` places them.
+        #[arg(long, value_name = "MACHINE=IP", value_parser = parse_place)]
+        place: Vec<(String, std::net::IpAddr)>,
     },
 }
 
 pub fn run_topology_cmd(c: TopologyCmd) -> anyhow::Result<i32> {
-    let TopologyCmd::Show { file, json } = c;
-    let t = Topology::load(&file)?;
+    let TopologyCmd::Show { file, json, place } = c;
+    let mut t = Topology::load(&file)?;
+    t.place(&place)?;
     let j = t.to_json();
     if json {
         print_line(&serde_json::to_string(&j)?);

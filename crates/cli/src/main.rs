@@ -2,6 +2,7 @@
 
 mod chain_cmd;
 mod live_cmd;
+mod mininet_cmd;
 #[cfg(not(feature = "xdp"))]
 mod no_xdp;
 mod paxos_cmd;
@@ -91,6 +92,8 @@ enum Command {
     /// Check a topology file and show what it resolves to (nodes, tables, links).
     #[command(subcommand)]
     Topology(live_cmd::TopologyCmd),
+    /// Run a topology file as a Mininet network (root): every node in a Mininet host, load, teardown.
+    Mininet(mininet_cmd::MininetArgs),
 }
 
 fn main() {
@@ -107,6 +110,7 @@ fn main() {
         Command::Testbed(c) => xdp_cmd::run_testbed(c),
         Command::KvReplica(a) => paxos_cmd::run_kv_replica(a),
         Command::Topology(c) => live_cmd::run_topology_cmd(c),
+        Command::Mininet(a) => mininet_cmd::run_mininet(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

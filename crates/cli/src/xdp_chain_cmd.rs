@@ -168,3 +168,48 @@ pub fn run(a: BenchXdpChainArgs) -> anyhow::Result<i32> {
     let bad = planes.iter().any(|s| s.wrong_status > 0 || s.samples == 0);
     Ok(if bad { 1 } else { 0 })
 }
+
+/// `innet testbed up chain --drill`: the chain control plane drives the XDP
+/// chain while a middle node fails and recovers
+/// (crates/xdp/src/chain_control.rs). Exit status 1 unless every node ends
+/// with the same values, the history is linearizable and every map access
+/// succeeded.
+pub fn run_drill(protocol: Protocol, nodes: usize) -> anyhow::Result<i32> {
+    use innet_xdp::chain_control::{run_drill, DrillConfig};
+    let stop = crate::live_cmd::signals()?;
+    let cfg = DrillConfig::new(protocol, nodes);
+    let r = run_drill(&cfg, &stop)?;
+    let ms = |d: Option<std::time::Duration>| d.map_or("-".into(), |d| format!("{:.1} ms", d.as_secs_f64() * 1e3));
+    let list = |v: &[std::time::Duration]| {
+        v.iter().map(|d| format!("{:.1}", d.as_secs_f64() * 1e3)).collect::<Vec<_>>().join(", ")
+    };
+    println!(
+        "{protocol} chain of {nodes} XDP nodes; node{} failed (link down) after {:?}: removed in {}, chain {:?}; \
+         restarted {:?} later (fresh program): re-added in {}, chain at the end {:?}",
+        cfg.victim,
+        cfg.fail_after,
+        ms(r.removal),
+        r.members_after_failure,
+        cfg.restart_after,
+        ms(r.rejoin),
+        r.members_at_end
+    );
+    println!("writes paused (ms): {}; copies by map reads and writes (ms): {}", list(&r.pauses), list(&r.copies));
+    println!(
+        "interruption: {:.1} ms (longest gap between a client's completions); {} operations after the failure; \
+         control plane {:?}",
+        r.interruption.as_secs_f64() * 1e3,
+        r.operations_after_failure,
+        r.control.stats
+    );
+    let lin = match &r.check {
+        Ok(s) => format!("yes ({} keys, {} reads, {} acknowledged writes checked)", s.keys, s.reads, s.writes_acked),
+        Err(v) => format!("NO: {}", v.join("; ")),
+    };
+    println!("all nodes hold the same values: {}; history linearizable: {lin}", r.same_values());
+    for e in &r.errors {
+        println!("map access failed: {e}");
+    }
+    println!("testbed left up (innet testbed status / down)");
+    Ok(if r.same_values() && r.check.is_ok() && r.errors.is_empty() { 0 } else { 1 })
+}

@@ -7,9 +7,13 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
+use innet_chain::deploy::ChainRole;
 use innet_exp::results;
+use innet_paxos::deploy::PaxosRole;
+use innet_topology::Service;
 use innet_txn::switch::Mode;
 use innet_xdp::bench::{self, BenchConfig, ProbeConfig, Summary, TxnExperimentConfig};
+use innet_xdp::paxos_testbed::PaxosUp;
 use innet_xdp::testbed::{self, DataPlane, UpOptions};
 
 #[derive(Subcommand, Debug)]
@@ -31,6 +35,15 @@ pub enum TestbedCmd {
         #[arg(long)]
         only: Option<String>,
     },
+    /// Fail a role of a running testbed: `paxos coordinator` sets every
+    /// link of the coordinator's namespace down (a switch failure); the
+    /// backup coordinator takes over.
+    Fail {
+        /// The topology (`paxos`).
+        topology: String,
+        /// The role (`coordinator`).
+        role: String,
+    },
     /// Show the running testbed and the XDP switch's counters.
     Status {
         /// Also dump the switch's registers and every valid table slot.
@@ -41,8 +54,25 @@ pub enum TestbedCmd {
 
 #[derive(Args, Debug)]
 pub struct TestbedUpArgs {
-    /// The topology: `txn` or `chain`.
-    topology: String,
+    /// The service: `txn`, `paxos` or `chain`.
+    #[arg(value_name = "SERVICE")]
+    service: String,
+    /// Build the deployment of this topology file (docs/live.md). `txn`:
+    /// any transaction deployment, e.g. Gotthard's two edge switches under
+    /// a core (examples/topology-txn-tree.toml), one namespace per machine,
+    /// the XDP switch on every switch; `paxos` and `chain`: the testbed
+    /// with the file's number of acceptors, learners and proposers, or
+    /// chain nodes and protocol. Addresses are the testbed's own.
+    #[arg(long, value_name = "FILE")]
+    topology: Option<PathBuf>,
+    /// With a txn --topology: run every client group's closed-loop load for
+    /// this many seconds, print what each committed and each switch
+    /// counted, and leave the testbed up.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    load_s: Option<f64>,
+    /// With --load-s: share of transactions that write (increment the counter).
+    #[arg(long, default_value_t = 0.5, value_parser = parse_ratio)]
+    write_ratio: f64,
     /// Chain topology: netcraq or netchain.
     #[arg(long, default_value = "netcraq")]
     protocol: innet_chain::Protocol,
@@ -63,15 +93,130 @@ pub struct TestbedUpArgs {
     /// netem; clients emulate theirs with `innet client --client-delay-ms`).
     #[arg(long, default_value_t = 0.0)]
     store_delay_ms: f64,
+    /// Chain topology: run the chain control plane and a failure drill
+    /// (clients read and write while a middle node fails, is removed,
+    /// restarts, is recovered by copy and re-added), report and exit,
+    /// leaving the testbed up.
+    #[arg(long)]
+    drill: bool,
 }
 
-fn innet_exe() -> anyhow::Result<PathBuf> {
-    std::env::current_exe().context("path of the innet program")
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a duration: expected seconds > 0 (at most a day), e.g. 5 or 0.5")),
+    }
 }
 
-pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
-    match c {
-        TestbedCmd::Up(a) if a.topology == "chain" => {
+fn parse_ratio(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a ratio: expected a number from 0 to 1, e.g. 0.5")),
+    }
+}
+
+/// What a topology file asks of a testbed: the file's deployment, read
+/// once, for the service named on the command line.
+fn load_topology(a: &TestbedUpArgs) -> anyhow::Result<Option<innet_live::topology::Topology>> {
+    let Some(path) = &a.topology else {
+        anyhow::ensure!(a.load_s.is_none(), "--load-s needs --topology FILE (a txn topology)");
+        return Ok(None);
+    };
+    let t = innet_live::topology::Topology::load(path)?;
+    anyhow::ensure!(
+        t.service.name() == a.service,
+        "{} is a {} topology: run `innet testbed up {} --topology {}`",
+        path.display(),
+        t.service.name(),
+        t.service.name(),
+        path.display()
+    );
+    Ok(Some(t))
+}
+
+/// `innet testbed up txn --topology FILE [--load-s S]`.
+fn run_txn_topology(d: &innet_txn::deploy::TxnDeployment, a: &TestbedUpArgs) -> anyhow::Result<i32> {
+    use innet_xdp::txn_topology as tt;
+    anyhow::ensure!(
+        a.data_plane == DataPlane::Xdp,
+        "--topology builds the XDP data plane; the software switches of a topology run with \
+         `innet up txn --topology FILE` (loopback) or `innet mininet --topology FILE`"
+    );
+    let st = tt::up(d, &innet_exe()?, !a.no_store)?;
+    println!("testbed up: namespaces {}", st.state.namespaces.join(" "));
+    if let Some(store) = st.store {
+        println!("  store {store} (netns {})", st.state.namespaces.first().map_or("", |s| s.as_str()));
+    }
+    for s in &st.switches {
+        println!(
+            "  switch {} ({}): xdp_txn_switch in netns {}, service {}, maps {}",
+            s.name, s.mode, s.namespace, s.service, s.pin_dir
+        );
+    }
+    for g in &st.groups {
+        println!(
+            "  clients {} ({} clients, {} ms): netns {}, send to {}",
+            g.name, g.clients, g.delay_ms, g.namespace, g.target
+        );
+    }
+    for (x, y, ms) in &st.unemulated {
+        println!("  note: the {ms} ms between {x} and {y} is not emulated: no netem here, and XDP keeps the packet in the kernel");
+    }
+    let Some(secs) = a.load_s else {
+        if let Some(g) = st.groups.first() {
+            println!(
+                "  try: ip netns exec {} {} client txn --to {} --increment 1",
+                g.namespace,
+                innet_exe()?.display(),
+                g.target
+            );
+        }
+        return Ok(0);
+    };
+    // The paper's microbenchmark (Gotthard section 5.1): one counter, one key per transaction.
+    let workload = innet_txn::workload::Workload {
+        write_ratio: a.write_ratio,
+        keys: 1,
+        zipf: 0.0,
+        think_time: std::time::Duration::ZERO,
+        span: 1,
+        validated_reads: 0.0,
+    };
+    let loads = tt::run_load(&st, &workload, std::time::Duration::from_secs_f64(secs), 1)?;
+    println!(
+        "{:<12} {:>8} {:>10} {:>12} {:>16} {:>15}",
+        "group", "clients", "committed", "committed/s", "aborts_by_switch", "aborts_by_store"
+    );
+    for l in &loads {
+        println!(
+            "{:<12} {:>8} {:>10} {:>12.0} {:>16} {:>15}",
+            l.group,
+            l.clients,
+            l.stats.committed,
+            l.stats.committed as f64 / l.run_s.max(1e-9),
+            l.stats.aborts_by_switch,
+            l.stats.aborts_by_store
+        );
+    }
+    for (name, counters) in tt::switch_counters(&st)? {
+        let get = |k: &str| counters.iter().find(|(n, _)| *n == k).map_or(0, |(_, v)| *v);
+        println!(
+            "switch {name:<8} forwarded {} aborted {} optimistically_aborted {} learned_replies {}",
+            get("forwarded"),
+            get("aborted"),
+            get("optimistically_aborted"),
+            get("learned_replies")
+        );
+    }
+    Ok(if loads.iter().all(|l| l.stats.committed > 0) { 0 } else { 1 })
+}
+
+/// `innet testbed up SERVICE` without a topology file (or a chain's counts
+/// from one).
+fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
+    match a.service.as_str() {
+        "chain" if a.drill => crate::xdp_chain_cmd::run_drill(a.protocol, a.nodes),
+        "chain" => {
             let st = innet_xdp::chain_testbed::up(a.protocol, a.nodes, a.data_plane)?;
             println!("testbed up: {}: namespaces {}", st.topology, st.namespaces.join(" "));
             for i in 0..a.nodes {
@@ -85,9 +230,10 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
             println!("  client namespace {} ({})", testbed::NS_CLIENT, innet_xdp::chain_testbed::CLIENT_IP);
             Ok(0)
         }
-        TestbedCmd::Up(a) => {
+        "paxos" => crate::xdp_paxos_cmd::run_up(innet_exe()?),
+        _ => {
             let opts = UpOptions {
-                topology: a.topology,
+                topology: a.service,
                 data_plane: a.data_plane,
                 mode: a.mode,
                 start_store: !a.no_store,
@@ -115,11 +261,44 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
             );
             Ok(0)
         }
+    }
+}
+
+fn innet_exe() -> anyhow::Result<PathBuf> {
+    std::env::current_exe().context("path of the innet program")
+}
+
+pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
+    match c {
+        TestbedCmd::Up(mut a) => {
+            match load_topology(&a)?.map(|t| t.service) {
+                Some(Service::Txn(d)) => return run_txn_topology(&d, &a),
+                Some(Service::Paxos(p)) => {
+                    let count = |f: fn(&PaxosRole) -> bool| p.deployment.with_role(f).len();
+                    let up = PaxosUp {
+                        acceptors: count(|r| matches!(r, PaxosRole::Acceptor { .. })),
+                        learners: count(|r| matches!(r, PaxosRole::Learner { .. })),
+                        proposers: count(|r| matches!(r, PaxosRole::Proposer { .. })),
+                        slots: p.params.slots,
+                        backup_exe: None,
+                    };
+                    return crate::xdp_paxos_cmd::run_up_with(up, innet_exe()?);
+                }
+                Some(Service::Chain(c)) => {
+                    a.protocol = c.protocol;
+                    a.nodes = c.deployment.with_role(|r| matches!(r, ChainRole::Node { .. })).len();
+                }
+                None => {}
+            }
+            run_up(a)
+        }
+        TestbedCmd::Fail { topology, role } => crate::xdp_paxos_cmd::run_fail(&topology, &role),
         TestbedCmd::Down { only } => {
             let removed = match only.as_deref() {
                 None => testbed::down()?,
                 Some("paxos") => innet_xdp::paxos_testbed::down()?,
-                Some(t) => anyhow::bail!("--only {t}: only 'paxos' has its own cleanup"),
+                Some("txn-topology") => innet_xdp::txn_topology::down()?,
+                Some(t) => anyhow::bail!("--only {t}: 'paxos' and 'txn-topology' have their own cleanup"),
             };
             if removed.is_empty() {
                 println!("testbed down: nothing to remove");
@@ -130,6 +309,14 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
             Ok(0)
         }
         TestbedCmd::Status { tables } => {
+            if let Some(st) = innet_xdp::txn_topology::status() {
+                println!("{}", serde_json::to_string_pretty(&st)?);
+                for (name, counters) in innet_xdp::txn_topology::switch_counters(&st)? {
+                    for (k, v) in counters {
+                        println!("switch {name} {k:>40} {v}");
+                    }
+                }
+            }
             if let Some(st) = innet_xdp::paxos_testbed::status() {
                 crate::xdp_paxos_cmd::print_status(&st)?;
                 if testbed::status().is_none() {

@@ -3,26 +3,25 @@
 //! programs as user-space processes (`--data-plane process`, libpaxos-style)
 //! and as user-space software switches, at equal client load, side by side
 //! in one run. `bench xdp-paxos-hosts` (hidden) is the end-host half that
-//! runs inside the testbed's hosts namespace.
+//! runs inside the testbed's hosts namespace (also the backup coordinator
+//! process `innet testbed up paxos` starts); `innet testbed fail paxos
+//! coordinator` fails the coordinator.
 
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
-use clap::Args;
+use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use innet_exp::paxos::{DataPlaneAt, PaxosConfig, PaxosResult};
 use innet_exp::paxos_live::{live_config, run_point_live};
 use innet_exp::paxos_sim::make_result;
 use innet_exp::results;
-use innet_live::txn::bind as bind_udp;
-use innet_live::{clock, spawn_host, HostOptions, Stop};
-use innet_paxos::learner::LearnerStats;
-use innet_paxos::workload::LoadProposer;
-use innet_paxos::{Learner, Proposer, GROUP_ACCEPTORS, GROUP_PEERS};
+use innet_live::Stop;
+use innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT;
+use innet_xdp::paxos_hosts::{self, BackupAt, HostsRun};
 use innet_xdp::paxos_testbed::{self as tb, PaxosUp};
 use innet_xdp::testbed;
 
@@ -42,6 +41,13 @@ pub struct XdpPaxosLoad {
     duration_s: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The acceptors' ring (a power of two).
+    #[arg(long, default_value_t = ACCEPTOR_SLOTS_DEFAULT)]
+    slots: usize,
+    /// Fail the coordinator this many seconds into the load (XDP: its
+    /// links go down; software: its thread stops); the backup takes over.
+    #[arg(long)]
+    kill_coordinator_at_s: Option<f64>,
 }
 
 impl XdpPaxosLoad {
@@ -54,8 +60,19 @@ impl XdpPaxosLoad {
             outstanding: self.outstanding,
             duration_s: self.duration_s,
             seed: self.seed,
+            slots: self.slots,
+            coordinator_fail_at_s: self.kill_coordinator_at_s,
             latency_us: 0.0,
             ..PaxosConfig::default()
+        }
+    }
+    fn up(&self) -> PaxosUp {
+        PaxosUp {
+            acceptors: self.acceptors,
+            learners: self.learners,
+            proposers: self.proposers,
+            slots: self.slots,
+            backup_exe: None,
         }
     }
     fn args(&self) -> Vec<String> {
@@ -67,9 +84,13 @@ impl XdpPaxosLoad {
             ("--outstanding", self.outstanding.to_string()),
             ("--duration-s", self.duration_s.to_string()),
             ("--seed", self.seed.to_string()),
+            ("--slots", self.slots.to_string()),
         ] {
             v.push(k.to_string());
             v.push(x);
+        }
+        if let Some(t) = self.kill_coordinator_at_s {
+            v.extend(["--kill-coordinator-at-s".to_string(), t.to_string()]);
         }
         v
     }
@@ -87,79 +108,75 @@ pub struct BenchXdpPaxosArgs {
     out: PathBuf,
 }
 
+/// Where `bench xdp-paxos-hosts` finds the backup coordinator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackupMode {
+    /// The process `innet testbed up paxos` started.
+    Testbed,
+    /// A thread of this process (the testbed runs none).
+    Here,
+    /// Run only the backup, until SIGTERM (what `testbed up paxos` starts).
+    Only,
+}
+
 #[derive(Args, Debug)]
 pub struct XdpPaxosHostsArgs {
     #[command(flatten)]
     load: XdpPaxosLoad,
+    #[arg(long, value_enum, default_value = "testbed")]
+    backup: BackupMode,
 }
 
 /// The end hosts of the `paxos` testbed: learners and load proposers bound
-/// in the hosts namespace; prints one JSON result line.
+/// in the hosts namespace (and the backup, see `--backup`); prints one JSON
+/// result line.
 pub fn run_hosts(a: XdpPaxosHostsArgs) -> anyhow::Result<i32> {
     let cfg = a.load.config(DataPlaneAt::Switch);
-    let lc = live_config(&cfg);
-    let coordinator = SocketAddr::V4(tb::coordinator_addr());
-    let acceptors: Vec<SocketAddr> = (0..cfg.acceptors).map(|i| SocketAddr::V4(tb::acceptor_addr(i))).collect();
-    let local = |port: u16| SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port));
-    let peer = |port: u16| SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port));
-    let stop = Stop::new();
-    let mut learners = vec![];
-    for i in 0..cfg.learners {
-        let mut o = HostOptions { ports: vec![coordinator], ..HostOptions::default() };
-        o.groups.insert(GROUP_ACCEPTORS, acceptors.clone());
-        o.groups
-            .insert(GROUP_PEERS, (0..cfg.learners).filter(|&j| j != i).map(|j| peer(tb::learner_port(j))).collect());
-        let lcfg = lc.learner_config(i as u16);
-        let socket = bind_udp(local(tb::learner_port(i)))?;
-        learners.push(spawn_host(
-            &format!("learner{i}"),
-            socket,
-            o,
-            &stop,
-            move || Learner::new(lcfg),
-            |l, _| l.stats,
-        )?);
+    cfg.validate().map_err(anyhow::Error::msg)?;
+    let roles = live_config(&cfg).roles();
+    if a.backup == BackupMode::Only {
+        let stop = Stop::new();
+        stop.on_signals()?;
+        paxos_hosts::run_backup(&a.load.up(), &roles, &stop, |l| println!("{l}"))?;
+        return Ok(0);
     }
-    let start = clock::now();
-    let wall = Instant::now();
-    let end = start + Duration::from_secs_f64(cfg.duration_s);
-    let mut proposers = vec![];
-    for i in 0..cfg.proposers {
-        // No backup coordinator in this topology: both ports name the coordinator.
-        let o = HostOptions { ports: vec![coordinator, coordinator], ..HostOptions::default() };
-        let (pcfg, outstanding) = (lc.proposer_config(i as u32 + 1), cfg.outstanding);
-        let socket = bind_udp(local(tb::proposer_port(i)))?;
-        proposers.push(spawn_host(
-            &format!("proposer{i}"),
-            socket,
-            o,
-            &stop,
-            move || LoadProposer::new(Proposer::new(pcfg), outstanding, end, false),
-            |p, _| p,
-        )?);
+    let run = HostsRun {
+        up: a.load.up(),
+        roles,
+        outstanding: cfg.outstanding,
+        duration: Duration::from_secs_f64(cfg.duration_s),
+        drain: Duration::from_millis(100),
+        backup: if a.backup == BackupMode::Here { BackupAt::Here } else { BackupAt::Elsewhere },
+        fail_coordinator_at: cfg.coordinator_fail_at_s.map(Duration::from_secs_f64),
+        record: false,
+    };
+    let r = paxos_hosts::run(&run)?;
+    if let (Some(at), Some(took)) = (r.failed_at_ns, r.fail_took_ns) {
+        eprintln!(
+            "coordinator failed at {:.3} s (its links were down {:.1} ms later)",
+            at.saturating_sub(r.start_ns) as f64 / 1e9,
+            took as f64 / 1e6
+        );
     }
-    std::thread::sleep(Duration::from_secs_f64(cfg.duration_s) + Duration::from_millis(100));
-    let ps: Vec<LoadProposer> = proposers.into_iter().map(|p| p.shutdown()).collect::<Result<_, _>>()?;
-    let stats: Vec<LearnerStats> = learners.into_iter().map(|l| l.shutdown()).collect::<Result<_, _>>()?;
-    stop.stop();
-    let refs: Vec<&LoadProposer> = ps.iter().collect();
-    let wall_s = wall.elapsed().as_secs_f64();
-    let r = make_result(&cfg, "xdp-testbed", &refs, start.as_nanos(), &stats[0], None, cfg.duration_s, wall_s);
-    println!("{}", serde_json::to_string(&r)?);
+    let refs: Vec<_> = r.proposers.iter().collect();
+    let takeover = r.takeover_ns.map(|t| t.saturating_sub(r.start_ns) as f64 / 1e9);
+    let res =
+        make_result(&cfg, "xdp-testbed", &refs, r.start_ns, &r.learners[0].stats, takeover, cfg.duration_s, r.wall_s);
+    println!("{}", serde_json::to_string(&res)?);
     Ok(0)
 }
 
 /// One run of the XDP deployment: testbed up, end hosts in the hosts
 /// namespace, testbed down.
 fn run_xdp(load: &XdpPaxosLoad) -> anyhow::Result<PaxosResult> {
-    let up =
-        PaxosUp { acceptors: load.acceptors, learners: load.learners, proposers: load.proposers, ..PaxosUp::default() };
-    tb::up(&up)?;
+    tb::up(&load.up())?;
     let exe = std::env::current_exe().context("path of innet")?;
+    // The backup coordinator runs in the end hosts' process, as it runs
+    // beside the software deployments.
     let out = Command::new("ip")
         .args(["netns", "exec", tb::NS_HOSTS])
         .arg(&exe)
-        .args(["bench", "xdp-paxos-hosts"])
+        .args(["bench", "xdp-paxos-hosts", "--backup", "here"])
         .args(load.args())
         .output()
         .context("run the end hosts in the testbed");
@@ -167,6 +184,7 @@ fn run_xdp(load: &XdpPaxosLoad) -> anyhow::Result<PaxosResult> {
     let out = out?;
     removed?;
     anyhow::ensure!(out.status.success(), "end hosts failed: {}", String::from_utf8_lossy(&out.stderr));
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().last().context("no result line from the end hosts")?;
     Ok(serde_json::from_str(line)?)
@@ -251,6 +269,35 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// `innet testbed up paxos`: the topology with the backup coordinator as a
+/// process of this program.
+pub fn run_up(exe: PathBuf) -> anyhow::Result<i32> {
+    run_up_with(PaxosUp::default(), exe)
+}
+
+/// `innet testbed up paxos` with `up`'s numbers of roles (a topology file's).
+pub fn run_up_with(up: PaxosUp, exe: PathBuf) -> anyhow::Result<i32> {
+    let st = tb::up(&PaxosUp { backup_exe: Some(exe), ..up })?;
+    println!("testbed up: namespaces {}", st.namespaces.join(" "));
+    print_up(&st);
+    Ok(0)
+}
+
+/// `innet testbed fail <topology> <role>`.
+pub fn run_fail(topology: &str, role: &str) -> anyhow::Result<i32> {
+    anyhow::ensure!(
+        (topology, role) == ("paxos", "coordinator"),
+        "innet testbed fail {topology} {role}: only `paxos coordinator` can be failed"
+    );
+    let links = tb::fail_coordinator()?;
+    println!(
+        "coordinator failed: links {} of {} down; the backup coordinator takes over once its heartbeats go unanswered",
+        links.join(" "),
+        tb::NS_COORDINATOR
+    );
+    Ok(0)
+}
+
 /// What `innet testbed up paxos` made.
 pub fn print_up(st: &testbed::State) {
     if let Some(dir) = &st.pin_dir {
@@ -268,7 +315,14 @@ pub fn print_up(st: &testbed::State) {
         tb::proposer_port(0),
         tb::NS_HOSTS
     );
-    println!("  try: ip netns exec {} innet bench xdp-paxos-hosts --proposers 1 --duration-s 2", tb::NS_HOSTS);
+    for (name, pid) in &st.processes {
+        println!("  {name} {} pid {pid} (log {})", tb::backup_addr(), testbed::log_path(name).display());
+    }
+    println!(
+        "  try: ip netns exec {} innet bench xdp-paxos-hosts --proposers 1 --duration-s 3 --kill-coordinator-at-s 1",
+        tb::NS_HOSTS
+    );
+    println!("       (or fail it by hand: innet testbed fail paxos coordinator)");
 }
 
 /// `innet testbed status` for a paxos testbed: each role's counters from its pinned maps.

@@ -1,4 +1,4 @@
-//! Several switches on the path (Gotthard section 3.4, Figure 4), built from
+//! Several switches on the path (Gotthard section 3.6, Figure 4), built from
 //! the transaction service's deployment description: client groups, each
 //! behind its own edge switch, the edges under a core switch in front of
 //! the store; every switch runs optimistic-abort. Reference: "if clients
@@ -91,7 +91,7 @@ fn ms(x: f64) -> Time {
     Time::from_secs_f64(x / 1e3)
 }
 
-/// Gotthard section 3.4: two clients behind the same edge switch write the
+/// Gotthard section 3.6: two clients behind the same edge switch write the
 /// same key; the second one's stale compare is aborted by the edge switch
 /// from the first one's pending write, after one client-edge round trip,
 /// and neither the core switch nor the store ever sees it.

@@ -206,6 +206,11 @@ fn bind_local(topo: &Topology, local: &[NodeIx]) -> anyhow::Result<Bound> {
                     names[i]
                 )
             })?;
+        } else if let Some(a) = fixed_address(topo, i)? {
+            // Not a neighbour, but a software switch's table of switch peers
+            // (who sends the origin shim) names every switch of the
+            // deployment: a core must know its edge switches' addresses.
+            addrs[i] = a;
         }
     }
     Ok(Bound { addrs, sockets, manage })

@@ -235,6 +235,10 @@ impl Service {
     }
 }
 
+/// The first port [`Topology::place`] gives nodes whose file gives them
+/// none: node `i` gets this + `i`.
+pub const PLACED_PORT_BASE: u16 = 20000;
+
 /// A parsed, checked topology: the deployment and where each node runs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Topology {
@@ -728,6 +732,53 @@ impl Topology {
             )));
         }
         Ok(picked)
+    }
+
+    /// Places every node of each named machine on that machine's IP
+    /// address: it binds there and others reach it there, on the port the
+    /// file gives it (`listen`, else `address`), or on
+    /// [`PLACED_PORT_BASE`] + its node index when the file gives none (so
+    /// nodes on other machines can find it). What a file written for one
+    /// machine's loopback needs to run on hosts of their own (`--place`;
+    /// `innet mininet` gives each Mininet host's address this way); the
+    /// file itself stays as it is.
+    pub fn place(&mut self, at: &[(String, std::net::IpAddr)]) -> Result<()> {
+        let (names, machines) = (self.names(), self.machines());
+        for (machine, _) in at {
+            if !machines.contains(machine) {
+                let mut choices: Vec<&str> = vec![];
+                for m in &machines {
+                    if !choices.contains(&m.as_str()) {
+                        choices.push(m);
+                    }
+                }
+                return Err(TopologyError(format!(
+                    "--place {machine}=...: no machine named '{machine}'; machines: {}",
+                    choices.join(", ")
+                )));
+            }
+        }
+        for (i, p) in self.places.iter_mut().enumerate() {
+            let Some((_, ip)) = at.iter().find(|(m, _)| *m == machines[i]) else { continue };
+            let port = [&p.listen, &p.address]
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a.rsplit_once(':').and_then(|(_, port)| port.parse::<u16>().ok()))
+                .find(|&port| port != 0);
+            let port = match port {
+                Some(port) => port,
+                None => u16::try_from(i).ok().and_then(|i| PLACED_PORT_BASE.checked_add(i)).ok_or_else(|| {
+                    TopologyError(format!(
+                        "node '{}' has no port and is node {i}, past the ports from {PLACED_PORT_BASE} \
+                         given to such nodes: give it `listen` HOST:PORT",
+                        names[i]
+                    ))
+                })?,
+            };
+            p.listen = Some(std::net::SocketAddr::new(*ip, port).to_string());
+            p.address = None;
+        }
+        Ok(())
     }
 
     /// The resolved deployment as JSON (for Mininet and other tools):

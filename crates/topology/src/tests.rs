@@ -137,3 +137,18 @@ fn links_set_delays_and_tables_that_belong_to_another_service_are_refused() {
     let e = err("[[node]]\nname='s'\nrole='store'\n[[link]]\na='s'\nb='x'\n");
     assert!(e.contains("'x' is not a node"), "{e}");
 }
+
+#[test]
+fn placing_machines_on_addresses_keeps_the_files_ports() {
+    let mut t = example("topology-txn-tree.toml");
+    let ip = |s: &str| -> std::net::IpAddr { s.parse().unwrap() };
+    t.place(&[("edge0".into(), ip("10.0.0.3")), ("clients0".into(), ip("10.0.0.5"))]).unwrap();
+    let Service::Txn(d) = &t.service else { panic!("txn") };
+    let listen = |n: &str| t.places[d.find(n).unwrap()].listen.clone();
+    assert_eq!(listen("edge0").as_deref(), Some("10.0.0.3:9110"), "the file's port is kept");
+    assert_eq!(listen("core").as_deref(), Some("127.0.0.1:9100"), "machines not named stay where the file says");
+    let c = d.find("clients0.2").unwrap();
+    assert_eq!(t.places[c].listen, Some(format!("10.0.0.5:{}", PLACED_PORT_BASE as usize + c)), "no port in the file");
+    let e = t.place(&[("edge7".into(), ip("10.0.0.9"))]).unwrap_err().0;
+    assert!(e.contains("no machine named 'edge7'") && e.contains("machines: store, core, edge0"), "{e}");
+}

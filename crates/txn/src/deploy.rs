@@ -5,7 +5,7 @@
 //! an upstream: the next switch towards the store, or the store. Requests
 //! travel upstream, replies retrace the path (the runtime's reverse path, as
 //! IP routing would), and every switch on the way logs and decides what it
-//! can: Gotthard's Figure 3 is one switch, Figure 4 (section 3.4) a tree
+//! can: Gotthard's Figure 3 is one switch, Figure 4 (section 3.6) a tree
 //! whose edge switches abort what they can decide locally.
 //!
 //! Clients are numbered in node order from 1: [`client_ids`]. Clients of one

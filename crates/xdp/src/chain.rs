@@ -187,6 +187,40 @@ impl Node {
         let m = self.obj.map(map)?;
         (0..m.max_entries()).map(|i| lookup(&m, i)).collect()
     }
+
+    /// Every element of array `map` in index order, with batched lookups
+    /// (`BPF_MAP_LOOKUP_BATCH`: a few system calls instead of one per
+    /// element, for the control plane's heartbeats and copies).
+    fn read_batch(&self, map: &str) -> Result<Vec<Vec<u8>>> {
+        let m = self.obj.map(map)?;
+        let n = m.max_entries();
+        let mut out = vec![vec![]; n as usize];
+        let mut got = 0;
+        for (k, v) in m.lookup_batch(n, MapFlags::ANY, MapFlags::ANY).with_context(|| format!("batch read {map}"))? {
+            let i = u32::from_ne_bytes(k[..4].try_into().expect("array key")) as usize;
+            if let Some(slot) = out.get_mut(i) {
+                *slot = v;
+                got += 1;
+            }
+        }
+        if got != n as usize {
+            bail!("batch read of {map}: {got} of {n} elements");
+        }
+        Ok(out)
+    }
+
+    /// The role word of the config map (what the program runs with).
+    fn configured(&self, map: &str) -> Result<bool> {
+        let b = lookup(&self.obj.map(map)?, 0)?;
+        Ok(u32::from_ne_bytes(b[..4].try_into().expect("role word")) != role_code(None))
+    }
+
+    /// Counter `name` of `names` (the program's counter layout).
+    fn counter(&self, names: &[&str], name: &str) -> Result<u64> {
+        let i = names.iter().position(|n| *n == name).with_context(|| format!("no counter {name}"))?;
+        let b = lookup(&self.obj.map(MAP_COUNTERS)?, i as u32)?;
+        Ok(u64::from_ne_bytes(b[..8].try_into().expect("u64")))
+    }
 }
 
 /// Counter `i` of `m` named `names[i]`.
@@ -312,7 +346,28 @@ impl CraqXdp {
 
     /// Dirty versions per object (`craq_index`).
     pub fn index(&self) -> Result<Vec<u8>> {
-        Ok(self.node.read_all("craq_index")?.iter().map(|b| b[0]).collect())
+        Ok(self.node.read_batch("craq_index")?.iter().map(|b| b[0]).collect())
+    }
+
+    /// `CraqNode::snapshot`: every object's clean version (cell 0).
+    pub fn snapshot(&self) -> Result<Vec<Value>> {
+        let cells = self.node.read_batch("craq_store")?;
+        Ok(cells.iter().step_by(self.versions).map(|b| Value(b[..VALUE_LEN].try_into().expect("cell"))).collect())
+    }
+
+    /// `CraqNode::full_objects`: objects whose version cells are all in use.
+    pub fn full_objects(&self) -> Result<usize> {
+        Ok(self.index()?.iter().filter(|i| **i as usize + 1 >= self.versions).count())
+    }
+
+    /// Whether the program holds a role (a fresh or restarted node does not).
+    pub fn configured(&self) -> Result<bool> {
+        self.node.configured("craq_config")
+    }
+
+    /// One counter by name (`CraqCounters`' names, then [`CRAQ_XDP_COUNTERS`]).
+    pub fn counter(&self, name: &str) -> Result<u64> {
+        self.node.counter(&craq_counter_names(), name)
     }
 
     /// Counters by name: `CraqCounters`' then [`CRAQ_XDP_COUNTERS`].
@@ -420,11 +475,34 @@ impl NcXdp {
         Ok(None)
     }
 
+    /// `NcNode::load` (recovery): installs each key and sets its register.
+    pub fn load_slots(&self, entries: &[(ChainKey, Slot)]) -> Result<()> {
+        for (key, slot) in entries {
+            let i = self.install_key(*key)?.context("the key table has no room for the snapshot")?;
+            let mut b = slot.value.0.to_vec();
+            b.extend_from_slice(&slot.seq.to_ne_bytes());
+            b.extend_from_slice(&[0; 2]);
+            assert_eq!(b.len(), c::NC_REGISTER_SIZE as usize, "struct innet_nc_register layout");
+            self.node.obj.write("nc_registers", i as u32, &b)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the program holds a role (a fresh or restarted node does not).
+    pub fn configured(&self) -> Result<bool> {
+        self.node.configured("nc_config")
+    }
+
+    /// One counter by name (`NcCounters`' names, then [`NC_XDP_COUNTERS`]).
+    pub fn counter(&self, name: &str) -> Result<u64> {
+        self.node.counter(&nc_counter_names(), name)
+    }
+
     /// Every installed key and its register, in slot order
     /// (`NcNode::snapshot`).
     pub fn snapshot(&self) -> Result<Vec<(ChainKey, Slot)>> {
-        let keys = self.node.read_all("nc_keys")?;
-        let regs = self.node.read_all("nc_registers")?;
+        let keys = self.node.read_batch("nc_keys")?;
+        let regs = self.node.read_batch("nc_registers")?;
         Ok(keys
             .iter()
             .zip(&regs)

@@ -9,7 +9,7 @@
 //!   passes every node; a read is sent to the tail;
 //! * `software-chain-write` / `-read`: the same requests through
 //!   `innet-live`'s chain of user-space software switches on loopback (the
-//!   caller starts it: this crate does not depend on `innet-live`).
+//!   caller starts it).
 //!
 //! The probe keeps one request in flight for round trips, then `window`
 //! for a rate phase; it runs in the client namespace for the XDP planes.

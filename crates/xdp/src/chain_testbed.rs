@@ -11,15 +11,28 @@
 //! ```
 //!
 //! Node i runs `xdp_netcraq` or `xdp_netchain` (generic mode) on its only
-//! interface, role `Role::at(i, N)`. Every port of a node is that interface:
-//! a Port / Origin verdict rewrites the MACs and addresses to the neighbour
-//! and sends the frame back out (`XDP_TX`); the bridge delivers it. Ports:
-//! 0 = the next node, 1 = the tail, 2 = the clients, 3 + j = node j (members
-//! of the tail's ACK group). NetCRAQ nodes also get `tc_chain_multicast` on
-//! clsact ingress: at the tail it clones each ACK to the writer and to every
-//! other node (`bpf_clone_redirect`). NetChain chain addresses are the
-//! nodes' IPv4 addresses; keys 0..[`NETCHAIN_KEYS_INSTALLED`] (as
-//! `key_from_u32`) are installed.
+//! interface. Every port of a node is that interface: a Port / Origin
+//! verdict rewrites the MACs and addresses to the neighbour and sends the
+//! frame back out (`XDP_TX`); the bridge delivers it. NetCRAQ nodes also get
+//! `tc_chain_multicast` on clsact ingress: at the tail it clones each ACK to
+//! the writer and to every other node (`bpf_clone_redirect`). NetChain chain
+//! addresses are the nodes' IPv4 addresses; keys
+//! 0..[`NETCHAIN_KEYS_INSTALLED`] (as `key_from_u32`) are installed.
+//!
+//! A node is configured in two parts, as a P4 switch is:
+//!
+//! * **wiring**, written when its program is loaded ([`load_node`]): its
+//!   address, port 2 = the clients, and one port per other node
+//!   ([`node_port`]): the runtime's address book, which tables name nodes
+//!   through;
+//! * **the layout's tables** ([`apply_layout`]): role, writes paused,
+//!   NetCRAQ's `PORT_NEXT` / `PORT_TAIL` and ACK group, NetChain's
+//!   neighbours (member -> its port, removed -> skip), all computed by
+//!   `innet_chain`'s `Layout::tables` and `deploy::node_tables`, the
+//!   functions the simulator and the UDP runtime apply layouts with.
+//!
+//! `up` applies the initial layout (node i at position i);
+//! [`crate::chain_control`] applies the control plane's.
 //!
 //! Everything is named `innet-*` and recorded in the state file first, so
 //! `testbed::down` removes it like the `txn` topology's.
@@ -29,10 +42,13 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
+use innet_chain::control::Layout;
+use innet_chain::deploy;
 use innet_chain::netchain::{Hop, KEYS_DEFAULT};
 use innet_chain::netcraq::{OBJECTS_DEFAULT, VERSIONS_DEFAULT};
-use innet_chain::ports::{PORT_NEXT, PORT_TAIL};
-use innet_chain::{Protocol, Role};
+use innet_chain::ports::{GROUP_ACK, PORT_NEXT, PORT_TAIL};
+use innet_chain::Protocol;
+use innet_core::Member as DeployMember;
 use innet_wire::netchain::key_from_u32;
 
 use crate::chain::{ChainPort, CraqXdp, Member, NcXdp, NodeAddr, CRAQ_MULTICAST_PROGRAM, CRAQ_PROGRAM, PORTS_MAX};
@@ -46,9 +62,9 @@ pub const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 78, 0, 100);
 const CLIENT_MAC: [u8; 6] = [0x02, 0x78, 0, 0, 0, 100];
 /// The port towards the clients on every node.
 pub const PORT_CLIENTS: u16 = 2;
-/// Ports 3.. are the other nodes, for the ACK group.
+/// Ports 3.. are the other nodes ([`node_port`]).
 const PORT_FIRST_NODE: u16 = 3;
-/// Nodes a chain can have (one port per other node at the tail).
+/// Nodes a chain can have (one port per other node).
 pub const NODES_MAX: usize = PORTS_MAX - PORT_FIRST_NODE as usize + 1;
 /// NetChain keys installed on every node.
 pub const NETCHAIN_KEYS_INSTALLED: u32 = 256;
@@ -64,6 +80,12 @@ pub fn node_ip(i: usize) -> Ipv4Addr {
 }
 fn node_mac(i: usize) -> [u8; 6] {
     [0x02, 0x78, 0, 0, 0, 1 + i as u8]
+}
+/// Node i's port leading to node j (j != i): 3.. for the other nodes in
+/// index order, so 14 nodes fit 16 ports.
+pub fn node_port(i: usize, j: usize) -> u16 {
+    assert_ne!(i, j, "a node has no port to itself");
+    PORT_FIRST_NODE + (if j < i { j } else { j - 1 }) as u16
 }
 /// Where node i's maps are pinned.
 pub fn node_pin_dir(i: usize) -> std::path::PathBuf {
@@ -107,9 +129,16 @@ pub fn up(protocol: Protocol, nodes: usize, data_plane: DataPlane) -> Result<Sta
     Ok(state)
 }
 
-/// A chain node's loaded object (the attachment outlives it; benchmarks
-/// keep it to re-attach the node after measuring something else).
-pub enum NodeXdp {
+/// A chain node's loaded program (the attachment outlives it; benchmarks
+/// keep it to re-attach the node after measuring something else, the
+/// control plane to write its maps).
+pub struct NodeXdp {
+    pub program: NodeProgram,
+    /// The node's interface (every port's).
+    pub ifindex: u32,
+}
+
+pub enum NodeProgram {
     Craq(CraqXdp),
     Nc(NcXdp),
 }
@@ -117,23 +146,36 @@ pub enum NodeXdp {
 impl NodeXdp {
     /// The node's XDP program.
     pub fn xdp_fd(&self) -> Result<std::os::fd::RawFd> {
-        match self {
-            NodeXdp::Craq(x) => x.program_fd(CRAQ_PROGRAM),
-            NodeXdp::Nc(x) => x.program_fd(),
+        match &self.program {
+            NodeProgram::Craq(x) => x.program_fd(CRAQ_PROGRAM),
+            NodeProgram::Nc(x) => x.program_fd(),
         }
     }
 }
 
-/// Loads, configures, pins and attaches every node's programs on a built
-/// chain topology.
+/// Loads, wires, pins and attaches every node's programs on a built chain
+/// topology, and applies the initial layout (node i at position i).
 pub fn attach_nodes(protocol: Protocol, nodes: usize) -> Result<Vec<NodeXdp>> {
-    (0..nodes).map(|i| attach_node(protocol, i, nodes).with_context(|| format!("node {i}"))).collect()
+    let layout = deploy::initial_layout(nodes);
+    let mut xs = vec![];
+    for i in 0..nodes {
+        let mut x = load_node(protocol, i, nodes).with_context(|| format!("node {i}"))?;
+        apply_layout(&mut x, protocol, &layout, nodes, i).with_context(|| format!("node {i}: initial layout"))?;
+        xs.push(x);
+    }
+    Ok(xs)
 }
 
 /// Attaches XDP program `fd` to node `i`'s interface, replacing what is there.
 pub fn attach_to_node(i: usize, fd: std::os::fd::RawFd) -> Result<()> {
     let index = ifindex(&node_ns(i), &node_dev(i))?;
     in_netns(&node_ns(i), || object::attach_fd(fd, index))
+}
+
+/// Sets node `i`'s interface up or down (`ip link set`).
+pub fn set_node_link(i: usize, up: bool) -> Result<()> {
+    ip(&["-n", &node_ns(i), "link", "set", &node_dev(i), if up { "up" } else { "down" }])?;
+    Ok(())
 }
 
 fn build_links(nodes: usize) -> Result<()> {
@@ -165,58 +207,121 @@ fn build_links(nodes: usize) -> Result<()> {
         ip(&["-n", &ns, "addr", "add", &format!("{addr}/24"), "dev", &dev])?;
         ip(&["-n", &ns, "link", "set", &dev, "up"])?;
         ip(&["-n", NS_FABRIC, "link", "set", &fabric_dev, "master", BRIDGE])?;
+        // Wiring, not a learning switch: every host's MAC is fixed to its
+        // port and unknown unicast is not flooded, so a frame reaches only
+        // the host it is addressed to. (Flooded, a frame for a node whose
+        // link is down would reach every node program, which processes
+        // whatever arrives, as a switch does, and answers in the dead
+        // node's name.)
+        ip(&["-n", NS_FABRIC, "link", "set", &fabric_dev, "type", "bridge_slave", "learning", "off", "flood", "off"])?;
+        bridge(&["-n", NS_FABRIC, "fdb", "replace", &mac_str(mac), "dev", &fabric_dev, "master", "static"])?;
         ip(&["-n", NS_FABRIC, "link", "set", &fabric_dev, "up"])?;
     }
     Ok(())
 }
 
-/// Loads node `i`'s program configured for its place, pins its maps and
-/// attaches it (and, for NetCRAQ, the multicast tc program).
-fn attach_node(protocol: Protocol, i: usize, nodes: usize) -> Result<NodeXdp> {
+fn bridge(args: &[&str]) -> Result<()> {
+    let out = std::process::Command::new("bridge").args(args).output().context("run `bridge` (package iproute2)")?;
+    if !out.status.success() {
+        bail!("bridge {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(())
+}
+
+/// A port entry: out of node `i`'s interface (`ifindex`) to `peer`.
+fn port_to(i: usize, ifindex: u32, peer: (Ipv4Addr, [u8; 6])) -> ChainPort {
+    ChainPort { ifindex, ip: peer.0, port_mac: node_mac(i), peer_mac: peer.1 }
+}
+
+/// A port that leads nowhere (the program drops and counts `xdp_no_port`).
+const NO_PORT: ChainPort = ChainPort { ifindex: 0, ip: Ipv4Addr::UNSPECIFIED, port_mac: [0; 6], peer_mac: [0; 6] };
+
+/// Loads a fresh node `i` (no role, empty registers) with its wiring, pins
+/// its maps (replacing pins of an earlier program of the node) and attaches
+/// it (NetCRAQ: and the multicast tc program), replacing what runs there.
+pub fn load_node(protocol: Protocol, i: usize, nodes: usize) -> Result<NodeXdp> {
     let (ns, dev) = (node_ns(i), node_dev(i));
     let index = ifindex(&ns, &dev)?;
     let addr = NodeAddr { udp_port: udp_port(protocol), node_ip: node_ip(i), origin_port: PORT_CLIENTS };
-    let to = |j: usize| ChainPort { ifindex: index, ip: node_ip(j), port_mac: node_mac(i), peer_mac: node_mac(j) };
-    let clients = ChainPort { ifindex: index, ip: CLIENT_IP, port_mac: node_mac(i), peer_mac: CLIENT_MAC };
-    let role = Some(Role::at(i, nodes));
+    let clients = port_to(i, index, (CLIENT_IP, CLIENT_MAC));
+    let wire = |set: &dyn Fn(u16, &ChainPort) -> Result<()>| -> Result<()> {
+        set(PORT_CLIENTS, &clients)?;
+        for j in (0..nodes).filter(|&j| j != i) {
+            set(node_port(i, j), &port_to(i, index, (node_ip(j), node_mac(j))))?;
+        }
+        Ok(())
+    };
+    let pins = node_pin_dir(i);
+    if pins.exists() {
+        std::fs::remove_dir_all(&pins).with_context(|| format!("remove {}", pins.display()))?;
+    }
     match protocol {
         Protocol::NetCraq => {
             let mut x = CraqXdp::load(OBJECTS_DEFAULT, VERSIONS_DEFAULT, addr)?;
-            if i + 1 < nodes {
-                x.set_port(PORT_NEXT, &to(i + 1))?;
-            }
-            x.set_port(PORT_TAIL, &to(nodes - 1))?;
-            x.set_port(PORT_CLIENTS, &clients)?;
-            let mut group = vec![Member::Origin];
-            for j in 0..nodes - 1 {
-                x.set_port(PORT_FIRST_NODE + j as u16, &to(j))?;
-                group.push(Member::Port(PORT_FIRST_NODE + j as u16));
-            }
-            x.set_group(&group)?;
-            x.set_role(role)?;
-            x.pin_maps(&node_pin_dir(i))?;
+            wire(&|p, c| x.set_port(p, c))?;
+            x.pin_maps(&pins)?;
             let (xdp_fd, tc_fd) = (x.program_fd(CRAQ_PROGRAM)?, x.program_fd(CRAQ_MULTICAST_PROGRAM)?);
             in_netns(&ns, || {
                 object::attach_fd(xdp_fd, index)?;
                 object::attach_tc_ingress(tc_fd, index)
             })?;
-            Ok(NodeXdp::Craq(x))
+            Ok(NodeXdp { program: NodeProgram::Craq(x), ifindex: index })
         }
         Protocol::NetChain => {
             let mut x = NcXdp::load(u32::from(node_ip(i)), KEYS_DEFAULT, addr)?;
-            if i + 1 < nodes {
-                x.set_port(PORT_NEXT, &to(i + 1))?;
-                x.set_neighbour(u32::from(node_ip(i + 1)), Hop::Port(PORT_NEXT))?;
-            }
-            x.set_port(PORT_CLIENTS, &clients)?;
+            wire(&|p, c| x.set_port(p, c))?;
             for k in 0..NETCHAIN_KEYS_INSTALLED {
                 x.install_key(key_from_u32(k))?.with_context(|| format!("install key {k}"))?;
             }
-            x.set_role(role)?;
-            x.pin_maps(&node_pin_dir(i))?;
+            x.pin_maps(&pins)?;
             let fd = x.program_fd()?;
             in_netns(&ns, || object::attach_fd(fd, index))?;
-            Ok(NodeXdp::Nc(x))
+            Ok(NodeXdp { program: NodeProgram::Nc(x), ifindex: index })
+        }
+    }
+}
+
+/// Writes node `i`'s tables for `layout` into its maps: what
+/// `Layout::tables` and `deploy::node_tables` give, with node j resolved to
+/// [`node_port`]`(i, j)`. Ports and the group go first, the role last, so a
+/// node promoted to tail already knows its ACK group when it commits.
+pub fn apply_layout(x: &mut NodeXdp, protocol: Protocol, layout: &Layout, nodes: usize, i: usize) -> Result<()> {
+    let t = layout.tables(i);
+    let (ports, groups) = deploy::node_tables(protocol, layout, nodes, i);
+    let index = x.ifindex;
+    let to = |j: usize| port_to(i, index, (node_ip(j), node_mac(j)));
+    match &mut x.program {
+        NodeProgram::Craq(x) => {
+            for p in [PORT_NEXT, PORT_TAIL] {
+                x.set_port(p, &ports.get(&p).map_or(NO_PORT, |&j| to(j)))?;
+            }
+            let group: Vec<Member> = groups
+                .get(&GROUP_ACK)
+                .into_iter()
+                .flatten()
+                .map(|m| match m {
+                    DeployMember::Node(j) => Member::Port(node_port(i, *j)),
+                    DeployMember::Origin => Member::Origin,
+                })
+                .collect();
+            x.set_group(&group)?;
+            x.set_writes_paused(t.writes_paused)?;
+            x.set_role(t.role)
+        }
+        NodeProgram::Nc(x) => {
+            // Port j leads to node j (the wiring); members are reached
+            // through it, removed nodes' addresses are popped (skipped).
+            for (&p, &j) in &ports {
+                if p as usize != j {
+                    bail!("NetChain port {p} leads to node {j}: the deployment changed its port numbering");
+                }
+            }
+            for j in (0..nodes).filter(|&j| j != i) {
+                let hop = if t.members.contains(&j) { Hop::Port(node_port(i, j)) } else { Hop::Skip };
+                x.set_neighbour(u32::from(node_ip(j)), hop)?;
+            }
+            x.set_writes_paused(t.writes_paused)?;
+            x.set_role(t.role)
         }
     }
 }

@@ -13,13 +13,17 @@
 //!   [`bench`] measures data planes on it; [`privileged`] is how root-only
 //!   tests report running or skipping.
 //! * [`paxos`] is the Paxos coordinator and acceptor (`bpf/paxos.bpf.c`),
-//!   multicast through a tc program's clones.
+//!   multicast through a tc program's clones; [`paxos_testbed`] is the
+//!   `paxos` topology, [`paxos_hosts`] its end hosts (learners, proposers,
+//!   the backup coordinator).
 //! * [`frame`] builds and reads the Ethernet/IPv4/UDP frames around payloads.
 //! * [`chain`] loads and configures the NetCRAQ and NetChain nodes
 //!   (`bpf/netcraq.bpf.c`, `bpf/netchain.bpf.c`); [`chain_testbed`] is the
 //!   `chain` topology, [`chain_bench`] `innet bench xdp-chain`; their
 //!   references are `innet_chain`'s `CraqNode` and `NcNode`
-//!   (`tests/chain_differential.rs`).
+//!   (`tests/chain_differential.rs`). [`chain_control`] is the chain
+//!   control plane (`innet_chain::ChainControl`) driving the testbed's
+//!   nodes through their maps, and its failure drill.
 //!
 //! The Rust reference for every program is the state machine in the
 //! protocol crate (`innet_txn::TxnSwitch`); `tests/txn_differential.rs`
@@ -28,12 +32,16 @@
 pub mod bench;
 pub mod chain;
 pub mod chain_bench;
+pub mod chain_control;
 pub mod chain_testbed;
 pub mod frame;
 pub mod layout;
+pub mod netns;
 pub mod object;
 pub mod paxos;
+pub mod paxos_hosts;
 pub mod paxos_testbed;
 pub mod privileged;
 pub mod testbed;
 pub mod txn;
+pub mod txn_topology;

@@ -1,41 +1,65 @@
 //! Topology `paxos`: the CAANS deployment (Figure 1) on network namespaces,
-//! with the coordinator and the acceptors as BPF programs.
+//! with the coordinator and the acceptors as BPF programs and the backup
+//! coordinator (section 3.1) as a process beside the end hosts.
 //!
 //! ```text
 //!                       netns innet-px-coord                 netns innet-px-acc<i>
 //!  netns innet-px-hosts   innet-ch 10.78.0.1   innet-ca<i> ---- innet-ac<i>       innet-ah<i> ----+
 //!  innet-hc 10.78.0.2 ---- XDP coordinator     10.78.1<i>.1     10.78.1<i>.2      10.78.2<i>.1    |
 //!  innet-ha<i> 10.78.2<i>.2 ---------------------------------------------------------------------+
-//!  learners, proposers (processes)               XDP acceptor + tc multicast on innet-ac<i>, innet-ah<i>
+//!  learners, proposers, backup (processes)       XDP acceptor + tc multicast on innet-ac<i>, innet-ah<i>
 //! ```
 //!
+//! Who sends to whom is [`innet_paxos::deploy`]'s (the one description of
+//! the wiring): [`PaxosUp::deployment`] builds it, [`host_addrs`] gives each node
+//! its address as seen from the hosts namespace, and the BPF programs'
+//! multicast members are that deployment's groups mapped onto the veths.
 //! Proposers send REQUESTs to 10.78.0.1:34953. `xdp_paxos_coordinator` on
 //! `innet-ch` turns each into a 2A and passes it up with XDP metadata;
 //! `tc_paxos` on the same device's ingress clones it to every acceptor (one
 //! `innet-ca<i>` each). Those copies skip generic XDP at `innet-ac<i>` (the
 //! kernel does not run generic XDP on packets a tc program redirected), so
 //! the acceptor's `tc_paxos` votes on them, and clones the 2B to every
-//! learner and proposer port in the hosts namespace over `innet-ah<i>`. Learners send TRIMs to the
-//! coordinator and to the acceptors' host-side addresses 10.78.2<i>.1:34953
-//! (the acceptor programs run on both of an acceptor's devices). The
-//! end hosts are processes in `innet-px-hosts`: no delay, no user-space hop
-//! between them and the data plane.
+//! learner, proposer and the backup coordinator in the hosts namespace over
+//! `innet-ah<i>`. Learners send TRIMs to the coordinator, to the backup and
+//! to the acceptors' host-side addresses 10.78.2<i>.1:34953 (the acceptor
+//! programs run on both of an acceptor's devices). The end hosts are
+//! processes in `innet-px-hosts`: no delay, no user-space hop between them
+//! and the data plane.
 //!
-//! Cleanup: [`down`] removes the `innet-px-*` namespaces (and with them the
-//! veths and the XDP and tc attachments), the pins and this topology's
-//! state file ([`STATE_FILE`]), and nothing of another topology's testbed;
-//! `innet testbed down` ([`crate::testbed::down`]) removes everything
-//! `innet-*`, this too.
+//! The backup coordinator ([`BACKUP_PORT`] in the hosts namespace) sends
+//! HEARTBEATs to 10.78.0.1, which the coordinator reflects. When they go
+//! unanswered it takes over: 1As and 2As in its own round go to the
+//! acceptors' host-side addresses, where the XDP acceptor answers a 1A
+//! with a 1B back to its sender (`XDP_TX`) and multicasts its 2B votes as
+//! for the coordinator's 2As; TAKEOVER goes to the proposers, which resubmit
+//! to the backup. The acceptor programs do not look at who sent a 1A or
+//! 2A, only at its round: the backup's round (epoch 1, issuer 2) is above
+//! the round 1 they were pre-initialised to.
+//!
+//! [`fail_coordinator`] models the coordinator switch failing: every link
+//! of its namespace goes down, so nothing reaches it and nothing leaves it
+//! (packets in flight there are lost), and its peers see the carrier go.
+//!
+//! Cleanup: [`down`] ends the backup process `up` started, removes the
+//! `innet-px-*` namespaces (and with them the veths and the XDP and tc
+//! attachments), the pins and this topology's state file ([`STATE_FILE`]),
+//! and nothing of another topology's testbed; `innet testbed down`
+//! ([`crate::testbed::down`]) removes everything `innet-*`, this too.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::BorrowedFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use libbpf_rs::{TcHookBuilder, TC_INGRESS};
 
+use innet_core::deploy::NodeIx;
+use innet_core::Member as GroupMember;
 use innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT;
-use innet_paxos::{majority, AcceptorConfig, CoordinatorConfig};
+use innet_paxos::deploy::{self as paxos_deploy, PaxosDeployment, PaxosParams, PaxosRole, PaxosShape, Roles};
+use innet_paxos::{GROUP_ACCEPTORS, GROUP_LEARNERS};
 use innet_wire::paxos::{DATAPLANE_PORT, LEARNER_PORT};
 
 use crate::object;
@@ -54,6 +78,11 @@ pub const HOSTS_IP: Ipv4Addr = Ipv4Addr::new(10, 78, 0, 2);
 /// First UDP port of the proposers in the hosts namespace (learners start
 /// at the learner port, 34960).
 pub const PROPOSER_PORT: u16 = 35_000;
+/// The backup coordinator's UDP port in the hosts namespace.
+pub const BACKUP_PORT: u16 = 34_954;
+/// The name (and log, `/run/innet/paxos-backup.log`) of the backup
+/// coordinator process `up` starts.
+pub const BACKUP_PROCESS: &str = "paxos-backup";
 /// Most acceptors the topology builds (10.78.1<i>, 10.78.2<i>).
 pub const MAX_ACCEPTORS: usize = 9;
 
@@ -78,18 +107,67 @@ pub fn proposer_port(i: usize) -> u16 {
     PROPOSER_PORT + i as u16
 }
 
+/// Where proposers and learners reach the backup coordinator.
+pub fn backup_addr() -> SocketAddrV4 {
+    SocketAddrV4::new(HOSTS_IP, BACKUP_PORT)
+}
+
 #[derive(Clone, Debug)]
 pub struct PaxosUp {
     pub acceptors: usize,
     pub learners: usize,
+    /// Proposers the acceptors send votes to (ports from [`PROPOSER_PORT`])
+    /// and the backup announces itself to.
     pub proposers: usize,
     pub slots: usize,
+    /// Start the backup coordinator as a process of this `innet` program
+    /// (`innet bench xdp-paxos-hosts --backup only`) in the hosts
+    /// namespace. Without it the backup's port is wired all the same and
+    /// whoever runs the end hosts runs the backup ([`crate::paxos_hosts`]).
+    pub backup_exe: Option<PathBuf>,
 }
 
 impl Default for PaxosUp {
     fn default() -> Self {
-        PaxosUp { acceptors: 3, learners: 2, proposers: 1, slots: ACCEPTOR_SLOTS_DEFAULT }
+        PaxosUp { acceptors: 3, learners: 2, proposers: 1, slots: ACCEPTOR_SLOTS_DEFAULT, backup_exe: None }
     }
+}
+
+impl PaxosUp {
+    /// The testbed's deployment ([`innet_paxos::deploy`]): coordinator,
+    /// acceptors, backup, learners, proposers, wired as everywhere else.
+    pub fn deployment(&self) -> PaxosDeployment {
+        let shape = PaxosShape {
+            acceptors: self.acceptors,
+            learners: self.learners,
+            proposers: self.proposers,
+            origin_votes: false,
+        };
+        paxos_deploy::deployment(shape, Duration::ZERO)
+    }
+    /// Every role's configuration (the default parameters, with this ring).
+    pub fn roles(&self) -> Roles {
+        Roles::new(PaxosParams { slots: self.slots, ..PaxosParams::default() }, self.acceptors, self.learners)
+    }
+}
+
+/// Each node's address as the end hosts in the hosts namespace reach it,
+/// in `d`'s node order: the coordinator at 10.78.0.1, acceptor `i` at its
+/// host-side address, and the backup, learners and proposers on their
+/// ports at 10.78.0.2.
+pub fn host_addrs(d: &PaxosDeployment) -> Vec<SocketAddr> {
+    d.nodes
+        .iter()
+        .map(|n| {
+            SocketAddr::V4(match n.role {
+                PaxosRole::Coordinator => coordinator_addr(),
+                PaxosRole::Acceptor { id } => acceptor_addr(id as usize),
+                PaxosRole::Backup => backup_addr(),
+                PaxosRole::Learner { id } => SocketAddrV4::new(HOSTS_IP, learner_port(id as usize)),
+                PaxosRole::Proposer { index } => SocketAddrV4::new(HOSTS_IP, proposer_port(index as usize)),
+            })
+        })
+        .collect()
 }
 
 /// One end of a veth: namespace, device, MAC, address.
@@ -187,14 +265,40 @@ fn attach(xdp: &PaxosXdp, ns: &str, devs: &[&str]) -> Result<()> {
     })
 }
 
-/// Builds the `paxos` topology with the BPF coordinator and acceptors.
+/// The members of node `n`'s `group` in `d`, each reached over the veth
+/// `via(member)` names, on the member's port in `addrs`.
+fn group_members(
+    d: &PaxosDeployment,
+    n: NodeIx,
+    group: u16,
+    addrs: &[SocketAddr],
+    via: impl Fn(NodeIx) -> Result<(End, End)>,
+) -> Result<Vec<Member>> {
+    let nodes = d.nodes[n].groups.get(&group).map(Vec::as_slice).unwrap_or_default();
+    nodes
+        .iter()
+        .map(|m| match m {
+            GroupMember::Node(x) => {
+                let (from, to) = via(*x)?;
+                member(&from, &to, addrs[*x].port())
+            }
+            GroupMember::Origin => anyhow::bail!("the paxos testbed has no votes to the origin"),
+        })
+        .collect()
+}
+
+/// Builds the `paxos` topology with the BPF coordinator and acceptors, and
+/// (with [`PaxosUp::backup_exe`]) starts the backup coordinator.
 pub fn up(o: &PaxosUp) -> Result<State> {
     anyhow::ensure!((1..=MAX_ACCEPTORS).contains(&o.acceptors), "1..={MAX_ACCEPTORS} acceptors");
+    // Votes go to every learner, every proposer and the backup.
     anyhow::ensure!(
-        o.learners + o.proposers <= crate::paxos::MAX_MEMBERS,
-        "learners + proposers <= {}",
+        o.learners + o.proposers < crate::paxos::MAX_MEMBERS,
+        "learners + proposers + the backup <= {}",
         crate::paxos::MAX_MEMBERS
     );
+    let d = o.deployment();
+    paxos_deploy::validate(&d).map_err(|e| anyhow::anyhow!("{}", e.0))?;
     // Only our own leftovers: another topology's testbed may be running
     // (other users of the machine), and its namespaces are not ours to end.
     let removed = down()?;
@@ -204,7 +308,7 @@ pub fn up(o: &PaxosUp) -> Result<State> {
     let mut nss = vec![NS_HOSTS.to_string(), NS_COORDINATOR.to_string()];
     nss.extend((0..o.acceptors).map(acceptor_ns));
     let dir = Path::new(PIN_DIR).join("paxos");
-    let state = State {
+    let mut state = State {
         topology: "paxos".into(),
         namespaces: nss.clone(),
         pin_dir: Some(dir.display().to_string()),
@@ -212,30 +316,97 @@ pub fn up(o: &PaxosUp) -> Result<State> {
     };
     testbed::save_to(Path::new(STATE_FILE), &state)?;
     let ls = build(o, &nss).context("build namespaces and links")?;
-
-    let ccfg = CoordinatorConfig { slots: o.slots, ..CoordinatorConfig::new(o.learners) };
-    let mut coord = PaxosXdp::load(Role::Coordinator, o.slots)?;
-    let to_acceptors: Vec<Member> =
-        (0..o.acceptors).map(|i| member(&ls[1 + 2 * i].0, &ls[1 + 2 * i].1, DATAPLANE_PORT)).collect::<Result<_>>()?;
-    coord.configure(&Config::coordinator(&ccfg), &to_acceptors)?;
-    coord.pin_maps(&dir.join("coordinator"))?;
-    attach(&coord, NS_COORDINATOR, &["innet-ch"])?;
-
-    let ports: Vec<u16> = (0..o.learners).map(learner_port).chain((0..o.proposers).map(proposer_port)).collect();
-    for i in 0..o.acceptors {
-        let acfg = AcceptorConfig {
-            slots: o.slots,
-            trim_quorum: majority(o.learners),
-            ..AcceptorConfig::new(i as u16, o.learners)
-        };
-        let mut acc = PaxosXdp::load(Role::Acceptor, o.slots)?;
-        let (ah, ha) = (&ls[2 + 2 * i].0, &ls[2 + 2 * i].1);
-        let to_learners: Vec<Member> = ports.iter().map(|&p| member(ah, ha, p)).collect::<Result<_>>()?;
-        acc.configure(&Config::acceptor(&acfg), &to_learners)?;
-        acc.pin_maps(&dir.join(format!("acceptor{i}")))?;
-        attach(&acc, &acceptor_ns(i), &[&format!("innet-ac{i}"), &format!("innet-ah{i}")])?;
+    let addrs = host_addrs(&d);
+    let roles = o.roles();
+    let acceptor_id = |x: NodeIx| match d.nodes[x].role {
+        PaxosRole::Acceptor { id } => Ok(id as usize),
+        r => anyhow::bail!("{} in the acceptors' group", r.name()),
+    };
+    for (n, node) in d.nodes.iter().enumerate() {
+        match node.role {
+            PaxosRole::Coordinator => {
+                // Each acceptor over its own link from the coordinator.
+                let to_acceptors = group_members(&d, n, GROUP_ACCEPTORS, &addrs, |x| {
+                    let i = acceptor_id(x)?;
+                    Ok((ls[1 + 2 * i].0.clone(), ls[1 + 2 * i].1.clone()))
+                })?;
+                let mut coord = PaxosXdp::load(Role::Coordinator, o.slots)?;
+                coord.configure(&Config::coordinator(&roles.coordinator()), &to_acceptors)?;
+                coord.pin_maps(&dir.join("coordinator"))?;
+                attach(&coord, NS_COORDINATOR, &["innet-ch"])?;
+            }
+            PaxosRole::Acceptor { id } => {
+                let i = id as usize;
+                // Every voter sits in the hosts namespace, behind innet-ah<i>.
+                let (ah, ha) = (ls[2 + 2 * i].0.clone(), ls[2 + 2 * i].1.clone());
+                let to_voters = group_members(&d, n, GROUP_LEARNERS, &addrs, |_| Ok((ah.clone(), ha.clone())))?;
+                let mut acc = PaxosXdp::load(Role::Acceptor, o.slots)?;
+                acc.configure(&Config::acceptor(&roles.acceptor(id)), &to_voters)?;
+                acc.pin_maps(&dir.join(format!("acceptor{i}")))?;
+                attach(&acc, &acceptor_ns(i), &[&format!("innet-ac{i}"), &format!("innet-ah{i}")])?;
+            }
+            _ => {}
+        }
+    }
+    if let Some(exe) = &o.backup_exe {
+        let args: Vec<String> = [
+            "bench",
+            "xdp-paxos-hosts",
+            "--backup",
+            "only",
+            "--acceptors",
+            &o.acceptors.to_string(),
+            "--learners",
+            &o.learners.to_string(),
+            "--proposers",
+            &o.proposers.to_string(),
+            "--slots",
+            &o.slots.to_string(),
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let pid = testbed::spawn_in(NS_HOSTS, exe, &args, BACKUP_PROCESS)?;
+        state.processes.push((BACKUP_PROCESS.into(), pid));
+        testbed::save_to(Path::new(STATE_FILE), &state)?;
+        testbed::wait_for_log_line(BACKUP_PROCESS, "backup ", Duration::from_secs(10))?;
     }
     Ok(state)
+}
+
+/// Fails the coordinator the way a switch fails: every link of its
+/// namespace goes down (its ports go dark; nothing reaches it, nothing
+/// leaves it, and its peers see no carrier). Its maps stay pinned, so
+/// `innet testbed status` still shows its counters. Returns the links it
+/// set down.
+pub fn fail_coordinator() -> Result<Vec<String>> {
+    anyhow::ensure!(status().is_some(), "no paxos testbed is up ({STATE_FILE} absent)");
+    let out = ip(&["-n", NS_COORDINATOR, "-o", "link", "show"])?;
+    // "<index>: <name>@<peer>: <flags> ..."
+    let down: Vec<String> = out
+        .lines()
+        .filter_map(|l| l.split(": ").nth(1))
+        .map(|n| n.split('@').next().unwrap_or(n).to_string())
+        .filter(|n| n != "lo")
+        .collect();
+    // One `ip` for every link: the ports go dark together.
+    let batch: String = down.iter().map(|n| format!("link set {n} down\n")).collect();
+    let mut child = std::process::Command::new("ip")
+        .args(["-n", NS_COORDINATOR, "-batch", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .context("run `ip` (package iproute2)")?;
+    std::io::Write::write_all(&mut child.stdin.take().expect("piped"), batch.as_bytes())?;
+    let done = child.wait_with_output()?;
+    anyhow::ensure!(
+        done.status.success(),
+        "set the links of {NS_COORDINATOR} down: {}",
+        String::from_utf8_lossy(&done.stderr).trim()
+    );
+    anyhow::ensure!(!down.is_empty(), "no links in {NS_COORDINATOR}");
+    Ok(down)
 }
 
 /// The state of a running paxos testbed, if any.
@@ -246,6 +417,21 @@ pub fn status() -> Option<State> {
 /// Removes the paxos testbed (namespaces, pins, state file); what it removed.
 pub fn down() -> Result<Vec<String>> {
     let mut removed = vec![];
+    // The processes `up` started (by the pid it recorded), before their
+    // namespace goes.
+    for (name, pid) in status().map(|s| s.processes).unwrap_or_default() {
+        // Only if the pid is still that process (pids are reused).
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains("xdp-paxos-hosts") {
+            testbed::end_process(pid);
+            removed.push(format!("process {name} ({pid})"));
+        }
+    }
+    let log = testbed::log_path(BACKUP_PROCESS);
+    if log.exists() {
+        std::fs::remove_file(&log).with_context(|| format!("remove {}", log.display()))?;
+        removed.push(format!("log {}", log.display()));
+    }
     for ns in testbed::namespaces()?.into_iter().filter(|n| n.starts_with(NS_PREFIX)) {
         ip(&["netns", "del", &ns])?;
         removed.push(format!("netns {ns}"));

@@ -427,9 +427,11 @@ pub fn down() -> Result<Vec<String>> {
         std::fs::remove_file(STATE_FILE)?;
         removed.push(format!("state {STATE_FILE}"));
     }
-    if Path::new(crate::paxos_testbed::STATE_FILE).exists() {
-        std::fs::remove_file(crate::paxos_testbed::STATE_FILE)?;
-        removed.push(format!("state {}", crate::paxos_testbed::STATE_FILE));
+    for other in [crate::paxos_testbed::STATE_FILE, crate::txn_topology::STATE_FILE] {
+        if Path::new(other).exists() {
+            std::fs::remove_file(other)?;
+            removed.push(format!("state {other}"));
+        }
     }
     let state_dir = Path::new(STATE_FILE).parent().expect("has a parent");
     for entry in std::fs::read_dir(state_dir).into_iter().flatten().flatten() {

@@ -27,8 +27,9 @@ pub const MAP_STATE: &str = "txn_state";
 pub const MAP_CACHE: &str = "txn_cache";
 pub const MAP_CLIENTS: &str = "txn_clients";
 pub const MAP_COUNTERS: &str = "txn_counters";
+pub const MAP_ROUTES: &str = "txn_routes";
 /// Maps worth pinning for a running deployment (the scratch map is not).
-pub const PINNED_MAPS: [&str; 5] = [MAP_CONFIG, MAP_STATE, MAP_CACHE, MAP_CLIENTS, MAP_COUNTERS];
+pub const PINNED_MAPS: [&str; 6] = [MAP_CONFIG, MAP_STATE, MAP_CACHE, MAP_CLIENTS, MAP_COUNTERS, MAP_ROUTES];
 
 pub use crate::object::{XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_REDIRECT, XDP_TX};
 
@@ -84,6 +85,37 @@ pub struct Ports {
     pub store_mac: [u8; 6],
 }
 
+/// Where Downstream replies to a destination prefix go (`struct
+/// innet_txn_route`): a core switch's route to the clients behind an edge
+/// switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    pub prefix: Ipv4Addr,
+    pub prefix_len: u8,
+    pub ifindex: u32,
+    /// The switch's MAC on the egress device.
+    pub port_mac: [u8; 6],
+    /// The next hop's MAC.
+    pub next_mac: [u8; 6],
+}
+
+impl Route {
+    fn key(&self) -> Vec<u8> {
+        let mut k = u32::from(self.prefix_len).to_ne_bytes().to_vec();
+        k.extend_from_slice(&self.prefix.octets());
+        assert_eq!(k.len(), crate::layout::consts::TXN_ROUTE_KEY_SIZE as usize, "struct innet_txn_route_key layout");
+        k
+    }
+
+    fn value(&self) -> Vec<u8> {
+        let mut v = self.ifindex.to_ne_bytes().to_vec();
+        v.extend_from_slice(&self.port_mac);
+        v.extend_from_slice(&self.next_mac);
+        assert_eq!(v.len(), crate::layout::consts::TXN_ROUTE_SIZE as usize, "struct innet_txn_route layout");
+        v
+    }
+}
+
 /// A loaded transaction-switch object.
 pub struct TxnXdp {
     obj: BpfObject,
@@ -123,6 +155,14 @@ impl TxnXdp {
             store_mac: ports.store_mac,
         };
         self.obj.write(MAP_CONFIG, 0, &cfg.encode())
+    }
+
+    /// Adds (or replaces) a Downstream route.
+    pub fn add_route(&self, r: &Route) -> Result<()> {
+        anyhow::ensure!(r.prefix_len <= 32, "route prefix length {} > 32", r.prefix_len);
+        self.map(MAP_ROUTES)?
+            .update(&r.key(), &r.value(), libbpf_rs::MapFlags::ANY)
+            .with_context(|| format!("add route {}/{}", r.prefix, r.prefix_len))
     }
 
     /// Runs `frame` through `p` once with `BPF_PROG_TEST_RUN`: the XDP action
