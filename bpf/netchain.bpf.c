@@ -302,7 +302,7 @@ int xdp_netchain(struct xdp_md *ctx)
 		return XDP_PASS;
 	__u32 pops = 0, end = 0;
 	int verdict = nc_process(s->buf, copy, cfg, &pops, &end);
-	if ((verdict & 0xff) == INNET_CHAIN_VERDICT_DROP)
+	if (verdict_code(verdict) == INNET_CHAIN_VERDICT_DROP)
 		return XDP_DROP;
 	if (copy > 0 && bpf_xdp_store_bytes(ctx, offset, s->buf, bounded) < 0)
 		return XDP_DROP;

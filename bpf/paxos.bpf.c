@@ -415,9 +415,9 @@ static __always_inline int multicast(struct __sk_buff *skb, const struct innet_p
 		if (!m || !address_to(skb, m))
 			continue;
 		if (bpf_clone_redirect(skb, m->ifindex, 0) == 0)
-			count(INNET_PAXOS_CTR_MCAST_COPIES);
+			count(INNET_PAXOS_CTR_MULTICAST_COPIES);
 		else
-			count(INNET_PAXOS_CTR_MCAST_ERRORS);
+			count(INNET_PAXOS_CTR_MULTICAST_ERRORS);
 	}
 	return TC_ACT_SHOT;
 }

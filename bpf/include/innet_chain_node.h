@@ -23,9 +23,21 @@ static __always_inline void count(__u32 index)
 		__sync_fetch_and_add(c, 1);
 }
 
+/* A verdict (innet_chain.h): the code in the low byte, the port or group
+ * above it. */
 static __always_inline int verdict_port(int code, __u32 port)
 {
 	return code | (int)(port << 8);
+}
+
+static __always_inline int verdict_code(int verdict)
+{
+	return verdict & 0xff;
+}
+
+static __always_inline __u32 verdict_arg(int verdict)
+{
+	return (__u32)verdict >> 8;
 }
 
 static __always_inline struct innet_chain_port *chain_port(__u32 port)
@@ -52,12 +64,12 @@ static __always_inline int chain_emit(struct xdp_md *ctx, struct l234 *l, int ve
 				      __u32 origin_port)
 {
 	l->udp->check = 0; /* optional in IPv4; the payload changed */
-	switch (verdict & 0xff) {
+	switch (verdict_code(verdict)) {
 	case INNET_CHAIN_VERDICT_REFLECT:
 		swap_addresses(l);
 		return XDP_TX;
 	case INNET_CHAIN_VERDICT_PORT: {
-		struct innet_chain_port *p = chain_port((__u32)verdict >> 8);
+		struct innet_chain_port *p = chain_port(verdict_arg(verdict));
 		if (p)
 			l->ip->daddr = p->ip; /* the source, the origin, stays */
 		return chain_port_out(ctx, l, p);

@@ -84,8 +84,8 @@
 #define INNET_PAXOS_ACC_CTR_COUNT 9
 /* BPF-only counters, the same index for both roles. */
 #define INNET_PAXOS_CTR_XDP_PASSED_OTHER 12 /* not Paxos traffic: XDP_PASS */
-#define INNET_PAXOS_CTR_MCAST_COPIES 13	    /* clones sent by tc_paxos */
-#define INNET_PAXOS_CTR_MCAST_ERRORS 14	    /* bpf_clone_redirect failures */
+#define INNET_PAXOS_CTR_MULTICAST_COPIES 13 /* clones sent by tc_paxos */
+#define INNET_PAXOS_CTR_MULTICAST_ERRORS 14 /* bpf_clone_redirect failures */
 #define INNET_PAXOS_CTR_COUNT 16
 _Static_assert(INNET_PAXOS_ACC_CTR_COUNT <= INNET_PAXOS_CTR_XDP_PASSED_OTHER, "counter layout");
 _Static_assert(INNET_PAXOS_COORD_CTR_COUNT <= INNET_PAXOS_CTR_XDP_PASSED_OTHER, "counter layout");

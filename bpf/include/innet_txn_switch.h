@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * Maps of the transaction switch (bpf/txn_switch.bpf.c), shared with the
- * loader (crates/xdp/src/txn.rs mirrors every struct with #[repr(C)] and
- * asserts the sizes below at compile time).
+ * loader: crates/xdp/src/layout.rs encodes and decodes every struct below by
+ * hand at these offsets and asserts every constant at compile time (modes,
+ * verdicts, capacities; counter indexes against the reference's counter
+ * names in a unit test), and crates/xdp/src/txn.rs's tests check each map's
+ * name, entries and value size in the compiled object.
  *
  * The two tables are innet_core::table::SetAssoc laid out as BPF arrays: one
  * array element is one set of INNET_WAYS slots, so capacity in slots is

@@ -10,19 +10,16 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{ArgGroup, Args, Subcommand};
 use innet_core::Counters;
-use innet_exp::txn::percentile_ms;
+use innet_exp::txn_client;
 use innet_live::topology::{self, Topology};
 use innet_live::txn::{
-    fresh_client_id_base, raw_request, run_load, run_txn, spawn_store_delayed, spawn_txn_switch, start_local,
-    LoadConfig, LocalConfig, StoreData, StoreReport, SwitchConfig,
+    spawn_store_delayed, spawn_txn_switch, start_local, LocalConfig, StoreData, StoreReport, SwitchConfig,
 };
 use innet_live::Stop;
-use innet_txn::client::Completed;
 use innet_txn::switch::CACHE_SLOTS_DEFAULT;
 use innet_txn::workload::Workload;
-use innet_txn::{ClientConfig, Mode, Txn};
-use innet_wire::txn::{Key, Op, OpType, Status, Value, VALUE_LEN};
-use serde_json::json;
+use innet_txn::{Mode, Txn};
+use innet_wire::txn::{Key, Op, OpType, Value, VALUE_LEN};
 
 // ---------------------------------------------------------------- parsers
 
@@ -73,10 +70,6 @@ fn parse_op(s: &str) -> Result<Op, String> {
         other => return Err(format!("'{s}': unknown op type '{other}'; {FORM}")),
     };
     Ok(Op::new(kind, key, value))
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }
 
 fn delay(ms: f64) -> Duration {
@@ -245,17 +238,7 @@ pub fn run_topology(t: &TopologyArgs, service: &str, mut load: innet_exp::up::Up
         print_line(&format!("{node}.{k} {v}"));
     }
     for l in &report.loads {
-        print_line(&serde_json::to_string(&json!({
-            "machine": l.machine,
-            "nodes": l.nodes,
-            "seconds": l.seconds,
-            "committed": l.committed,
-            "committed_per_s": l.committed as f64 / l.seconds.max(1e-9),
-            "aborts_by_switch": l.aborts_by_switch,
-            "aborts_by_store": l.aborts_by_store,
-            "reads": l.reads,
-            "writes": l.writes,
-        }))?);
+        print_line(&l.to_json().to_string());
     }
     Ok(0)
 }
@@ -551,223 +534,57 @@ struct ClientTxnArgs {
     client_id: Option<u32>,
 }
 
-fn value_json(v: &Value) -> serde_json::Value {
-    let t = v.trimmed();
-    if t.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
-        json!(String::from_utf8_lossy(t))
-    } else {
-        json!(format!("0x{}", v.0.iter().map(|b| format!("{b:02x}")).collect::<String>()))
-    }
-}
-
-fn op_name(k: OpType) -> &'static str {
-    match k {
-        OpType::Nop => "nop",
-        OpType::Read => "read",
-        OpType::Write => "write",
-        OpType::Value => "value",
-        OpType::Updated => "updated",
-        OpType::CpuPct => "cpu_pct",
-    }
-}
-
-fn status_name(s: Status) -> &'static str {
-    match s {
-        Status::Ok => "OK",
-        Status::Abort => "ABORT",
-        Status::OptimisticAbort => "OPTIMISTIC_ABORT",
-        Status::BadRequest => "BADREQ",
-    }
-}
-
-fn kv_json(kv: &[(Key, Value)]) -> serde_json::Value {
-    kv.iter().map(|(k, v)| json!({"key": k, "value": value_json(v)})).collect()
-}
-
 pub fn run_client(a: ClientCmd) -> anyhow::Result<i32> {
     let a = match a.service {
         ClientService::Txn(a) => a,
         ClientService::Chain(a) => return crate::chain_cmd::run_client(a),
     };
-    if a.timeout_ms <= 0.0 {
-        anyhow::bail!("--timeout-ms must be > 0");
-    }
-    if a.retry_limit == 0 {
-        anyhow::bail!("--retry-limit must be at least 1");
-    }
-    if a.load {
-        return client_load(&a);
-    }
-    let load_only = [
-        ("--clients", a.clients.is_some()),
-        ("--write-ratio", a.write_ratio.is_some()),
-        ("--keys", a.keys.is_some()),
-        ("--zipf", a.zipf.is_some()),
-        ("--span", a.span.is_some()),
-        ("--duration-s", a.duration_s.is_some()),
-        ("--think-ms", a.think_ms.is_some()),
-        ("--seed", a.seed.is_some()),
-    ];
-    if let Some((flag, _)) = load_only.iter().find(|(_, given)| *given) {
-        anyhow::bail!("{flag} only applies to a load run: add --load, or drop {flag}");
-    }
-    let cl_id = a.client_id.unwrap_or_else(|| fresh_client_id_base(1));
-    if !a.op.is_empty() {
-        return client_raw(&a, cl_id);
-    }
-    let txn = match a.increment {
-        Some(k) => Txn::increment(k),
-        None => Txn::Read(a.read.clone()),
+    let sending = txn_client::Sending {
+        to: a.to,
+        client_delay_ms: a.client_delay_ms,
+        timeout_ms: a.timeout_ms,
+        max_resends: a.max_resends,
+        retry_limit: a.retry_limit,
+        client_id: a.client_id,
     };
-    let stop = signals()?;
-    let mut cfg = ClientConfig::new(cl_id);
-    cfg.timeout = delay(a.timeout_ms);
-    cfg.max_resends = a.max_resends;
-    cfg.retry_limit = a.retry_limit;
-    let Some(c) = run_txn(a.to, txn, cfg, delay(a.client_delay_ms), &stop)? else {
-        anyhow::bail!("interrupted");
+    let outcome = if a.load {
+        let d = txn_client::ClientLoad::new(a.to);
+        let load = txn_client::ClientLoad {
+            sending,
+            clients: a.clients.unwrap_or(d.clients),
+            write_ratio: a.write_ratio.unwrap_or(d.write_ratio),
+            keys: a.keys.unwrap_or(d.keys),
+            zipf: a.zipf.unwrap_or(d.zipf),
+            span: a.span.unwrap_or(d.span),
+            duration_s: a.duration_s.unwrap_or(d.duration_s),
+            think_ms: a.think_ms.unwrap_or(d.think_ms),
+            seed: a.seed.unwrap_or(d.seed),
+        };
+        txn_client::load(&load, &signals()?)?
+    } else {
+        let load_only = [
+            ("--clients", a.clients.is_some()),
+            ("--write-ratio", a.write_ratio.is_some()),
+            ("--keys", a.keys.is_some()),
+            ("--zipf", a.zipf.is_some()),
+            ("--span", a.span.is_some()),
+            ("--duration-s", a.duration_s.is_some()),
+            ("--think-ms", a.think_ms.is_some()),
+            ("--seed", a.seed.is_some()),
+        ];
+        if let Some((flag, _)) = load_only.iter().find(|(_, given)| *given) {
+            anyhow::bail!("{flag} only applies to a load run: add --load, or drop {flag}");
+        }
+        if !a.op.is_empty() {
+            txn_client::raw(&sending, a.op)?
+        } else {
+            let txn = match a.increment {
+                Some(k) => Txn::increment(k),
+                None => Txn::Read(a.read),
+            };
+            txn_client::one(&sending, txn, &signals()?)?.ok_or_else(|| anyhow::anyhow!("interrupted"))?
+        }
     };
-    print_line(&completed_json(&c, cl_id).to_string());
-    Ok(if c.committed() { 0 } else { 1 })
-}
-
-fn completed_json(c: &Completed, cl_id: u32) -> serde_json::Value {
-    json!({
-        "committed": c.committed(),
-        "gave_up": c.gave_up.map(|g| format!("{g:?}")),
-        "client_id": cl_id,
-        "attempts": c.attempts,
-        "aborts_by_switch": c.aborts_by_switch,
-        "aborts_by_store": c.aborts_by_store,
-        "from_switch": c.from_switch,
-        "reads": kv_json(&c.reads),
-        "writes": kv_json(&c.writes),
-        "latency_ms": ms(c.latency()),
-    })
-}
-
-/// Sends `--op`s as one request; resends (with `store_commit`, same request
-/// id) on timeout; prints the reply.
-fn client_raw(a: &ClientTxnArgs, cl_id: u32) -> anyhow::Result<i32> {
-    if a.op.len() > innet_wire::txn::MAX_OPS_PER_PACKET {
-        anyhow::bail!(
-            "{} ops given; one --op request carries at most {} (use the library client for larger transactions)",
-            a.op.len(),
-            innet_wire::txn::MAX_OPS_PER_PACKET
-        );
-    }
-    let reply = raw_request(a.to, cl_id, a.op.clone(), delay(a.timeout_ms), a.max_resends, delay(a.client_delay_ms))
-        .with_context(|| format!("sending to {}", a.to))?;
-    let Some(r) = reply else {
-        eprintln!(
-            "innet: no answer from {} after {} resends (is a switch or store listening there?)",
-            a.to, a.max_resends
-        );
-        print_line(&json!({"status": null, "client_id": cl_id, "resends": a.max_resends}).to_string());
-        return Ok(1);
-    };
-    let m = &r.msg;
-    let ops: Vec<serde_json::Value> =
-        m.ops.iter().map(|o| json!({"op": op_name(o.kind), "key": o.key, "value": value_json(&o.value)})).collect();
-    let out = json!({
-        "status": status_name(m.status),
-        "from_switch": m.flags.from_switch(),
-        "from": r.from.to_string(),
-        "client_id": cl_id,
-        "req_id": m.req_id,
-        "ops": ops,
-        "resends": r.resends,
-        "latency_ms": ms(r.latency),
-    });
-    print_line(&out.to_string());
-    Ok(if m.status == Status::Ok { 0 } else { 1 })
-}
-
-/// The load options with their defaults filled in.
-struct LoadArgs {
-    clients: u32,
-    write_ratio: f64,
-    keys: u32,
-    zipf: f64,
-    span: u32,
-    duration_s: f64,
-    think_ms: f64,
-    seed: u64,
-}
-
-fn client_load(args: &ClientTxnArgs) -> anyhow::Result<i32> {
-    let a = LoadArgs {
-        clients: args.clients.unwrap_or(8),
-        write_ratio: args.write_ratio.unwrap_or(0.2),
-        keys: args.keys.unwrap_or(1),
-        zipf: args.zipf.unwrap_or(0.0),
-        span: args.span.unwrap_or(1),
-        duration_s: args.duration_s.unwrap_or(10.0),
-        think_ms: args.think_ms.unwrap_or(0.0),
-        seed: args.seed.unwrap_or(1),
-    };
-    if !(a.duration_s > 0.0 && a.duration_s.is_finite()) {
-        anyhow::bail!("--duration-s {} must be a number of seconds > 0", a.duration_s);
-    }
-    if a.clients == 0 {
-        anyhow::bail!("--clients must be at least 1");
-    }
-    let workload = Workload {
-        write_ratio: a.write_ratio,
-        keys: a.keys,
-        zipf: a.zipf,
-        think_time: delay(a.think_ms),
-        span: a.span,
-        validated_reads: 0.0,
-    };
-    workload.validate().map_err(|e| anyhow::anyhow!("{e} (see --write-ratio, --keys, --zipf, --span)"))?;
-    let stop = signals()?;
-    let mut cfg = LoadConfig::new(args.to, workload);
-    cfg.clients = a.clients;
-    cfg.first_client_id = args.client_id.unwrap_or_else(|| fresh_client_id_base(a.clients));
-    cfg.seed = a.seed;
-    cfg.duration = Duration::from_secs_f64(a.duration_s);
-    cfg.client_delay = delay(args.client_delay_ms);
-    cfg.timeout = delay(args.timeout_ms);
-    cfg.max_resends = args.max_resends;
-    cfg.retry_limit = args.retry_limit;
-    let r = run_load(&cfg, &stop)?;
-    let mut lat = r.stats.latencies_ns.clone();
-    lat.sort_unstable();
-    let s = &r.stats;
-    let run_s = r.run.as_secs_f64().max(1e-9);
-    let mean = if lat.is_empty() { 0.0 } else { lat.iter().map(|&x| x as f64).sum::<f64>() / lat.len() as f64 / 1e6 };
-    let out = json!({
-        "experiment": "txn",
-        "runtime": "live",
-        "target": args.to.to_string(),
-        "clients": a.clients,
-        "first_client_id": cfg.first_client_id,
-        "write_ratio": a.write_ratio,
-        "keys": a.keys,
-        "zipf": a.zipf,
-        "span": a.span,
-        "seed": a.seed,
-        "think_ms": a.think_ms,
-        "client_delay_ms": args.client_delay_ms,
-        "timeout_ms": args.timeout_ms,
-        "duration_s": a.duration_s,
-        "committed": s.committed,
-        "committed_per_s": s.committed as f64 / run_s,
-        "committed_reads": s.committed_reads,
-        "committed_writes": s.committed_writes,
-        "aborts_by_switch": s.aborts_by_switch,
-        "aborts_by_store": s.aborts_by_store,
-        "gave_up": s.gave_up,
-        "mean_latency_ms": mean,
-        "p50_latency_ms": percentile_ms(&lat, 50.0),
-        "p99_latency_ms": percentile_ms(&lat, 99.0),
-        "run_seconds": run_s,
-        "wall_seconds": r.wall.as_secs_f64(),
-        "interrupted": stop.is_stopped(),
-        "packets_sent": r.net.sent,
-        "packets_received": r.net.received,
-    });
-    print_line(&out.to_string());
-    Ok(if s.committed > 0 && s.gave_up == 0 { 0 } else { 1 })
+    print_line(&outcome.json.to_string());
+    Ok(if outcome.ok { 0 } else { 1 })
 }

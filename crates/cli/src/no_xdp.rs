@@ -28,7 +28,6 @@ pub mod xdp_cmd {
     }
     pub type BenchXdpArgs = Anything;
     pub type BenchXdpTxnArgs = Anything;
-    pub type ProbeArgs = Anything;
 
     pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
         let TestbedCmd::Any(args) = c;
@@ -38,9 +37,6 @@ pub mod xdp_cmd {
         refuse()
     }
     pub fn run_bench_xdp_txn(_: BenchXdpTxnArgs) -> anyhow::Result<i32> {
-        refuse()
-    }
-    pub fn run_probe(_: ProbeArgs) -> anyhow::Result<i32> {
         refuse()
     }
 }

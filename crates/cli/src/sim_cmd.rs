@@ -56,9 +56,6 @@ pub enum BenchService {
     /// switch and through the software switch, side by side on the testbed
     /// (needs root).
     XdpTxn(crate::xdp_cmd::BenchXdpTxnArgs),
-    /// The client half of `bench xdp`, run inside the client namespace.
-    #[command(hide = true)]
-    XdpProbe(crate::xdp_cmd::ProbeArgs),
     /// The NetCRAQ paper's Figures 3-6 (NetCRAQ and NetChain side by side) in the simulator.
     Chain(crate::chain_cmd::BenchChainArgs),
     /// Request round trip and rate through the XDP chain, a bare XDP bounce
@@ -67,8 +64,11 @@ pub enum BenchService {
     /// CAANS end to end: coordinator and acceptors in XDP on the testbed vs
     /// user-space processes vs software switches, side by side (needs root).
     XdpPaxos(crate::xdp_paxos_cmd::BenchXdpPaxosArgs),
-    /// The end-host half of `bench xdp-paxos`, run inside the hosts namespace.
-    #[command(hide = true)]
+    /// The end hosts of a running `innet testbed up paxos` (learners, load
+    /// proposers; run it in the hosts namespace: `ip netns exec innet-px-hosts
+    /// innet bench xdp-paxos-hosts ...`), printing one JSON result line;
+    /// `--backup only` runs just the backup coordinator until SIGTERM (the
+    /// process `testbed up paxos` starts).
     XdpPaxosHosts(crate::xdp_paxos_cmd::XdpPaxosHostsArgs),
     /// CAANS Figures 7a/7b, Table 4 and Figure 8, switch and software deployments side by side.
     Paxos(crate::paxos_cmd::BenchPaxosArgs),
@@ -205,7 +205,6 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
         BenchService::Txn(a) => a,
         BenchService::Xdp(a) => return crate::xdp_cmd::run_bench_xdp(a),
         BenchService::XdpTxn(a) => return crate::xdp_cmd::run_bench_xdp_txn(a),
-        BenchService::XdpProbe(a) => return crate::xdp_cmd::run_probe(a),
         BenchService::Chain(a) => return crate::chain_cmd::run_bench(a),
         BenchService::XdpChain(a) => return crate::xdp_chain_cmd::run(a),
         BenchService::XdpPaxos(a) => return crate::xdp_paxos_cmd::run_bench(a),

@@ -5,16 +5,14 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use serde::Serialize;
 
 use innet_chain::deploy::ChainRole;
-use innet_exp::results;
 use innet_paxos::deploy::PaxosRole;
 use innet_topology::Service;
 use innet_txn::switch::Mode;
-use innet_xdp::bench::{self, BenchConfig, ProbeConfig, Summary, TxnExperimentConfig};
+use innet_xdp::bench::{BenchConfig, Summary, TxnExperimentConfig};
 use innet_xdp::paxos_testbed::PaxosUp;
-use innet_xdp::testbed::{self, DataPlane, UpOptions};
+use innet_xdp::testbed::{self, DataPlaneAt, UpOptions};
 
 #[derive(Subcommand, Debug)]
 pub enum TestbedCmd {
@@ -79,10 +77,12 @@ pub struct TestbedUpArgs {
     /// Chain topology: nodes in the chain.
     #[arg(long, default_value_t = 3)]
     nodes: usize,
-    /// xdp (the BPF switch on the switch's ports), software (`innet switch`
-    /// process) or none.
-    #[arg(long, default_value = "xdp")]
-    data_plane: DataPlane,
+    /// Where the switch role runs: xdp (the BPF program on the switch's
+    /// ports) or switch (an `innet switch txn` user-space software switch
+    /// process in the switch namespace; `software` is accepted too). The
+    /// chain and paxos testbeds run xdp.
+    #[arg(long, default_value = "xdp", value_parser = testbed::parse_data_plane)]
+    data_plane: DataPlaneAt,
     /// Switch mode: forward, read-cache, early-abort or optimistic-abort.
     #[arg(long, default_value = "optimistic-abort")]
     mode: Mode,
@@ -138,7 +138,7 @@ fn load_topology(a: &TestbedUpArgs) -> anyhow::Result<Option<innet_live::topolog
 fn run_txn_topology(d: &innet_txn::deploy::TxnDeployment, a: &TestbedUpArgs) -> anyhow::Result<i32> {
     use innet_xdp::txn_topology as tt;
     anyhow::ensure!(
-        a.data_plane == DataPlane::Xdp,
+        a.data_plane == DataPlaneAt::Xdp,
         "--topology builds the XDP data plane; the software switches of a topology run with \
          `innet up txn --topology FILE` (loopback) or `innet mininet --topology FILE`"
     );
@@ -217,7 +217,7 @@ fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
     match a.service.as_str() {
         "chain" if a.drill => crate::xdp_chain_cmd::run_drill(a.protocol, a.nodes),
         "chain" => {
-            let st = innet_xdp::chain_testbed::up(a.protocol, a.nodes, a.data_plane)?;
+            let st = innet_xdp::chain_testbed::up(a.protocol, a.nodes, Some(a.data_plane))?;
             println!("testbed up: {}: namespaces {}", st.topology, st.namespaces.join(" "));
             for i in 0..a.nodes {
                 let ip = innet_xdp::chain_testbed::node_ip(i);
@@ -234,7 +234,7 @@ fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
         _ => {
             let opts = UpOptions {
                 topology: a.service,
-                data_plane: a.data_plane,
+                data_plane: Some(a.data_plane),
                 mode: a.mode,
                 start_store: !a.no_store,
                 store_delay_ms: a.store_delay_ms,
@@ -399,29 +399,6 @@ pub struct BenchXdpArgs {
     out: PathBuf,
 }
 
-#[derive(Args, Debug)]
-pub struct ProbeArgs {
-    /// The probe configuration as JSON.
-    #[arg(long)]
-    config: String,
-}
-
-#[derive(Serialize)]
-struct BenchRecord<'a> {
-    experiment: &'static str,
-    config: &'a BenchConfig,
-    /// No randomness in this benchmark; recorded for the common schema.
-    seed: u64,
-    git_commit: String,
-    planes: &'a [Summary],
-    ratio_median_xdp_switch_over_bounce: f64,
-    ratio_p99_xdp_switch_over_bounce: f64,
-    ratio_median_software_over_xdp_switch: f64,
-    ratio_p99_software_over_xdp_switch: f64,
-    ratio_rate_xdp_switch_over_bounce: f64,
-    ratio_rate_xdp_switch_over_software: f64,
-}
-
 /// One line per data plane: samples, losses, round trips, rate.
 pub fn print_planes(planes: &[Summary]) {
     let w = planes.iter().map(|s| s.name.len()).max().unwrap_or(0).max(16);
@@ -439,22 +416,8 @@ pub fn print_planes(planes: &[Summary]) {
 
 pub fn run_bench_xdp(a: BenchXdpArgs) -> anyhow::Result<i32> {
     let cfg = a.rounds.config();
-    let planes = bench::run(&cfg, &innet_exe()?)?;
-    print_planes(&planes);
-    let (bounce, xdp, sw) = (&planes[0], &planes[1], &planes[2]);
-    let rec = BenchRecord {
-        experiment: "xdp-rtt-optimistic-abort",
-        config: &cfg,
-        seed: 0,
-        git_commit: results::git_commit(),
-        planes: &planes,
-        ratio_median_xdp_switch_over_bounce: xdp.median_us / bounce.median_us,
-        ratio_p99_xdp_switch_over_bounce: xdp.p99_us / bounce.p99_us,
-        ratio_median_software_over_xdp_switch: sw.median_us / xdp.median_us,
-        ratio_p99_software_over_xdp_switch: sw.p99_us / xdp.p99_us,
-        ratio_rate_xdp_switch_over_bounce: xdp.replies_per_s / bounce.replies_per_s,
-        ratio_rate_xdp_switch_over_software: xdp.replies_per_s / sw.replies_per_s,
-    };
+    let (rec, path) = innet_exp::xdp::bench_rtt(&cfg, &innet_exe()?, &a.out)?;
+    print_planes(&rec.planes);
     println!(
         "xdp switch / bare bounce: median {:.2}x, p99 {:.2}x   software / xdp switch: median {:.2}x, p99 {:.2}x",
         rec.ratio_median_xdp_switch_over_bounce,
@@ -466,18 +429,8 @@ pub fn run_bench_xdp(a: BenchXdpArgs) -> anyhow::Result<i32> {
         "packet rate ({} in flight): xdp switch / bare bounce {:.2}x, xdp switch / software {:.2}x",
         cfg.window, rec.ratio_rate_xdp_switch_over_bounce, rec.ratio_rate_xdp_switch_over_software
     );
-    let path = a.out.join("xdp-rtt.jsonl");
-    results::append_jsonl(&path, &[rec])?;
     println!("wrote {}", path.display());
-    let bad = planes.iter().any(|s| s.wrong_status > 0 || s.samples == 0);
-    Ok(if bad { 1 } else { 0 })
-}
-
-pub fn run_probe(a: ProbeArgs) -> anyhow::Result<i32> {
-    let cfg: ProbeConfig = serde_json::from_str(&a.config).context("probe config")?;
-    let r = bench::probe(&cfg)?;
-    println!("{}", serde_json::to_string(&r)?);
-    Ok(0)
+    Ok(if innet_exp::xdp::planes_ok(&rec.planes) { 0 } else { 1 })
 }
 
 #[derive(Args, Debug)]
@@ -510,16 +463,6 @@ pub struct BenchXdpTxnArgs {
     out: PathBuf,
 }
 
-#[derive(Serialize)]
-struct TxnRecord<'a> {
-    experiment: &'static str,
-    config: &'a TxnExperimentConfig,
-    seed: u64,
-    git_commit: String,
-    data_plane: &'a str,
-    result: &'a serde_json::Value,
-}
-
 pub fn run_bench_xdp_txn(a: BenchXdpTxnArgs) -> anyhow::Result<i32> {
     let cfg = TxnExperimentConfig {
         mode: a.mode,
@@ -531,45 +474,30 @@ pub fn run_bench_xdp_txn(a: BenchXdpTxnArgs) -> anyhow::Result<i32> {
         store_delay_ms: a.store_delay_ms,
         seed: a.seed,
     };
-    let runs = bench::run_txn_experiment(&cfg, &innet_exe()?)?;
+    let (recs, path) = innet_exp::xdp::bench_txn(&cfg, &innet_exe()?, &a.out)?;
     println!(
         "{:<16} {:>12} {:>8} {:>9} {:>9} {:>16} {:>15}",
         "data plane", "committed/s", "p50_ms", "p99_ms", "gave_up", "aborts_by_switch", "aborts_by_store"
     );
-    let num = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
-    for (name, r) in &runs {
+    for r in &recs {
         println!(
             "{:<16} {:>12.0} {:>8.3} {:>9.3} {:>9} {:>16} {:>15}",
-            name,
-            num(r, "committed_per_s"),
-            num(r, "p50_latency_ms"),
-            num(r, "p99_latency_ms"),
-            num(r, "gave_up"),
-            num(r, "aborts_by_switch"),
-            num(r, "aborts_by_store")
+            r.data_plane,
+            r.num("committed_per_s"),
+            r.num("p50_latency_ms"),
+            r.num("p99_latency_ms"),
+            r.num("gave_up"),
+            r.num("aborts_by_switch"),
+            r.num("aborts_by_store")
         );
     }
-    let (x, s) = (&runs[0].1, &runs[1].1);
+    let (x, s) = (&recs[0], &recs[1]);
     println!(
         "xdp / software: committed/s {:.2}x, p50 latency {:.2}x, p99 latency {:.2}x",
-        num(x, "committed_per_s") / num(s, "committed_per_s"),
-        num(x, "p50_latency_ms") / num(s, "p50_latency_ms"),
-        num(x, "p99_latency_ms") / num(s, "p99_latency_ms")
+        x.num("committed_per_s") / s.num("committed_per_s"),
+        x.num("p50_latency_ms") / s.num("p50_latency_ms"),
+        x.num("p99_latency_ms") / s.num("p99_latency_ms")
     );
-    let commit = results::git_commit();
-    let recs: Vec<TxnRecord> = runs
-        .iter()
-        .map(|(name, r)| TxnRecord {
-            experiment: "xdp-txn",
-            config: &cfg,
-            seed: cfg.seed,
-            git_commit: commit.clone(),
-            data_plane: name,
-            result: r,
-        })
-        .collect();
-    let path = a.out.join("xdp-txn.jsonl");
-    results::append_jsonl(&path, &recs)?;
     println!("wrote {}", path.display());
     Ok(0)
 }

@@ -123,7 +123,7 @@ pub enum Verdict {
 impl Verdict {
     /// A stable small number per verdict kind (BPF programs return the same
     /// codes to user space in differential tests).
-    pub fn code(self) -> u8 {
+    pub const fn code(self) -> u8 {
         match self {
             Verdict::Drop => 0,
             Verdict::Upstream { .. } => 1,

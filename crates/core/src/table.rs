@@ -29,7 +29,7 @@ pub struct SetAssoc<V> {
 
 /// Multiplicative (Fibonacci) hashing: one multiply and a shift, cheap in a
 /// switch pipeline and in BPF.
-pub fn set_index(key: u32, set_bits: u32) -> usize {
+fn set_index(key: u32, set_bits: u32) -> usize {
     if set_bits == 0 {
         0
     } else {

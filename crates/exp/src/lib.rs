@@ -13,9 +13,14 @@ pub mod plot;
 pub mod results;
 pub mod txn;
 pub mod txn_bench;
+pub mod txn_client;
 pub mod txn_live;
 pub mod txn_sim;
 pub mod up;
+#[cfg(feature = "xdp")]
+pub mod xdp;
+#[cfg(feature = "xdp")]
+pub mod xdp_paxos;
 
 /// Where an experiment runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -88,6 +88,23 @@ pub struct LoadReport {
     pub net: HostStats,
 }
 
+impl LoadReport {
+    /// The line `innet up --topology` prints for this group.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "machine": self.machine,
+            "nodes": self.nodes,
+            "seconds": self.seconds,
+            "committed": self.committed,
+            "committed_per_s": self.committed as f64 / self.seconds.max(1e-9),
+            "aborts_by_switch": self.aborts_by_switch,
+            "aborts_by_store": self.aborts_by_store,
+            "reads": self.reads,
+            "writes": self.writes,
+        })
+    }
+}
+
 /// Everything `up` reports at the end.
 pub struct UpReport {
     /// `(node name, counter, value)` of every node that ran here.

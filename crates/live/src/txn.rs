@@ -384,18 +384,19 @@ impl Host for OneShot {
     }
 }
 
-/// Runs one transaction against `target` with client `cfg` and a one-way
-/// access-link delay `delay`. `None` if `stop` was set before it finished.
 /// The first request id of a live client: the wall clock in microseconds,
-/// as a 31-bit serial number. A later process that reuses a client id then
-/// starts above the ids the earlier one used (one id per attempt, at most one
-/// attempt per microsecond), so switch and store never take its requests for
-/// duplicates of old ones.
+/// modulo 2^31. A later process that reuses a client id then starts above
+/// the ids the earlier one used (one id per attempt, at most one attempt per
+/// microsecond) unless the 31-bit clock wrapped in between (every 2^31 us,
+/// about 36 minutes): switch and store compare request ids as serial
+/// numbers and would take its requests for stale ones.
 pub fn wall_clock_req_id() -> i32 {
     let us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_micros());
     (us & 0x7fff_ffff) as i32
 }
 
+/// Runs one transaction against `target` with client `cfg` and a one-way
+/// access-link delay `delay`. `None` if `stop` was set before it finished.
 pub fn run_txn(
     target: SocketAddr,
     txn: Txn,

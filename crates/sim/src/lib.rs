@@ -285,7 +285,7 @@ impl Sim {
         self.add_boxed_host(name, Box::new(host))
     }
 
-    pub fn add_boxed_host(&mut self, name: &str, host: Box<dyn SimHost>) -> NodeId {
+    fn add_boxed_host(&mut self, name: &str, host: Box<dyn SimHost>) -> NodeId {
         let next_tick = host.next_tick();
         let id = self.add_node(name, Role::Host { host, next_tick: None });
         if let Some(t) = next_tick {
@@ -298,7 +298,7 @@ impl Sim {
         self.add_boxed_switch(name, Box::new(program))
     }
 
-    pub fn add_boxed_switch(&mut self, name: &str, program: Box<dyn SimDataPlane>) -> NodeId {
+    fn add_boxed_switch(&mut self, name: &str, program: Box<dyn SimDataPlane>) -> NodeId {
         let paths = ReversePath::new(REVERSE_PATH_SLOTS);
         self.add_node(name, Role::Switch { program, paths })
     }

@@ -34,7 +34,7 @@ pub const REASSEMBLY_SLOTS: usize = 1024;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientRecord {
     pub req_id: i32,
-    /// [`request_digest`] of the request's ops (0 for fragmented requests,
+    /// `request_digest` of the request's ops (0 for fragmented requests,
     /// whose duplicates are recognised by request id alone).
     pub digest: u64,
     /// The encoded reply packets (fragments) sent for `req_id`.
@@ -44,7 +44,7 @@ pub struct ClientRecord {
 /// A digest of an unfragmented request's ops (FNV-1a over their encoding),
 /// so that a request id reused for different ops is not taken for a
 /// duplicate. Never 0.
-pub fn request_digest(ops: &[Op]) -> u64 {
+fn request_digest(ops: &[Op]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for op in ops {
         for b in [op.kind as u8].iter().chain(op.key.to_be_bytes().iter()).chain(op.value.0.iter()) {

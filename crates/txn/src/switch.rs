@@ -219,12 +219,6 @@ impl TxnSwitch {
         self.cache.peek(key).filter(|e| e.generation == self.generation)
     }
 
-    /// Valid cache entries (for map dumps and differential tests).
-    pub fn cache_entries(&self) -> impl Iterator<Item = (u32, &CacheEntry)> {
-        let g = self.generation;
-        self.cache.iter().filter(move |(_, e)| e.generation == g)
-    }
-
     /// Every valid cache slot in slot order, of any generation (for
     /// comparing with the BPF program's map, `crates/xdp`).
     pub fn cache_slots(&self) -> impl Iterator<Item = (u32, &CacheEntry)> {

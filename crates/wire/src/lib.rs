@@ -1,7 +1,8 @@
 //! Wire formats of the innet protocols, defined once and byte-exact.
 //!
 //! Every format here has golden packet vectors under `golden/` that the Rust
-//! tests (and later the BPF C side) decode and re-encode. Parsers never panic
+//! tests decode and re-encode and the BPF programs' differential tests
+//! (`crates/xdp/tests`) run through the C side. Parsers never panic
 //! on any input: malformed bytes produce a [`txn::DecodeError`] naming the
 //! reason, which data-plane programs count and drop.
 //!

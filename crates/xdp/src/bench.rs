@@ -8,7 +8,7 @@
 //! * `software-switch`: `innet switch txn --mode optimistic-abort`, the
 //!   user-space software switch of `innet-live`, in the switch namespace.
 //!
-//! A probe process in the client namespace first *primes* the switch with
+//! A probe in the client namespace (a thread of this process) first *primes* the switch with
 //! one request that writes key 1 (forwarded towards the store, where nothing
 //! listens in this benchmark, so the pending write is never confirmed), then
 //! sends requests that compare key 1 against another value: each is
@@ -18,16 +18,15 @@
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use innet_txn::switch::Mode;
 use innet_wire::txn::{Op, Status, TxnMsg, Value};
 
-use crate::testbed::{self, DataPlane, UpOptions, IF_SWITCH_CLIENT_SIDE, IF_SWITCH_STORE_SIDE, NS_CLIENT, NS_SWITCH};
+use crate::testbed::{self, DataPlaneAt, UpOptions, IF_SWITCH_CLIENT_SIDE, IF_SWITCH_STORE_SIDE, NS_CLIENT, NS_SWITCH};
 use crate::txn::Program;
 
 /// The key the primed pending write holds.
@@ -70,7 +69,7 @@ fn value(s: &str) -> Value {
     Value::from_str_padded(s).expect("short value")
 }
 
-/// The client side, run inside the client namespace.
+/// The client side; [`run`] calls it on a thread inside the client namespace.
 pub fn probe(c: &ProbeConfig) -> Result<ProbeResult> {
     let sock = UdpSocket::bind("0.0.0.0:0").context("bind probe socket")?;
     sock.connect(c.to).with_context(|| format!("connect to {}", c.to))?;
@@ -209,25 +208,16 @@ impl Drop for DownOnDrop {
     }
 }
 
-fn run_probe(exe: &Path, c: &ProbeConfig) -> Result<ProbeResult> {
-    let out = Command::new("ip")
-        .args(["netns", "exec", NS_CLIENT])
-        .arg(exe)
-        .args(["bench", "xdp-probe", "--config"])
-        .arg(serde_json::to_string(c)?)
-        .output()
-        .context("run the probe in the client namespace")?;
-    if !out.status.success() {
-        bail!("probe failed: {}", String::from_utf8_lossy(&out.stderr).trim());
-    }
-    serde_json::from_slice(&out.stdout).context("probe output")
+/// Runs the probe on a thread inside the client namespace.
+fn run_probe(c: &ProbeConfig) -> Result<ProbeResult> {
+    testbed::in_netns(NS_CLIENT, || probe(c)).context("probe in the client namespace")
 }
 
 /// One run: testbed up, the three planes in interleaved rounds, testbed down.
 pub fn run(cfg: &BenchConfig, innet_exe: &Path) -> Result<Vec<Summary>> {
     let opts = UpOptions {
         topology: "txn".into(),
-        data_plane: DataPlane::None,
+        data_plane: None,
         mode: Mode::OptimisticAbort,
         start_store: false,
         store_delay_ms: 0.0,
@@ -252,13 +242,13 @@ pub fn run(cfg: &BenchConfig, innet_exe: &Path) -> Result<Vec<Summary>> {
     for round in 0..cfg.rounds as u32 {
         let id = 1000 + 10 * round;
         testbed::attach(&switch, Program::Bounce, IF_SWITCH_CLIENT_SIDE)?;
-        bounce.push(run_probe(innet_exe, &probe_cfg(id, false, None))?);
+        bounce.push(run_probe(&probe_cfg(id, false, None))?);
         testbed::detach(&switch, IF_SWITCH_CLIENT_SIDE)?;
 
         for dev in [IF_SWITCH_CLIENT_SIDE, IF_SWITCH_STORE_SIDE] {
             testbed::attach(&switch, Program::TxnSwitch, dev)?;
         }
-        xdp.push(run_probe(innet_exe, &probe_cfg(id + 1, true, abort))?);
+        xdp.push(run_probe(&probe_cfg(id + 1, true, abort))?);
         for dev in [IF_SWITCH_CLIENT_SIDE, IF_SWITCH_STORE_SIDE] {
             testbed::detach(&switch, dev)?;
         }
@@ -275,7 +265,7 @@ pub fn run(cfg: &BenchConfig, innet_exe: &Path) -> Result<Vec<Summary>> {
         ];
         let pid = testbed::spawn_in(NS_SWITCH, innet_exe, &args, "bench-switch")?;
         let measured = testbed::wait_for_log_line("bench-switch", "switch ", Duration::from_secs(10))
-            .and_then(|()| run_probe(innet_exe, &probe_cfg(id + 2, true, abort)));
+            .and_then(|()| run_probe(&probe_cfg(id + 2, true, abort)));
         testbed::end_process(pid);
         software.push(measured?);
     }
@@ -304,13 +294,19 @@ fn mode_name<S: serde::Serializer>(m: &Mode, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(m.name())
 }
 
-/// `(data plane, the load client's JSON result)` for XDP, then software.
-pub fn run_txn_experiment(cfg: &TxnExperimentConfig, innet_exe: &Path) -> Result<Vec<(String, serde_json::Value)>> {
+/// `(data plane, load's result)` for XDP, then the software switch. `load`
+/// runs the clients against the service address on a thread inside the
+/// client namespace (its threads inherit the namespace).
+pub fn run_txn_experiment<R: Send>(
+    cfg: &TxnExperimentConfig,
+    innet_exe: &Path,
+    load: impl Fn(SocketAddr) -> Result<R> + Sync,
+) -> Result<Vec<(String, R)>> {
     let mut out = vec![];
-    for plane in [DataPlane::Xdp, DataPlane::Software] {
+    for plane in [DataPlaneAt::Xdp, DataPlaneAt::Switch] {
         let opts = UpOptions {
             topology: "txn".into(),
-            data_plane: plane,
+            data_plane: Some(plane),
             mode: cfg.mode,
             start_store: true,
             store_delay_ms: cfg.store_delay_ms,
@@ -319,36 +315,13 @@ pub fn run_txn_experiment(cfg: &TxnExperimentConfig, innet_exe: &Path) -> Result
         testbed::up(&opts)?;
         let _down = DownOnDrop;
         testbed::wait_for_log_line("store", "store ", Duration::from_secs(10))?;
-        if plane == DataPlane::Software {
+        if plane == DataPlaneAt::Switch {
             testbed::wait_for_log_line("switch", "switch ", Duration::from_secs(10))?;
         }
-        let args: Vec<String> = vec![
-            "client".into(),
-            "txn".into(),
-            "--to".into(),
-            testbed::service_addr().to_string(),
-            "--load".into(),
-            "--clients".into(),
-            cfg.clients.to_string(),
-            "--write-ratio".into(),
-            cfg.write_ratio.to_string(),
-            "--keys".into(),
-            cfg.keys.to_string(),
-            "--duration-s".into(),
-            cfg.duration_s.to_string(),
-            "--client-delay-ms".into(),
-            cfg.client_delay_ms.to_string(),
-            "--seed".into(),
-            cfg.seed.to_string(),
-        ];
-        let res = Command::new("ip").args(["netns", "exec", NS_CLIENT]).arg(innet_exe).args(&args).output()?;
-        if !res.status.success() {
-            bail!("load client failed: {}", String::from_utf8_lossy(&res.stderr).trim());
-        }
-        let text = String::from_utf8_lossy(&res.stdout);
-        let last = text.lines().rev().find(|l| l.starts_with('{')).context("no JSON result from the load client")?;
-        let name = if plane == DataPlane::Xdp { "xdp-switch" } else { "software-switch" };
-        out.push((name.to_string(), serde_json::from_str(last)?));
+        let r = testbed::in_netns(NS_CLIENT, || load(SocketAddr::V4(testbed::service_addr())))
+            .context("load clients in the client namespace")?;
+        let name = if plane == DataPlaneAt::Xdp { "xdp-switch" } else { "software-switch" };
+        out.push((name.to_string(), r));
     }
     Ok(out)
 }

@@ -22,7 +22,7 @@ use innet_chain::netchain::{Hop, NcCounters, Slot, KEYS_DEFAULT, KEY_PROBES, NEI
 use innet_chain::netcraq::{CraqCounters, OBJECTS_DEFAULT, VERSIONS_DEFAULT, VERSIONS_MAX};
 use innet_chain::ports::{GROUP_ACK, PORT_NEXT, PORT_TAIL};
 use innet_chain::{Protocol, Role};
-use innet_core::Counters;
+use innet_core::{Counters, Verdict};
 use innet_wire::netchain::{self as ncw, Addr, ChainKey};
 use innet_wire::netcraq::{self as craqw, DecodeError as CraqError, KvOp};
 use innet_wire::txn::{Value, VALUE_LEN};
@@ -82,6 +82,11 @@ same!(c::NC_ERR_COUNT, ncw::DecodeError::ALL.len());
 same!(c::NC_KEYS_DEFAULT, KEYS_DEFAULT);
 same!(c::NC_KEY_PROBES, KEY_PROBES);
 same!(c::NC_NEIGHBOURS_MAX, NEIGHBOURS_MAX);
+same!(c::CHAIN_VERDICT_DROP, Verdict::Drop.code());
+same!(c::CHAIN_VERDICT_REFLECT, Verdict::Reflect.code());
+same!(c::CHAIN_VERDICT_PORT, Verdict::Port { port: 0 }.code());
+same!(c::CHAIN_VERDICT_MULTICAST, Verdict::Multicast { group: 0 }.code());
+same!(c::CHAIN_VERDICT_ORIGIN, Verdict::Origin.code());
 const _: () = assert!(c::CRAQ_CTR_DROPPED_MALFORMED + c::CRAQ_ERR_COUNT == c::CRAQ_CTR_NODE_COUNT);
 const _: () = assert!(c::NC_CTR_DROPPED_MALFORMED + c::NC_ERR_COUNT == c::NC_CTR_NODE_COUNT);
 
@@ -100,7 +105,7 @@ pub const CRAQ_MULTICAST_PROGRAM: &str = "tc_chain_multicast";
 pub const NC_PROGRAM: &str = "xdp_netchain";
 
 /// `INNET_CHAIN_ROLE_*`.
-pub fn role_code(role: Option<Role>) -> u32 {
+fn role_code(role: Option<Role>) -> u32 {
     (match role {
         None => c::CHAIN_ROLE_NONE,
         Some(Role::Head) => c::CHAIN_ROLE_HEAD,
@@ -176,7 +181,7 @@ impl Node {
         if port as usize >= PORTS_MAX {
             bail!("port {port} beyond the {PORTS_MAX} chain_ports entries");
         }
-        self.obj.write("chain_ports", port as u32, &p.encode())
+        self.obj.write(MAP_PORTS, port as u32, &p.encode())
     }
 
     fn counters(&self, names: Vec<&'static str>) -> Result<Vec<(&'static str, u64)>> {
@@ -232,12 +237,23 @@ fn read_counters(m: &impl MapCore, names: Vec<&'static str>) -> Result<Vec<(&'st
         .collect()
 }
 
-const MAP_COUNTERS: &str = "chain_counters";
+/// Map names (the C side's `SEC(".maps")` variables). Both programs have
+/// `chain_ports` and `chain_counters` (`innet_chain_node.h`).
+pub const MAP_PORTS: &str = "chain_ports";
+pub const MAP_COUNTERS: &str = "chain_counters";
+pub const MAP_GROUP: &str = "chain_group";
+pub const CRAQ_MAP_CONFIG: &str = "craq_config";
+pub const CRAQ_MAP_STORE: &str = "craq_store";
+pub const CRAQ_MAP_INDEX: &str = "craq_index";
+pub const NC_MAP_CONFIG: &str = "nc_config";
+pub const NC_MAP_NEIGHBOURS: &str = "nc_neighbours";
+pub const NC_MAP_KEYS: &str = "nc_keys";
+pub const NC_MAP_REGISTERS: &str = "nc_registers";
 /// Maps worth pinning for a running node (not the scratch map).
 pub const CRAQ_PINNED_MAPS: [&str; 6] =
-    ["craq_config", "craq_store", "craq_index", "chain_ports", "chain_group", MAP_COUNTERS];
+    [CRAQ_MAP_CONFIG, CRAQ_MAP_STORE, CRAQ_MAP_INDEX, MAP_PORTS, MAP_GROUP, MAP_COUNTERS];
 pub const NC_PINNED_MAPS: [&str; 6] =
-    ["nc_config", "nc_neighbours", "nc_keys", "nc_registers", "chain_ports", MAP_COUNTERS];
+    [NC_MAP_CONFIG, NC_MAP_NEIGHBOURS, NC_MAP_KEYS, NC_MAP_REGISTERS, MAP_PORTS, MAP_COUNTERS];
 
 fn craq_counter_names() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = CraqCounters::default().counters().into_iter().map(|(n, _)| n).collect();
@@ -273,7 +289,7 @@ impl CraqXdp {
         }
         let obj = BpfObject::load(
             CRAQ_OBJECT,
-            &[("craq_store", (objects * versions) as u32), ("craq_index", objects as u32)],
+            &[(CRAQ_MAP_STORE, (objects * versions) as u32), (CRAQ_MAP_INDEX, objects as u32)],
         )?;
         let x = CraqXdp { node: Node { obj, addr, role: None, writes_paused: false }, objects, versions };
         x.write_config()?;
@@ -282,7 +298,7 @@ impl CraqXdp {
 
     fn write_config(&self) -> Result<()> {
         let middle = [self.objects as u32, self.versions as u32, self.node.addr.udp_port as u32];
-        self.node.write_config("craq_config", c::CRAQ_CONFIG_SIZE as usize, middle)
+        self.node.write_config(CRAQ_MAP_CONFIG, c::CRAQ_CONFIG_SIZE as usize, middle)
     }
 
     /// `CraqNode::set_role`: a node that becomes the tail makes each
@@ -292,9 +308,9 @@ impl CraqXdp {
         if becomes_tail {
             let index = self.index()?;
             for (k, dirty) in index.iter().enumerate().filter(|(_, d)| **d > 0) {
-                let latest = lookup(&self.node.obj.map("craq_store")?, (k * self.versions) as u32 + *dirty as u32)?;
-                self.node.obj.write("craq_store", (k * self.versions) as u32, &latest)?;
-                self.node.obj.write("craq_index", k as u32, &[0])?;
+                let latest = lookup(&self.node.obj.map(CRAQ_MAP_STORE)?, (k * self.versions) as u32 + *dirty as u32)?;
+                self.node.obj.write(CRAQ_MAP_STORE, (k * self.versions) as u32, &latest)?;
+                self.node.obj.write(CRAQ_MAP_INDEX, k as u32, &[0])?;
             }
         }
         self.node.role = role;
@@ -322,7 +338,8 @@ impl CraqXdp {
                 Some(Member::Origin) => (c::CHAIN_MEMBER_ORIGIN as u32, 0),
             };
             let b: Vec<u8> = [kind, port].iter().flat_map(|w| w.to_ne_bytes()).collect();
-            self.node.obj.write("chain_group", i as u32, &b)?;
+            assert_eq!(b.len(), c::CHAIN_MEMBER_SIZE as usize, "struct innet_chain_member layout");
+            self.node.obj.write(MAP_GROUP, i as u32, &b)?;
         }
         Ok(())
     }
@@ -333,25 +350,30 @@ impl CraqXdp {
             bail!("{} values for {} objects", values.len(), self.objects);
         }
         for (k, v) in values.iter().enumerate() {
-            self.node.obj.write("craq_store", (k * self.versions) as u32, &v.0)?;
-            self.node.obj.write("craq_index", k as u32, &[0])?;
+            self.node.obj.write(CRAQ_MAP_STORE, (k * self.versions) as u32, &v.0)?;
+            self.node.obj.write(CRAQ_MAP_INDEX, k as u32, &[0])?;
         }
         Ok(())
     }
 
     /// Every cell of `craq_store`, object by object.
     pub fn store(&self) -> Result<Vec<Value>> {
-        Ok(self.node.read_all("craq_store")?.iter().map(|b| Value(b[..VALUE_LEN].try_into().expect("cell"))).collect())
+        Ok(self
+            .node
+            .read_all(CRAQ_MAP_STORE)?
+            .iter()
+            .map(|b| Value(b[..VALUE_LEN].try_into().expect("cell")))
+            .collect())
     }
 
     /// Dirty versions per object (`craq_index`).
     pub fn index(&self) -> Result<Vec<u8>> {
-        Ok(self.node.read_batch("craq_index")?.iter().map(|b| b[0]).collect())
+        Ok(self.node.read_batch(CRAQ_MAP_INDEX)?.iter().map(|b| b[0]).collect())
     }
 
     /// `CraqNode::snapshot`: every object's clean version (cell 0).
     pub fn snapshot(&self) -> Result<Vec<Value>> {
-        let cells = self.node.read_batch("craq_store")?;
+        let cells = self.node.read_batch(CRAQ_MAP_STORE)?;
         Ok(cells.iter().step_by(self.versions).map(|b| Value(b[..VALUE_LEN].try_into().expect("cell"))).collect())
     }
 
@@ -362,7 +384,7 @@ impl CraqXdp {
 
     /// Whether the program holds a role (a fresh or restarted node does not).
     pub fn configured(&self) -> Result<bool> {
-        self.node.configured("craq_config")
+        self.node.configured(CRAQ_MAP_CONFIG)
     }
 
     /// One counter by name (`CraqCounters`' names, then [`CRAQ_XDP_COUNTERS`]).
@@ -408,7 +430,7 @@ impl NcXdp {
         if chain_addr == 0 || keys == 0 {
             bail!("a non-zero address and key capacity");
         }
-        let obj = BpfObject::load(NC_OBJECT, &[("nc_keys", keys as u32), ("nc_registers", keys as u32)])?;
+        let obj = BpfObject::load(NC_OBJECT, &[(NC_MAP_KEYS, keys as u32), (NC_MAP_REGISTERS, keys as u32)])?;
         let x = NcXdp { node: Node { obj, addr, role: None, writes_paused: false }, chain_addr, keys };
         x.write_config()?;
         Ok(x)
@@ -416,7 +438,7 @@ impl NcXdp {
 
     fn write_config(&self) -> Result<()> {
         let middle = [self.keys as u32, self.node.addr.udp_port as u32, self.chain_addr];
-        self.node.write_config("nc_config", c::NC_CONFIG_SIZE as usize, middle)
+        self.node.write_config(NC_MAP_CONFIG, c::NC_CONFIG_SIZE as usize, middle)
     }
 
     pub fn set_role(&mut self, role: Option<Role>) -> Result<()> {
@@ -442,15 +464,16 @@ impl NcXdp {
         };
         let mut v = kind.to_ne_bytes().to_vec();
         v.extend_from_slice(&port.to_ne_bytes());
+        assert_eq!(v.len(), c::NC_HOP_SIZE as usize, "struct innet_nc_hop layout");
         self.node
             .obj
-            .map("nc_neighbours")?
+            .map(NC_MAP_NEIGHBOURS)?
             .update(&addr.to_ne_bytes(), &v, MapFlags::ANY)
             .with_context(|| format!("neighbour {addr} (at most {NEIGHBOURS_MAX})"))
     }
 
     fn key_slot(&self, i: usize) -> Result<Option<ChainKey>> {
-        let b = lookup(&self.node.obj.map("nc_keys")?, i as u32)?;
+        let b = lookup(&self.node.obj.map(NC_MAP_KEYS)?, i as u32)?;
         let valid = u32::from_ne_bytes(b[..4].try_into().expect("u32")) != 0;
         Ok(valid.then(|| b[4..4 + ncw::KEY_LEN].try_into().expect("key")))
     }
@@ -467,7 +490,8 @@ impl NcXdp {
                 None => {
                     let mut b = 1u32.to_ne_bytes().to_vec();
                     b.extend_from_slice(&key);
-                    self.node.obj.write("nc_keys", i as u32, &b)?;
+                    assert_eq!(b.len(), c::NC_KEY_SLOT_SIZE as usize, "struct innet_nc_key_slot layout");
+                    self.node.obj.write(NC_MAP_KEYS, i as u32, &b)?;
                     return Ok(Some(i));
                 }
             }
@@ -483,14 +507,14 @@ impl NcXdp {
             b.extend_from_slice(&slot.seq.to_ne_bytes());
             b.extend_from_slice(&[0; 2]);
             assert_eq!(b.len(), c::NC_REGISTER_SIZE as usize, "struct innet_nc_register layout");
-            self.node.obj.write("nc_registers", i as u32, &b)?;
+            self.node.obj.write(NC_MAP_REGISTERS, i as u32, &b)?;
         }
         Ok(())
     }
 
     /// Whether the program holds a role (a fresh or restarted node does not).
     pub fn configured(&self) -> Result<bool> {
-        self.node.configured("nc_config")
+        self.node.configured(NC_MAP_CONFIG)
     }
 
     /// One counter by name (`NcCounters`' names, then [`NC_XDP_COUNTERS`]).
@@ -501,8 +525,8 @@ impl NcXdp {
     /// Every installed key and its register, in slot order
     /// (`NcNode::snapshot`).
     pub fn snapshot(&self) -> Result<Vec<(ChainKey, Slot)>> {
-        let keys = self.node.read_batch("nc_keys")?;
-        let regs = self.node.read_batch("nc_registers")?;
+        let keys = self.node.read_batch(NC_MAP_KEYS)?;
+        let regs = self.node.read_batch(NC_MAP_REGISTERS)?;
         Ok(keys
             .iter()
             .zip(&regs)
@@ -551,20 +575,46 @@ pub fn unavailable() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use innet_core::Verdict;
 
     #[test]
-    fn verdict_codes_are_the_references() {
-        // Verdict::code is not a const fn: checked here instead of at compile time.
-        for (bpf, v) in [
-            (c::CHAIN_VERDICT_DROP, Verdict::Drop),
-            (c::CHAIN_VERDICT_REFLECT, Verdict::Reflect),
-            (c::CHAIN_VERDICT_PORT, Verdict::Port { port: 0 }),
-            (c::CHAIN_VERDICT_MULTICAST, Verdict::Multicast { group: 0 }),
-            (c::CHAIN_VERDICT_ORIGIN, Verdict::Origin),
-        ] {
-            assert_eq!(bpf, v.code() as i64, "{v:?}");
-        }
+    fn counter_constants_name_their_counters() {
+        use crate::layout::assert_counter_indexes;
+        let craq = craq_counter_names();
+        assert_eq!(assert_counter_indexes("CRAQ_CTR_", Some("CRAQ_ERR_"), &craq), craq.len());
+        let nodes = CraqCounters::default().counters().len();
+        assert_eq!(c::CRAQ_CTR_NODE_COUNT as usize, nodes);
+        let nc = nc_counter_names();
+        assert_eq!(assert_counter_indexes("NC_CTR_", Some("NC_ERR_"), &nc), nc.len());
+        assert_eq!(c::NC_CTR_NODE_COUNT as usize, NcCounters::default().counters().len());
+    }
+
+    #[test]
+    fn the_objects_have_the_maps_named_here_sized_by_the_header() {
+        let n = |x: i64| Some(x as u32);
+        let ports = (MAP_PORTS, n(c::CHAIN_PORTS_MAX), n(c::CHAIN_PORT_SIZE));
+        crate::object::assert_maps(
+            CRAQ_OBJECT,
+            &[
+                (CRAQ_MAP_CONFIG, Some(1), n(c::CRAQ_CONFIG_SIZE)),
+                (CRAQ_MAP_STORE, n(c::CRAQ_OBJECTS_DEFAULT * c::CRAQ_VERSIONS_DEFAULT), n(c::CRAQ_VALUE_LEN)),
+                (CRAQ_MAP_INDEX, n(c::CRAQ_OBJECTS_DEFAULT), Some(1)),
+                (MAP_GROUP, n(c::CHAIN_GROUP_MAX), n(c::CHAIN_MEMBER_SIZE)),
+                ports,
+                (MAP_COUNTERS, n(c::CRAQ_CTR_COUNT), Some(8)),
+            ],
+        );
+        crate::object::assert_maps(
+            NC_OBJECT,
+            &[
+                (NC_MAP_CONFIG, Some(1), n(c::NC_CONFIG_SIZE)),
+                (NC_MAP_NEIGHBOURS, n(c::NC_NEIGHBOURS_MAX), n(c::NC_HOP_SIZE)),
+                (NC_MAP_KEYS, n(c::NC_KEYS_DEFAULT), n(c::NC_KEY_SLOT_SIZE)),
+                (NC_MAP_REGISTERS, n(c::NC_KEYS_DEFAULT), n(c::NC_REGISTER_SIZE)),
+                ports,
+                (MAP_COUNTERS, n(c::NC_CTR_COUNT), Some(8)),
+                ("nc_scratch", Some(1), None),
+            ],
+        );
     }
 
     #[test]

@@ -61,7 +61,7 @@ use innet_wire::txn::Value;
 use crate::chain_testbed::{
     self as tb, apply_layout, load_node, node_ip, set_node_link, udp_port, NodeProgram, NodeXdp, CLIENT_IP,
 };
-use crate::testbed::{in_netns, DataPlane, NS_CLIENT};
+use crate::testbed::{in_netns, NS_CLIENT};
 
 /// The counter a heartbeat probe moves on every node program.
 pub const PROBE_COUNTER: &str = "dropped_malformed_truncated";
@@ -82,7 +82,7 @@ pub struct XdpChain {
 
 impl XdpChain {
     /// Loads, wires and attaches every node of a built chain topology
-    /// (`chain_testbed::up` with `DataPlane::None`) and applies the
+    /// (`chain_testbed::up` with no data plane) and applies the
     /// initial layout.
     pub fn start(protocol: Protocol, nodes: usize) -> Result<XdpChain> {
         let xs = tb::attach_nodes(protocol, nodes)?;
@@ -310,7 +310,7 @@ pub fn run_drill(cfg: &DrillConfig, stop: &Stop) -> Result<DrillReport> {
     ensure!(cfg.nodes <= most, "{protocol} chains on the testbed have at most {most} nodes");
     ensure!(cfg.keys >= 1 && cfg.keys <= tb::NETCHAIN_KEYS_INSTALLED, "keys in 1..={}", tb::NETCHAIN_KEYS_INSTALLED);
 
-    tb::up(protocol, cfg.nodes, DataPlane::None)?;
+    tb::up(protocol, cfg.nodes, None)?;
     let (control, layout) = ChainControl::new(cfg.control.clone(), cfg.nodes, clock::now());
     ensure!(layout == deploy::initial_layout(cfg.nodes), "the control plane starts from the testbed's layout");
     let chain = Arc::new(Mutex::new(XdpChain::start(protocol, cfg.nodes)?));

@@ -53,7 +53,7 @@ use innet_wire::netchain::key_from_u32;
 
 use crate::chain::{ChainPort, CraqXdp, Member, NcXdp, NodeAddr, CRAQ_MULTICAST_PROGRAM, CRAQ_PROGRAM, PORTS_MAX};
 use crate::object;
-use crate::testbed::{self, ifindex, in_netns, ip, mac_str, DataPlane, State, NS_CLIENT, PIN_DIR};
+use crate::testbed::{self, ifindex, in_netns, ip, mac_str, DataPlaneAt, State, NS_CLIENT, PIN_DIR};
 
 pub const NS_FABRIC: &str = "innet-fabric";
 pub const BRIDGE: &str = "innet-br";
@@ -100,14 +100,17 @@ pub fn udp_port(protocol: Protocol) -> u16 {
     }
 }
 
-/// Builds the chain topology with `nodes` nodes; with `DataPlane::Xdp` the
-/// node programs are attached, with `DataPlane::None` nothing is.
-pub fn up(protocol: Protocol, nodes: usize, data_plane: DataPlane) -> Result<State> {
+/// Builds the chain topology with `nodes` nodes; with `Some(DataPlaneAt::Xdp)`
+/// the node programs are attached, with `None` nothing is.
+pub fn up(protocol: Protocol, nodes: usize, data_plane: Option<DataPlaneAt>) -> Result<State> {
     if !(1..=NODES_MAX).contains(&nodes) {
         bail!("a chain of 1..={NODES_MAX} nodes (got {nodes})");
     }
-    if data_plane == DataPlane::Software {
-        bail!("the software chain runs on loopback: `innet up chain --protocol {protocol} --nodes {nodes}`");
+    if let Some(dp @ (DataPlaneAt::Switch | DataPlaneAt::Process)) = data_plane {
+        bail!(
+            "--data-plane {dp}: the chain testbed runs XDP nodes; the software chain runs on loopback: \
+             `innet up chain --protocol {protocol} --nodes {nodes}`"
+        );
     }
     if !testbed::namespaces()?.is_empty() || testbed::load_state().is_some() {
         let removed = testbed::down()?;
@@ -118,12 +121,12 @@ pub fn up(protocol: Protocol, nodes: usize, data_plane: DataPlane) -> Result<Sta
     let state = State {
         topology: format!("chain-{protocol}-{nodes}"),
         namespaces,
-        pin_dir: (data_plane == DataPlane::Xdp).then(|| PIN_DIR.to_string()),
+        pin_dir: (data_plane == Some(DataPlaneAt::Xdp)).then(|| PIN_DIR.to_string()),
         processes: vec![],
     };
     testbed::save(&state)?;
     build_links(nodes).context("build namespaces, links and the bridge")?;
-    if data_plane == DataPlane::Xdp {
+    if data_plane == Some(DataPlaneAt::Xdp) {
         attach_nodes(protocol, nodes)?;
     }
     Ok(state)

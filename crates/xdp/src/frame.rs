@@ -48,7 +48,7 @@ pub fn udp_frame(src: Endpoint, dst: Endpoint, payload: &[u8], min_len: usize) -
 }
 
 /// The internet checksum of an IPv4 header (with its checksum field zero or not).
-pub fn ipv4_checksum(header: &[u8]) -> u16 {
+fn ipv4_checksum(header: &[u8]) -> u16 {
     let mut sum: u32 = 0;
     for (i, w) in header.chunks(2).enumerate() {
         if i == 5 {
@@ -90,7 +90,7 @@ pub fn hex(b: &[u8]) -> String {
 }
 
 /// The bytes of a hex string (panics on anything else: test input).
-pub fn unhex(s: &str) -> Vec<u8> {
+fn unhex(s: &str) -> Vec<u8> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
 }
 

@@ -3,10 +3,14 @@
 //! `build.rs` turns every numeric `#define INNET_*` into a constant in
 //! [`consts`]; the `const _` assertions below fail the *Rust* build if the
 //! header and `innet-wire` / `innet-txn` / `innet-core` ever disagree, as the
-//! header's `_Static_assert`s fail the C build. Map values are encoded and
+//! header's `_Static_assert`s fail the C build. What a const cannot check
+//! (counter indexes against the references' counter names, map names and
+//! sizes in the compiled objects) the unit tests here and in `txn`, `paxos`
+//! and `chain` do. Map values are encoded and
 //! decoded here by hand at the offsets of the C structs (no `unsafe`
 //! transmutes); their sizes are asserted against the header's.
 
+use innet_core::Verdict;
 use innet_txn::switch::{CacheEntry, ClientEntry, Mode};
 use innet_wire::txn::{self as wire, DecodeError, OpType, Status, Value, VALUE_LEN};
 
@@ -65,6 +69,10 @@ same!(c::TXN_MODE_FORWARD, Mode::Forward);
 same!(c::TXN_MODE_READ_CACHE, Mode::ReadCache);
 same!(c::TXN_MODE_EARLY_ABORT, Mode::EarlyAbort);
 same!(c::TXN_MODE_OPTIMISTIC_ABORT, Mode::OptimisticAbort);
+same!(c::VERDICT_DROP, Verdict::Drop.code());
+same!(c::VERDICT_UPSTREAM, Verdict::Upstream { flow: 0 }.code());
+same!(c::VERDICT_DOWNSTREAM, Verdict::Downstream { flow: 0 }.code());
+same!(c::VERDICT_REFLECT, Verdict::Reflect.code());
 same!(c::WAYS, innet_core::table::WAYS);
 same!(c::CACHE_SLOTS_DEFAULT, innet_txn::switch::CACHE_SLOTS_DEFAULT);
 same!(c::CLIENT_SLOTS_DEFAULT, innet_txn::switch::CLIENT_SLOTS_DEFAULT);
@@ -223,6 +231,42 @@ pub fn decode_client_slot(b: &[u8]) -> Slot<ClientEntry> {
 const _: () = assert!(CACHE_SLOT_SIZE == 24 + 2 * VALUE_LEN);
 const _: () = assert!(CLIENT_SLOT_SIZE == 20);
 
+/// Asserts that every header constant `<prefix>NAME` (except the `*COUNT`s)
+/// is the index of counter `name` in `names` (the BPF program's counters
+/// in map order); `<prefix>DROPPED_MALFORMED` is the first of the
+/// `dropped_malformed_<error>` counters, at `DROPPED_MALFORMED +
+/// <errors>ERROR` for every error constant. Returns how many counters it
+/// checked.
+#[cfg(test)]
+pub(crate) fn assert_counter_indexes(prefix: &str, errors: Option<&str>, names: &[&str]) -> usize {
+    let name_at = |i: i64| names.get(i as usize).copied().unwrap_or("(none)");
+    let mut checked = 0;
+    for (constant, index) in c::ALL {
+        let Some(name) = constant.strip_prefix(prefix) else { continue };
+        if name.ends_with("COUNT") {
+            continue;
+        }
+        let want = name.to_lowercase();
+        let got = name_at(*index);
+        if name == "DROPPED_MALFORMED" {
+            let errors = errors.expect("a DROPPED_MALFORMED counter needs its error constants");
+            assert!(got.starts_with("dropped_malformed_"), "{constant} = {index} is counter {got}");
+            for (e, code) in c::ALL.iter().filter_map(|(n, v)| Some((n.strip_prefix(errors)?, v))) {
+                if e == "COUNT" {
+                    continue;
+                }
+                let want = format!("dropped_malformed_{}", e.to_lowercase());
+                assert_eq!(name_at(index + code), want, "{constant} + {errors}{e}");
+                checked += 1;
+            }
+        } else {
+            assert_eq!(got, want, "{constant} = {index}");
+            checked += 1;
+        }
+    }
+    checked
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,5 +277,22 @@ mod tests {
         let rust: Vec<&str> =
             innet_txn::switch::SwitchCounters::default().counters().into_iter().map(|(n, _)| n).collect();
         assert_eq!(&COUNTER_NAMES[..SWITCH_COUNTERS], &rust[..]);
+    }
+
+    #[test]
+    fn counter_constants_name_their_counters() {
+        let checked = assert_counter_indexes("TXN_CTR_", Some("TXN_ERR_"), &COUNTER_NAMES);
+        assert_eq!(checked, COUNTER_NAMES.len());
+    }
+
+    #[test]
+    fn op_and_status_maxima_are_the_last_codes() {
+        for (max, decodes) in [
+            (c::TXN_OP_MAX, &(|b| OpType::from_u8(b).is_some()) as &dyn Fn(u8) -> bool),
+            (c::TXN_STATUS_MAX, &|b| Status::from_u8(b).is_some()),
+        ] {
+            assert!((0..=max as u8).all(decodes), "every code up to {max} decodes");
+            assert!(!decodes(max as u8 + 1), "{} does not", max + 1);
+        }
     }
 }

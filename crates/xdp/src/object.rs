@@ -1,5 +1,5 @@
 //! A loaded BPF object, independent of the program: what every data-plane
-//! role shares (the transaction switch now; Paxos and chain roles later).
+//! role shares (the transaction switch, the Paxos roles, the chain nodes).
 //!
 //! * [`BpfObject::load`]: open an object compiled by `build.rs`, resize maps
 //!   before load (table capacities are a load-time choice), load it;
@@ -111,7 +111,7 @@ pub const BPFFS: &str = "/sys/fs/bpf";
 /// Mounts the BPF filesystem at [`BPFFS`] if `path` lies under it and nothing
 /// is mounted there, as bpftool does: a fresh VM often boots without it, and
 /// pinning then fails with "No such file or directory".
-pub fn ensure_bpffs(path: &Path) -> Result<()> {
+fn ensure_bpffs(path: &Path) -> Result<()> {
     if !path.starts_with(BPFFS) || is_bpffs(Path::new(BPFFS)) {
         return Ok(());
     }
@@ -189,4 +189,30 @@ pub fn attach_tc_ingress(fd: RawFd, ifindex: u32) -> Result<()> {
     hook.create().with_context(|| format!("clsact qdisc on ifindex {ifindex}"))?;
     hook.attach().with_context(|| format!("attach tc ingress to ifindex {ifindex}"))?;
     Ok(())
+}
+
+/// One map of an object as compiled: its name, `max_entries` and value size
+/// in bytes, or `None` where a check does not care.
+#[cfg(test)]
+pub(crate) type MapSpec<'a> = (&'a str, Option<u32>, Option<u32>);
+
+/// Asserts that the object in `bytes` holds exactly the maps of `expected`,
+/// with their sizes. Opens the object without loading it: no privileges.
+#[cfg(test)]
+pub(crate) fn assert_maps(bytes: &[u8], expected: &[MapSpec]) {
+    let open = ObjectBuilder::default().open_memory(bytes).expect("open BPF object");
+    let mut found: Vec<(String, u32, u32)> = open
+        .maps()
+        .map(|m| (m.name().to_string_lossy().to_string(), m.max_entries(), m.value_size()))
+        .filter(|(name, _, _)| !name.contains('.')) // libbpf's own: .rodata, .bss
+        .collect();
+    found.sort();
+    let mut names: Vec<&str> = expected.iter().map(|e| e.0).collect();
+    names.sort();
+    assert_eq!(found.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(), names, "map names");
+    for (name, entries, value_size) in expected {
+        let (_, e, v) = found.iter().find(|f| f.0 == *name).expect("found above");
+        assert!(entries.is_none_or(|x| x == *e), "{name}: max_entries {e}, header says {entries:?}");
+        assert!(value_size.is_none_or(|x| x == *v), "{name}: value size {v}, header says {value_size:?}");
+    }
 }

@@ -18,6 +18,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{MapCore, MapHandle};
 
+use innet_core::Verdict;
 use innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT;
 use innet_wire::paxos::{self as wire, offset, MsgType, Value, VALUE_LEN};
 
@@ -57,6 +58,10 @@ const _: () = {
     assert!(c::PAXOS_GROUP_ACCEPTORS == innet_paxos::GROUP_ACCEPTORS as i64);
     assert!(c::PAXOS_GROUP_LEARNERS == innet_paxos::GROUP_LEARNERS as i64);
     assert!(c::PAXOS_SLOT_SIZE == 16 + VALUE_LEN as i64);
+    assert!(c::PAXOS_VERDICT_DROP == Verdict::Drop.code() as i64);
+    assert!(c::PAXOS_VERDICT_REFLECT == Verdict::Reflect.code() as i64);
+    assert!(c::PAXOS_VERDICT_MULTICAST == Verdict::Multicast { group: 0 }.code() as i64);
+    assert!(c::PAXOS_VERDICT_ORIGIN == Verdict::Origin.code() as i64);
 };
 
 /// Map names (the C side's `SEC(".maps")` variables).
@@ -83,8 +88,8 @@ pub const ACCEPTOR_COUNTERS: [&str; c::PAXOS_ACC_CTR_COUNT as usize] =
 /// Counters only the BPF side has, at their map indices.
 pub const BPF_COUNTERS: [(&str, u32); 3] = [
     ("xdp_passed_other", c::PAXOS_CTR_XDP_PASSED_OTHER as u32),
-    ("multicast_copies", c::PAXOS_CTR_MCAST_COPIES as u32),
-    ("multicast_errors", c::PAXOS_CTR_MCAST_ERRORS as u32),
+    ("multicast_copies", c::PAXOS_CTR_MULTICAST_COPIES as u32),
+    ("multicast_errors", c::PAXOS_CTR_MULTICAST_ERRORS as u32),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -365,7 +370,7 @@ pub fn read_counters(role: Role, m: &impl MapCore) -> Result<Vec<(&'static str, 
     Ok(v)
 }
 
-pub fn read_slots(m: &impl MapCore) -> Result<Vec<Slot>> {
+fn read_slots(m: &impl MapCore) -> Result<Vec<Slot>> {
     (0..m.max_entries()).map(|i| Ok(decode_slot(&lookup(m, i)?))).collect()
 }
 
@@ -400,5 +405,34 @@ mod tests {
         assert_eq!(&COORDINATOR_COUNTERS[..], &names(coord.counters())[..]);
         let acc = innet_paxos::Acceptor::new(innet_paxos::AcceptorConfig::new(0, 1));
         assert_eq!(&ACCEPTOR_COUNTERS[..], &names(acc.counters())[..]);
+    }
+
+    #[test]
+    fn counter_constants_name_their_counters() {
+        use crate::layout::assert_counter_indexes;
+        let coord = assert_counter_indexes("PAXOS_COORD_CTR_", None, &COORDINATOR_COUNTERS);
+        assert_eq!(coord, COORDINATOR_COUNTERS.len());
+        let acc = assert_counter_indexes("PAXOS_ACC_CTR_", None, &ACCEPTOR_COUNTERS);
+        assert_eq!(acc, ACCEPTOR_COUNTERS.len());
+        let mut bpf = [""; c::PAXOS_CTR_COUNT as usize];
+        for (name, i) in BPF_COUNTERS {
+            bpf[i as usize] = name;
+        }
+        assert_eq!(assert_counter_indexes("PAXOS_CTR_", None, &bpf), BPF_COUNTERS.len());
+    }
+
+    #[test]
+    fn the_object_has_the_maps_named_here_sized_by_the_header() {
+        let n = |x: i64| Some(x as u32);
+        crate::object::assert_maps(
+            OBJECT,
+            &[
+                (MAP_CONFIG, Some(1), n(c::PAXOS_CONFIG_SIZE)),
+                (MAP_STATE, Some(1), n(c::PAXOS_STATE_SIZE)),
+                (MAP_SLOTS, n(c::PAXOS_ACCEPTOR_SLOTS_DEFAULT), n(c::PAXOS_SLOT_SIZE)),
+                (MAP_COUNTERS, n(c::PAXOS_CTR_COUNT), Some(8)),
+                (MAP_MEMBERS, n(c::PAXOS_MAX_MEMBERS), n(c::PAXOS_MEMBER_SIZE)),
+            ],
+        );
     }
 }

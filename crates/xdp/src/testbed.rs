@@ -71,27 +71,21 @@ pub fn store_addr() -> SocketAddrV4 {
     SocketAddrV4::new(STORE_IP, PORT)
 }
 
-/// Which data plane carries the switch role.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DataPlane {
-    /// `xdp_txn_switch` attached (generic mode) to both switch ports.
-    Xdp,
-    /// An `innet switch txn` process in the switch namespace.
-    Software,
-    /// Nothing: the caller attaches what it measures (benchmarks).
-    None,
-}
+pub use innet_core::deploy::DataPlaneAt;
 
-impl std::str::FromStr for DataPlane {
-    type Err = String;
-    fn from_str(s: &str) -> Result<DataPlane, String> {
-        match s {
-            "xdp" => Ok(DataPlane::Xdp),
-            "software" => Ok(DataPlane::Software),
-            "none" => Ok(DataPlane::None),
-            _ => Err(format!("unknown data plane '{s}': expected xdp, software or none")),
-        }
+/// The data plane a testbed's switch role runs on, from a `--data-plane`
+/// value: `xdp` (the BPF program on the switch's ports) or `switch` (an
+/// `innet switch txn` user-space software switch process in the switch
+/// namespace; `software` is accepted for it too, the testbed's earlier name).
+/// `process` (the programs as end hosts) has no place on a testbed.
+pub fn parse_data_plane(s: &str) -> Result<DataPlaneAt, String> {
+    match s {
+        "xdp" => Ok(DataPlaneAt::Xdp),
+        "switch" | "software" => Ok(DataPlaneAt::Switch),
+        "process" => Err("--data-plane process: a testbed's switch runs as xdp or as a software switch (switch); \
+                          the process deployment runs on loopback (`innet up paxos --data-plane process`)"
+            .into()),
+        _ => Err(format!("unknown data plane '{s}': expected xdp or switch (the user-space software switch)")),
     }
 }
 
@@ -99,7 +93,9 @@ impl std::str::FromStr for DataPlane {
 pub struct UpOptions {
     /// Only `txn` exists so far.
     pub topology: String,
-    pub data_plane: DataPlane,
+    /// `Xdp` or `Switch` (the software switch process); `None`: nothing
+    /// carries the switch role (benchmarks attach what they measure).
+    pub data_plane: Option<DataPlaneAt>,
     pub mode: Mode,
     pub start_store: bool,
     /// One-way store <-> switch delay, emulated by the store (no netem here).
@@ -193,13 +189,13 @@ pub fn up(o: &UpOptions) -> Result<State> {
     save(&state)?;
     build_links().context("build namespaces and links")?;
     match o.data_plane {
-        DataPlane::Xdp => {
+        Some(DataPlaneAt::Xdp) => {
             let dir = Path::new(PIN_DIR).join("txn_switch");
             state.pin_dir = Some(dir.display().to_string());
             save(&state)?;
             attach_txn_switch(o.mode, &dir)?;
         }
-        DataPlane::Software => {
+        Some(DataPlaneAt::Switch) => {
             let args = [
                 "switch",
                 "txn",
@@ -214,7 +210,8 @@ pub fn up(o: &UpOptions) -> Result<State> {
             state.processes.push(("switch".into(), pid));
             save(&state)?;
         }
-        DataPlane::None => {}
+        Some(DataPlaneAt::Process) => bail!("{}", parse_data_plane("process").unwrap_err()),
+        None => {}
     }
     if o.start_store {
         let args = ["store", "--listen", &store_addr().to_string(), "--link-delay-ms", &o.store_delay_ms.to_string()];

@@ -210,12 +210,12 @@ pub fn read_counters(m: &impl MapCore) -> Result<Vec<(&'static str, u64)>> {
     Ok(v)
 }
 
-pub fn read_state(m: &impl MapCore) -> Result<State> {
+fn read_state(m: &impl MapCore) -> Result<State> {
     Ok(State::decode(&lookup(m, 0)?))
 }
 
 /// Every slot of a set-array map, in slot order (set by set, way by way).
-pub fn read_sets<V>(m: &impl MapCore, slot_size: usize, decode: fn(&[u8]) -> Slot<V>) -> Result<Vec<Slot<V>>> {
+fn read_sets<V>(m: &impl MapCore, slot_size: usize, decode: fn(&[u8]) -> Slot<V>) -> Result<Vec<Slot<V>>> {
     let mut slots = Vec::with_capacity(m.max_entries() as usize * WAYS);
     for set in 0..m.max_entries() {
         let b = lookup(m, set)?;
@@ -256,5 +256,28 @@ pub fn unavailable() -> Option<String> {
     match TxnXdp::load(Tables { cache_slots: WAYS, client_slots: WAYS }) {
         Ok(_) => None,
         Err(e) => Some(format!("the kernel refused the BPF program: {e:#}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::consts as c;
+
+    #[test]
+    fn the_object_has_the_maps_named_here_sized_by_the_header() {
+        let n = |x: i64| Some(x as u32);
+        crate::object::assert_maps(
+            OBJECT,
+            &[
+                (MAP_CONFIG, Some(1), n(c::TXN_CONFIG_SIZE)),
+                (MAP_STATE, Some(1), n(c::TXN_STATE_SIZE)),
+                (MAP_CACHE, n(c::CACHE_SLOTS_DEFAULT / c::WAYS), n(c::WAYS * c::CACHE_SLOT_SIZE)),
+                (MAP_CLIENTS, n(c::CLIENT_SLOTS_DEFAULT / c::WAYS), n(c::WAYS * c::CLIENT_SLOT_SIZE)),
+                (MAP_COUNTERS, n(c::TXN_CTR_COUNT), Some(8)),
+                (MAP_ROUTES, n(c::TXN_ROUTES_MAX), n(c::TXN_ROUTE_SIZE)),
+                ("txn_scratch", Some(1), None),
+            ],
+        );
     }
 }

@@ -24,21 +24,25 @@
 //! Needs root (BPF). Without it the test says so on stderr (`SKIPPED: ...`)
 //! and fails when `CI=true`.
 
+mod common;
+
 use std::net::Ipv4Addr;
 
+use common::{bpf_or_skip, counter, report_golden, report_seed, Differential, Draw, Pair};
 use innet_core::rng::Rng;
 use innet_core::{Counters, DataPlane, Verdict};
 use innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT;
 use innet_paxos::{Acceptor, AcceptorConfig, Coordinator, CoordinatorConfig};
 use innet_wire::paxos::{MsgType, PaxosMsg, Value, DATAPLANE_PORT, PACKET_LEN, VALUE_LEN};
-use innet_xdp::frame::{self, hex, Endpoint, PAYLOAD_OFFSET};
+use innet_xdp::frame::{self, Endpoint};
 use innet_xdp::object::{XDP_DROP, XDP_PASS, XDP_TX};
 use innet_xdp::paxos::{self, Config, Member, PaxosXdp, Role, META_LEN, META_MAGIC};
-use innet_xdp::privileged::{self, say};
 
 const RANDOM_PACKETS_SMALL_RING: usize = 100_000;
 const RANDOM_PACKETS_DEFAULT_RING: usize = 25_000;
 const LEARNERS: usize = 3;
+/// Registers and the ring are compared after every this many packets.
+const REGISTERS_EVERY: usize = 2048;
 
 /// `TC_ACT_SHOT`, `TC_ACT_REDIRECT`.
 const TC_ACT_SHOT: u32 = 2;
@@ -89,10 +93,6 @@ impl Reference {
             Reference::Acceptor(a) => a.trim().floor(),
         }
     }
-}
-
-fn bpf_or_skip(test: &str) -> bool {
-    privileged::proceed(test, paxos::unavailable())
 }
 
 /// What the XDP program did with a frame, as a reference verdict, and the
@@ -161,45 +161,50 @@ enum Entry {
     Tc,
 }
 
-struct Pair {
+/// A role's BPF program through one entry, and the reference program.
+struct Node {
     xdp: PaxosXdp,
     entry: Entry,
     group: u16,
     rust: Reference,
     role: Role,
-    packets: usize,
-    label: String,
 }
 
-impl Pair {
-    fn new(entry: Entry, cfg: Config, rust: Reference, role: Role, label: String) -> Pair {
+impl Node {
+    fn load(entry: Entry, cfg: Config, rust: Reference, role: Role, label: String) -> Differential<Node> {
         let xdp = PaxosXdp::load(role, cfg.slots).expect("load");
         let members = if entry == Entry::Tc { vec![member()] } else { vec![] };
         xdp.configure(&cfg, &members).expect("configure");
         let prefix = if entry == Entry::Tc { "tc " } else { "" };
-        Pair { xdp, entry, group: cfg.group, rust, role, packets: 0, label: format!("{prefix}{label}") }
+        let node = Node { xdp, entry, group: cfg.group, rust, role };
+        Differential::new(node, format!("{prefix}{label}"), REGISTERS_EVERY)
     }
 
-    fn coordinator(entry: Entry, slots: usize, first_instance: u32) -> Pair {
+    fn coordinator(entry: Entry, slots: usize, first_instance: u32) -> Differential<Node> {
         let cfg = CoordinatorConfig { slots, first_instance, ..CoordinatorConfig::new(LEARNERS) };
         let label = format!("paxos-coordinator slots={slots} learners={LEARNERS} first={first_instance}");
         let rust = Reference::Coordinator(Coordinator::new(cfg));
-        Pair::new(entry, Config::coordinator(&cfg), rust, Role::Coordinator, label)
+        Node::load(entry, Config::coordinator(&cfg), rust, Role::Coordinator, label)
     }
 
-    fn acceptor(entry: Entry, slots: usize) -> Pair {
+    fn acceptor(entry: Entry, slots: usize) -> Differential<Node> {
         let cfg = AcceptorConfig { slots, ..AcceptorConfig::new(2, LEARNERS) };
         let label = format!("paxos-acceptor slots={slots} learners={LEARNERS}");
-        Pair::new(entry, Config::acceptor(&cfg), Reference::Acceptor(Acceptor::new(cfg)), Role::Acceptor, label)
+        Node::load(entry, Config::acceptor(&cfg), Reference::Acceptor(Acceptor::new(cfg)), Role::Acceptor, label)
     }
 
     fn copies_failed(&self) -> u64 {
-        let c = self.xdp.counters().expect("counters");
-        c.iter().find(|(k, _)| *k == "multicast_errors").map_or(0, |(_, v)| *v)
+        counter(&self.xdp.counters().expect("counters"), "multicast_errors")
+    }
+}
+
+impl Pair for Node {
+    fn frame(&self, payload: &[u8], pad: usize) -> Vec<u8> {
+        frame::udp_frame(PROPOSER, NODE, payload, pad)
     }
 
     /// The entry's action and verdict for `input`, and the frame it left.
-    fn run(&self, input: &[u8]) -> Result<(Verdict, Vec<u8>), String> {
+    fn run_bpf(&mut self, _: &[u8], input: &[u8]) -> Result<(Verdict, Vec<u8>), String> {
         match self.entry {
             Entry::Xdp => {
                 let (action, out) = self.xdp.test_run(input).expect("test run");
@@ -214,39 +219,19 @@ impl Pair {
         }
     }
 
-    /// One packet through both; panics with the packet on any difference.
-    fn step(&mut self, payload: &[u8], pad_to: usize) {
-        let input = frame::udp_frame(PROPOSER, NODE, payload, pad_to);
-        let mut expected = payload.to_vec();
-        let want = self.rust.process(&mut expected);
-        let ctx = || format!("{} packet #{} {}", self.label, self.packets, hex(payload));
-        let (got, f) = match self.run(&input) {
-            Ok(x) => x,
-            Err(e) => panic!("{e}: {}", ctx()),
-        };
-        assert_eq!(got, want, "verdict differs: {}", ctx());
-        let end = PAYLOAD_OFFSET + payload.len();
-        assert_eq!(hex(&f[PAYLOAD_OFFSET..end]), hex(&expected), "payload differs: {}", ctx());
-        assert_eq!(&f[end..], &input[end..], "padding: {}", ctx());
-        self.packets += 1;
-        if self.packets % 64 == 0 {
-            self.compare_counters();
-        }
-        if self.packets % 2048 == 0 {
-            self.compare_registers();
-        }
+    fn run_reference(&mut self, packet: &mut [u8]) -> (Verdict, usize) {
+        (self.rust.process(packet), packet.len())
     }
 
-    fn compare_counters(&self) {
-        let rust = self.rust.counters();
-        let xdp = self.xdp.counters().expect("counters");
-        assert_eq!(&xdp[..rust.len()], &rust[..], "counters differ: {} after {}", self.label, self.packets);
+    fn counters(&self) -> (common::Counters, common::Counters) {
+        (self.xdp.counters().expect("counters"), self.rust.counters())
     }
 
-    fn compare_registers(&self) {
+    /// Registers (next instance, trim floor, checkpoints) and every slot of
+    /// the acceptor's ring.
+    fn compare_state(&self, ctx: &str) {
         let st = self.xdp.state().expect("state");
         let (next, floor, checkpoints) = self.rust.registers();
-        let ctx = format!("{} after {}", self.label, self.packets);
         if self.role == Role::Coordinator {
             assert_eq!(st.next, next, "next instance differs: {ctx}");
         }
@@ -263,9 +248,7 @@ impl Pair {
         }
     }
 
-    fn finish(&self) -> String {
-        self.compare_counters();
-        self.compare_registers();
+    fn details(&self) -> String {
         let c = self.xdp.counters().expect("counters");
         let list: Vec<String> = c
             .iter()
@@ -274,19 +257,12 @@ impl Pair {
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         let st = self.xdp.state().expect("state");
-        format!(
-            "{}: {} packets identical ({}; next instance {}, trim floor {})",
-            self.label,
-            self.packets,
-            list.join(", "),
-            st.next,
-            st.floor
-        )
+        format!("{}; next instance {}, trim floor {}", list.join(", "), st.next, st.floor)
     }
 }
 
 fn golden() -> Vec<Vec<u8>> {
-    frame::golden_vectors(include_str!("../../wire/golden/paxos.json")).into_iter().map(|(_, b)| b).collect()
+    common::golden(include_str!("../../wire/golden/paxos.json"))
 }
 
 /// Random packets around the reference's frontier (next instance or trim
@@ -297,18 +273,6 @@ struct Gen {
 }
 
 impl Gen {
-    fn pick<T: Copy>(&mut self, xs: &[(T, u64)]) -> T {
-        let total: u64 = xs.iter().map(|x| x.1).sum();
-        let mut r = self.rng.below(total);
-        for &(x, w) in xs {
-            if r < w {
-                return x;
-            }
-            r -= w;
-        }
-        unreachable!()
-    }
-
     fn value(&mut self) -> Value {
         let mut v = Value::new(&[b'a' + self.rng.below(3) as u8]).expect("short value");
         if self.rng.chance(0.05) {
@@ -329,7 +293,7 @@ impl Gen {
 
     fn message(&mut self, role: Role, frontier: u32) -> PaxosMsg {
         let t = match role {
-            Role::Coordinator => self.pick(&[
+            Role::Coordinator => self.rng.pick(&[
                 (MsgType::Request, 55),
                 (MsgType::Trim, 15),
                 (MsgType::Heartbeat, 10),
@@ -338,7 +302,7 @@ impl Gen {
                 (MsgType::Window, 2),
                 (MsgType::Catchup, 2),
             ]),
-            Role::Acceptor => self.pick(&[
+            Role::Acceptor => self.rng.pick(&[
                 (MsgType::Phase2A, 50),
                 (MsgType::Phase1A, 15),
                 (MsgType::Trim, 15),
@@ -351,7 +315,7 @@ impl Gen {
         let mut m = PaxosMsg::new(t);
         m.value = self.value();
         m.inst = self.inst(frontier, 40);
-        m.rnd = self.pick(&[(1, 60), (0, 5), (2, 5), (272, 15), (513, 10), (300, 5)]);
+        m.rnd = self.rng.pick(&[(1, 60), (0, 5), (2, 5), (272, 15), (513, 10), (300, 5)]);
         m.vrnd = self.rng.below(3) as u16;
         m.acptid = self.rng.below(LEARNERS as u64 + 2) as u16;
         if t == MsgType::Trim {
@@ -367,11 +331,11 @@ impl Gen {
     fn malformed(&mut self, role: Role, frontier: u32) -> Vec<u8> {
         let mut b = self.message(role, frontier).encode();
         match self.rng.below(5) {
-            0 => b.truncate(self.rng.below(PACKET_LEN as u64) as usize),
+            0 => self.rng.truncate(&mut b, PACKET_LEN as u64),
             1 => b[1] = 11 + self.rng.below(240) as u8,
             2 => b[12..16].copy_from_slice(&(VALUE_LEN as u32 + 1 + self.rng.below(1000) as u32).to_be_bytes()),
-            3 => b = (0..self.rng.below(100)).map(|_| self.rng.next_u64() as u8).collect(),
-            _ => b.extend((0..1 + self.rng.below(30)).map(|_| self.rng.next_u64() as u8)), // trailing: valid
+            3 => b = self.rng.bytes(0, 100),
+            _ => b.extend(self.rng.bytes(1, 30)), // trailing: valid
         }
         b
     }
@@ -384,54 +348,48 @@ impl Gen {
     }
 }
 
-fn run(mut pair: Pair, packets: usize, seed: u64) -> String {
-    for b in golden() {
-        pair.step(&b, 0);
-    }
+fn run(mut d: Differential<Node>, packets: usize, seed: u64) {
+    d.golden(&golden(), 1);
     let mut g = Gen { rng: Rng::new(seed) };
     for _ in 0..packets {
-        let (p, pad) = g.next(pair.role, pair.rust.frontier());
-        pair.step(&p, pad);
+        let (p, pad) = g.next(d.pair.role, d.pair.rust.frontier());
+        d.step(&p, pad);
     }
-    format!("DIFFERENTIAL seed {seed:#x} {}", pair.finish())
+    report_seed(seed, &d.finish());
 }
 
 #[test]
 fn golden_vectors_give_the_reference_verdicts_and_bytes_for_both_roles() {
-    if !bpf_or_skip("golden_vectors_give_the_reference_verdicts_and_bytes_for_both_roles") {
+    if !bpf_or_skip("golden_vectors_give_the_reference_verdicts_and_bytes_for_both_roles", paxos::unavailable) {
         return;
     }
     for entry in [Entry::Xdp, Entry::Tc] {
-        for mut pair in
-            [Pair::coordinator(entry, ACCEPTOR_SLOTS_DEFAULT, 5), Pair::acceptor(entry, ACCEPTOR_SLOTS_DEFAULT)]
+        for mut d in
+            [Node::coordinator(entry, ACCEPTOR_SLOTS_DEFAULT, 5), Node::acceptor(entry, ACCEPTOR_SLOTS_DEFAULT)]
         {
             // Twice: the second pass meets the registers the first pass wrote.
-            for _ in 0..2 {
-                for b in golden() {
-                    pair.step(&b, 0);
-                }
-            }
-            say(&format!("DIFFERENTIAL golden {}", pair.finish()));
+            d.golden(&golden(), 2);
+            report_golden(&d.finish());
         }
     }
 }
 
 #[test]
 fn random_packets_match_the_reference_coordinator() {
-    if !bpf_or_skip("random_packets_match_the_reference_coordinator") {
+    if !bpf_or_skip("random_packets_match_the_reference_coordinator", paxos::unavailable) {
         return;
     }
-    say(&run(Pair::coordinator(Entry::Xdp, 16, 0), RANDOM_PACKETS_SMALL_RING, 0xC0_0D));
-    say(&run(Pair::coordinator(Entry::Xdp, ACCEPTOR_SLOTS_DEFAULT, 1 << 20), RANDOM_PACKETS_DEFAULT_RING, 0xC0_0E));
-    say(&run(Pair::coordinator(Entry::Tc, 16, 0), RANDOM_PACKETS_SMALL_RING, 0xC0_0F));
+    run(Node::coordinator(Entry::Xdp, 16, 0), RANDOM_PACKETS_SMALL_RING, 0xC0_0D);
+    run(Node::coordinator(Entry::Xdp, ACCEPTOR_SLOTS_DEFAULT, 1 << 20), RANDOM_PACKETS_DEFAULT_RING, 0xC0_0E);
+    run(Node::coordinator(Entry::Tc, 16, 0), RANDOM_PACKETS_SMALL_RING, 0xC0_0F);
 }
 
 #[test]
 fn random_packets_match_the_reference_acceptor() {
-    if !bpf_or_skip("random_packets_match_the_reference_acceptor") {
+    if !bpf_or_skip("random_packets_match_the_reference_acceptor", paxos::unavailable) {
         return;
     }
-    say(&run(Pair::acceptor(Entry::Xdp, 16), RANDOM_PACKETS_SMALL_RING, 0xACC0));
-    say(&run(Pair::acceptor(Entry::Xdp, ACCEPTOR_SLOTS_DEFAULT), RANDOM_PACKETS_DEFAULT_RING, 0xACC1));
-    say(&run(Pair::acceptor(Entry::Tc, 16), RANDOM_PACKETS_SMALL_RING, 0xACC2));
+    run(Node::acceptor(Entry::Xdp, 16), RANDOM_PACKETS_SMALL_RING, 0xACC0);
+    run(Node::acceptor(Entry::Xdp, ACCEPTOR_SLOTS_DEFAULT), RANDOM_PACKETS_DEFAULT_RING, 0xACC1);
+    run(Node::acceptor(Entry::Tc, 16), RANDOM_PACKETS_SMALL_RING, 0xACC2);
 }

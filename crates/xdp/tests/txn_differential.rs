@@ -17,20 +17,24 @@
 //! written past the test harness's capture) and fails when `CI=true`, so CI
 //! can never pass without running it.
 
+mod common;
+
 use std::net::Ipv4Addr;
 
+use common::{bpf_or_skip, counters_line, report_golden, report_seed, Differential, Draw, Pair};
 use innet_core::rng::Rng;
 use innet_core::{Counters, DataPlane, Verdict};
 use innet_txn::switch::{Mode, TxnSwitch};
 use innet_wire::txn::{Flags, OpType, HEADER_LEN, MAX_OPS_PER_PACKET, OP_LEN, VALUE_LEN};
-use innet_xdp::frame::{self, hex, Endpoint, PAYLOAD_OFFSET};
-use innet_xdp::layout::SWITCH_COUNTERS;
-use innet_xdp::privileged::{self, say};
+use innet_xdp::frame::{self, Endpoint};
+use innet_xdp::layout::{consts as c, SWITCH_COUNTERS};
 use innet_xdp::txn::{self, Ports, Program, Tables, TxnXdp, XDP_DROP, XDP_REDIRECT, XDP_TX};
 
 /// Random packets per mode (tiny tables) and per mode (default tables).
 const RANDOM_PACKETS_SMALL_TABLES: usize = 100_000;
 const RANDOM_PACKETS_DEFAULT_TABLES: usize = 25_000;
+/// Tables are compared after every this many packets.
+const TABLES_EVERY: usize = 2048;
 
 const CLIENT: Endpoint = Endpoint { mac: [2, 0, 0, 0, 0, 0x0c], ip: Ipv4Addr::new(10, 99, 0, 2), port: 40_000 };
 const SERVICE: Endpoint = Endpoint { mac: [2, 0, 0, 0, 0, 0x51], ip: Ipv4Addr::new(10, 99, 0, 1), port: 9999 };
@@ -52,10 +56,6 @@ fn ports() -> Ports {
     }
 }
 
-fn bpf_or_skip(test: &str) -> bool {
-    privileged::proceed(test, txn::unavailable())
-}
-
 /// What the XDP program did with a frame, as a reference verdict.
 fn xdp_verdict(action: u32, out: &[u8], cl_id: u32) -> Result<Verdict, String> {
     let (src, dst, _, checksum_ok) = frame::parse(out).ok_or("output is not an IPv4/UDP frame")?;
@@ -75,99 +75,70 @@ fn xdp_verdict(action: u32, out: &[u8], cl_id: u32) -> Result<Verdict, String> {
     }
 }
 
-struct Pair {
+struct Switch {
     xdp: TxnXdp,
     rust: TxnSwitch,
-    packets: usize,
-    label: String,
 }
 
-impl Pair {
-    fn new(mode: Mode, tables: Tables) -> Pair {
+impl Switch {
+    fn load(mode: Mode, tables: Tables) -> Differential<Switch> {
         let xdp = TxnXdp::load(tables).expect("load");
         xdp.configure(mode, &ports()).expect("configure");
         let rust = TxnSwitch::new(mode, tables.cache_slots, tables.client_slots);
         let label = format!("{mode} cache={} clients={}", tables.cache_slots, tables.client_slots);
-        Pair { xdp, rust, packets: 0, label }
+        Differential::new(Switch { xdp, rust }, label, TABLES_EVERY)
     }
+}
 
-    /// One packet through both; panics with the packet on any difference.
-    fn step(&mut self, payload: &[u8], pad_to: usize) {
+impl Pair for Switch {
+    fn frame(&self, payload: &[u8], pad: usize) -> Vec<u8> {
         // Requests come from the client to the service address, replies from the store.
         let is_reply = payload.first().is_some_and(|f| f & Flags::RESPONSE != 0);
         let (src, dst) = if is_reply { (STORE, CLIENT) } else { (CLIENT, SERVICE) };
-        let input = frame::udp_frame(src, dst, payload, pad_to);
-        let (action, out) = self.xdp.test_run(Program::TxnSwitch, &input).expect("test run");
-        let mut expected = payload.to_vec();
-        let want = self.rust.process(&mut expected);
+        frame::udp_frame(src, dst, payload, pad)
+    }
+
+    fn run_bpf(&mut self, payload: &[u8], input: &[u8]) -> Result<(Verdict, Vec<u8>), String> {
+        let (action, out) = self.xdp.test_run(Program::TxnSwitch, input).expect("test run");
         let cl_id = payload.get(1..5).map_or(0, |b| u32::from_be_bytes(b.try_into().unwrap()));
-        let got = xdp_verdict(action, &out, cl_id);
-        let ctx = || format!("{} packet #{} {}", self.label, self.packets, hex(payload));
-        assert_eq!(got, Ok(want), "verdict differs: {}", ctx());
-        let got_payload = &out[PAYLOAD_OFFSET..PAYLOAD_OFFSET + payload.len()];
-        assert_eq!(hex(got_payload), hex(&expected), "payload differs: {}", ctx());
-        assert_eq!(
-            &out[PAYLOAD_OFFSET + payload.len()..],
-            &input[PAYLOAD_OFFSET + payload.len()..],
-            "padding: {}",
-            ctx()
-        );
-        self.packets += 1;
-        if self.packets % 64 == 0 {
-            self.compare_counters();
-        }
-        if self.packets % 2048 == 0 {
-            self.compare_tables();
-        }
+        Ok((xdp_verdict(action, &out, cl_id)?, out))
     }
 
-    fn compare_counters(&self) {
-        let xdp = self.xdp.counters().expect("counters");
-        assert_eq!(
-            &xdp[..SWITCH_COUNTERS],
-            &self.rust.counters()[..],
-            "counters differ: {} after {}",
-            self.label,
-            self.packets
-        );
+    fn run_reference(&mut self, packet: &mut [u8]) -> (Verdict, usize) {
+        (self.rust.process(packet), packet.len())
     }
 
-    fn compare_tables(&self) {
+    fn counters(&self) -> (common::Counters, common::Counters) {
+        (self.xdp.counters().expect("counters"), self.rust.counters())
+    }
+
+    /// Both tables, every valid slot in slot order.
+    fn compare_state(&self, ctx: &str) {
         let cache: Vec<_> =
             self.xdp.cache_slots().unwrap().into_iter().filter(|s| s.valid).map(|s| (s.key, s.value)).collect();
         let rust: Vec<_> = self.rust.cache_slots().map(|(k, e)| (k, *e)).collect();
-        assert_eq!(cache, rust, "cache table differs: {} after {}", self.label, self.packets);
+        assert_eq!(cache, rust, "cache table differs: {ctx}");
         let clients: Vec<_> =
             self.xdp.client_slots().unwrap().into_iter().filter(|s| s.valid).map(|s| (s.key, s.value)).collect();
         let rust: Vec<_> = self.rust.client_slots().map(|(k, e)| (k, *e)).collect();
-        assert_eq!(clients, rust, "client table differs: {} after {}", self.label, self.packets);
+        assert_eq!(clients, rust, "client table differs: {ctx}");
     }
 
-    fn finish(&self) -> String {
-        self.compare_counters();
-        self.compare_tables();
+    fn details(&self) -> String {
         let st = self.xdp.state().unwrap();
         let c = self.xdp.counters().unwrap();
-        let get = |n: &str| c.iter().find(|(k, _)| *k == n).map_or(0, |(_, v)| *v);
         format!(
-            "{}: {} packets identical (forwarded {}, aborted {}, optimistically_aborted {}, served_from_cache {}, \
-             confirmed {}, malformed {}, cache evictions {}, client evictions {})",
-            self.label,
-            self.packets,
-            get("forwarded"),
-            get("aborted"),
-            get("optimistically_aborted"),
-            get("served_from_cache"),
-            get("confirmed"),
-            c[14..SWITCH_COUNTERS].iter().map(|(_, v)| v).sum::<u64>(),
+            "{}, malformed {}, cache evictions {}, client evictions {}",
+            counters_line(&c, &["forwarded", "aborted", "optimistically_aborted", "served_from_cache", "confirmed"]),
+            c[c::TXN_CTR_DROPPED_MALFORMED as usize..SWITCH_COUNTERS].iter().map(|(_, v)| v).sum::<u64>(),
             st.cache_evictions,
             st.client_evictions
         )
     }
 }
 
-fn golden() -> Vec<(String, Vec<u8>)> {
-    frame::golden_vectors(include_str!("../../wire/golden/txn.json"))
+fn golden() -> Vec<Vec<u8>> {
+    common::golden(include_str!("../../wire/golden/txn.json"))
 }
 
 /// Random packets over a small key space, so compares often match, reads
@@ -200,18 +171,6 @@ impl Gen {
         out.extend_from_slice(&v);
     }
 
-    fn pick(&mut self, weights: &[(u8, u64)]) -> u8 {
-        let total: u64 = weights.iter().map(|w| w.1).sum();
-        let mut x = self.rng.below(total);
-        for &(k, w) in weights {
-            if x < w {
-                return k;
-            }
-            x -= w;
-        }
-        unreachable!()
-    }
-
     fn request(&mut self) -> Vec<u8> {
         let c = self.rng.below(self.clients) as usize;
         let r = self.rng.below(100);
@@ -236,8 +195,8 @@ impl Gen {
         for _ in 0..n {
             let kind = match shape {
                 0 => OpType::Read as u8,
-                1 => self.pick(&[(OpType::Value as u8, 12), (OpType::Nop as u8, 1), (OpType::CpuPct as u8, 1)]),
-                _ => self.pick(&[(3, 40), (2, 30), (1, 20), (0, 4), (5, 3), (4, 3)]),
+                1 => self.rng.pick(&[(OpType::Value as u8, 12), (OpType::Nop as u8, 1), (OpType::CpuPct as u8, 1)]),
+                _ => self.rng.pick(&[(3, 40), (2, 30), (1, 20), (0, 4), (5, 3), (4, 3)]),
             };
             self.op(kind, &mut b);
         }
@@ -250,12 +209,12 @@ impl Gen {
         if self.rng.chance(0.1) {
             flags |= Flags::FROM_SWITCH;
         }
-        let status = self.pick(&[(0, 60), (1, 25), (2, 5), (3, 10)]);
+        let status = self.rng.pick(&[(0, 60), (1, 25), (2, 5), (3, 10)]);
         let (seq, cnt) = if self.rng.chance(0.03) { (2, 2) } else { (1, 1) };
         let n = self.rng.below(MAX_OPS_PER_PACKET as u64 + 1) as usize;
         let mut b = header(flags, c, self.rng.next_u64() as i32, seq, cnt, status, n as u8);
         for _ in 0..n {
-            let kind = self.pick(&[(3, 45), (4, 45), (0, 5), (5, 5)]);
+            let kind = self.rng.pick(&[(3, 45), (4, 45), (0, 5), (5, 5)]);
             self.op(kind, &mut b);
         }
         b
@@ -264,7 +223,10 @@ impl Gen {
     fn malformed(&mut self) -> Vec<u8> {
         let mut b = if self.rng.chance(0.5) { self.request() } else { self.reply() };
         match self.rng.below(7) {
-            0 => b.truncate(self.rng.below(b.len() as u64 + 1) as usize),
+            0 => {
+                let below = b.len() as u64 + 1;
+                self.rng.truncate(&mut b, below)
+            }
             1 => b[12] = 8 + self.rng.below(248) as u8,
             2 if b[12] > 0 => {
                 let i = HEADER_LEN + OP_LEN * self.rng.below(b[12] as u64) as usize;
@@ -275,8 +237,8 @@ impl Gen {
                 b[10] = 2 + self.rng.below(5) as u8;
                 b[9] = if self.rng.chance(0.5) { 0 } else { b[10] + 1 };
             }
-            5 => b = (0..self.rng.below(200)).map(|_| self.rng.next_u64() as u8).collect(),
-            _ => b.extend((0..self.rng.below(40)).map(|_| self.rng.next_u64() as u8)), // trailing bytes: valid
+            5 => b = self.rng.bytes(0, 200),
+            _ => b.extend(self.rng.bytes(0, 40)), // trailing bytes: valid
         }
         b
     }
@@ -305,54 +267,48 @@ fn header(flags: u8, cl_id: u32, req_id: i32, seq: u8, cnt: u8, status: u8, op_c
 }
 
 fn run_mode(mode: Mode, tables: Tables, packets: usize, seed: u64, keys: u64, clients: u64) -> String {
-    let mut pair = Pair::new(mode, tables);
-    for (_, bytes) in golden() {
-        pair.step(&bytes, 0);
-    }
+    let mut d = Switch::load(mode, tables);
+    d.golden(&golden(), 1);
     let mut g = Gen::new(seed, keys, clients);
     for _ in 0..packets {
         let (p, pad) = g.next();
-        pair.step(&p, pad);
+        d.step(&p, pad);
     }
-    pair.finish()
+    d.finish()
 }
 
 #[test]
 fn golden_vectors_give_the_reference_verdicts_and_bytes_in_every_mode() {
-    if !bpf_or_skip("golden_vectors_give_the_reference_verdicts_and_bytes_in_every_mode") {
+    if !bpf_or_skip("golden_vectors_give_the_reference_verdicts_and_bytes_in_every_mode", txn::unavailable) {
         return;
     }
     for mode in Mode::ALL {
-        let mut pair = Pair::new(mode, Tables::default());
+        let mut d = Switch::load(mode, Tables::default());
         // Twice: the second pass meets what the first taught the tables.
-        for _ in 0..2 {
-            for (_, bytes) in golden() {
-                pair.step(&bytes, 0);
-            }
-        }
-        say(&format!("DIFFERENTIAL golden {}", pair.finish()));
+        d.golden(&golden(), 2);
+        report_golden(&d.finish());
     }
 }
 
 #[test]
 fn random_packets_match_the_reference_in_every_mode_with_evicting_tables() {
-    if !bpf_or_skip("random_packets_match_the_reference_in_every_mode_with_evicting_tables") {
+    if !bpf_or_skip("random_packets_match_the_reference_in_every_mode_with_evicting_tables", txn::unavailable) {
         return;
     }
     let small = Tables { cache_slots: 16, client_slots: 8 };
     for (i, mode) in Mode::ALL.into_iter().enumerate() {
-        let line = run_mode(mode, small, RANDOM_PACKETS_SMALL_TABLES, 0xD1FF + i as u64, 40, 24);
-        say(&format!("DIFFERENTIAL seed {:#x} {line}", 0xD1FF + i as u64));
+        let seed = 0xD1FF + i as u64;
+        report_seed(seed, &run_mode(mode, small, RANDOM_PACKETS_SMALL_TABLES, seed, 40, 24));
     }
 }
 
 #[test]
 fn random_packets_match_the_reference_in_every_mode_with_default_tables() {
-    if !bpf_or_skip("random_packets_match_the_reference_in_every_mode_with_default_tables") {
+    if !bpf_or_skip("random_packets_match_the_reference_in_every_mode_with_default_tables", txn::unavailable) {
         return;
     }
     for (i, mode) in Mode::ALL.into_iter().enumerate() {
-        let line = run_mode(mode, Tables::default(), RANDOM_PACKETS_DEFAULT_TABLES, 0xDEF0 + i as u64, 12, 6);
-        say(&format!("DIFFERENTIAL seed {:#x} {line}", 0xDEF0 + i as u64));
+        let seed = 0xDEF0 + i as u64;
+        report_seed(seed, &run_mode(mode, Tables::default(), RANDOM_PACKETS_DEFAULT_TABLES, seed, 12, 6));
     }
 }

@@ -1,0 +1,258 @@
+//! The XDP benchmarks on the namespace testbed (root; docs/xdp.md): `innet
+//! bench xdp` (round trip of an optimistic abort through the XDP switch, a
+//! bare XDP bounce and the software switch), `innet bench xdp-txn` (the
+//! transaction experiment through the XDP and the software switch) and
+//! `innet bench xdp-chain` (the XDP chain, a bounce and the software
+//! chain). Each runs its data planes side by side, builds its record
+//! (configuration, git commit, every plane, the ratios between them) and
+//! appends it to a JSON lines file.
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use innet_chain::Protocol;
+use innet_txn::switch::Mode;
+use innet_xdp::bench::{self, summarize, BenchConfig, DownOnDrop, Summary, TxnExperimentConfig};
+use innet_xdp::chain_bench::{probe, ChainBenchConfig, Workload, KEYS};
+use innet_xdp::chain_testbed::{self as tb, CLIENT_IP};
+use innet_xdp::testbed::{in_netns, NS_CLIENT};
+use innet_xdp::txn::{Ports, Program, Tables, TxnXdp};
+
+use crate::results;
+use crate::txn_client::{self, ClientLoad};
+
+const _: () = assert!(KEYS <= tb::NETCHAIN_KEYS_INSTALLED);
+
+/// The `innet bench xdp` record (`xdp-rtt.jsonl`).
+#[derive(Debug, Serialize)]
+pub struct RttRecord {
+    pub experiment: &'static str,
+    pub config: BenchConfig,
+    /// No randomness in this benchmark; recorded for the common schema.
+    pub seed: u64,
+    pub git_commit: String,
+    /// `xdp-bounce`, `xdp-switch`, `software-switch`.
+    pub planes: Vec<Summary>,
+    pub ratio_median_xdp_switch_over_bounce: f64,
+    pub ratio_p99_xdp_switch_over_bounce: f64,
+    pub ratio_median_software_over_xdp_switch: f64,
+    pub ratio_p99_software_over_xdp_switch: f64,
+    pub ratio_rate_xdp_switch_over_bounce: f64,
+    pub ratio_rate_xdp_switch_over_software: f64,
+}
+
+/// Whether every plane measured something and no reply had the wrong status.
+pub fn planes_ok(planes: &[Summary]) -> bool {
+    !planes.iter().any(|s| s.wrong_status > 0 || s.samples == 0)
+}
+
+/// `innet bench xdp`: the three planes in interleaved rounds on a fresh
+/// `txn` testbed (removed after), the record appended to `out/xdp-rtt.jsonl`;
+/// the record and that path.
+pub fn bench_rtt(cfg: &BenchConfig, innet_exe: &Path, out: &Path) -> anyhow::Result<(RttRecord, PathBuf)> {
+    let planes = bench::run(cfg, innet_exe)?;
+    let (bounce, xdp, sw) = (&planes[0], &planes[1], &planes[2]);
+    let rec = RttRecord {
+        experiment: "xdp-rtt-optimistic-abort",
+        config: cfg.clone(),
+        seed: 0,
+        git_commit: results::git_commit(),
+        ratio_median_xdp_switch_over_bounce: xdp.median_us / bounce.median_us,
+        ratio_p99_xdp_switch_over_bounce: xdp.p99_us / bounce.p99_us,
+        ratio_median_software_over_xdp_switch: sw.median_us / xdp.median_us,
+        ratio_p99_software_over_xdp_switch: sw.p99_us / xdp.p99_us,
+        ratio_rate_xdp_switch_over_bounce: xdp.replies_per_s / bounce.replies_per_s,
+        ratio_rate_xdp_switch_over_software: xdp.replies_per_s / sw.replies_per_s,
+        planes,
+    };
+    let path = out.join("xdp-rtt.jsonl");
+    results::append_jsonl(&path, std::slice::from_ref(&rec))?;
+    Ok((rec, path))
+}
+
+/// One line of `xdp-txn.jsonl`: a data plane's load result.
+#[derive(Debug, Serialize)]
+pub struct TxnRecord {
+    pub experiment: &'static str,
+    pub config: TxnExperimentConfig,
+    pub seed: u64,
+    pub git_commit: String,
+    /// `xdp-switch` or `software-switch`.
+    pub data_plane: String,
+    /// The load client's summary (`innet client txn --load`'s JSON).
+    pub result: serde_json::Value,
+}
+
+impl TxnRecord {
+    /// A number of the result (NaN if absent).
+    pub fn num(&self, key: &str) -> f64 {
+        self.result[key].as_f64().unwrap_or(f64::NAN)
+    }
+}
+
+/// `innet bench xdp-txn`: the closed-loop clients through the XDP switch,
+/// then the software switch, each on a fresh `txn` testbed, the load run
+/// on threads in the client namespace; the records (XDP first), appended
+/// to `out/xdp-txn.jsonl`, and that path.
+pub fn bench_txn(cfg: &TxnExperimentConfig, innet_exe: &Path, out: &Path) -> anyhow::Result<(Vec<TxnRecord>, PathBuf)> {
+    let load = |to: SocketAddr| {
+        let d = ClientLoad::new(to);
+        let mut sending = d.sending.clone();
+        sending.client_delay_ms = cfg.client_delay_ms;
+        let l = ClientLoad {
+            sending,
+            clients: cfg.clients,
+            write_ratio: cfg.write_ratio,
+            keys: cfg.keys,
+            duration_s: cfg.duration_s,
+            seed: cfg.seed,
+            ..d
+        };
+        Ok(txn_client::load(&l, &innet_live::Stop::new())?.json)
+    };
+    let runs = bench::run_txn_experiment(cfg, innet_exe, load)?;
+    let commit = results::git_commit();
+    let recs: Vec<TxnRecord> = runs
+        .into_iter()
+        .map(|(name, r)| TxnRecord {
+            experiment: "xdp-txn",
+            config: cfg.clone(),
+            seed: cfg.seed,
+            git_commit: commit.clone(),
+            data_plane: name,
+            result: r,
+        })
+        .collect();
+    let path = out.join("xdp-txn.jsonl");
+    results::append_jsonl(&path, &recs)?;
+    Ok((recs, path))
+}
+
+/// The `innet bench xdp-chain` record (`xdp-chain.jsonl`).
+#[derive(Debug, Serialize)]
+pub struct ChainRecord {
+    pub experiment: &'static str,
+    pub config: ChainBenchConfig,
+    /// No randomness in this benchmark; recorded for the common schema.
+    pub seed: u64,
+    pub git_commit: String,
+    /// `xdp-bounce`, `xdp-chain-write`, `xdp-chain-read`,
+    /// `software-chain-write`, `software-chain-read`.
+    pub planes: Vec<Summary>,
+    pub ratio_median_xdp_write_over_bounce: f64,
+    pub ratio_median_software_write_over_xdp_write: f64,
+    pub ratio_median_software_read_over_xdp_read: f64,
+    pub ratio_rate_xdp_write_over_software_write: f64,
+    pub ratio_rate_xdp_read_over_software_read: f64,
+}
+
+/// The XDP chain's and the software chain's workloads: (write, read).
+fn chain_workloads(
+    protocol: Protocol,
+    heads: [SocketAddr; 2],
+    tails: [SocketAddr; 2],
+    stacks: [Vec<u32>; 2],
+) -> Vec<Workload> {
+    let mut v = vec![];
+    for k in 0..2 {
+        let w = Workload { protocol, write: true, to: heads[k], stack: stacks[k].clone(), any_reply: false };
+        let read = match protocol {
+            Protocol::NetCraq => Workload { write: false, ..w.clone() },
+            Protocol::NetChain => {
+                Workload { write: false, to: tails[k], stack: vec![*stacks[k].last().expect("a node")], ..w.clone() }
+            }
+        };
+        v.push(w);
+        v.push(read);
+    }
+    v
+}
+
+/// `innet bench xdp-chain`: the software chain (innet-live's switches on
+/// loopback) and the XDP chain on the chain testbed (removed after), with a
+/// bare bounce on the head's port, in interleaved rounds; the record,
+/// appended to `out/xdp-chain.jsonl`, and that path.
+pub fn bench_chain(
+    protocol: Protocol,
+    nodes: usize,
+    rounds: &BenchConfig,
+    out: &Path,
+) -> anyhow::Result<(ChainRecord, PathBuf)> {
+    let max = tb::NODES_MAX.min(innet_wire::netchain::MAX_CHAIN_NODES);
+    anyhow::ensure!((1..=max).contains(&nodes), "--nodes must be 1..={max}");
+    let cfg = ChainBenchConfig { protocol: protocol.name().into(), nodes, rounds: rounds.clone() };
+    let port = tb::udp_port(protocol);
+
+    // The software chain: innet-live's switches on loopback.
+    let stop = innet_live::Stop::new();
+    let mut live_cfg = innet_live::chain::LiveChainConfig::new(protocol, nodes);
+    live_cfg.keys = KEYS;
+    let live = innet_live::chain::LiveChain::start(live_cfg, &stop)?;
+    let sw = live.addrs();
+
+    // The XDP chain on the testbed, and the bounce for the head's port.
+    tb::up(protocol, nodes, None)?;
+    let _down = DownOnDrop;
+    let xdp_nodes = tb::attach_nodes(protocol, nodes)?;
+    let bounce = TxnXdp::load(Tables { cache_slots: 4, client_slots: 4 })?;
+    let unused = Ipv4Addr::UNSPECIFIED;
+    let ports = Ports {
+        udp_port: port,
+        client_ifindex: 0,
+        store_ifindex: 0,
+        service_ip: unused,
+        store_ip: unused,
+        client_port_mac: [0; 6],
+        client_mac: [0; 6],
+        store_port_mac: [0; 6],
+        store_mac: [0; 6],
+    };
+    bounce.configure(Mode::Forward, &ports)?;
+
+    let xdp_addr = |i: usize| SocketAddr::V4(SocketAddrV4::new(tb::node_ip(i), port));
+    let last = nodes - 1;
+    let w = chain_workloads(
+        protocol,
+        [xdp_addr(0), sw[0]],
+        [xdp_addr(last), sw[last]],
+        [
+            (0..nodes).map(|i| u32::from(tb::node_ip(i))).collect(),
+            (0..nodes as u32).map(innet_chain::client::node_addr).collect(),
+        ],
+    );
+    let (xdp_write, xdp_read, sw_write, sw_read) = (&w[0], &w[1], &w[2], &w[3]);
+    let bounce_w = Workload { any_reply: true, ..xdp_write.clone() };
+    let in_client = |w: &Workload| in_netns(NS_CLIENT, || probe(&cfg.rounds, w, CLIENT_IP));
+    let mut parts: Vec<Vec<_>> = vec![vec![]; 5];
+    for _ in 0..cfg.rounds.rounds {
+        tb::attach_to_node(0, bounce.program_fd(Program::Bounce)?)?;
+        parts[0].push(in_client(&bounce_w).context("bounce")?);
+        tb::attach_to_node(0, xdp_nodes[0].xdp_fd()?)?;
+        parts[1].push(in_client(xdp_write).context("xdp chain writes")?);
+        parts[2].push(in_client(xdp_read).context("xdp chain reads")?);
+        parts[3].push(probe(&cfg.rounds, sw_write, Ipv4Addr::LOCALHOST).context("software chain writes")?);
+        parts[4].push(probe(&cfg.rounds, sw_read, Ipv4Addr::LOCALHOST).context("software chain reads")?);
+    }
+    live.shutdown()?;
+    let names = ["xdp-bounce", "xdp-chain-write", "xdp-chain-read", "software-chain-write", "software-chain-read"];
+    let planes: Vec<Summary> = names.iter().zip(&parts).map(|(n, p)| summarize(n, p)).collect();
+    let (b, xw, xr, sww, swr) = (&planes[0], &planes[1], &planes[2], &planes[3], &planes[4]);
+    let rec = ChainRecord {
+        experiment: "xdp-chain",
+        seed: 0,
+        git_commit: results::git_commit(),
+        ratio_median_xdp_write_over_bounce: xw.median_us / b.median_us,
+        ratio_median_software_write_over_xdp_write: sww.median_us / xw.median_us,
+        ratio_median_software_read_over_xdp_read: swr.median_us / xr.median_us,
+        ratio_rate_xdp_write_over_software_write: xw.replies_per_s / sww.replies_per_s,
+        ratio_rate_xdp_read_over_software_read: xr.replies_per_s / swr.replies_per_s,
+        config: cfg,
+        planes,
+    };
+    let path = out.join("xdp-chain.jsonl");
+    results::append_jsonl(&path, std::slice::from_ref(&rec))?;
+    Ok((rec, path))
+}

@@ -1,0 +1,247 @@
+//! `innet bench xdp-paxos`: CAANS end to end with the coordinator and the
+//! acceptors as BPF programs (the `paxos` testbed), against the same
+//! programs as user-space processes (`DataPlaneAt::Process`, libpaxos-style)
+//! and as user-space software switches (`DataPlaneAt::Switch`), at equal
+//! client load, side by side in one run; and the testbed's end hosts
+//! (`innet bench xdp-paxos-hosts`), which the benchmark runs on threads in
+//! the hosts namespace.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+use innet_live::Stop;
+use innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT;
+use innet_xdp::paxos_hosts::{self, BackupAt, HostsRun};
+use innet_xdp::paxos_testbed::{self as tb, PaxosUp};
+use innet_xdp::testbed::in_netns;
+
+use crate::paxos::{DataPlaneAt, PaxosConfig, PaxosResult};
+use crate::paxos_live::{live_config, run_point_live};
+use crate::paxos_sim::make_result;
+use crate::results;
+
+/// The load of one deployment (also the flags of `bench xdp-paxos` and
+/// `bench xdp-paxos-hosts`).
+#[derive(Args, Debug, Clone)]
+pub struct XdpPaxosLoad {
+    #[arg(long, default_value_t = 3)]
+    pub acceptors: usize,
+    #[arg(long, default_value_t = 2)]
+    pub learners: usize,
+    #[arg(long, default_value_t = 2)]
+    pub proposers: usize,
+    /// Requests each proposer keeps in flight.
+    #[arg(long, default_value_t = 32)]
+    pub outstanding: usize,
+    /// Seconds of load per deployment.
+    #[arg(long, default_value_t = 3.0)]
+    pub duration_s: f64,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The acceptors' ring (a power of two).
+    #[arg(long, default_value_t = ACCEPTOR_SLOTS_DEFAULT)]
+    pub slots: usize,
+    /// Fail the coordinator this many seconds into the load (XDP: its
+    /// links go down; software: its thread stops); the backup takes over.
+    #[arg(long)]
+    pub kill_coordinator_at_s: Option<f64>,
+}
+
+impl XdpPaxosLoad {
+    /// The experiment configuration with the coordinator and acceptors at `data_plane`.
+    pub fn config(&self, data_plane: DataPlaneAt) -> PaxosConfig {
+        PaxosConfig {
+            data_plane,
+            acceptors: self.acceptors,
+            learners: self.learners,
+            proposers: self.proposers,
+            outstanding: self.outstanding,
+            duration_s: self.duration_s,
+            seed: self.seed,
+            slots: self.slots,
+            coordinator_fail_at_s: self.kill_coordinator_at_s,
+            latency_us: 0.0,
+            ..PaxosConfig::default()
+        }
+    }
+
+    /// The testbed's shape for this load.
+    pub fn up(&self) -> PaxosUp {
+        PaxosUp {
+            acceptors: self.acceptors,
+            learners: self.learners,
+            proposers: self.proposers,
+            slots: self.slots,
+            backup_exe: None,
+        }
+    }
+}
+
+/// Where `bench xdp-paxos-hosts` finds the backup coordinator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackupMode {
+    /// The process `innet testbed up paxos` started.
+    Testbed,
+    /// A thread of this process (the testbed runs none).
+    Here,
+    /// Run only the backup, until SIGTERM (what `testbed up paxos` starts).
+    Only,
+}
+
+/// What one run of the end hosts measured.
+#[derive(Debug)]
+pub struct HostsOutcome {
+    pub result: PaxosResult,
+    /// `(s into the load, ms until its links were down)` if the coordinator was failed.
+    pub coordinator_failed: Option<(f64, f64)>,
+}
+
+impl HostsOutcome {
+    /// The line that says when the coordinator failed, if it did.
+    pub fn failure_line(&self) -> Option<String> {
+        self.coordinator_failed
+            .map(|(at, took)| format!("coordinator failed at {at:.3} s (its links were down {took:.1} ms later)"))
+    }
+}
+
+/// The end hosts of a running `paxos` testbed: learners and load proposers
+/// (and, with `BackupAt::Here`, the backup coordinator) as threads of this
+/// process; call it in the hosts namespace.
+pub fn hosts(load: &XdpPaxosLoad, backup: BackupAt) -> anyhow::Result<HostsOutcome> {
+    let cfg = load.config(DataPlaneAt::Switch);
+    cfg.validate().map_err(anyhow::Error::msg)?;
+    let run = HostsRun {
+        up: load.up(),
+        roles: live_config(&cfg).roles(),
+        outstanding: cfg.outstanding,
+        duration: Duration::from_secs_f64(cfg.duration_s),
+        drain: Duration::from_millis(100),
+        backup,
+        fail_coordinator_at: cfg.coordinator_fail_at_s.map(Duration::from_secs_f64),
+        record: false,
+    };
+    let r = paxos_hosts::run(&run)?;
+    let coordinator_failed = match (r.failed_at_ns, r.fail_took_ns) {
+        (Some(at), Some(took)) => Some((at.saturating_sub(r.start_ns) as f64 / 1e9, took as f64 / 1e6)),
+        _ => None,
+    };
+    let refs: Vec<_> = r.proposers.iter().collect();
+    let takeover = r.takeover_ns.map(|t| t.saturating_sub(r.start_ns) as f64 / 1e9);
+    let result =
+        make_result(&cfg, "xdp-testbed", &refs, r.start_ns, &r.learners[0].stats, takeover, cfg.duration_s, r.wall_s);
+    Ok(HostsOutcome { result, coordinator_failed })
+}
+
+/// Only the backup coordinator of a running `paxos` testbed, until `stop`
+/// (what `innet testbed up paxos` starts as a process); `say` gets its
+/// address line.
+pub fn backup(load: &XdpPaxosLoad, stop: &Stop, say: impl FnMut(&str)) -> anyhow::Result<()> {
+    let cfg = load.config(DataPlaneAt::Switch);
+    cfg.validate().map_err(anyhow::Error::msg)?;
+    paxos_hosts::run_backup(&load.up(), &live_config(&cfg).roles(), stop, say)
+}
+
+/// One run of the XDP deployment: testbed up, the end hosts (with the
+/// backup coordinator, as it runs beside the software deployments) on
+/// threads in the hosts namespace, testbed down.
+pub fn run_xdp(load: &XdpPaxosLoad) -> anyhow::Result<HostsOutcome> {
+    tb::up(&load.up())?;
+    let out = in_netns(tb::NS_HOSTS, || hosts(load, BackupAt::Here));
+    let removed = tb::down();
+    let out = out?;
+    removed?;
+    Ok(out)
+}
+
+/// One line of `xdp-paxos.jsonl`.
+#[derive(Debug, Serialize)]
+pub struct XdpPaxosRecord {
+    pub experiment: &'static str,
+    pub run: usize,
+    pub git_commit: String,
+    pub seed: u64,
+    pub config: PaxosConfig,
+    pub xdp: PaxosResult,
+    pub software: PaxosResult,
+    pub software_switch: PaxosResult,
+    pub xdp_over_software: f64,
+    pub xdp_over_software_switch: f64,
+    /// Mean ns per packet of the BPF roles' hot paths (`BPF_PROG_TEST_RUN`).
+    pub bpf_ns_per_packet: BTreeMap<&'static str, f64>,
+}
+
+/// What `bench` reports while it runs.
+pub enum BenchEvent<'a> {
+    /// The BPF roles' ns per packet (`BPF_PROG_TEST_RUN`, 1M runs), before the first run.
+    Cost(&'a BTreeMap<&'static str, f64>),
+    /// A round finished; the XDP run's coordinator failure line, if any.
+    Run(&'a XdpPaxosRecord, Option<String>),
+}
+
+/// What `bench` did.
+#[derive(Debug)]
+pub struct BenchReport {
+    pub records: Vec<XdpPaxosRecord>,
+    /// Medians over the runs of XDP/software processes and XDP/software switches.
+    pub median_over_software: f64,
+    pub median_over_software_switch: f64,
+    /// Where the records were appended.
+    pub path: PathBuf,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// `innet bench xdp-paxos`: `runs` rounds of (XDP, software processes,
+/// software switches) at `load`, records appended to `out/xdp-paxos.jsonl`.
+pub fn bench(
+    load: &XdpPaxosLoad,
+    runs: usize,
+    out: &Path,
+    mut on: impl FnMut(BenchEvent<'_>),
+) -> anyhow::Result<BenchReport> {
+    anyhow::ensure!(innet_xdp::object::euid() == 0, "bench xdp-paxos needs root (network namespaces, BPF)");
+    anyhow::ensure!(runs >= 1, "--runs must be at least 1");
+    let base = load.config(DataPlaneAt::Process);
+    base.validate().map_err(anyhow::Error::msg)?;
+    let cost: BTreeMap<&'static str, f64> = innet_xdp::paxos::cost_ns(1_000_000)?.into_iter().collect();
+    on(BenchEvent::Cost(&cost));
+    let mut records = vec![];
+    for run in 0..runs {
+        let xdp = run_xdp(load)?;
+        let failure = xdp.failure_line();
+        let xdp = xdp.result;
+        let software = run_point_live(&load.config(DataPlaneAt::Process))?;
+        let switch = run_point_live(&load.config(DataPlaneAt::Switch))?;
+        let ratio = |b: &PaxosResult| xdp.committed_per_s / b.committed_per_s.max(1e-9);
+        let rec = XdpPaxosRecord {
+            experiment: "xdp-paxos",
+            run,
+            git_commit: results::git_commit(),
+            seed: load.seed,
+            config: base.clone(),
+            xdp_over_software: ratio(&software),
+            xdp_over_software_switch: ratio(&switch),
+            xdp,
+            software,
+            software_switch: switch,
+            bpf_ns_per_packet: cost.clone(),
+        };
+        on(BenchEvent::Run(&rec, failure));
+        records.push(rec);
+    }
+    let path = out.join("xdp-paxos.jsonl");
+    results::append_jsonl(&path, &records)?;
+    Ok(BenchReport {
+        median_over_software: median(records.iter().map(|r| r.xdp_over_software).collect()),
+        median_over_software_switch: median(records.iter().map(|r| r.xdp_over_software_switch).collect()),
+        records,
+        path,
+    })
+}
