@@ -2,12 +2,13 @@
 # Installs what innet needs on a fresh Debian 12 machine (idempotent, quiet when done).
 set -euo pipefail
 
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 need_apt=()
 # clang/llvm/libbpf-dev/gcc-multilib build the BPF programs in bpf/ (gcc-multilib
 # provides asm/types.h for -target bpf); libelf-dev and zlib1g-dev build the
 # vendored libbpf of libbpf-rs; bpftool and iproute2 run the XDP testbed;
 # tshark runs the Wireshark dissectors (tools/wireshark) over the golden vectors.
-for pkg in build-essential pkg-config fonts-dejavu-core git libleveldb-dev \
+for pkg in build-essential pkg-config fonts-dejavu-core git curl ca-certificates libleveldb-dev \
     clang llvm libbpf-dev gcc-multilib libelf-dev zlib1g-dev bpftool iproute2 tshark; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
@@ -20,7 +21,6 @@ for pkg in mininet bridge-utils; do
 done
 if [ $((${#need_apt[@]} + ${#need_bare[@]})) -gt 0 ]; then
     echo "setup: installing ${need_apt[*]} ${need_bare[*]} (apt)"
-    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     # tshark's postinst asks whether non-root users may capture; answer no
     # beforehand so the install never stops for a question.
     echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
@@ -34,8 +34,29 @@ if ! command -v cargo >/dev/null 2>&1; then
     [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 fi
 if ! command -v cargo >/dev/null 2>&1; then
-    echo "setup: no Rust toolchain found. Install one with rustup (https://rustup.rs), Rust 1.82 or newer," >&2
-    echo "       then run this command again." >&2
-    exit 1
+    # Debian 12's own rustc (1.63) is too old for innet's dependencies: install
+    # the stable toolchain with rustup (into ~/.cargo, as rustup.rs does).
+    echo "setup: no Rust toolchain found; installing stable Rust with rustup into $HOME/.cargo" >&2
+    # (rustup-init takes its role from its file name)
+    init="$(mktemp -d)/rustup-init"
+    if ! curl -sSfL --retry 3 -o "$init" "https://static.rust-lang.org/rustup/dist/$(uname -m)-unknown-linux-gnu/rustup-init"; then
+        echo "setup: could not download rustup-init. Install Rust 1.82 or newer (https://rustup.rs), then run this command again." >&2
+        exit 1
+    fi
+    chmod +x "$init"
+    "$init" -y -q --profile minimal --default-toolchain stable -c clippy -c rustfmt >/dev/null
+    rm -rf "$(dirname "$init")"
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+rust_minor="$(rustc --version | sed -E 's/^rustc 1\.([0-9]+).*/\1/')"
+if [ "${rust_minor:-0}" -lt 82 ] 2>/dev/null; then
+    if command -v rustup >/dev/null 2>&1; then
+        echo "setup: $(rustc --version) is older than 1.82; installing stable with rustup" >&2
+        rustup toolchain install stable --profile minimal -c clippy -c rustfmt >/dev/null && rustup default stable >/dev/null
+    else
+        echo "setup: $(rustc --version) is older than 1.82, which innet needs. Remove the Debian rustc/cargo packages" >&2
+        echo "       (apt-get remove rustc cargo) and run this command again: it installs stable Rust with rustup." >&2
+        exit 1
+    fi
 fi
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt >/dev/null 2>&1 || true
