@@ -157,6 +157,10 @@ pub fn run_sim(s: SimService) -> anyhow::Result<i32> {
             r.speedup.unwrap_or(0.0),
             cfg.seed
         );
+        for (name, c) in &r.per_node {
+            let line: Vec<String> = c.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {v}")).collect();
+            println!("  {name}: {}", line.join(", "));
+        }
     }
     Ok(0)
 }

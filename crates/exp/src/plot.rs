@@ -291,6 +291,7 @@ mod tests {
             wall_seconds: 1.0,
             speedup: None,
             switch_counters: Default::default(),
+            per_node: Default::default(),
         }
     }
 

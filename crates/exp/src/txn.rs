@@ -276,6 +276,11 @@ pub struct TxnPointResult {
     pub speedup: Option<f64>,
     /// The switch's decision counters at the end of the run.
     pub switch_counters: std::collections::BTreeMap<String, u64>,
+    /// Per node of a multi-switch deployment (simulator): each switch's
+    /// decision counters, and each client group's (`{group}.{i}` clients
+    /// summed under `group`) `committed` and `aborts_by_switch`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub per_node: std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>,
 }
 
 /// Percentile (nearest rank) of sorted nanoseconds, in milliseconds.
@@ -318,6 +323,7 @@ pub fn summarize(
         wall_seconds,
         speedup: None,
         switch_counters: switch_counters.into_iter().collect(),
+        per_node: Default::default(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The transaction experiment on the simulator, and the randomized
 //! correctness runs of `innet check txn`.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use innet_core::deploy::Node;
@@ -49,6 +50,36 @@ impl TxnTopology {
     }
     pub fn store(&self) -> &TxnStore {
         self.sim.host::<TxnStore>(self.store).expect("txn store")
+    }
+    /// Per switch (by node name) its counters, and per client group (the
+    /// name before `.`) `committed` and `aborts_by_switch`; empty for a
+    /// single switch in front of one client group.
+    pub fn per_node(&self) -> BTreeMap<String, BTreeMap<String, u64>> {
+        let mut out: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        for (i, n) in self.deployment.nodes.iter().enumerate() {
+            let id = self.nodes[i];
+            match n.role {
+                TxnRole::Switch(_) => {
+                    let sw = self.sim.program::<TxnSwitch>(id).expect("txn switch");
+                    out.insert(
+                        n.name.clone(),
+                        sw.counters.counters().iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                    );
+                }
+                TxnRole::Client => {
+                    let group = n.name.split('.').next().unwrap_or(&n.name).to_string();
+                    let st = &self.sim.host::<LoadClient>(id).expect("load client").stats;
+                    let e = out.entry(group).or_default();
+                    *e.entry("committed".into()).or_default() += st.committed;
+                    *e.entry("aborts_by_switch".into()).or_default() += st.aborts_by_switch;
+                }
+                TxnRole::Store => {}
+            }
+        }
+        if self.switches.len() < 2 {
+            out.clear();
+        }
+        out
     }
     /// Every switch's counters, summed by name.
     pub fn switch_counters(&self) -> Vec<(String, u64)> {
@@ -138,6 +169,7 @@ pub fn run_point_sim(cfg: &TxnPointConfig) -> anyhow::Result<TxnPointResult> {
     let wall_s = wall.elapsed().as_secs_f64();
     let mut r = summarize(cfg, "sim", &t.stats(), cfg.duration_s, wall_s, t.switch_counters());
     r.speedup = Some(cfg.duration_s / wall_s.max(1e-9));
+    r.per_node = t.per_node();
     Ok(r)
 }
 
