@@ -18,7 +18,7 @@ use innet_core::{Counters, Dest, Host, Outbox, Time};
 
 use crate::clock;
 use crate::delay::DelayLine;
-use crate::net::{Incoming, Ports, BURST};
+use crate::net::{Ports, RxBatch, TxBatch};
 use crate::Stop;
 
 /// Longest the event loop waits before looking at its stop flag again.
@@ -56,7 +56,8 @@ pub struct HostStats {
     /// `on_tick`, `Upstream` without an upstream address, an unconfigured
     /// port or an empty group.
     pub no_destination: u64,
-    /// Packets dropped because the event loop fell behind (all hosts of the loop).
+    /// Datagrams the kernel dropped at the host's full socket receive buffer
+    /// because the event loop fell behind (`SO_RXQ_OVFL`).
     pub rx_overflow: u64,
 }
 
@@ -66,7 +67,7 @@ impl HostStats {
         self.sent += o.sent;
         self.send_errors += o.send_errors;
         self.no_destination += o.no_destination;
-        self.rx_overflow = self.rx_overflow.max(o.rx_overflow);
+        self.rx_overflow += o.rx_overflow;
     }
 }
 
@@ -91,59 +92,71 @@ struct Slot {
     stats: HostStats,
 }
 
+impl Slot {
+    /// Queues (or holds, on a delayed link) one datagram to `to`.
+    fn emit(&mut self, tx: &mut TxBatch, port: usize, to: SocketAddr, bytes: &[u8], now: Time) {
+        if self.egress.is_passthrough() {
+            tx.push(port, to, bytes);
+        } else {
+            self.egress.push(now, (to, bytes.to_vec()));
+        }
+    }
+}
+
 struct HostLoop<'a, H> {
     hosts: &'a mut [H],
     slots: Vec<Slot>,
-    ports: Ports,
     out: Outbox,
+    tx: TxBatch,
 }
 
 impl<H: Host> HostLoop<'_, H> {
-    fn transmit(&mut self, i: usize, to: SocketAddr, bytes: &[u8]) {
-        match self.ports.send(i, to, bytes) {
-            Ok(()) => self.slots[i].stats.sent += 1,
-            Err(_) => self.slots[i].stats.send_errors += 1,
-        }
-    }
-
     /// Sends (or holds) what host `i` queued; `reply_to` is the sender of the
     /// packet it handled.
-    fn flush(&mut self, i: usize, reply_to: Option<SocketAddr>, now: Time) {
-        let sends: Vec<(Dest, Vec<u8>)> = self.out.drain().collect();
-        for (dest, bytes) in sends {
-            let opts = &self.slots[i].opts;
-            let targets: Vec<SocketAddr> = match dest {
-                Dest::Reply => reply_to.into_iter().collect(),
-                Dest::Upstream => opts.upstream.into_iter().collect(),
-                Dest::Port(p) => opts.ports.get(p as usize).copied().into_iter().collect(),
-                Dest::Group(g) => opts.groups.get(&g).cloned().unwrap_or_default(),
+    fn collect(&mut self, i: usize, reply_to: Option<SocketAddr>, now: Time) {
+        let slot = &mut self.slots[i];
+        let tx = &mut self.tx;
+        for (dest, bytes) in self.out.sends.drain(..) {
+            let one = match dest {
+                Dest::Reply => Some(reply_to),
+                Dest::Upstream => Some(slot.opts.upstream),
+                Dest::Port(p) => Some(slot.opts.ports.get(p as usize).copied()),
+                Dest::Group(_) => None,
             };
-            if targets.is_empty() {
-                self.slots[i].stats.no_destination += 1;
-            }
-            for to in targets {
-                if self.slots[i].egress.is_passthrough() {
-                    self.transmit(i, to, &bytes);
-                } else {
-                    self.slots[i].egress.push(now, (to, bytes.clone()));
+            match (one, dest) {
+                (Some(Some(to)), _) => slot.emit(tx, i, to, &bytes, now),
+                (Some(None), _) => slot.stats.no_destination += 1,
+                (None, Dest::Group(g)) => {
+                    let n = slot.opts.groups.get(&g).map_or(0, Vec::len);
+                    if n == 0 {
+                        slot.stats.no_destination += 1;
+                    }
+                    for k in 0..n {
+                        let to = slot.opts.groups[&g][k];
+                        slot.emit(tx, i, to, &bytes, now);
+                    }
                 }
+                (None, _) => unreachable!("only groups have several destinations"),
             }
         }
     }
 
-    fn deliver(&mut self, i: usize, from: SocketAddr, bytes: &[u8]) {
-        let now = clock::now();
+    fn deliver(&mut self, i: usize, from: SocketAddr, bytes: &[u8], now: Time) {
         self.hosts[i].on_packet(now, bytes, &mut self.out);
-        self.flush(i, Some(from), now);
+        self.collect(i, Some(from), now);
     }
 
-    fn incoming(&mut self, inc: Incoming) {
-        let i = inc.port;
-        self.slots[i].stats.received += 1;
-        if self.slots[i].ingress.is_passthrough() {
-            self.deliver(i, inc.from, &inc.bytes);
-        } else {
-            self.slots[i].ingress.push(clock::now(), (inc.from, inc.bytes));
+    /// Hands a received batch of host `i` to the host (or to its delayed link).
+    fn incoming(&mut self, i: usize, rx: &mut RxBatch) {
+        let now = clock::now();
+        self.slots[i].stats.received += rx.len() as u64;
+        for k in 0..rx.len() {
+            let (from, bytes) = rx.get_mut(k);
+            if self.slots[i].ingress.is_passthrough() {
+                self.deliver(i, from, bytes, now);
+            } else {
+                self.slots[i].ingress.push(now, (from, bytes.to_vec()));
+            }
         }
     }
 
@@ -153,15 +166,14 @@ impl<H: Host> HostLoop<'_, H> {
         for i in 0..self.hosts.len() {
             let now = clock::now();
             while let Some((from, bytes)) = self.slots[i].ingress.pop_due(now) {
-                self.deliver(i, from, &bytes);
+                self.deliver(i, from, &bytes, now);
             }
-            let now = clock::now();
             if self.hosts[i].next_tick().is_some_and(|t| t <= now) {
                 self.hosts[i].on_tick(now, &mut self.out);
-                self.flush(i, None, now);
+                self.collect(i, None, now);
             }
             while let Some((to, bytes)) = self.slots[i].egress.pop_due(now) {
-                self.transmit(i, to, &bytes);
+                self.tx.push(i, to, &bytes);
             }
             let s = &self.slots[i];
             for t in [s.ingress.next_due(), self.hosts[i].next_tick(), s.egress.next_due()].into_iter().flatten() {
@@ -169,6 +181,21 @@ impl<H: Host> HostLoop<'_, H> {
             }
         }
         next
+    }
+
+    /// Sends what is queued and counts it per host.
+    fn flush(&mut self, ports: &mut Ports) {
+        if self.tx.is_empty() {
+            return;
+        }
+        let slots = &mut self.slots;
+        ports.flush(&mut self.tx, |port, ok| {
+            if ok {
+                slots[port].stats.sent += 1;
+            } else {
+                slots[port].stats.send_errors += 1;
+            }
+        });
     }
 }
 
@@ -192,26 +219,29 @@ pub fn run_hosts<H: Host>(
             stats: HostStats::default(),
         });
     }
-    let ports = Ports::new(sockets, stop)?;
-    let mut lp = HostLoop { hosts, slots, ports, out: Outbox::new() };
-    let mut batch = Vec::with_capacity(BURST);
+    let mut ports = Ports::new(sockets)?;
+    let mut lp = HostLoop { hosts, slots, out: Outbox::new(), tx: TxBatch::new() };
+    let mut rx = RxBatch::new();
+    let mut ready = Vec::new();
     loop {
         if stop.is_stopped() || until.is_some_and(|u| clock::now() >= u) {
             break;
         }
-        let next = lp.timers();
-        let now = clock::now();
-        let mut deadline = now + MAX_WAIT;
-        for t in [next, until].into_iter().flatten() {
-            deadline = deadline.min(t);
+        let mut next = lp.timers();
+        lp.flush(&mut ports);
+        if let Some(u) = until {
+            next = Some(next.map_or(u, |n| n.min(u)));
         }
-        lp.ports.recv_burst(deadline.since(now), &mut batch);
-        for inc in batch.drain(..) {
-            lp.incoming(inc);
+        ports.wait(next, MAX_WAIT);
+        ports.take_ready(&mut ready);
+        for &i in &ready {
+            if ports.recv(i, &mut rx) > 0 {
+                lp.incoming(i, &mut rx);
+                lp.flush(&mut ports);
+            }
         }
     }
-    let overflow = lp.ports.overflow();
-    Ok(lp.slots.into_iter().map(|s| HostStats { rx_overflow: overflow, ..s.stats }).collect())
+    Ok(lp.slots.into_iter().enumerate().map(|(i, s)| HostStats { rx_overflow: ports.overflow(i), ..s.stats }).collect())
 }
 
 /// Runs one host on `socket` in the calling thread until `stop` is set.

@@ -22,12 +22,15 @@
 //! process-wide epoch ([`clock::now`]). Every node stops when its [`Stop`]
 //! is set; [`Stop::on_signals`] sets it on SIGINT / SIGTERM.
 //!
-//! Each running node has one receiving thread per socket, which hands packets
-//! to the node's event loop through a bounded queue (a full queue drops and
-//! counts, like a NIC ring), and the event loop, which waits on that queue
-//! with a precise timeout until the next timer (host tick or delayed packet).
-//! Socket receive timeouts are not used for timing: on some kernels they are
-//! rounded to several milliseconds.
+//! Each running node is one thread running one event loop that owns the
+//! node's sockets (the I/O core, `net`): it waits on epoll for a readable
+//! socket or its next timer (host tick or delayed packet; a timerfd gives
+//! the sub-millisecond part, socket receive timeouts are not used), drains
+//! each readable socket with `recvmmsg` into preallocated buffers, hands
+//! every datagram to the node as a slice, and sends what the batch produced
+//! with `sendmmsg`. No thread hop and no allocation per packet in the
+//! runtime; a full socket receive buffer drops and is counted by the kernel
+//! (`SO_RXQ_OVFL`), like a NIC ring.
 
 #![forbid(unsafe_code)]
 

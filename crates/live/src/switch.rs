@@ -33,8 +33,7 @@ use innet_core::{Counters, DataPlane, Member, ReversePath, Time, Verdict};
 use crate::clock;
 use crate::delay::DelayLine;
 use crate::host::{NodeHandle, MAX_WAIT};
-use crate::net::BURST;
-use crate::net::{Incoming, Ports};
+use crate::net::{Ports, RxBatch, TxBatch};
 use crate::Stop;
 
 /// Default size of the reverse-path table (flows remembered).
@@ -94,19 +93,10 @@ pub const ORIGIN_SHIM_MAGIC: [u8; 4] = *b"iNo\x01";
 
 /// `bytes` with the origin shim in front.
 pub fn add_origin_shim(origin: SocketAddr, bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len() + 23);
-    out.extend_from_slice(&ORIGIN_SHIM_MAGIC);
-    match origin.ip() {
-        IpAddr::V4(a) => {
-            out.push(4);
-            out.extend_from_slice(&a.octets());
-        }
-        IpAddr::V6(a) => {
-            out.push(6);
-            out.extend_from_slice(&a.octets());
-        }
-    }
-    out.extend_from_slice(&origin.port().to_be_bytes());
+    let mut shim = [0u8; 23];
+    let n = write_origin_shim(origin, &mut shim);
+    let mut out = Vec::with_capacity(bytes.len() + n);
+    out.extend_from_slice(&shim[..n]);
     out.extend_from_slice(bytes);
     out
 }
@@ -184,131 +174,147 @@ impl<P: Counters> SwitchState<P> {
 /// A packet held on a link: (peer, origin, bytes).
 type Held = DelayLine<(SocketAddr, SocketAddr, Vec<u8>)>;
 
-struct SwitchLoop<'a, P> {
-    state: &'a Mutex<SwitchState<P>>,
+/// The origin shim for `origin` (at most 23 bytes) in `buf`; its length.
+fn write_origin_shim(origin: SocketAddr, buf: &mut [u8; 23]) -> usize {
+    buf[..4].copy_from_slice(&ORIGIN_SHIM_MAGIC);
+    let n = match origin.ip() {
+        IpAddr::V4(a) => {
+            buf[4] = 4;
+            buf[5..9].copy_from_slice(&a.octets());
+            9
+        }
+        IpAddr::V6(a) => {
+            buf[4] = 6;
+            buf[5..21].copy_from_slice(&a.octets());
+            21
+        }
+    };
+    buf[n..n + 2].copy_from_slice(&origin.port().to_be_bytes());
+    n + 2
+}
+
+struct SwitchLoop<'a> {
     opts: &'a SwitchOptions,
-    ports: Ports,
     routes: ReversePath<SocketAddr>,
     in_up: Held,
     in_down: Held,
     out_up: Held,
     out_down: Held,
+    tx: TxBatch,
+    /// Scratch: where the packet being handled goes.
+    targets: Vec<SocketAddr>,
 }
 
-impl<P: DataPlane> SwitchLoop<'_, P> {
-    fn lock(&self) -> std::sync::MutexGuard<'_, SwitchState<P>> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn transmit(&self, to: SocketAddr, origin: SocketAddr, bytes: &[u8]) {
-        let shimmed;
-        let bytes = if self.lock().tables.switch_peers.contains(&to) {
-            shimmed = add_origin_shim(origin, bytes);
-            &shimmed[..]
+impl SwitchLoop<'_> {
+    /// Queues `bytes` for `to` now, with the origin shim if `to` is a switch.
+    fn transmit<P>(tx: &mut TxBatch, st: &SwitchState<P>, to: SocketAddr, origin: SocketAddr, bytes: &[u8]) {
+        if st.tables.switch_peers.contains(&to) {
+            let mut shim = [0u8; 23];
+            let n = write_origin_shim(origin, &mut shim);
+            tx.push_parts(0, to, &shim[..n], bytes);
         } else {
-            bytes
-        };
-        if self.ports.send(0, to, bytes).is_err() {
-            self.lock().stats.send_errors += 1;
+            tx.push(0, to, bytes);
         }
     }
 
-    fn send(&mut self, to: SocketAddr, origin: SocketAddr, bytes: Vec<u8>, now: Time) {
+    fn send<P>(&mut self, st: &SwitchState<P>, to: SocketAddr, origin: SocketAddr, bytes: &[u8], now: Time) {
         let line = if to == self.opts.upstream { &mut self.out_up } else { &mut self.out_down };
         if line.is_passthrough() {
-            self.transmit(to, origin, &bytes);
+            Self::transmit(&mut self.tx, st, to, origin, bytes);
         } else {
-            line.push(now, (to, origin, bytes));
+            line.push(now, (to, origin, bytes.to_vec()));
         }
     }
 
-    /// Where `verdict` sends the packet (several places for a multicast).
-    fn targets(&mut self, verdict: Verdict, from: SocketAddr, origin: SocketAddr) -> Vec<SocketAddr> {
-        let mut st = self.lock();
-        let to: Vec<SocketAddr> = match verdict {
+    /// Where `verdict` sends the packet (several places for a multicast),
+    /// into `self.targets`.
+    fn targets<P>(&mut self, st: &mut SwitchState<P>, verdict: Verdict, from: SocketAddr, origin: SocketAddr) {
+        self.targets.clear();
+        match verdict {
             Verdict::Upstream { flow } => {
-                drop(st);
                 self.routes.learn(flow, from);
-                st = self.lock();
                 st.stats.to_upstream += 1;
-                return vec![self.opts.upstream];
+                self.targets.push(self.opts.upstream);
+                return;
             }
-            Verdict::Downstream { flow } => match self.routes.lookup(flow) {
-                Some(to) => {
+            Verdict::Downstream { flow } => {
+                if let Some(to) = self.routes.lookup(flow) {
                     st.stats.to_downstream += 1;
-                    return vec![to];
+                    self.targets.push(to);
+                    return;
                 }
-                None => vec![],
-            },
+            }
             Verdict::Reflect => {
                 st.stats.reflected += 1;
-                return vec![from];
+                self.targets.push(from);
+                return;
             }
             Verdict::Drop => {
                 st.stats.dropped += 1;
-                return vec![];
+                return;
             }
-            Verdict::Port { port } => st.tables.ports.get(port as usize).copied().flatten().into_iter().collect(),
+            Verdict::Port { port } => self.targets.extend(st.tables.ports.get(port as usize).copied().flatten()),
             Verdict::Multicast { group } => {
                 let members = st.tables.groups.get(&group).map(Vec::as_slice).unwrap_or(&[]);
-                members
-                    .iter()
-                    .map(|m| match m {
-                        Member::Node(a) => *a,
-                        Member::Origin => origin,
-                    })
-                    .collect()
+                self.targets.extend(members.iter().map(|m| match m {
+                    Member::Node(a) => *a,
+                    Member::Origin => origin,
+                }));
             }
-            Verdict::Origin => vec![origin],
-        };
-        if to.is_empty() {
+            Verdict::Origin => self.targets.push(origin),
+        }
+        if self.targets.is_empty() {
             st.stats.dropped_no_route += 1;
         }
-        st.stats.to_ports += to.len() as u64;
-        to
+        st.stats.to_ports += self.targets.len() as u64;
     }
 
-    fn process(&mut self, from: SocketAddr, origin: SocketAddr, mut bytes: Vec<u8>) {
-        let (verdict, len) = self.lock().program.process_len(&mut bytes);
-        bytes.truncate(len);
-        let now = clock::now();
-        let targets = self.targets(verdict, from, origin);
-        for to in targets {
-            self.send(to, origin, bytes.clone(), now);
+    fn process<P: DataPlane>(
+        &mut self,
+        st: &mut SwitchState<P>,
+        from: SocketAddr,
+        origin: SocketAddr,
+        bytes: &mut [u8],
+        now: Time,
+    ) {
+        let (verdict, len) = st.program.process_len(bytes);
+        let bytes = &bytes[..len.min(bytes.len())];
+        self.targets(st, verdict, from, origin);
+        for k in 0..self.targets.len() {
+            let to = self.targets[k];
+            self.send(st, to, origin, bytes, now);
         }
     }
 
-    fn incoming(&mut self, inc: Incoming) {
-        let up = inc.from == self.opts.upstream;
-        let (origin, bytes) = {
-            let mut st = self.lock();
-            if up {
-                st.stats.from_upstream += 1;
-            } else {
-                st.stats.from_downstream += 1;
-            }
-            if st.tables.switch_peers.contains(&inc.from) {
-                match split_origin_shim(&inc.bytes) {
-                    Some((origin, at)) => (origin, inc.bytes[at..].to_vec()),
-                    None => {
-                        st.stats.dropped_bad_shim += 1;
-                        return;
-                    }
+    /// One received datagram (after the shim, if any, is taken off).
+    fn incoming<P: DataPlane>(&mut self, st: &mut SwitchState<P>, from: SocketAddr, bytes: &mut [u8], now: Time) {
+        let up = from == self.opts.upstream;
+        if up {
+            st.stats.from_upstream += 1;
+        } else {
+            st.stats.from_downstream += 1;
+        }
+        let (origin, bytes) = if st.tables.switch_peers.contains(&from) {
+            match split_origin_shim(bytes) {
+                Some((origin, at)) => (origin, &mut bytes[at..]),
+                None => {
+                    st.stats.dropped_bad_shim += 1;
+                    return;
                 }
-            } else {
-                (inc.from, inc.bytes)
             }
+        } else {
+            (from, bytes)
         };
         let line = if up { &mut self.in_up } else { &mut self.in_down };
         if line.is_passthrough() {
-            self.process(inc.from, origin, bytes);
+            self.process(st, from, origin, bytes, now);
         } else {
-            line.push(clock::now(), (inc.from, origin, bytes));
+            line.push(now, (from, origin, bytes.to_vec()));
         }
     }
 
     /// Runs due timers in due order; returns the next deadline.
-    fn timers(&mut self) -> Option<Time> {
+    fn timers<P: DataPlane>(&mut self, st: &mut SwitchState<P>) -> Option<Time> {
         loop {
             let now = clock::now();
             // Of the two ingress lines, the one whose head is due first goes first.
@@ -320,26 +326,43 @@ impl<P: DataPlane> SwitchLoop<'_, P> {
                 (None, Some(_)) => self.in_down.pop_due(now),
                 (None, None) => break,
             };
-            if let Some((from, origin, bytes)) = item {
-                self.process(from, origin, bytes);
+            if let Some((from, origin, mut bytes)) = item {
+                self.process(st, from, origin, &mut bytes, now);
             }
         }
         let now = clock::now();
         while let Some((to, origin, bytes)) = self.out_up.pop_due(now) {
-            self.transmit(to, origin, &bytes);
+            Self::transmit(&mut self.tx, st, to, origin, &bytes);
         }
         while let Some((to, origin, bytes)) = self.out_down.pop_due(now) {
-            self.transmit(to, origin, &bytes);
+            Self::transmit(&mut self.tx, st, to, origin, &bytes);
         }
         [self.in_up.next_due(), self.in_down.next_due(), self.out_up.next_due(), self.out_down.next_due()]
             .into_iter()
             .flatten()
             .min()
     }
+
+    /// Sends what is queued (without holding the switch's lock).
+    fn flush<P>(&mut self, ports: &mut Ports, state: &Mutex<SwitchState<P>>) {
+        if self.tx.is_empty() {
+            return;
+        }
+        let mut errors = 0;
+        ports.flush(&mut self.tx, |_, ok| errors += u64::from(!ok));
+        if errors != 0 {
+            lock(state).stats.send_errors += errors;
+        }
+    }
+}
+
+fn lock<P>(state: &Mutex<SwitchState<P>>) -> std::sync::MutexGuard<'_, SwitchState<P>> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Runs `state.program` as a switch on `socket` in the calling thread until
-/// `stop` is set.
+/// `stop` is set. The switch's lock is taken once per received batch (and
+/// once per round of timers), not per packet.
 pub fn run_switch<P: DataPlane>(
     state: &Mutex<SwitchState<P>>,
     socket: UdpSocket,
@@ -349,29 +372,42 @@ pub fn run_switch<P: DataPlane>(
     if opts.reverse_path_capacity == 0 {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "reverse_path_capacity must be at least 1"));
     }
-    let ports = Ports::new(vec![socket], stop)?;
+    let mut ports = Ports::new(vec![socket])?;
     let mut lp = SwitchLoop {
-        state,
         opts,
-        ports,
         routes: ReversePath::new(opts.reverse_path_capacity),
         in_up: DelayLine::new(opts.upstream_delay),
         in_down: DelayLine::new(opts.downstream_delay),
         out_up: DelayLine::new(opts.upstream_delay),
         out_down: DelayLine::new(opts.downstream_delay),
+        tx: TxBatch::new(),
+        targets: Vec::new(),
     };
-    let mut batch = Vec::with_capacity(BURST);
+    let mut rx = RxBatch::new();
+    let mut ready = Vec::new();
+    let mut overflow = 0;
     while !stop.is_stopped() {
-        let next = lp.timers();
-        let now = clock::now();
-        let deadline = next.map_or(now + MAX_WAIT, |t| t.min(now + MAX_WAIT));
-        lp.ports.recv_burst(deadline.since(now), &mut batch);
-        for inc in batch.drain(..) {
-            lp.incoming(inc);
-        }
-        let overflow = lp.ports.overflow();
-        if overflow != 0 {
-            lp.lock().stats.rx_overflow = overflow;
+        let next = lp.timers(&mut lock(state));
+        lp.flush(&mut ports, state);
+        ports.wait(next, MAX_WAIT);
+        ports.take_ready(&mut ready);
+        for &port in &ready {
+            if ports.recv(port, &mut rx) == 0 {
+                continue;
+            }
+            let now = clock::now();
+            {
+                let mut st = lock(state);
+                for k in 0..rx.len() {
+                    let (from, bytes) = rx.get_mut(k);
+                    lp.incoming(&mut st, from, bytes, now);
+                }
+                if ports.overflow(port) != overflow {
+                    overflow = ports.overflow(port);
+                    st.stats.rx_overflow = overflow;
+                }
+            }
+            lp.flush(&mut ports, state);
         }
     }
     Ok(())
