@@ -281,10 +281,13 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
         TestbedCmd::Fail { topology, role } => crate::xdp_paxos_cmd::run_fail(&topology, &role),
         TestbedCmd::Down { only } => {
             let removed = match only.as_deref() {
-                None => testbed::down()?,
+                None => testbed::down_all()?,
+                Some("txn") | Some("chain") => testbed::down()?,
                 Some("paxos") => innet_xdp::paxos_testbed::down()?,
                 Some("txn-topology") => innet_xdp::txn_topology::down()?,
-                Some(t) => anyhow::bail!("--only {t}: 'paxos' and 'txn-topology' have their own cleanup"),
+                Some(t) => {
+                    anyhow::bail!("--only {t}: the testbeds are 'txn' (also 'chain'), 'paxos' and 'txn-topology'")
+                }
             };
             if removed.is_empty() {
                 println!("testbed down: nothing to remove");
