@@ -22,7 +22,7 @@ pub struct CheckChainArgs {
     #[arg(long, default_value = "netcraq,netchain")]
     protocols: String,
     /// Simulated seconds per run.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = innet_exp::parse::seconds)]
     duration_s: f64,
 }
 
@@ -73,7 +73,7 @@ pub struct BenchChainArgs {
     #[arg(long, default_value = "shared")]
     service: String,
     /// Simulated seconds per point.
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = 0.2, value_parser = innet_exp::parse::seconds)]
     duration_s: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -91,7 +91,9 @@ pub fn run_bench(a: BenchChainArgs) -> anyhow::Result<i32> {
     let figures: Vec<u32> = a
         .figures
         .split(',')
-        .map(|f| f.trim().parse().map_err(|_| anyhow::anyhow!("figure '{f}' is not a number")))
+        .map(|f| {
+            f.trim().parse().map_err(|_| anyhow::anyhow!("--figures: '{f}' is not a figure number (3, 4, 5 or 6)"))
+        })
         .collect::<anyhow::Result<_>>()?;
     if let Some(f) = figures.iter().find(|f| ![3, 4, 5, 6].contains(*f)) {
         anyhow::bail!("--figures: there is no figure {f}; the NetCRAQ paper's experiments are figures 3, 4, 5 and 6");
@@ -151,10 +153,10 @@ pub struct UpChainArgs {
     #[command(flatten)]
     deployment: crate::live_cmd::TopologyArgs,
     /// With --topology: stop after this many seconds (default: at Ctrl-C); client nodes run load until then.
-    #[arg(long, value_parser = crate::live_cmd::parse_duration_s)]
+    #[arg(long, value_parser = innet_exp::parse::seconds)]
     duration_s: Option<f64>,
     /// With --topology: share of the client nodes' operations that are puts.
-    #[arg(long, default_value_t = 0.3)]
+    #[arg(long, default_value_t = 0.3, value_parser = innet_exp::parse::ratio)]
     write_ratio: f64,
     /// With --topology: keys the client nodes use (0..N).
     #[arg(long, default_value_t = 8)]
@@ -177,6 +179,9 @@ pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
     let protocol: Protocol = a.protocol.parse().map_err(anyhow::Error::msg)?;
     anyhow::ensure!((1..=innet_wire::netchain::MAX_CHAIN_NODES).contains(&a.nodes), "--nodes must be 1..=10");
     anyhow::ensure!(a.listen.ip().is_loopback(), "--listen must be a loopback address");
+    if a.listen.port() != 0 {
+        innet_exp::parse::port_span("--listen port", a.listen.port(), a.nodes).map_err(anyhow::Error::msg)?;
+    }
     let stop = crate::live_cmd::signals()?;
     let mut cfg = LiveChainConfig::new(protocol, a.nodes);
     cfg.base = a.listen;
@@ -231,10 +236,10 @@ pub struct SimChainArgs {
     #[arg(long, default_value = "shared")]
     service: String,
     /// Offered requests per second (open loop).
-    #[arg(long, default_value_t = 10_000.0)]
+    #[arg(long, default_value_t = 10_000.0, value_parser = innet_exp::parse::rate)]
     rate: f64,
     /// Fraction of requests that are writes (to the head).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::ratio)]
     write_ratio: f64,
     /// Comma-separated chain positions reads go to, round robin (0 = head).
     #[arg(long, default_value = "0")]
@@ -242,7 +247,7 @@ pub struct SimChainArgs {
     /// NetCRAQ: start every object dirty on the non-tail nodes.
     #[arg(long)]
     dirty: bool,
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = 0.2, value_parser = innet_exp::parse::seconds)]
     duration_s: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -270,7 +275,7 @@ pub fn run_sim(mut a: SimChainArgs) -> anyhow::Result<i32> {
     let targets: Vec<usize> = a
         .targets
         .split(',')
-        .map(|t| t.trim().parse().map_err(|_| anyhow::anyhow!("target '{t}' is not a chain position")))
+        .map(|t| t.trim().parse().map_err(|_| anyhow::anyhow!("--targets: '{t}' is not a chain position")))
         .collect::<anyhow::Result<_>>()?;
     anyhow::ensure!(
         !targets.is_empty() && targets.iter().all(|t| *t < a.nodes),
@@ -325,10 +330,10 @@ pub struct ClientChainArgs {
     #[arg(long, default_value_t = 0)]
     near: usize,
     /// Resend after this long without an answer (to the next node, for reads).
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = innet_exp::parse::timeout_ms_u64)]
     timeout_ms: u64,
     /// Give up after this long.
-    #[arg(long, default_value_t = 5000)]
+    #[arg(long, default_value_t = 5000, value_parser = innet_exp::parse::timeout_ms_u64)]
     deadline_ms: u64,
 }
 
@@ -348,6 +353,12 @@ pub fn run_client(a: ClientChainArgs) -> anyhow::Result<i32> {
         _ => anyhow::bail!("give --get KEY or --put KEY=VALUE"),
     };
     let (put, key, value) = start;
+    // A NetCRAQ node holds objects 0..OBJECTS_DEFAULT and drops any other key
+    // (NetChain hashes every key into its table).
+    let objects = innet_chain::netcraq::OBJECTS_DEFAULT;
+    if protocol == Protocol::NetCraq && key as usize >= objects {
+        anyhow::bail!("key {key} is beyond NetCRAQ's {objects} objects: use a key from 0 to {}", objects - 1);
+    }
     let done = innet_live::chain::run_one(
         protocol,
         &a.nodes,

@@ -31,21 +31,6 @@ fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     topology::resolve(s).map_err(|e| format!("{e:#}"))
 }
 
-fn parse_ms(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
-        _ => Err(format!("'{s}' is not a delay: expected milliseconds as a number >= 0, e.g. 10 or 2.5")),
-    }
-}
-
-fn parse_cache_slots(s: &str) -> Result<usize, String> {
-    let n: usize = s.parse().map_err(|_| format!("'{s}' is not a number of slots"))?;
-    if n < innet_core::table::WAYS || !n.is_power_of_two() {
-        return Err(format!("{n} must be a power of two >= {}, e.g. {CACHE_SLOTS_DEFAULT}", innet_core::table::WAYS));
-    }
-    Ok(n)
-}
-
 /// `TYPE:KEY[:VALUE]`, TYPE one of read, write, value (a compare), nop.
 fn parse_op(s: &str) -> Result<Op, String> {
     const FORM: &str = "expected TYPE:KEY[:VALUE] with TYPE read, write or value, e.g. value:1:a, write:1:b, read:1";
@@ -142,10 +127,10 @@ struct UpTxnArgs {
     #[arg(long, default_value = "optimistic-abort", value_parser = parse_mode)]
     mode: Mode,
     /// One-way switch <-> clients delay the switch emulates, ms (0 if clients emulate it).
-    #[arg(long, default_value_t = 0.0, value_parser = parse_ms)]
+    #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
     client_delay_ms: f64,
     /// One-way switch <-> store delay the switch emulates, ms.
-    #[arg(long, default_value_t = 0.0, value_parser = parse_ms)]
+    #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
     store_delay_ms: f64,
     /// Keep the store's data durably in this directory (default: in memory).
     #[arg(long)]
@@ -157,18 +142,18 @@ struct UpTxnArgs {
     #[arg(long, default_value = "127.0.0.1:0", value_parser = parse_addr)]
     switch_listen: SocketAddr,
     /// Switch cache slots (a power of two >= 4).
-    #[arg(long, default_value_t = CACHE_SLOTS_DEFAULT, value_parser = parse_cache_slots)]
+    #[arg(long, default_value_t = CACHE_SLOTS_DEFAULT, value_parser = innet_exp::parse::cache_slots)]
     cache_slots: usize,
     #[command(flatten)]
     deployment: TopologyArgs,
     /// With --topology: share of writes in the client nodes' transactions.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, value_parser = innet_exp::parse::ratio)]
     write_ratio: f64,
     /// With --topology: counters the client nodes' transactions touch (keys 1..=N).
     #[arg(long, default_value_t = 1)]
     keys: u32,
     /// Stop after this many seconds (default: at Ctrl-C); client nodes run load until then.
-    #[arg(long, value_parser = parse_duration_s)]
+    #[arg(long, value_parser = innet_exp::parse::seconds)]
     duration_s: Option<f64>,
 }
 
@@ -204,13 +189,6 @@ pub(crate) fn parse_place(s: &str) -> Result<(String, std::net::IpAddr), String>
 }
 
 /// A number of seconds > 0.
-pub(crate) fn parse_duration_s(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v <= 1e7 => Ok(v),
-        _ => Err(format!("'{s}' is not a duration: expected seconds above 0, e.g. 10 or 0.5")),
-    }
-}
-
 /// `innet up SERVICE --topology FILE [--only NAME]`: starts this machine's
 /// nodes, prints `NAME HOST:PORT` for each, runs load nodes for
 /// `load.duration` (or until Ctrl-C), then prints every counter and each
@@ -372,7 +350,7 @@ pub struct StoreArgs {
     data_dir: Option<PathBuf>,
     /// One-way delay of the store's access link, emulated by the store in
     /// both directions (WAN experiments with an XDP switch, which cannot delay).
-    #[arg(long, default_value_t = 0.0, value_parser = parse_ms)]
+    #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
     link_delay_ms: f64,
 }
 
@@ -421,13 +399,13 @@ struct SwitchTxnArgs {
     #[arg(long, value_parser = parse_addr)]
     upstream: SocketAddr,
     /// Cache slots (a power of two >= 4).
-    #[arg(long, default_value_t = CACHE_SLOTS_DEFAULT, value_parser = parse_cache_slots)]
+    #[arg(long, default_value_t = CACHE_SLOTS_DEFAULT, value_parser = innet_exp::parse::cache_slots)]
     cache_slots: usize,
     /// One-way switch <-> store delay to emulate, ms.
-    #[arg(long, default_value_t = 0.0, value_parser = parse_ms)]
+    #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
     store_delay_ms: f64,
     /// One-way switch <-> clients delay to emulate, ms (0 if clients emulate it).
-    #[arg(long, default_value_t = 0.0, value_parser = parse_ms)]
+    #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
     client_delay_ms: f64,
 }
 
@@ -496,31 +474,31 @@ struct ClientTxnArgs {
     #[arg(long)]
     clients: Option<u32>,
     /// Load: fraction of transactions that increment a counter, 0..=1 [default: 0.2].
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::ratio)]
     write_ratio: Option<f64>,
     /// Load: number of counters, keys 1..=N [default: 1].
     #[arg(long)]
     keys: Option<u32>,
     /// Load: Zipf exponent of key popularity, 0 = uniform [default: 0].
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::non_negative)]
     zipf: Option<f64>,
     /// Load: most keys one transaction touches [default: 1].
     #[arg(long)]
     span: Option<u32>,
     /// Load: seconds to run [default: 10].
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::seconds)]
     duration_s: Option<f64>,
     /// Load: think time between transactions, ms [default: 0].
-    #[arg(long, value_parser = parse_ms)]
+    #[arg(long, value_parser = innet_exp::parse::delay_ms)]
     think_ms: Option<f64>,
     /// Load: seed of the workload's random choices [default: 1].
     #[arg(long)]
     seed: Option<u64>,
     /// One-way client <-> switch delay this client emulates, ms.
-    #[arg(long, default_value_t = 0.0, value_parser = parse_ms)]
+    #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
     client_delay_ms: f64,
     /// Resend timeout, ms.
-    #[arg(long, default_value_t = 1000.0, value_parser = parse_ms)]
+    #[arg(long, default_value_t = 1000.0, value_parser = innet_exp::parse::timeout_ms)]
     timeout_ms: f64,
     /// Resends of one request before giving up.
     #[arg(long, default_value_t = 5)]

@@ -16,7 +16,7 @@ mod xdp_paxos_cmd;
 #[cfg(not(feature = "xdp"))]
 use no_xdp::{xdp_chain_cmd, xdp_cmd, xdp_paxos_cmd};
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 const ABOUT: &str = "innet: in-network coordination without switch hardware.
 
@@ -96,8 +96,43 @@ enum Command {
     Mininet(mininet_cmd::MininetArgs),
 }
 
+/// Lets every numeric flag see a negative value (and refuse it with its own
+/// message) rather than clap taking `-1` for a flag.
+fn negative_numbers_are_values(c: clap::Command) -> clap::Command {
+    c.allow_negative_numbers(true).mut_subcommands(negative_numbers_are_values)
+}
+
+/// Clap's error as one line: its message without the usage block, whitespace
+/// collapsed.
+fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let head = text.split("\nUsage:").next().unwrap_or(&text);
+    let head = head.split("\nFor more information").next().unwrap_or(head);
+    let words: Vec<&str> = head.split_whitespace().collect();
+    format!("innet: {} (see --help)", words.join(" "))
+}
+
+fn parse_args() -> Cli {
+    let matches = negative_numbers_are_values(Cli::command()).try_get_matches();
+    match matches.and_then(|m| Cli::from_arg_matches(&m)) {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            match e.kind() {
+                ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+                _ => {
+                    eprintln!("{}", one_line(&e));
+                    std::process::exit(2);
+                }
+            }
+        }
+    }
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = parse_args();
     let result = match cli.command {
         Command::Demo(a) => sim_cmd::run_demo(a),
         Command::Sim(s) => sim_cmd::run_sim(s),

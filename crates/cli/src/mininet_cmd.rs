@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use innet_exp::mininet::{self, MininetReport, MininetRun};
 
-use crate::live_cmd::{parse_duration_s, print_line, signals};
+use crate::live_cmd::{print_line, signals};
 
 /// Run a topology file as a Mininet network (root): one Mininet host per
 /// innet machine, Linux bridges shaped like its links, every node in its
@@ -19,10 +19,10 @@ pub struct MininetArgs {
     #[arg(long)]
     topology: PathBuf,
     /// Seconds of load.
-    #[arg(long, default_value_t = 5.0, value_parser = parse_duration_s)]
+    #[arg(long, default_value_t = 5.0, value_parser = innet_exp::parse::seconds)]
     duration_s: f64,
     /// Transactions, chain: share of writes (default: `innet up`'s, 0.5 and 0.3).
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::ratio)]
     write_ratio: Option<f64>,
     /// Transactions, chain: keys the clients use (default: `innet up`'s, 1 and 8).
     #[arg(long)]

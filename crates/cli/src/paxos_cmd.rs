@@ -105,7 +105,7 @@ pub struct CheckPaxosArgs {
     #[arg(long, alias = "dataplanes", default_value = "switch,process")]
     data_planes: String,
     /// Simulated seconds of submitting per run (then the network heals and runs drain).
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = 0.2, value_parser = innet_exp::parse::seconds)]
     duration_s: f64,
 }
 
@@ -278,19 +278,19 @@ pub struct UpPaxosArgs {
     /// Requests each built-in proposer keeps in flight.
     #[arg(long, default_value_t = 8)]
     outstanding: usize,
-    #[arg(long, default_value_t = innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT)]
+    #[arg(long, default_value_t = innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT, value_parser = innet_exp::parse::acceptor_slots)]
     slots: usize,
     /// First UDP port (consecutive ports: coordinator, acceptors, backup, learners, proposers); 0: any free ports.
     #[arg(long, default_value_t = 0)]
     base_port: u16,
     /// Stop after this many seconds (default: at Ctrl-C).
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::seconds)]
     duration_s: Option<f64>,
     /// Stop acceptor 0 at this time (s), to watch deliveries go on.
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::at_seconds)]
     kill_acceptor_at_s: Option<f64>,
     /// Stop the coordinator at this time (s), to watch the backup take over.
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::at_seconds)]
     kill_coordinator_at_s: Option<f64>,
     /// Learners run as separate processes (`innet kv-replica`) at the
     /// addresses that follow from --base-port.
@@ -300,7 +300,7 @@ pub struct UpPaxosArgs {
     #[arg(long)]
     kv_load: bool,
     /// Built-in proposers stop submitting after this many seconds.
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::seconds)]
     load_s: Option<f64>,
     #[command(flatten)]
     deployment: crate::live_cmd::TopologyArgs,

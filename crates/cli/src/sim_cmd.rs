@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 use innet_exp::txn::{TxnPointConfig, TxnPointResult};
 use innet_exp::txn_bench::{self, Runtime};
@@ -89,7 +88,7 @@ pub struct CheckTxnArgs {
     #[arg(long, default_value = "forward,read-cache,early-abort,optimistic-abort")]
     modes: String,
     /// Simulated seconds per run.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = innet_exp::parse::seconds)]
     duration_s: f64,
 }
 
@@ -110,7 +109,7 @@ pub struct DemoArgs {
     #[arg(long, default_value = "results/demo")]
     out: PathBuf,
     /// Simulated seconds per point (the paper ran 180).
-    #[arg(long, default_value_t = 180.0)]
+    #[arg(long, default_value_t = 180.0, value_parser = innet_exp::parse::seconds)]
     duration_s: f64,
     /// Seeds for the correctness check part of the demo.
     #[arg(long, default_value_t = 100)]
@@ -123,13 +122,7 @@ pub(crate) fn parse_list<T: std::str::FromStr<Err = String>>(s: &str) -> anyhow:
 }
 
 fn parse_ratios(s: &str) -> anyhow::Result<Vec<f64>> {
-    s.split(',')
-        .map(|x| {
-            let r: f64 = x.trim().parse().with_context(|| format!("write ratio '{x}' is not a number"))?;
-            anyhow::ensure!((0.0..=1.0).contains(&r), "write ratio {r} must be in 0..=1");
-            Ok(r)
-        })
-        .collect()
+    s.split(',').map(|x| innet_exp::parse::ratio(x).map_err(|e| anyhow::anyhow!("--write-ratios: {e}"))).collect()
 }
 
 pub fn run_sim(s: SimService) -> anyhow::Result<i32> {

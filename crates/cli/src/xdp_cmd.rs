@@ -66,10 +66,10 @@ pub struct TestbedUpArgs {
     /// With a txn --topology: run every client group's closed-loop load for
     /// this many seconds, print what each committed and each switch
     /// counted, and leave the testbed up.
-    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECONDS", value_parser = innet_exp::parse::seconds)]
     load_s: Option<f64>,
     /// With --load-s: share of transactions that write (increment the counter).
-    #[arg(long, default_value_t = 0.5, value_parser = parse_ratio)]
+    #[arg(long, default_value_t = 0.5, value_parser = innet_exp::parse::ratio)]
     write_ratio: f64,
     /// Chain topology: netcraq or netchain.
     #[arg(long, default_value = "netcraq")]
@@ -91,7 +91,7 @@ pub struct TestbedUpArgs {
     no_store: bool,
     /// One-way switch <-> store delay, emulated by the store (there is no
     /// netem; clients emulate theirs with `innet client --client-delay-ms`).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
     store_delay_ms: f64,
     /// Chain topology: run the chain control plane and a failure drill
     /// (clients read and write while a middle node fails, is removed,
@@ -99,20 +99,6 @@ pub struct TestbedUpArgs {
     /// leaving the testbed up.
     #[arg(long)]
     drill: bool,
-}
-
-fn parse_seconds(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
-        _ => Err(format!("'{s}' is not a duration: expected seconds > 0 (at most a day), e.g. 5 or 0.5")),
-    }
-}
-
-fn parse_ratio(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
-        _ => Err(format!("'{s}' is not a ratio: expected a number from 0 to 1, e.g. 0.5")),
-    }
 }
 
 /// What a topology file asks of a testbed: the file's deployment, read
@@ -295,10 +281,13 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
         TestbedCmd::Fail { topology, role } => crate::xdp_paxos_cmd::run_fail(&topology, &role),
         TestbedCmd::Down { only } => {
             let removed = match only.as_deref() {
-                None => testbed::down()?,
+                None => testbed::down_all()?,
+                Some("txn") | Some("chain") => testbed::down()?,
                 Some("paxos") => innet_xdp::paxos_testbed::down()?,
                 Some("txn-topology") => innet_xdp::txn_topology::down()?,
-                Some(t) => anyhow::bail!("--only {t}: 'paxos' and 'txn-topology' have their own cleanup"),
+                Some(t) => {
+                    anyhow::bail!("--only {t}: the testbeds are 'txn' (also 'chain'), 'paxos' and 'txn-topology'")
+                }
             };
             if removed.is_empty() {
                 println!("testbed down: nothing to remove");
@@ -442,19 +431,19 @@ pub struct BenchXdpTxnArgs {
     #[arg(long, default_value_t = 8)]
     clients: u32,
     /// Fraction of transactions that write (the rest read).
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, value_parser = innet_exp::parse::ratio)]
     write_ratio: f64,
     /// Keys (1: the paper's single counter).
     #[arg(long, default_value_t = 1)]
     keys: u32,
     /// Seconds of load per data plane.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = innet_exp::parse::seconds)]
     duration_s: f64,
     /// One-way client <-> switch delay, emulated by the clients.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
     client_delay_ms: f64,
     /// One-way switch <-> store delay, emulated by the store.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
     store_delay_ms: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,

@@ -5,6 +5,7 @@
 pub mod chain_bench;
 pub mod chain_sim;
 pub mod mininet;
+pub mod parse;
 pub mod paxos;
 pub mod paxos_bench;
 pub mod paxos_live;

@@ -33,27 +33,27 @@ pub struct PaxosConfig {
     #[arg(long, default_value_t = 8)]
     pub outstanding: usize,
     /// Submitting stops after this many simulated (or live) seconds.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = crate::parse::seconds)]
     pub duration_s: f64,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// One-way latency of every link, microseconds.
-    #[arg(long, default_value_t = 50.0)]
+    #[arg(long, default_value_t = 50.0, value_parser = crate::parse::delay_us)]
     pub latency_us: f64,
     /// Simulator: uniform extra one-way delay, microseconds.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::delay_us)]
     pub jitter_us: f64,
     /// Simulator: per-packet loss probability.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
     pub loss: f64,
     /// Simulator: per-packet duplication probability.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
     pub duplicate: f64,
     /// Simulator: probability that a packet is held back by up to 2x the latency.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
     pub reorder: f64,
     /// Acceptor ring size (a power of two).
-    #[arg(long, default_value_t = innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT)]
+    #[arg(long, default_value_t = innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT, value_parser = crate::parse::acceptor_slots)]
     pub slots: usize,
     /// Learners that must checkpoint an instance before its slot is reused
     /// (0: a majority of the learners).
@@ -63,31 +63,31 @@ pub struct PaxosConfig {
     #[arg(long = "unordered", action = clap::ArgAction::SetFalse)]
     pub ordered: bool,
     /// Proposer resubmission timeout, ms.
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(long, default_value_t = 20.0, value_parser = crate::parse::timeout_ms)]
     pub timeout_ms: f64,
     /// Learner gap timeout and recovery retry timeout, ms.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = crate::parse::timeout_ms)]
     pub gap_timeout_ms: f64,
     /// Backup coordinator heartbeat interval, ms (it takes over after 3 misses).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = crate::parse::timeout_ms)]
     pub heartbeat_ms: f64,
     /// Fail the coordinator at this time, s (the backup takes over).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse::at_seconds)]
     pub coordinator_fail_at_s: Option<f64>,
     /// Crash acceptor 0 at this time, s ...
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse::at_seconds)]
     pub acceptor_crash_at_s: Option<f64>,
     /// ... and bring it back with its (persistent, section 3.1) state at this time, s.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse::at_seconds)]
     pub acceptor_restart_at_s: Option<f64>,
     /// Simulator capacity model: per-packet cost of a switch pipeline, us (0 = free).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::delay_us)]
     pub switch_cost_us: f64,
     /// Simulator capacity model: per-packet cost of a software coordinator/acceptor process, us.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::delay_us)]
     pub software_cost_us: f64,
     /// Simulator capacity model: per-packet cost of a learner/proposer process, us.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::delay_us)]
     pub host_cost_us: f64,
     /// The replicated key-value store (Figure 7d): learners are LevelDB
     /// replicas and proposers submit put/delete/get commands (live only).

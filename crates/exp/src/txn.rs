@@ -22,7 +22,7 @@ pub struct TxnPointConfig {
     #[arg(long, default_value = "optimistic-abort")]
     pub mode: String,
     /// Fraction of transactions that write (increment a counter).
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = 0.2, value_parser = crate::parse::ratio)]
     pub write_ratio: f64,
     /// Concurrent closed-loop clients.
     #[arg(long, default_value_t = 8)]
@@ -31,40 +31,40 @@ pub struct TxnPointConfig {
     #[arg(long, default_value_t = 1)]
     pub keys: u32,
     /// Zipf exponent of key popularity (0 = uniform).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::non_negative)]
     pub zipf: f64,
     /// Client-store round-trip time in ms.
-    #[arg(long, default_value_t = 100.0)]
+    #[arg(long, default_value_t = 100.0, value_parser = crate::parse::delay_ms)]
     pub rtt_ms: f64,
     /// Switch position: d_cs / (d_cs + d_ss); 0 = next to the clients.
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = 0.2, value_parser = crate::parse::ratio)]
     pub delta: f64,
     /// Length of the run (simulated seconds in the simulator).
-    #[arg(long, default_value_t = 180.0)]
+    #[arg(long, default_value_t = 180.0, value_parser = crate::parse::seconds)]
     pub duration_s: f64,
     /// Seed of every random choice.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Client think time between transactions, ms.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::delay_ms)]
     pub think_ms: f64,
     /// Switch cache slots (a power of two).
-    #[arg(long, default_value_t = innet_txn::switch::CACHE_SLOTS_DEFAULT)]
+    #[arg(long, default_value_t = innet_txn::switch::CACHE_SLOTS_DEFAULT, value_parser = crate::parse::cache_slots)]
     pub cache_slots: usize,
     /// Simulator link jitter, ms: uniform extra one-way delay in [0, jitter).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::delay_ms)]
     pub jitter_ms: f64,
     /// Simulator per-packet loss probability.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
     pub loss: f64,
     /// Simulator per-packet duplication probability.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
     pub duplicate: f64,
     /// Simulator probability that a packet is held back by up to 2x the link latency.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
     pub reorder: f64,
     /// Client resend timeout in ms (0: 4 x RTT + 50 ms).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::delay_ms)]
     pub timeout_ms: f64,
     /// Attempts per transaction before the client gives up.
     #[arg(long, default_value_t = 1000)]
@@ -74,7 +74,7 @@ pub struct TxnPointConfig {
     pub span: u32,
     /// Fraction of reads run as compare-only transactions instead of READ ops (paper: 0).
     #[serde(default)]
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
     pub validated_reads: f64,
     /// 0: one switch (Gotthard Figure 3). 2 or more: that many edge
     /// switches, each in front of its share of the clients, under a core

@@ -38,16 +38,16 @@ pub struct XdpPaxosLoad {
     #[arg(long, default_value_t = 32)]
     pub outstanding: usize,
     /// Seconds of load per deployment.
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = 3.0, value_parser = crate::parse::seconds)]
     pub duration_s: f64,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// The acceptors' ring (a power of two).
-    #[arg(long, default_value_t = ACCEPTOR_SLOTS_DEFAULT)]
+    #[arg(long, default_value_t = ACCEPTOR_SLOTS_DEFAULT, value_parser = crate::parse::acceptor_slots)]
     pub slots: usize,
     /// Fail the coordinator this many seconds into the load (XDP: its
     /// links go down; software: its thread stops); the backup takes over.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse::at_seconds)]
     pub kill_coordinator_at_s: Option<f64>,
 }
 

@@ -11,32 +11,57 @@
 //! each successful commit; redb is the source of truth.
 //!
 //! Layout: one file `innet-store.redb` in the data directory, with tables
-//! `data` (`u32` key -> 16-byte value) and `clients` (`u32` client id ->
-//! encoded [`ClientRecord`]: `req_id` i32 BE, request digest u64 BE, fragment
-//! count u32 BE, then per
-//! fragment a u32 BE length and the reply bytes).
+//! `meta` (`"format"` -> [`FORMAT`], written when the store is created),
+//! `data` (`u32` key -> 16-byte value, then its checksum u64 BE) and
+//! `clients` (`u32` client id -> encoded [`ClientRecord`]: `req_id` i32 BE,
+//! request digest u64 BE, fragment count u32 BE, then per fragment a u32 BE
+//! length and the reply bytes; then its checksum u64 BE). A checksum is
+//! [`checksum`] over the table, the key and the stored bytes.
+//!
+//! Disk faults: an existing file is opened only if redb's page checksums
+//! hold, the format marker is there and every record's checksum matches; so
+//! an emptied, truncated or overwritten file is refused with one line that
+//! says what to do, never replaced by an empty store or served wrong. An I/O
+//! error on commit (a full disk) is not acknowledged; the next commits
+//! reopen the file (at most every 100 ms), which repairs it and reloads what
+//! is durable, so the store acknowledges again as soon as the disk works.
 
 #![forbid(unsafe_code)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use innet_txn::store::{Backend, BackendError, ClientRecord, MemBackend};
 use innet_wire::txn::{Key, Value, VALUE_LEN};
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 
-const DATA: TableDefinition<u32, [u8; VALUE_LEN]> = TableDefinition::new("data");
+/// A stored value: the value, then its checksum (u64 BE, see [`checksum`]).
+const DATA: TableDefinition<u32, [u8; VALUE_LEN + 8]> = TableDefinition::new("data");
+/// An encoded client record, then its checksum (u64 BE).
 const CLIENTS: TableDefinition<u32, &[u8]> = TableDefinition::new("clients");
+/// The format marker, written when the store is created; a file without it
+/// is not (or is no longer) an innet store.
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const FORMAT_KEY: &str = "format";
+/// The format this build writes and reads.
+pub const FORMAT: &[u8] = b"innet-store 2";
 
 /// The database file's name inside the data directory.
 pub const DB_FILE: &str = "innet-store.redb";
 
+/// How long after a failed reopen the next commit tries again.
+const REOPEN_EVERY: Duration = Duration::from_millis(100);
+
 /// A durable backend on redb.
 pub struct RedbBackend {
-    db: Database,
+    /// `None` after an I/O error, until a reopen succeeds.
+    db: Option<Database>,
     path: PathBuf,
     /// What the database holds, for reads; updated only after a durable commit.
     mirror: MemBackend,
+    /// When the last reopen after an I/O error failed.
+    last_reopen: Option<Instant>,
 }
 
 impl std::fmt::Debug for RedbBackend {
@@ -49,45 +74,190 @@ fn err(context: &str, e: impl std::fmt::Display) -> BackendError {
     BackendError(format!("{context}: {e}"))
 }
 
+/// FNV-1a (64 bits) over a table tag, the key and the stored bytes: a value
+/// changed on disk, or moved to another key, no longer matches.
+pub fn checksum(table: u8, key: u32, bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in [table].iter().chain(key.to_be_bytes().iter()).chain(bytes.iter()) {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+const DATA_TAG: u8 = 1;
+const CLIENT_TAG: u8 = 2;
+
+fn seal_value(key: Key, v: &Value) -> [u8; VALUE_LEN + 8] {
+    let mut out = [0u8; VALUE_LEN + 8];
+    out[..VALUE_LEN].copy_from_slice(&v.0);
+    out[VALUE_LEN..].copy_from_slice(&checksum(DATA_TAG, key, &v.0).to_be_bytes());
+    out
+}
+
+fn seal_record(cl_id: u32, rec: &ClientRecord) -> Vec<u8> {
+    let mut b = encode_record(rec);
+    let sum = checksum(CLIENT_TAG, cl_id, &b);
+    b.extend_from_slice(&sum.to_be_bytes());
+    b
+}
+
+/// The stored bytes without their checksum, if it matches.
+fn unseal(table: u8, key: u32, b: &[u8]) -> Option<&[u8]> {
+    let (body, sum) = b.split_at(b.len().checked_sub(8)?);
+    (checksum(table, key, body).to_be_bytes() == sum).then_some(body)
+}
+
+/// Why the store cannot start on this file, and what to do.
+fn refuse(path: &Path, what: &str) -> BackendError {
+    BackendError(format!(
+        "{}: {what}; the store will not start on it (it would serve nothing or wrong values): restore the \
+         file from a backup, or move it away to start an empty store",
+        path.display()
+    ))
+}
+
 impl RedbBackend {
-    /// Opens (creating if needed) the store in directory `dir`, creating the
-    /// directory too.
+    /// Opens the store in directory `dir`, creating the directory and an
+    /// empty store if there is no database file yet. A file that exists is
+    /// opened only if it is an innet store and every record's checksum
+    /// matches: an emptied, truncated or damaged file is refused.
     pub fn open(dir: impl AsRef<Path>) -> Result<RedbBackend, BackendError> {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir).map_err(|e| err(&format!("cannot create data directory {}", dir.display()), e))?;
         let path = dir.join(DB_FILE);
-        let db = Database::create(&path).map_err(|e| err(&format!("cannot open database {}", path.display()), e))?;
-        // Create the tables so that a fresh database can be read.
-        let w = db.begin_write().map_err(|e| err("begin write", e))?;
-        {
-            w.open_table(DATA).map_err(|e| err("open table data", e))?;
-            w.open_table(CLIENTS).map_err(|e| err("open table clients", e))?;
-        }
-        w.commit().map_err(|e| err("commit", e))?;
-        let mut data = BTreeMap::new();
-        let mut clients = HashMap::new();
-        let r = db.begin_read().map_err(|e| err("begin read", e))?;
-        {
-            let t = r.open_table(DATA).map_err(|e| err("open table data", e))?;
-            for row in t.iter().map_err(|e| err("scan data", e))? {
-                let (k, v) = row.map_err(|e| err("scan data", e))?;
-                data.insert(k.value(), Value(v.value()));
-            }
-            let t = r.open_table(CLIENTS).map_err(|e| err("open table clients", e))?;
-            for row in t.iter().map_err(|e| err("scan clients", e))? {
-                let (k, v) = row.map_err(|e| err("scan clients", e))?;
-                let rec = decode_record(v.value())
-                    .ok_or_else(|| BackendError(format!("corrupt client record for client {}", k.value())))?;
-                clients.insert(k.value(), rec);
-            }
-        }
-        Ok(RedbBackend { db, path, mirror: MemBackend::with_contents(data, clients) })
+        let (db, mirror) = if path.exists() { load(&path)? } else { create(&path)? };
+        Ok(RedbBackend { db: Some(db), path, mirror, last_reopen: None })
     }
 
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Whether the database is open (false after an I/O error until a reopen succeeds).
+    pub fn is_healthy(&self) -> bool {
+        self.db.is_some()
+    }
+
+    /// After an I/O error: reopens the file (redb repairs what the failed
+    /// commit left) and reloads the mirror from what is durable, at most
+    /// every [`REOPEN_EVERY`].
+    fn reopen(&mut self) -> Result<(), BackendError> {
+        if self.last_reopen.is_some_and(|t| t.elapsed() < REOPEN_EVERY) {
+            return Err(BackendError(format!("{}: storage unavailable since an I/O error", self.path.display())));
+        }
+        match load(&self.path) {
+            Ok((db, mirror)) => {
+                self.db = Some(db);
+                self.mirror = mirror;
+                self.last_reopen = None;
+                eprintln!("innet store: {} reopened after an I/O error; acknowledging again", self.path.display());
+                Ok(())
+            }
+            Err(e) => {
+                self.last_reopen = Some(Instant::now());
+                Err(e)
+            }
+        }
+    }
+
+    fn try_commit(
+        db: &Database,
+        writes: &[(Key, Value)],
+        cl_id: u32,
+        record: &ClientRecord,
+    ) -> Result<(), BackendError> {
+        let mut w = db.begin_write().map_err(|e| err("begin write", e))?;
+        w.set_durability(Durability::Immediate).map_err(|e| err("set durability", e))?;
+        {
+            let mut t = w.open_table(DATA).map_err(|e| err("open table data", e))?;
+            for (k, v) in writes {
+                t.insert(*k, seal_value(*k, v)).map_err(|e| err("write data", e))?;
+            }
+            let mut c = w.open_table(CLIENTS).map_err(|e| err("open table clients", e))?;
+            c.insert(cl_id, seal_record(cl_id, record).as_slice()).map_err(|e| err("write client record", e))?;
+        }
+        w.commit().map_err(|e| err("commit", e))
+    }
+}
+
+/// A new store at `path` (which does not exist): the tables and the format marker.
+fn create(path: &Path) -> Result<(Database, MemBackend), BackendError> {
+    let db = Database::create(path).map_err(|e| err(&format!("cannot create database {}", path.display()), e))?;
+    let w = db.begin_write().map_err(|e| err("begin write", e))?;
+    {
+        w.open_table(DATA).map_err(|e| err("open table data", e))?;
+        w.open_table(CLIENTS).map_err(|e| err("open table clients", e))?;
+        let mut m = w.open_table(META).map_err(|e| err("open table meta", e))?;
+        m.insert(FORMAT_KEY, FORMAT).map_err(|e| err("write format marker", e))?;
+    }
+    w.commit().map_err(|e| err("commit", e))?;
+    Ok((db, MemBackend::default()))
+}
+
+/// Opens an existing store, checks redb's page checksums, the format marker
+/// and every record's checksum, and loads the mirror. redb may panic on a
+/// page damaged in a way its checks miss; that is reported as damage too.
+fn load(path: &Path) -> Result<(Database, MemBackend), BackendError> {
+    let len = std::fs::metadata(path).map_err(|e| err(&format!("cannot read {}", path.display()), e))?.len();
+    if len == 0 {
+        return Err(refuse(path, "the file is empty (0 bytes)"));
+    }
+    let p = path.to_path_buf();
+    let loaded = std::panic::catch_unwind(move || load_checked(&p));
+    match loaded {
+        Ok(r) => r,
+        Err(_) => Err(refuse(path, "the file is damaged (the database engine failed reading it)")),
+    }
+}
+
+fn load_checked(path: &Path) -> Result<(Database, MemBackend), BackendError> {
+    let damaged = |e: &dyn std::fmt::Display| refuse(path, &format!("the file is damaged ({e})"));
+    let db = Database::builder().set_check_integrity_on_open(true).open(path).map_err(|e| match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => err(&format!("{}", path.display()), e),
+        redb::DatabaseError::Storage(redb::StorageError::Io(io)) => err(&format!("cannot open {}", path.display()), io),
+        e => damaged(&e),
+    })?;
+    let mut data = BTreeMap::new();
+    let mut clients = HashMap::new();
+    {
+        let r = db.begin_read().map_err(|e| err("begin read", e))?;
+        let m = r.open_table(META).map_err(|_| refuse(path, "it has no innet store format marker"))?;
+        let format = m.get(FORMAT_KEY).map_err(|e| damaged(&e))?;
+        match format {
+            Some(f) if f.value() == FORMAT => {}
+            Some(f) => {
+                return Err(refuse(
+                    path,
+                    &format!(
+                        "its format is {:?}, not {:?}",
+                        String::from_utf8_lossy(f.value()),
+                        String::from_utf8_lossy(FORMAT)
+                    ),
+                ))
+            }
+            None => return Err(refuse(path, "it has no innet store format marker")),
+        }
+        let t = r.open_table(DATA).map_err(|e| damaged(&e))?;
+        for row in t.iter().map_err(|e| damaged(&e))? {
+            let (k, v) = row.map_err(|e| damaged(&e))?;
+            let (k, v) = (k.value(), v.value());
+            let body = unseal(DATA_TAG, k, &v)
+                .ok_or_else(|| refuse(path, &format!("the value of key {k} fails its checksum")))?;
+            data.insert(k, Value(body.try_into().expect("VALUE_LEN bytes")));
+        }
+        let t = r.open_table(CLIENTS).map_err(|e| damaged(&e))?;
+        for row in t.iter().map_err(|e| damaged(&e))? {
+            let (k, v) = row.map_err(|e| damaged(&e))?;
+            let k = k.value();
+            let rec = unseal(CLIENT_TAG, k, v.value())
+                .and_then(decode_record)
+                .ok_or_else(|| refuse(path, &format!("the record of client {k} fails its checksum")))?;
+            clients.insert(k, rec);
+        }
+    }
+    Ok((db, MemBackend::with_contents(data, clients)))
 }
 
 /// Encodes a client record (see the crate docs for the layout).
@@ -134,17 +304,17 @@ impl Backend for RedbBackend {
     }
 
     fn commit(&mut self, writes: &[(Key, Value)], cl_id: u32, record: &ClientRecord) -> Result<(), BackendError> {
-        let mut w = self.db.begin_write().map_err(|e| err("begin write", e))?;
-        w.set_durability(Durability::Immediate).map_err(|e| err("set durability", e))?;
-        {
-            let mut t = w.open_table(DATA).map_err(|e| err("open table data", e))?;
-            for (k, v) in writes {
-                t.insert(*k, v.0).map_err(|e| err("write data", e))?;
-            }
-            let mut c = w.open_table(CLIENTS).map_err(|e| err("open table clients", e))?;
-            c.insert(cl_id, encode_record(record).as_slice()).map_err(|e| err("write client record", e))?;
+        if self.db.is_none() {
+            self.reopen()?;
         }
-        w.commit().map_err(|e| err("commit", e))?;
+        let db = self.db.as_ref().expect("open");
+        if let Err(e) = RedbBackend::try_commit(db, writes, cl_id, record) {
+            // redb refuses everything after an I/O error until the file is
+            // reopened; whether this commit reached the disk is decided then.
+            self.db = None;
+            self.last_reopen = Some(Instant::now());
+            return Err(e);
+        }
         // Durable: now the mirror may show it.
         self.mirror.commit(writes, cl_id, record)
     }
@@ -182,6 +352,38 @@ mod tests {
         let mut longer = b.clone();
         longer.push(0);
         assert_eq!(decode_record(&longer), None);
+    }
+
+    /// A value changed in a way redb's page checksums accept (written
+    /// through redb) is still caught by the record's own checksum; so is a
+    /// file without the format marker.
+    #[test]
+    fn a_record_failing_its_checksum_or_a_missing_marker_is_refused() {
+        let dir = temp_dir("checksum");
+        RedbBackend::open(&dir)
+            .unwrap()
+            .commit(&[(5, v("a"))], 1, &ClientRecord { req_id: 1, digest: 1, reply: vec![] })
+            .unwrap();
+        let db = Database::create(dir.join(DB_FILE)).unwrap();
+        let w = db.begin_write().unwrap();
+        w.open_table(DATA).unwrap().insert(5, seal_value(5, &v("b"))).unwrap();
+        w.open_table(DATA).unwrap().insert(6, seal_value(5, &v("b"))).unwrap(); // another key's checksum
+        w.commit().unwrap();
+        let w = db.begin_write().unwrap();
+        w.open_table(DATA).unwrap().remove(5).unwrap();
+        w.commit().unwrap();
+        drop(db);
+        let e = RedbBackend::open(&dir).unwrap_err().0;
+        assert!(e.contains("key 6 fails its checksum") && e.contains("move it away"), "{e}");
+        let db = Database::create(dir.join(DB_FILE)).unwrap();
+        let w = db.begin_write().unwrap();
+        w.open_table(DATA).unwrap().remove(6).unwrap();
+        w.delete_table(META).unwrap();
+        w.commit().unwrap();
+        drop(db);
+        let e = RedbBackend::open(&dir).unwrap_err().0;
+        assert!(e.contains("no innet store format marker"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -260,7 +260,7 @@ fn ms(field: &str, v: f64) -> std::result::Result<Duration, String> {
     // Beyond a day a delay is a typo, and Duration::from_secs_f64 panics on
     // values it cannot hold.
     if !(v.is_finite() && (0.0..=86_400_000.0).contains(&v)) {
-        return Err(format!("{field} = {v} must be a number of milliseconds from 0 to 86400000"));
+        return Err(format!("{field} = {v:?} must be a number of milliseconds from 0 to 86400000"));
     }
     Ok(Duration::from_secs_f64(v / 1e3))
 }

@@ -112,16 +112,17 @@ pub fn up(protocol: Protocol, nodes: usize, data_plane: Option<DataPlaneAt>) -> 
              `innet up chain --protocol {protocol} --nodes {nodes}`"
         );
     }
-    if !testbed::namespaces()?.is_empty() || testbed::load_state().is_some() {
-        let removed = testbed::down()?;
-        eprintln!("testbed: removed leftovers of an earlier testbed: {}", removed.join(", "));
-    }
+    testbed::guarded(testbed::STATE_FILE, || build(protocol, nodes, data_plane), testbed::down_unlocked)
+}
+
+fn build(protocol: Protocol, nodes: usize, data_plane: Option<DataPlaneAt>) -> Result<State> {
+    testbed::remove_own_leftovers()?;
     let mut namespaces = vec![NS_CLIENT.to_string(), NS_FABRIC.to_string()];
     namespaces.extend((0..nodes).map(node_ns));
     let state = State {
         topology: format!("chain-{protocol}-{nodes}"),
         namespaces,
-        pin_dir: (data_plane == Some(DataPlaneAt::Xdp)).then(|| PIN_DIR.to_string()),
+        pin_dir: None, // the nodes' pins: node_pin_dir(i), which down removes by name
         processes: vec![],
     };
     testbed::save(&state)?;

@@ -115,6 +115,8 @@ fn ensure_bpffs(path: &Path) -> Result<()> {
     if !path.starts_with(BPFFS) || is_bpffs(Path::new(BPFFS)) {
         return Ok(());
     }
+    // The mount point may be missing too (/sys/fs on a tmpfs, a container).
+    std::fs::create_dir_all(BPFFS).with_context(|| format!("create the mount point {BPFFS}"))?;
     let target = std::ffi::CString::new(BPFFS).expect("no NUL");
     let kind = std::ffi::CString::new("bpf").expect("no NUL");
     // SAFETY: every pointer is a valid NUL-terminated string that outlives

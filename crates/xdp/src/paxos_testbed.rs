@@ -299,9 +299,13 @@ pub fn up(o: &PaxosUp) -> Result<State> {
     );
     let d = o.deployment();
     paxos_deploy::validate(&d).map_err(|e| anyhow::anyhow!("{}", e.0))?;
+    testbed::guarded(STATE_FILE, || build_testbed(o, &d), down_unlocked)
+}
+
+fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
     // Only our own leftovers: another topology's testbed may be running
     // (other users of the machine), and its namespaces are not ours to end.
-    let removed = down()?;
+    let removed = down_unlocked()?;
     if !removed.is_empty() {
         eprintln!("testbed: removed leftovers of an earlier paxos testbed: {}", removed.join(", "));
     }
@@ -316,7 +320,7 @@ pub fn up(o: &PaxosUp) -> Result<State> {
     };
     testbed::save_to(Path::new(STATE_FILE), &state)?;
     let ls = build(o, &nss).context("build namespaces and links")?;
-    let addrs = host_addrs(&d);
+    let addrs = host_addrs(d);
     let roles = o.roles();
     let acceptor_id = |x: NodeIx| match d.nodes[x].role {
         PaxosRole::Acceptor { id } => Ok(id as usize),
@@ -326,7 +330,7 @@ pub fn up(o: &PaxosUp) -> Result<State> {
         match node.role {
             PaxosRole::Coordinator => {
                 // Each acceptor over its own link from the coordinator.
-                let to_acceptors = group_members(&d, n, GROUP_ACCEPTORS, &addrs, |x| {
+                let to_acceptors = group_members(d, n, GROUP_ACCEPTORS, &addrs, |x| {
                     let i = acceptor_id(x)?;
                     Ok((ls[1 + 2 * i].0.clone(), ls[1 + 2 * i].1.clone()))
                 })?;
@@ -339,7 +343,7 @@ pub fn up(o: &PaxosUp) -> Result<State> {
                 let i = id as usize;
                 // Every voter sits in the hosts namespace, behind innet-ah<i>.
                 let (ah, ha) = (ls[2 + 2 * i].0.clone(), ls[2 + 2 * i].1.clone());
-                let to_voters = group_members(&d, n, GROUP_LEARNERS, &addrs, |_| Ok((ah.clone(), ha.clone())))?;
+                let to_voters = group_members(d, n, GROUP_LEARNERS, &addrs, |_| Ok((ah.clone(), ha.clone())))?;
                 let mut acc = PaxosXdp::load(Role::Acceptor, o.slots)?;
                 acc.configure(&Config::acceptor(&roles.acceptor(id)), &to_voters)?;
                 acc.pin_maps(&dir.join(format!("acceptor{i}")))?;
@@ -416,6 +420,11 @@ pub fn status() -> Option<State> {
 
 /// Removes the paxos testbed (namespaces, pins, state file); what it removed.
 pub fn down() -> Result<Vec<String>> {
+    let _lock = testbed::lock()?;
+    down_unlocked()
+}
+
+pub(crate) fn down_unlocked() -> Result<Vec<String>> {
     let mut removed = vec![];
     // The processes `up` started (by the pid it recorded), before their
     // namespace goes.

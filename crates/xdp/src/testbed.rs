@@ -19,10 +19,18 @@
 //!
 //! Everything made is named `innet-*` and recorded in a state file
 //! ([`STATE_FILE`]) *before* it is made; [`down`] reads it, and also removes
-//! every `innet-*` namespace and root-namespace link and the bpffs pin
-//! directory it finds, so it cleans up after a crash of `up` or of anything
-//! started. Processes are only ever ended by pid: those recorded, and those
-//! `ip netns pids` lists inside our own namespaces.
+//! the namespaces this testbed makes by their fixed names, the `innet-*`
+//! links left in the root namespace and its own pin directories, so it
+//! cleans up after a crash of `up` or of anything started; it never touches
+//! another testbed's namespaces or pins. Processes are only ever ended by
+//! pid: those recorded, and those `ip netns pids` lists inside our own
+//! namespaces.
+//!
+//! One testbed at a time: every `up` takes [`LOCK_FILE`] while it builds and
+//! refuses while another testbed's state file exists ([`guarded`]); a failed
+//! `up` removes everything it made before it returns its error. Pinning
+//! mounts the BPF filesystem at /sys/fs/bpf when it is not mounted (creating
+//! the mount point if needed), as bpftool does.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
@@ -176,10 +184,11 @@ pub fn up(o: &UpOptions) -> Result<State> {
     if o.topology != "txn" {
         bail!("unknown topology '{}': 'txn' (clients, switch, store) or 'paxos'", o.topology);
     }
-    if !namespaces()?.is_empty() || load_state().is_some() {
-        let removed = down()?;
-        eprintln!("testbed: removed leftovers of an earlier testbed: {}", removed.join(", "));
-    }
+    guarded(STATE_FILE, || build_txn(o), down_unlocked)
+}
+
+fn build_txn(o: &UpOptions) -> Result<State> {
+    remove_own_leftovers()?;
     let mut state = State {
         topology: o.topology.clone(),
         namespaces: vec![NS_CLIENT.into(), NS_SWITCH.into(), NS_STORE.into()],
@@ -386,12 +395,116 @@ pub fn end_process(pid: u32) {
     }
 }
 
-/// Removes everything a testbed made (recorded or found by name). Returns
-/// what it removed.
+/// Every testbed's state file and the `innet testbed down --only` name that
+/// removes that testbed. The `txn` and `chain` testbeds share one.
+pub const STATE_FILES: [(&str, &str); 3] = [
+    ("txn", STATE_FILE),
+    ("paxos", crate::paxos_testbed::STATE_FILE),
+    ("txn-topology", crate::txn_topology::STATE_FILE),
+];
+
+/// Held (`flock`) while a testbed is built or removed, so that two
+/// `innet testbed` commands never interleave.
+pub const LOCK_FILE: &str = "/run/innet/testbed.lock";
+
+/// The testbed lock, released when dropped (or when the process ends).
+#[derive(Debug)]
+pub struct Lock(#[allow(dead_code)] std::fs::File);
+
+/// Takes the testbed lock, waiting up to 60 s for another `innet testbed`
+/// command to finish.
+pub fn lock() -> Result<Lock> {
+    use std::os::fd::AsRawFd;
+    let dir = Path::new(LOCK_FILE).parent().expect("has a parent");
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(LOCK_FILE)
+        .with_context(|| format!("open {LOCK_FILE}"))?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        // SAFETY: `f` is an open file for the duration of the call.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(Lock(f));
+        }
+        if Instant::now() > deadline {
+            bail!("another `innet testbed` command holds {LOCK_FILE} (for over 60 s): wait for it to finish");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// One testbed at a time: refuses if a testbed other than the one recorded
+/// in `mine` is up.
+pub fn ensure_no_other_testbed(mine: &str) -> Result<()> {
+    for (only, file) in STATE_FILES {
+        if file != mine && Path::new(file).exists() {
+            let what: Option<State> = std::fs::read(file).ok().and_then(|b| serde_json::from_slice(&b).ok());
+            let what = what.map_or_else(|| only.to_string(), |s| s.topology);
+            bail!(
+                "a testbed is up already ({what}, recorded in {file}); one testbed at a time: \
+                 `innet testbed down --only {only}` removes it"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Builds a testbed under the lock, refused while another testbed is up; if
+/// `build` fails, `undo` removes everything it made before the error is
+/// returned.
+pub fn guarded<T>(state_file: &str, build: impl FnOnce() -> Result<T>, undo: fn() -> Result<Vec<String>>) -> Result<T> {
+    let _lock = lock()?;
+    ensure_no_other_testbed(state_file)?;
+    build().inspect_err(|_| match undo() {
+        Ok(removed) => eprintln!("testbed: up failed; removed what it made: {}", removed.join(", ")),
+        Err(u) => eprintln!("testbed: up failed, and removing what it made failed too: {u:#}"),
+    })
+}
+
+/// Removes what an earlier `txn` or `chain` testbed left (the two share a
+/// state file: building one replaces the other).
+pub(crate) fn remove_own_leftovers() -> Result<()> {
+    let removed = down_unlocked()?;
+    if !removed.is_empty() {
+        eprintln!("testbed: removed leftovers of an earlier testbed: {}", removed.join(", "));
+    }
+    Ok(())
+}
+
+/// Namespaces the `txn` and `chain` testbeds make, by their fixed names.
+fn own_namespaces() -> Vec<String> {
+    let mut v: Vec<String> =
+        [NS_CLIENT, NS_SWITCH, NS_STORE, crate::chain_testbed::NS_FABRIC].iter().map(|s| s.to_string()).collect();
+    v.extend((0..crate::chain_testbed::NODES_MAX).map(crate::chain_testbed::node_ns));
+    v
+}
+
+/// Removes the `txn` or `chain` testbed: what its state file records, and
+/// what those testbeds make by their fixed names (so a lost state file
+/// loses nothing), never another testbed's namespaces or pins. Returns what
+/// it removed.
 pub fn down() -> Result<Vec<String>> {
+    let _lock = lock()?;
+    down_unlocked()
+}
+
+/// Every testbed that is up, each removing only what it made.
+pub fn down_all() -> Result<Vec<String>> {
+    let _lock = lock()?;
+    let mut removed = down_unlocked()?;
+    removed.extend(crate::paxos_testbed::down_unlocked()?);
+    removed.extend(crate::txn_topology::down_unlocked()?);
+    Ok(removed)
+}
+
+pub(crate) fn down_unlocked() -> Result<Vec<String>> {
     let mut removed = vec![];
     let state = load_state().unwrap_or_default();
-    let mut nss = namespaces()?;
+    let existing = namespaces()?;
+    let mut nss: Vec<String> = own_namespaces().into_iter().filter(|n| existing.contains(n)).collect();
     for ns in &state.namespaces {
         if !nss.contains(ns) && Path::new("/run/netns").join(ns).exists() {
             nss.push(ns.clone());
@@ -412,29 +525,34 @@ pub fn down() -> Result<Vec<String>> {
         ip(&["netns", "del", ns])?;
         removed.push(format!("netns {ns}"));
     }
+    // Links are made in the root namespace and then moved: a crash between
+    // leaves them there.
     for link in root_links()? {
         ip(&["link", "del", &link])?;
         removed.push(format!("link {link}"));
     }
-    if Path::new(PIN_DIR).exists() {
-        std::fs::remove_dir_all(PIN_DIR).with_context(|| format!("remove {PIN_DIR}"))?;
-        removed.push(format!("pins {PIN_DIR}"));
+    let mut pins: Vec<PathBuf> = vec![Path::new(PIN_DIR).join("txn_switch")];
+    pins.extend((0..crate::chain_testbed::NODES_MAX).map(crate::chain_testbed::node_pin_dir));
+    pins.extend(state.pin_dir.iter().map(PathBuf::from).filter(|p| p != Path::new(PIN_DIR)));
+    for p in pins {
+        if p.exists() {
+            std::fs::remove_dir_all(&p).with_context(|| format!("remove {}", p.display()))?;
+            removed.push(format!("pins {}", p.display()));
+        }
     }
+    // The pin root too, unless another testbed's pins are in it.
+    let _ = std::fs::remove_dir(PIN_DIR);
     if Path::new(STATE_FILE).exists() {
         std::fs::remove_file(STATE_FILE)?;
         removed.push(format!("state {STATE_FILE}"));
     }
-    for other in [crate::paxos_testbed::STATE_FILE, crate::txn_topology::STATE_FILE] {
-        if Path::new(other).exists() {
-            std::fs::remove_file(other)?;
-            removed.push(format!("state {other}"));
-        }
-    }
-    let state_dir = Path::new(STATE_FILE).parent().expect("has a parent");
-    for entry in std::fs::read_dir(state_dir).into_iter().flatten().flatten() {
-        if entry.path().extension().is_some_and(|e| e == "log") {
-            std::fs::remove_file(entry.path())?;
-            removed.push(format!("log {}", entry.path().display()));
+    let mut logs: Vec<String> = ["switch", "store", "bench-switch"].iter().map(|s| s.to_string()).collect();
+    logs.extend(state.processes.iter().map(|(name, _)| name.clone()));
+    for name in logs {
+        let log = log_path(&name);
+        if log.exists() {
+            std::fs::remove_file(&log)?;
+            removed.push(format!("log {}", log.display()));
         }
     }
     Ok(removed)

@@ -129,7 +129,11 @@ fn upstream_machine(d: &TxnDeployment, net: &Net, n: NodeIx) -> Option<usize> {
 pub fn up(d: &TxnDeployment, innet_exe: &Path, start_store: bool) -> Result<TopologyState> {
     validate(d).map_err(|e| anyhow::anyhow!("{e}"))?;
     let net = Net::plan(d, PREFIX, OCTET)?;
-    let removed = down()?;
+    testbed::guarded(STATE_FILE, || build(d, &net, innet_exe, start_store), down_unlocked)
+}
+
+fn build(d: &TxnDeployment, net: &Net, innet_exe: &Path, start_store: bool) -> Result<TopologyState> {
+    let removed = down_unlocked()?;
     if !removed.is_empty() {
         eprintln!("testbed: removed leftovers of an earlier topology testbed: {}", removed.join(", "));
     }
@@ -161,8 +165,8 @@ pub fn up(d: &TxnDeployment, innet_exe: &Path, start_store: bool) -> Result<Topo
         if !nodes.iter().all(|&n| d.nodes[n].role.is_client()) {
             continue;
         }
-        let up_m = upstream_machine(d, &net, nodes[0]).expect("clients have an upstream (validated)");
-        if nodes.iter().any(|&n| upstream_machine(d, &net, n) != Some(up_m)) {
+        let up_m = upstream_machine(d, net, nodes[0]).expect("clients have an upstream (validated)");
+        if nodes.iter().any(|&n| upstream_machine(d, net, n) != Some(up_m)) {
             bail!("the clients of group '{machine}' have different upstream switches: give each its own group");
         }
         let (_, sw) = net.toward(m, up_m).expect("a client group is linked to its upstream");
@@ -179,7 +183,7 @@ pub fn up(d: &TxnDeployment, innet_exe: &Path, start_store: bool) -> Result<Topo
         let TxnRole::Switch(spec) = node.role else { continue };
         let m = net.node_machine[n];
         let ns = net.namespaces[m].clone();
-        let up_m = upstream_machine(d, &net, n).expect("a switch has an upstream (validated)");
+        let up_m = upstream_machine(d, net, n).expect("a switch has an upstream (validated)");
         let (up_port, up_peer) = net.toward(m, up_m).expect("linked to its upstream");
         let below: Vec<usize> = d.downstream_of(n).into_iter().map(|c| net.node_machine[c]).collect();
         let first_below = *below.first().with_context(|| format!("switch '{}' has nothing below it", node.name))?;
@@ -202,7 +206,7 @@ pub fn up(d: &TxnDeployment, innet_exe: &Path, start_store: bool) -> Result<Topo
         for g in &st.groups {
             let gm = net.namespaces.iter().position(|x| *x == g.namespace).expect("a group's namespace");
             let client = (0..d.nodes.len()).find(|&c| net.node_machine[c] == gm).expect("a group has clients");
-            let group_ip = g.own_ip(&net, gm);
+            let group_ip = g.own_ip(net, gm);
             let o = group_ip.octets();
             let mut prev = gm;
             for hop in innet_txn::deploy::path_to_store(d, client) {
@@ -301,6 +305,11 @@ pub fn switch_counters(st: &TopologyState) -> Result<Vec<SwitchCounters>> {
 
 /// Removes what [`up`] made (recorded or found by prefix); what it removed.
 pub fn down() -> Result<Vec<String>> {
+    let _lock = testbed::lock()?;
+    down_unlocked()
+}
+
+pub(crate) fn down_unlocked() -> Result<Vec<String>> {
     let mut removed = vec![];
     let st = status().unwrap_or_default();
     for (name, pid) in &st.state.processes {

@@ -1,0 +1,267 @@
+//! No panic on any input: every subcommand, over a table of bad values for
+//! every numeric flag, and the careless inputs that used to panic or hang,
+//! exits with status 2 and one line on stderr that names what is wrong.
+//!
+//! The numeric flags are read from each subcommand's `--help`, so a new flag
+//! is covered (or, if its value name is new, this test says to classify it).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const INNET: &str = env!("CARGO_BIN_EXE_innet");
+
+/// Every leaf subcommand with arguments that make it otherwise valid (so the
+/// flag under test is the only thing wrong). If a bad value were accepted,
+/// these would run: the test then fails on the exit status or the time limit.
+fn subcommands(tmp: &Path) -> Vec<(&'static str, Vec<String>)> {
+    let d = tmp.join("kv").display().to_string();
+    let topo = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/topology-txn.toml").to_string();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    vec![
+        ("demo", vec![]),
+        ("sim txn", vec![]),
+        ("sim paxos", vec![]),
+        ("sim chain", vec![]),
+        ("bench txn", vec![]),
+        ("bench paxos", vec![]),
+        ("bench chain", vec![]),
+        ("bench xdp", vec![]),
+        ("bench xdp-txn", vec![]),
+        ("bench xdp-paxos", vec![]),
+        ("bench xdp-paxos-hosts", vec![]),
+        ("bench xdp-chain", vec![]),
+        ("check txn", vec![]),
+        ("check paxos", vec![]),
+        ("check chain", vec![]),
+        ("up txn", vec![]),
+        ("up paxos", vec![]),
+        ("up chain", vec![]),
+        ("store", s(&["--listen", "127.0.0.1:0"])),
+        ("switch txn", s(&["--mode", "forward", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9"])),
+        ("client txn", s(&["--to", "127.0.0.1:9", "--load"])),
+        ("client chain", s(&["--nodes", "127.0.0.1:9", "--get", "1"])),
+        ("testbed up", s(&["txn"])),
+        ("testbed down", vec![]),
+        ("kv-replica", vec!["--id".into(), "0".into(), "--data-dir".into(), d, "--base-port".into(), "20000".into()]),
+        ("topology show", vec![topo.clone()]),
+        ("mininet", vec!["--topology".into(), topo]),
+    ]
+}
+
+/// Value names of flags that do not take a number.
+const NOT_NUMERIC: &[&str] = &[
+    "BACKUP",
+    "DATA_DIR",
+    "DATA_PLANE",
+    "DATA_PLANES",
+    "FILE",
+    "KEY=VALUE",
+    "LISTEN",
+    "MACHINE=IP",
+    "MODE",
+    "MODES",
+    "ONLY",
+    "OP",
+    "OUT",
+    "PROTOCOL",
+    "PROTOCOLS",
+    "RUNTIME",
+    "SERVICE",
+    "STORE_LISTEN",
+    "SWEEP",
+    "SWITCH_LISTEN",
+    "TO",
+    "TOPOLOGY",
+    "UPSTREAM",
+];
+
+/// Values no numeric flag accepts: negative, not a number, infinite, beyond
+/// any duration or count, beyond u64.
+const BAD_NUMBERS: &[&str] = &["-1", "-0.5", "nan", "inf", "1e300", "18446744073709551616"];
+
+struct Outcome {
+    code: Option<i32>,
+    stderr: String,
+    stdout: String,
+}
+
+fn innet(dir: &Path, args: &[String]) -> Outcome {
+    let mut child = Command::new(INNET)
+        .args(args)
+        .current_dir(dir)
+        .env("RUST_BACKTRACE", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("innet runs");
+    let t0 = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if t0.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = child.wait_with_output().unwrap();
+    Outcome {
+        code: out.status.code(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+    }
+}
+
+/// `(flag, value name)` of every option in `innet SUB --help`.
+fn flags(dir: &Path, sub: &str) -> Vec<(String, String)> {
+    let mut args: Vec<String> = sub.split(' ').map(String::from).collect();
+    args.push("--help".into());
+    let o = innet(dir, &args);
+    assert_eq!(o.code, Some(0), "innet {sub} --help: {}", o.stderr);
+    o.stdout
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let l = l.strip_prefix("-h, ").unwrap_or(l);
+            let rest = l.strip_prefix("--")?;
+            let (flag, rest) = rest.split_once(" <")?;
+            let (value, _) = rest.split_once('>')?;
+            Some((format!("--{flag}"), value.to_string()))
+        })
+        .collect()
+}
+
+fn temp_dir() -> PathBuf {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let d = std::env::temp_dir().join(format!("innet-bad-input-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs one bad invocation and returns what is wrong with its outcome, if anything.
+fn judge(dir: &Path, args: &[String], must_name: &str) -> Option<String> {
+    let o = innet(dir, args);
+    let lines: Vec<&str> = o.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut wrong = vec![];
+    if o.stderr.contains("panicked") || o.stdout.contains("panicked") {
+        wrong.push("panicked".to_string());
+    }
+    if o.code != Some(2) {
+        wrong.push(format!("exit status {:?}, not 2", o.code));
+    }
+    if lines.len() != 1 {
+        wrong.push(format!("{} lines on stderr, not 1", lines.len()));
+    }
+    if !o.stderr.contains(must_name) {
+        wrong.push(format!("stderr does not name {must_name}"));
+    }
+    (!wrong.is_empty())
+        .then(|| format!("innet {}: {}\n    stderr: {}", args.join(" "), wrong.join("; "), o.stderr.trim()))
+}
+
+#[test]
+fn every_numeric_flag_of_every_subcommand_refuses_bad_numbers_in_one_line() {
+    let dir = temp_dir();
+    let mut failures = vec![];
+    let mut runs = 0;
+    for (sub, base) in subcommands(&dir) {
+        for (flag, value_name) in flags(&dir, sub) {
+            if NOT_NUMERIC.contains(&value_name.as_str()) || (sub == "client chain" && flag == "--nodes") {
+                continue;
+            }
+            for bad in BAD_NUMBERS {
+                let mut args: Vec<String> = sub.split(' ').map(String::from).collect();
+                // The base arguments, without the flag under test.
+                let mut i = 0;
+                while i < base.len() {
+                    if base[i] == flag {
+                        i += 2;
+                        continue;
+                    }
+                    args.push(base[i].clone());
+                    i += 1;
+                }
+                args.push(format!("{flag}={bad}"));
+                runs += 1;
+                failures.extend(judge(&dir, &args, &flag));
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(runs > 500, "only {runs} invocations: did --help change its layout?");
+    assert!(failures.is_empty(), "{} of {runs} bad invocations misbehaved:\n{}", failures.len(), failures.join("\n"));
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn careless_flags_and_topologies_are_refused_in_one_line() {
+    let dir = temp_dir();
+    let switches = |a_up: &str, extra: &str| {
+        format!(
+            "[[node]]\nname = \"store\"\nrole = \"store\"\n\n[[node]]\nname = \"a\"\nrole = \"switch\"\nmode = \"forward\"\n\
+             upstream = \"{a_up}\"\n{extra}\n[[node]]\nname = \"b\"\nrole = \"switch\"\nmode = \"forward\"\nupstream = \"a\"\n\n\
+             [[node]]\nname = \"c\"\nrole = \"clients\"\ncount = 1\nupstream = \"b\"\n"
+        )
+    };
+    let cycle = write(&dir, "cycle.toml", &switches("b", ""));
+    let huge_delay = write(&dir, "delay.toml", &switches("store", "store_delay_ms = 1e300\n"));
+    let huge_slots = write(&dir, "slots.toml", &switches("store", "cache_slots = 4294967296\n"));
+    let negative = write(&dir, "negative.toml", &switches("store", "client_delay_ms = -5.0\n"));
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["up", "txn", "--client-delay-ms", "1e300"], "--client-delay-ms"),
+        (
+            vec![
+                "switch",
+                "txn",
+                "--mode",
+                "forward",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                "127.0.0.1:9",
+                "--client-delay-ms",
+                "1e300",
+            ],
+            "--client-delay-ms",
+        ),
+        (vec!["up", "txn", "--cache-slots", "4294967296"], "GB"),
+        (vec!["up", "paxos", "--slots", "4294967296"], "GB"),
+        (vec!["sim", "paxos", "--slots", "4294967296"], "GB"),
+        (vec!["up", "paxos", "--base-port", "65530"], "65530"),
+        (vec!["up", "chain", "--listen", "127.0.0.1:65534"], "65534"),
+        (vec!["up", "chain", "--nodes", "10", "--listen", "127.0.0.1:65530"], "65530"),
+        (vec!["kv-replica", "--id", "0", "--data-dir", "kv", "--base-port", "65535"], "65535"),
+        (vec!["kv-replica", "--id", "9", "--data-dir", "kv", "--base-port", "20000"], "--id"),
+        (vec!["client", "chain", "--nodes", "127.0.0.1:9", "--get", "1", "--timeout-ms", "0"], "--timeout-ms"),
+        (vec!["client", "chain", "--nodes", "127.0.0.1:9", "--get", "1", "--deadline-ms", "0"], "--deadline-ms"),
+        (vec!["client", "chain", "--nodes", "127.0.0.1:9", "--get", "1024"], "1024"),
+        (vec!["client", "chain", "--nodes", "127.0.0.1:9", "--put", "5000=x"], "5000"),
+        (vec!["client", "txn", "--to", "127.0.0.1:9", "--read", "1", "--timeout-ms", "0"], "--timeout-ms"),
+        (vec!["client", "txn", "--to", "127.0.0.1:9", "--read", "1", "--timeout-ms", "-5"], "--timeout-ms"),
+        (vec!["sim", "txn", "--duration-s", "-1"], "--duration-s"),
+        (vec!["up", "txn", "--duration-s", "-1"], "--duration-s"),
+        (vec!["sim", "paxos", "--timeout-ms", "0"], "--timeout-ms"),
+        (vec!["up", "txn", "--topology", &cycle], "cycle"),
+        (vec!["sim", "txn", "--topology", &cycle], "cycle"),
+        (vec!["topology", "show", &cycle], "cycle"),
+        (vec!["up", "txn", "--topology", &huge_delay], "store_delay_ms"),
+        (vec!["sim", "txn", "--topology", &huge_delay], "store_delay_ms"),
+        (vec!["up", "txn", "--topology", &huge_slots], "cache_slots"),
+        (vec!["up", "txn", "--topology", &negative], "client_delay_ms"),
+    ];
+    let mut failures = vec![];
+    for (args, must_name) in &cases {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        failures.extend(judge(&dir, &args, must_name));
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(failures.is_empty(), "{} of {} cases misbehaved:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
