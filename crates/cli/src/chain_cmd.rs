@@ -330,12 +330,97 @@ pub struct ClientChainArgs {
     /// Give up after this long.
     #[arg(long, default_value_t = 5000)]
     deadline_ms: u64,
+    /// Instead of one operation: closed-loop load (NetCRAQ) from --clients
+    /// clients for --duration-s, through the batched generator; prints
+    /// ops/s, latency percentiles, timeouts and the generator's ceiling (a
+    /// bare UDP echo at the same concurrency, measured right after).
+    #[arg(long, conflicts_with_all = ["get", "put"])]
+    load: bool,
+    /// --load: logical clients, one operation outstanding each.
+    #[arg(long, default_value_t = 8)]
+    clients: u32,
+    /// --load: share of operations that are puts (0: only gets, 1: only puts).
+    #[arg(long, alias = "puts-ratio", default_value_t = 0.5)]
+    write_ratio: f64,
+    /// --load: keys 0..N (a NetCRAQ chain holds 1024 objects).
+    #[arg(long, default_value_t = 1000)]
+    keys: u32,
+    /// --load: seconds of load (the first 0.1 s are not counted).
+    #[arg(long, default_value_t = 5.0)]
+    duration_s: f64,
+    /// --load: generator threads (default: 1 below 8 clients, else 2).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// --load: UDP sockets per generator thread.
+    #[arg(long, default_value_t = 2)]
+    sockets: usize,
+    /// --load: random seed (keys, operation mix).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// --load: print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn run_load(a: &ClientChainArgs, protocol: Protocol) -> anyhow::Result<i32> {
+    use innet_exp::chain_load::{self, ChainLoadConfig};
+    anyhow::ensure!(
+        protocol == Protocol::NetCraq,
+        "--load drives NetCRAQ chains (its replies carry the generator's tag); start the chain with --protocol netcraq"
+    );
+    let mut cfg = ChainLoadConfig::new(a.clients, a.write_ratio, a.keys, a.duration_s);
+    cfg.seed = a.seed;
+    cfg.timeout_ms = a.timeout_ms as f64;
+    cfg.sockets = a.sockets;
+    if let Some(t) = a.threads {
+        cfg.threads = t;
+    }
+    cfg.check().map_err(anyhow::Error::msg)?;
+    let r = chain_load::run(&a.nodes, &cfg)?;
+    if a.json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        let (l, c) = (&r.load, &r.ceiling);
+        println!(
+            "netcraq chain of {} nodes, {} clients ({} threads x {} sockets), {:.0}% puts, keys 0..{}, {:.1} s, seed {}, commit {}",
+            a.nodes.len(),
+            cfg.clients,
+            l.threads,
+            cfg.sockets,
+            cfg.write_ratio * 100.0,
+            cfg.keys,
+            l.measured_s,
+            cfg.seed,
+            innet_exp::results::git_commit()
+        );
+        println!(
+            "{:<10} {:>12} {:>10} {:>10} {:>10} {:>9} {:>8}",
+            "", "ops/s", "p50 us", "p99 us", "mean us", "timeouts", "refused"
+        );
+        for (name, x) in [("chain", l), ("ceiling", c)] {
+            println!(
+                "{:<10} {:>12.0} {:>10.1} {:>10.1} {:>10.1} {:>9} {:>8}",
+                name, x.ops_per_s, x.p50_us, x.p99_us, x.mean_us, x.timeouts, x.refused
+            );
+        }
+        println!(
+            "gets {} puts {}; chain at {:.0}% of the generator's ceiling (a bare UDP echo){}",
+            r.reads,
+            r.writes,
+            100.0 * l.ops_per_s / c.ops_per_s.max(1e-9),
+            if r.generator_bound { ": generator-bound" } else { "" }
+        );
+    }
+    Ok(if r.load.completed > 0 { 0 } else { 1 })
 }
 
 pub fn run_client(a: ClientChainArgs) -> anyhow::Result<i32> {
     use innet_chain::client::OpKind;
     use innet_wire::netcraq::Value;
     let protocol: Protocol = a.protocol.parse().map_err(anyhow::Error::msg)?;
+    if a.load {
+        return run_load(&a, protocol);
+    }
     anyhow::ensure!(a.near < a.nodes.len(), "--near must name one of the --nodes");
     let start = match (&a.get, &a.put) {
         (Some(k), None) => (false, *k, Value::ZERO),
@@ -345,7 +430,7 @@ pub fn run_client(a: ClientChainArgs) -> anyhow::Result<i32> {
             let v = Value::from_str_padded(v).ok_or_else(|| anyhow::anyhow!("value longer than 16 bytes"))?;
             (true, k, v)
         }
-        _ => anyhow::bail!("give --get KEY or --put KEY=VALUE"),
+        _ => anyhow::bail!("give --get KEY, --put KEY=VALUE or --load"),
     };
     let (put, key, value) = start;
     let done = innet_live::chain::run_one(

@@ -3,7 +3,10 @@
 //! (`results.rs`), so any point of any plot can be reproduced.
 
 pub mod chain_bench;
+pub mod chain_load;
 pub mod chain_sim;
+pub mod etcd;
+pub mod loadgen;
 pub mod mininet;
 pub mod paxos;
 pub mod paxos_bench;
