@@ -132,6 +132,109 @@ pub fn run_bench(a: BenchChainArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// `innet bench chain-etcd`.
+#[derive(Args, Debug)]
+pub struct BenchChainEtcdArgs {
+    /// Comma-separated closed-loop client counts (each system gets the same).
+    #[arg(long, value_delimiter = ',', default_value = "1,8,64")]
+    clients: Vec<u32>,
+    /// Interleaved repetitions (the summary is their median).
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Seconds per run (the first 0.1 s are not counted).
+    #[arg(long, default_value_t = 2.0)]
+    duration_s: f64,
+    /// Keys 0..N for both stores.
+    #[arg(long, default_value_t = 1000)]
+    keys: u32,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Parent folder of the disk-backed etcd cluster's data.
+    #[arg(long, default_value = "/var/tmp")]
+    disk_dir: std::path::PathBuf,
+    /// Parent folder of the tmpfs etcd cluster's data.
+    #[arg(long, default_value = "/dev/shm")]
+    tmpfs_dir: std::path::PathBuf,
+    /// Skip the tmpfs variant.
+    #[arg(long)]
+    no_tmpfs: bool,
+    /// etcd client connections (one thread each; clients share them as gRPC streams).
+    #[arg(long, default_value_t = 4)]
+    etcd_conns: usize,
+    /// Output folder (JSON lines appended to runs.jsonl and summary.jsonl).
+    #[arg(long, default_value = "results/chain-etcd")]
+    out: std::path::PathBuf,
+}
+
+pub fn run_bench_etcd(a: BenchChainEtcdArgs) -> anyhow::Result<i32> {
+    use innet_exp::chain_etcd::{self, ChainEtcdConfig};
+    let cfg = ChainEtcdConfig {
+        clients: a.clients,
+        reps: a.reps,
+        duration_s: a.duration_s,
+        keys: a.keys,
+        seed: a.seed,
+        disk_dir: a.disk_dir,
+        tmpfs_dir: (!a.no_tmpfs).then_some(a.tmpfs_dir),
+        etcd_conns: a.etcd_conns,
+        ..ChainEtcdConfig::default()
+    };
+    cfg.check().map_err(anyhow::Error::msg)?;
+    println!(
+        "NetCRAQ live chain ({} nodes, in memory) vs etcd {} ({} members, loopback); {} s per run, {} reps, keys 0..{}, seed {}, commit {}, load average {}",
+        cfg.nodes,
+        innet_exp::etcd::version().unwrap_or_else(|| "(not found)".into()),
+        cfg.members,
+        cfg.duration_s,
+        cfg.reps,
+        cfg.keys,
+        cfg.seed,
+        innet_exp::results::git_commit(),
+        chain_etcd::loadavg()
+    );
+    println!(
+        "{:<4} {:<11} {:<5} {:>7} {:>11} {:>9} {:>10} {:>14}",
+        "rep", "system", "op", "clients", "ops/s", "p50 us", "p99 us", "load average"
+    );
+    let (runs, sums) = chain_etcd::run(&cfg, |r| {
+        println!(
+            "{:<4} {:<11} {:<5} {:>7} {:>11.0} {:>9.1} {:>10.1} {:>14}",
+            r.rep, r.system, r.op, r.clients, r.ops_per_s, r.p50_us, r.p99_us, r.loadavg
+        );
+    })?;
+    println!("\nmedian of {} runs:", cfg.reps);
+    println!(
+        "{:<11} {:<5} {:>7} {:>11} {:>9} {:>10} {:>14} {:>10} {:>10}",
+        "system", "op", "clients", "ops/s", "p50 us", "p99 us", "client ceil/s", "vs disk", "vs tmpfs"
+    );
+    let x = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}x"));
+    for s in &sums {
+        println!(
+            "{:<11} {:<5} {:>7} {:>11.0} {:>9.1} {:>10.1} {:>14} {:>10} {:>10}{}",
+            s.system,
+            s.op,
+            s.clients,
+            s.ops_per_s,
+            s.p50_us,
+            s.p99_us,
+            s.client_ceiling.map_or("-".into(), |c| format!("{c:.0}")),
+            x(s.ratio_vs_etcd_disk),
+            x(s.ratio_vs_etcd_tmpfs),
+            match (s.of_ceiling, s.generator_bound) {
+                (Some(f), Some(b)) => format!(
+                    "  ({:.0}% of the generator's ceiling{})",
+                    f * 100.0,
+                    if b { ": generator-bound" } else { "" }
+                ),
+                _ => String::new(),
+            }
+        );
+    }
+    let (r, s) = chain_etcd::write(&a.out, &runs, &sums)?;
+    println!("appended {} runs to {} and {} summaries to {}", runs.len(), r.display(), sums.len(), s.display());
+    Ok(0)
+}
+
 /// `innet up chain`: a chain on loopback.
 #[derive(Args, Debug)]
 pub struct UpChainArgs {
@@ -404,7 +507,7 @@ fn run_load(a: &ClientChainArgs, protocol: Protocol) -> anyhow::Result<i32> {
             );
         }
         println!(
-            "gets {} puts {}; chain at {:.0}% of the generator's ceiling (a bare UDP echo){}",
+            "replies (with warm-up and drain): gets {} puts {}; chain at {:.0}% of the generator's ceiling (a bare UDP echo){}",
             r.reads,
             r.writes,
             100.0 * l.ops_per_s / c.ops_per_s.max(1e-9),

@@ -39,6 +39,15 @@ pub fn etcd_binary() -> Option<PathBuf> {
     std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join("etcd")).find(|p| p.is_file())
 }
 
+/// What `etcd --version` says first ("etcd Version: 3.4.23"), if etcd runs.
+pub fn version() -> Option<String> {
+    let out = Command::new(etcd_binary()?).arg("--version").output().ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .map(|l| l.trim_start_matches("etcd Version:").trim().to_string())
+}
+
 fn free_port() -> io::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
@@ -74,7 +83,7 @@ impl EtcdCluster {
         }
         let initial: Vec<String> = peers.iter().enumerate().map(|(i, p)| format!("m{i}=http://{p}")).collect();
         let token = dir.file_name().and_then(|n| n.to_str()).unwrap_or("innet-etcd").to_string();
-        for i in 0..members {
+        for (i, peer) in peers.iter().enumerate() {
             let log = std::fs::File::create(dir.join(format!("m{i}.log")))?;
             let child = Command::new(&bin)
                 .arg("--name")
@@ -86,9 +95,9 @@ impl EtcdCluster {
                 .arg("--advertise-client-urls")
                 .arg(format!("http://{}", cluster.clients[i]))
                 .arg("--listen-peer-urls")
-                .arg(format!("http://{}", peers[i]))
+                .arg(format!("http://{peer}"))
                 .arg("--initial-advertise-peer-urls")
-                .arg(format!("http://{}", peers[i]))
+                .arg(format!("http://{peer}"))
                 .arg("--initial-cluster")
                 .arg(initial.join(","))
                 .arg("--initial-cluster-token")

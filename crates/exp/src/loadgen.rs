@@ -13,7 +13,7 @@
 //! **The ceiling.** [`EchoServer`] is the cheapest user-space responder
 //! there is: one thread bouncing every datagram back with
 //! `recvmmsg`/`sendmmsg`. Running the same generator configuration against
-//! it ([`ceiling`]) measures how many requests per second the generator
+//! it ([`ceiling`], one echo per target address) measures how many requests per second the generator
 //! itself can complete at that concurrency on this machine; a system that
 //! runs within 20% of it ([`generator_bound`]) is measured by the generator's
 //! limit, not its own.
@@ -452,8 +452,8 @@ impl<S: Service> Worker<S> {
             if r <= 0 {
                 return got;
             }
-            for k in 0..r as usize {
-                let len = hdrs[k].msg_len as usize;
+            for (k, h) in hdrs.iter().enumerate().take(r as usize) {
+                let len = h.msg_len as usize;
                 let reply = self.service.reply(&self.recv[k][..len]);
                 self.on_reply(reply, now, measure_from);
             }
@@ -679,18 +679,20 @@ fn echo_loop(sock: &UdpSocket, stop: &AtomicBool, echoed: &AtomicU64, drop_every
 }
 
 /// The echo's service: `len`-byte requests carrying the tag in their first
-/// bytes, answered by the same bytes.
+/// bytes, answered by the same bytes; client `c` sends to target
+/// `c % targets`.
 #[derive(Clone, Debug)]
 pub struct EchoService {
     pub len: usize,
+    pub targets: usize,
 }
 
 impl Service for EchoService {
-    fn request(&mut self, _client: u32, tag: u64, buf: &mut [u8]) -> (usize, usize) {
+    fn request(&mut self, client: u32, tag: u64, buf: &mut [u8]) -> (usize, usize) {
         let len = self.len.max(TAG_LEN);
         buf[..TAG_LEN].copy_from_slice(&tag.to_be_bytes());
         buf[TAG_LEN..len].fill(0);
-        (len, 0)
+        (len, client as usize % self.targets.max(1))
     }
     fn reply(&mut self, reply: &[u8]) -> Reply {
         match reply.get(..TAG_LEN) {
@@ -701,12 +703,13 @@ impl Service for EchoService {
 }
 
 /// The generator's ceiling at `cfg`'s concurrency: the same clients,
-/// threads and sockets against a fresh [`EchoServer`], with `len`-byte
-/// requests.
+/// threads and sockets against one fresh [`EchoServer`] per target of
+/// `cfg` (so the responders are never fewer than the system's), with
+/// `len`-byte requests spread over them.
 pub fn ceiling(cfg: &LoadConfig, len: usize) -> io::Result<LoadReport> {
-    let echo = EchoServer::start(None)?;
-    let cfg = LoadConfig { targets: vec![echo.addr()], ..cfg.clone() };
-    let services = vec![EchoService { len }; cfg.threads];
+    let echoes = (0..cfg.targets.len().max(1)).map(|_| EchoServer::start(None)).collect::<io::Result<Vec<_>>>()?;
+    let cfg = LoadConfig { targets: echoes.iter().map(|e| e.addr()).collect(), ..cfg.clone() };
+    let services = vec![EchoService { len, targets: echoes.len() }; cfg.threads];
     Ok(run(&cfg, services)?.0)
 }
 

@@ -11,7 +11,7 @@ fn completes_requests_against_an_echo() {
     let echo = EchoServer::start(None).unwrap();
     let cfg =
         LoadConfig { threads: 2, sockets: 2, ..LoadConfig::new(16, vec![echo.addr()], Duration::from_millis(400)) };
-    let (r, _) = loadgen::run(&cfg, vec![EchoService { len: 29 }; 2]).unwrap();
+    let (r, _) = loadgen::run(&cfg, vec![EchoService { len: 29, targets: 1 }; 2]).unwrap();
     assert!(r.completed > 100, "{r:?}");
     assert_eq!((r.timeouts, r.stale, r.ignored), (0, 0, 0), "{r:?}");
     assert_eq!((r.threads, r.sockets), (2, 4));
@@ -30,7 +30,7 @@ fn counts_timeouts_and_resends_when_the_echo_drops() {
         timeout: Duration::from_millis(5),
         ..LoadConfig::new(4, vec![echo.addr()], Duration::from_millis(500))
     };
-    let (r, _) = loadgen::run(&cfg, vec![EchoService { len: 16 }]).unwrap();
+    let (r, _) = loadgen::run(&cfg, vec![EchoService { len: 16, targets: 1 }]).unwrap();
     assert!(r.timeouts > 0, "{r:?}");
     assert!(r.completed > r.timeouts, "resent requests complete: {r:?}");
     // A dropped request waits at least the timeout: the slowest 1% (at
