@@ -2,7 +2,7 @@
 //! through the head and reads the value back from another node, for both
 //! protocols.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 fn innet(args: &[&str]) -> serde_json::Value {
@@ -94,7 +94,10 @@ fn load_mode_writes_what_gets_read_back() {
 #[test]
 fn chain_etcd_bench_runs_every_system_and_cleans_up() {
     if Command::new("etcd").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: chain_etcd_bench: etcd not installed (scripts/setup.sh installs etcd-server)");
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: chain_etcd_bench: etcd not installed (scripts/setup.sh installs etcd-server)"
+        );
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
             "skipped under CI=true: scripts/setup.sh installs etcd-server"

@@ -1,6 +1,7 @@
 //! etcd as the chain store's peer: one member started by the test, a put
 //! and a get through the benchmark's gRPC client, then its closed loop.
 
+use std::io::Write;
 use std::time::Duration;
 
 use innet_exp::etcd::{self, EtcdCluster, EtcdLoadConfig, EtcdOp};
@@ -8,7 +9,10 @@ use innet_exp::etcd::{self, EtcdCluster, EtcdLoadConfig, EtcdOp};
 #[test]
 fn one_member_puts_and_gets_through_the_grpc_client() {
     if etcd::etcd_binary().is_none() {
-        eprintln!("SKIPPED: etcd_client: etcd not installed (scripts/setup.sh installs etcd-server)");
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: etcd_client: etcd not installed (scripts/setup.sh installs etcd-server)"
+        );
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
             "skipped under CI=true: scripts/setup.sh installs etcd-server"
