@@ -64,8 +64,12 @@ impl ChainLoadConfig {
         if !(0.0..=1.0).contains(&self.write_ratio) {
             return Err(format!("--write-ratio {} must be in 0..=1 (0: only gets, 1: only puts)", self.write_ratio));
         }
-        if self.keys == 0 {
-            return Err("--keys must be at least 1".into());
+        let objects = innet_chain::netcraq::OBJECTS_DEFAULT;
+        if self.keys == 0 || self.keys as usize > objects {
+            return Err(format!(
+                "--keys {} must be in 1..={objects} (a live chain holds {objects} objects)",
+                self.keys
+            ));
         }
         if !(self.duration_s > 0.2 && self.duration_s.is_finite()) {
             return Err(format!("--duration-s {} must exceed the 0.1 s warm-up plus 0.1 s", self.duration_s));
