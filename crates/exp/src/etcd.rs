@@ -605,3 +605,47 @@ fn conn_loop(
     r.cpu_s = thread_cpu_s() - cpu0;
     Ok(r)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protobuf_fields_roundtrip_and_garbage_never_panics() {
+        let m = grpc_message(&[(1, b"k0000007"), (2, &[7; 300])]);
+        assert_eq!(u32::from_be_bytes(m[1..5].try_into().unwrap()) as usize, m.len() - 5);
+        let p = &m[5..];
+        assert_eq!(proto_field(p, 1), Some(&b"k0000007"[..]));
+        assert_eq!(proto_field(p, 2).map(|v| v.len()), Some(300), "a two-byte length");
+        assert_eq!(proto_field(p, 3), None);
+        let mut status = vec![];
+        put_varint(&mut status, 4 << 3);
+        put_varint(&mut status, u64::MAX);
+        assert_eq!(proto_varint(&status, 4), Some(u64::MAX));
+        // Truncations, bit flips and random bytes: fields or None, no panic.
+        let mut rng = Rng::new(9);
+        for i in 0..20_000 {
+            let mut b = p.to_vec();
+            match i % 3 {
+                0 => b.truncate(rng.below(b.len() as u64) as usize),
+                1 => {
+                    let at = rng.below(b.len() as u64) as usize;
+                    b[at] ^= 1 << rng.below(8);
+                }
+                _ => b = (0..rng.below(64)).map(|_| rng.below(256) as u8).collect(),
+            }
+            let n = proto_fields(&b).take(1000).count();
+            assert!(n <= b.len());
+            let _ = (proto_field(&b, 1), proto_varint(&b, 4));
+        }
+    }
+
+    #[test]
+    fn request_headers_are_hpack_literals() {
+        let h = header_block("/etcdserverpb.KV/Put", "127.0.0.1:2379");
+        assert_eq!(&h[..3], &[0x83, 0x86, 0x04]);
+        assert_eq!(h[3] as usize, "/etcdserverpb.KV/Put".len());
+        assert!(h.windows(16).any(|w| w == b"application/grpc"));
+        assert!(h.ends_with(b"\x02te\x08trailers"));
+    }
+}
