@@ -7,9 +7,11 @@ need_apt=()
 # clang/llvm/libbpf-dev/gcc-multilib build the BPF programs in bpf/ (gcc-multilib
 # provides asm/types.h for -target bpf); libelf-dev and zlib1g-dev build the
 # vendored libbpf of libbpf-rs; bpftool and iproute2 run the XDP testbed;
-# tshark runs the Wireshark dissectors (tools/wireshark) over the golden vectors.
+# tshark runs the Wireshark dissectors (tools/wireshark) over the golden vectors;
+# etcd-server is the chain store's peer in `innet bench chain-etcd` (the
+# benchmark starts and stops its own members).
 for pkg in build-essential pkg-config fonts-dejavu-core git curl ca-certificates libleveldb-dev \
-    clang llvm libbpf-dev gcc-multilib libelf-dev zlib1g-dev bpftool iproute2 tshark; do
+    clang llvm libbpf-dev gcc-multilib libelf-dev zlib1g-dev bpftool iproute2 tshark etcd-server; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 # mininet and bridge-utils run `innet mininet` (tools/mininet) with Linux-bridge
@@ -28,6 +30,11 @@ if [ $((${#need_apt[@]} + ${#need_bare[@]})) -gt 0 ]; then
     # (through env: sudo drops the caller's environment)
     [ ${#need_apt[@]} -eq 0 ] || $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
     [ ${#need_bare[@]} -eq 0 ] || $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_bare[@]}" >/dev/null
+    # Debian starts a system etcd on 127.0.0.1:2379 where systemd runs;
+    # innet only needs the binary.
+    if [[ " ${need_apt[*]} " == *" etcd-server "* ]] && [ -d /run/systemd/system ]; then
+        $SUDO systemctl disable --now etcd >/dev/null 2>&1 || true
+    fi
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

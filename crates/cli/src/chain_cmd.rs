@@ -134,6 +134,109 @@ pub fn run_bench(a: BenchChainArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// `innet bench chain-etcd`.
+#[derive(Args, Debug)]
+pub struct BenchChainEtcdArgs {
+    /// Comma-separated closed-loop client counts (each system gets the same).
+    #[arg(long, value_delimiter = ',', default_value = "1,8,64")]
+    clients: Vec<u32>,
+    /// Interleaved repetitions (the summary is their median).
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Seconds per run (the first 0.1 s are not counted).
+    #[arg(long, default_value_t = 2.0)]
+    duration_s: f64,
+    /// Keys 0..N for both stores.
+    #[arg(long, default_value_t = 1000)]
+    keys: u32,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Parent folder of the disk-backed etcd cluster's data.
+    #[arg(long, default_value = "/var/tmp")]
+    disk_dir: std::path::PathBuf,
+    /// Parent folder of the tmpfs etcd cluster's data.
+    #[arg(long, default_value = "/dev/shm")]
+    tmpfs_dir: std::path::PathBuf,
+    /// Skip the tmpfs variant.
+    #[arg(long)]
+    no_tmpfs: bool,
+    /// etcd client connections (one thread each; clients share them as gRPC streams).
+    #[arg(long, default_value_t = 4)]
+    etcd_conns: usize,
+    /// Output folder (JSON lines appended to runs.jsonl and summary.jsonl).
+    #[arg(long, default_value = "results/chain-etcd")]
+    out: std::path::PathBuf,
+}
+
+pub fn run_bench_etcd(a: BenchChainEtcdArgs) -> anyhow::Result<i32> {
+    use innet_exp::chain_etcd::{self, ChainEtcdConfig};
+    let cfg = ChainEtcdConfig {
+        clients: a.clients,
+        reps: a.reps,
+        duration_s: a.duration_s,
+        keys: a.keys,
+        seed: a.seed,
+        disk_dir: a.disk_dir,
+        tmpfs_dir: (!a.no_tmpfs).then_some(a.tmpfs_dir),
+        etcd_conns: a.etcd_conns,
+        ..ChainEtcdConfig::default()
+    };
+    cfg.check().map_err(anyhow::Error::msg)?;
+    println!(
+        "NetCRAQ live chain ({} nodes, in memory) vs etcd {} ({} members, loopback); {} s per run, {} reps, keys 0..{}, seed {}, commit {}, load average {}",
+        cfg.nodes,
+        innet_exp::etcd::version().unwrap_or_else(|| "(not found)".into()),
+        cfg.members,
+        cfg.duration_s,
+        cfg.reps,
+        cfg.keys,
+        cfg.seed,
+        innet_exp::results::git_commit(),
+        chain_etcd::loadavg()
+    );
+    println!(
+        "{:<4} {:<11} {:<5} {:>7} {:>11} {:>9} {:>10} {:>14}",
+        "rep", "system", "op", "clients", "ops/s", "p50 us", "p99 us", "load average"
+    );
+    let (runs, sums) = chain_etcd::run(&cfg, |r| {
+        println!(
+            "{:<4} {:<11} {:<5} {:>7} {:>11.0} {:>9.1} {:>10.1} {:>14}",
+            r.rep, r.system, r.op, r.clients, r.ops_per_s, r.p50_us, r.p99_us, r.loadavg
+        );
+    })?;
+    println!("\nmedian of {} runs:", cfg.reps);
+    println!(
+        "{:<11} {:<5} {:>7} {:>11} {:>9} {:>10} {:>14} {:>10} {:>10}",
+        "system", "op", "clients", "ops/s", "p50 us", "p99 us", "client ceil/s", "vs disk", "vs tmpfs"
+    );
+    let x = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}x"));
+    for s in &sums {
+        println!(
+            "{:<11} {:<5} {:>7} {:>11.0} {:>9.1} {:>10.1} {:>14} {:>10} {:>10}{}",
+            s.system,
+            s.op,
+            s.clients,
+            s.ops_per_s,
+            s.p50_us,
+            s.p99_us,
+            s.client_ceiling.map_or("-".into(), |c| format!("{c:.0}")),
+            x(s.ratio_vs_etcd_disk),
+            x(s.ratio_vs_etcd_tmpfs),
+            match (s.of_ceiling, s.generator_bound) {
+                (Some(f), Some(b)) => format!(
+                    "  ({:.0}% of the generator's ceiling{})",
+                    f * 100.0,
+                    if b { ": generator-bound" } else { "" }
+                ),
+                _ => String::new(),
+            }
+        );
+    }
+    let (r, s) = chain_etcd::write(&a.out, &runs, &sums)?;
+    println!("appended {} runs to {} and {} summaries to {}", runs.len(), r.display(), sums.len(), s.display());
+    Ok(0)
+}
+
 /// `innet up chain`: a chain on loopback.
 #[derive(Args, Debug)]
 pub struct UpChainArgs {
@@ -335,12 +438,97 @@ pub struct ClientChainArgs {
     /// Give up after this long.
     #[arg(long, default_value_t = 5000, value_parser = innet_exp::parse::timeout_ms_u64)]
     deadline_ms: u64,
+    /// Instead of one operation: closed-loop load (NetCRAQ) from --clients
+    /// clients for --duration-s, through the batched generator; prints
+    /// ops/s, latency percentiles, timeouts and the generator's ceiling (a
+    /// bare UDP echo at the same concurrency, measured right after).
+    #[arg(long, conflicts_with_all = ["get", "put"])]
+    load: bool,
+    /// --load: logical clients, one operation outstanding each.
+    #[arg(long, default_value_t = 8)]
+    clients: u32,
+    /// --load: share of operations that are puts (0: only gets, 1: only puts).
+    #[arg(long, alias = "puts-ratio", default_value_t = 0.5)]
+    write_ratio: f64,
+    /// --load: keys 0..N (a NetCRAQ chain holds 1024 objects).
+    #[arg(long, default_value_t = 1000)]
+    keys: u32,
+    /// --load: seconds of load (the first 0.1 s are not counted).
+    #[arg(long, default_value_t = 5.0)]
+    duration_s: f64,
+    /// --load: generator threads (default: 1 below 8 clients, else 2).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// --load: UDP sockets per generator thread.
+    #[arg(long, default_value_t = 2)]
+    sockets: usize,
+    /// --load: random seed (keys, operation mix).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// --load: print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn run_load(a: &ClientChainArgs, protocol: Protocol) -> anyhow::Result<i32> {
+    use innet_exp::chain_load::{self, ChainLoadConfig};
+    anyhow::ensure!(
+        protocol == Protocol::NetCraq,
+        "--load drives NetCRAQ chains (its replies carry the generator's tag); start the chain with --protocol netcraq"
+    );
+    let mut cfg = ChainLoadConfig::new(a.clients, a.write_ratio, a.keys, a.duration_s);
+    cfg.seed = a.seed;
+    cfg.timeout_ms = a.timeout_ms as f64;
+    cfg.sockets = a.sockets;
+    if let Some(t) = a.threads {
+        cfg.threads = t;
+    }
+    cfg.check().map_err(anyhow::Error::msg)?;
+    let r = chain_load::run(&a.nodes, &cfg)?;
+    if a.json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        let (l, c) = (&r.load, &r.ceiling);
+        println!(
+            "netcraq chain of {} nodes, {} clients ({} threads x {} sockets), {:.0}% puts, keys 0..{}, {:.1} s, seed {}, commit {}",
+            a.nodes.len(),
+            cfg.clients,
+            l.threads,
+            cfg.sockets,
+            cfg.write_ratio * 100.0,
+            cfg.keys,
+            l.measured_s,
+            cfg.seed,
+            innet_exp::results::git_commit()
+        );
+        println!(
+            "{:<10} {:>12} {:>10} {:>10} {:>10} {:>9} {:>8}",
+            "", "ops/s", "p50 us", "p99 us", "mean us", "timeouts", "refused"
+        );
+        for (name, x) in [("chain", l), ("ceiling", c)] {
+            println!(
+                "{:<10} {:>12.0} {:>10.1} {:>10.1} {:>10.1} {:>9} {:>8}",
+                name, x.ops_per_s, x.p50_us, x.p99_us, x.mean_us, x.timeouts, x.refused
+            );
+        }
+        println!(
+            "replies (with warm-up and drain): gets {} puts {}; chain at {:.0}% of the generator's ceiling (a bare UDP echo){}",
+            r.reads,
+            r.writes,
+            100.0 * l.ops_per_s / c.ops_per_s.max(1e-9),
+            if r.generator_bound { ": generator-bound" } else { "" }
+        );
+    }
+    Ok(if r.load.completed > 0 { 0 } else { 1 })
 }
 
 pub fn run_client(a: ClientChainArgs) -> anyhow::Result<i32> {
     use innet_chain::client::OpKind;
     use innet_wire::netcraq::Value;
     let protocol: Protocol = a.protocol.parse().map_err(anyhow::Error::msg)?;
+    if a.load {
+        return run_load(&a, protocol);
+    }
     anyhow::ensure!(a.near < a.nodes.len(), "--near must name one of the --nodes");
     let start = match (&a.get, &a.put) {
         (Some(k), None) => (false, *k, Value::ZERO),
@@ -350,7 +538,7 @@ pub fn run_client(a: ClientChainArgs) -> anyhow::Result<i32> {
             let v = Value::from_str_padded(v).ok_or_else(|| anyhow::anyhow!("value longer than 16 bytes"))?;
             (true, k, v)
         }
-        _ => anyhow::bail!("give --get KEY or --put KEY=VALUE"),
+        _ => anyhow::bail!("give --get KEY, --put KEY=VALUE or --load"),
     };
     let (put, key, value) = start;
     // A NetCRAQ node holds objects 0..OBJECTS_DEFAULT and drops any other key

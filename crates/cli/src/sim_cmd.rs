@@ -57,6 +57,11 @@ pub enum BenchService {
     XdpTxn(crate::xdp_cmd::BenchXdpTxnArgs),
     /// The NetCRAQ paper's Figures 3-6 (NetCRAQ and NetChain side by side) in the simulator.
     Chain(crate::chain_cmd::BenchChainArgs),
+    /// The live NetCRAQ chain (3 nodes, in memory) beside etcd 3.4 (3
+    /// members on loopback, data on disk and on tmpfs), both started by the
+    /// benchmark: puts and linearizable gets at equal clients, with the load
+    /// generator's ceiling.
+    ChainEtcd(crate::chain_cmd::BenchChainEtcdArgs),
     /// Request round trip and rate through the XDP chain, a bare XDP bounce
     /// and the user-space software switch chain, side by side (needs root).
     XdpChain(crate::xdp_chain_cmd::BenchXdpChainArgs),
@@ -203,6 +208,7 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
         BenchService::Xdp(a) => return crate::xdp_cmd::run_bench_xdp(a),
         BenchService::XdpTxn(a) => return crate::xdp_cmd::run_bench_xdp_txn(a),
         BenchService::Chain(a) => return crate::chain_cmd::run_bench(a),
+        BenchService::ChainEtcd(a) => return crate::chain_cmd::run_bench_etcd(a),
         BenchService::XdpChain(a) => return crate::xdp_chain_cmd::run(a),
         BenchService::XdpPaxos(a) => return crate::xdp_paxos_cmd::run_bench(a),
         BenchService::XdpPaxosHosts(a) => return crate::xdp_paxos_cmd::run_hosts(a),

@@ -2,7 +2,7 @@
 //! through the head and reads the value back from another node, for both
 //! protocols.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 fn innet(args: &[&str]) -> serde_json::Value {
@@ -36,4 +36,119 @@ fn up_prints_addresses_and_a_client_puts_and_gets() {
         up.kill().unwrap();
         up.wait().unwrap();
     }
+}
+
+fn up_netcraq() -> (std::process::Child, String) {
+    let mut up = Command::new(env!("CARGO_BIN_EXE_innet"))
+        .args(["up", "chain", "--protocol", "netcraq", "--nodes", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(up.stdout.take().unwrap()).lines();
+    let addrs: Vec<String> =
+        (0..3).map(|_| lines.next().unwrap().unwrap().split_once(' ').unwrap().1.to_string()).collect();
+    (up, addrs.join(","))
+}
+
+#[test]
+fn load_mode_writes_what_gets_read_back() {
+    let (mut up, nodes) = up_netcraq();
+    // One client, only puts: each key's last acknowledged value is the
+    // chain's value when the load ends.
+    let r = innet(&[
+        "client",
+        "chain",
+        "--nodes",
+        &nodes,
+        "--load",
+        "--clients",
+        "1",
+        "--write-ratio",
+        "1",
+        "--keys",
+        "4",
+        "--duration-s",
+        "0.5",
+        "--json",
+    ]);
+    assert!(r["load"]["completed"].as_u64().unwrap() > 20, "{r}");
+    assert!(r["ceiling"]["ops_per_s"].as_f64().unwrap() > 0.0, "{r}");
+    let acked = r["last_acked"].as_object().unwrap();
+    assert_eq!(acked.len(), 4, "{r}");
+    for (k, v) in acked {
+        let get = innet(&["client", "chain", "--nodes", &nodes, "--get", k, "--near", "2"]);
+        assert_eq!(get["value"], *v, "key {k}");
+    }
+    // Bad arguments say what to change.
+    let out = Command::new(env!("CARGO_BIN_EXE_innet"))
+        .args(["client", "chain", "--nodes", &nodes, "--load", "--write-ratio", "1.5"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--write-ratio 1.5 must be in 0..=1"));
+    up.kill().unwrap();
+    up.wait().unwrap();
+}
+
+#[test]
+fn chain_etcd_bench_runs_every_system_and_cleans_up() {
+    if Command::new("etcd").arg("--version").output().is_err() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: chain_etcd_bench: etcd not installed (scripts/setup.sh installs etcd-server)"
+        );
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "skipped under CI=true: scripts/setup.sh installs etcd-server"
+        );
+        return;
+    }
+    let tag = format!("innet-chain-etcd-test-{}", std::process::id());
+    let (disk, tmpfs, out) = (
+        std::path::Path::new("/var/tmp").join(&tag),
+        std::path::Path::new("/dev/shm").join(&tag),
+        std::env::temp_dir().join(&tag),
+    );
+    for d in [&disk, &tmpfs] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let run = Command::new(env!("CARGO_BIN_EXE_innet"))
+        .args(["bench", "chain-etcd", "--clients", "2", "--reps", "1", "--duration-s", "0.3", "--keys", "16"])
+        .arg("--disk-dir")
+        .arg(&disk)
+        .arg("--tmpfs-dir")
+        .arg(&tmpfs)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    let runs: Vec<serde_json::Value> = std::fs::read_to_string(out.join("runs.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for (system, op) in [
+        ("ceiling", "echo"),
+        ("netcraq", "put"),
+        ("netcraq", "get"),
+        ("etcd-disk", "put"),
+        ("etcd-disk", "get"),
+        ("etcd-tmpfs", "put"),
+        ("etcd-tmpfs", "get"),
+    ] {
+        let r = runs.iter().find(|r| r["system"] == system && r["op"] == op).unwrap_or_else(|| panic!("{system} {op}"));
+        assert!(r["ops_per_s"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["git_commit"].as_str().is_some() && r["seed"] == 1, "{r}");
+    }
+    let sums = std::fs::read_to_string(out.join("summary.jsonl")).unwrap();
+    assert!(sums.contains("\"ratio_vs_etcd_disk\":"), "{sums}");
+    // The etcd members and their data are gone.
+    for d in [&disk, &tmpfs] {
+        assert_eq!(std::fs::read_dir(d).unwrap().count(), 0, "{} is empty", d.display());
+        std::fs::remove_dir(d).unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&out);
 }
