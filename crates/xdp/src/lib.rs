@@ -40,6 +40,7 @@ pub mod netns;
 pub mod object;
 pub mod paxos;
 pub mod paxos_hosts;
+pub mod paxos_learner;
 pub mod paxos_testbed;
 pub mod privileged;
 pub mod testbed;
