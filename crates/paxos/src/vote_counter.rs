@@ -257,7 +257,7 @@ mod tests {
             assert_eq!(c.process(&mut b), UP);
             assert_eq!(b, before);
         }
-        assert_eq!(c.process(&mut vec![3u8; 10]), Verdict::Drop);
+        assert_eq!(c.process(&mut [3u8; 10]), Verdict::Drop);
         assert_eq!(c.process(&mut vote(1, 3, 1, b"a")), Verdict::Drop, "acceptor 3 of 3 does not exist");
         assert_eq!(c.process(&mut vote(1, 0xffff, 1, b"a")), Verdict::Drop);
         let n: BTreeMap<_, _> = c.counters().into_iter().collect();
@@ -298,9 +298,9 @@ mod tests {
                 // One value per (instance, round), as Paxos guarantees.
                 let v = [b'a' + ((inst as u16 + rnd) % 3) as u8];
                 let a = rng.below(n as u64) as u16;
-                if !from_votes.contains_key(&inst) {
+                if let std::collections::btree_map::Entry::Vacant(e) = from_votes.entry(inst) {
                     if let Some(x) = votes.record(inst, a, rnd, Value::new(&v).unwrap()) {
-                        from_votes.insert(inst, x);
+                        e.insert(x);
                     }
                 }
                 let mut b = vote(inst, a, rnd, &v);
