@@ -34,7 +34,7 @@
 //! peer); a vote for an instance older than the slot's goes up unchanged
 //! (`passed_stale`), and the learner counts it itself with `Votes`.
 
-use innet_core::{Counters, DataPlane, Verdict};
+use innet_core::{Counters, DataPlane, Host, Outbox, Time, Verdict};
 use innet_wire::paxos::{MsgType, PaxosPacket, Value};
 
 /// Slots of the ring, the default (a power of two; the BPF map's
@@ -203,6 +203,39 @@ impl Counters for VoteCounter {
             ("passed", s.passed),
             ("decode_errors", s.decode_errors),
         ]
+    }
+}
+
+/// A host with a vote counter in front of it: every packet goes through
+/// the counter first, and only what it passes up reaches the host. This is
+/// the XDP placement (the counter on the host's interface) for runtimes
+/// that have no kernel: the simulator's `vote_counters` runs.
+#[derive(Clone, Debug)]
+pub struct BehindCounter<H> {
+    pub counter: VoteCounter,
+    pub host: H,
+    buf: Vec<u8>,
+}
+
+impl<H> BehindCounter<H> {
+    pub fn new(counter: VoteCounter, host: H) -> BehindCounter<H> {
+        BehindCounter { counter, host, buf: Vec::new() }
+    }
+}
+
+impl<H: Host> Host for BehindCounter<H> {
+    fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox) {
+        self.buf.clear();
+        self.buf.extend_from_slice(packet);
+        if self.counter.process(&mut self.buf) != Verdict::Drop {
+            self.host.on_packet(now, &self.buf, out);
+        }
+    }
+    fn on_tick(&mut self, now: Time, out: &mut Outbox) {
+        self.host.on_tick(now, out);
+    }
+    fn next_tick(&self) -> Option<Time> {
+        self.host.next_tick()
     }
 }
 

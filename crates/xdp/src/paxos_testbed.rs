@@ -30,8 +30,8 @@
 //! With [`PaxosUp::vote_counters`] (the default) the votes are counted in
 //! the kernel before they reach a socket: one vote counter
 //! (`bpf/paxos_learner.bpf.c`, [`crate::paxos_learner`]) on every
-//! `innet-ha<i>` of the hosts namespace keeps a ring per learner and
-//! proposer port, drops the votes and passes up one DECIDED per instance
+//! `innet-ha<i>` of the hosts namespace keeps a ring per learner, proposer
+//! and backup port, drops the votes and passes up one DECIDED per instance
 //! (the vote that completed the quorum, rewritten); its maps are pinned
 //! under `paxos/counter`.
 //!
@@ -406,7 +406,7 @@ pub fn up(o: &PaxosUp) -> Result<State> {
 pub const COUNTER_PINS: &str = "counter";
 
 /// One vote counter for the hosts namespace, counting for every learner's
-/// and every proposer's port (the backup's votes pass up uncounted), on
+/// and every proposer's port and the backup's, on
 /// every device the acceptors' votes arrive on (`innet-ha<i>`). Its tc
 /// entry is the one that sees the votes (generic XDP skips the acceptors'
 /// tc copies); the XDP entry is attached as well, for votes sent any other
@@ -416,6 +416,7 @@ fn attach_vote_counter(o: &PaxosUp, roles: &Roles, dir: &Path) -> Result<()> {
     use innet_paxos::vote_counter::{VoteCounterConfig, COUNTER_SLOTS_DEFAULT};
     let mut ports: Vec<u16> = (0..o.learners).map(learner_port).collect();
     ports.extend((0..o.proposers).map(proposer_port));
+    ports.push(BACKUP_PORT);
     let counter =
         VoteCounterConfig { acceptors: o.acceptors, quorum: roles.quorum(), slots: COUNTER_SLOTS_DEFAULT.max(o.slots) };
     let mut k = VoteCounterXdp::load(&CounterConfig { counter, ports })?;

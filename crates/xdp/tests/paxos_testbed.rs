@@ -84,8 +84,8 @@ fn a_request_is_ordered(vote_counters: bool) {
         assert_eq!((d.msgtype, d.inst, d.vrnd, d.acptid), (MsgType::Decided, 0, 1, COUNTER_ACPTID));
         let c: BTreeMap<_, _> = counted.expect("the counter's pins").into_iter().collect();
         // One decision, one counted and one late vote for each counted
-        // port: both learners' and the proposer's.
-        let ports = (PaxosUp::default().learners + 1) as u64;
+        // port: both learners', the proposer's and the backup's.
+        let ports = (PaxosUp::default().learners + 2) as u64;
         assert_eq!((c["decisions"], c["counted"], c["late"]), (ports, ports, ports), "{c:?}");
     } else {
         assert!(counted.is_none(), "no counter without vote_counters");
