@@ -234,7 +234,8 @@ pub fn bench(
     anyhow::ensure!(runs >= 1, "--runs must be at least 1");
     let base = load.config(DataPlaneAt::Process);
     base.validate().map_err(anyhow::Error::msg)?;
-    let cost: BTreeMap<&'static str, f64> = innet_xdp::paxos::cost_ns(1_000_000)?.into_iter().collect();
+    let mut cost: BTreeMap<&'static str, f64> = innet_xdp::paxos::cost_ns(1_000_000)?.into_iter().collect();
+    cost.extend(innet_xdp::paxos_learner::cost_ns(1_000_000)?);
     on(BenchEvent::Cost(&cost));
     let mut records = vec![];
     for run in 0..runs {
