@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PROGRAMS: &[&str] = &["txn_switch", "netcraq", "netchain", "paxos"];
+const PROGRAMS: &[&str] = &["txn_switch", "netcraq", "netchain", "paxos", "paxos_learner"];
 const HEADERS: &[&str] = &[
     "innet_txn.h",
     "innet_txn_switch.h",
@@ -17,6 +17,7 @@ const HEADERS: &[&str] = &[
     "innet_netcraq.h",
     "innet_netchain.h",
     "innet_paxos.h",
+    "innet_paxos_learner.h",
 ];
 
 fn main() {

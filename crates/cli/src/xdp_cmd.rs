@@ -267,6 +267,7 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
                         proposers: count(|r| matches!(r, PaxosRole::Proposer { .. })),
                         slots: p.params.slots,
                         backup_exe: None,
+                        vote_counters: true,
                     };
                     return crate::xdp_paxos_cmd::run_up_with(up, innet_exe()?);
                 }

@@ -52,6 +52,9 @@ pub fn run_hosts(a: XdpPaxosHostsArgs) -> anyhow::Result<i32> {
     if let Some(line) = r.failure_line() {
         eprintln!("{line}");
     }
+    if let Some(k) = &r.vote_counter {
+        eprintln!("vote counter: {}", k.iter().map(|(n, v)| format!("{n} {v}")).collect::<Vec<_>>().join(", "));
+    }
     println!("{}", serde_json::to_string(&r.result)?);
     Ok(0)
 }
@@ -78,6 +81,28 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
                 r.xdp_over_software,
                 r.xdp_over_software_switch
             );
+            if let Some(w) = &r.xdp_without_counters {
+                println!(
+                    "  XDP without vote counters {:.0}/s (p50 {:.0} us); with/without {:.2}x",
+                    w.committed_per_s,
+                    w.p50_latency_us,
+                    r.xdp.committed_per_s / w.committed_per_s.max(1e-9)
+                );
+            }
+            if let Some(k) = &r.xdp_vote_counter {
+                let n = |name: &str| k.get(name).copied().unwrap_or(0);
+                println!(
+                    "  vote counter: decisions passed up {}, votes absorbed {} (counted {}, duplicates {}, late {}), passed stale {}, evicted {}, other traffic passed {}",
+                    n("decisions"),
+                    n("counted") + n("duplicates") + n("late"),
+                    n("counted"),
+                    n("duplicates"),
+                    n("late"),
+                    n("passed_stale"),
+                    n("evicted"),
+                    n("passed") + n("passed_other")
+                );
+            }
         }
     })?;
     println!(
@@ -121,6 +146,9 @@ pub fn run_fail(topology: &str, role: &str) -> anyhow::Result<i32> {
 pub fn print_up(st: &testbed::State) {
     if let Some(dir) = &st.pin_dir {
         println!("  xdp_paxos_coordinator + tc_paxos on innet-ch, xdp_paxos_acceptor + tc_paxos on innet-ac<i>, innet-ah<i>; maps pinned in {dir}");
+        if std::path::Path::new(dir).join(tb::COUNTER_PINS).exists() {
+            println!("  xdp_paxos_counter + tc_paxos_counter (votes counted for the learners and proposers) on innet-ha<i> in {}", tb::NS_HOSTS);
+        }
     }
     println!(
         "  coordinator {} (from netns {}), acceptors {}",
@@ -155,6 +183,10 @@ pub fn print_status(st: &testbed::State) -> anyhow::Result<()> {
         let counters = innet_xdp::paxos::pinned_counters(role, &dir.join(&name))?;
         let line: Vec<String> = counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
         println!("{name:>12}: {}", line.join(", "));
+    }
+    if let Some(counters) = tb::vote_counter_counters()? {
+        let line: Vec<String> = counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        println!("{:>12}: {}", "votes", line.join(", "));
     }
     Ok(())
 }

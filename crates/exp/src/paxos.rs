@@ -94,6 +94,12 @@ pub struct PaxosConfig {
     #[serde(default)]
     #[arg(skip)]
     pub kv: bool,
+    /// Simulator: a vote counter (`innet_paxos::vote_counter`, the XDP
+    /// counter's reference) in front of every learner, proposer and the
+    /// backup, as on the XDP testbed.
+    #[serde(default)]
+    #[arg(long)]
+    pub vote_counters: bool,
 }
 
 impl Default for PaxosConfig {
@@ -124,6 +130,7 @@ impl Default for PaxosConfig {
             software_cost_us: 0.0,
             host_cost_us: 0.0,
             kv: false,
+            vote_counters: false,
         }
     }
 }

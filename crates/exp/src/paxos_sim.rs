@@ -15,6 +15,7 @@ use innet_paxos::acceptor::Acceptor;
 use innet_paxos::check::{check, History, LearnerHistory, Summary};
 use innet_paxos::deploy::{PaxosRole, Roles};
 use innet_paxos::software::SoftwareNode;
+use innet_paxos::vote_counter::{BehindCounter, VoteCounter, VoteCounterConfig};
 use innet_paxos::workload::LoadProposer;
 use innet_paxos::{BackupCoordinator, Coordinator, Learner, LearnerConfig, Proposer};
 use innet_sim::{LinkSpec, NetStats, NodeId, ServiceModel, Sim, SimNode};
@@ -80,14 +81,15 @@ pub fn build(cfg: &PaxosConfig, record: bool) -> Result<PaxosTopology, String> {
     let mut sim = Sim::new(rng.next_u64());
     let process = cfg.data_plane == DataPlaneAt::Process;
     let stop = Time::from_secs_f64(cfg.duration_s);
+    let counter = VoteCounterConfig { quorum: roles.quorum(), ..VoteCounterConfig::new(cfg.acceptors) };
     let make = |_: usize, n: &Node<PaxosRole>| match n.role {
         PaxosRole::Coordinator => program(Coordinator::new(roles.coordinator()), process),
         PaxosRole::Acceptor { id } => program(Acceptor::new(roles.acceptor(id)), process),
-        PaxosRole::Backup => SimNode::host(BackupCoordinator::new(roles.backup())),
-        PaxosRole::Learner { id } => SimNode::host(Learner::new(learner_config(cfg, id, record))),
+        PaxosRole::Backup => behind(cfg, counter, BackupCoordinator::new(roles.backup())),
+        PaxosRole::Learner { id } => behind(cfg, counter, Learner::new(learner_config(cfg, id, record))),
         PaxosRole::Proposer { index } => {
             let pc = roles.proposer(index as u32 + 1);
-            SimNode::host(LoadProposer::new(Proposer::new(pc), cfg.outstanding, stop, record))
+            behind(cfg, counter, LoadProposer::new(Proposer::new(pc), cfg.outstanding, stop, record))
         }
     };
     let ids = sim.instantiate(&d, make, |l| link(cfg, l, true));
@@ -109,6 +111,20 @@ pub fn build(cfg: &PaxosConfig, record: bool) -> Result<PaxosTopology, String> {
         config: cfg.clone(),
         applied: vec![],
     })
+}
+
+/// The end host `h`, with a vote counter in front of it if `cfg` says so.
+fn behind<H: innet_core::Host + Clone + 'static>(cfg: &PaxosConfig, counter: VoteCounterConfig, h: H) -> SimNode {
+    if cfg.vote_counters {
+        SimNode::host(BehindCounter::new(VoteCounter::new(counter), h))
+    } else {
+        SimNode::host(h)
+    }
+}
+
+/// End host `node` of type `H`, behind a vote counter or not.
+fn host_of<H: 'static>(sim: &Sim, node: NodeId) -> Option<&H> {
+    sim.host::<H>(node).or_else(|| sim.host::<BehindCounter<H>>(node).map(|b| &b.host))
 }
 
 /// A data-plane program in a switch, or (`process`) as an end host running
@@ -187,15 +203,15 @@ impl PaxosTopology {
     }
 
     pub fn learner(&self, i: usize) -> &Learner {
-        self.sim.host::<Learner>(self.learners[i]).expect("learner")
+        host_of::<Learner>(&self.sim, self.learners[i]).expect("learner")
     }
 
     pub fn proposer(&self, i: usize) -> &LoadProposer {
-        self.sim.host::<LoadProposer>(self.proposers[i]).expect("proposer")
+        host_of::<LoadProposer>(&self.sim, self.proposers[i]).expect("proposer")
     }
 
     pub fn backup(&self) -> &BackupCoordinator {
-        self.sim.host::<BackupCoordinator>(self.backup).expect("backup")
+        host_of::<BackupCoordinator>(&self.sim, self.backup).expect("backup")
     }
 
     pub fn history(&self) -> History {
@@ -337,7 +353,7 @@ pub fn random_check_config(seed: u64, data_plane: DataPlaneAt, duration_s: f64) 
         _ => None,
     };
     let rtt_ms = 4.0 * latency_us / 1e3;
-    PaxosConfig {
+    let mut c = PaxosConfig {
         data_plane,
         acceptors: [3, 3, 5][r.below(3) as usize],
         learners: 1 + r.below(4) as usize,
@@ -363,7 +379,11 @@ pub fn random_check_config(seed: u64, data_plane: DataPlaneAt, duration_s: f64) 
         software_cost_us: 0.0,
         host_cost_us: 0.0,
         kv: false,
-    }
+        vote_counters: false,
+    };
+    // Drawn last: the draws above stay what they were for every seed.
+    c.vote_counters = r.chance(0.5);
+    c
 }
 
 #[cfg(test)]
@@ -387,6 +407,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The vote counter in front of every learner, proposer and the backup
+    /// (the XDP testbed's placement): the same faulty runs stay safe and
+    /// deliver everything, and the learners decide from the counter's
+    /// DECIDEDs.
+    #[test]
+    fn checked_faulty_runs_behind_vote_counters_are_clean() {
+        for dp in [DataPlaneAt::Switch, DataPlaneAt::Process] {
+            for seed in 1..=5 {
+                let cfg = PaxosConfig { vote_counters: true, ..random_check_config(seed, dp, 0.2) };
+                let a = run_checked(&cfg).unwrap();
+                if let Err(e) = &a.result {
+                    panic!("seed {seed} {dp:?} with vote counters: {e}");
+                }
+            }
+        }
+        let mut t =
+            build(&PaxosConfig { vote_counters: true, duration_s: 0.2, ..PaxosConfig::default() }, true).unwrap();
+        t.run(Time::from_secs_f64(0.3), None);
+        let s = t.learner(0).stats;
+        assert!(s.delivered > 100 && s.decided_by_counter >= s.delivered, "{s:?}");
     }
 
     /// Section 6.4 / Figure 8b: after the coordinator fails, the backup takes

@@ -49,6 +49,20 @@ pub struct XdpPaxosLoad {
     /// links go down; software: its thread stops); the backup takes over.
     #[arg(long, value_parser = crate::parse::at_seconds)]
     pub kill_coordinator_at_s: Option<f64>,
+    /// XDP deployment: count the votes in the kernel in front of the
+    /// learners and proposers (`on`), not (`off`), or run it both ways
+    /// side by side (`both`, `bench xdp-paxos` only).
+    #[arg(long, value_enum, default_value = "on")]
+    pub vote_counters: VoteCounters,
+}
+
+/// Whether the XDP deployment counts votes in the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VoteCounters {
+    On,
+    Off,
+    Both,
 }
 
 impl XdpPaxosLoad {
@@ -77,6 +91,7 @@ impl XdpPaxosLoad {
             proposers: self.proposers,
             slots: self.slots,
             backup_exe: None,
+            vote_counters: self.vote_counters != VoteCounters::Off,
         }
     }
 }
@@ -98,6 +113,8 @@ pub struct HostsOutcome {
     pub result: PaxosResult,
     /// `(s into the load, ms until its links were down)` if the coordinator was failed.
     pub coordinator_failed: Option<(f64, f64)>,
+    /// The vote counter's counters at the end of the run, if it had one.
+    pub vote_counter: Option<BTreeMap<&'static str, u64>>,
 }
 
 impl HostsOutcome {
@@ -133,7 +150,8 @@ pub fn hosts(load: &XdpPaxosLoad, backup: BackupAt) -> anyhow::Result<HostsOutco
     let takeover = r.takeover_ns.map(|t| t.saturating_sub(r.start_ns) as f64 / 1e9);
     let result =
         make_result(&cfg, "xdp-testbed", &refs, r.start_ns, &r.learners[0].stats, takeover, cfg.duration_s, r.wall_s);
-    Ok(HostsOutcome { result, coordinator_failed })
+    let vote_counter = tb::vote_counter_counters()?.map(|c| c.into_iter().collect());
+    Ok(HostsOutcome { result, coordinator_failed, vote_counter })
 }
 
 /// Only the backup coordinator of a running `paxos` testbed, until `stop`
@@ -145,11 +163,12 @@ pub fn backup(load: &XdpPaxosLoad, stop: &Stop, say: impl FnMut(&str)) -> anyhow
     paxos_hosts::run_backup(&load.up(), &live_config(&cfg).roles(), stop, say)
 }
 
-/// One run of the XDP deployment: testbed up, the end hosts (with the
-/// backup coordinator, as it runs beside the software deployments) on
-/// threads in the hosts namespace, testbed down.
-pub fn run_xdp(load: &XdpPaxosLoad) -> anyhow::Result<HostsOutcome> {
-    tb::up(&load.up())?;
+/// One run of the XDP deployment: testbed up (with or without vote
+/// counters), the end hosts (with the backup coordinator, as it runs
+/// beside the software deployments) on threads in the hosts namespace,
+/// testbed down.
+pub fn run_xdp(load: &XdpPaxosLoad, vote_counters: bool) -> anyhow::Result<HostsOutcome> {
+    tb::up(&PaxosUp { vote_counters, ..load.up() })?;
     let out = in_netns(tb::NS_HOSTS, || hosts(load, BackupAt::Here));
     let removed = tb::down();
     let out = out?;
@@ -165,7 +184,12 @@ pub struct XdpPaxosRecord {
     pub git_commit: String,
     pub seed: u64,
     pub config: PaxosConfig,
+    /// The XDP deployment (with vote counters unless `--vote-counters off`).
     pub xdp: PaxosResult,
+    /// Its vote counter's counters (decisions passed up, votes absorbed ...).
+    pub xdp_vote_counter: Option<BTreeMap<&'static str, u64>>,
+    /// With `--vote-counters both`: the XDP deployment without them, in the same round.
+    pub xdp_without_counters: Option<PaxosResult>,
     pub software: PaxosResult,
     pub software_switch: PaxosResult,
     pub xdp_over_software: f64,
@@ -210,13 +234,18 @@ pub fn bench(
     anyhow::ensure!(runs >= 1, "--runs must be at least 1");
     let base = load.config(DataPlaneAt::Process);
     base.validate().map_err(anyhow::Error::msg)?;
-    let cost: BTreeMap<&'static str, f64> = innet_xdp::paxos::cost_ns(1_000_000)?.into_iter().collect();
+    let mut cost: BTreeMap<&'static str, f64> = innet_xdp::paxos::cost_ns(1_000_000)?.into_iter().collect();
+    cost.extend(innet_xdp::paxos_learner::cost_ns(1_000_000)?);
     on(BenchEvent::Cost(&cost));
     let mut records = vec![];
     for run in 0..runs {
-        let xdp = run_xdp(load)?;
+        let without = match load.vote_counters {
+            VoteCounters::Both => Some(run_xdp(load, false)?.result),
+            _ => None,
+        };
+        let xdp = run_xdp(load, load.vote_counters != VoteCounters::Off)?;
         let failure = xdp.failure_line();
-        let xdp = xdp.result;
+        let (xdp, xdp_vote_counter) = (xdp.result, xdp.vote_counter);
         let software = run_point_live(&load.config(DataPlaneAt::Process))?;
         let switch = run_point_live(&load.config(DataPlaneAt::Switch))?;
         let ratio = |b: &PaxosResult| xdp.committed_per_s / b.committed_per_s.max(1e-9);
@@ -229,6 +258,8 @@ pub fn bench(
             xdp_over_software: ratio(&software),
             xdp_over_software_switch: ratio(&switch),
             xdp,
+            xdp_vote_counter,
+            xdp_without_counters: without,
             software,
             software_switch: switch,
             bpf_ns_per_packet: cost.clone(),

@@ -144,9 +144,15 @@ impl Host for BackupCoordinator {
                     self.fill(now, out);
                 }
             }
-            MsgType::Phase2B => {
+            // A vote, or a decision from a vote counter in front of the
+            // backup (crate::vote_counter).
+            MsgType::Phase2B | MsgType::Decided => {
                 self.max_seen = Some(self.max_seen.map_or(m.inst, |x| x.max(m.inst)));
-                if self.slots.contains_key(&m.inst) && self.votes.record(m.inst, m.acptid, m.vrnd, m.value).is_some() {
+                let decided = m.msgtype == MsgType::Decided
+                    || (self.slots.contains_key(&m.inst)
+                        && self.votes.record(m.inst, m.acptid, m.vrnd, m.value).is_some());
+                if decided && self.slots.contains_key(&m.inst) {
+                    self.votes.forget(m.inst);
                     self.slots.remove(&m.inst);
                     self.fill(now, out);
                 }
@@ -267,6 +273,29 @@ mod tests {
         let (dest, bytes) = &out.sends[0];
         let w = PaxosMsg::decode(bytes).unwrap();
         assert_eq!((*dest, w.msgtype, w.inst), (Dest::Reply, MsgType::Window, 10));
+    }
+
+    /// With a vote counter in front of the backup (crate::vote_counter),
+    /// its DECIDED moves the window on, as a quorum of votes does, and
+    /// counts for the instances handed out.
+    #[test]
+    fn a_decision_from_a_vote_counter_frees_its_slot() {
+        let mut b = backup();
+        let mut out = Outbox::new();
+        let mut d = PaxosMsg::new(MsgType::Decided);
+        d.inst = 4;
+        d.acptid = crate::vote_counter::COUNTER_ACPTID;
+        b.on_packet(ms(0), &d.encode(), &mut out);
+        b.take_over(ms(1), &mut out);
+        for v in [b"a", b"b", b"c"] {
+            let mut req = PaxosMsg::new(MsgType::Request);
+            req.value = Value::new(v).unwrap();
+            b.on_packet(ms(2), &req.encode(), &mut out);
+        }
+        assert_eq!((b.instances_started, b.slots.len()), (2, 2), "a window of 2, from instance 5");
+        d.inst = 5;
+        b.on_packet(ms(3), &d.encode(), &mut out);
+        assert_eq!(b.instances_started, 3, "the decision of instance 5 made room for the third request");
     }
 
     /// Paxos phase 1 at takeover: a value voted under the old coordinator

@@ -15,6 +15,11 @@
 //!   with a no-op, [`crate::prepare::Prepare`]) and asks its peers
 //!   (CATCHUP), who answer with the decided value (DECIDED) if they have it;
 //!   a peer's answer also covers instances the acceptors already trimmed.
+//! * Votes counted below (the learner quorums in the kernel): with a
+//!   [`crate::vote_counter::VoteCounter`] in front of it, the learner gets
+//!   one DECIDED per instance instead of the votes, and handles it like a
+//!   peer's DECIDED; votes the counter's ring could not hold still arrive as
+//!   votes and are counted here. No configuration is needed for either.
 //! * Trimming: the learner reports its checkpoint (every instance below
 //!   `next` is delivered) to the acceptors and the coordinator with TRIM;
 //!   the coordinator answers with its next instance (WINDOW), which also
@@ -119,6 +124,9 @@ pub struct LearnerStats {
     pub recoveries: u64,
     pub catchups_answered: u64,
     pub decided_by_peer: u64,
+    /// Decisions from a vote counter in front of this learner
+    /// ([`crate::vote_counter`]: a DECIDED with `acptid` = `COUNTER_ACPTID`).
+    pub decided_by_counter: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -335,7 +343,11 @@ impl Host for Learner {
             }
             MsgType::Window if m.inst > 0 => self.note_seen(m.inst - 1),
             MsgType::Decided if !self.is_decided(m.inst) => {
-                self.stats.decided_by_peer += 1;
+                if m.acptid == crate::vote_counter::COUNTER_ACPTID {
+                    self.stats.decided_by_counter += 1;
+                } else {
+                    self.stats.decided_by_peer += 1;
+                }
                 self.decide(m.inst, m.value);
             }
             _ => {}
@@ -434,6 +446,29 @@ mod tests {
         l.on_packet(Time(3), &vote(2, 1, 1, 7, 1), &mut out);
         assert_eq!(kinds(&mut l), vec![(2, DeliveryKind::Duplicate)]);
         assert_eq!(l.checkpoint(), 3);
+    }
+
+    /// Learner quorums below the learner (crate::vote_counter): the votes go
+    /// through a counter first; the learner delivers from its decisions
+    /// alone, once per value, in order, and counts them as the counter's.
+    #[test]
+    fn delivers_from_a_vote_counter_in_front() {
+        use crate::vote_counter::{VoteCounter, VoteCounterConfig};
+        use innet_core::DataPlane;
+        let mut c = VoteCounter::new(VoteCounterConfig::new(3));
+        let mut l = learner(true);
+        let mut out = Outbox::new();
+        for (inst, acpt, r) in [(1, 0, 1), (1, 2, 1), (0, 1, 2), (1, 1, 1), (0, 2, 2), (2, 0, 1), (2, 1, 1)] {
+            let mut b = vote(inst, acpt, 1, 7, r);
+            if c.process(&mut b) != innet_core::Verdict::Drop {
+                l.on_packet(Time(1), &b, &mut out);
+            }
+        }
+        assert_eq!(
+            kinds(&mut l),
+            vec![(0, DeliveryKind::Value), (1, DeliveryKind::Value), (2, DeliveryKind::Duplicate)]
+        );
+        assert_eq!((l.stats.decided_by_counter, l.stats.decided_by_peer), (3, 0));
     }
 
     #[test]

@@ -45,6 +45,7 @@ pub mod learner;
 pub mod prepare;
 pub mod proposer;
 pub mod software;
+pub mod vote_counter;
 pub mod votes;
 pub mod workload;
 
@@ -54,6 +55,7 @@ pub use coordinator::{Coordinator, CoordinatorConfig};
 pub use envelope::Envelope;
 pub use learner::{Delivery, DeliveryKind, Learner, LearnerConfig};
 pub use proposer::{Proposer, ProposerConfig};
+pub use vote_counter::{VoteCounter, VoteCounterConfig};
 
 /// Multicast group of the acceptors (coordinator's 2A, recoverers' 1A/2A,
 /// learners' TRIM).

@@ -119,12 +119,15 @@ impl Proposer {
     pub fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox) {
         let Ok(m) = PaxosMsg::decode(packet) else { return };
         match m.msgtype {
-            MsgType::Phase2B => {
+            // A vote, or a decision (from a vote counter in front of this
+            // proposer: crate::vote_counter; or a learner's answer).
+            MsgType::Phase2B | MsgType::Decided => {
                 let Some(e) = Envelope::from_value(&m.value) else { return };
                 if e.proposer != self.config.id || !self.outstanding.contains_key(&e.request) {
                     return;
                 }
-                if self.votes.record(m.inst, m.acptid, m.vrnd, m.value).is_some() {
+                let decided = m.msgtype == MsgType::Decided;
+                if decided || self.votes.record(m.inst, m.acptid, m.vrnd, m.value).is_some() {
                     let p = self.outstanding.remove(&e.request).expect("checked above");
                     let id = self.config.id;
                     self.votes.forget_where(|v| {
@@ -214,6 +217,21 @@ mod tests {
         // Other proposers' values are ignored.
         p.on_packet(Time(13_000_000), &vote(10, 0, Envelope::new(5, r, b"x").unwrap()), &mut out);
         assert!(p.take_committed().is_empty());
+    }
+
+    /// With a vote counter in front of the proposer, its one DECIDED
+    /// completes the request (crate::vote_counter).
+    #[test]
+    fn a_decision_from_a_vote_counter_completes_a_request() {
+        let mut p = proposer();
+        let mut out = Outbox::new();
+        let r = p.submit(Time::ZERO, b"x", &mut out).unwrap();
+        let mut d = PaxosMsg::decode(&vote(3, 0, Envelope::new(4, r, b"x").unwrap())).unwrap();
+        d.msgtype = MsgType::Decided;
+        d.acptid = crate::vote_counter::COUNTER_ACPTID;
+        p.on_packet(Time(1), &d.encode(), &mut out);
+        assert_eq!(p.outstanding(), 0);
+        assert_eq!(p.take_committed()[0].instance, 3);
     }
 
     #[test]

@@ -15,7 +15,9 @@
 //! * [`paxos`] is the Paxos coordinator and acceptor (`bpf/paxos.bpf.c`),
 //!   multicast through a tc program's clones; [`paxos_testbed`] is the
 //!   `paxos` topology, [`paxos_hosts`] its end hosts (learners, proposers,
-//!   the backup coordinator).
+//!   the backup coordinator); [`paxos_learner`] is the vote counter in
+//!   front of the learners and proposers (`bpf/paxos_learner.bpf.c`,
+//!   reference `innet_paxos::VoteCounter`).
 //! * [`frame`] builds and reads the Ethernet/IPv4/UDP frames around payloads.
 //! * [`chain`] loads and configures the NetCRAQ and NetChain nodes
 //!   (`bpf/netcraq.bpf.c`, `bpf/netchain.bpf.c`); [`chain_testbed`] is the
@@ -40,6 +42,7 @@ pub mod netns;
 pub mod object;
 pub mod paxos;
 pub mod paxos_hosts;
+pub mod paxos_learner;
 pub mod paxos_testbed;
 pub mod privileged;
 pub mod testbed;

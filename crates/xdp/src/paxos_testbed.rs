@@ -27,6 +27,14 @@
 //! processes in `innet-px-hosts`: no delay, no user-space hop between them
 //! and the data plane.
 //!
+//! With [`PaxosUp::vote_counters`] (the default) the votes are counted in
+//! the kernel before they reach a socket: one vote counter
+//! (`bpf/paxos_learner.bpf.c`, [`crate::paxos_learner`]) on every
+//! `innet-ha<i>` of the hosts namespace keeps a ring per learner, proposer
+//! and backup port, drops the votes and passes up one DECIDED per instance
+//! (the vote that completed the quorum, rewritten); its maps are pinned
+//! under `paxos/counter`.
+//!
 //! The backup coordinator ([`BACKUP_PORT`] in the hosts namespace) sends
 //! HEARTBEATs to 10.78.0.1, which the coordinator reflects. When they go
 //! unanswered it takes over: 1As and 2As in its own round go to the
@@ -125,11 +133,22 @@ pub struct PaxosUp {
     /// namespace. Without it the backup's port is wired all the same and
     /// whoever runs the end hosts runs the backup ([`crate::paxos_hosts`]).
     pub backup_exe: Option<PathBuf>,
+    /// Count the votes in the kernel in front of the learners and the
+    /// proposers ([`crate::paxos_learner`] on every `innet-ha<i>`): each
+    /// gets one DECIDED per instance instead of the acceptors' votes.
+    pub vote_counters: bool,
 }
 
 impl Default for PaxosUp {
     fn default() -> Self {
-        PaxosUp { acceptors: 3, learners: 2, proposers: 1, slots: ACCEPTOR_SLOTS_DEFAULT, backup_exe: None }
+        PaxosUp {
+            acceptors: 3,
+            learners: 2,
+            proposers: 1,
+            slots: ACCEPTOR_SLOTS_DEFAULT,
+            backup_exe: None,
+            vote_counters: true,
+        }
     }
 }
 
@@ -249,7 +268,12 @@ fn member(from: &End, to: &End, port: u16) -> Result<Member> {
 /// Attaches the role's XDP program (generic mode) and its tc multicast
 /// program (clsact ingress) to `devs` of `ns`.
 fn attach(xdp: &PaxosXdp, ns: &str, devs: &[&str]) -> Result<()> {
-    let (prog, tc) = (xdp.program_fd(false)?, xdp.program_fd(true)?);
+    attach_fds(xdp.program_fd(false)?, xdp.program_fd(true)?, ns, devs)
+}
+
+/// Attaches the XDP program `prog` (generic mode) and the tc program `tc`
+/// (clsact ingress) to `devs` of `ns`.
+fn attach_fds(prog: std::os::fd::RawFd, tc: std::os::fd::RawFd, ns: &str, devs: &[&str]) -> Result<()> {
     let indexes: Vec<u32> = devs.iter().map(|d| ifindex(ns, d)).collect::<Result<_>>()?;
     in_netns(ns, || {
         for &index in &indexes {
@@ -352,6 +376,9 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
             _ => {}
         }
     }
+    if o.vote_counters {
+        attach_vote_counter(o, &roles, &dir)?;
+    }
     if let Some(exe) = &o.backup_exe {
         let args: Vec<String> = [
             "bench",
@@ -377,6 +404,39 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
         testbed::wait_for_log_line(BACKUP_PROCESS, "backup ", Duration::from_secs(10))?;
     }
     Ok(state)
+}
+
+/// Where the vote counter's maps are pinned, under the testbed's pin directory.
+pub const COUNTER_PINS: &str = "counter";
+
+/// One vote counter for the hosts namespace, counting for every learner's
+/// and every proposer's port and the backup's, on
+/// every device the acceptors' votes arrive on (`innet-ha<i>`). Its tc
+/// entry is the one that sees the votes (generic XDP skips the acceptors'
+/// tc copies); the XDP entry is attached as well, for votes sent any other
+/// way.
+fn attach_vote_counter(o: &PaxosUp, roles: &Roles, dir: &Path) -> Result<()> {
+    use crate::paxos_learner::{Config as CounterConfig, VoteCounterXdp};
+    use innet_paxos::vote_counter::{VoteCounterConfig, COUNTER_SLOTS_DEFAULT};
+    let mut ports: Vec<u16> = (0..o.learners).map(learner_port).collect();
+    ports.extend((0..o.proposers).map(proposer_port));
+    ports.push(BACKUP_PORT);
+    let counter =
+        VoteCounterConfig { acceptors: o.acceptors, quorum: roles.quorum(), slots: COUNTER_SLOTS_DEFAULT.max(o.slots) };
+    let mut k = VoteCounterXdp::load(&CounterConfig { counter, ports })?;
+    k.pin_maps(&dir.join(COUNTER_PINS))?;
+    let devs: Vec<String> = (0..o.acceptors).map(|i| format!("innet-ha{i}")).collect();
+    let devs: Vec<&str> = devs.iter().map(String::as_str).collect();
+    attach_fds(k.program_fd(false)?, k.program_fd(true)?, NS_HOSTS, &devs)
+}
+
+/// The vote counter's counters, if the running testbed has one.
+pub fn vote_counter_counters() -> Result<Option<Vec<(&'static str, u64)>>> {
+    let dir = Path::new(PIN_DIR).join("paxos").join(COUNTER_PINS);
+    if !dir.exists() {
+        return Ok(None);
+    }
+    crate::paxos_learner::pinned_counters(&dir).map(Some)
 }
 
 /// Fails the coordinator the way a switch fails: every link of its

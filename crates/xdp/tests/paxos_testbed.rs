@@ -1,13 +1,18 @@
 //! The `paxos` testbed end to end (CAANS Figure 1 on network namespaces):
 //! * a proposer's REQUEST through the BPF coordinator becomes a 2A that
 //!   `bpf_clone_redirect` copies to the three BPF acceptors, whose 2B votes
-//!   come back to the proposer's port, one per acceptor; then `down` leaves
-//!   no namespace, pin, state file or program of the topology behind;
+//!   come back to the proposer's port, one per acceptor; with the vote
+//!   counter in the hosts namespace (the default) the proposer gets one
+//!   DECIDED instead, and the counter absorbed the other two votes; then
+//!   `down` leaves no namespace, pin, state file or program of the
+//!   topology behind;
 //! * failover (section 3.1): values are submitted continuously, the
 //!   coordinator's links go down mid-run, the software backup takes over
 //!   through the BPF acceptors (phase 1 in its own round), the proposers
 //!   resubmit to it, and both learners deliver the same sequence, every
-//!   submitted value once, before and after the failure.
+//!   submitted value once, before and after the failure; with the vote
+//!   counter, every decision of the learners came from it or from their
+//!   own count of the votes it passed up.
 //!
 //! The tests share one topology and run one at a time. Needs root. Without
 //! it: `SKIPPED: ...` on stderr, a failure under `CI=true`.
@@ -19,6 +24,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use innet_paxos::envelope::Envelope;
+use innet_paxos::vote_counter::COUNTER_ACPTID;
 use innet_paxos::DeliveryKind;
 use innet_wire::paxos::{MsgType, PaxosMsg, Value};
 use innet_xdp::paxos_hosts::{self, BackupAt, HostsRun};
@@ -41,32 +47,56 @@ fn a_request_is_ordered_through_the_bpf_roles_and_down_leaves_nothing() {
         return;
     }
     let _one = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
+    for vote_counters in [false, true] {
+        a_request_is_ordered(vote_counters);
+    }
+}
+
+fn a_request_is_ordered(vote_counters: bool) {
     let before = paxos_programs();
-    tb::up(&PaxosUp::default()).expect("testbed up paxos");
+    tb::up(&PaxosUp { vote_counters, ..PaxosUp::default() }).expect("testbed up paxos");
+    let want = if vote_counters { 1 } else { 3 };
     let votes = testbed::in_netns(tb::NS_HOSTS, || {
         let s = UdpSocket::bind(SocketAddr::from(([0, 0, 0, 0], tb::proposer_port(0))))?;
-        s.set_read_timeout(Some(Duration::from_secs(2)))?;
+        s.set_read_timeout(Some(Duration::from_millis(if vote_counters { 500 } else { 2000 })))?;
         let mut m = PaxosMsg::new(MsgType::Request);
         m.value = Envelope::new(1, 7, b"put k v").expect("fits").to_value();
         s.send_to(&m.encode(), tb::coordinator_addr())?;
         let mut votes = vec![];
         let mut buf = [0u8; 128];
+        // With counters: wait for more than the one decision (none may come).
         while votes.len() < 3 {
             let Ok((n, _)) = s.recv_from(&mut buf) else { break };
             votes.push(PaxosMsg::decode(&buf[..n]).map_err(anyhow::Error::msg)?);
         }
         Ok(votes)
     });
+    let counted = tb::vote_counter_counters().expect("vote counter counters");
     let removed = tb::down().expect("testbed down");
     let votes = votes.expect("proposer in the hosts namespace");
-    // Section 3 / Figure 1: the coordinator's first instance, round 1, voted
-    // by every acceptor, the value untouched.
-    let mut acceptors: Vec<u16> = votes.iter().map(|v| v.acptid).collect();
-    acceptors.sort();
-    assert_eq!(acceptors, vec![0, 1, 2], "one vote per acceptor: {votes:?}");
+    assert_eq!(votes.len(), want, "{votes:?}");
     for v in &votes {
-        assert_eq!((v.msgtype, v.inst, v.rnd, v.vrnd), (MsgType::Phase2B, 0, 1, 1));
         assert_eq!(Envelope::from_value(&v.value).expect("envelope").request, 7);
+    }
+    if vote_counters {
+        // The quorum's second vote, rewritten: instance 0, round 1.
+        let d = &votes[0];
+        assert_eq!((d.msgtype, d.inst, d.vrnd, d.acptid), (MsgType::Decided, 0, 1, COUNTER_ACPTID));
+        let c: BTreeMap<_, _> = counted.expect("the counter's pins").into_iter().collect();
+        // One decision, one counted and one late vote for each counted
+        // port: both learners', the proposer's and the backup's.
+        let ports = (PaxosUp::default().learners + 2) as u64;
+        assert_eq!((c["decisions"], c["counted"], c["late"]), (ports, ports, ports), "{c:?}");
+    } else {
+        assert!(counted.is_none(), "no counter without vote_counters");
+        // Section 3 / Figure 1: the coordinator's first instance, round 1,
+        // voted by every acceptor, the value untouched.
+        let mut acceptors: Vec<u16> = votes.iter().map(|v| v.acptid).collect();
+        acceptors.sort();
+        assert_eq!(acceptors, vec![0, 1, 2], "one vote per acceptor: {votes:?}");
+        for v in &votes {
+            assert_eq!((v.msgtype, v.inst, v.rnd, v.vrnd), (MsgType::Phase2B, 0, 1, 1));
+        }
     }
     let left: Vec<String> =
         testbed::namespaces().unwrap().into_iter().filter(|n| n.starts_with(tb::NS_PREFIX)).collect();
@@ -77,8 +107,9 @@ fn a_request_is_ordered_through_the_bpf_roles_and_down_leaves_nothing() {
     // them a moment later.
     std::thread::sleep(Duration::from_millis(500));
     assert!(paxos_programs() <= before, "paxos programs left after down");
+    let path = if vote_counters { "1 decision through the vote counter" } else { "3 votes" };
     say(&format!(
-        "TESTBED paxos: a request through xdp_paxos_coordinator -> 3 x xdp/tc acceptor -> 3 votes; down removed {}",
+        "TESTBED paxos: a request through xdp_paxos_coordinator -> 3 x xdp/tc acceptor -> {path}; down removed {}",
         removed.len()
     ));
 }
@@ -112,6 +143,8 @@ fn the_backup_takes_over_when_the_coordinator_fails_and_deliveries_go_on() {
     let coordinator = counters(paxos::Role::Coordinator, "coordinator");
     let acceptors: Vec<_> =
         (0..up.acceptors).map(|i| counters(paxos::Role::Acceptor, &format!("acceptor{i}"))).collect();
+    let vote_counter: BTreeMap<_, _> =
+        tb::vote_counter_counters().expect("vote counter counters").expect("a vote counter").into_iter().collect();
     let links = std::process::Command::new("ip").args(["-n", tb::NS_COORDINATOR, "-br", "link", "show"]).output();
     tb::down().expect("testbed down");
     let r = report.expect("end hosts on the testbed");
@@ -170,6 +203,10 @@ fn the_backup_takes_over_when_the_coordinator_fails_and_deliveries_go_on() {
         &missing[..missing.len().min(5)]
     );
 
+    // The learners' decisions came from the counter in the kernel.
+    let by_counter = r.learners[0].stats.decided_by_counter;
+    assert!(by_counter > 0 && vote_counter["decisions"] >= by_counter, "{vote_counter:?}");
+
     // Deliveries went on after the failure.
     let (before, after) = r.delivered_around_failure(0);
     assert!(before > 0 && after > 0, "delivered {before} before and {after} after the failure");
@@ -182,7 +219,7 @@ fn the_backup_takes_over_when_the_coordinator_fails_and_deliveries_go_on() {
         format!("{:.1} ms BEFORE it (a false suspicion under load, safe)", ms(failed_at - takeover))
     };
     say(&format!(
-        "TESTBED paxos failover: coordinator links set down at {:.0} ms (`ip` took {:.1} ms), backup took over {took_over} ({} instances started, {} values repeated from phase 1; acceptors promised {}); longest gap between deliveries {:.1} ms; learner 0 delivered {before} values before the failure and {after} after ({} instances, {noops} no-ops, {duplicates} duplicates dropped), learner 1 the same sequence; every one of {} submitted values delivered once",
+        "TESTBED paxos failover: coordinator links set down at {:.0} ms (`ip` took {:.1} ms), backup took over {took_over} ({} instances started, {} values repeated from phase 1; acceptors promised {}); longest gap between deliveries {:.1} ms; learner 0 delivered {before} values before the failure and {after} after ({} instances, {noops} no-ops, {duplicates} duplicates dropped, {by_counter} decided by the vote counter, which absorbed {} votes), learner 1 the same sequence; every one of {} submitted values delivered once",
         ms(failed_at - start),
         ms(r.fail_took_ns.unwrap_or(0)),
         backup.instances_started,
@@ -190,6 +227,7 @@ fn the_backup_takes_over_when_the_coordinator_fails_and_deliveries_go_on() {
         acceptors.iter().map(|a| a["promises"].to_string()).collect::<Vec<_>>().join("/"),
         ms(r.longest_gap_ns(0)),
         l0.len(),
+        vote_counter["counted"] + vote_counter["late"] + vote_counter["duplicates"],
         submitted.len(),
     ));
 }

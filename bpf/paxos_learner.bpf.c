@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+/*
+ * The phase-2B vote counter in front of Paxos learners and proposers (the
+ * "learner quorums in the kernel" of CAANS section 6 / Figure 7c, where the
+ * learners are the next bottleneck once coordinator and acceptors run in
+ * the network), ported line by line from crates/paxos/src/vote_counter.rs
+ * (the reference; read its essay first, comments here only say where BPF
+ * differs).
+ *
+ * It runs on the host interfaces the acceptors' votes arrive on. A vote
+ * to a counted UDP port (a learner's or a proposer's) is counted in that
+ * port's ring; the vote that completes a quorum is rewritten in place into
+ * a DECIDED (acptid INNET_PAXOS_COUNTER_ACPTID) and goes up, every other
+ * vote is dropped. Everything else goes up unchanged.
+ *
+ *  - counter_process() is the payload logic: the 48-byte Paxos header in,
+ *    rewritten exactly as the Rust program does, pass (1) or drop (0) out.
+ *  - xdp_paxos_counter (XDP_PASS / XDP_DROP) and tc_paxos_counter (tc
+ *    clsact ingress: TC_ACT_OK / TC_ACT_SHOT) wrap it in Ethernet/IPv4/UDP.
+ *    Both exist because generic XDP skips packets a tc program redirected,
+ *    and every vote the XDP acceptors multicast is such a packet (a
+ *    bpf_clone_redirect copy, bpf/paxos.bpf.c): on the paxos testbed the tc
+ *    entry is the one that sees them.
+ *
+ * Each port's ring is a range of one array map (counter_slots), entry
+ * port_index * slots + (inst mod slots). Votes for one instance arrive on
+ * every acceptor's device, possibly on different CPUs at once, so a slot is
+ * read and written under its bpf_spin_lock (without it two concurrent votes
+ * completing a quorum could each see only itself, and the decision would
+ * be lost until the learner recovers the instance). Counters are per-entry
+ * atomics, outside the lock.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/pkt_cls.h>
+#include <linux/udp.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#include "innet_paxos_learner.h"
+#include "innet_xdp.h"
+
+MAP(counter_config, BPF_MAP_TYPE_ARRAY, 1, struct innet_paxos_counter_config);
+
+/* The rings, resized by the loader to ports * slots. */
+MAP(counter_slots, BPF_MAP_TYPE_ARRAY, INNET_PAXOS_COUNTER_SLOTS_DEFAULT, struct innet_paxos_counter_slot);
+
+/* INNET_PAXOS_COUNTER_CTR_*. */
+MAP(counter_counters, BPF_MAP_TYPE_ARRAY, INNET_PAXOS_COUNTER_CTR_COUNT, __u64);
+
+#define PASS 1
+#define DROP 0
+
+static __always_inline void count(__u32 index)
+{
+	__u64 *c = bpf_map_lookup_elem(&counter_counters, &index);
+	if (c)
+		__sync_fetch_and_add(c, 1);
+}
+
+static __always_inline struct innet_paxos_counter_config *config(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&counter_config, &zero);
+}
+
+/* Outcomes of a vote, decided under the slot's lock and counted after. */
+enum outcome {
+	O_STALE,     /* passed_stale: up */
+	O_LATE,	     /* late: drop */
+	O_DUPLICATE, /* duplicates: drop */
+	O_COUNTED,   /* counted: drop */
+	O_DECIDED,   /* decisions: rewrite, up */
+};
+
+struct vote {
+	__u32 len;
+	__u64 w[INNET_PAXOS_VALUE_LEN / 8];
+};
+
+static __always_inline int same_vote(const struct innet_paxos_counted_vote *v, __u16 vrnd, const struct vote *x)
+{
+	const __u64 *w = (const __u64 *)v->value;
+	return v->vrnd == vrnd && v->value_len == x->len && w[0] == x->w[0] && w[1] == x->w[1] && w[2] == x->w[2] &&
+	       w[3] == x->w[3];
+}
+
+/* VoteCounter::on_vote from the slot lookup on, under the slot's lock;
+ * `evicted` says whether an undecided instance's votes were forgotten. */
+static __always_inline enum outcome on_vote_locked(struct innet_paxos_counter_slot *s,
+						   const struct innet_paxos_counter_config *cfg, __u32 a,
+						   __u32 inst, __u16 vrnd, const struct vote *x, int *evicted)
+{
+	if (s->valid && s->inst > inst)
+		return O_STALE;
+	if (!s->valid || s->inst < inst) {
+		if (s->valid && !s->decided && s->voted != 0)
+			*evicted = 1;
+		s->valid = 1;
+		s->inst = inst;
+		s->decided = 0;
+		s->decided_rnd = 0;
+		s->voted = 0;
+		__builtin_memset(s->votes, 0, sizeof(s->votes));
+	}
+	if (s->decided && vrnd <= s->decided_rnd)
+		return O_LATE;
+	__u32 bit = 1u << a;
+	struct innet_paxos_counted_vote *mine = &s->votes[a & (INNET_PAXOS_COUNTER_MAX_ACCEPTORS - 1)];
+	if ((s->voted & bit) && mine->vrnd >= vrnd)
+		return O_DUPLICATE;
+	mine->vrnd = vrnd;
+	mine->value_len = x->len;
+	__builtin_memcpy(mine->value, x->w, INNET_PAXOS_VALUE_LEN);
+	s->voted |= bit;
+	__u32 same = 0;
+	for (__u32 b = 0; b < INNET_PAXOS_COUNTER_MAX_ACCEPTORS; b++) {
+		if (b >= cfg->acceptors)
+			break;
+		if ((s->voted & (1u << b)) && same_vote(&s->votes[b], vrnd, x))
+			same++;
+	}
+	if (same < cfg->quorum)
+		return O_COUNTED;
+	s->decided = 1;
+	s->decided_rnd = vrnd;
+	s->voted = 0;
+	__builtin_memset(s->votes, 0, sizeof(s->votes));
+	return O_DECIDED;
+}
+
+/* VoteCounter::process on the Paxos header `h` (`len` bytes of payload)
+ * sent to counted port `k`: PASS or DROP. */
+static __always_inline int counter_process(const struct innet_paxos_counter_config *cfg, __u32 k,
+					   struct innet_paxos_hdr *h, __u32 len)
+{
+	if (len < INNET_PAXOS_PACKET_LEN || bpf_ntohs(h->msgtype) >= INNET_PAXOS_MSG_COUNT ||
+	    bpf_ntohl(h->value_len) > INNET_PAXOS_VALUE_LEN) {
+		count(INNET_PAXOS_COUNTER_CTR_DECODE_ERRORS);
+		return DROP;
+	}
+	if (bpf_ntohs(h->msgtype) != INNET_PAXOS_MSG_2B) {
+		count(INNET_PAXOS_COUNTER_CTR_PASSED);
+		return PASS;
+	}
+	__u32 a = bpf_ntohs(h->acptid);
+	if (a >= cfg->acceptors || a >= INNET_PAXOS_COUNTER_MAX_ACCEPTORS) {
+		count(INNET_PAXOS_COUNTER_CTR_BAD_ACCEPTOR);
+		return DROP;
+	}
+	__u32 inst = bpf_ntohl(h->inst);
+	__u16 vrnd = bpf_ntohs(h->vrnd);
+	struct vote x;
+	x.len = bpf_ntohl(h->value_len);
+	__builtin_memcpy(x.w, h->value, INNET_PAXOS_VALUE_LEN);
+	__u32 i = k * cfg->slots + (inst & (cfg->slots - 1));
+	struct innet_paxos_counter_slot *s = bpf_map_lookup_elem(&counter_slots, &i);
+	if (!s)
+		return DROP;
+	int evicted = 0;
+	bpf_spin_lock(&s->lock);
+	enum outcome o = on_vote_locked(s, cfg, a, inst, vrnd, &x, &evicted);
+	bpf_spin_unlock(&s->lock);
+	if (evicted)
+		count(INNET_PAXOS_COUNTER_CTR_EVICTED);
+	switch (o) {
+	case O_STALE:
+		count(INNET_PAXOS_COUNTER_CTR_PASSED_STALE);
+		return PASS;
+	case O_LATE:
+		count(INNET_PAXOS_COUNTER_CTR_LATE);
+		return DROP;
+	case O_DUPLICATE:
+		count(INNET_PAXOS_COUNTER_CTR_DUPLICATES);
+		return DROP;
+	case O_COUNTED:
+		count(INNET_PAXOS_COUNTER_CTR_COUNTED);
+		return DROP;
+	default:
+		h->msgtype = bpf_htons(INNET_PAXOS_MSG_DECIDED);
+		h->acptid = bpf_htons(INNET_PAXOS_COUNTER_ACPTID);
+		count(INNET_PAXOS_COUNTER_CTR_DECISIONS);
+		return PASS;
+	}
+}
+
+/* Which counted port `port` (network order) is, or -1. */
+static __always_inline int port_index(const struct innet_paxos_counter_config *cfg, __be16 port)
+{
+	__u16 p = bpf_ntohs(port);
+	for (int k = 0; k < INNET_PAXOS_COUNTER_MAX_PORTS; k++) {
+		if ((__u32)k >= cfg->ports)
+			break;
+		if (cfg->port[k] == p)
+			return k;
+	}
+	return -1;
+}
+
+/* The verdict on the frame in [data, end): PASS or DROP. A rewritten
+ * packet's UDP checksum is cleared. */
+static __always_inline int frame_verdict(void *data, void *end, struct l234 *l)
+{
+	struct innet_paxos_counter_config *cfg = config();
+	if (!cfg || !parse_l234_at(data, end, l)) {
+		count(INNET_PAXOS_COUNTER_CTR_PASSED_OTHER);
+		return PASS;
+	}
+	int k = port_index(cfg, l->udp->dest);
+	if (k < 0 || cfg->slots == 0) {
+		count(INNET_PAXOS_COUNTER_CTR_PASSED_OTHER);
+		return PASS;
+	}
+	__u32 len = udp_payload_len(l, end);
+	struct innet_paxos_hdr *h = (void *)(l->udp + 1);
+	if ((void *)(h + 1) > end) {
+		count(INNET_PAXOS_COUNTER_CTR_DECODE_ERRORS);
+		return DROP;
+	}
+	__u16 before = h->msgtype;
+	int v = counter_process(cfg, (__u32)k, h, len);
+	if (h->msgtype != before)
+		l->udp->check = 0; /* optional in IPv4; the payload changed */
+	return v;
+}
+
+SEC("xdp")
+int xdp_paxos_counter(struct xdp_md *ctx)
+{
+	struct l234 l;
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	return frame_verdict(data, end, &l) == PASS ? XDP_PASS : XDP_DROP;
+}
+
+/* Ethernet + IPv4 without options + UDP + the Paxos header. */
+#define COUNTER_L234_LEN (14 + 20 + 8 + INNET_PAXOS_PACKET_LEN)
+
+SEC("tc")
+int tc_paxos_counter(struct __sk_buff *skb)
+{
+	/* Headers and Paxos header in the linear part (as much as there is:
+	 * a truncated packet is the payload logic's to count). */
+	__u32 want = skb->len < COUNTER_L234_LEN ? skb->len : COUNTER_L234_LEN;
+	if (bpf_skb_pull_data(skb, want) < 0)
+		return TC_ACT_OK;
+	struct l234 l;
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	return frame_verdict(data, end, &l) == PASS ? TC_ACT_OK : TC_ACT_SHOT;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -1,0 +1,272 @@
+//! Loading, configuring, test-running and reading the phase-2B vote
+//! counter in front of Paxos learners and proposers
+//! (`bpf/paxos_learner.bpf.c`; reference `innet_paxos::VoteCounter`).
+//!
+//! One object counts for up to [`MAX_PORTS`] UDP destination ports (the
+//! learners' and proposers' sockets behind one interface), each with its
+//! own ring of `slots` entries in the one `counter_slots` map (port `k`'s
+//! ring is entries `k * slots ..`), sized at load. The object has an XDP
+//! entry and a tc (clsact ingress) entry with the same logic: generic XDP
+//! skips the copies a tc program redirected, which is how the XDP
+//! acceptors multicast their votes, so on the `paxos` testbed the tc entry
+//! is the one that sees the votes.
+//!
+//! The header's constants are asserted here, at compile time, to equal
+//! `innet_paxos::vote_counter`'s.
+
+use std::os::fd::RawFd;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use libbpf_rs::{MapCore, MapHandle};
+
+use innet_paxos::vote_counter::{
+    CountedVote, CounterSlot, VoteCounterConfig, COUNTER_ACPTID, COUNTER_MAX_ACCEPTORS, COUNTER_SLOTS_DEFAULT,
+};
+use innet_wire::paxos::{Value, VALUE_LEN};
+
+use crate::layout::consts as c;
+use crate::object::{lookup, BpfObject};
+
+static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/paxos_learner.bpf.o"));
+
+const _: () = {
+    assert!(c::PAXOS_COUNTER_MAX_ACCEPTORS == COUNTER_MAX_ACCEPTORS as i64);
+    assert!(c::PAXOS_COUNTER_ACPTID == COUNTER_ACPTID as i64);
+    assert!(c::PAXOS_COUNTER_SLOTS_DEFAULT == COUNTER_SLOTS_DEFAULT as i64);
+    assert!(c::PAXOS_COUNTED_VOTE_SIZE == 8 + VALUE_LEN as i64);
+    assert!(c::PAXOS_COUNTER_SLOT_SIZE == c::PAXOS_COUNTER_OFF_VOTES + 8 * c::PAXOS_COUNTED_VOTE_SIZE);
+    // The `voted` bitmap is a u32.
+    assert!(COUNTER_MAX_ACCEPTORS <= 32);
+};
+
+pub const MAP_CONFIG: &str = "counter_config";
+pub const MAP_SLOTS: &str = "counter_slots";
+pub const MAP_COUNTERS: &str = "counter_counters";
+pub const PINNED_MAPS: [&str; 3] = [MAP_CONFIG, MAP_SLOTS, MAP_COUNTERS];
+pub const XDP_PROGRAM: &str = "xdp_paxos_counter";
+pub const TC_PROGRAM: &str = "tc_paxos_counter";
+/// Most UDP ports one program counts for.
+pub const MAX_PORTS: usize = c::PAXOS_COUNTER_MAX_PORTS as usize;
+
+/// Counter names, the reference's in its order (checked by a test), then
+/// the BPF-only ones at their map indices.
+pub const COUNTER_NAMES: [&str; c::PAXOS_COUNTER_CTR_REFERENCE_COUNT as usize] = [
+    "decisions",
+    "counted",
+    "duplicates",
+    "late",
+    "evicted",
+    "passed_stale",
+    "bad_acceptor",
+    "passed",
+    "decode_errors",
+];
+pub const BPF_COUNTERS: [(&str, u32); 1] = [("passed_other", c::PAXOS_COUNTER_CTR_PASSED_OTHER as u32)];
+
+/// `struct innet_paxos_counter_config`: the reference's configuration and
+/// the UDP destination ports counted (one ring each).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub counter: VoteCounterConfig,
+    pub ports: Vec<u16>,
+}
+
+impl Config {
+    fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(c::PAXOS_COUNTER_CONFIG_SIZE as usize);
+        for v in [self.counter.acceptors, self.counter.quorum, self.counter.slots, self.ports.len()] {
+            b.extend_from_slice(&(v as u32).to_ne_bytes());
+        }
+        for k in 0..MAX_PORTS {
+            b.extend_from_slice(&self.ports.get(k).copied().unwrap_or(0).to_ne_bytes());
+        }
+        assert_eq!(b.len(), c::PAXOS_COUNTER_CONFIG_SIZE as usize, "struct innet_paxos_counter_config layout");
+        b
+    }
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_ne_bytes(b[o..o + 4].try_into().expect("4 bytes"))
+}
+fn u16_at(b: &[u8], o: usize) -> u16 {
+    u16::from_ne_bytes(b[o..o + 2].try_into().expect("2 bytes"))
+}
+
+/// `struct innet_paxos_counter_slot` as the reference's slot (`None` if
+/// it holds no instance).
+fn decode_slot(b: &[u8]) -> Option<CounterSlot> {
+    assert_eq!(b.len(), c::PAXOS_COUNTER_SLOT_SIZE as usize, "struct innet_paxos_counter_slot layout");
+    let mut votes = [CountedVote::default(); COUNTER_MAX_ACCEPTORS];
+    for (a, v) in votes.iter_mut().enumerate() {
+        let o = c::PAXOS_COUNTER_OFF_VOTES as usize + a * c::PAXOS_COUNTED_VOTE_SIZE as usize;
+        let value = Value { len: u32_at(b, o + 4), bytes: b[o + 8..o + 8 + VALUE_LEN].try_into().expect("value") };
+        *v = CountedVote { vrnd: u16_at(b, o), value };
+    }
+    let slot = CounterSlot {
+        valid: u32_at(b, 4) != 0,
+        inst: u32_at(b, 8),
+        decided: u32_at(b, 12) != 0,
+        decided_rnd: u16_at(b, 16),
+        voted: u32_at(b, 20),
+        votes,
+    };
+    slot.valid.then_some(slot)
+}
+
+/// A loaded vote counter.
+pub struct VoteCounterXdp {
+    obj: BpfObject,
+    config: Config,
+}
+
+impl VoteCounterXdp {
+    /// Loads the object with a ring of `config.counter.slots` per port and
+    /// writes the configuration.
+    pub fn load(config: &Config) -> Result<VoteCounterXdp> {
+        let k = &config.counter;
+        if !k.slots.is_power_of_two() {
+            bail!("ring size {} must be a power of two", k.slots);
+        }
+        if !(1..=COUNTER_MAX_ACCEPTORS).contains(&k.acceptors) || !(1..=k.acceptors).contains(&k.quorum) {
+            bail!("{} acceptors (1..={COUNTER_MAX_ACCEPTORS}), quorum {}", k.acceptors, k.quorum);
+        }
+        if !(1..=MAX_PORTS).contains(&config.ports.len()) {
+            bail!("{} ports, 1..={MAX_PORTS}", config.ports.len());
+        }
+        let entries = k.slots.checked_mul(config.ports.len()).filter(|n| *n <= u32::MAX as usize);
+        let entries = entries.context("ring too large")? as u32;
+        let obj = BpfObject::load(OBJECT, &[(MAP_SLOTS, entries)])?;
+        obj.write(MAP_CONFIG, 0, &config.encode())?;
+        Ok(VoteCounterXdp { obj, config: config.clone() })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Runs `frame` through the XDP entry once (`BPF_PROG_TEST_RUN`).
+    pub fn test_run(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+        self.obj.test_run(XDP_PROGRAM, frame)
+    }
+
+    /// Runs `frame` through the tc entry once (`BPF_PROG_TEST_RUN`).
+    pub fn test_run_tc(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+        self.obj.test_run(TC_PROGRAM, frame)
+    }
+
+    /// The XDP entry's (or with `tc`, the tc entry's) descriptor.
+    pub fn program_fd(&self, tc: bool) -> Result<RawFd> {
+        self.obj.program_fd(if tc { TC_PROGRAM } else { XDP_PROGRAM })
+    }
+
+    pub fn pin_maps(&mut self, dir: &Path) -> Result<()> {
+        self.obj.pin_maps(dir, &PINNED_MAPS)
+    }
+
+    pub fn counters(&self) -> Result<Vec<(&'static str, u64)>> {
+        read_counters(&self.obj.map(MAP_COUNTERS)?)
+    }
+
+    /// Every slot of port `k`'s ring, in slot order.
+    pub fn slots(&self, k: usize) -> Result<Vec<Option<CounterSlot>>> {
+        let m = self.obj.map(MAP_SLOTS)?;
+        let n = self.config.counter.slots;
+        (k * n..(k + 1) * n).map(|i| Ok(decode_slot(&lookup(&m, i as u32)?))).collect()
+    }
+}
+
+/// Mean nanoseconds per vote of the counter in the kernel
+/// (`BPF_PROG_TEST_RUN`, `repeat` runs of one vote through each entry:
+/// after the first, every run is the path most votes take, a slot looked
+/// up and locked, the vote compared and dropped). Keys: `vote_counter_xdp`,
+/// `vote_counter_tc`.
+pub fn cost_ns(repeat: u32) -> Result<Vec<(&'static str, f64)>> {
+    use crate::frame::{udp_frame, Endpoint};
+    use innet_wire::paxos::{MsgType, PaxosMsg, LEARNER_PORT};
+    use std::net::Ipv4Addr;
+    let from = Endpoint { mac: [2, 0, 0, 0, 0, 1], ip: Ipv4Addr::new(10, 97, 0, 2), port: 40_000 };
+    let to = Endpoint { mac: [2, 0, 0, 0, 0, 2], ip: Ipv4Addr::new(10, 97, 0, 1), port: LEARNER_PORT };
+    let mut m = PaxosMsg::new(MsgType::Phase2B);
+    (m.inst, m.rnd, m.vrnd, m.acptid) = (7, 1, 1, 0);
+    m.value = Value::new(b"value").expect("short");
+    let frame = udp_frame(from, to, &m.encode(), 0);
+    let cfg = Config { counter: VoteCounterConfig::new(3), ports: vec![LEARNER_PORT] };
+    let mut out = vec![];
+    for (key, program) in [("vote_counter_xdp", XDP_PROGRAM), ("vote_counter_tc", TC_PROGRAM)] {
+        let k = VoteCounterXdp::load(&cfg)?;
+        out.push((key, k.obj.test_run_repeat(program, &frame, repeat)?.as_nanos() as f64));
+    }
+    Ok(out)
+}
+
+/// The counters in the reference's order, then the BPF-only ones.
+pub fn read_counters(m: &impl MapCore) -> Result<Vec<(&'static str, u64)>> {
+    let at = |i: u32| -> Result<u64> { Ok(u64::from_ne_bytes(lookup(m, i)?[..8].try_into().expect("u64"))) };
+    let mut v = Vec::new();
+    for (i, name) in COUNTER_NAMES.iter().enumerate() {
+        v.push((*name, at(i as u32)?));
+    }
+    for (name, i) in BPF_COUNTERS {
+        v.push((name, at(i)?));
+    }
+    Ok(v)
+}
+
+/// Counters of a vote counter whose maps were pinned under `dir`.
+pub fn pinned_counters(dir: &Path) -> Result<Vec<(&'static str, u64)>> {
+    let path = dir.join(MAP_COUNTERS);
+    let m = MapHandle::from_pinned_path(&path).with_context(|| format!("open {}", path.display()))?;
+    read_counters(&m)
+}
+
+/// Why the vote counter cannot be loaded here, if it cannot.
+pub fn unavailable() -> Option<String> {
+    let euid = crate::object::euid();
+    if euid != 0 {
+        return Some(format!("not root (euid {euid}): loading BPF programs needs CAP_BPF and CAP_NET_ADMIN"));
+    }
+    let cfg = Config { counter: VoteCounterConfig { slots: 4, ..VoteCounterConfig::new(3) }, ports: vec![1] };
+    match VoteCounterXdp::load(&cfg) {
+        Ok(_) => None,
+        Err(e) => Some(format!("the kernel refused the BPF program: {e:#}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use innet_core::Counters;
+
+    #[test]
+    fn counter_names_match_the_reference_in_order() {
+        let k = innet_paxos::VoteCounter::new(VoteCounterConfig::new(3));
+        let names: Vec<&str> = k.counters().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(&COUNTER_NAMES[..], &names[..]);
+    }
+
+    #[test]
+    fn counter_constants_name_their_counters() {
+        use crate::layout::assert_counter_indexes;
+        let mut all = [""; c::PAXOS_COUNTER_CTR_COUNT as usize];
+        all[..COUNTER_NAMES.len()].copy_from_slice(&COUNTER_NAMES);
+        for (name, i) in BPF_COUNTERS {
+            all[i as usize] = name;
+        }
+        let checked = assert_counter_indexes("PAXOS_COUNTER_CTR_", None, &all);
+        assert_eq!(checked, COUNTER_NAMES.len() + BPF_COUNTERS.len());
+    }
+
+    #[test]
+    fn the_object_has_the_maps_named_here_sized_by_the_header() {
+        let n = |x: i64| Some(x as u32);
+        crate::object::assert_maps(
+            OBJECT,
+            &[
+                (MAP_CONFIG, Some(1), n(c::PAXOS_COUNTER_CONFIG_SIZE)),
+                (MAP_SLOTS, n(c::PAXOS_COUNTER_SLOTS_DEFAULT), n(c::PAXOS_COUNTER_SLOT_SIZE)),
+                (MAP_COUNTERS, n(c::PAXOS_COUNTER_CTR_COUNT), Some(8)),
+            ],
+        );
+    }
+}
