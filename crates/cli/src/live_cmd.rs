@@ -384,6 +384,35 @@ enum SwitchService {
     /// The transaction switch. Prints `switch HOST:PORT` once listening,
     /// runs until SIGINT or SIGTERM, then prints its counters.
     Txn(SwitchTxnArgs),
+    /// A bare UDP echo (blocking receive, send back to the sender): the
+    /// floor a user-space switch's round trip is measured against. Prints
+    /// `echo HOST:PORT` once listening, runs until SIGINT or SIGTERM.
+    Echo(SwitchEchoArgs),
+}
+
+#[derive(Args, Debug)]
+struct SwitchEchoArgs {
+    /// Address to listen on, HOST:PORT.
+    #[arg(long, value_parser = parse_addr)]
+    listen: SocketAddr,
+}
+
+/// `innet switch echo`: answers every datagram with itself.
+fn run_echo(a: SwitchEchoArgs) -> anyhow::Result<i32> {
+    let stop = signals()?;
+    let sock = std::net::UdpSocket::bind(a.listen).with_context(|| format!("bind {}", a.listen))?;
+    // Woken at least this often to look at the stop flag.
+    sock.set_read_timeout(Some(Duration::from_millis(20)))?;
+    print_line(&format!("echo {}", sock.local_addr()?));
+    let mut buf = [0u8; 65536];
+    let mut echoed = 0u64;
+    while !stop.is_stopped() {
+        if let Ok((n, from)) = sock.recv_from(&mut buf) {
+            echoed += u64::from(sock.send_to(&buf[..n], from).is_ok());
+        }
+    }
+    print_line(&format!("echo.echoed {echoed}"));
+    Ok(0)
 }
 
 #[derive(Args, Debug)]
@@ -410,7 +439,10 @@ struct SwitchTxnArgs {
 }
 
 pub fn run_switch(a: SwitchCmd) -> anyhow::Result<i32> {
-    let SwitchService::Txn(a) = a.service;
+    let a = match a.service {
+        SwitchService::Txn(a) => a,
+        SwitchService::Echo(e) => return run_echo(e),
+    };
     let stop = signals()?;
     let cfg = SwitchConfig {
         mode: a.mode,

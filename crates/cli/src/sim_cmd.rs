@@ -48,8 +48,8 @@ pub enum BenchService {
     /// The write-ratio sweep of Gotthard Figure 7 (committed/s and latency per mode).
     Txn(BenchTxnArgs),
     /// Round trip of an optimistically aborted transaction through the XDP
-    /// switch, a bare XDP bounce and the user-space software switch, side by
-    /// side on the testbed (needs root).
+    /// switch, a bare XDP bounce, the user-space software switch and a bare
+    /// UDP echo, side by side on the testbed (needs root).
     Xdp(crate::xdp_cmd::BenchXdpArgs),
     /// The transaction experiment (closed-loop clients) through the XDP
     /// switch and through the software switch, side by side on the testbed

@@ -416,6 +416,10 @@ pub fn run_bench_xdp(a: BenchXdpArgs) -> anyhow::Result<i32> {
         rec.ratio_p99_software_over_xdp_switch
     );
     println!(
+        "software switch / bare udp echo: median {:.2}x, p99 {:.2}x",
+        rec.ratio_median_software_over_udp_echo, rec.ratio_p99_software_over_udp_echo
+    );
+    println!(
         "packet rate ({} in flight): xdp switch / bare bounce {:.2}x, xdp switch / software {:.2}x",
         cfg.window, rec.ratio_rate_xdp_switch_over_bounce, rec.ratio_rate_xdp_switch_over_software
     );

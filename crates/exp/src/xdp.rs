@@ -34,12 +34,15 @@ pub struct RttRecord {
     /// No randomness in this benchmark; recorded for the common schema.
     pub seed: u64,
     pub git_commit: String,
-    /// `xdp-bounce`, `xdp-switch`, `software-switch`.
+    /// `xdp-bounce`, `xdp-switch`, `software-switch`, `udp-echo`.
     pub planes: Vec<Summary>,
     pub ratio_median_xdp_switch_over_bounce: f64,
     pub ratio_p99_xdp_switch_over_bounce: f64,
     pub ratio_median_software_over_xdp_switch: f64,
     pub ratio_p99_software_over_xdp_switch: f64,
+    /// The software switch's abort round trip over a bare UDP echo's.
+    pub ratio_median_software_over_udp_echo: f64,
+    pub ratio_p99_software_over_udp_echo: f64,
     pub ratio_rate_xdp_switch_over_bounce: f64,
     pub ratio_rate_xdp_switch_over_software: f64,
 }
@@ -54,7 +57,7 @@ pub fn planes_ok(planes: &[Summary]) -> bool {
 /// the record and that path.
 pub fn bench_rtt(cfg: &BenchConfig, innet_exe: &Path, out: &Path) -> anyhow::Result<(RttRecord, PathBuf)> {
     let planes = bench::run(cfg, innet_exe)?;
-    let (bounce, xdp, sw) = (&planes[0], &planes[1], &planes[2]);
+    let (bounce, xdp, sw, echo) = (&planes[0], &planes[1], &planes[2], &planes[3]);
     let rec = RttRecord {
         experiment: "xdp-rtt-optimistic-abort",
         config: cfg.clone(),
@@ -64,6 +67,8 @@ pub fn bench_rtt(cfg: &BenchConfig, innet_exe: &Path, out: &Path) -> anyhow::Res
         ratio_p99_xdp_switch_over_bounce: xdp.p99_us / bounce.p99_us,
         ratio_median_software_over_xdp_switch: sw.median_us / xdp.median_us,
         ratio_p99_software_over_xdp_switch: sw.p99_us / xdp.p99_us,
+        ratio_median_software_over_udp_echo: sw.median_us / echo.median_us,
+        ratio_p99_software_over_udp_echo: sw.p99_us / echo.p99_us,
         ratio_rate_xdp_switch_over_bounce: xdp.replies_per_s / bounce.replies_per_s,
         ratio_rate_xdp_switch_over_software: xdp.replies_per_s / sw.replies_per_s,
         planes,

@@ -6,7 +6,10 @@
 //! * `xdp-switch`: `xdp_txn_switch` on both switch ports, optimistic-abort
 //!   mode;
 //! * `software-switch`: `innet switch txn --mode optimistic-abort`, the
-//!   user-space software switch of `innet-live`, in the switch namespace.
+//!   user-space software switch of `innet-live`, in the switch namespace;
+//! * `udp-echo`: `innet switch echo`, a bare user-space UDP echo (blocking
+//!   `recv_from` / `send_to`), on the switch's address in the switch
+//!   namespace: the floor of any user-space program on this path.
 //!
 //! A probe in the client namespace (a thread of this process) first *primes* the switch with
 //! one request that writes key 1 (forwarded towards the store, where nothing
@@ -14,7 +17,7 @@
 //! sends requests that compare key 1 against another value: each is
 //! answered by the switch with OPTIMISTIC_ABORT (Gotthard Algorithm 2 line
 //! 13) and the correction, which is the round trip measured. Rounds
-//! interleave the three planes so drift hits all alike.
+//! interleave the four planes so drift hits all alike.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
@@ -238,7 +241,7 @@ pub fn run(cfg: &BenchConfig, innet_exe: &Path) -> Result<Vec<Summary>> {
         rate_ms: cfg.rate_ms,
     };
     let abort = Some(Status::OptimisticAbort as u8);
-    let (mut bounce, mut xdp, mut software) = (vec![], vec![], vec![]);
+    let (mut bounce, mut xdp, mut software, mut echo) = (vec![], vec![], vec![], vec![]);
     for round in 0..cfg.rounds as u32 {
         let id = 1000 + 10 * round;
         testbed::attach(&switch, Program::Bounce, IF_SWITCH_CLIENT_SIDE)?;
@@ -268,8 +271,20 @@ pub fn run(cfg: &BenchConfig, innet_exe: &Path) -> Result<Vec<Summary>> {
             .and_then(|()| run_probe(&probe_cfg(id + 2, true, abort)));
         testbed::end_process(pid);
         software.push(measured?);
+
+        let echo_args = ["switch", "echo", "--listen", &testbed::service_addr().to_string()];
+        let pid = testbed::spawn_in(NS_SWITCH, innet_exe, &echo_args, "bench-echo")?;
+        let measured = testbed::wait_for_log_line("bench-echo", "echo ", Duration::from_secs(10))
+            .and_then(|()| run_probe(&probe_cfg(id + 3, false, None)));
+        testbed::end_process(pid);
+        echo.push(measured?);
     }
-    Ok(vec![summarize("xdp-bounce", &bounce), summarize("xdp-switch", &xdp), summarize("software-switch", &software)])
+    Ok(vec![
+        summarize("xdp-bounce", &bounce),
+        summarize("xdp-switch", &xdp),
+        summarize("software-switch", &software),
+        summarize("udp-echo", &echo),
+    ])
 }
 
 /// The transaction experiment (closed-loop clients, Gotthard section 5)
