@@ -144,7 +144,7 @@ pub struct BenchChainEtcdArgs {
     #[arg(long, default_value_t = 3)]
     reps: usize,
     /// Seconds per run (the first 0.1 s are not counted).
-    #[arg(long, default_value_t = 2.0, value_parser = innet_exp::parse::seconds)]
+    #[arg(long, default_value_t = 2.0)]
     duration_s: f64,
     /// Keys 0..N for both stores.
     #[arg(long, default_value_t = 1000)]
@@ -448,13 +448,13 @@ pub struct ClientChainArgs {
     #[arg(long, default_value_t = 8)]
     clients: u32,
     /// --load: share of operations that are puts (0: only gets, 1: only puts).
-    #[arg(long, alias = "puts-ratio", default_value_t = 0.5, value_parser = innet_exp::parse::ratio)]
+    #[arg(long, alias = "puts-ratio", default_value_t = 0.5)]
     write_ratio: f64,
     /// --load: keys 0..N (a NetCRAQ chain holds 1024 objects).
     #[arg(long, default_value_t = 1000)]
     keys: u32,
     /// --load: seconds of load (the first 0.1 s are not counted).
-    #[arg(long, default_value_t = 5.0, value_parser = innet_exp::parse::seconds)]
+    #[arg(long, default_value_t = 5.0)]
     duration_s: f64,
     /// --load: generator threads (default: 1 below 8 clients, else 2).
     #[arg(long)]
