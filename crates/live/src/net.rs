@@ -148,7 +148,8 @@ impl TxBatch {
 }
 
 /// A set of UDP sockets with one epoll set, a timer, and batched receive
-/// and send (see the module documentation).
+/// and send (see the module documentation). Not `Send` (its message
+/// headers hold raw pointers): build it on the thread that uses it.
 pub struct Ports {
     sockets: Vec<UdpSocket>,
     epoll: Epoll,
