@@ -456,11 +456,11 @@ pub struct ClientChainArgs {
     /// --load: seconds of load (the first 0.1 s are not counted).
     #[arg(long, default_value_t = 5.0)]
     duration_s: f64,
-    /// --load: generator threads (default: 1 below 8 clients, else 2).
+    /// --load: generator threads (default: 1, the fastest on 2 cores).
     #[arg(long)]
     threads: Option<usize>,
     /// --load: UDP sockets per generator thread.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 1)]
     sockets: usize,
     /// --load: random seed (keys, operation mix).
     #[arg(long, default_value_t = 1)]
@@ -470,13 +470,10 @@ pub struct ClientChainArgs {
     json: bool,
 }
 
-fn run_load(a: &ClientChainArgs, protocol: Protocol) -> anyhow::Result<i32> {
-    use innet_exp::chain_load::{self, ChainLoadConfig};
-    anyhow::ensure!(
-        protocol == Protocol::NetCraq,
-        "--load drives NetCRAQ chains (its replies carry the generator's tag); start the chain with --protocol netcraq"
-    );
-    let mut cfg = ChainLoadConfig::new(a.clients, a.write_ratio, a.keys, a.duration_s);
+/// The `--load` flags as a checked configuration (checked with or without
+/// `--load`, so a bad number is refused either way).
+fn load_config(a: &ClientChainArgs) -> anyhow::Result<innet_exp::chain_load::ChainLoadConfig> {
+    let mut cfg = innet_exp::chain_load::ChainLoadConfig::new(a.clients, a.write_ratio, a.keys, a.duration_s);
     cfg.seed = a.seed;
     cfg.timeout_ms = a.timeout_ms as f64;
     cfg.sockets = a.sockets;
@@ -484,6 +481,16 @@ fn run_load(a: &ClientChainArgs, protocol: Protocol) -> anyhow::Result<i32> {
         cfg.threads = t;
     }
     cfg.check().map_err(anyhow::Error::msg)?;
+    Ok(cfg)
+}
+
+fn run_load(a: &ClientChainArgs, protocol: Protocol) -> anyhow::Result<i32> {
+    use innet_exp::chain_load;
+    anyhow::ensure!(
+        protocol == Protocol::NetCraq,
+        "--load drives NetCRAQ chains (its replies carry the generator's tag); start the chain with --protocol netcraq"
+    );
+    let cfg = load_config(a)?;
     let r = chain_load::run(&a.nodes, &cfg)?;
     if a.json {
         println!("{}", serde_json::to_string(&r)?);
@@ -529,6 +536,7 @@ pub fn run_client(a: ClientChainArgs) -> anyhow::Result<i32> {
     if a.load {
         return run_load(&a, protocol);
     }
+    load_config(&a)?;
     anyhow::ensure!(a.near < a.nodes.len(), "--near must name one of the --nodes");
     let start = match (&a.get, &a.put) {
         (Some(k), None) => (false, *k, Value::ZERO),

@@ -71,8 +71,11 @@ impl ChainLoadConfig {
                 self.keys
             ));
         }
-        if !(self.duration_s > 0.2 && self.duration_s.is_finite()) {
-            return Err(format!("--duration-s {} must exceed the 0.1 s warm-up plus 0.1 s", self.duration_s));
+        if !(self.duration_s > 0.2 && self.duration_s <= 86_400.0) {
+            return Err(format!(
+                "--duration-s {} must exceed the 0.1 s warm-up plus 0.1 s, and be at most a day (86400)",
+                self.duration_s
+            ));
         }
         if !(self.timeout_ms > 0.0 && self.timeout_ms.is_finite()) {
             return Err(format!("--timeout-ms {} must be positive", self.timeout_ms));

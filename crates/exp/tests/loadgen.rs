@@ -68,3 +68,16 @@ fn loads_a_live_chain_and_reads_back_what_it_wrote() {
     assert!(r.reads > 0 && r.writes > 0, "{:?}", r.load);
     chain.shutdown().unwrap();
 }
+
+#[test]
+fn one_echo_thread_answers_on_every_address_and_the_ceiling_measures() {
+    let echo = EchoServer::start_on(3, 1, None).unwrap();
+    assert_eq!(echo.addrs().len(), 3);
+    let cfg = LoadConfig::new(12, echo.addrs().to_vec(), Duration::from_millis(300));
+    let (r, _) = loadgen::run(&cfg, vec![EchoService { len: 29, targets: 3 }]).unwrap();
+    assert!(r.completed > 100 && r.timeouts == 0, "{r:?}");
+    // Every request went to one of its addresses and was echoed.
+    assert!(echo.echoed() >= r.completed);
+    let c = loadgen::ceiling(&cfg, 29).unwrap();
+    assert!(c.completed > 100 && c.timeouts == 0, "{c:?}");
+}

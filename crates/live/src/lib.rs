@@ -23,7 +23,8 @@
 //! is set; [`Stop::on_signals`] sets it on SIGINT / SIGTERM.
 //!
 //! Each running node is one thread running one event loop that owns the
-//! node's sockets (the I/O core, `net`): it waits on epoll for a readable
+//! node's sockets (the I/O core, [`net`], also used by the load generator
+//! of `innet-exp`): it waits on epoll for a readable
 //! socket or its next timer (host tick or delayed packet; a timerfd gives
 //! the sub-millisecond part, socket receive timeouts are not used), drains
 //! each readable socket with `recvmmsg` into preallocated buffers, hands
@@ -38,7 +39,7 @@ pub mod chain;
 pub mod delay;
 pub mod deploy;
 pub mod host;
-mod net;
+pub mod net;
 pub mod paxos;
 pub mod switch;
 pub mod topology;

@@ -50,11 +50,11 @@ use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFl
 use crate::clock;
 
 /// Datagrams per `recvmmsg` / `sendmmsg` call.
-pub(crate) const BATCH: usize = 64;
+pub const BATCH: usize = 64;
 /// Largest UDP payload (each receive buffer holds one).
-pub(crate) const MAX_DATAGRAM: usize = 65536;
+pub const MAX_DATAGRAM: usize = 65536;
 /// Socket receive buffer asked for (bytes).
-pub(crate) const RCVBUF: usize = 8 << 20;
+pub const RCVBUF: usize = 8 << 20;
 /// epoll token of the timer.
 const TIMER: u64 = u64::MAX;
 /// Most datagrams one segmented send (UDP GSO) carries: the kernel's
@@ -65,11 +65,17 @@ const GSO_SEGMENTS: usize = 64;
 const GSO_BYTES: usize = 65000;
 
 /// One batch of received datagrams, in buffers allocated once.
-pub(crate) struct RxBatch {
+pub struct RxBatch {
     buf: Vec<u8>,
     /// Per datagram: its sender and where it lies in `buf`. A coalesced
     /// receive (GRO) holds several datagrams in one buffer.
     dgrams: Vec<(SocketAddr, usize, usize)>,
+}
+
+impl Default for RxBatch {
+    fn default() -> RxBatch {
+        RxBatch::new()
+    }
 }
 
 impl RxBatch {
@@ -80,6 +86,10 @@ impl RxBatch {
 
     pub fn len(&self) -> usize {
         self.dgrams.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.dgrams.is_empty()
     }
 
     /// Datagram `k` of the batch: its sender and its bytes.
@@ -109,7 +119,7 @@ struct TxMsg {
 
 /// Datagrams waiting to be sent, copied into one reusable arena.
 #[derive(Default)]
-pub(crate) struct TxBatch {
+pub struct TxBatch {
     data: Vec<u8>,
     items: Vec<TxItem>,
 }
@@ -137,7 +147,10 @@ impl TxBatch {
     }
 }
 
-pub(crate) struct Ports {
+/// A set of UDP sockets with one epoll set, a timer, and batched receive
+/// and send (see the module documentation). Not `Send` (its message
+/// headers hold raw pointers): build it on the thread that uses it.
+pub struct Ports {
     sockets: Vec<UdpSocket>,
     epoll: Epoll,
     timer: TimerFd,
