@@ -11,16 +11,28 @@ fn innet(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// A spawned `innet up chain`, killed when dropped: a failing assertion must
+/// not leave it running (it would keep the test's inherited file
+/// descriptors, e.g. the suite's testbed lock, open).
+struct Up(std::process::Child);
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn up_prints_addresses_and_a_client_puts_and_gets() {
     for protocol in ["netcraq", "netchain"] {
-        let mut up = Command::new(env!("CARGO_BIN_EXE_innet"))
+        let mut up = Up(Command::new(env!("CARGO_BIN_EXE_innet"))
             .args(["up", "chain", "--protocol", protocol, "--nodes", "3"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(up.stdout.take().unwrap()).lines();
+            .unwrap());
+        let mut lines = BufReader::new(up.0.stdout.take().unwrap()).lines();
         let mut addrs = vec![];
         for i in 0..3 {
             let line = lines.next().unwrap().unwrap();
@@ -33,12 +45,11 @@ fn up_prints_addresses_and_a_client_puts_and_gets() {
         assert_eq!((put["op"].as_str(), put["value"].as_str()), (Some("put"), Some("seven")), "{protocol}");
         let get = innet(&["client", "chain", "--protocol", protocol, "--nodes", &nodes, "--get", "7", "--near", "1"]);
         assert_eq!(get["value"].as_str(), Some("seven"), "{protocol}");
-        up.kill().unwrap();
-        up.wait().unwrap();
+        drop(up);
     }
 }
 
-fn up_netcraq() -> (std::process::Child, String) {
+fn up_netcraq() -> (Up, String) {
     let mut up = Command::new(env!("CARGO_BIN_EXE_innet"))
         .args(["up", "chain", "--protocol", "netcraq", "--nodes", "3"])
         .stdout(Stdio::piped())
@@ -48,12 +59,12 @@ fn up_netcraq() -> (std::process::Child, String) {
     let mut lines = BufReader::new(up.stdout.take().unwrap()).lines();
     let addrs: Vec<String> =
         (0..3).map(|_| lines.next().unwrap().unwrap().split_once(' ').unwrap().1.to_string()).collect();
-    (up, addrs.join(","))
+    (Up(up), addrs.join(","))
 }
 
 #[test]
 fn load_mode_writes_what_gets_read_back() {
-    let (mut up, nodes) = up_netcraq();
+    let (up, nodes) = up_netcraq();
     // One client, only puts: each key's last acknowledged value is the
     // chain's value when the load ends.
     let r = innet(&[
@@ -87,8 +98,7 @@ fn load_mode_writes_what_gets_read_back() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--write-ratio 1.5 must be in 0..=1"));
-    up.kill().unwrap();
-    up.wait().unwrap();
+    drop(up);
 }
 
 #[test]
