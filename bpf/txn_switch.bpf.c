@@ -411,13 +411,20 @@ static __always_inline int forward(__u8 *buf)
 	return INNET_VERDICT_UPSTREAM;
 }
 
-/* TxnPacket::make_switch_reply, then remember the answer. */
-static __always_inline int reflect(__u8 *buf, __u8 status)
+/* TxnPacket::make_switch_reply. */
+static __always_inline int switch_reply(__u8 *buf, __u8 status)
 {
 	buf[INNET_TXN_OFF_FLAGS] |= INNET_TXN_FLAG_RESPONSE | INNET_TXN_FLAG_FROM_SWITCH;
 	buf[INNET_TXN_OFF_STATUS] = status;
 	buf[INNET_TXN_OFF_FRAG_SEQ] = 1;
 	buf[INNET_TXN_OFF_FRAG_CNT] = 1;
+	return INNET_VERDICT_REFLECT;
+}
+
+/* TxnPacket::make_switch_reply, then remember the answer. */
+static __always_inline int reflect(__u8 *buf, __u8 status)
+{
+	switch_reply(buf, status);
 	client_decided(hdr_cl_id(buf), hdr_req_id(buf), 0);
 	return INNET_VERDICT_REFLECT;
 }
@@ -602,12 +609,12 @@ __noinline int txn_process(__u32 len, __u32 from_upstream)
 				count(INNET_TXN_CTR_FORWARDED);
 				return INNET_VERDICT_UPSTREAM;
 			}
-			count(INNET_TXN_CTR_DROPPED_DUPLICATE);
-			return INNET_VERDICT_DROP;
+			count(INNET_TXN_CTR_REFUSED_DUPLICATE);
+			return switch_reply(buf, INNET_TXN_STATUS_BAD_REQUEST);
 		}
 		if ((__s32)((__u32)req_id - (__u32)last->e.req_id) < 0) {
-			count(INNET_TXN_CTR_DROPPED_STALE);
-			return INNET_VERDICT_DROP;
+			count(INNET_TXN_CTR_REFUSED_STALE);
+			return switch_reply(buf, INNET_TXN_STATUS_BAD_REQUEST);
 		}
 	}
 	if (mode == INNET_TXN_MODE_READ_CACHE)

@@ -87,3 +87,27 @@ fn a_replayed_store_reply_does_not_re_teach_the_old_value() {
         net.shutdown().unwrap();
     }
 }
+
+#[test]
+fn a_restarted_client_reusing_old_request_ids_is_answered_not_left_hanging() {
+    for mode in [Mode::ReadCache, Mode::EarlyAbort, Mode::OptimisticAbort] {
+        let net = start_local(&LocalConfig::new(mode), &Stop::new()).unwrap();
+        let c = Raw::new(net.switch_addr());
+        assert_eq!(ask(&c, 9, 5, vec![Op::write(7, v("a"))]).status, Status::Ok);
+        // Request 6 is answered by the switch (a cache hit or a confirmed compare).
+        let only_switch = if mode == Mode::ReadCache { Op::read(7) } else { Op::value(7, v("a")) };
+        let r = ask(&c, 9, 6, vec![only_switch]);
+        assert!(r.flags.from_switch() && r.status == Status::Ok, "{mode}: {r:?}");
+        // The same client id restarted at request id 1, and a copy of 6.
+        let restarted = Raw::new(net.switch_addr());
+        let r = ask(&restarted, 9, 1, vec![Op::write(7, v("b"))]);
+        assert_eq!(r.status, Status::BadRequest, "{mode}: an old id is answered");
+        let r = ask(&restarted, 9, 6, vec![only_switch]);
+        assert_eq!(r.status, Status::BadRequest, "{mode}: a copy of a switch-answered request is answered");
+        assert_eq!((net.switch_counter("refused_stale"), net.switch_counter("refused_duplicate")), (1, 1));
+        // A fresh client id starts afresh; the refused write was not applied.
+        let r = ask(&restarted, 10, 1, vec![Op::read(7)]);
+        assert_eq!((r.status, r.ops[0].value), (Status::Ok, v("a")), "{mode}");
+        net.shutdown().unwrap();
+    }
+}

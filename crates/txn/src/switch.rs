@@ -26,7 +26,9 @@
 //! 1. *Duplicates.* The switch remembers, per client, the last request id it
 //!    decided and whether it forwarded it. A duplicate of a forwarded request
 //!    is forwarded untouched (the store de-duplicates); a duplicate of a
-//!    request the switch answered is dropped; an older request id is dropped.
+//!    request the switch answered, or an older request id, is answered
+//!    BADREQ by the switch (judging it again could contradict the first
+//!    answer; forwarding it could commit what the switch aborted).
 //!    Without this, a duplicated request can be committed by the store and
 //!    aborted by the switch, and the client would re-run a committed
 //!    transaction.
@@ -126,8 +128,10 @@ pub struct SwitchCounters {
     pub passed_fragmented: u64,
     pub passed_store_commit: u64,
     pub passed_duplicate: u64,
-    pub dropped_duplicate: u64,
-    pub dropped_stale: u64,
+    /// A copy of a request the switch answered itself: answered BADREQ.
+    pub refused_duplicate: u64,
+    /// A request id older than the client's last: answered BADREQ.
+    pub refused_stale: u64,
     pub learned_replies: u64,
     pub resets: u64,
     /// A reply that arrived from the client side: dropped, never learned.
@@ -158,8 +162,8 @@ impl Counters for SwitchCounters {
             ("passed_fragmented", self.passed_fragmented),
             ("passed_store_commit", self.passed_store_commit),
             ("passed_duplicate", self.passed_duplicate),
-            ("dropped_duplicate", self.dropped_duplicate),
-            ("dropped_stale", self.dropped_stale),
+            ("refused_duplicate", self.refused_duplicate),
+            ("refused_stale", self.refused_stale),
             ("learned_replies", self.learned_replies),
             ("resets", self.resets),
             ("dropped_reply_from_downstream", self.dropped_reply_from_downstream),
@@ -301,7 +305,10 @@ impl TxnSwitch {
     }
 
     /// Duplicate detection; `Some(verdict)` if the request was seen before.
-    fn check_duplicate(&mut self, cl_id: u32, req_id: i32) -> Option<Verdict> {
+    /// A request the switch will not judge again is answered BADREQ (never
+    /// dropped in silence: a client that restarted its ids learns so).
+    fn check_duplicate(&mut self, p: &mut TxnPacket<'_>) -> Option<Verdict> {
+        let (cl_id, req_id) = (p.cl_id(), p.req_id());
         let last = *self.clients.get_mut(cl_id)?;
         if req_id == last.req_id {
             if last.forwarded {
@@ -309,14 +316,14 @@ impl TxnSwitch {
                 self.counters.forwarded += 1;
                 return Some(Verdict::Upstream { flow: cl_id });
             }
-            self.counters.dropped_duplicate += 1;
-            return Some(Verdict::Drop);
+            self.counters.refused_duplicate += 1;
+        } else if is_older(req_id, last.req_id) {
+            self.counters.refused_stale += 1;
+        } else {
+            return None;
         }
-        if is_older(req_id, last.req_id) {
-            self.counters.dropped_stale += 1;
-            return Some(Verdict::Drop);
-        }
-        None
+        p.make_switch_reply(Status::BadRequest);
+        Some(Verdict::Reflect)
     }
 
     fn decided(&mut self, cl_id: u32, req_id: i32, forwarded: bool) {
@@ -490,7 +497,7 @@ impl TxnSwitch {
             self.counters.passed_store_commit += 1;
             return self.forward(cl_id, req_id);
         }
-        if let Some(v) = self.check_duplicate(cl_id, req_id) {
+        if let Some(v) = self.check_duplicate(&mut p) {
             return v;
         }
         match self.mode {
