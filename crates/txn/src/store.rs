@@ -200,6 +200,51 @@ struct Partial {
     bytes: usize,
 }
 
+/// The store process's CPU use between two CPU_PCT requests, as the
+/// reference store reports it: percent of one CPU, from `/proc/self/stat`
+/// (utime + stime in clock ticks of 1/100 s); 0 where that is unreadable.
+struct CpuMeter {
+    last: Option<(std::time::Instant, u64)>,
+}
+
+impl CpuMeter {
+    fn ticks() -> Option<u64> {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        // Fields after the command name (which may hold spaces) in parentheses.
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+    }
+
+    /// Percent since the previous call (since the first call: 0).
+    fn percent(&mut self) -> f32 {
+        let now = std::time::Instant::now();
+        let Some(ticks) = CpuMeter::ticks() else { return 0.0 };
+        let pct = match self.last {
+            Some((t, before)) => {
+                let wall = now.duration_since(t).as_secs_f64();
+                if wall > 0.0 {
+                    (ticks.saturating_sub(before) as f64 / 100.0 / wall * 100.0) as f32
+                } else {
+                    0.0
+                }
+            }
+            None => 0.0,
+        };
+        self.last = Some((now, ticks));
+        pct
+    }
+}
+
+/// A CPU_PCT reply value: the percentage as an IEEE-754 single in network
+/// byte order in the first 4 bytes, the rest zero (the reference store's
+/// `htonl(*(uint32_t *)&pct)`).
+pub fn cpu_pct_value(pct: f32) -> Value {
+    let mut v = [0u8; innet_wire::txn::VALUE_LEN];
+    v[..4].copy_from_slice(&pct.to_bits().to_be_bytes());
+    Value(v)
+}
+
 /// Which clients' records were used least recently.
 #[derive(Default)]
 struct Recency {
@@ -232,6 +277,7 @@ pub struct TxnStore {
     reassembly_order: VecDeque<(u32, i32)>,
     client_limit: usize,
     recency: Recency,
+    cpu: CpuMeter,
     /// Every decision in order, when recording is on (the simulator's history).
     pub log: Option<Vec<Decision>>,
     pub counters: StoreCounters,
@@ -251,6 +297,7 @@ impl TxnStore {
             reassembly_order: VecDeque::new(),
             client_limit: CLIENT_RECORDS_DEFAULT,
             recency,
+            cpu: CpuMeter { last: None },
             log: None,
             counters: Default::default(),
         }
@@ -334,7 +381,8 @@ impl TxnStore {
             eprintln!("innet store: backend error, request {}:{} not answered: {e}", msg.cl_id, msg.req_id);
             return;
         }
-        let (decision, reply_ops) = self.apply(&msg, &ops);
+        let cpu = if ops.iter().any(|o| o.kind == OpType::CpuPct) { self.cpu.percent() } else { 0.0 };
+        let (decision, reply_ops) = self.apply(&msg, &ops, cpu);
         let template = msg.reply(decision.status, false, vec![]);
         let reply: Vec<Vec<u8>> = TxnMsg::fragments(&template, &reply_ops).iter().map(TxnMsg::encode).collect();
         let record = ClientRecord { req_id: msg.req_id, digest, reply: reply.clone() };
@@ -417,7 +465,8 @@ impl TxnStore {
     }
 
     /// Algorithm 1. Returns the decision and the reply ops.
-    fn apply(&self, msg: &TxnMsg, ops: &[Op]) -> (Decision, Vec<Op>) {
+    /// `cpu`: the CPU use a CPU_PCT op is answered with.
+    fn apply(&self, msg: &TxnMsg, ops: &[Op], cpu: f32) -> (Decision, Vec<Op>) {
         let mut d = Decision {
             cl_id: msg.cl_id,
             req_id: msg.req_id,
@@ -426,16 +475,17 @@ impl TxnStore {
             reads: vec![],
             writes: vec![],
         };
-        let mut read_keys = vec![];
+        let (mut read_keys, mut cpu_keys) = (vec![], vec![]);
         for op in ops {
             match op.kind {
                 OpType::Value => d.compares.push((op.key, op.value)),
                 OpType::Read => read_keys.push(op.key),
                 OpType::Write => d.writes.push((op.key, op.value)),
-                OpType::Nop | OpType::Updated | OpType::CpuPct => {}
+                OpType::CpuPct => cpu_keys.push(op.key),
+                OpType::Nop | OpType::Updated => {}
             }
         }
-        if d.compares.is_empty() && read_keys.is_empty() && d.writes.is_empty() {
+        if d.compares.is_empty() && read_keys.is_empty() && d.writes.is_empty() && cpu_keys.is_empty() {
             d.status = Status::BadRequest;
             return (d, vec![]);
         }
@@ -462,6 +512,7 @@ impl TxnStore {
             d.reads.push((k, v));
             reply.push(Op::value(k, v));
         }
+        reply.extend(cpu_keys.into_iter().map(|k| Op::new(OpType::CpuPct, k, cpu_pct_value(cpu))));
         (d, reply)
     }
 }
@@ -618,5 +669,25 @@ mod tests {
         // (the exactly-once limit documented in docs/txn.md).
         send(&mut s, &TxnMsg::request(1, 1, vec![Op::write(1, v("a"))]));
         assert_eq!((s.counters.committed, s.client_records()), (11, 4));
+    }
+
+    #[test]
+    fn cpu_pct_is_answered_with_the_store_s_cpu_use() {
+        let mut s = TxnStore::in_memory();
+        let ask = |s: &mut TxnStore, req_id| {
+            send(s, &TxnMsg::request(8, req_id, vec![Op::new(OpType::CpuPct, 0, Value::ZERO)]))
+        };
+        let first = ask(&mut s, 1);
+        assert_eq!((first.status, first.ops[0].kind), (Status::Ok, OpType::CpuPct));
+        // Burn CPU in this process, then ask again: the share since the first.
+        let t0 = std::time::Instant::now();
+        let mut x = 0u64;
+        while t0.elapsed() < std::time::Duration::from_millis(300) {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        let r = ask(&mut s, 2);
+        let pct = f32::from_bits(u32::from_be_bytes(r.ops[0].value.0[..4].try_into().unwrap()));
+        assert!(pct > 20.0 && pct < 400.0, "{pct}% of a CPU");
+        assert!(r.ops[0].value.0[4..].iter().all(|b| *b == 0));
     }
 }
