@@ -204,7 +204,7 @@ struct Partial {
 /// reference store reports it: percent of one CPU, from `/proc/self/stat`
 /// (utime + stime in clock ticks of 1/100 s); 0 where that is unreadable.
 struct CpuMeter {
-    last: Option<(std::time::Instant, u64)>,
+    last: Option<(Time, u64)>,
 }
 
 impl CpuMeter {
@@ -216,13 +216,12 @@ impl CpuMeter {
         Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
     }
 
-    /// Percent since the previous call (since the first call: 0).
-    fn percent(&mut self) -> f32 {
-        let now = std::time::Instant::now();
+    /// Percent since the previous call at `now` (since the first call: 0).
+    fn percent(&mut self, now: Time) -> f32 {
         let Some(ticks) = CpuMeter::ticks() else { return 0.0 };
         let pct = match self.last {
             Some((t, before)) => {
-                let wall = now.duration_since(t).as_secs_f64();
+                let wall = now.as_secs_f64() - t.as_secs_f64();
                 if wall > 0.0 {
                     (ticks.saturating_sub(before) as f64 / 100.0 / wall * 100.0) as f32
                 } else {
@@ -278,6 +277,8 @@ pub struct TxnStore {
     client_limit: usize,
     recency: Recency,
     cpu: CpuMeter,
+    /// The time of the packet being handled (from [`Host::on_packet`]).
+    now: Time,
     /// Every decision in order, when recording is on (the simulator's history).
     pub log: Option<Vec<Decision>>,
     pub counters: StoreCounters,
@@ -298,6 +299,7 @@ impl TxnStore {
             client_limit: CLIENT_RECORDS_DEFAULT,
             recency,
             cpu: CpuMeter { last: None },
+            now: Time::ZERO,
             log: None,
             counters: Default::default(),
         }
@@ -381,7 +383,7 @@ impl TxnStore {
             eprintln!("innet store: backend error, request {}:{} not answered: {e}", msg.cl_id, msg.req_id);
             return;
         }
-        let cpu = if ops.iter().any(|o| o.kind == OpType::CpuPct) { self.cpu.percent() } else { 0.0 };
+        let cpu = if ops.iter().any(|o| o.kind == OpType::CpuPct) { self.cpu.percent(self.now) } else { 0.0 };
         let (decision, reply_ops) = self.apply(&msg, &ops, cpu);
         let template = msg.reply(decision.status, false, vec![]);
         let reply: Vec<Vec<u8>> = TxnMsg::fragments(&template, &reply_ops).iter().map(TxnMsg::encode).collect();
@@ -518,7 +520,8 @@ impl TxnStore {
 }
 
 impl Host for TxnStore {
-    fn on_packet(&mut self, _now: Time, packet: &[u8], out: &mut Outbox) {
+    fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox) {
+        self.now = now;
         self.handle(packet, out);
     }
     fn on_tick(&mut self, _now: Time, _out: &mut Outbox) {}
@@ -674,20 +677,25 @@ mod tests {
     #[test]
     fn cpu_pct_is_answered_with_the_store_s_cpu_use() {
         let mut s = TxnStore::in_memory();
-        let ask = |s: &mut TxnStore, req_id| {
-            send(s, &TxnMsg::request(8, req_id, vec![Op::new(OpType::CpuPct, 0, Value::ZERO)]))
+        let ask = |s: &mut TxnStore, req_id: i32, at: Time| {
+            let mut out = Outbox::new();
+            let req = TxnMsg::request(8, req_id, vec![Op::new(OpType::CpuPct, 0, Value::ZERO)]);
+            s.on_packet(at, &req.encode(), &mut out);
+            TxnMsg::decode(&out.sends[0].1).unwrap()
         };
-        let first = ask(&mut s, 1);
-        assert_eq!((first.status, first.ops[0].kind), (Status::Ok, OpType::CpuPct));
-        // Burn CPU in this process, then ask again: the share since the first.
-        let t0 = std::time::Instant::now();
+        let first = ask(&mut s, 1, Time::ZERO);
+        assert_eq!((first.status, first.ops[0].kind, first.ops[0].key), (Status::Ok, OpType::CpuPct, 0));
+        // Burn 0.3 s of CPU in this process, then ask again one second later.
+        let before = CpuMeter::ticks().expect("/proc/self/stat");
         let mut x = 0u64;
-        while t0.elapsed() < std::time::Duration::from_millis(300) {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        while CpuMeter::ticks().unwrap() < before + 30 {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
         }
-        let r = ask(&mut s, 2);
+        let r = ask(&mut s, 2, Time::from_secs_f64(1.0));
         let pct = f32::from_bits(u32::from_be_bytes(r.ops[0].value.0[..4].try_into().unwrap()));
-        assert!(pct > 20.0 && pct < 400.0, "{pct}% of a CPU");
+        assert!((30.0..1000.0).contains(&pct), "{pct}% of a CPU");
         assert!(r.ops[0].value.0[4..].iter().all(|b| *b == 0));
     }
 }
