@@ -302,7 +302,27 @@ __noinline int client_decided(__u32 cl_id, __s32 req_id, __u32 forwarded)
 		return -1;
 	s->way[w].e.req_id = req_id;
 	s->way[w].e.forwarded = forwarded;
+	s->way[w].e.awaiting = forwarded;
 	return 0;
+}
+
+/* TxnSwitch::awaited: whether `req_id` of `cl_id` was forwarded and its
+ * reply not learned yet; if so the switch stops waiting. */
+__noinline int client_awaited(__u32 cl_id, __s32 req_id)
+{
+	struct innet_txn_state *st;
+	__u32 set;
+	struct innet_client_set *s = client_set_of(cl_id, &set, &st);
+	if (!s || !st)
+		return 0;
+	int w = SET_FIND(s, cl_id);
+	if (w < 0 || w >= INNET_WAYS)
+		return 0;
+	s->way[w].stamp = ++st->client_clock;
+	if (!s->way[w].e.awaiting || s->way[w].e.req_id != req_id)
+		return 0;
+	s->way[w].e.awaiting = 0;
+	return 1;
 }
 
 /* ---- Algorithm 2 ----------------------------------------------------- */
@@ -329,7 +349,17 @@ static __always_inline int validate(__u8 *buf, __u32 len)
 	return -1;
 }
 
-__noinline int handle_response(__u32 n)
+static __always_inline __u32 hdr_cl_id(__u8 *buf)
+{
+	return load_be32(buf + INNET_TXN_OFF_CL_ID);
+}
+
+static __always_inline __s32 hdr_req_id(__u8 *buf)
+{
+	return (__s32)load_be32(buf + INNET_TXN_OFF_REQ_ID);
+}
+
+__noinline int handle_response(__u32 n, __u32 from_upstream)
 {
 	__u8 *buf = payload();
 	struct innet_txn_config *cfg = config();
@@ -337,12 +367,21 @@ __noinline int handle_response(__u32 n)
 	if (!buf || !cfg || !st)
 		return INNET_VERDICT_DROP;
 	count(INNET_TXN_CTR_RESPONSES);
+	if (!from_upstream) {
+		/* Replies come from the store side; one from a client is forged. */
+		count(INNET_TXN_CTR_DROPPED_REPLY_FROM_DOWNSTREAM);
+		return INNET_VERDICT_DROP;
+	}
 	__u8 status = buf[INNET_TXN_OFF_STATUS];
 	int learn = cfg->mode != INNET_TXN_MODE_FORWARD && buf[INNET_TXN_OFF_FRAG_CNT] <= 1 &&
 		    !(buf[INNET_TXN_OFF_FLAGS] & INNET_TXN_FLAG_FROM_SWITCH) &&
 		    status <= INNET_TXN_STATUS_OPTIMISTIC_ABORT;
 	if (!learn)
 		return INNET_VERDICT_DOWNSTREAM;
+	if (!client_awaited(hdr_cl_id(buf), hdr_req_id(buf))) {
+		count(INNET_TXN_CTR_UNLEARNED_REPLY_NOT_AWAITED);
+		return INNET_VERDICT_DOWNSTREAM;
+	}
 	count(INNET_TXN_CTR_LEARNED_REPLIES);
 	__u32 reply = ++st->replies_learned;
 	int aborted = status == INNET_TXN_STATUS_ABORT || status == INNET_TXN_STATUS_OPTIMISTIC_ABORT;
@@ -365,16 +404,6 @@ __noinline int handle_response(__u32 n)
 	return INNET_VERDICT_DOWNSTREAM;
 }
 
-static __always_inline __u32 hdr_cl_id(__u8 *buf)
-{
-	return load_be32(buf + INNET_TXN_OFF_CL_ID);
-}
-
-static __always_inline __s32 hdr_req_id(__u8 *buf)
-{
-	return (__s32)load_be32(buf + INNET_TXN_OFF_REQ_ID);
-}
-
 static __always_inline int forward(__u8 *buf)
 {
 	client_decided(hdr_cl_id(buf), hdr_req_id(buf), 1);
@@ -382,13 +411,20 @@ static __always_inline int forward(__u8 *buf)
 	return INNET_VERDICT_UPSTREAM;
 }
 
-/* TxnPacket::make_switch_reply, then remember the answer. */
-static __always_inline int reflect(__u8 *buf, __u8 status)
+/* TxnPacket::make_switch_reply. */
+static __always_inline int switch_reply(__u8 *buf, __u8 status)
 {
 	buf[INNET_TXN_OFF_FLAGS] |= INNET_TXN_FLAG_RESPONSE | INNET_TXN_FLAG_FROM_SWITCH;
 	buf[INNET_TXN_OFF_STATUS] = status;
 	buf[INNET_TXN_OFF_FRAG_SEQ] = 1;
 	buf[INNET_TXN_OFF_FRAG_CNT] = 1;
+	return INNET_VERDICT_REFLECT;
+}
+
+/* TxnPacket::make_switch_reply, then remember the answer. */
+static __always_inline int reflect(__u8 *buf, __u8 status)
+{
+	switch_reply(buf, status);
 	client_decided(hdr_cl_id(buf), hdr_req_id(buf), 0);
 	return INNET_VERDICT_REFLECT;
 }
@@ -525,8 +561,9 @@ __noinline int validate_compares(__u32 n, __u32 optimistic)
 	return forward(buf);
 }
 
-/* TxnSwitch::process on the payload in txn_scratch, `len` bytes long. */
-__noinline int txn_process(__u32 len)
+/* TxnSwitch::process_from on the payload in txn_scratch, `len` bytes long;
+ * `from_upstream` says whether it arrived on the port towards the store. */
+__noinline int txn_process(__u32 len, __u32 from_upstream)
 {
 	__u8 *buf = payload();
 	struct innet_txn_config *cfg = config();
@@ -541,7 +578,7 @@ __noinline int txn_process(__u32 len)
 	__u32 n = buf[INNET_TXN_OFF_OP_CNT];
 	__u8 flags = buf[INNET_TXN_OFF_FLAGS];
 	if (flags & INNET_TXN_FLAG_RESPONSE)
-		return handle_response(n);
+		return handle_response(n, from_upstream);
 	count(INNET_TXN_CTR_REQUESTS);
 	__u32 mode = cfg->mode;
 	if (mode == INNET_TXN_MODE_FORWARD) {
@@ -572,12 +609,12 @@ __noinline int txn_process(__u32 len)
 				count(INNET_TXN_CTR_FORWARDED);
 				return INNET_VERDICT_UPSTREAM;
 			}
-			count(INNET_TXN_CTR_DROPPED_DUPLICATE);
-			return INNET_VERDICT_DROP;
+			count(INNET_TXN_CTR_REFUSED_DUPLICATE);
+			return switch_reply(buf, INNET_TXN_STATUS_BAD_REQUEST);
 		}
 		if ((__s32)((__u32)req_id - (__u32)last->e.req_id) < 0) {
-			count(INNET_TXN_CTR_DROPPED_STALE);
-			return INNET_VERDICT_DROP;
+			count(INNET_TXN_CTR_REFUSED_STALE);
+			return switch_reply(buf, INNET_TXN_STATUS_BAD_REQUEST);
 		}
 	}
 	if (mode == INNET_TXN_MODE_READ_CACHE)
@@ -607,7 +644,7 @@ int xdp_txn_switch(struct xdp_md *ctx)
 	barrier_var(copy); /* keep clang from folding the bound check below */
 	if (copy > 0 && copy <= INNET_TXN_MAX_PACKET_LEN && bpf_xdp_load_bytes(ctx, offset, buf, copy) < 0)
 		return XDP_PASS;
-	int verdict = txn_process(len);
+	int verdict = txn_process(len, ctx->ingress_ifindex == cfg->store_ifindex);
 	if (verdict == INNET_VERDICT_DROP)
 		return XDP_DROP;
 	barrier_var(copy);

@@ -45,14 +45,16 @@
 #define INNET_TXN_CTR_PASSED_FRAGMENTED 7
 #define INNET_TXN_CTR_PASSED_STORE_COMMIT 8
 #define INNET_TXN_CTR_PASSED_DUPLICATE 9
-#define INNET_TXN_CTR_DROPPED_DUPLICATE 10
-#define INNET_TXN_CTR_DROPPED_STALE 11
+#define INNET_TXN_CTR_REFUSED_DUPLICATE 10
+#define INNET_TXN_CTR_REFUSED_STALE 11
 #define INNET_TXN_CTR_LEARNED_REPLIES 12
 #define INNET_TXN_CTR_RESETS 13
-#define INNET_TXN_CTR_DROPPED_MALFORMED 14 /* + INNET_TXN_ERR_* */
-#define INNET_TXN_CTR_SWITCH_COUNT 20	   /* counters the Rust reference has */
-#define INNET_TXN_CTR_XDP_PASSED_OTHER 20 /* not transaction traffic: XDP_PASS */
-#define INNET_TXN_CTR_COUNT 21
+#define INNET_TXN_CTR_DROPPED_REPLY_FROM_DOWNSTREAM 14
+#define INNET_TXN_CTR_UNLEARNED_REPLY_NOT_AWAITED 15
+#define INNET_TXN_CTR_DROPPED_MALFORMED 16 /* + INNET_TXN_ERR_* */
+#define INNET_TXN_CTR_SWITCH_COUNT 22	   /* counters the Rust reference has */
+#define INNET_TXN_CTR_XDP_PASSED_OTHER 22 /* not transaction traffic: XDP_PASS */
+#define INNET_TXN_CTR_COUNT 23
 _Static_assert(INNET_TXN_CTR_DROPPED_MALFORMED + INNET_TXN_ERR_COUNT == INNET_TXN_CTR_SWITCH_COUNT, "counter layout");
 
 /* Map txn_config (array, 1 entry): written by the loader before attach. */
@@ -118,7 +120,9 @@ struct innet_cache_entry {
 /* innet_txn::switch::ClientEntry */
 struct innet_client_entry {
 	__s32 req_id;
-	__u32 forwarded;
+	__u8 forwarded;
+	__u8 awaiting; /* req_id forwarded, its reply not learned yet */
+	__u8 pad[2];
 };
 
 /* One SetAssoc slot: valid, key, LRU stamp, value. */

@@ -156,6 +156,21 @@ pub trait DataPlane {
     fn process_len(&mut self, packet: &mut [u8]) -> (Verdict, usize) {
         (self.process(packet), packet.len())
     }
+    /// [`DataPlane::process_len`] for a packet that arrived on `ingress`.
+    /// Runtimes call this one; a program that trusts some messages only from
+    /// one side (a switch learning only from its upstream) overrides it.
+    fn process_from(&mut self, packet: &mut [u8], ingress: Ingress) -> (Verdict, usize) {
+        let _ = ingress;
+        self.process_len(packet)
+    }
+}
+
+/// Which side of a switch a packet arrived from: its configured upstream
+/// (towards the store or server), or anywhere else (clients, switches below).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Ingress {
+    Upstream,
+    Downstream,
 }
 
 /// The reverse-path table a runtime keeps for [`Verdict::Upstream`] /

@@ -182,10 +182,68 @@ pub struct CheckedRun {
     pub committed: u64,
 }
 
+/// An outside sender on a switch's client side that forges store replies:
+/// OK or ABORT with VALUE/UPDATED ops carrying made-up values for the
+/// clients' keys, naming real client ids and request ids near theirs. The
+/// switch must neither learn from them nor pass them on.
+struct Forger {
+    rng: Rng,
+    cl_ids: Vec<u32>,
+    keys: u32,
+    next: Time,
+    stop: Time,
+    sent: u64,
+}
+
+impl innet_core::Host for Forger {
+    fn on_packet(&mut self, _now: Time, _packet: &[u8], _out: &mut innet_core::Outbox) {}
+    fn on_tick(&mut self, now: Time, out: &mut innet_core::Outbox) {
+        use innet_wire::txn::{Flags, Op, Status, TxnMsg, Value};
+        let cl_id = self.cl_ids[self.rng.below(self.cl_ids.len() as u64) as usize];
+        let n = 1 + self.rng.below(4) as usize;
+        let ops = (0..n)
+            .map(|_| {
+                let key = self.rng.below(self.keys as u64) as u32;
+                let v = Value::from_counter(1_000_000 + self.rng.below(1000));
+                if self.rng.chance(0.5) {
+                    Op::value(key, v)
+                } else {
+                    Op::updated(key, v)
+                }
+            })
+            .collect();
+        let mut m = TxnMsg::request(cl_id, self.rng.below(64) as i32, ops);
+        m.flags = Flags(0).with(Flags::RESPONSE, true);
+        m.status = if self.rng.chance(0.8) { Status::Ok } else { Status::Abort };
+        out.send(innet_core::Dest::Upstream, m.encode());
+        self.sent += 1;
+        self.next = now + Duration::from_micros(200 + self.rng.below(2000));
+    }
+    fn next_tick(&self) -> Option<Time> {
+        (self.next < self.stop).then_some(self.next)
+    }
+}
+
 /// Runs `cfg` with recording on, lets in-flight requests drain, and checks
-/// the history.
+/// the history. An outside sender beside every switch forges store replies
+/// throughout ([`Forger`]).
 pub fn run_checked(cfg: &TxnPointConfig) -> Result<CheckedRun, String> {
     let mut t = build(cfg, true)?;
+    let mut rng = Rng::new(cfg.seed ^ 0x00F0_F6E4);
+    let cl_ids: Vec<u32> = deploy::client_ids(&t.deployment).into_iter().filter(|&id| id != 0).collect();
+    for (i, &sw) in t.switches.clone().iter().enumerate() {
+        let forger = Forger {
+            rng: rng.fork(),
+            cl_ids: cl_ids.clone(),
+            keys: cfg.keys,
+            next: Time::ZERO,
+            stop: Time::from_secs_f64(cfg.duration_s),
+            sent: 0,
+        };
+        let f = t.sim.add_host(&format!("forger{i}"), forger);
+        t.sim.link(f, sw, link(cfg, Duration::from_micros(500)));
+        t.sim.set_upstream(f, sw);
+    }
     // Clients stop starting transactions at duration_s; give retries and
     // resends time to finish so that most attempts have an outcome.
     let drain = cfg.timeout() * 30;

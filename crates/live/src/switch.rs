@@ -28,7 +28,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use innet_core::{Counters, DataPlane, Member, ReversePath, Time, Verdict};
+use innet_core::{Counters, DataPlane, Ingress, Member, ReversePath, Time, Verdict};
 
 use crate::clock;
 use crate::delay::DelayLine;
@@ -277,7 +277,8 @@ impl SwitchLoop<'_> {
         bytes: &mut [u8],
         now: Time,
     ) {
-        let (verdict, len) = st.program.process_len(bytes);
+        let ingress = if from == self.opts.upstream { Ingress::Upstream } else { Ingress::Downstream };
+        let (verdict, len) = st.program.process_from(bytes, ingress);
         let bytes = &bytes[..len.min(bytes.len())];
         self.targets(st, verdict, from, origin);
         for k in 0..self.targets.len() {

@@ -46,7 +46,7 @@ use std::time::Duration;
 
 use innet_core::deploy::{Deployment, Node as DeployNode, NodeIx};
 use innet_core::rng::Rng;
-use innet_core::{DataPlane, Dest, Host, Member, Outbox, ReversePath, Time, Verdict};
+use innet_core::{DataPlane, Dest, Host, Ingress, Member, Outbox, ReversePath, Time, Verdict};
 
 pub type NodeId = usize;
 
@@ -630,7 +630,8 @@ impl Sim {
                 return;
             }
             Role::Switch { program, paths } => {
-                let (verdict, len) = program.process_len(&mut bytes);
+                let ingress = if upstream == Some(from) { Ingress::Upstream } else { Ingress::Downstream };
+                let (verdict, len) = program.process_from(&mut bytes, ingress);
                 bytes.truncate(len);
                 match verdict {
                     Verdict::Upstream { flow } => {

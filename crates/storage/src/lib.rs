@@ -323,6 +323,32 @@ impl Backend for RedbBackend {
         self.mirror.client(cl_id)
     }
 
+    fn forget(&mut self, cl_id: u32) -> Result<(), BackendError> {
+        if self.db.is_none() {
+            self.reopen()?;
+        }
+        let db = self.db.as_ref().expect("open");
+        let done = (|| {
+            let mut w = db.begin_write().map_err(|e| err("begin write", e))?;
+            w.set_durability(Durability::Immediate).map_err(|e| err("set durability", e))?;
+            {
+                let mut c = w.open_table(CLIENTS).map_err(|e| err("open table clients", e))?;
+                c.remove(cl_id).map_err(|e| err("remove client record", e))?;
+            }
+            w.commit().map_err(|e| err("commit", e))
+        })();
+        if let Err(e) = done {
+            self.db = None;
+            self.last_reopen = Some(Instant::now());
+            return Err(e);
+        }
+        self.mirror.forget(cl_id)
+    }
+
+    fn client_ids(&self) -> Vec<u32> {
+        self.mirror.client_ids()
+    }
+
     fn snapshot(&self) -> BTreeMap<Key, Value> {
         self.mirror.snapshot()
     }
@@ -406,6 +432,24 @@ mod tests {
         assert_eq!(b.client(8), Some(ClientRecord { req_id: 1, digest: 1, reply: vec![] }));
         assert_eq!(b.client(9), None);
         assert_eq!(b.snapshot().into_iter().collect::<Vec<_>>(), vec![(1, v("c")), (2, v("b"))]);
+        drop(b);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_forgotten_client_record_stays_forgotten_after_reopen() {
+        let dir = temp_dir("forget");
+        {
+            let mut b = RedbBackend::open(&dir).unwrap();
+            for cl in [7, 8] {
+                b.commit(&[(cl, v("a"))], cl, &ClientRecord { req_id: 1, digest: 1, reply: vec![] }).unwrap();
+            }
+            b.forget(7).unwrap();
+            assert_eq!(b.client_ids(), vec![8]);
+        }
+        let b = RedbBackend::open(&dir).unwrap();
+        assert_eq!((b.client(7), b.client_ids()), (None, vec![8]));
+        assert_eq!(b.get(7), v("a"), "the data stays");
         drop(b);
         std::fs::remove_dir_all(&dir).unwrap();
     }

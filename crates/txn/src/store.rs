@@ -30,12 +30,22 @@ use innet_wire::txn::{DecodeError, Flags, Key, Op, OpType, Status, TxnMsg, Value
 /// Requests being reassembled at once; the oldest is abandoned beyond this.
 pub const REASSEMBLY_SLOTS: usize = 1024;
 
+/// Clients the store keeps an exactly-once record for; beyond this the least
+/// recently decided client's record is forgotten (see `docs/txn.md`).
+pub const CLIENT_RECORDS_DEFAULT: usize = 65_536;
+
+/// A reply from a client's record is sent again only if it is at most this
+/// many times the bytes of the request asking for it (so the store is no
+/// amplifier); otherwise the request gets BADREQ.
+pub const RESEND_FACTOR: usize = 2;
+
 /// What the store remembers about a client for exactly-once replies.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientRecord {
     pub req_id: i32,
-    /// `request_digest` of the request's ops (0 for fragmented requests,
-    /// whose duplicates are recognised by request id alone).
+    /// `request_digest` of the request's ops (of all its fragments, for a
+    /// fragmented request; 0 in records of earlier versions, which matches
+    /// any request with the same id).
     pub digest: u64,
     /// The encoded reply packets (fragments) sent for `req_id`.
     pub reply: Vec<Vec<u8>>,
@@ -75,6 +85,10 @@ pub trait Backend {
     /// When this returns `Ok`, a durable backend has made both durable.
     fn commit(&mut self, writes: &[(Key, Value)], cl_id: u32, record: &ClientRecord) -> Result<(), BackendError>;
     fn client(&self, cl_id: u32) -> Option<ClientRecord>;
+    /// Removes `cl_id`'s record (durably, for a durable backend).
+    fn forget(&mut self, cl_id: u32) -> Result<(), BackendError>;
+    /// Every client id with a record.
+    fn client_ids(&self) -> Vec<u32>;
     /// Every key with its value, in key order.
     fn snapshot(&self) -> BTreeMap<Key, Value>;
 }
@@ -113,6 +127,13 @@ impl Backend for MemBackend {
     fn client(&self, cl_id: u32) -> Option<ClientRecord> {
         self.clients.get(&cl_id).cloned()
     }
+    fn forget(&mut self, cl_id: u32) -> Result<(), BackendError> {
+        self.clients.remove(&cl_id);
+        Ok(())
+    }
+    fn client_ids(&self) -> Vec<u32> {
+        self.clients.keys().copied().collect()
+    }
     fn snapshot(&self) -> BTreeMap<Key, Value> {
         self.data.clone()
     }
@@ -143,6 +164,11 @@ pub struct StoreCounters {
     pub ignored_short: u64,
     pub ignored_responses: u64,
     pub fragments: u64,
+    /// A duplicate whose recorded reply is more than [`RESEND_FACTOR`] times
+    /// its bytes: answered BADREQ instead.
+    pub resend_refused_too_large: u64,
+    /// Records forgotten to stay within the client limit.
+    pub client_records_evicted: u64,
     pub backend_errors: u64,
     pub malformed: [u64; DecodeError::ALL.len()],
 }
@@ -159,6 +185,8 @@ impl Counters for StoreCounters {
             ("ignored_short", self.ignored_short),
             ("ignored_responses", self.ignored_responses),
             ("fragments", self.fragments),
+            ("resend_refused_too_large", self.resend_refused_too_large),
+            ("client_records_evicted", self.client_records_evicted),
             ("backend_errors", self.backend_errors),
             ("malformed", self.malformed.iter().sum()),
         ]
@@ -168,12 +196,89 @@ impl Counters for StoreCounters {
 struct Partial {
     frag_cnt: u8,
     frags: BTreeMap<u8, Vec<Op>>,
+    /// Bytes of the fragments held.
+    bytes: usize,
+}
+
+/// The store process's CPU use between two CPU_PCT requests, as the
+/// reference store reports it: percent of one CPU, from `/proc/self/stat`
+/// (utime + stime in clock ticks of 1/100 s); 0 where that is unreadable.
+struct CpuMeter {
+    last: Option<(Time, u64)>,
+}
+
+impl CpuMeter {
+    fn ticks() -> Option<u64> {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        // Fields after the command name (which may hold spaces) in parentheses.
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+    }
+
+    /// Percent since the previous call at `now` (since the first call: 0).
+    fn percent(&mut self, now: Time) -> f32 {
+        let Some(ticks) = CpuMeter::ticks() else { return 0.0 };
+        let pct = match self.last {
+            Some((t, before)) => {
+                let wall = now.as_secs_f64() - t.as_secs_f64();
+                if wall > 0.0 {
+                    (ticks.saturating_sub(before) as f64 / 100.0 / wall * 100.0) as f32
+                } else {
+                    0.0
+                }
+            }
+            None => 0.0,
+        };
+        self.last = Some((now, ticks));
+        pct
+    }
+}
+
+/// A CPU_PCT reply value: the percentage as an IEEE-754 single in network
+/// byte order in the first 4 bytes, the rest zero (the reference store's
+/// `htonl(*(uint32_t *)&pct)`).
+pub fn cpu_pct_value(pct: f32) -> Value {
+    let mut v = [0u8; innet_wire::txn::VALUE_LEN];
+    v[..4].copy_from_slice(&pct.to_bits().to_be_bytes());
+    Value(v)
+}
+
+/// Which clients' records were used least recently.
+#[derive(Default)]
+struct Recency {
+    clock: u64,
+    stamp: HashMap<u32, u64>,
+    order: BTreeMap<u64, u32>,
+}
+
+impl Recency {
+    fn touch(&mut self, cl_id: u32) {
+        self.clock += 1;
+        if let Some(old) = self.stamp.insert(cl_id, self.clock) {
+            self.order.remove(&old);
+        }
+        self.order.insert(self.clock, cl_id);
+    }
+    fn oldest(&self) -> Option<u32> {
+        self.order.values().next().copied()
+    }
+    fn remove(&mut self, cl_id: u32) {
+        if let Some(old) = self.stamp.remove(&cl_id) {
+            self.order.remove(&old);
+        }
+    }
 }
 
 pub struct TxnStore {
     backend: Box<dyn Backend + Send>,
     reassembly: HashMap<(u32, i32), Partial>,
     reassembly_order: VecDeque<(u32, i32)>,
+    client_limit: usize,
+    recency: Recency,
+    cpu: CpuMeter,
+    /// The time of the packet being handled (from [`Host::on_packet`]).
+    now: Time,
     /// Every decision in order, when recording is on (the simulator's history).
     pub log: Option<Vec<Decision>>,
     pub counters: StoreCounters,
@@ -181,10 +286,20 @@ pub struct TxnStore {
 
 impl TxnStore {
     pub fn new(backend: Box<dyn Backend + Send>) -> TxnStore {
+        let mut recency = Recency::default();
+        let mut ids = backend.client_ids();
+        ids.sort_unstable();
+        for id in ids {
+            recency.touch(id);
+        }
         TxnStore {
             backend,
             reassembly: HashMap::new(),
             reassembly_order: VecDeque::new(),
+            client_limit: CLIENT_RECORDS_DEFAULT,
+            recency,
+            cpu: CpuMeter { last: None },
+            now: Time::ZERO,
             log: None,
             counters: Default::default(),
         }
@@ -192,6 +307,17 @@ impl TxnStore {
 
     pub fn in_memory() -> TxnStore {
         TxnStore::new(Box::new(MemBackend::default()))
+    }
+
+    /// Keeps exactly-once records for at most `limit` (>= 1) clients.
+    pub fn with_client_limit(mut self, limit: usize) -> TxnStore {
+        self.client_limit = limit.max(1);
+        self
+    }
+
+    /// How many clients have a record.
+    pub fn client_records(&self) -> usize {
+        self.recency.stamp.len()
     }
 
     pub fn with_log(mut self) -> TxnStore {
@@ -218,10 +344,27 @@ impl TxnStore {
             return;
         }
         self.counters.requests += 1;
+        // A fragmented request is judged whole: a lone fragment is never
+        // answered from a record (it could pull every recorded fragment)
+        // and a reused request id is told apart by the digest of all ops.
+        let (ops, request_bytes) = if msg.is_fragmented() {
+            self.counters.fragments += 1;
+            match self.reassemble(&msg, bytes.len()) {
+                Some(whole) => whole,
+                None => return,
+            }
+        } else {
+            (msg.ops.clone(), bytes.len())
+        };
+        let digest = request_digest(&ops);
         if let Some(rec) = self.backend.client(msg.cl_id) {
-            let digest = if msg.is_fragmented() { 0 } else { request_digest(&msg.ops) };
-            let same = msg.req_id == rec.req_id && (digest == 0 || rec.digest == 0 || digest == rec.digest);
-            if same {
+            if msg.req_id == rec.req_id && (rec.digest == 0 || digest == rec.digest) {
+                let recorded: usize = rec.reply.iter().map(Vec::len).sum();
+                if recorded > RESEND_FACTOR * request_bytes {
+                    self.counters.resend_refused_too_large += 1;
+                    out.send(Dest::Reply, msg.reply(Status::BadRequest, false, vec![]).encode());
+                    return;
+                }
                 self.counters.duplicates_answered += 1;
                 for r in rec.reply {
                     out.send(Dest::Reply, r);
@@ -235,20 +378,15 @@ impl TxnStore {
                 out.send(Dest::Reply, msg.reply(Status::BadRequest, false, vec![]).encode());
                 return;
             }
+        } else if let Err(e) = self.make_room() {
+            self.counters.backend_errors += 1;
+            eprintln!("innet store: backend error, request {}:{} not answered: {e}", msg.cl_id, msg.req_id);
+            return;
         }
-        let ops = if msg.is_fragmented() {
-            self.counters.fragments += 1;
-            match self.reassemble(&msg) {
-                Some(ops) => ops,
-                None => return,
-            }
-        } else {
-            msg.ops.clone()
-        };
-        let (decision, reply_ops) = self.apply(&msg, &ops);
+        let cpu = if ops.iter().any(|o| o.kind == OpType::CpuPct) { self.cpu.percent(self.now) } else { 0.0 };
+        let (decision, reply_ops) = self.apply(&msg, &ops, cpu);
         let template = msg.reply(decision.status, false, vec![]);
         let reply: Vec<Vec<u8>> = TxnMsg::fragments(&template, &reply_ops).iter().map(TxnMsg::encode).collect();
-        let digest = if msg.is_fragmented() { 0 } else { request_digest(&ops) };
         let record = ClientRecord { req_id: msg.req_id, digest, reply: reply.clone() };
         let writes = if decision.status == Status::Ok { &decision.writes[..] } else { &[] };
         if let Err(e) = self.backend.commit(writes, msg.cl_id, &record) {
@@ -257,6 +395,7 @@ impl TxnStore {
             eprintln!("innet store: backend error, request {}:{} not answered: {e}", msg.cl_id, msg.req_id);
             return;
         }
+        self.recency.touch(msg.cl_id);
         match decision.status {
             Status::Ok => self.counters.committed += 1,
             Status::BadRequest => self.counters.bad_requests += 1,
@@ -268,6 +407,18 @@ impl TxnStore {
         for r in reply {
             out.send(Dest::Reply, r);
         }
+    }
+
+    /// Forgets the least recently decided clients' records until a new
+    /// client fits within the limit.
+    fn make_room(&mut self) -> Result<(), BackendError> {
+        while self.recency.stamp.len() >= self.client_limit {
+            let Some(old) = self.recency.oldest() else { break };
+            self.backend.forget(old)?;
+            self.recency.remove(old);
+            self.counters.client_records_evicted += 1;
+        }
+        Ok(())
     }
 
     fn malformed(&mut self, bytes: &[u8], e: DecodeError, out: &mut Outbox) {
@@ -283,32 +434,41 @@ impl TxnStore {
         out.send(Dest::Reply, reply.encode());
     }
 
-    fn reassemble(&mut self, msg: &TxnMsg) -> Option<Vec<Op>> {
+    /// Adds a fragment (`len` bytes) to its request; the whole request's
+    /// ops and bytes once every fragment is in. A fragment that does not fit
+    /// what is held (another fragment count, or other ops at its position:
+    /// a client id reused by another process) starts the request afresh.
+    fn reassemble(&mut self, msg: &TxnMsg, len: usize) -> Option<(Vec<Op>, usize)> {
         let id = (msg.cl_id, msg.req_id);
-        if !self.reassembly.contains_key(&id) {
-            if self.reassembly_order.len() >= REASSEMBLY_SLOTS {
-                if let Some(old) = self.reassembly_order.pop_front() {
-                    self.reassembly.remove(&old);
+        let fits = self.reassembly.get(&id).is_some_and(|p| {
+            p.frag_cnt == msg.frag_cnt && p.frags.get(&msg.frag_seq).is_none_or(|ops| *ops == msg.ops)
+        });
+        if !fits {
+            if !self.reassembly.contains_key(&id) {
+                if self.reassembly_order.len() >= REASSEMBLY_SLOTS {
+                    if let Some(old) = self.reassembly_order.pop_front() {
+                        self.reassembly.remove(&old);
+                    }
                 }
+                self.reassembly_order.push_back(id);
             }
-            self.reassembly_order.push_back(id);
-            self.reassembly.insert(id, Partial { frag_cnt: msg.frag_cnt, frags: BTreeMap::new() });
+            self.reassembly.insert(id, Partial { frag_cnt: msg.frag_cnt, frags: BTreeMap::new(), bytes: 0 });
         }
         let p = self.reassembly.get_mut(&id).expect("inserted above");
-        if p.frag_cnt != msg.frag_cnt {
-            return None; // inconsistent fragment; the resend will sort it out
+        if p.frags.insert(msg.frag_seq, msg.ops.clone()).is_none() {
+            p.bytes += len;
         }
-        p.frags.insert(msg.frag_seq, msg.ops.clone());
         if p.frags.len() < p.frag_cnt as usize {
             return None;
         }
         let p = self.reassembly.remove(&id).expect("present");
         self.reassembly_order.retain(|x| *x != id);
-        Some(p.frags.into_values().flatten().collect())
+        Some((p.frags.into_values().flatten().collect(), p.bytes))
     }
 
     /// Algorithm 1. Returns the decision and the reply ops.
-    fn apply(&self, msg: &TxnMsg, ops: &[Op]) -> (Decision, Vec<Op>) {
+    /// `cpu`: the CPU use a CPU_PCT op is answered with.
+    fn apply(&self, msg: &TxnMsg, ops: &[Op], cpu: f32) -> (Decision, Vec<Op>) {
         let mut d = Decision {
             cl_id: msg.cl_id,
             req_id: msg.req_id,
@@ -317,16 +477,17 @@ impl TxnStore {
             reads: vec![],
             writes: vec![],
         };
-        let mut read_keys = vec![];
+        let (mut read_keys, mut cpu_keys) = (vec![], vec![]);
         for op in ops {
             match op.kind {
                 OpType::Value => d.compares.push((op.key, op.value)),
                 OpType::Read => read_keys.push(op.key),
                 OpType::Write => d.writes.push((op.key, op.value)),
-                OpType::Nop | OpType::Updated | OpType::CpuPct => {}
+                OpType::CpuPct => cpu_keys.push(op.key),
+                OpType::Nop | OpType::Updated => {}
             }
         }
-        if d.compares.is_empty() && read_keys.is_empty() && d.writes.is_empty() {
+        if d.compares.is_empty() && read_keys.is_empty() && d.writes.is_empty() && cpu_keys.is_empty() {
             d.status = Status::BadRequest;
             return (d, vec![]);
         }
@@ -353,12 +514,14 @@ impl TxnStore {
             d.reads.push((k, v));
             reply.push(Op::value(k, v));
         }
+        reply.extend(cpu_keys.into_iter().map(|k| Op::new(OpType::CpuPct, k, cpu_pct_value(cpu))));
         (d, reply)
     }
 }
 
 impl Host for TxnStore {
-    fn on_packet(&mut self, _now: Time, packet: &[u8], out: &mut Outbox) {
+    fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox) {
+        self.now = now;
         self.handle(packet, out);
     }
     fn on_tick(&mut self, _now: Time, _out: &mut Outbox) {}
@@ -436,5 +599,103 @@ mod tests {
         s.handle(&frags[0].encode(), &mut out);
         assert_eq!(out.sends.len(), 2, "10 UPDATED ops come back in two fragments");
         assert_eq!(s.get(9), Value::from_counter(9));
+    }
+    fn all(store: &mut TxnStore, packets: &[TxnMsg]) -> Vec<TxnMsg> {
+        let mut out = Outbox::new();
+        for p in packets {
+            store.handle(&p.encode(), &mut out);
+        }
+        out.sends.iter().map(|(_, b)| TxnMsg::decode(b).unwrap()).collect()
+    }
+
+    fn writes(n: u32, s: &str) -> Vec<Op> {
+        (0..n).map(|k| Op::write(k, v(s))).collect()
+    }
+
+    #[test]
+    fn a_lone_fragment_naming_a_recorded_reply_pulls_nothing_back() {
+        let mut s = TxnStore::in_memory();
+        let frags = TxnMsg::fragments(&TxnMsg::request(3, 1, vec![]), &writes(70, "a"));
+        assert_eq!(frags.len(), 10);
+        let reply = all(&mut s, &frags);
+        assert_eq!(reply.len(), 10, "70 UPDATED ops in ten fragments");
+        // 13 bytes naming the recorded request, as one fragment of 255 or of 10.
+        for cnt in [255u8, 10] {
+            let mut lone = TxnMsg::request(3, 1, vec![]);
+            (lone.frag_seq, lone.frag_cnt) = (1, cnt);
+            let mut out = Outbox::new();
+            s.handle(&lone.encode(), &mut out);
+            assert!(out.is_empty(), "a lone fragment is not answered from the record");
+        }
+        // The client's own resend of every fragment gets the recorded reply.
+        let (sent, got) = (frags.iter().map(|f| f.encode().len()).sum::<usize>(), all(&mut s, &frags));
+        assert_eq!(got, reply);
+        assert!(got.iter().map(|r| r.encode().len()).sum::<usize>() <= RESEND_FACTOR * sent);
+        assert_eq!((s.counters.committed, s.counters.duplicates_answered), (1, 1));
+    }
+
+    #[test]
+    fn a_reused_client_id_with_a_fragmented_request_is_refused_then_starts_afresh() {
+        let mut s = TxnStore::in_memory();
+        let old = TxnMsg::fragments(&TxnMsg::request(6, 1, vec![]), &writes(10, "a"));
+        assert!(all(&mut s, &old).iter().all(|r| r.status == Status::Ok));
+        // Another process with client id 6 starts at request id 1 again.
+        let reused = TxnMsg::fragments(&TxnMsg::request(6, 1, vec![]), &writes(10, "b"));
+        let r = all(&mut s, &reused);
+        assert_eq!(r.iter().map(|r| r.status).collect::<Vec<_>>(), vec![Status::BadRequest], "not the old OK");
+        assert_eq!(s.get(9), v("a"), "its writes were not applied, and it was not told they were");
+        // Its next request id is new to the store: decided afresh.
+        let fresh = TxnMsg::fragments(&TxnMsg::request(6, 2, vec![]), &writes(10, "b"));
+        assert!(all(&mut s, &fresh).iter().all(|r| r.status == Status::Ok));
+        assert_eq!((s.get(0), s.get(9)), (v("b"), v("b")));
+        // A fragment left over from an abandoned request with the same id
+        // does not mix into a new one.
+        let mut stray = TxnMsg::fragments(&TxnMsg::request(6, 3, vec![]), &writes(10, "x"));
+        stray.truncate(1);
+        all(&mut s, &stray);
+        let next = TxnMsg::fragments(&TxnMsg::request(6, 3, vec![]), &writes(10, "c"));
+        assert!(all(&mut s, &next).iter().all(|r| r.status == Status::Ok));
+        assert_eq!((s.get(0), s.get(9)), (v("c"), v("c")));
+    }
+
+    #[test]
+    fn client_records_are_bounded_least_recently_decided_out() {
+        let mut s = TxnStore::in_memory().with_client_limit(4);
+        for cl in 1..=10 {
+            assert_eq!(send(&mut s, &TxnMsg::request(cl, 1, vec![Op::write(cl, v("a"))])).status, Status::Ok);
+        }
+        assert_eq!((s.client_records(), s.counters.client_records_evicted), (4, 6));
+        // Client 7 was kept: its resend gets the recorded reply.
+        let again = send(&mut s, &TxnMsg::request(7, 1, vec![Op::write(7, v("a"))]));
+        assert_eq!((again.status, s.counters.duplicates_answered), (Status::Ok, 1));
+        // Client 1 was forgotten: a resend of its request is decided again
+        // (the exactly-once limit documented in docs/txn.md).
+        send(&mut s, &TxnMsg::request(1, 1, vec![Op::write(1, v("a"))]));
+        assert_eq!((s.counters.committed, s.client_records()), (11, 4));
+    }
+
+    #[test]
+    fn cpu_pct_is_answered_with_the_store_s_cpu_use() {
+        let mut s = TxnStore::in_memory();
+        let ask = |s: &mut TxnStore, req_id: i32, at: Time| {
+            let mut out = Outbox::new();
+            let req = TxnMsg::request(8, req_id, vec![Op::new(OpType::CpuPct, 0, Value::ZERO)]);
+            s.on_packet(at, &req.encode(), &mut out);
+            TxnMsg::decode(&out.sends[0].1).unwrap()
+        };
+        let first = ask(&mut s, 1, Time::ZERO);
+        assert_eq!((first.status, first.ops[0].kind, first.ops[0].key), (Status::Ok, OpType::CpuPct, 0));
+        // Burn 0.3 s of CPU in this process, then ask again one second later.
+        let before = CpuMeter::ticks().expect("/proc/self/stat");
+        let mut x = 0u64;
+        while CpuMeter::ticks().unwrap() < before + 30 {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        }
+        let r = ask(&mut s, 2, Time::from_secs_f64(1.0));
+        let pct = f32::from_bits(u32::from_be_bytes(r.ops[0].value.0[..4].try_into().unwrap()));
+        assert!((30.0..1000.0).contains(&pct), "{pct}% of a CPU");
+        assert!(r.ops[0].value.0[4..].iter().all(|b| *b == 0));
     }
 }

@@ -26,7 +26,9 @@
 //! 1. *Duplicates.* The switch remembers, per client, the last request id it
 //!    decided and whether it forwarded it. A duplicate of a forwarded request
 //!    is forwarded untouched (the store de-duplicates); a duplicate of a
-//!    request the switch answered is dropped; an older request id is dropped.
+//!    request the switch answered, or an older request id, is answered
+//!    BADREQ by the switch (judging it again could contradict the first
+//!    answer; forwarding it could commit what the switch aborted).
 //!    Without this, a duplicated request can be committed by the store and
 //!    aborted by the switch, and the client would re-run a committed
 //!    transaction.
@@ -42,7 +44,7 @@
 //! bounded by [`MAX_OPS_PER_PACKET`], in-place rewrite, a verdict.
 
 use innet_core::table::SetAssoc;
-use innet_core::{Counters, DataPlane, Verdict};
+use innet_core::{Counters, DataPlane, Ingress, Verdict};
 use innet_wire::txn::{DecodeError, OpType, Status, TxnPacket, Value, MAX_OPS_PER_PACKET};
 
 /// Default number of cache slots (keys the switch can hold). Power of two.
@@ -103,11 +105,14 @@ pub struct CacheEntry {
     pub pending: Value,
 }
 
-/// Last decision per client, for duplicate detection.
+/// Last decision per client, for duplicate detection and for learning only
+/// from replies the switch is waiting for.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub struct ClientEntry {
     pub req_id: i32,
     pub forwarded: bool,
+    /// `req_id` was forwarded and its store reply has not been learned yet.
+    pub awaiting: bool,
 }
 
 /// Every decision the switch makes is counted.
@@ -123,10 +128,18 @@ pub struct SwitchCounters {
     pub passed_fragmented: u64,
     pub passed_store_commit: u64,
     pub passed_duplicate: u64,
-    pub dropped_duplicate: u64,
-    pub dropped_stale: u64,
+    /// A copy of a request the switch answered itself: answered BADREQ.
+    pub refused_duplicate: u64,
+    /// A request id older than the client's last: answered BADREQ.
+    pub refused_stale: u64,
     pub learned_replies: u64,
     pub resets: u64,
+    /// A reply that arrived from the client side: dropped, never learned.
+    pub dropped_reply_from_downstream: u64,
+    /// A store reply the switch was not waiting for (a resend, a replay, a
+    /// fragment, a reply to a request it did not forward): passed on, not
+    /// learned.
+    pub unlearned_reply_not_awaited: u64,
     pub dropped_malformed: [u64; DecodeError::ALL.len()],
 }
 
@@ -149,10 +162,12 @@ impl Counters for SwitchCounters {
             ("passed_fragmented", self.passed_fragmented),
             ("passed_store_commit", self.passed_store_commit),
             ("passed_duplicate", self.passed_duplicate),
-            ("dropped_duplicate", self.dropped_duplicate),
-            ("dropped_stale", self.dropped_stale),
+            ("refused_duplicate", self.refused_duplicate),
+            ("refused_stale", self.refused_stale),
             ("learned_replies", self.learned_replies),
             ("resets", self.resets),
+            ("dropped_reply_from_downstream", self.dropped_reply_from_downstream),
+            ("unlearned_reply_not_awaited", self.unlearned_reply_not_awaited),
         ];
         for e in DecodeError::ALL {
             v.push((malformed_counter_name(e), self.dropped_malformed[e.index()]));
@@ -239,14 +254,21 @@ impl TxnSwitch {
         e
     }
 
-    fn handle_response(&mut self, p: &TxnPacket<'_>) -> Verdict {
+    fn handle_response(&mut self, p: &TxnPacket<'_>, ingress: Ingress) -> Verdict {
         self.counters.responses += 1;
         let flow = p.cl_id();
-        let learn = self.mode != Mode::Forward
+        if ingress != Ingress::Upstream {
+            // Replies come from the store side; one from a client is forged.
+            self.counters.dropped_reply_from_downstream += 1;
+            return Verdict::Drop;
+        }
+        let learnable = self.mode != Mode::Forward
             && !p.is_fragmented()
             && !p.flags().from_switch()
             && matches!(p.status(), Status::Ok | Status::Abort | Status::OptimisticAbort);
-        if learn {
+        if learnable && !self.awaited(p.cl_id(), p.req_id()) {
+            self.counters.unlearned_reply_not_awaited += 1;
+        } else if learnable {
             self.counters.learned_replies += 1;
             self.replies_learned = self.replies_learned.wrapping_add(1);
             let reply = self.replies_learned;
@@ -270,8 +292,23 @@ impl TxnSwitch {
         Verdict::Downstream { flow }
     }
 
+    /// Whether the switch forwarded `req_id` of `cl_id` and waits for its
+    /// reply; if so it stops waiting (a second copy of the reply is not news).
+    fn awaited(&mut self, cl_id: u32, req_id: i32) -> bool {
+        match self.clients.get_mut(cl_id) {
+            Some(e) if e.awaiting && e.req_id == req_id => {
+                e.awaiting = false;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Duplicate detection; `Some(verdict)` if the request was seen before.
-    fn check_duplicate(&mut self, cl_id: u32, req_id: i32) -> Option<Verdict> {
+    /// A request the switch will not judge again is answered BADREQ (never
+    /// dropped in silence: a client that restarted its ids learns so).
+    fn check_duplicate(&mut self, p: &mut TxnPacket<'_>) -> Option<Verdict> {
+        let (cl_id, req_id) = (p.cl_id(), p.req_id());
         let last = *self.clients.get_mut(cl_id)?;
         if req_id == last.req_id {
             if last.forwarded {
@@ -279,18 +316,18 @@ impl TxnSwitch {
                 self.counters.forwarded += 1;
                 return Some(Verdict::Upstream { flow: cl_id });
             }
-            self.counters.dropped_duplicate += 1;
-            return Some(Verdict::Drop);
+            self.counters.refused_duplicate += 1;
+        } else if is_older(req_id, last.req_id) {
+            self.counters.refused_stale += 1;
+        } else {
+            return None;
         }
-        if is_older(req_id, last.req_id) {
-            self.counters.dropped_stale += 1;
-            return Some(Verdict::Drop);
-        }
-        None
+        p.make_switch_reply(Status::BadRequest);
+        Some(Verdict::Reflect)
     }
 
     fn decided(&mut self, cl_id: u32, req_id: i32, forwarded: bool) {
-        *self.clients.entry(cl_id) = ClientEntry { req_id, forwarded };
+        *self.clients.entry(cl_id) = ClientEntry { req_id, forwarded, awaiting: forwarded };
     }
 
     fn forward(&mut self, cl_id: u32, req_id: i32) -> Verdict {
@@ -410,7 +447,26 @@ impl Counters for TxnSwitch {
 }
 
 impl DataPlane for TxnSwitch {
+    /// A packet whose ingress is not known: a reply is taken to come from
+    /// the upstream, a request from downstream (the way each normally
+    /// travels). Runtimes call [`DataPlane::process_from`].
     fn process(&mut self, packet: &mut [u8]) -> Verdict {
+        let ingress = if packet.first().is_some_and(|f| f & innet_wire::txn::Flags::RESPONSE != 0) {
+            Ingress::Upstream
+        } else {
+            Ingress::Downstream
+        };
+        self.process_from(packet, ingress).0
+    }
+
+    fn process_from(&mut self, packet: &mut [u8], ingress: Ingress) -> (Verdict, usize) {
+        let len = packet.len();
+        (self.decide(packet, ingress), len)
+    }
+}
+
+impl TxnSwitch {
+    fn decide(&mut self, packet: &mut [u8], ingress: Ingress) -> Verdict {
         let mut p = match TxnPacket::parse(packet) {
             Ok(p) => p,
             Err(e) => {
@@ -419,7 +475,7 @@ impl DataPlane for TxnSwitch {
             }
         };
         if p.flags().is_response() {
-            return self.handle_response(&p);
+            return self.handle_response(&p, ingress);
         }
         self.counters.requests += 1;
         let (cl_id, req_id) = (p.cl_id(), p.req_id());
@@ -441,7 +497,7 @@ impl DataPlane for TxnSwitch {
             self.counters.passed_store_commit += 1;
             return self.forward(cl_id, req_id);
         }
-        if let Some(v) = self.check_duplicate(cl_id, req_id) {
+        if let Some(v) = self.check_duplicate(&mut p) {
             return v;
         }
         match self.mode {

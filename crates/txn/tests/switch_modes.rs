@@ -332,10 +332,10 @@ fn store_commit_requests_pass_untouched() {
 
 // Reference: deviation 1 of `switch.rs` (docs/txn.md): a duplicate of a
 // forwarded request is forwarded (the store answers duplicates from its
-// client record); a duplicate of a request the switch answered is dropped;
-// an older request id is dropped.
+// client record); a duplicate of a request the switch answered, or an older
+// request id, is answered BADREQ by the switch (never dropped in silence).
 #[test]
-fn duplicates_of_forwarded_requests_are_forwarded_of_reflected_ones_dropped() {
+fn duplicates_of_forwarded_requests_are_forwarded_of_reflected_ones_and_stale_ones_answered_badreq() {
     for mode in [Mode::ReadCache, Mode::EarlyAbort, Mode::OptimisticAbort] {
         let mut net = Net::new(mode);
         learn(&mut net, 1, "a", 1);
@@ -352,10 +352,12 @@ fn duplicates_of_forwarded_requests_are_forwarded_of_reflected_ones_dropped() {
             req(1, 2, vec![Op::value(1, v("a")), Op::write(1, v("c"))])
         };
         assert!(matches!(net.send(&reflected), Outcome::Switch(_)), "{mode}");
-        assert_eq!(net.send(&reflected), Outcome::Dropped, "{mode}");
-        assert_eq!(net.sw.counters.dropped_duplicate, 1, "{mode}");
-        assert_eq!(net.send(&w), Outcome::Dropped, "{mode}: request 1 is older than 2");
-        assert_eq!(net.sw.counters.dropped_stale, 1, "{mode}");
+        let Outcome::Switch(dup) = net.send(&reflected) else { panic!("{mode}: the duplicate is answered") };
+        assert_eq!(dup.status, Status::BadRequest, "{mode}");
+        assert_eq!(net.sw.counters.refused_duplicate, 1, "{mode}");
+        let Outcome::Switch(stale) = net.send(&w) else { panic!("{mode}: request 1 is older than 2: answered") };
+        assert_eq!((stale.status, stale.req_id), (Status::BadRequest, 1), "{mode}");
+        assert_eq!(net.sw.counters.refused_stale, 1, "{mode}");
     }
 }
 

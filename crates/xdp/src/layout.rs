@@ -94,10 +94,12 @@ pub const COUNTER_NAMES: [&str; c::TXN_CTR_COUNT as usize] = [
     "passed_fragmented",
     "passed_store_commit",
     "passed_duplicate",
-    "dropped_duplicate",
-    "dropped_stale",
+    "refused_duplicate",
+    "refused_stale",
     "learned_replies",
     "resets",
+    "dropped_reply_from_downstream",
+    "unlearned_reply_not_awaited",
     "dropped_malformed_truncated",
     "dropped_malformed_too_many_ops",
     "dropped_malformed_ops_beyond_packet",
@@ -224,7 +226,7 @@ pub fn decode_client_slot(b: &[u8]) -> Slot<ClientEntry> {
         valid: u32_at(b, 0) != 0,
         key: u32_at(b, 4),
         stamp: u32_at(b, 8),
-        value: ClientEntry { req_id: u32_at(b, 12) as i32, forwarded: u32_at(b, 16) != 0 },
+        value: ClientEntry { req_id: u32_at(b, 12) as i32, forwarded: b[16] != 0, awaiting: b[17] != 0 },
     }
 }
 

@@ -59,9 +59,28 @@ impl BpfObject {
     /// Runs `frame` through program `name` once with `BPF_PROG_TEST_RUN`:
     /// the action and the frame as the program left it.
     pub fn test_run(&self, name: &str, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+        self.test_run_on(name, frame, None)
+    }
+
+    /// [`BpfObject::test_run`] with the frame received on interface
+    /// `ingress_ifindex` (receive queue 0) of the calling thread's network
+    /// namespace instead of the loopback device.
+    pub fn test_run_on(&self, name: &str, frame: &[u8], ingress_ifindex: Option<u32>) -> Result<(u32, Vec<u8>)> {
         let prog = self.program(name)?;
         let mut out = vec![0u8; frame.len() + 256];
-        let input = libbpf_rs::ProgramInput { data_in: Some(frame), data_out: Some(&mut out), ..Default::default() };
+        // struct xdp_md: data, data_end, data_meta, ingress_ifindex, rx_queue_index, egress_ifindex.
+        let mut ctx = [0u8; 24];
+        if let Some(ifindex) = ingress_ifindex {
+            ctx[4..8].copy_from_slice(&(frame.len() as u32).to_ne_bytes());
+            ctx[12..16].copy_from_slice(&ifindex.to_ne_bytes());
+        }
+        let context_in = ingress_ifindex.map(|_| &mut ctx[..]);
+        let input = libbpf_rs::ProgramInput {
+            data_in: Some(frame),
+            data_out: Some(&mut out),
+            context_in,
+            ..Default::default()
+        };
         let o = prog.test_run(input).context("BPF_PROG_TEST_RUN")?;
         let (action, n) = (o.return_value, o.data.map_or(0, |d| d.len()));
         out.truncate(n);

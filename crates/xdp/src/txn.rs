@@ -171,6 +171,11 @@ impl TxnXdp {
         self.obj.test_run(p.section_name(), frame)
     }
 
+    /// [`TxnXdp::test_run`] with the frame received on `ingress_ifindex`.
+    pub fn test_run_on(&self, p: Program, frame: &[u8], ingress_ifindex: u32) -> Result<(u32, Vec<u8>)> {
+        self.obj.test_run_on(p.section_name(), frame, Some(ingress_ifindex))
+    }
+
     /// The program's file descriptor (valid while `self` lives).
     pub fn program_fd(&self, p: Program) -> Result<RawFd> {
         self.obj.program_fd(p.section_name())

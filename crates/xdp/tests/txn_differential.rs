@@ -13,17 +13,25 @@
 //! default capacities, one uses tiny tables so that LRU eviction is exercised
 //! all the time.
 //!
+//! The switch learns only from replies that arrive on its store port: each
+//! test runs in a private network namespace with a veth pair whose ends
+//! stand for the client port and the store port, and every frame is run as
+//! received on one of them (a tenth of the replies arrive on the client
+//! port, as a forged "store reply" from a client socket would).
+//!
 //! Needs root (BPF). Without it the test says so on stderr (`SKIPPED: ...`,
 //! written past the test harness's capture) and fails when `CI=true`, so CI
 //! can never pass without running it.
 
 mod common;
 
+use std::ffi::CString;
 use std::net::Ipv4Addr;
+use std::process::Command;
 
 use common::{bpf_or_skip, counters_line, report_golden, report_seed, Differential, Draw, Pair};
 use innet_core::rng::Rng;
-use innet_core::{Counters, DataPlane, Verdict};
+use innet_core::{Counters, DataPlane, Ingress, Verdict};
 use innet_txn::switch::{Mode, TxnSwitch};
 use innet_wire::txn::{Flags, OpType, HEADER_LEN, MAX_OPS_PER_PACKET, OP_LEN, VALUE_LEN};
 use innet_xdp::frame::{self, Endpoint};
@@ -41,12 +49,45 @@ const SERVICE: Endpoint = Endpoint { mac: [2, 0, 0, 0, 0, 0x51], ip: Ipv4Addr::n
 const STORE: Endpoint = Endpoint { mac: [2, 0, 0, 0, 0, 0x5e], ip: Ipv4Addr::new(10, 99, 1, 2), port: 9999 };
 const STORE_PORT_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0x52];
 
-fn ports() -> Ports {
+/// The switch's two ports: interface indexes in the test's namespace.
+#[derive(Clone, Copy)]
+struct Ifaces {
+    client: u32,
+    store: u32,
+}
+
+/// Runs `f` on a thread in a new network namespace holding a veth pair (the
+/// switch's client and store ports); the namespace goes with the thread.
+fn in_private_netns<T: Send>(f: impl FnOnce(Ifaces) -> T + Send) -> T {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // SAFETY: unshare(2) moves only this thread into a new namespace.
+            let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "unshare(CLONE_NEWNET): {}", std::io::Error::last_os_error());
+            let ok = Command::new("ip")
+                .args(["link", "add", "innet-dc", "type", "veth", "peer", "name", "innet-ds"])
+                .status()
+                .expect("run ip");
+            assert!(ok.success(), "ip link add veth");
+            let index = |name: &str| {
+                let c = CString::new(name).unwrap();
+                // SAFETY: a NUL-terminated name.
+                let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+                assert_ne!(i, 0, "no interface {name}");
+                i
+            };
+            f(Ifaces { client: index("innet-dc"), store: index("innet-ds") })
+        })
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e))
+    })
+}
+
+fn ports(ifaces: Ifaces) -> Ports {
     Ports {
         udp_port: 9999,
-        // Not the test-run ingress (lo, 1): both directions are redirects.
-        client_ifindex: 1001,
-        store_ifindex: 1002,
+        client_ifindex: ifaces.client,
+        store_ifindex: ifaces.store,
         service_ip: SERVICE.ip,
         store_ip: STORE.ip,
         client_port_mac: SERVICE.mac,
@@ -78,34 +119,54 @@ fn xdp_verdict(action: u32, out: &[u8], cl_id: u32) -> Result<Verdict, String> {
 struct Switch {
     xdp: TxnXdp,
     rust: TxnSwitch,
+    ifaces: Ifaces,
+    /// Where the next packet arrives: replies from the store port unless
+    /// this is `Downstream` (requests always come from the client port).
+    reply_ingress: Ingress,
 }
 
 impl Switch {
-    fn load(mode: Mode, tables: Tables) -> Differential<Switch> {
+    fn load(mode: Mode, tables: Tables, ifaces: Ifaces) -> Differential<Switch> {
         let xdp = TxnXdp::load(tables).expect("load");
-        xdp.configure(mode, &ports()).expect("configure");
+        xdp.configure(mode, &ports(ifaces)).expect("configure");
         let rust = TxnSwitch::new(mode, tables.cache_slots, tables.client_slots);
         let label = format!("{mode} cache={} clients={}", tables.cache_slots, tables.client_slots);
-        Differential::new(Switch { xdp, rust }, label, TABLES_EVERY)
+        Differential::new(Switch { xdp, rust, ifaces, reply_ingress: Ingress::Upstream }, label, TABLES_EVERY)
+    }
+
+    fn ingress(&self, payload: &[u8]) -> Ingress {
+        let is_reply = payload.first().is_some_and(|f| f & Flags::RESPONSE != 0);
+        if is_reply {
+            self.reply_ingress
+        } else {
+            Ingress::Downstream
+        }
     }
 }
 
 impl Pair for Switch {
     fn frame(&self, payload: &[u8], pad: usize) -> Vec<u8> {
-        // Requests come from the client to the service address, replies from the store.
-        let is_reply = payload.first().is_some_and(|f| f & Flags::RESPONSE != 0);
-        let (src, dst) = if is_reply { (STORE, CLIENT) } else { (CLIENT, SERVICE) };
+        // From the client to the service address, or from the store.
+        let (src, dst) = match self.ingress(payload) {
+            Ingress::Upstream => (STORE, CLIENT),
+            Ingress::Downstream => (CLIENT, SERVICE),
+        };
         frame::udp_frame(src, dst, payload, pad)
     }
 
     fn run_bpf(&mut self, payload: &[u8], input: &[u8]) -> Result<(Verdict, Vec<u8>), String> {
-        let (action, out) = self.xdp.test_run(Program::TxnSwitch, input).expect("test run");
+        let ifindex = match self.ingress(payload) {
+            Ingress::Upstream => self.ifaces.store,
+            Ingress::Downstream => self.ifaces.client,
+        };
+        let (action, out) = self.xdp.test_run_on(Program::TxnSwitch, input, ifindex).expect("test run");
         let cl_id = payload.get(1..5).map_or(0, |b| u32::from_be_bytes(b.try_into().unwrap()));
         Ok((xdp_verdict(action, &out, cl_id)?, out))
     }
 
     fn run_reference(&mut self, packet: &mut [u8]) -> (Verdict, usize) {
-        (self.rust.process(packet), packet.len())
+        let ingress = self.ingress(packet);
+        self.rust.process_from(packet, ingress)
     }
 
     fn counters(&self) -> (common::Counters, common::Counters) {
@@ -129,7 +190,19 @@ impl Pair for Switch {
         let c = self.xdp.counters().unwrap();
         format!(
             "{}, malformed {}, cache evictions {}, client evictions {}",
-            counters_line(&c, &["forwarded", "aborted", "optimistically_aborted", "served_from_cache", "confirmed"]),
+            counters_line(
+                &c,
+                &[
+                    "forwarded",
+                    "aborted",
+                    "optimistically_aborted",
+                    "served_from_cache",
+                    "confirmed",
+                    "learned_replies",
+                    "unlearned_reply_not_awaited",
+                    "dropped_reply_from_downstream"
+                ]
+            ),
             c[c::TXN_CTR_DROPPED_MALFORMED as usize..SWITCH_COUNTERS].iter().map(|(_, v)| v).sum::<u64>(),
             st.cache_evictions,
             st.client_evictions
@@ -204,7 +277,10 @@ impl Gen {
     }
 
     fn reply(&mut self) -> Vec<u8> {
-        let c = self.rng.below(self.clients) as u32 + 1;
+        let c = self.rng.below(self.clients) as usize;
+        // Mostly the reply to the client's latest request (which the switch
+        // may be waiting for), else a late, replayed or made-up one.
+        let req_id = if self.rng.chance(0.6) { self.req_ids[c] } else { self.rng.next_u64() as i32 };
         let mut flags = Flags::RESPONSE;
         if self.rng.chance(0.1) {
             flags |= Flags::FROM_SWITCH;
@@ -212,7 +288,7 @@ impl Gen {
         let status = self.rng.pick(&[(0, 60), (1, 25), (2, 5), (3, 10)]);
         let (seq, cnt) = if self.rng.chance(0.03) { (2, 2) } else { (1, 1) };
         let n = self.rng.below(MAX_OPS_PER_PACKET as u64 + 1) as usize;
-        let mut b = header(flags, c, self.rng.next_u64() as i32, seq, cnt, status, n as u8);
+        let mut b = header(flags, c as u32 + 1, req_id, seq, cnt, status, n as u8);
         for _ in 0..n {
             let kind = self.rng.pick(&[(3, 45), (4, 45), (0, 5), (5, 5)]);
             self.op(kind, &mut b);
@@ -243,7 +319,8 @@ impl Gen {
         b
     }
 
-    fn next(&mut self) -> (Vec<u8>, usize) {
+    /// A packet, its padding, and whether a reply arrives on the client port.
+    fn next(&mut self) -> (Vec<u8>, usize, bool) {
         let r = self.rng.below(100);
         let p = if r < 55 {
             self.request()
@@ -253,7 +330,7 @@ impl Gen {
             self.malformed()
         };
         let pad = if self.rng.chance(0.3) { 60 } else { 0 };
-        (p, pad)
+        (p, pad, self.rng.chance(0.1))
     }
 }
 
@@ -267,14 +344,17 @@ fn header(flags: u8, cl_id: u32, req_id: i32, seq: u8, cnt: u8, status: u8, op_c
 }
 
 fn run_mode(mode: Mode, tables: Tables, packets: usize, seed: u64, keys: u64, clients: u64) -> String {
-    let mut d = Switch::load(mode, tables);
-    d.golden(&golden(), 1);
-    let mut g = Gen::new(seed, keys, clients);
-    for _ in 0..packets {
-        let (p, pad) = g.next();
-        d.step(&p, pad);
-    }
-    d.finish()
+    in_private_netns(|ifaces| {
+        let mut d = Switch::load(mode, tables, ifaces);
+        d.golden(&golden(), 1);
+        let mut g = Gen::new(seed, keys, clients);
+        for _ in 0..packets {
+            let (p, pad, from_client) = g.next();
+            d.pair.reply_ingress = if from_client { Ingress::Downstream } else { Ingress::Upstream };
+            d.step(&p, pad);
+        }
+        d.finish()
+    })
 }
 
 #[test]
@@ -282,12 +362,14 @@ fn golden_vectors_give_the_reference_verdicts_and_bytes_in_every_mode() {
     if !bpf_or_skip("golden_vectors_give_the_reference_verdicts_and_bytes_in_every_mode", txn::unavailable) {
         return;
     }
-    for mode in Mode::ALL {
-        let mut d = Switch::load(mode, Tables::default());
-        // Twice: the second pass meets what the first taught the tables.
-        d.golden(&golden(), 2);
-        report_golden(&d.finish());
-    }
+    in_private_netns(|ifaces| {
+        for mode in Mode::ALL {
+            let mut d = Switch::load(mode, Tables::default(), ifaces);
+            // Twice: the second pass meets what the first taught the tables.
+            d.golden(&golden(), 2);
+            report_golden(&d.finish());
+        }
+    })
 }
 
 #[test]
