@@ -67,19 +67,6 @@ pub struct MininetHost {
     pub load: bool,
 }
 
-/// What one machine's load nodes did (`innet up`'s JSON line).
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct MininetLoad {
-    pub machine: String,
-    pub nodes: usize,
-    pub seconds: f64,
-    pub committed: u64,
-    pub aborts_by_switch: u64,
-    pub aborts_by_store: u64,
-    pub reads: u64,
-    pub writes: u64,
-}
-
 /// A Mininet run's report.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct MininetReport {
@@ -89,7 +76,7 @@ pub struct MininetReport {
     pub links: Vec<(String, String)>,
     /// Every server node's counters, as it printed them on the way out.
     pub counters: BTreeMap<String, BTreeMap<String, u64>>,
-    pub loads: Vec<MininetLoad>,
+    pub loads: Vec<crate::up::LoadReport>,
     /// Seconds to build and start the network, of load, and of the whole run.
     #[serde(default)]
     pub started_s: f64,

@@ -72,8 +72,10 @@ impl Default for UpLoad {
     }
 }
 
-/// What one group of load nodes (one machine) did.
-#[derive(Clone, Debug, Default)]
+/// What one group of load nodes (one machine) did; its JSON form (without
+/// `net`) is the line `innet up --topology` prints, which `innet mininet`
+/// reads back from each host.
+#[derive(Clone, Debug, Default, serde::Deserialize, serde::Serialize)]
 pub struct LoadReport {
     pub machine: String,
     pub nodes: usize,
@@ -85,23 +87,16 @@ pub struct LoadReport {
     /// Chain: reads and writes completed.
     pub reads: u64,
     pub writes: u64,
+    #[serde(skip)]
     pub net: HostStats,
 }
 
 impl LoadReport {
     /// The line `innet up --topology` prints for this group.
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "machine": self.machine,
-            "nodes": self.nodes,
-            "seconds": self.seconds,
-            "committed": self.committed,
-            "committed_per_s": self.committed as f64 / self.seconds.max(1e-9),
-            "aborts_by_switch": self.aborts_by_switch,
-            "aborts_by_store": self.aborts_by_store,
-            "reads": self.reads,
-            "writes": self.writes,
-        })
+        let mut v = serde_json::to_value(self).expect("plain fields");
+        v["committed_per_s"] = (self.committed as f64 / self.seconds.max(1e-9)).into();
+        v
     }
 }
 
