@@ -16,6 +16,8 @@ pub mod paxos_live;
 pub mod paxos_sim;
 pub mod plot;
 pub mod results;
+pub mod tpcc;
+pub mod tpcc_sim;
 pub mod txn;
 pub mod txn_bench;
 pub mod txn_client;

@@ -96,7 +96,7 @@ impl TxnTopology {
     }
 }
 
-fn link(cfg: &TxnPointConfig, latency: Duration) -> LinkSpec {
+pub(crate) fn link(cfg: &TxnPointConfig, latency: Duration) -> LinkSpec {
     LinkSpec {
         latency,
         jitter: Duration::from_secs_f64(cfg.jitter_ms / 1e3),
