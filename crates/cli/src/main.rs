@@ -7,6 +7,7 @@ mod mininet_cmd;
 mod no_xdp;
 mod paxos_cmd;
 mod sim_cmd;
+mod tpcc_cmd;
 #[cfg(feature = "xdp")]
 mod xdp_chain_cmd;
 #[cfg(feature = "xdp")]
@@ -35,6 +36,7 @@ Transactions (Gotthard 2016, NOCC 2018):
                                   one simulated point, as JSON
   innet bench txn                 the paper's Figure 7 sweep (all modes x write ratios)
   innet check txn --seeds 1000    random faulty runs through the serializability checker
+  innet bench tpcc                TPC-C per transaction type and mode (Gotthard Figure 13)
   innet up txn --mode optimistic-abort
                                   a live store and switch on loopback
 

@@ -76,6 +76,8 @@ pub enum BenchService {
     XdpPaxosHosts(crate::xdp_paxos_cmd::XdpPaxosHostsArgs),
     /// CAANS Figures 7a/7b, Table 4 and Figure 8, switch and software deployments side by side.
     Paxos(crate::paxos_cmd::BenchPaxosArgs),
+    /// TPC-C at the papers' reduced scale, per transaction type and mode (Gotthard Figure 13).
+    Tpcc(crate::tpcc_cmd::BenchTpccArgs),
 }
 
 #[derive(Args, Debug)]
@@ -106,6 +108,8 @@ pub enum CheckService {
     /// Random runs with loss, duplication, reordering, acceptor crashes and coordinator failover
     /// through the agreement / validity / exactly-once checker.
     Paxos(crate::paxos_cmd::CheckPaxosArgs),
+    /// Random faulty TPC-C runs through the serializability checker and TPC-C's consistency conditions.
+    Tpcc(crate::tpcc_cmd::CheckTpccArgs),
 }
 
 #[derive(Args, Debug)]
@@ -213,6 +217,7 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
         BenchService::XdpPaxos(a) => return crate::xdp_paxos_cmd::run_bench(a),
         BenchService::XdpPaxosHosts(a) => return crate::xdp_paxos_cmd::run_hosts(a),
         BenchService::Paxos(a) => return crate::paxos_cmd::run_bench(a),
+        BenchService::Tpcc(a) => return crate::tpcc_cmd::run_bench(a),
     };
     let mut base = a.point.clone().resolved().map_err(anyhow::Error::msg)?;
     let defaults = TxnPointConfig::default();
@@ -273,6 +278,7 @@ pub fn run_check(s: CheckService) -> anyhow::Result<i32> {
         CheckService::Txn(a) => a,
         CheckService::Chain(a) => return crate::chain_cmd::run_check(a),
         CheckService::Paxos(a) => return crate::paxos_cmd::run_check(a),
+        CheckService::Tpcc(a) => return crate::tpcc_cmd::run_check(a),
     };
     let modes: Vec<Mode> = parse_list(&a.modes)?;
     let (range, verbose) = match a.seed {

@@ -304,6 +304,11 @@ impl Kind {
             Kind::StockLevel => "stock-level",
         }
     }
+    pub fn parse(s: &str) -> Result<Kind, String> {
+        Kind::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
+            format!("unknown transaction type '{s}' (new-order, payment, order-status, delivery, stock-level)")
+        })
+    }
     /// Whether which records the transaction touches depends on values
     /// other transactions write (Gotthard section 5.4): after an abort the
     /// client re-reads what the aborted attempt read before re-running it.

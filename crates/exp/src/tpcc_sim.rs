@@ -75,6 +75,12 @@ pub struct TpccConfig {
     /// Edge switches under a core switch (0: one switch), as `--edge-switches` of `innet sim txn`.
     #[arg(long, default_value_t = 0)]
     pub edge_switches: u32,
+    /// Run only this transaction type (new-order, payment, order-status,
+    /// delivery, stock-level) instead of the mix; Gotthard Figure 13's
+    /// per-type bars and Figure 14 run one type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_parser = crate::tpcc::Kind::parse)]
+    pub only: Option<Kind>,
 }
 
 impl Default for TpccConfig {
@@ -97,6 +103,7 @@ impl Default for TpccConfig {
             reorder: 0.0,
             retry_limit: 1000,
             edge_switches: 0,
+            only: None,
         }
     }
 }
@@ -226,16 +233,10 @@ pub fn build(cfg: &TpccConfig, record: bool) -> Result<TpccTopology, String> {
             let client = TxnClient::new(ccfg);
             let client = if record { client.with_history() } else { client };
             let w = (ids[i] - 1) % scale.warehouses + 1;
-            SimNode::host(TpccClient::new(
-                client,
-                scale,
-                w,
-                rng.fork(),
-                cfg.retry_limit,
-                Duration::ZERO,
-                Time::ZERO,
-                stop,
-            ))
+            let mut t =
+                TpccClient::new(client, scale, w, rng.fork(), cfg.retry_limit, Duration::ZERO, Time::ZERO, stop);
+            t.only = cfg.only;
+            SimNode::host(t)
         }
     };
     let nodes = sim.instantiate(&deployment, make, |d| crate::txn_sim::link(&net, d));
@@ -379,6 +380,7 @@ pub fn random_check_config(seed: u64, mode: Mode, duration_s: f64) -> TpccConfig
         reorder: r.f64() * 0.1,
         retry_limit: 1000,
         edge_switches: if r.chance(0.25) { (2 + r.below(2) as u32).min(clients) } else { 0 },
+        only: None,
     }
 }
 
