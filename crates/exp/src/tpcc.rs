@@ -648,20 +648,21 @@ pub fn initial_db(scale: &Scale, seed: u64) -> BTreeMap<Key, Value> {
 /// TPC-C's consistency conditions (clause 3.3.2) that apply to this data
 /// model, over a store's contents; every violation found, as a sentence.
 ///
-/// 1. W_YTD = sum(D_YTD). 2. D_NEXT_O_ID - 1 = max(O_ID) = max(NO_O_ID).
-/// 3. max(NO_O_ID) - min(NO_O_ID) + 1 = rows in NEW-ORDER (contiguous).
-/// 4. sum(O_OL_CNT) = rows in ORDER-LINE. 5. O_CARRIER_ID is null exactly
-/// for orders with a NEW-ORDER row. 6. each order's lines are 1..=O_OL_CNT.
-/// 7. OL_DELIVERY_D is null exactly when O_CARRIER_ID is. 8. W_YTD =
-/// sum(H_AMOUNT). 9. D_YTD = sum(H_AMOUNT) of the district. 10. C_BALANCE =
-/// sum(OL_AMOUNT of delivered lines of the customer's orders) -
-/// sum(H_AMOUNT of the customer). 12. C_BALANCE + C_YTD_PAYMENT = that sum
-/// of delivered OL_AMOUNT. Condition 11 (NEW-ORDER rows = ORDER rows -
-/// 2,100 at load) is specific to the full scale's load and is not checked.
-/// And of this model's own fields: the delivery cursor is the oldest new
-/// order (or D_NEXT_O_ID when none), the district's history count is its
-/// history rows 1..=n, C_PAYMENT_CNT is the customer's history rows, and a
-/// customer's last-order id is its highest order id.
+/// The conditions, numbered as in the clause: (1) W_YTD = sum(D_YTD);
+/// (2) D_NEXT_O_ID - 1 = max(O_ID) = max(NO_O_ID); (3) max(NO_O_ID) -
+/// min(NO_O_ID) + 1 = rows in NEW-ORDER (contiguous); (4) sum(O_OL_CNT) =
+/// rows in ORDER-LINE; (5) O_CARRIER_ID is null exactly for orders with a
+/// NEW-ORDER row; (6) each order's lines are 1..=O_OL_CNT; (7) OL_DELIVERY_D
+/// is null exactly when O_CARRIER_ID is; (8) W_YTD = sum(H_AMOUNT); (9) D_YTD
+/// = sum(H_AMOUNT) of the district; (10) C_BALANCE = sum(OL_AMOUNT of
+/// delivered lines of the customer's orders) - sum(H_AMOUNT of the
+/// customer); (12) C_BALANCE + C_YTD_PAYMENT = that sum of delivered
+/// OL_AMOUNT. Condition 11 (NEW-ORDER rows = ORDER rows - 2,100 at load) is
+/// specific to the full scale's load and is not checked. And of this
+/// model's own fields: the delivery cursor is the oldest new order (or
+/// D_NEXT_O_ID when none), the district's history count is its history rows
+/// 1..=n, C_PAYMENT_CNT is the customer's history rows, and a customer's
+/// last-order id is its highest order id.
 pub fn check_consistency(scale: &Scale, db: &BTreeMap<Key, Value>) -> Vec<String> {
     let mut errs = vec![];
     #[derive(Default)]
