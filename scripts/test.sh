@@ -29,6 +29,8 @@ echo "== innet check chain --seeds ${INNET_CHECK_SEEDS:-1000}"
 ./target/release/innet check chain --seeds "${INNET_CHECK_SEEDS:-1000}"
 echo "== innet check paxos --seeds ${INNET_CHECK_SEEDS:-1000}"
 ./target/release/innet check paxos --seeds "${INNET_CHECK_SEEDS:-1000}"
+echo "== innet check tpcc --seeds 200"
+./target/release/innet check tpcc --seeds 200
 echo "== cargo build --no-default-features (no clang, libbpf or libleveldb)"
 bash scripts/build-minimal.sh
 echo "== smoke: innet sim txn --json"
