@@ -93,6 +93,10 @@ pub fn build(cfg: &PaxosConfig, record: bool) -> Result<PaxosTopology, String> {
         }
     };
     let ids = sim.instantiate(&d, make, |l| link(cfg, l, true));
+    for (i, &id) in ids.iter().enumerate() {
+        let senders = innet_paxos::trust::senders(&d, &ids, i);
+        sim.set_admit(id, Box::new(move |from, b| senders.check(&from, b).map_err(|r| r.name())));
+    }
     let (dp_cost, host_cost) = (if process { cfg.software_cost_us } else { cfg.switch_cost_us }, cfg.host_cost_us);
     for (i, n) in d.nodes.iter().enumerate() {
         let cost = if n.shape == Shape::Program { dp_cost } else { host_cost };
@@ -314,6 +318,7 @@ pub const CHECK_DRAIN: Duration = Duration::from_secs(2);
 pub fn run_checked(cfg: &PaxosConfig) -> Result<CheckedRun, String> {
     let mut t = build(cfg, true)?;
     let stop = Time::from_secs_f64(cfg.duration_s);
+    add_forger(&mut t, stop);
     t.run(stop, Some(stop));
     // Drain until every value is delivered everywhere, or CHECK_DRAIN passed.
     let step = Duration::from_millis(10);
@@ -335,6 +340,86 @@ pub fn run_checked(cfg: &PaxosConfig) -> Result<CheckedRun, String> {
         net: t.sim.stats.clone(),
         took_over: t.backup().active_since().is_some(),
     })
+}
+
+/// An outside sender on the fabric that forges every message type to
+/// every node (rounds up to 65535, instances near the live ones and
+/// `u32::MAX`, values with real proposer ids) and replays the votes it
+/// overhears (it is a member of the acceptors' vote group, a sniffer on
+/// the segment), changed into 2As, DECIDEDs or 1As, or sent as they are.
+/// Every node's admission rule must refuse all of it. It sends no
+/// REQUESTs: anyone may submit a value.
+struct Forger {
+    rng: Rng,
+    targets: u16,
+    heard: Vec<Vec<u8>>,
+    next: Time,
+    stop: Time,
+    sent: u64,
+}
+
+impl innet_core::Host for Forger {
+    fn on_packet(&mut self, _now: Time, packet: &[u8], _out: &mut innet_core::Outbox) {
+        if self.heard.len() < 256 {
+            self.heard.push(packet.to_vec());
+        } else {
+            let k = self.rng.below(256) as usize;
+            self.heard[k] = packet.to_vec();
+        }
+    }
+    fn on_tick(&mut self, now: Time, out: &mut innet_core::Outbox) {
+        use innet_wire::paxos::{MsgType, PaxosMsg, PACKET_LEN};
+        let r = &mut self.rng;
+        let bytes = if !self.heard.is_empty() && r.chance(0.5) {
+            let mut b = self.heard[r.below(self.heard.len() as u64) as usize].clone();
+            if b.len() >= PACKET_LEN && r.chance(0.6) {
+                let t = [MsgType::Phase2A, MsgType::Decided, MsgType::Phase1A][r.below(3) as usize];
+                b[..2].copy_from_slice(&(t as u16).to_be_bytes());
+            }
+            b
+        } else {
+            // Every type but REQUEST: anyone may submit a value (a
+            // proposer outside the deployment), so a request is no forgery.
+            let types: Vec<MsgType> = MsgType::ALL.into_iter().filter(|&t| t != MsgType::Request).collect();
+            let mut m = PaxosMsg::new(types[r.below(types.len() as u64) as usize]);
+            m.inst = match r.below(4) {
+                0 => u32::MAX,
+                _ => r.below(4096) as u32,
+            };
+            m.rnd = [1, innet_paxos::round(r.below(256) as u8, 2), innet_paxos::round(r.below(256) as u8, 16), 0xffff]
+                [r.below(4) as usize];
+            m.vrnd = m.rnd;
+            m.acptid = r.below(6) as u16;
+            let e = innet_paxos::Envelope::new(1 + r.below(3) as u32, r.below(64) as u32, b"forged").expect("fits");
+            m.value = e.to_value();
+            m.encode()
+        };
+        let port = self.rng.below(self.targets as u64) as u16;
+        out.send(innet_core::Dest::Port(port), bytes);
+        self.sent += 1;
+        self.next = now + Duration::from_micros(100 + self.rng.below(900));
+    }
+    fn next_tick(&self) -> Option<Time> {
+        (self.next < self.stop).then_some(self.next)
+    }
+}
+
+/// Puts a [`Forger`] beside the deployment until `stop`: port `k` of it is
+/// node `k`, and it overhears acceptor votes.
+fn add_forger(t: &mut PaxosTopology, stop: Time) {
+    let d = t.config.deployment();
+    let ids: Vec<NodeId> = (0..d.nodes.len()).collect();
+    let rng = Rng::new(t.config.seed ^ 0xF0_46E5);
+    let forger = Forger { rng, targets: ids.len() as u16, heard: vec![], next: Time::ZERO, stop, sent: 0 };
+    let f = t.sim.add_host("forger", forger);
+    for &n in &ids {
+        t.sim.set_port(f, n as u16, Some(n));
+    }
+    for a in innet_paxos::deploy::acceptors(&d) {
+        let mut members: Vec<innet_core::Member<NodeId>> = d.nodes[a].groups[&innet_paxos::GROUP_LEARNERS].clone();
+        members.push(innet_core::Member::Node(f));
+        t.sim.set_group(a, innet_paxos::GROUP_LEARNERS, members);
+    }
 }
 
 /// The random configuration `innet check paxos` uses for `seed`: 3 or 5

@@ -289,7 +289,7 @@ fn run_group(
                     LoadProposer::new(Proposer::new(roles.proposer(base + k as u32)), load.outstanding, stop_at, false)
                 })
                 .collect();
-            let net = run_hosts(&mut hosts, endpoints(&|i| host_options(d, addrs, i)), stop, until)?;
+            let net = run_hosts(&mut hosts, endpoints(&|i| innet_live::paxos::options(d, addrs, i)), stop, until)?;
             report.committed = hosts.iter().map(|h| h.latencies_ns.len() as u64).sum();
             net
         }

@@ -8,9 +8,10 @@
 //! held that long before it goes out, and every packet it receives that long
 //! before the host sees it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -24,6 +25,43 @@ use crate::Stop;
 /// Longest the event loop waits before looking at its stop flag again.
 pub(crate) const MAX_WAIT: Duration = Duration::from_millis(20);
 
+/// A node's admission rule: `Ok` lets a packet from the address reach the
+/// node's role, `Err(reason)` drops it and counts it under `reason`
+/// ([`HostStats::rejected`], [`crate::SwitchStats::rejected`]). A service
+/// builds it from its deployment (who may send what, e.g.
+/// `innet_paxos::trust`).
+#[derive(Clone)]
+pub struct Admission(pub Arc<AdmitFn>);
+
+/// The rule itself: a packet from an address, `Err(reason)` to refuse it.
+pub type AdmitFn = dyn Fn(SocketAddr, &[u8]) -> Result<(), &'static str> + Send + Sync;
+
+impl Admission {
+    pub fn new(f: impl Fn(SocketAddr, &[u8]) -> Result<(), &'static str> + Send + Sync + 'static) -> Admission {
+        Admission(Arc::new(f))
+    }
+    /// Applies the rule, counting a refusal in `rejected`; true if the
+    /// packet may pass.
+    pub fn admit(this: &Option<Admission>, from: SocketAddr, bytes: &[u8], rejected: &mut Rejected) -> bool {
+        match this.as_ref().map(|a| (a.0)(from, bytes)) {
+            Some(Err(reason)) => {
+                *rejected.entry(reason).or_default() += 1;
+                false
+            }
+            _ => true,
+        }
+    }
+}
+
+impl std::fmt::Debug for Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Admission(..)")
+    }
+}
+
+/// Packets refused by an [`Admission`] rule, by reason.
+pub type Rejected = BTreeMap<&'static str, u64>;
+
 #[derive(Clone, Debug, Default)]
 pub struct HostOptions {
     /// Where [`Dest::Upstream`] packets go (a client's switch or store).
@@ -34,6 +72,8 @@ pub struct HostOptions {
     pub ports: Vec<SocketAddr>,
     /// Where [`Dest::Group`] packets go, by group number.
     pub groups: HashMap<u16, Vec<SocketAddr>>,
+    /// Who may send what (every packet passes without one).
+    pub admit: Option<Admission>,
 }
 
 impl HostOptions {
@@ -59,6 +99,8 @@ pub struct HostStats {
     /// Datagrams the kernel dropped at the host's full socket receive buffer
     /// because the event loop fell behind (`SO_RXQ_OVFL`).
     pub rx_overflow: u64,
+    /// Packets the node's [`Admission`] rule refused, by reason.
+    pub rejected: Rejected,
 }
 
 impl HostStats {
@@ -68,6 +110,9 @@ impl HostStats {
         self.send_errors += o.send_errors;
         self.no_destination += o.no_destination;
         self.rx_overflow += o.rx_overflow;
+        for (k, v) in &o.rejected {
+            *self.rejected.entry(k).or_default() += v;
+        }
     }
 }
 
@@ -80,6 +125,9 @@ impl Counters for HostStats {
             ("live_no_destination", self.no_destination),
             ("live_rx_overflow", self.rx_overflow),
         ]
+        .into_iter()
+        .chain(self.rejected.iter().map(|(&k, &v)| (k, v)))
+        .collect()
     }
 }
 
@@ -142,6 +190,10 @@ impl<H: Host> HostLoop<'_, H> {
     }
 
     fn deliver(&mut self, i: usize, from: SocketAddr, bytes: &[u8], now: Time) {
+        let slot = &mut self.slots[i];
+        if !Admission::admit(&slot.opts.admit, from, bytes, &mut slot.stats.rejected) {
+            return;
+        }
         self.hosts[i].on_packet(now, bytes, &mut self.out);
         self.collect(i, Some(from), now);
     }

@@ -37,7 +37,7 @@ use innet_paxos::software::SoftwareNode;
 use innet_paxos::{BackupCoordinator, Coordinator, LearnerConfig, ProposerConfig};
 
 use crate::deploy::{host_options, switch_setup};
-use crate::host::{spawn_host, HostOptions, NodeHandle};
+use crate::host::{spawn_host, Admission, HostOptions, NodeHandle};
 use crate::switch::{spawn_switch_with_tables, SwitchNode};
 use crate::txn::bind;
 use crate::Stop;
@@ -150,7 +150,7 @@ impl LiveConfig {
                 format!("learner {i}: the deployment has {} learners", self.learners),
             )
         })?;
-        Ok((addrs[n], host_options(&d, &addrs, n)))
+        Ok((addrs[n], options(&d, &addrs, n)))
     }
 
     pub fn quorum(&self) -> usize {
@@ -275,7 +275,7 @@ impl Plan {
     /// Learner `i`'s ports and groups.
     pub fn learner_options(&self, i: usize) -> HostOptions {
         let n = self.node(|r| *r == PaxosRole::Learner { id: i as u16 });
-        host_options(&self.deployment, &self.addrs, n)
+        options(&self.deployment, &self.addrs, n)
     }
 
     /// A proposer's ports: the coordinator and the backup.
@@ -289,7 +289,7 @@ impl Plan {
             addrs.push(SocketAddr::new(self.config.ip, 0));
         }
         let p = d.with_role(|r| matches!(r, PaxosRole::Proposer { .. }))[0];
-        host_options(&d, &addrs, p)
+        options(&d, &addrs, p)
     }
 
     /// Takes learner `i`'s socket (once).
@@ -328,7 +328,7 @@ impl Plan {
                     acceptors.push(self.spawn_program(n, socket, Acceptor::new(roles.acceptor(id)), stop)?)
                 }
                 PaxosRole::Backup => {
-                    let (o, bcfg) = (host_options(d, &self.addrs, n), roles.backup());
+                    let (o, bcfg) = (options(d, &self.addrs, n), roles.backup());
                     backup = Some(spawn_host(&name, socket, o, stop, move || BackupCoordinator::new(bcfg), |b, _| b)?);
                 }
                 _ => unreachable!("core roles only"),
@@ -363,12 +363,49 @@ where
     let name = d.nodes[n].name.clone();
     Ok(match at {
         DataPlaneAt::Process => {
-            let o = host_options(d, addrs, n);
+            let o = options(d, addrs, n);
             ProgramNode::Process(spawn_host(&name, socket, o, stop, move || SoftwareNode::new(program), |_, _| ())?)
         }
         DataPlaneAt::Switch | DataPlaneAt::Xdp => {
-            let (o, t) = switch_setup(d, DataPlaneAt::Switch, addrs, n, Duration::ZERO);
+            let (mut o, t) = switch_setup(d, DataPlaneAt::Switch, addrs, n, Duration::ZERO);
+            o.admit = Some(admission(d, addrs, n));
             ProgramNode::Switch(spawn_switch_with_tables(&name, program, socket, o, t, stop)?)
         }
+    })
+}
+
+/// Node `n`'s admission rule: each message type only from the peers the
+/// deployment says may send it, by source address and port
+/// ([`innet_paxos::trust`]).
+pub fn admission(d: &PaxosDeployment, addrs: &[SocketAddr], n: usize) -> Admission {
+    let senders = innet_paxos::trust::senders(d, addrs, n);
+    Admission::new(move |from, bytes| senders.check(&from, bytes).map_err(|r| r.name()))
+}
+
+/// Node `n`'s ports, groups and admission rule, for an end host (a
+/// learner, proposer or the backup, or a coordinator or acceptor running
+/// as a process).
+pub fn options(d: &PaxosDeployment, addrs: &[SocketAddr], n: usize) -> HostOptions {
+    HostOptions { admit: Some(admission(d, addrs, n)), ..host_options(d, addrs, n) }
+}
+
+/// [`admission`] for a node whose data-plane peers (coordinator,
+/// acceptors) are known by IP address only: on the XDP testbed the BPF
+/// programs rewrite source addresses but keep the source port of the
+/// packet they rewrote, so their packets are recognised by address; end
+/// hosts still by address and port.
+pub fn admission_programs_by_ip(d: &PaxosDeployment, addrs: &[SocketAddr], n: usize) -> Admission {
+    use innet_core::deploy::Shape;
+    let exact = innet_paxos::trust::senders(d, addrs, n);
+    let ips: Vec<IpAddr> = addrs.iter().map(|a| a.ip()).collect();
+    let mut by_ip = innet_paxos::trust::senders(d, &ips, n);
+    by_ip.by_addr.retain(|ip, _| {
+        d.nodes.iter().zip(&ips).any(|(node, a)| a == ip && node.shape == Shape::Program)
+            && !d.nodes.iter().zip(&ips).any(|(node, a)| a == ip && node.shape == Shape::Host)
+    });
+    Admission::new(move |from, bytes| {
+        let r =
+            if exact.by_addr.contains_key(&from) { exact.check(&from, bytes) } else { by_ip.check(&from.ip(), bytes) };
+        r.map_err(|r| r.name())
     })
 }

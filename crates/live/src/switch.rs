@@ -50,6 +50,8 @@ pub struct SwitchOptions {
     /// zero when the clients emulate their own link.
     pub downstream_delay: Duration,
     pub reverse_path_capacity: usize,
+    /// Who may send what to the program (every packet passes without one).
+    pub admit: Option<crate::host::Admission>,
 }
 
 impl SwitchOptions {
@@ -59,6 +61,7 @@ impl SwitchOptions {
             upstream_delay: Duration::ZERO,
             downstream_delay: Duration::ZERO,
             reverse_path_capacity: REVERSE_PATH_DEFAULT,
+            admit: None,
         }
     }
     pub fn with_delays(mut self, upstream: Duration, downstream: Duration) -> SwitchOptions {
@@ -134,6 +137,9 @@ pub struct SwitchStats {
     /// Packets dropped because the event loop fell behind.
     pub rx_overflow: u64,
     pub send_errors: u64,
+    /// Packets the [`SwitchOptions::admit`] rule refused, by reason (the
+    /// sender is the packet's previous hop).
+    pub rejected: crate::host::Rejected,
 }
 
 impl Counters for SwitchStats {
@@ -151,6 +157,9 @@ impl Counters for SwitchStats {
             ("live_rx_overflow", self.rx_overflow),
             ("live_send_errors", self.send_errors),
         ]
+        .into_iter()
+        .chain(self.rejected.iter().map(|(&k, &v)| (k, v)))
+        .collect()
     }
 }
 
@@ -277,6 +286,9 @@ impl SwitchLoop<'_> {
         bytes: &mut [u8],
         now: Time,
     ) {
+        if !crate::host::Admission::admit(&self.opts.admit, from, bytes, &mut st.stats.rejected) {
+            return;
+        }
         let ingress = if from == self.opts.upstream { Ingress::Upstream } else { Ingress::Downstream };
         let (verdict, len) = st.program.process_from(bytes, ingress);
         let bytes = &bytes[..len.min(bytes.len())];

@@ -33,7 +33,7 @@ pub use innet_topology::{Placement, Topology, TopologyError};
 
 use crate::chain::manage::{self, Agent, AgentStats, RemoteNodes};
 use crate::chain::{control_step, fresh_node, spawn_chain_switch, ChainView};
-use crate::deploy::{host_options, switch_setup};
+use crate::deploy::switch_setup;
 use crate::host::{spawn_host, NodeHandle};
 use crate::paxos::{spawn_program, ProgramNode};
 use crate::switch::SwitchNode;
@@ -304,12 +304,12 @@ fn start_paxos(
         }
         PaxosRole::Backup => {
             let cfg = roles.backup();
-            let o = host_options(d, addrs, i);
+            let o = crate::paxos::options(d, addrs, i);
             RunningNode::Backup(spawn_host(&name, socket, o, stop, move || BackupCoordinator::new(cfg), |b, _| b)?)
         }
         PaxosRole::Learner { id } => {
             let cfg = roles.learner(id);
-            let o = host_options(d, addrs, i);
+            let o = crate::paxos::options(d, addrs, i);
             RunningNode::Learner(spawn_host(&name, socket, o, stop, move || Learner::new(cfg), |l, _| l.stats)?)
         }
         PaxosRole::Proposer { .. } => unreachable!("load nodes are the caller's"),

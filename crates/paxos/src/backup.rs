@@ -106,7 +106,9 @@ impl BackupCoordinator {
             return;
         }
         self.active_since = Some(now);
-        self.next_inst = self.max_seen.map_or(0, |m| m + 1);
+        // A vote for the last instance leaves nothing to hand out:
+        // `fill` refuses to go past it.
+        self.next_inst = self.max_seen.map_or(0, |m| m.saturating_add(1));
         self.announce(now, out);
         self.fill(now, out);
     }
@@ -121,6 +123,9 @@ impl BackupCoordinator {
     /// Starts phase 1 for queued requests while the window has room.
     fn fill(&mut self, now: Time, out: &mut Outbox) {
         while self.slots.len() < self.config.window {
+            if self.next_inst == u32::MAX {
+                break;
+            }
             let Some(v) = self.queue.pop_front() else { break };
             let inst = self.next_inst;
             self.next_inst += 1;
@@ -331,5 +336,22 @@ mod tests {
         let next_1a = sent.iter().rfind(|m| m.msgtype == MsgType::Phase1A).unwrap();
         assert_eq!(next_1a.inst, 8, "the request moved on");
         assert_eq!(b.values_repeated, 1);
+    }
+
+    /// A vote for the last instance (only a trusted acceptor could send
+    /// one; `crate::trust` refuses it from anyone else) leaves nothing to
+    /// hand out: the takeover must not overflow.
+    #[test]
+    fn a_vote_for_the_last_instance_does_not_overflow_the_takeover() {
+        let mut b = BackupCoordinator::new(BackupConfig::new(2));
+        let mut out = Outbox::new();
+        let mut vote = PaxosMsg::new(MsgType::Phase2B);
+        vote.inst = u32::MAX;
+        b.on_packet(Time(1), &vote.encode(), &mut out);
+        let mut req = PaxosMsg::new(MsgType::Request);
+        req.value = crate::envelope::Envelope::new(1, 1, b"v").unwrap().to_value();
+        b.on_packet(Time(2), &req.encode(), &mut out);
+        b.take_over(Time(3), &mut out);
+        assert!(out.sends.iter().all(|s| PaxosMsg::decode(&s.1).unwrap().msgtype != MsgType::Phase1A));
     }
 }

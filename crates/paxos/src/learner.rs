@@ -39,6 +39,11 @@ use crate::votes::Votes;
 pub const RECOVER_WINDOW: u32 = 256;
 /// Decided values kept after delivery, to answer peers' CATCHUP.
 pub const DECIDED_KEEP: u32 = 1 << 16;
+/// How far beyond its next undelivered instance a learner takes votes,
+/// decisions and windows: far more than any acceptor ring or peer's
+/// [`DECIDED_KEEP`] holds, so nothing a learner could still recover lies
+/// beyond it. Instance `u32::MAX` is never handed out and always refused.
+pub const MAX_AHEAD: u32 = 1 << 20;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LearnerConfig {
@@ -127,6 +132,9 @@ pub struct LearnerStats {
     /// Decisions from a vote counter in front of this learner
     /// ([`crate::vote_counter`]: a DECIDED with `acptid` = `COUNTER_ACPTID`).
     pub decided_by_counter: u64,
+    /// Votes, decisions and windows refused for an instance more than
+    /// [`MAX_AHEAD`] beyond the next undelivered one (or `u32::MAX`).
+    pub too_far_ahead: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -315,6 +323,11 @@ impl Learner {
 impl Host for Learner {
     fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox) {
         let Ok(m) = PaxosMsg::decode(packet) else { return };
+        let far = m.inst == u32::MAX || m.inst > self.next.saturating_add(MAX_AHEAD);
+        if far && matches!(m.msgtype, MsgType::Phase2B | MsgType::Decided | MsgType::Window) {
+            self.stats.too_far_ahead += 1;
+            return;
+        }
         match m.msgtype {
             MsgType::Phase2B => {
                 if self.is_decided(m.inst) {

@@ -45,6 +45,7 @@ pub mod learner;
 pub mod prepare;
 pub mod proposer;
 pub mod software;
+pub mod trust;
 pub mod vote_counter;
 pub mod votes;
 pub mod workload;

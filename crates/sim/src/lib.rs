@@ -145,7 +145,14 @@ pub struct NodeStats {
     pub queue_drops: u64,
     /// Arrivals lost because the node was down.
     pub lost_while_down: u64,
+    /// Arrivals the node's admission rule refused ([`Sim::set_admit`]), by
+    /// reason.
+    pub rejected: std::collections::BTreeMap<&'static str, u64>,
 }
+
+/// A node's admission rule: `Err(reason)` drops a packet from the given
+/// previous hop before the node's role sees it.
+pub type Admit = Box<dyn Fn(NodeId, &[u8]) -> Result<(), &'static str>>;
 
 struct Node {
     name: String,
@@ -162,6 +169,7 @@ struct Node {
     busy_until: Time,
     queued: usize,
     stats: NodeStats,
+    admit: Option<Admit>,
 }
 
 /// A packet in flight: who sent it on this hop, and the end host it came from.
@@ -277,6 +285,7 @@ impl Sim {
             busy_until: Time::ZERO,
             queued: 0,
             stats: NodeStats::default(),
+            admit: None,
         });
         self.nodes.len() - 1
     }
@@ -390,6 +399,11 @@ impl Sim {
             }
         }
         self.nodes[node].groups.insert(group, members);
+    }
+
+    /// Gives `node` an admission rule (who may send it what).
+    pub fn set_admit(&mut self, node: NodeId, admit: Admit) {
+        self.nodes[node].admit = Some(admit);
     }
 
     /// Makes `node` a single FIFO server with this cost model.
@@ -622,6 +636,10 @@ impl Sim {
         let Packet { from, origin, mut bytes } = packet;
         let now = self.now;
         self.nodes[to].stats.processed += 1;
+        if let Some(Err(reason)) = self.nodes[to].admit.as_ref().map(|a| a(from, &bytes)) {
+            *self.nodes[to].stats.rejected.entry(reason).or_default() += 1;
+            return;
+        }
         let upstream = self.nodes[to].upstream;
         let targets = match &mut self.nodes[to].role {
             Role::Host { host, .. } => {

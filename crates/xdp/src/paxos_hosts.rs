@@ -148,7 +148,11 @@ fn bind_in_hosts(port: u16) -> Result<UdpSocket> {
 /// Node `role`'s index, socket and options in the testbed's deployment.
 fn node(d: &PaxosDeployment, addrs: &[SocketAddr], role: PaxosRole) -> Result<(NodeIx, UdpSocket, HostOptions)> {
     let n = *d.with_role(|r| *r == role).first().with_context(|| format!("no {} in the deployment", role.name()))?;
-    Ok((n, bind_in_hosts(addrs[n].port())?, host_options(d, addrs, n)))
+    let o = HostOptions {
+        admit: Some(innet_live::paxos::admission_programs_by_ip(d, addrs, n)),
+        ..host_options(d, addrs, n)
+    };
+    Ok((n, bind_in_hosts(addrs[n].port())?, o))
 }
 
 /// Starts the backup coordinator of the testbed `up` describes, on
