@@ -619,6 +619,10 @@ __noinline int txn_process(__u32 len, __u32 from_upstream)
 			count(INNET_TXN_CTR_REFUSED_STALE);
 			return switch_reply(buf, INNET_TXN_STATUS_BAD_REQUEST);
 		}
+		if (last && req_id == last->e.req_id && !last->e.forwarded) {
+			count(INNET_TXN_CTR_REFUSED_DUPLICATE);
+			return switch_reply(buf, INNET_TXN_STATUS_BAD_REQUEST);
+		}
 		count(INNET_TXN_CTR_PASSED_STORE_COMMIT);
 		if (last && req_id == last->e.req_id && last->e.forwarded) {
 			count(INNET_TXN_CTR_FORWARDED);

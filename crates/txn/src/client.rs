@@ -355,7 +355,10 @@ impl TxnClient {
             self.counters.stale_replies += 1;
             return;
         }
-        if a.resends > 0 && m.flags.from_switch() {
+        // After a resend only the store's answer counts, or a switch's BADREQ:
+        // the switch answered the first copy itself (that answer was lost),
+        // so the store never saw it and it was not executed.
+        if a.resends > 0 && m.flags.from_switch() && m.status != Status::BadRequest {
             self.counters.ignored_switch_replies += 1;
             return;
         }
@@ -404,7 +407,13 @@ impl TxnClient {
             }
             Status::BadRequest => {
                 self.record(AttemptResult::BadRequest);
-                self.finish(now, Some(GiveUp::BadRequest), from_switch);
+                let a = self.active.as_ref().expect("active");
+                if a.resends > 0 && from_switch && a.attempts < self.cfg.retry_limit {
+                    // Not executed (see above): run it again, with a new id.
+                    self.attempt(now, out);
+                } else {
+                    self.finish(now, Some(GiveUp::BadRequest), from_switch);
+                }
             }
         }
     }

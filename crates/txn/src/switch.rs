@@ -348,7 +348,8 @@ impl TxnSwitch {
     }
 
     /// A resend with `store_commit`: forwarded untouched, unless its id is
-    /// older than the client's last (BADREQ). A resend of the request the
+    /// older than the client's last, or it is the request the switch
+    /// answered itself (BADREQ, never executed). A resend of the request the
     /// switch forwarded last does not make the switch wait again: if its
     /// reply was learned, the store's answer from its record is not news
     /// (and would re-teach an old value if a replayed copy asked for it).
@@ -365,6 +366,14 @@ impl TxnSwitch {
                 self.counters.passed_store_commit += 1;
                 self.counters.forwarded += 1;
                 Verdict::Upstream { flow: cl_id }
+            }
+            Some(last) if req_id == last.req_id => {
+                // The switch answered it: the store must never decide it
+                // (a replayed copy would commit what the switch aborted).
+                // BADREQ says "not executed"; the client runs it again.
+                self.counters.refused_duplicate += 1;
+                p.make_switch_reply(Status::BadRequest);
+                Verdict::Reflect
             }
             _ => {
                 self.counters.passed_store_commit += 1;
