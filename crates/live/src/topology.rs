@@ -248,7 +248,7 @@ pub fn start(topo: &Topology, only: Option<&str>, stop: &Stop) -> anyhow::Result
                 match &d.nodes[i].role {
                     TxnRole::Store => {
                         let data = topo.places[i].data_dir.clone().map_or(StoreData::Memory, StoreData::Dir);
-                        let s = spawn_store_on(name, socket, &data, Duration::ZERO, stop)
+                        let s = spawn_store_on(name, socket, &data, Duration::ZERO, topo.places[i].allow_reset, stop)
                             .with_context(|| format!("starting store '{name}'"))?;
                         RunningNode::Store(s)
                     }

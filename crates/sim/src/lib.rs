@@ -46,7 +46,7 @@ use std::time::Duration;
 
 use innet_core::deploy::{Deployment, Node as DeployNode, NodeIx};
 use innet_core::rng::Rng;
-use innet_core::{DataPlane, Dest, Host, Ingress, Member, Outbox, ReversePath, Time, Verdict};
+use innet_core::{DataPlane, Dest, Host, Ingress, Member, Outbox, Peer, ReversePath, Sender, Time, Verdict};
 
 pub type NodeId = usize;
 
@@ -643,7 +643,10 @@ impl Sim {
         let upstream = self.nodes[to].upstream;
         let targets = match &mut self.nodes[to].role {
             Role::Host { host, .. } => {
-                host.on_packet(now, &bytes, &mut self.outbox);
+                // The sender's address is the packet's origin (its IP source
+                // address, which switches on the way keep).
+                let sender = Sender { peer: Peer::node(origin), upstream: upstream == Some(from) };
+                host.on_packet_from(now, &bytes, sender, &mut self.outbox);
                 self.after_host(to, Some(from));
                 return;
             }

@@ -285,6 +285,9 @@ impl Gen {
         if self.rng.chance(0.1) {
             flags |= Flags::FROM_SWITCH;
         }
+        if self.rng.chance(0.01) {
+            flags |= Flags::RESET; // a store's OK to a reset clears the switch
+        }
         let status = self.rng.pick(&[(0, 60), (1, 25), (2, 5), (3, 10)]);
         let (seq, cnt) = if self.rng.chance(0.03) { (2, 2) } else { (1, 1) };
         let n = self.rng.below(MAX_OPS_PER_PACKET as u64 + 1) as usize;
