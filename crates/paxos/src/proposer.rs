@@ -128,7 +128,8 @@ impl Proposer {
             return Some(request);
         }
         if let Some((b, _)) = &self.open {
-            if !b.fits(payload.len()) {
+            // Requests of a pack are consecutive (set_next_request may jump).
+            if !b.fits(payload.len()) || b.first_request() as u64 + b.count() as u64 != request as u64 {
                 self.flush(now, out);
             }
         }

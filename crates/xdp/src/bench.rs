@@ -30,7 +30,7 @@ use innet_txn::switch::Mode;
 use innet_wire::txn::{Op, Status, TxnMsg, Value};
 
 use crate::testbed::{self, DataPlaneAt, UpOptions, IF_SWITCH_CLIENT_SIDE, IF_SWITCH_STORE_SIDE, NS_CLIENT, NS_SWITCH};
-use crate::txn::Program;
+use crate::txn::{Program, Tables, TxnXdp};
 
 /// The key the primed pending write holds.
 const KEY: u32 = 1;
@@ -362,7 +362,9 @@ pub fn run_txn_ceiling<R: Send>(
     };
     testbed::up(&opts)?;
     let _down = DownOnDrop;
-    let switch = testbed::load_pinned(cfg.mode, &PathBuf::from(testbed::PIN_DIR).join("bench"))?;
+    // Not pinned: the bounce lives as long as this object.
+    let mut switch = TxnXdp::load(Tables::default())?;
+    switch.configure(cfg.mode, &testbed::txn_ports()?)?;
     testbed::attach(&switch, Program::Bounce, IF_SWITCH_CLIENT_SIDE)?;
     let r = testbed::in_netns(NS_CLIENT, || ceiling(SocketAddr::V4(testbed::service_addr())))
         .context("the generator's ceiling in the client namespace");
