@@ -106,7 +106,7 @@ impl PackBuilder {
     /// Whether an entry of `payload_len` bytes still fits.
     pub fn fits(&self, payload_len: usize) -> bool {
         self.len + PACK_ENTRY_HEADER_LEN + payload_len <= VALUE_LEN
-            && self.first_request as u64 + self.count as u64 + 1 <= REQUEST_MAX as u64
+            && self.first_request as u64 + (self.count as u64) < REQUEST_MAX as u64
     }
 
     /// Adds request `first_request + count()`; false (nothing added) if it

@@ -363,7 +363,7 @@ pub fn run_txn_ceiling<R: Send>(
     testbed::up(&opts)?;
     let _down = DownOnDrop;
     // Not pinned: the bounce lives as long as this object.
-    let mut switch = TxnXdp::load(Tables::default())?;
+    let switch = TxnXdp::load(Tables::default())?;
     switch.configure(cfg.mode, &testbed::txn_ports()?)?;
     testbed::attach(&switch, Program::Bounce, IF_SWITCH_CLIENT_SIDE)?;
     let r = testbed::in_netns(NS_CLIENT, || ceiling(SocketAddr::V4(testbed::service_addr())))
