@@ -57,8 +57,10 @@ fuzz_target!(|data: &[u8]| {
     let mut coordinator = Coordinator::new(CoordinatorConfig::new(2));
     let mut acceptor = Acceptor::new(AcceptorConfig::new(0, 2));
     let mut learner = Learner::new(LearnerConfig::new(0, quorum));
-    let mut proposer =
-        Proposer::new(ProposerConfig { id: 1, quorum, timeout: Duration::from_millis(1 + (shape >> 2) as u64 % 8) });
+    let mut config = ProposerConfig::new(1, quorum, Duration::from_millis(1 + (shape >> 2) as u64 % 8));
+    // Half the inputs pack several client values into one instance.
+    config.pack = if shape & 0x80 != 0 { 1 + (shape >> 4) as usize % 8 } else { 1 };
+    let mut proposer = Proposer::new(config);
     let mut backup = BackupCoordinator::new(BackupConfig::new(quorum));
     let mut out = Outbox::new();
     let mut now = Time::ZERO;

@@ -895,6 +895,7 @@ fn paxos_params(s: &PaxosSettings) -> Result<PaxosParams> {
         proposer_timeout: positive("proposer_timeout_ms", s.proposer_timeout_ms)?,
         gap_timeout: positive("gap_timeout_ms", s.gap_timeout_ms)?,
         heartbeat: positive("heartbeat_ms", s.heartbeat_ms)?,
+        ..PaxosParams::default()
     })
 }
 
