@@ -41,6 +41,9 @@ fn value_at(x: &NodeXdp) -> Value {
     }
 }
 
+/// The value a reply carries, if it is the reply wanted.
+type Matcher = fn(&[u8]) -> Option<Value>;
+
 struct Client {
     protocol: Protocol,
     socket: UdpSocket,
@@ -61,7 +64,7 @@ impl Client {
     }
 
     /// The first answer for KEY within a second that `want` accepts.
-    fn answer(&self, want: impl Fn(&[u8]) -> Option<Value>) -> Result<Value> {
+    fn answer(&self, want: Matcher) -> Result<Value> {
         let mut b = [0u8; 2048];
         let t0 = std::time::Instant::now();
         while t0.elapsed() < Duration::from_secs(1) {
@@ -77,7 +80,7 @@ impl Client {
     /// A put at the head; the value acknowledged (resent until answered).
     fn put(&self, v: Value) -> Value {
         for _ in 0..5 {
-            let (bytes, ok): (Vec<u8>, fn(&[u8]) -> Option<Value>) = match self.protocol {
+            let (bytes, ok): (Vec<u8>, Matcher) = match self.protocol {
                 Protocol::NetCraq => (CraqMsg::write(KEY, v).encode(), |b| {
                     CraqMsg::decode(b).ok().filter(|m| m.op == KvOp::Ack && m.key == KEY).map(|m| m.value)
                 }),
@@ -105,7 +108,7 @@ impl Client {
 
     /// A get sent to node `i` (NetChain: travelling from there to the tail).
     fn get(&self, i: usize) -> Value {
-        let (bytes, ok): (Vec<u8>, fn(&[u8]) -> Option<Value>) = match self.protocol {
+        let (bytes, ok): (Vec<u8>, Matcher) = match self.protocol {
             Protocol::NetCraq => (CraqMsg::read(KEY).encode(), |b| {
                 CraqMsg::decode(b).ok().filter(|m| m.op == KvOp::ReadReply && m.key == KEY).map(|m| m.value)
             }),
