@@ -197,11 +197,16 @@ pub trait DataPlane {
 }
 
 /// Which side of a switch a packet arrived from: its configured upstream
-/// (towards the store or server), or anywhere else (clients, switches below).
+/// (towards the store or server), one of the switch peers its deployment
+/// numbers, or anywhere else (clients, switches below, unknown senders).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Ingress {
     Upstream,
     Downstream,
+    /// From switch peer `n` of the deployment (a chain node: its chain
+    /// index). Runtimes know peers by source address and port (UDP), by
+    /// ingress interface and link-layer source (XDP), or by node (simulator).
+    Peer(u16),
 }
 
 /// The reverse-path table a runtime keeps for [`Verdict::Upstream`] /

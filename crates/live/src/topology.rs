@@ -344,8 +344,7 @@ fn start_chain(
             let control =
                 control.ok_or_else(|| anyhow!("a chain needs a node with role \"control\" to configure it"))?;
             let node = fresh_node(c.protocol, index, c.objects, c.versions, c.keys)?;
-            let tables =
-                crate::switch::SwitchTables { switch_peers: switches.iter().copied().collect(), ..Default::default() };
+            let tables = crate::chain::chain_peer_tables(&switches);
             let switch = spawn_chain_switch(&name, node, socket, tables, stop)?;
             let agent = Agent::new(index, c.protocol, switches, control, switch.state().clone());
             let (ms, st) = (manage_socket.expect("bound with the switch"), stop.clone());
