@@ -292,6 +292,8 @@ mod tests {
             speedup: None,
             switch_counters: Default::default(),
             per_node: Default::default(),
+            store_cpu_pct: None,
+            store_packets: None,
         }
     }
 

@@ -143,6 +143,9 @@ pub struct NodeStats {
     pub processed: u64,
     /// Arrivals dropped because the node's queue was full.
     pub queue_drops: u64,
+    /// Time its [`ServiceModel`] spent on the packets it took (its server's
+    /// busy time on its behalf; zero without a service model).
+    pub busy: Duration,
     /// Arrivals lost because the node was down.
     pub lost_while_down: u64,
     /// Arrivals the node's admission rule refused ([`Sim::set_admit`]), by
@@ -625,8 +628,10 @@ impl Sim {
                     return;
                 }
                 s.queued += 1;
-                let done = s.busy_until.max(now) + model.cost(packet.bytes.len());
+                let cost = model.cost(packet.bytes.len());
+                let done = s.busy_until.max(now) + cost;
                 s.busy_until = done;
+                self.nodes[to].stats.busy += cost;
                 self.push(done, EventKind::Process { node: to, incarnation, packet });
             }
         }
