@@ -283,3 +283,70 @@ pub fn run_point_live(cfg: &TpccConfig, stop: &Stop) -> anyhow::Result<TpccResul
         },
     ))
 }
+
+/// `innet client tpcc --load`: TPC-C terminals against a running switch
+/// (or store), after loading the store over the wire.
+#[derive(Clone, Debug)]
+pub struct ClientRun {
+    pub sending: LiveSending,
+    /// The store itself, if known: CPU_PCT queries and the read-back go
+    /// there instead of through the switch.
+    pub store: Option<SocketAddr>,
+    /// Scale, terminals, seed, duration, `only` and retry limit; the
+    /// network fields are not used (the deployment is the target's).
+    pub point: TpccConfig,
+    /// Terminal ids `first_client_id..first_client_id + clients`; the
+    /// loader and reader use `first_client_id + clients`.
+    pub first_client_id: u32,
+    /// Write the initial database first (off: the store already holds a
+    /// TPC-C database of this scale).
+    pub populate: bool,
+}
+
+/// Runs `c`: populate, query the store's CPU (to start its window), run
+/// the terminals, query the CPU again, read the database back and check
+/// TPC-C's consistency conditions. The record's `mode` is "target" (the
+/// switch's own) and its `rtt_ms` twice the emulated client delay.
+pub fn client_run(c: &ClientRun, stop: &Stop) -> anyhow::Result<TpccResult> {
+    let p = &c.point;
+    p.scale().validate().map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(p.clients > 0, "--clients must be at least 1");
+    let helper = c.first_client_id.checked_add(p.clients).filter(|&id| id != 0);
+    let helper = helper.ok_or_else(|| anyhow::anyhow!("client ids overflow: lower --client-id"))?;
+    let direct =
+        LiveSending { target: c.store.unwrap_or(c.sending.target), client_delay: Duration::ZERO, ..c.sending.clone() };
+    if c.populate {
+        populate(&direct, &p.scale(), p.seed, helper, stop)?;
+    }
+    crate::txn_live::store_cpu_pct(direct.target)?;
+    let terminals = TerminalsConfig {
+        sending: c.sending.clone(),
+        scale: p.scale(),
+        clients: p.clients,
+        first_client_id: c.first_client_id,
+        seed: p.seed,
+        duration: Duration::from_secs_f64(p.duration_s),
+        retry_limit: p.retry_limit,
+        only: p.only,
+    };
+    let r = run_terminals(&terminals, stop)?;
+    let cpu = crate::txn_live::store_cpu_pct(direct.target)?;
+    std::thread::sleep(c.sending.client_delay * 2 + c.sending.timeout.min(Duration::from_millis(200)));
+    let snapshot = read_db(&direct, &p.scale(), helper, stop)?;
+    let cfg = TpccConfig { mode: "target".into(), rtt_ms: c.sending.client_delay.as_secs_f64() * 2e3, ..p.clone() };
+    Ok(record(
+        &cfg,
+        TpccMeasured {
+            runtime: "live",
+            stats: &r.stats,
+            snapshot: &snapshot,
+            store_requests: 0,
+            store_aborts: 0,
+            store_cpu_pct: cpu,
+            store_packets: 0,
+            switch_counters: Default::default(),
+            run_seconds: r.run.as_secs_f64().max(1e-9),
+            wall_seconds: r.wall.as_secs_f64(),
+        },
+    ))
+}

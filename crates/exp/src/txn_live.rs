@@ -72,8 +72,7 @@ pub fn run_point_live_until(cfg: &TxnPointConfig, stop: &Stop) -> anyhow::Result
 /// not answer or answered out of range.
 pub fn store_cpu_pct(store: SocketAddr) -> std::io::Result<Option<f64>> {
     let ops = vec![Op::new(OpType::CpuPct, 0, Value::ZERO)];
-    let reply =
-        raw_request(store, fresh_client_id_base(1), ops, Duration::from_millis(500), 4, Duration::ZERO)?;
+    let reply = raw_request(store, fresh_client_id_base(1), ops, Duration::from_millis(500), 4, Duration::ZERO)?;
     Ok(reply.and_then(|r| {
         let op = r.msg.ops.iter().find(|o| o.kind == OpType::CpuPct)?;
         let pct = f32::from_bits(u32::from_be_bytes(op.value.0[..4].try_into().ok()?)) as f64;

@@ -48,19 +48,19 @@ fn live_terminals_in_every_mode_commit_and_leave_a_consistent_database() {
         }
         let cpu = r.store_cpu_pct.expect("the store answers CPU_PCT");
         assert!((0.0..=100.0).contains(&cpu), "{mode}: store cpu {cpu}%");
-        assert!(r.store_packets >= r.store_requests, "{mode}: packets {} requests {}", r.store_packets, r.store_requests);
+        assert!(
+            r.store_packets >= r.store_requests,
+            "{mode}: packets {} requests {}",
+            r.store_packets,
+            r.store_requests
+        );
     }
 }
 
 #[test]
 fn a_live_payment_only_point_runs_and_the_switch_answers_in_optimistic_abort_mode() {
-    let cfg = TpccConfig {
-        only: Some(Kind::Payment),
-        clients: 6,
-        rtt_ms: 10.0,
-        duration_s: 2.0,
-        ..TpccConfig::default()
-    };
+    let cfg =
+        TpccConfig { only: Some(Kind::Payment), clients: 6, rtt_ms: 10.0, duration_s: 2.0, ..TpccConfig::default() };
     let r = run_point_live(&cfg, &Stop::new()).unwrap();
     assert!(r.consistency_violations.is_empty(), "{:?}", r.consistency_violations);
     let p = &r.per_type["payment"].totals;
