@@ -197,7 +197,7 @@ pub struct Panel {
 
 /// Height of the title line and of the caption line, pixels.
 const TITLE_PX: u32 = 60;
-const CAPTION_PX: u32 = 50;
+const CAPTION_PX: u32 = 70;
 
 /// Draws `title` on top of `root` and `caption` at its bottom (the paper
 /// figure and configuration), returning the area between them.
@@ -212,8 +212,29 @@ fn titled<'a>(
     let centre = |y| (w as i32 / 2, y);
     let style = |size| TextStyle::from(("sans-serif", size).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
     top.draw(&Text::new(title.to_string(), centre(35), style(30))).map_err(plot_err)?;
-    bottom.draw(&Text::new(caption.to_string(), centre(25), style(19))).map_err(plot_err)?;
+    let lines = caption_lines(caption, (w as usize).saturating_sub(40) / CAPTION_CHAR_PX);
+    let y0 = CAPTION_PX as i32 / 2 - 11 * (lines.len() as i32 - 1);
+    for (i, line) in lines.into_iter().enumerate() {
+        bottom.draw(&Text::new(line, centre(y0 + 22 * i as i32), style(19))).map_err(plot_err)?;
+    }
     Ok(body)
+}
+
+/// Width of a caption character, pixels (19 px DejaVu Sans, generous).
+const CAPTION_CHAR_PX: usize = 10;
+
+/// `caption` in at most two lines of about `max_chars`, broken after a
+/// "; " nearest the middle when it is too long for one.
+fn caption_lines(caption: &str, max_chars: usize) -> Vec<String> {
+    if caption.chars().count() <= max_chars.max(1) {
+        return vec![caption.to_string()];
+    }
+    let mid = caption.len() / 2;
+    let split = caption.match_indices("; ").map(|(i, _)| i).min_by_key(|&i| i.abs_diff(mid));
+    match split {
+        Some(i) => vec![caption[..i + 1].to_string(), caption[i + 2..].to_string()],
+        None => vec![caption.to_string()],
+    }
 }
 
 /// A figure of `panels` in `cols` columns, with a title line and a caption
