@@ -1,6 +1,8 @@
-//! `innet bench tpcc` (Gotthard Figure 13 in the simulator) and `innet check
-//! tpcc` (random faulty TPC-C runs through the serializability checker and
-//! TPC-C's consistency conditions).
+//! `innet bench tpcc` (Gotthard Figures 13 and 14, NOCC Figure 5, in the
+//! simulator or live), `innet client tpcc --load` (TPC-C terminals against
+//! a live switch, the store loaded over the wire and checked after) and
+//! `innet check tpcc` (random faulty TPC-C runs, with forged replies,
+//! through the serializability checker and TPC-C's consistency conditions).
 
 use std::path::PathBuf;
 use std::time::Instant;

@@ -152,7 +152,7 @@ fn modes_of(rs: &[TpccResult]) -> Vec<Mode> {
 }
 
 /// The result of `mode` running `k` alone with `f` true of its config.
-fn find<'a>(rs: &'a [TpccResult], mode: Mode, k: Kind, f: impl Fn(&TpccConfig) -> bool) -> Option<&'a TpccResult> {
+fn find(rs: &[TpccResult], mode: Mode, k: Kind, f: impl Fn(&TpccConfig) -> bool) -> Option<&TpccResult> {
     rs.iter().find(|r| r.config.mode == mode.name() && r.config.only == Some(k) && f(&r.config))
 }
 

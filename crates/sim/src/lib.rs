@@ -968,5 +968,8 @@ mod tests {
         assert_eq!(sim.host::<Once>(sink).unwrap().received.len(), 3);
         assert_eq!(sim.node_stats(sw).queue_drops, 2);
         assert_eq!(sim.stats.queue_drops, 2);
+        // Busy time: the three packets served, 12 us each; dropped ones cost nothing.
+        assert_eq!(sim.node_stats(sw).busy, Duration::from_micros(36));
+        assert_eq!(sim.node_stats(sink).busy, Duration::ZERO);
     }
 }
