@@ -251,6 +251,9 @@ pub fn plot_fig14(rs: &[TpccResult], base: &TpccConfig, path: &Path) -> anyhow::
             });
         }
     }
+    // A partial sweep (some types or axes only, or a live run stopped
+    // early) plots the panels it has.
+    panels.retain(|p| p.series.iter().any(|(_, pts)| !pts.is_empty()));
     let caption = format!(
         "Gotthard Fig. 14 (one type alone per point), {} s per point; {}",
         base.duration_s,
