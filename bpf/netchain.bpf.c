@@ -209,7 +209,8 @@ static __always_inline int nc_route(__u8 *buf, __u32 depth, struct innet_nc_regi
 
 /* NcNode::process_len on `len` payload bytes in scratch `buf`. The packet
  * becomes buf[4 * pops .. (depth + 1) * 4 + INNET_NC_FIXED_LEN]. */
-static __always_inline int nc_process(__u8 *buf, __u32 len, struct innet_nc_config *cfg, __u32 *pops, __u32 *end)
+static __always_inline int nc_process(__u8 *buf, __u32 len, struct innet_nc_config *cfg, __u32 sender, __u32 *pops,
+				      __u32 *end)
 {
 	int depth = nc_validate(buf, len);
 	if (depth < 0) {
@@ -236,6 +237,10 @@ static __always_inline int nc_process(__u8 *buf, __u32 len, struct innet_nc_conf
 	struct innet_nc_register *r = slot < 0 ? 0 : bpf_map_lookup_elem(&nc_registers, &index);
 	if (!r) {
 		count(INNET_NC_CTR_DROPPED_UNKNOWN_KEY);
+		return INNET_CHAIN_VERDICT_DROP;
+	}
+	if (op == INNET_NC_OP_WRITE_REQ && !write_trusted(is_head(cfg->role), cfg->prev, sender)) {
+		count(INNET_NC_CTR_DROPPED_WRITE_NOT_FROM_PREV);
 		return INNET_CHAIN_VERDICT_DROP;
 	}
 	if (op == INNET_NC_OP_WRITE_REQ && !nc_write(f, r, cfg))
@@ -301,7 +306,7 @@ int xdp_netchain(struct xdp_md *ctx)
 	if (copy > 0 && bpf_xdp_load_bytes(ctx, offset, s->buf, bounded) < 0)
 		return XDP_PASS;
 	__u32 pops = 0, end = 0;
-	int verdict = nc_process(s->buf, copy, cfg, &pops, &end);
+	int verdict = nc_process(s->buf, copy, cfg, chain_sender(ctx, l.eth), &pops, &end);
 	if (verdict_code(verdict) == INNET_CHAIN_VERDICT_DROP)
 		return XDP_DROP;
 	if (copy > 0 && bpf_xdp_store_bytes(ctx, offset, s->buf, bounded) < 0)

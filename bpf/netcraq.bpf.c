@@ -159,9 +159,11 @@ static __always_inline int ack(struct innet_craq_hdr *p, struct innet_craq_confi
 	return INNET_CHAIN_VERDICT_DROP;
 }
 
-/* CraqNode::process: `p` has `len` bytes of payload (p + 1 within the packet
- * only when len >= INNET_CRAQ_LEN). */
-static __always_inline int craq_process(struct innet_craq_hdr *p, __u32 len, struct innet_craq_config *cfg)
+/* CraqNode::process_from: `p` has `len` bytes of payload (p + 1 within the
+ * packet only when len >= INNET_CRAQ_LEN); `sender` is the chain index of
+ * the node that sent it (chain_sender). */
+static __always_inline int craq_process(struct innet_craq_hdr *p, __u32 len, struct innet_craq_config *cfg,
+					__u32 sender)
 {
 	if (len < INNET_CRAQ_LEN) {
 		count(INNET_CRAQ_CTR_DROPPED_MALFORMED + INNET_CRAQ_ERR_TRUNCATED);
@@ -184,10 +186,21 @@ static __always_inline int craq_process(struct innet_craq_hdr *p, __u32 len, str
 	}
 	if (op == INNET_CRAQ_OP_READ)
 		return read(p, cfg, key, index);
-	if (op == INNET_CRAQ_OP_WRITE)
+	if (op == INNET_CRAQ_OP_WRITE) {
+		if (!write_trusted(cfg->role == INNET_CHAIN_ROLE_HEAD || cfg->role == INNET_CHAIN_ROLE_HEAD_TAIL, cfg->prev,
+				   sender)) {
+			count(INNET_CRAQ_CTR_DROPPED_WRITE_NOT_FROM_PREV);
+			return INNET_CHAIN_VERDICT_DROP;
+		}
 		return write(p, cfg, key, index);
-	if (op == INNET_CRAQ_OP_ACK && !is_tail(cfg->role))
+	}
+	if (op == INNET_CRAQ_OP_ACK && !is_tail(cfg->role)) {
+		if (sender == INNET_CHAIN_PEER_NONE || sender != cfg->tail) {
+			count(INNET_CRAQ_CTR_DROPPED_ACK_NOT_FROM_TAIL);
+			return INNET_CHAIN_VERDICT_DROP;
+		}
 		return ack(p, cfg, key, index);
+	}
 	count(INNET_CRAQ_CTR_DROPPED_UNEXPECTED);
 	return INNET_CHAIN_VERDICT_DROP;
 }
@@ -208,7 +221,7 @@ int xdp_netcraq(struct xdp_md *ctx)
 	__u32 len = udp_payload_len(&l, end);
 	if (len >= INNET_CRAQ_LEN && (void *)(p + 1) > end)
 		return XDP_DROP; /* cannot happen (len <= what the frame holds); for the verifier */
-	int verdict = craq_process(p, len < INNET_CRAQ_LEN ? 0 : len, cfg);
+	int verdict = craq_process(p, len < INNET_CRAQ_LEN ? 0 : len, cfg, chain_sender(ctx, l.eth));
 	return chain_emit(ctx, &l, verdict, cfg->node_ip, cfg->origin_port);
 }
 

@@ -300,6 +300,7 @@ __noinline int client_decided(__u32 cl_id, __s32 req_id, __u32 forwarded)
 	int w = SET_ENTRY(s, cl_id, &st->client_clock, &st->client_evictions);
 	if (w < 0 || w >= INNET_WAYS)
 		return -1;
+	s->way[w].e.generation = (__u16)st->generation;
 	s->way[w].e.req_id = req_id;
 	s->way[w].e.forwarded = forwarded;
 	s->way[w].e.awaiting = forwarded;
@@ -319,7 +320,8 @@ __noinline int client_awaited(__u32 cl_id, __s32 req_id)
 	if (w < 0 || w >= INNET_WAYS)
 		return 0;
 	s->way[w].stamp = ++st->client_clock;
-	if (!s->way[w].e.awaiting || s->way[w].e.req_id != req_id)
+	if (s->way[w].e.generation != (__u16)st->generation || !s->way[w].e.awaiting ||
+	    s->way[w].e.req_id != req_id)
 		return 0;
 	s->way[w].e.awaiting = 0;
 	return 1;
@@ -400,6 +402,13 @@ __noinline int handle_response(__u32 n, __u32 from_upstream)
 		int confirmed = kind == INNET_TXN_OP_UPDATED && e->has_pending && value_eq(value_load(e->pending), v);
 		if (aborted || confirmed)
 			e->has_pending = 0;
+		if (aborted)
+			e->opti = 0;
+	}
+	if ((buf[INNET_TXN_OFF_FLAGS] & INNET_TXN_FLAG_RESET) && status == INNET_TXN_STATUS_OK) {
+		/* The store cleared itself: so does the switch (by generation). */
+		st->generation++;
+		count(INNET_TXN_CTR_RESETS);
 	}
 	return INNET_VERDICT_DOWNSTREAM;
 }
@@ -482,6 +491,7 @@ __noinline int read_cache(__u32 n)
 #define CHECK_BAD 1
 #define CHECK_BAD_PENDING 2
 #define CHECK_MISS 3
+#define CHECK_BAD_OPTI 4 /* bad against the store's value of a key a write passed */
 
 __noinline int check_compare(__u32 i, __u32 optimistic)
 {
@@ -495,8 +505,12 @@ __noinline int check_compare(__u32 i, __u32 optimistic)
 	struct value v = value_load(op_value(buf, i));
 	if (optimistic && e->has_pending)
 		return value_eq(v, value_load(e->pending)) ? CHECK_OK : CHECK_BAD_PENDING;
-	if (e->has_value)
-		return value_eq(v, value_load(e->value)) ? CHECK_OK : CHECK_BAD;
+	if (e->has_value) {
+		if (value_eq(v, value_load(e->value)))
+			return CHECK_OK;
+		/* Optimistic once a write passed here, as the reference. */
+		return optimistic && e->opti ? CHECK_BAD_OPTI : CHECK_BAD;
+	}
 	return CHECK_MISS;
 }
 
@@ -517,14 +531,14 @@ __noinline int validate_compares(__u32 n, __u32 optimistic)
 		int r = check_compare(i, optimistic);
 		checks[i & 7] = r;
 		miss |= r == CHECK_MISS;
-		bad |= r == CHECK_BAD || r == CHECK_BAD_PENDING;
-		bad_pending |= r == CHECK_BAD_PENDING;
+		bad |= r == CHECK_BAD || r == CHECK_BAD_PENDING || r == CHECK_BAD_OPTI;
+		bad_pending |= r == CHECK_BAD_PENDING || r == CHECK_BAD_OPTI;
 	}
 	/* Pass 2: abort with corrections, confirm, or record writes and forward. */
 	if (bad && !miss) {
 		for (__u32 i = 0; i < INNET_TXN_MAX_OPS_PER_PACKET && i < n; i++) {
 			__u8 r = checks[i & 7];
-			if (r == CHECK_BAD || r == CHECK_BAD_PENDING) {
+			if (r == CHECK_BAD || r == CHECK_BAD_PENDING || r == CHECK_BAD_OPTI) {
 				/* The table is unchanged since pass 1: peek again. */
 				struct innet_cache_slot *slot = cache_slot(cache_peek(op_key(buf, i)));
 				if (!slot)
@@ -555,6 +569,7 @@ __noinline int validate_compares(__u32 n, __u32 optimistic)
 			if (!slot)
 				continue;
 			slot->e.has_pending = 1;
+			slot->e.opti = 1;
 			value_store(slot->e.pending, v);
 		}
 	}
@@ -585,22 +600,36 @@ __noinline int txn_process(__u32 len, __u32 from_upstream)
 		count(INNET_TXN_CTR_FORWARDED);
 		return INNET_VERDICT_UPSTREAM;
 	}
-	if (flags & INNET_TXN_FLAG_RESET) {
-		st->generation++;
-		count(INNET_TXN_CTR_RESETS);
-	}
 	if (buf[INNET_TXN_OFF_FRAG_CNT] > 1) {
 		/* Section 4: a fragment cannot be judged without the whole transaction. */
 		count(INNET_TXN_CTR_PASSED_FRAGMENTED);
 		count(INNET_TXN_CTR_FORWARDED);
 		return INNET_VERDICT_UPSTREAM;
 	}
-	if (flags & INNET_TXN_FLAG_STORE_COMMIT) {
-		count(INNET_TXN_CTR_PASSED_STORE_COMMIT);
-		return forward(buf);
-	}
+	if (flags & INNET_TXN_FLAG_RESET)
+		return forward(buf); /* the store judges it; its OK clears us */
 	/* Duplicate detection (deviation 1 in switch.rs). */
 	struct innet_client_slot *last = client_slot(client_get(hdr_cl_id(buf)));
+	if (last && last->e.generation != (__u16)st->generation)
+		last = 0;
+	if (flags & INNET_TXN_FLAG_STORE_COMMIT) {
+		/* TxnSwitch::store_commit: a resend never makes the switch wait again. */
+		__s32 req_id = hdr_req_id(buf);
+		if (last && (__s32)((__u32)req_id - (__u32)last->e.req_id) < 0) {
+			count(INNET_TXN_CTR_REFUSED_STALE);
+			return switch_reply(buf, INNET_TXN_STATUS_BAD_REQUEST);
+		}
+		if (last && req_id == last->e.req_id && !last->e.forwarded) {
+			count(INNET_TXN_CTR_REFUSED_DUPLICATE);
+			return switch_reply(buf, INNET_TXN_STATUS_BAD_REQUEST);
+		}
+		count(INNET_TXN_CTR_PASSED_STORE_COMMIT);
+		if (last && req_id == last->e.req_id && last->e.forwarded) {
+			count(INNET_TXN_CTR_FORWARDED);
+			return INNET_VERDICT_UPSTREAM;
+		}
+		return forward(buf);
+	}
 	if (last) {
 		__s32 req_id = hdr_req_id(buf);
 		if (req_id == last->e.req_id) {

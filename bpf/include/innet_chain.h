@@ -40,9 +40,27 @@
 #define INNET_CHAIN_PORT_TAIL 1
 #define INNET_CHAIN_GROUP_ACK 0
 
-/* Entries of chain_ports and chain_group. */
+/* Entries of chain_ports, chain_group and chain_peers. */
 #define INNET_CHAIN_PORTS_MAX 16
 #define INNET_CHAIN_GROUP_MAX 16
+#define INNET_CHAIN_PEERS_MAX 32
+
+/* A chain index that names no node (config prev / tail; a sender that is
+ * not a chain node). */
+#define INNET_CHAIN_PEER_NONE 0xffffffff
+
+/* Map chain_peers (hash, INNET_CHAIN_PEERS_MAX): who sent a frame, by
+ * ingress interface and Ethernet source -> the sender's chain index
+ * (innet_core::Ingress::Peer). A frame whose pair is not here is from
+ * outside the chain (a client). Written by the loader from the testbed's
+ * wiring. */
+struct innet_chain_peer_key {
+	__u32 ifindex;
+	__u8 mac[6];
+	__u8 pad[2]; /* zero */
+};
+#define INNET_CHAIN_PEER_KEY_SIZE 12
+_Static_assert(sizeof(struct innet_chain_peer_key) == INNET_CHAIN_PEER_KEY_SIZE, "peer key size");
 
 /* Map chain_ports (array, INNET_CHAIN_PORTS_MAX): one neighbour per port. */
 struct innet_chain_port {

@@ -13,6 +13,33 @@
 /* The neighbour behind each port (PORT_NEXT, PORT_TAIL, the clients). */
 MAP(chain_ports, BPF_MAP_TYPE_ARRAY, INNET_CHAIN_PORTS_MAX, struct innet_chain_port);
 
+/* The chain nodes this node knows, by ingress interface and MAC. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, INNET_CHAIN_PEERS_MAX);
+	__type(key, struct innet_chain_peer_key);
+	__type(value, __u32);
+} chain_peers SEC(".maps");
+
+/* The chain index of the node that sent the frame (its ingress interface
+ * and Ethernet source in chain_peers), or INNET_CHAIN_PEER_NONE. */
+static __always_inline __u32 chain_sender(struct xdp_md *ctx, struct ethhdr *eth)
+{
+	struct innet_chain_peer_key k = {.ifindex = ctx->ingress_ifindex};
+	__builtin_memcpy(k.mac, eth->h_source, ETH_ALEN);
+	__u32 *peer = bpf_map_lookup_elem(&chain_peers, &k);
+	return peer ? *peer : INNET_CHAIN_PEER_NONE;
+}
+
+/* innet_chain::netcraq::write_trusted: a write is taken from the
+ * predecessor, or at the head from a sender that is not a chain node. */
+static __always_inline int write_trusted(int head, __u32 prev, __u32 sender)
+{
+	if (sender == INNET_CHAIN_PEER_NONE)
+		return head;
+	return sender == prev;
+}
+
 /* Every decision counted (the program's INNET_*_CTR_*). */
 MAP(chain_counters, BPF_MAP_TYPE_ARRAY, CHAIN_CTR_COUNT, __u64);
 

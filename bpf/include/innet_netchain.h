@@ -82,11 +82,12 @@ _Static_assert(5 * INNET_NC_ADDR_LEN + INNET_NC_FIXED_LEN == 58, "58-byte header
 #define INNET_NC_CTR_DROPPED_NO_ROUTE 9
 #define INNET_NC_CTR_DROPPED_NOT_TAIL 10
 #define INNET_NC_CTR_DROPPED_UNEXPECTED 11
-#define INNET_NC_CTR_DROPPED_MALFORMED 12 /* + INNET_NC_ERR_* */
-#define INNET_NC_CTR_NODE_COUNT 16	  /* counters the Rust reference has */
-#define INNET_NC_CTR_XDP_PASSED_OTHER 16 /* not NetChain traffic: XDP_PASS */
-#define INNET_NC_CTR_XDP_NO_PORT 17	  /* a verdict's port has no ifindex: dropped */
-#define INNET_NC_CTR_COUNT 18
+#define INNET_NC_CTR_DROPPED_WRITE_NOT_FROM_PREV 12
+#define INNET_NC_CTR_DROPPED_MALFORMED 13 /* + INNET_NC_ERR_* */
+#define INNET_NC_CTR_NODE_COUNT 17	  /* counters the Rust reference has */
+#define INNET_NC_CTR_XDP_PASSED_OTHER 17 /* not NetChain traffic: XDP_PASS */
+#define INNET_NC_CTR_XDP_NO_PORT 18	  /* a verdict's port has no ifindex: dropped */
+#define INNET_NC_CTR_COUNT 19
 _Static_assert(INNET_NC_CTR_DROPPED_MALFORMED + INNET_NC_ERR_COUNT == INNET_NC_CTR_NODE_COUNT, "counters");
 
 /* Map nc_config (array, 1 entry): written by the control plane. */
@@ -98,9 +99,11 @@ struct innet_nc_config {
 	__u32 addr;	     /* this node's chain address (host order, non-zero) */
 	__be32 node_ip;	     /* source of Origin replies */
 	__u32 origin_port;   /* chain_ports index towards the clients */
+	__u32 prev;	     /* the predecessor's chain index (its writes), or INNET_CHAIN_PEER_NONE */
+	__u32 tail;	     /* unused (NetChain has no ACKs); INNET_CHAIN_PEER_NONE */
 	__u32 pad;
 };
-#define INNET_NC_CONFIG_SIZE 32
+#define INNET_NC_CONFIG_SIZE 40
 _Static_assert(sizeof(struct innet_nc_config) == INNET_NC_CONFIG_SIZE, "config size");
 
 /* Map nc_neighbours (hash, INNET_NC_NEIGHBOURS_MAX): chain address (host

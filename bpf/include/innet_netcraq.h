@@ -65,12 +65,14 @@ _Static_assert(__builtin_offsetof(struct innet_craq_hdr, value) == INNET_CRAQ_OF
 #define INNET_CRAQ_CTR_DROPPED_UNCONFIGURED 9
 #define INNET_CRAQ_CTR_DROPPED_UNEXPECTED 10
 #define INNET_CRAQ_CTR_DROPPED_KEY_OUT_OF_RANGE 11
-#define INNET_CRAQ_CTR_DROPPED_MALFORMED 12 /* + INNET_CRAQ_ERR_* */
-#define INNET_CRAQ_CTR_NODE_COUNT 14	    /* counters the Rust reference has */
-#define INNET_CRAQ_CTR_XDP_PASSED_OTHER 14 /* not NetCRAQ traffic: XDP_PASS */
-#define INNET_CRAQ_CTR_XDP_NO_PORT 15	    /* a verdict's port has no ifindex: dropped */
-#define INNET_CRAQ_CTR_MULTICAST_COPIES 16 /* copies tc_chain_multicast sent */
-#define INNET_CRAQ_CTR_COUNT 17
+#define INNET_CRAQ_CTR_DROPPED_WRITE_NOT_FROM_PREV 12
+#define INNET_CRAQ_CTR_DROPPED_ACK_NOT_FROM_TAIL 13
+#define INNET_CRAQ_CTR_DROPPED_MALFORMED 14 /* + INNET_CRAQ_ERR_* */
+#define INNET_CRAQ_CTR_NODE_COUNT 16	    /* counters the Rust reference has */
+#define INNET_CRAQ_CTR_XDP_PASSED_OTHER 16 /* not NetCRAQ traffic: XDP_PASS */
+#define INNET_CRAQ_CTR_XDP_NO_PORT 17	    /* a verdict's port has no ifindex: dropped */
+#define INNET_CRAQ_CTR_MULTICAST_COPIES 18 /* copies tc_chain_multicast sent */
+#define INNET_CRAQ_CTR_COUNT 19
 _Static_assert(INNET_CRAQ_CTR_DROPPED_MALFORMED + INNET_CRAQ_ERR_COUNT == INNET_CRAQ_CTR_NODE_COUNT, "counters");
 
 /* Map craq_config (array, 1 entry): written by the control plane. */
@@ -82,9 +84,11 @@ struct innet_craq_config {
 	__u32 udp_port;	     /* host order; 9201 */
 	__be32 node_ip;	     /* this node's address (source of Origin replies) */
 	__u32 origin_port;   /* chain_ports index towards the clients */
+	__u32 prev;	     /* the predecessor's chain index (its writes), or INNET_CHAIN_PEER_NONE */
+	__u32 tail;	     /* the tail's chain index (its ACKs), or INNET_CHAIN_PEER_NONE */
 	__u32 pad;
 };
-#define INNET_CRAQ_CONFIG_SIZE 32
+#define INNET_CRAQ_CONFIG_SIZE 40
 _Static_assert(sizeof(struct innet_craq_config) == INNET_CRAQ_CONFIG_SIZE, "config size");
 
 /* One cell of craq_store (Algorithm 1's objects_store). */

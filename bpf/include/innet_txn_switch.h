@@ -112,7 +112,8 @@ struct innet_cache_entry {
 	__u32 learned_from;
 	__u8 has_value;
 	__u8 has_pending;
-	__u8 pad[2];
+	__u8 opti; /* a write passed, no store ABORT withdrew it */
+	__u8 pad;
 	__u8 value[INNET_TXN_VALUE_LEN];
 	__u8 pending[INNET_TXN_VALUE_LEN];
 };
@@ -122,7 +123,7 @@ struct innet_client_entry {
 	__s32 req_id;
 	__u8 forwarded;
 	__u8 awaiting; /* req_id forwarded, its reply not learned yet */
-	__u8 pad[2];
+	__u16 generation; /* low 16 bits of the reset generation */
 };
 
 /* One SetAssoc slot: valid, key, LRU stamp, value. */

@@ -26,11 +26,18 @@
 //!   packet whose stack ends at another node (a client's stale view of the
 //!   chain) is dropped and the client retries.
 //!
+//! * Trust (`docs/chain.md`): a WRITE_REQ is taken only from the node's
+//!   predecessor in the chain, or, at the head, from a sender that is not a
+//!   chain node (a client), whose sequence number the head overwrites. So
+//!   no sequence number from outside the chain is ever applied. READ_REQs
+//!   are taken from anyone. Rejections are counted
+//!   (`dropped_write_not_from_prev`).
+//!
 //! NetChain's 16-byte keys map to register indices through an exact-match
 //! table (`keys`), filled by the control plane; registers hold a value and a
 //! sequence number per index.
 
-use innet_core::{Counters, DataPlane, Verdict};
+use innet_core::{Counters, DataPlane, Ingress, Verdict};
 use innet_wire::netchain::{Addr, ChainKey, DecodeError, NcOp, NcPacket, Value, MAX_CHAIN_NODES};
 
 use crate::Role;
@@ -71,6 +78,9 @@ pub struct NcCounters {
     pub dropped_no_route: u64,
     pub dropped_not_tail: u64,
     pub dropped_unexpected: u64,
+    /// A WRITE_REQ from a sender other than the predecessor (or, at the
+    /// head, from another chain node).
+    pub dropped_write_not_from_prev: u64,
     pub dropped_malformed: [u64; DecodeError::ALL.len()],
 }
 
@@ -89,6 +99,7 @@ impl Counters for NcCounters {
             ("dropped_no_route", self.dropped_no_route),
             ("dropped_not_tail", self.dropped_not_tail),
             ("dropped_unexpected", self.dropped_unexpected),
+            ("dropped_write_not_from_prev", self.dropped_write_not_from_prev),
         ];
         for e in DecodeError::ALL {
             let name = match e {
@@ -115,6 +126,8 @@ pub struct Slot {
 pub struct NcNode {
     addr: Addr,
     role: Option<Role>,
+    /// The predecessor's chain index (control plane).
+    prev: Option<u16>,
     writes_paused: bool,
     neighbours: [(Addr, Hop); NEIGHBOURS_MAX],
     /// Exact-match key table: slot `i` holds the key stored in register `i`.
@@ -136,6 +149,7 @@ impl NcNode {
         NcNode {
             addr,
             role: None,
+            prev: None,
             writes_paused: false,
             neighbours: [(0, Hop::Skip); NEIGHBOURS_MAX],
             keys: vec![None; keys],
@@ -153,6 +167,16 @@ impl NcNode {
     pub fn set_role(&mut self, role: Option<Role>) {
         self.role = role;
     }
+    /// Control plane: the chain index of the predecessor, whose WRITE_REQs
+    /// this node takes.
+    pub fn set_prev(&mut self, prev: Option<u16>) {
+        self.prev = prev;
+    }
+
+    pub fn prev(&self) -> Option<u16> {
+        self.prev
+    }
+
     /// Control plane: the head drops writes while set (recovery).
     pub fn set_writes_paused(&mut self, paused: bool) {
         self.writes_paused = paused;
@@ -281,11 +305,17 @@ impl NcNode {
 }
 
 impl DataPlane for NcNode {
+    /// A packet from a sender that is not a chain node (see
+    /// [`DataPlane::process_from`]).
     fn process(&mut self, packet: &mut [u8]) -> Verdict {
         self.process_len(packet).0
     }
 
     fn process_len(&mut self, packet: &mut [u8]) -> (Verdict, usize) {
+        self.process_from(packet, Ingress::Downstream)
+    }
+
+    fn process_from(&mut self, packet: &mut [u8], ingress: Ingress) -> (Verdict, usize) {
         let len = packet.len();
         let mut p = match NcPacket::parse(packet) {
             Ok(p) => p,
@@ -310,6 +340,10 @@ impl DataPlane for NcNode {
             self.counters.dropped_unknown_key += 1;
             return (Verdict::Drop, len);
         };
+        if p.op() == NcOp::WriteReq && !crate::netcraq::write_trusted(role, self.prev, ingress) {
+            self.counters.dropped_write_not_from_prev += 1;
+            return (Verdict::Drop, len);
+        }
         if p.op() == NcOp::WriteReq && !self.write(&mut p, role, i) {
             return (Verdict::Drop, len);
         }
@@ -329,6 +363,7 @@ mod tests {
             .map(|i| {
                 let mut n = NcNode::new(A[i], 16);
                 n.set_role(Some(Role::at(i, 3)));
+                n.set_prev(i.checked_sub(1).map(|p| p as u16));
                 for (j, a) in A.iter().enumerate() {
                     n.set_neighbour(*a, Hop::Port(j as u16));
                 }
@@ -343,15 +378,15 @@ mod tests {
             .encode()
     }
 
-    /// Runs `bytes` through the chain from node `first`; the verdict of the
-    /// last node and the packet it emits.
+    /// Runs `bytes` through the chain from node `first` (sent by a client);
+    /// the verdict of the last node and the packet it emits.
     fn through(nodes: &mut [NcNode], first: usize, mut bytes: Vec<u8>) -> (Verdict, NcMsg) {
-        let mut at = first;
+        let (mut at, mut ingress) = (first, Ingress::Downstream);
         loop {
-            let (v, len) = nodes[at].process_len(&mut bytes);
+            let (v, len) = nodes[at].process_from(&mut bytes, ingress);
             bytes.truncate(len);
             match v {
-                Verdict::Port { port } => at = port as usize,
+                Verdict::Port { port } => (at, ingress) = (port as usize, Ingress::Peer(at as u16)),
                 v => return (v, NcMsg::decode(&bytes).unwrap()),
             }
         }
@@ -377,7 +412,7 @@ mod tests {
         through(&mut c, 0, msg(NcOp::WriteReq, &A, 5));
         // A reordered copy of an older write (seq 0 < 1) reaching a replica.
         let mut b = msg(NcOp::WriteReq, &A[1..], 4);
-        let (v, _) = c[1].process_len(&mut b);
+        let (v, _) = c[1].process_from(&mut b, Ingress::Peer(0));
         assert_eq!(v, Verdict::Port { port: 2 }, "passed on, not applied");
         assert_eq!(c[1].get(&key_from_u32(1)).unwrap().value, Value::from_counter(5));
         assert_eq!(c[1].counters.writes_stale, 1);
@@ -402,10 +437,46 @@ mod tests {
         // NetChain section 5: neighbours of a failed node route around it.
         let mut c = chain();
         c[0].set_neighbour(A[1], Hop::Skip);
+        c[2].set_prev(Some(0));
         let (v, m) = through(&mut c, 0, msg(NcOp::WriteReq, &A, 9));
         assert_eq!((v, m.op), (Verdict::Origin, NcOp::WriteReply));
         assert_eq!(c[1].counters.writes_applied, 0);
         assert_eq!(c[2].get(&key_from_u32(1)).unwrap().value, Value::from_counter(9));
+    }
+
+    #[test]
+    fn writes_below_the_head_are_taken_only_from_the_predecessor() {
+        // The attack: a write with sequence 30000 sent straight to the tail
+        // would make every later write look stale there (their sequences
+        // are older), so acknowledged puts would vanish.
+        let mut c = chain();
+        through(&mut c, 0, msg(NcOp::WriteReq, &A, 5));
+        let forged = |chain: &[Addr]| {
+            NcMsg {
+                chain: chain.to_vec(),
+                op: NcOp::WriteReq,
+                seq: 30_000,
+                key: key_from_u32(1),
+                value: Value::from_counter(666),
+                vgroup: 0,
+            }
+            .encode()
+        };
+        for (node, ingress) in [(2, Ingress::Downstream), (1, Ingress::Downstream), (2, Ingress::Peer(0))] {
+            let mut b = forged(&A[node..]);
+            assert_eq!(c[node].process_from(&mut b, ingress).0, Verdict::Drop, "node {node} from {ingress:?}");
+        }
+        assert_eq!((c[1].counters.dropped_write_not_from_prev, c[2].counters.dropped_write_not_from_prev), (1, 2));
+        // At the head an outside write is a client's: its sequence is the head's.
+        let mut b = forged(&A);
+        assert_eq!(c[0].process_from(&mut b, Ingress::Peer(2)).0, Verdict::Drop, "the head takes no peer's write");
+        let (v, m) = through(&mut c, 0, forged(&A));
+        assert_eq!((v, m.seq), (Verdict::Origin, 2));
+        let (_, m) = through(&mut c, 0, msg(NcOp::WriteReq, &A, 7));
+        assert_eq!((m.op, m.seq), (NcOp::WriteReply, 3));
+        for n in &c {
+            assert_eq!(n.get(&key_from_u32(1)).unwrap(), Slot { value: Value::from_counter(7), seq: 3 });
+        }
     }
 
     #[test]

@@ -29,11 +29,21 @@
 //!   version number; the oldest equal value is taken). An ACK matching no
 //!   dirty version is stale (its version was superseded) and is ignored.
 //!
+//! **Who may send what** (the trust rules; `docs/chain.md`): a WRITE is
+//! taken only from the node's predecessor in the chain, or, at the head,
+//! from a sender that is not a chain node (a client); an ACK only from the
+//! tail, which multicasts it to every other member. READs are taken from
+//! anyone (they change nothing; a dirty read reaches the tail from any
+//! node). The runtime says who sent a packet ([`Ingress::Peer`] with the
+//! sender's chain index, from its deployment's address book); the control
+//! plane writes the predecessor and the tail with the role. Anything else
+//! is dropped and counted by reason.
+//!
 //! This relies on FIFO links between chain nodes, as CRAQ (over TCP) does:
 //! writes reach every node in the head's order and ACKs arrive in the tail's
 //! commit order. See `docs/chain.md`.
 
-use innet_core::{Counters, DataPlane, Verdict};
+use innet_core::{Counters, DataPlane, Ingress, Verdict};
 use innet_wire::netcraq::{CraqPacket, DecodeError, Key, KvOp, Value};
 
 use crate::ports::{GROUP_ACK, PORT_NEXT, PORT_TAIL};
@@ -65,6 +75,11 @@ pub struct CraqCounters {
     pub dropped_unconfigured: u64,
     pub dropped_unexpected: u64,
     pub dropped_key_out_of_range: u64,
+    /// A WRITE from a sender other than the predecessor (or, at the head,
+    /// from another chain node).
+    pub dropped_write_not_from_prev: u64,
+    /// An ACK from a sender other than the tail.
+    pub dropped_ack_not_from_tail: u64,
     pub dropped_malformed: [u64; DecodeError::ALL.len()],
 }
 
@@ -83,6 +98,8 @@ impl Counters for CraqCounters {
             ("dropped_unconfigured", self.dropped_unconfigured),
             ("dropped_unexpected", self.dropped_unexpected),
             ("dropped_key_out_of_range", self.dropped_key_out_of_range),
+            ("dropped_write_not_from_prev", self.dropped_write_not_from_prev),
+            ("dropped_ack_not_from_tail", self.dropped_ack_not_from_tail),
         ];
         for e in DecodeError::ALL {
             let name = match e {
@@ -107,6 +124,9 @@ pub struct CraqNode {
     /// Written by the control plane; `None` (a fresh or restarted switch)
     /// drops everything.
     role: Option<Role>,
+    /// The predecessor's and the tail's chain indexes (control plane).
+    prev: Option<u16>,
+    tail: Option<u16>,
     writes_paused: bool,
     pub counters: CraqCounters,
 }
@@ -120,6 +140,8 @@ impl CraqNode {
             objects_store: vec![Value::ZERO; objects * versions],
             index: vec![0; objects],
             role: None,
+            prev: None,
+            tail: None,
             writes_paused: false,
             counters: CraqCounters::default(),
         }
@@ -146,6 +168,17 @@ impl CraqNode {
             }
         }
         self.role = role;
+    }
+
+    /// Control plane: the chain indexes of the predecessor (whose WRITEs
+    /// this node takes) and of the tail (whose ACKs it takes).
+    pub fn set_peers(&mut self, prev: Option<u16>, tail: Option<u16>) {
+        self.prev = prev;
+        self.tail = tail;
+    }
+
+    pub fn peers(&self) -> (Option<u16>, Option<u16>) {
+        (self.prev, self.tail)
     }
 
     /// Control plane: refuse writes (while the chain is being recovered).
@@ -264,8 +297,31 @@ impl CraqNode {
     }
 }
 
+/// A WRITE arriving on `ingress` may be taken by a node of `role` whose
+/// predecessor is `prev`: from the predecessor, or at the head from a
+/// sender that is not a chain node. Shared with NetChain.
+pub(crate) fn write_trusted(role: Role, prev: Option<u16>, ingress: Ingress) -> bool {
+    match ingress {
+        Ingress::Peer(n) => prev == Some(n),
+        Ingress::Upstream | Ingress::Downstream => role.is_head(),
+    }
+}
+
 impl DataPlane for CraqNode {
+    /// A packet from a sender that is not a chain node (see
+    /// [`DataPlane::process_from`]).
     fn process(&mut self, packet: &mut [u8]) -> Verdict {
+        self.process_from(packet, Ingress::Downstream).0
+    }
+
+    fn process_from(&mut self, packet: &mut [u8], ingress: Ingress) -> (Verdict, usize) {
+        let len = packet.len();
+        (self.process_at(packet, ingress), len)
+    }
+}
+
+impl CraqNode {
+    fn process_at(&mut self, packet: &mut [u8], ingress: Ingress) -> Verdict {
         let mut p = match CraqPacket::parse(packet) {
             Ok(p) => p,
             Err(e) => {
@@ -285,7 +341,15 @@ impl DataPlane for CraqNode {
         let key = key as usize;
         match p.op() {
             KvOp::Read => self.read(&mut p, role, key),
+            KvOp::Write if !write_trusted(role, self.prev, ingress) => {
+                self.counters.dropped_write_not_from_prev += 1;
+                Verdict::Drop
+            }
             KvOp::Write => self.write(&mut p, role, key),
+            KvOp::Ack if !role.is_tail() && !matches!(ingress, Ingress::Peer(n) if self.tail == Some(n)) => {
+                self.counters.dropped_ack_not_from_tail += 1;
+                Verdict::Drop
+            }
             KvOp::Ack if !role.is_tail() => self.ack(p.value(), key),
             KvOp::Ack | KvOp::ReadReply | KvOp::WriteReply | KvOp::WriteRefused => {
                 self.counters.dropped_unexpected += 1;
@@ -300,15 +364,27 @@ mod tests {
     use super::*;
     use innet_wire::netcraq::CraqMsg;
 
+    /// The chain indexes of the predecessor and the tail in these tests.
+    const PREV: u16 = 0;
+    const TAIL: u16 = 9;
+
     fn node(role: Role) -> CraqNode {
         let mut n = CraqNode::new(16, 4);
         n.set_role(Some(role));
+        n.set_peers((!role.is_head()).then_some(PREV), Some(TAIL));
         n
     }
 
+    /// Runs `m` as the chain delivers it: writes from the predecessor (a
+    /// client's at the head), ACKs from the tail, reads from a client.
     fn run(n: &mut CraqNode, m: CraqMsg) -> (Verdict, CraqMsg) {
+        let ingress = match m.op {
+            KvOp::Write if !n.role().is_some_and(Role::is_head) => Ingress::Peer(PREV),
+            KvOp::Ack => Ingress::Peer(TAIL),
+            _ => Ingress::Downstream,
+        };
         let mut b = m.encode();
-        let v = n.process(&mut b);
+        let (v, _) = n.process_from(&mut b, ingress);
         (v, CraqMsg::decode(&b).unwrap())
     }
 
@@ -407,6 +483,36 @@ mod tests {
         let mut junk = [9u8; 21];
         assert_eq!(head.process(&mut junk), Verdict::Drop);
         assert_eq!(head.counters.dropped_malformed[DecodeError::UnknownOp.index()], 1);
+    }
+
+    #[test]
+    fn writes_come_only_from_the_predecessor_and_acks_only_from_the_tail() {
+        // The attack: a write sent straight to the tail (or a middle node)
+        // is committed there but not at the nodes before it: they disagree.
+        let forged = CraqMsg::write(3, val(666));
+        for role in [Role::Replica, Role::Tail] {
+            let mut n = node(role);
+            for ingress in [Ingress::Downstream, Ingress::Upstream, Ingress::Peer(TAIL), Ingress::Peer(5)] {
+                let mut b = forged.encode();
+                assert_eq!(n.process_from(&mut b, ingress).0, Verdict::Drop, "{role:?} from {ingress:?}");
+            }
+            assert_eq!((n.counters.dropped_write_not_from_prev, n.latest(3), n.dirty(3)), (4, Value::ZERO, 0));
+            let (v, _) = run(&mut n, forged);
+            assert_ne!(v, Verdict::Drop, "{role:?} takes its predecessor's write");
+        }
+        let mut head = node(Role::Head);
+        let mut b = forged.encode();
+        assert_eq!(head.process_from(&mut b, Ingress::Peer(PREV)).0, Verdict::Drop, "no chain node writes to the head");
+        assert_eq!(run(&mut head, forged).0, Verdict::Port { port: PORT_NEXT }, "a client's write");
+        // A forged ACK would make the head call a version clean before the
+        // tail committed it.
+        for ingress in [Ingress::Downstream, Ingress::Peer(PREV)] {
+            let mut b = CraqMsg { op: KvOp::Ack, key: 3, value: val(666) }.encode();
+            assert_eq!(head.process_from(&mut b, ingress).0, Verdict::Drop);
+        }
+        assert_eq!((head.counters.dropped_ack_not_from_tail, head.dirty(3)), (2, 1));
+        run(&mut head, CraqMsg { op: KvOp::Ack, key: 3, value: val(666) });
+        assert_eq!((head.dirty(3), head.snapshot()[3]), (0, val(666)));
     }
 
     #[test]

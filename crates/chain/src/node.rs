@@ -2,7 +2,7 @@
 //! [`Layout`] means for its tables: the glue every runtime uses to apply the
 //! control plane's decisions (simulator, UDP, XDP maps).
 
-use innet_core::{Counters, DataPlane, Verdict};
+use innet_core::{Counters, DataPlane, Ingress, Verdict};
 use innet_wire::netchain::ChainKey;
 use innet_wire::netcraq::Value;
 
@@ -18,6 +18,8 @@ use crate::{Protocol, Role};
 pub struct NodeTables {
     pub role: Option<Role>,
     pub writes_paused: bool,
+    /// The predecessor: the only chain node whose writes this node takes.
+    pub prev: Option<usize>,
     /// NetCRAQ `PORT_NEXT`: the successor.
     pub next: Option<usize>,
     /// NetCRAQ `PORT_TAIL`.
@@ -38,6 +40,7 @@ impl Layout {
         NodeTables {
             role,
             writes_paused: self.writes_paused && pos == Some(0),
+            prev: pos.and_then(|p| p.checked_sub(1)).map(|q| self.chain[q]),
             next: pos.and_then(|p| self.chain.get(p + 1)).copied(),
             tail: self.chain.last().copied(),
             ack_group: if is_tail { self.chain[..n - 1].to_vec() } else { vec![] },
@@ -71,16 +74,19 @@ impl ChainNode {
         }
     }
 
-    /// Writes the program's own tables (role, pause, NetChain's skips);
-    /// ports and groups are the runtime's.
+    /// Writes the program's own tables (role, pause, the peers it trusts,
+    /// NetChain's skips); ports and groups are the runtime's.
     pub fn configure(&mut self, t: &NodeTables, nodes: usize) {
+        let prev = t.prev.map(|i| i as u16);
         match self {
             ChainNode::Craq(p) => {
                 p.set_role(t.role);
+                p.set_peers(prev, t.tail.map(|i| i as u16));
                 p.set_writes_paused(t.writes_paused);
             }
             ChainNode::Chain(p) => {
                 p.set_role(t.role);
+                p.set_prev(prev);
                 p.set_writes_paused(t.writes_paused);
                 for j in 0..nodes {
                     let hop = if t.members.contains(&j) { Hop::Port(j as u16) } else { Hop::Skip };
@@ -143,9 +149,12 @@ impl DataPlane for ChainNode {
         self.process_len(packet).0
     }
     fn process_len(&mut self, packet: &mut [u8]) -> (Verdict, usize) {
+        self.process_from(packet, Ingress::Downstream)
+    }
+    fn process_from(&mut self, packet: &mut [u8], ingress: Ingress) -> (Verdict, usize) {
         match self {
-            ChainNode::Craq(p) => p.process_len(packet),
-            ChainNode::Chain(p) => p.process_len(packet),
+            ChainNode::Craq(p) => p.process_from(packet, ingress),
+            ChainNode::Chain(p) => p.process_from(packet, ingress),
         }
     }
 }

@@ -37,6 +37,10 @@ pub fn run_check(a: CheckChainArgs) -> anyhow::Result<i32> {
             println!("{}", serde_json::to_string(&run.config).unwrap_or_default());
             println!("network: {:?}", run.net);
             println!("operations {} removals {} resyncs {}", run.ops, run.removals, run.resyncs);
+            println!(
+                "outside sender: {:?}; rejected: {} writes not from the predecessor, {} ACKs not from the tail",
+                run.forger, run.rejected_writes, run.rejected_acks
+            );
         }
     })?;
     for (seed, p, errors, replay) in &r.violations {
@@ -50,9 +54,12 @@ pub fn run_check(a: CheckChainArgs) -> anyhow::Result<i32> {
         }
         println!("  replay: {replay}");
     }
+    let f = &r.forger;
     println!(
         "checked {} runs ({} seeds x {} protocols, {} s simulated each; loss, reordering, jitter, node crashes and \
-         restarts) in {:.1} s: {} operations ({} reads checked), {} node removals, {} resyncs; {} violations",
+         restarts, an outside sender) in {:.1} s: {} operations ({} reads checked), {} node removals, {} resyncs; \
+         outside sender: {} writes at the head, {} forged writes elsewhere, {} early ACKs, {} replays; rejected: {} \
+         writes not from the predecessor, {} ACKs not from the tail; {} violations",
         r.runs,
         r.seeds,
         r.protocols,
@@ -62,6 +69,12 @@ pub fn run_check(a: CheckChainArgs) -> anyhow::Result<i32> {
         r.reads,
         r.removals,
         r.resyncs,
+        f.writes_at_head,
+        f.forged_writes,
+        f.forged_acks,
+        f.replays,
+        r.rejected_writes,
+        r.rejected_acks,
         r.violations.len()
     );
     Ok(if r.violations.is_empty() { 0 } else { 1 })

@@ -135,6 +135,11 @@ struct UpTxnArgs {
     /// Keep the store's data durably in this directory (default: in memory).
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// Honour the `reset` flag, as the reference store does: such a request
+    /// clears the store, the switch's cache and every client's exactly-once
+    /// record. Off by default (BADREQ): any sender could wipe the data.
+    #[arg(long)]
+    allow_reset: bool,
     /// Store address, HOST:PORT (port 0: any free port).
     #[arg(long, default_value = "127.0.0.1:0", value_parser = parse_addr)]
     store_listen: SocketAddr,
@@ -250,6 +255,7 @@ pub fn run_up(a: UpCmd) -> anyhow::Result<i32> {
     cfg.switch.client_delay = delay(a.client_delay_ms);
     cfg.switch.store_delay = delay(a.store_delay_ms);
     cfg.data = a.data_dir.clone().map_or(StoreData::Memory, StoreData::Dir);
+    cfg.allow_reset = a.allow_reset;
     cfg.store_listen = a.store_listen;
     cfg.switch_listen = a.switch_listen;
     let net = start_local(&cfg, &stop)?;
@@ -352,13 +358,19 @@ pub struct StoreArgs {
     /// both directions (WAN experiments with an XDP switch, which cannot delay).
     #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
     link_delay_ms: f64,
+    /// Honour the `reset` flag, as the reference store does: such a request
+    /// clears the store and every client's exactly-once record, and its OK
+    /// clears the caches of the switches it passes. Off by default (BADREQ):
+    /// any sender could wipe the data.
+    #[arg(long)]
+    allow_reset: bool,
 }
 
 pub fn run_store(a: StoreArgs) -> anyhow::Result<i32> {
     let stop = signals()?;
     let data = a.data_dir.clone().map_or(StoreData::Memory, StoreData::Dir);
     let delay = Duration::from_secs_f64(a.link_delay_ms / 1e3);
-    let node = spawn_store_delayed("store", a.listen, &data, delay, &stop)?;
+    let node = spawn_store_delayed("store", a.listen, &data, delay, a.allow_reset, &stop)?;
     print_line(&format!("store {}", node.addr()));
     wait(&stop, || node.is_finished());
     let crashed = !stop.is_stopped();

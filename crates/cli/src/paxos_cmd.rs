@@ -130,7 +130,7 @@ pub fn run_check(a: CheckPaxosArgs) -> anyhow::Result<i32> {
     println!(
         "checked {} runs ({} seeds x {} deployments, {} s of submitting each with loss/dup/reorder/jitter, then healed) \
          in {:.1} s: {} instances, {} values, {} no-ops, {} duplicates filtered; \
-         backup took over in {} runs, acceptor crashed in {}; {} violations",
+         backup took over in {} runs, acceptor crashed in {}, values packed in {}; {} violations",
         r.runs,
         r.seeds,
         r.deployments,
@@ -142,6 +142,7 @@ pub fn run_check(a: CheckPaxosArgs) -> anyhow::Result<i32> {
         r.duplicates,
         r.takeovers,
         r.crashes,
+        r.packed,
         r.violations.len()
     );
     Ok(if r.violations.is_empty() { 0 } else { 1 })
@@ -202,6 +203,23 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
             r.std_latency_us,
             r.p99_latency_us
         );
+    }
+    if runtime == Runtime::Live {
+        // The generator's ceiling at each point's concurrency, in this run.
+        println!("generator's ceiling (a bare UDP echo on loopback at the same requests in flight; values sent to the coordinator and committed per second against it):");
+        for r in &rs {
+            let c = paxos_bench::loopback_ceiling(r.config.proposers * r.config.outstanding, base.duration_s.min(1.0))?;
+            let x = paxos_bench::AgainstCeiling::new(r, &c);
+            println!(
+                "{:>10} {:>11} {:>14.0} of {:.0} = {:.1}%{}",
+                r.config.data_plane.name(),
+                r.config.outstanding,
+                x.instances_per_s,
+                x.ceiling_per_s,
+                x.of_ceiling * 1e2,
+                if x.generator_bound { " (generator-bound)" } else { "" }
+            );
+        }
     }
     let (s, w, ratio) = paxos_bench::max_throughput(&rs);
     println!("max throughput: switch {s:.0}/s, software {w:.0}/s, ratio {ratio:.2}x (paper: 2.24x on its hardware)");
@@ -302,6 +320,10 @@ pub struct UpPaxosArgs {
     /// Built-in proposers stop submitting after this many seconds.
     #[arg(long, value_parser = innet_exp::parse::seconds)]
     load_s: Option<f64>,
+    /// Most client values a built-in proposer packs into one instance's
+    /// value (1: off); the load then submits 2-byte values.
+    #[arg(long, default_value_t = 1, value_parser = innet_exp::parse::pack)]
+    pack: usize,
     #[command(flatten)]
     deployment: crate::live_cmd::TopologyArgs,
 }
@@ -311,6 +333,7 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
         let load = innet_exp::up::UpLoad {
             duration: a.duration_s.map(std::time::Duration::from_secs_f64),
             outstanding: a.outstanding.max(1),
+            pack: a.pack,
             ..innet_exp::up::UpLoad::default()
         };
         return crate::live_cmd::run_topology(&a.deployment, "paxos", load);
@@ -324,6 +347,7 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
             slots: a.slots,
             base_port: a.base_port,
             external_learners: a.external_learners,
+            pack: a.pack,
             ..innet_live::paxos::LiveConfig::default()
         },
         outstanding: a.outstanding,

@@ -232,6 +232,26 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
     let rs = sweep(a.runtime, &base, &modes, &ratios)?;
     let out = a.out.unwrap_or_else(|| PathBuf::from(format!("results/txn-{}", a.runtime.name())));
     finish_sweep(&rs, &out)?;
+    if a.runtime == Runtime::Live {
+        // The generator's ceiling: the batched generator at the same
+        // concurrency against a bare UDP echo on loopback, in this run.
+        let cfg = innet_exp::loadgen::LoadConfig::new(
+            base.clients,
+            vec![std::net::SocketAddr::from(([127, 0, 0, 1], 9))],
+            std::time::Duration::from_secs_f64(base.duration_s.clamp(0.5, 3.0)),
+        );
+        let c = innet_exp::loadgen::ceiling(&cfg, innet_exp::txn_client::request_len())?;
+        let best = rs.iter().map(|r| r.committed_per_s).fold(0.0, f64::max);
+        println!(
+            "generator's ceiling: {:.0} round trips/s at {} clients (a bare UDP echo on loopback); the highest \
+             point, {:.0} committed/s, is {:.1}% of it{}",
+            c.ops_per_s,
+            base.clients,
+            best,
+            best / c.ops_per_s.max(1e-9) * 1e2,
+            if innet_exp::loadgen::generator_bound(best, c.ops_per_s) { " (generator-bound)" } else { "" }
+        );
+    }
     Ok(0)
 }
 

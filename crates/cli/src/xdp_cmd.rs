@@ -485,6 +485,27 @@ pub fn run_bench_xdp_txn(a: BenchXdpTxnArgs) -> anyhow::Result<i32> {
             r.num("aborts_by_store")
         );
     }
+    let c = &recs[0].ceiling.ceiling;
+    println!(
+        "generator's ceiling (commit {}, seed {}): {:.0} round trips/s at {} clients ({} B requests answered by \
+         xdp_bounce on the switch's client port: the same veth path, answered by the cheapest program there is), \
+         p50 {:.0} us",
+        recs[0].git_commit,
+        recs[0].seed,
+        c.ops_per_s,
+        c.clients,
+        innet_exp::txn_client::request_len(),
+        c.p50_us
+    );
+    for r in &recs {
+        println!(
+            "  {}: {:.0} replies/s = {:.0}% of the ceiling{}",
+            r.data_plane,
+            r.ceiling.replies_per_s,
+            r.ceiling.of_ceiling * 1e2,
+            if r.ceiling.generator_bound { " (generator-bound)" } else { "" }
+        );
+    }
     let (x, s) = (&recs[0], &recs[1]);
     println!(
         "xdp / software: committed/s {:.2}x, p50 latency {:.2}x, p99 latency {:.2}x",

@@ -70,8 +70,13 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
                 eprintln!("{line}");
             }
             println!(
-                "run {}: committed/s XDP {:.0} (p50 {:.0} us), software processes {:.0} (p50 {:.0} us), software switches {:.0} (p50 {:.0} us); XDP/software {:.2}x, XDP/switches {:.2}x",
+                "run {} (commit {}, seed {}, {} proposers x {} in flight, pack {}): committed/s XDP {:.0} (p50 {:.0} us), software processes {:.0} (p50 {:.0} us), software switches {:.0} (p50 {:.0} us); XDP/software {:.2}x, XDP/switches {:.2}x",
                 r.run,
+                r.git_commit,
+                r.seed,
+                r.config.proposers,
+                r.config.outstanding,
+                r.config.pack,
                 r.xdp.committed_per_s,
                 r.xdp.p50_latency_us,
                 r.software.committed_per_s,
@@ -80,6 +85,24 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
                 r.software_switch.p50_latency_us,
                 r.xdp_over_software,
                 r.xdp_over_software_switch
+            );
+            let c = |name: &str, a: &innet_exp::paxos_bench::AgainstCeiling| {
+                format!(
+                    "{name} {:.0}/s = {:.0}% of {:.0}{}",
+                    a.instances_per_s,
+                    a.of_ceiling * 1e2,
+                    a.ceiling_per_s,
+                    if a.generator_bound { " (generator-bound)" } else { "" }
+                )
+            };
+            println!(
+                "  values sent to the coordinator and committed, against the generator's ceiling at {} in flight \
+                 (XDP: HEARTBEATs reflected by the BPF coordinator on the same veth; software: a bare UDP echo on \
+                 loopback): {}; {}; {}",
+                r.ceiling_xdp.clients,
+                c("XDP", &r.xdp_vs_ceiling),
+                c("software processes", &r.software_vs_ceiling),
+                c("software switches", &r.software_switch_vs_ceiling)
             );
             if let Some(w) = &r.xdp_without_counters {
                 println!(

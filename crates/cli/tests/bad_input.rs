@@ -250,6 +250,8 @@ fn careless_flags_and_topologies_are_refused_in_one_line() {
         (vec!["sim", "txn", "--duration-s", "-1"], "--duration-s"),
         (vec!["up", "txn", "--duration-s", "-1"], "--duration-s"),
         (vec!["sim", "paxos", "--timeout-ms", "0"], "--timeout-ms"),
+        (vec!["sim", "paxos", "--pack", "0"], "--pack"),
+        (vec!["up", "paxos", "--pack", "25"], "--pack"),
         (vec!["up", "txn", "--topology", &cycle], "cycle"),
         (vec!["sim", "txn", "--topology", &cycle], "cycle"),
         (vec!["topology", "show", &cycle], "cycle"),

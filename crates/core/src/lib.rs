@@ -86,9 +86,40 @@ impl Outbox {
     }
 }
 
+/// The address a packet came from, as its runtime knows it (live: the IP
+/// address, as IPv6 or IPv4-mapped, and the UDP port; simulator: the sending
+/// node). Protocols compare and store it, never interpret it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Peer(pub [u8; 18]);
+
+impl Peer {
+    /// The simulator's address of node `id`.
+    pub fn node(id: usize) -> Peer {
+        let mut b = [0u8; 18];
+        b[..8].copy_from_slice(&(id as u64).to_be_bytes());
+        Peer(b)
+    }
+}
+
+/// Who sent the packet an end host is handling.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Sender {
+    pub peer: Peer,
+    /// Whether `peer` is the host's configured upstream (a client's switch
+    /// or store): [`Dest::Upstream`] goes there.
+    pub upstream: bool,
+}
+
 /// An end host: any role that is not a data-plane program.
 pub trait Host {
     fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox);
+    /// [`Host::on_packet`] for a packet from `from`. Runtimes call this one;
+    /// a host that trusts or answers by sender (a store resending a recorded
+    /// reply, a client taking replies only from its upstream) overrides it.
+    fn on_packet_from(&mut self, now: Time, packet: &[u8], from: Sender, out: &mut Outbox) {
+        let _ = from;
+        self.on_packet(now, packet, out)
+    }
     fn on_tick(&mut self, now: Time, out: &mut Outbox);
     /// When `on_tick` next has work to do, if ever.
     fn next_tick(&self) -> Option<Time>;
@@ -166,11 +197,16 @@ pub trait DataPlane {
 }
 
 /// Which side of a switch a packet arrived from: its configured upstream
-/// (towards the store or server), or anywhere else (clients, switches below).
+/// (towards the store or server), one of the switch peers its deployment
+/// numbers, or anywhere else (clients, switches below, unknown senders).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Ingress {
     Upstream,
     Downstream,
+    /// From switch peer `n` of the deployment (a chain node: its chain
+    /// index). Runtimes know peers by source address and port (UDP), by
+    /// ingress interface and link-layer source (XDP), or by node (simulator).
+    Peer(u16),
 }
 
 /// The reverse-path table a runtime keeps for [`Verdict::Upstream`] /

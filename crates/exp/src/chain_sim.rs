@@ -82,6 +82,8 @@ pub struct ChainSim {
     pub objects: usize,
     pub versions: usize,
     pub keys: u32,
+    /// An outside sender that follows the chain's order (the checked runs').
+    pub forger: Option<NodeId>,
 }
 
 impl ChainSim {
@@ -118,10 +120,13 @@ impl ChainSim {
         for a in 0..nodes {
             for b in a + 1..nodes {
                 sim.link(ids[a], ids[b], node_link);
+                sim.set_peer(ids[a], ids[b], b as u16);
+                sim.set_peer(ids[b], ids[a], a as u16);
             }
         }
         let (control, layout) = ChainControl::new(ControlConfig::default(), nodes, Time::ZERO);
-        let mut c = ChainSim { protocol, sim, nodes: ids, clients: vec![], control, objects, versions, keys };
+        let mut c =
+            ChainSim { protocol, sim, nodes: ids, clients: vec![], control, objects, versions, keys, forger: None };
         c.apply(&layout);
         c
     }
@@ -170,6 +175,9 @@ impl ChainSim {
                 h.client.set_chain(layout.chain.clone());
             }
             self.sim.wake(c);
+        }
+        if let Some(f) = self.forger.and_then(|f| self.sim.host_mut::<Forger>(f)) {
+            f.chain = layout.chain.clone();
         }
     }
 
@@ -253,6 +261,135 @@ impl ChainSim {
     }
 }
 
+/// Client id the checker's outside senders write as (beyond any real
+/// client's).
+pub const FORGER_CLIENT: u32 = 1_000_000;
+
+/// What an outside sender of the checked runs sent, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ForgerStats {
+    /// Writes to the head, as any client may send (recorded as write
+    /// attempts that may take effect at any time, or never).
+    pub writes_at_head: u64,
+    /// Writes with fresh values sent to a node that is not the head
+    /// (NetChain: with a made-up sequence number, half of them 30000).
+    pub forged_writes: u64,
+    /// NetCRAQ ACKs of its own write sent before the tail's (an early ACK).
+    pub forged_acks: u64,
+    /// Copies of ACKs and replies it received, sent to a chain node.
+    pub replays: u64,
+}
+
+/// An outside sender on the fabric: it writes at the head as a client may,
+/// and forges writes to the other nodes, early ACKs, and replays of the
+/// ACKs and replies it gets, to random chain nodes. Its writes carry fresh
+/// values and are recorded as write attempts without a response, so the
+/// checker accepts any of them taking effect once at any time after it was
+/// sent (what the head's writes may do), and nothing else.
+pub struct Forger {
+    protocol: Protocol,
+    rng: Rng,
+    keys: u32,
+    chain: Vec<usize>,
+    next: Time,
+    stop: Time,
+    writes: u64,
+    last_write: Option<(u32, innet_wire::netcraq::Value)>,
+    captured: Vec<Vec<u8>>,
+    pub history: Vec<Record>,
+    pub stats: ForgerStats,
+}
+
+impl Forger {
+    pub fn new(protocol: Protocol, rng: Rng, keys: u32, chain: Vec<usize>, stop: Time) -> Forger {
+        Forger {
+            protocol,
+            rng,
+            keys,
+            chain,
+            next: Time::ZERO,
+            stop,
+            writes: 0,
+            last_write: None,
+            captured: vec![],
+            history: vec![],
+            stats: ForgerStats::default(),
+        }
+    }
+
+    fn fresh(&mut self, now: Time, key: u32) -> innet_wire::netcraq::Value {
+        self.writes += 1;
+        let mut v = [0u8; 16];
+        v[..4].copy_from_slice(&(FORGER_CLIENT + 1).to_be_bytes());
+        v[4..12].copy_from_slice(&self.writes.to_be_bytes());
+        let value = innet_wire::netcraq::Value(v);
+        let kind = innet_chain::client::OpKind::Write;
+        self.history.push(Record { client: FORGER_CLIENT, key, kind, value, invoke: now, response: None });
+        value
+    }
+
+    /// A write of `value` to chain position `pos` (NetChain: the stack from
+    /// there to the tail, with sequence `seq`).
+    fn write(&self, pos: usize, key: u32, value: innet_wire::netcraq::Value, seq: u16) -> Vec<u8> {
+        use innet_wire::netchain::{NcMsg, NcOp};
+        use innet_wire::netcraq::CraqMsg;
+        match self.protocol {
+            Protocol::NetCraq => CraqMsg::write(key, value).encode(),
+            Protocol::NetChain => {
+                let chain = self.chain[pos..].iter().map(|&i| innet_chain::client::node_addr(i as u32)).collect();
+                NcMsg { chain, op: NcOp::WriteReq, seq, key: key_from_u32(key), value, vgroup: 0 }.encode()
+            }
+        }
+    }
+}
+
+impl innet_core::Host for Forger {
+    fn on_packet(&mut self, _now: Time, packet: &[u8], _out: &mut innet_core::Outbox) {
+        if self.captured.len() < 32 {
+            self.captured.push(packet.to_vec());
+        } else {
+            let i = self.rng.below(32) as usize;
+            self.captured[i] = packet.to_vec();
+        }
+    }
+
+    fn on_tick(&mut self, now: Time, out: &mut innet_core::Outbox) {
+        use innet_core::Dest;
+        use innet_wire::netcraq::{CraqMsg, KvOp};
+        self.next = now + Duration::from_micros(200 + self.rng.below(1800));
+        if self.chain.is_empty() {
+            return;
+        }
+        let key = self.rng.below(self.keys as u64) as u32;
+        let pick = self.rng.below(4);
+        let n = self.chain.len();
+        if pick == 0 || n == 1 {
+            let value = self.fresh(now, key);
+            out.send(Dest::Port(self.chain[0] as u16), self.write(0, key, value, 0));
+            self.last_write = Some((key, value));
+            self.stats.writes_at_head += 1;
+        } else if pick == 1 {
+            let pos = 1 + self.rng.below(n as u64 - 1) as usize;
+            let value = self.fresh(now, key);
+            let seq = if self.rng.chance(0.5) { 30_000 } else { self.rng.below(65_536) as u16 };
+            out.send(Dest::Port(self.chain[pos] as u16), self.write(pos, key, value, seq));
+            self.stats.forged_writes += 1;
+        } else if let (2, Protocol::NetCraq, Some((key, value))) = (pick, self.protocol, self.last_write) {
+            let to = self.chain[self.rng.below(n as u64 - 1) as usize];
+            out.send(Dest::Port(to as u16), CraqMsg { op: KvOp::Ack, key, value }.encode());
+            self.stats.forged_acks += 1;
+        } else if !self.captured.is_empty() {
+            let p = self.captured[self.rng.below(self.captured.len() as u64) as usize].clone();
+            out.send(Dest::Port(self.chain[self.rng.below(n as u64) as usize] as u16), p);
+            self.stats.replays += 1;
+        }
+    }
+
+    fn next_tick(&self) -> Option<Time> {
+        (self.next < self.stop).then_some(self.next)
+    }
+}
+
 /// The outcome of one checked run.
 pub struct ChainCheckedRun {
     pub config: ChainCheckConfig,
@@ -262,6 +399,11 @@ pub struct ChainCheckedRun {
     pub ops: u64,
     pub removals: u64,
     pub resyncs: u64,
+    pub forger: ForgerStats,
+    /// Chain nodes' rejections of the forger's packets: writes not from the
+    /// predecessor, ACKs not from the tail (their counters, summed).
+    pub rejected_writes: u64,
+    pub rejected_acks: u64,
 }
 
 /// Builds and runs `cfg` with histories on, and checks them.
@@ -300,6 +442,13 @@ pub fn run_checked(cfg: &ChainCheckConfig) -> Result<ChainCheckedRun, String> {
         let load = LoadClient::new(ChainClient::new(cc).with_history(), w, rng.fork());
         c.add_client(&format!("client{i}"), load);
     }
+    let chain = c.control.members().to_vec();
+    let forger = Forger::new(protocol, rng.fork(), cfg.keys, chain, stop);
+    let forger = c.sim.add_host("forger", forger);
+    for (i, n) in c.nodes.clone().into_iter().enumerate() {
+        c.sim.set_port(forger, i as u16, Some(n));
+    }
+    c.forger = Some(forger);
     let mut faults = vec![];
     for &(node, at, back) in &cfg.crashes {
         faults.push((Time::from_secs_f64(at), node, true));
@@ -309,9 +458,15 @@ pub fn run_checked(cfg: &ChainCheckConfig) -> Result<ChainCheckedRun, String> {
     // Let retries finish after the last operation starts.
     let end = stop + cfg.client_timeout() * 20 + Duration::from_millis(100);
     c.run_until(end, &mut faults);
-    let history = c.history();
+    let mut history = c.history();
+    let f = c.sim.host::<Forger>(forger).expect("forger");
+    history.extend_from_slice(&f.history);
     let result = check(&history);
     let s = c.load_stats();
+    let counter = |name: &str| -> u64 {
+        let nodes = 0..c.nodes.len();
+        nodes.filter_map(|i| c.sim.program::<ChainNode>(c.nodes[i])).map(|n| counter_of(n, name)).sum()
+    };
     Ok(ChainCheckedRun {
         config: cfg.clone(),
         result,
@@ -320,7 +475,15 @@ pub fn run_checked(cfg: &ChainCheckConfig) -> Result<ChainCheckedRun, String> {
         ops: s.reads + s.writes,
         removals: c.control.stats.removals,
         resyncs: c.control.stats.resyncs,
+        forger: f.stats,
+        rejected_writes: counter("dropped_write_not_from_prev"),
+        rejected_acks: counter("dropped_ack_not_from_tail"),
     })
+}
+
+fn counter_of(n: &ChainNode, name: &str) -> u64 {
+    use innet_core::Counters;
+    n.counters().into_iter().find(|(k, _)| *k == name).map_or(0, |(_, v)| v)
 }
 
 /// The random configuration `innet check chain` uses for `seed`: 2-6 nodes,
@@ -366,6 +529,11 @@ pub struct CheckReport {
     pub reads: usize,
     pub removals: u64,
     pub resyncs: u64,
+    /// What the outside senders sent, and how many writes and ACKs the chain
+    /// nodes rejected.
+    pub forger: ForgerStats,
+    pub rejected_writes: u64,
+    pub rejected_acks: u64,
     /// `(seed, protocol, errors (empty: nondeterminism), replay command)`.
     pub violations: Vec<(u64, Protocol, Vec<String>, String)>,
     pub wall_seconds: f64,
@@ -401,6 +569,12 @@ pub fn check_seeds(
         r.ops += run.ops;
         r.removals += run.removals;
         r.resyncs += run.resyncs;
+        r.forger.writes_at_head += run.forger.writes_at_head;
+        r.forger.forged_writes += run.forger.forged_writes;
+        r.forger.forged_acks += run.forger.forged_acks;
+        r.forger.replays += run.forger.replays;
+        r.rejected_writes += run.rejected_writes;
+        r.rejected_acks += run.rejected_acks;
         let replay = format!("innet check chain --seed {seed} --protocols {p} --duration-s {duration_s}");
         match &run.result {
             Ok(s) => r.reads += s.reads,

@@ -264,8 +264,16 @@ pub fn run<S: Service>(cfg: &LoadConfig, services: Vec<S>) -> io::Result<(LoadRe
         let sockets = cfg.sockets.min(clients.len());
         let mut socks = vec![];
         for _ in 0..sockets {
-            let bind: SocketAddr =
-                if cfg.targets[0].is_ipv6() { "[::1]:0".parse() } else { "127.0.0.1:0".parse() }.expect("literal");
+            // Loopback targets from a loopback address; others (a testbed's
+            // veths) from whichever address routes to them.
+            let bind: SocketAddr = match (cfg.targets[0].is_ipv6(), cfg.targets[0].ip().is_loopback()) {
+                (true, true) => "[::1]:0",
+                (true, false) => "[::]:0",
+                (false, true) => "127.0.0.1:0",
+                (false, false) => "0.0.0.0:0",
+            }
+            .parse()
+            .expect("literal");
             let s = UdpSocket::bind(bind)?;
             s.set_nonblocking(true)?;
             socks.push(s);

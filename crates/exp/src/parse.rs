@@ -128,6 +128,16 @@ pub fn cache_slots(s: &str) -> Result<usize, String> {
     table_slots(s, innet_core::table::WAYS, CACHE_SLOT_BYTES)
 }
 
+/// `--pack`: client values per instance's value, 1 (off) to
+/// [`innet_paxos::envelope::PACK_MAX`].
+pub fn pack(s: &str) -> Result<usize, String> {
+    let max = innet_paxos::envelope::PACK_MAX;
+    match s.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("must be a whole number from 1 (no packing) to {max}")),
+    }
+}
+
 /// An acceptor's slots (a power of two).
 pub fn acceptor_slots(s: &str) -> Result<usize, String> {
     table_slots(s, 1, ACCEPTOR_SLOT_BYTES)

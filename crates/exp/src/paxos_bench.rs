@@ -11,6 +11,7 @@
 use std::path::Path;
 
 use anyhow::Result;
+use serde::Serialize;
 
 use crate::paxos::{DataPlaneAt, PaxosConfig, PaxosResult};
 use crate::{paxos_live, paxos_sim, plot, results};
@@ -59,6 +60,8 @@ pub struct CheckReport {
     pub runs: u64,
     pub takeovers: u64,
     pub crashes: u64,
+    /// Runs whose proposers packed several values per instance.
+    pub packed: u64,
     pub instances: u64,
     pub values: u64,
     pub noops: u64,
@@ -99,6 +102,7 @@ pub fn check_seeds(
         r.runs += 1;
         r.takeovers += u64::from(run.took_over);
         r.crashes += u64::from(run.config.acceptor_crash_at_s.is_some());
+        r.packed += u64::from(run.config.pack > 1);
         let replay = format!("innet check paxos --seed {seed} --data-planes {dp} --duration-s {duration_s}");
         match &run.result {
             Ok(s) => {
@@ -293,4 +297,41 @@ pub fn write(out: &Path, rs: &[PaxosResult]) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The batched generator ([`crate::loadgen`]) with `in_flight` clients
+/// towards `target`, for `duration_s` (at least 0.5 s).
+pub fn ceiling_config(in_flight: usize, target: std::net::SocketAddr, duration_s: f64) -> crate::loadgen::LoadConfig {
+    let d = std::time::Duration::from_secs_f64(duration_s.max(0.5));
+    crate::loadgen::LoadConfig::new(in_flight.max(1) as u32, vec![target], d)
+}
+
+/// The generator's ceiling on loopback at `in_flight` requests: a bare UDP
+/// echo answering P4xos-sized packets ([`crate::loadgen::ceiling`]).
+pub fn loopback_ceiling(in_flight: usize, duration_s: f64) -> std::io::Result<crate::loadgen::LoadReport> {
+    let cfg = ceiling_config(in_flight, std::net::SocketAddr::from(([127, 0, 0, 1], 9)), duration_s);
+    crate::loadgen::ceiling(&cfg, innet_wire::paxos::PACKET_LEN)
+}
+
+/// A deployment's figure beside its generator's ceiling, compared in
+/// values sent to the coordinator per second (packing makes these fewer
+/// than client values).
+#[derive(Clone, Debug, Serialize)]
+pub struct AgainstCeiling {
+    /// Values sent to the coordinator that committed, per second.
+    pub instances_per_s: f64,
+    pub ceiling_per_s: f64,
+    pub of_ceiling: f64,
+    pub generator_bound: bool,
+}
+
+impl AgainstCeiling {
+    pub fn new(r: &PaxosResult, ceiling: &crate::loadgen::LoadReport) -> AgainstCeiling {
+        AgainstCeiling {
+            instances_per_s: r.instances_per_s,
+            ceiling_per_s: ceiling.ops_per_s,
+            of_ceiling: r.instances_per_s / ceiling.ops_per_s.max(1e-9),
+            generator_bound: crate::loadgen::generator_bound(r.instances_per_s, ceiling.ops_per_s),
+        }
+    }
 }

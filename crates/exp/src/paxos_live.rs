@@ -26,6 +26,7 @@ pub fn live_config(cfg: &PaxosConfig) -> LiveConfig {
         proposer_timeout: Duration::from_secs_f64(cfg.timeout_ms / 1e3),
         gap_timeout: Duration::from_secs_f64(cfg.gap_timeout_ms / 1e3),
         heartbeat: Duration::from_secs_f64(cfg.heartbeat_ms / 1e3),
+        pack: cfg.pack,
         ..LiveConfig::default()
     }
 }

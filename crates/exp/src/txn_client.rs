@@ -257,3 +257,9 @@ pub fn load(a: &ClientLoad, stop: &Stop) -> anyhow::Result<Outcome> {
     });
     Ok(Outcome { json: out, ok: st.committed > 0 && st.gave_up == 0 })
 }
+
+/// Bytes of a one-operation transaction request (what the load clients
+/// send; a generator ceiling's request length).
+pub fn request_len() -> usize {
+    innet_wire::txn::TxnMsg::request(1, 1, vec![innet_wire::txn::Op::read(1)]).encode().len()
+}

@@ -202,9 +202,22 @@ pub(crate) struct Forger {
 }
 
 impl Forger {
-    /// Adds one forger beside every switch of `switches`, each on its own
-    /// 0.5 ms link (with `cfg`'s faults), forging replies to `cl_ids` about
-    /// `keys` until `stop`; its randomness comes from `seed`.
+    /// A forger of replies to `cl_ids` about `keys` until `stop`.
+    pub(crate) fn new(rng: Rng, cl_ids: &[u32], keys: &[innet_wire::txn::Key], stop: Time) -> Forger {
+        Forger { rng, cl_ids: cl_ids.to_vec(), keys: keys.to_vec(), next: Time::ZERO, stop }
+    }
+
+    /// Adds `self` as `forger{i}` beside switch `sw`, on its own 0.5 ms
+    /// link (with `cfg`'s faults), sending to the switch.
+    fn add_beside(self, sim: &mut Sim, i: usize, sw: NodeId, cfg: &TxnPointConfig) {
+        let f = sim.add_host(&format!("forger{i}"), self);
+        sim.link(f, sw, link(cfg, Duration::from_micros(500)));
+        sim.set_upstream(f, sw);
+    }
+
+    /// Adds one forger beside every switch of `switches`, forging replies to
+    /// `cl_ids` about `keys` until `stop`; their randomness comes from
+    /// `cfg.seed`.
     pub(crate) fn beside_switches(
         sim: &mut Sim,
         switches: &[NodeId],
@@ -215,11 +228,7 @@ impl Forger {
     ) {
         let mut rng = Rng::new(cfg.seed ^ 0x00F0_F6E4);
         for (i, &sw) in switches.iter().enumerate() {
-            let forger =
-                Forger { rng: rng.fork(), cl_ids: cl_ids.to_vec(), keys: keys.to_vec(), next: Time::ZERO, stop };
-            let f = sim.add_host(&format!("forger{i}"), forger);
-            sim.link(f, sw, link(cfg, Duration::from_micros(500)));
-            sim.set_upstream(f, sw);
+            Forger::new(rng.fork(), cl_ids, keys, stop).add_beside(sim, i, sw, cfg);
         }
     }
 }
@@ -252,18 +261,111 @@ impl innet_core::Host for Forger {
     }
 }
 
+/// An outside sender that replays the clients' real past requests (their
+/// exact bytes, captured from the clients' histories as the run goes on),
+/// now and then as a `store_commit` resend, to a switch or straight to the
+/// store. Neither may apply a request twice, answer it with a recorded reply
+/// to anyone but the request's sender, or teach a switch an old value.
+struct Replayer {
+    rng: Rng,
+    /// Each request's fragments, and whether the store decided it.
+    captured: Vec<(Vec<innet_wire::txn::TxnMsg>, bool)>,
+    next: Time,
+    stop: Time,
+    sent: u64,
+}
+
+impl innet_core::Host for Replayer {
+    fn on_packet(&mut self, _now: Time, _packet: &[u8], _out: &mut innet_core::Outbox) {}
+    fn on_tick(&mut self, now: Time, out: &mut innet_core::Outbox) {
+        use innet_wire::txn::Flags;
+        self.next = now + Duration::from_micros(200 + self.rng.below(2000));
+        if self.captured.is_empty() {
+            return;
+        }
+        let n = self.captured.len() as u64;
+        // Half of the replays are of the last few requests (a client's
+        // latest, which the store holds a record of), half of any.
+        let i = if self.rng.chance(0.5) { n - 1 - self.rng.below(n.min(8)) } else { self.rng.below(n) };
+        let resend = self.rng.chance(0.3);
+        // Straight to the store only requests the store decided: the store
+        // takes no trust decision on a request it never saw, so replaying one
+        // the switch answered itself there is beyond this check (see the
+        // threat model in docs/security.md).
+        let (frags, decided) = &self.captured[i as usize];
+        let dest =
+            if self.rng.chance(0.3) && *decided { innet_core::Dest::Port(0) } else { innet_core::Dest::Upstream };
+        for frag in frags {
+            let mut m = frag.clone();
+            m.flags = m.flags.with(Flags::STORE_COMMIT, resend);
+            out.send(dest, m.encode());
+        }
+        self.sent += 1;
+    }
+    fn next_tick(&self) -> Option<Time> {
+        (self.next < self.stop).then_some(self.next)
+    }
+}
+
 /// Runs `cfg` with recording on, lets in-flight requests drain, and checks
-/// the history. An outside sender beside every switch forges store replies
-/// throughout ([`Forger`]).
+/// the history. Beside every switch, an outside sender forges store replies
+/// ([`Forger`]) and another replays the clients' past requests
+/// ([`Replayer`]), throughout.
 pub fn run_checked(cfg: &TxnPointConfig) -> Result<CheckedRun, String> {
     let mut t = build(cfg, true)?;
     let cl_ids: Vec<u32> = deploy::client_ids(&t.deployment).into_iter().filter(|&id| id != 0).collect();
+    let mut rng = Rng::new(cfg.seed ^ 0x00F0_F6E4);
     let keys: Vec<innet_wire::txn::Key> = (0..cfg.keys).collect();
-    Forger::beside_switches(&mut t.sim, &t.switches, &cl_ids, &keys, cfg, Time::from_secs_f64(cfg.duration_s));
+    let stop = Time::from_secs_f64(cfg.duration_s);
+    let mut replayers = vec![];
+    for (i, &sw) in t.switches.clone().iter().enumerate() {
+        Forger::new(rng.fork(), &cl_ids, &keys, stop).add_beside(&mut t.sim, i, sw, cfg);
+        let replayer = Replayer { rng: rng.fork(), captured: vec![], next: Time::ZERO, stop, sent: 0 };
+        // Replays enter where the replayed client's requests do: at its own
+        // switch (a request a switch answered, replayed through a switch it
+        // never passed, is beyond this check: see docs/security.md).
+        let clients_here =
+            t.deployment.nodes.iter().any(|n| n.role.is_client() && n.upstream.is_some_and(|u| t.nodes[u] == sw));
+        if !clients_here {
+            continue;
+        }
+        let r = t.sim.add_host(&format!("replayer{i}"), replayer);
+        t.sim.link(r, sw, link(cfg, Duration::from_micros(500)));
+        t.sim.set_upstream(r, sw);
+        t.sim.link(r, t.store, link(cfg, Duration::from_micros(500)));
+        t.sim.set_port(r, 0, Some(t.store));
+        replayers.push((r, sw));
+    }
     // Clients stop starting transactions at duration_s; give retries and
-    // resends time to finish so that most attempts have an outcome.
-    let drain = cfg.timeout() * 30;
-    t.sim.run_until(Time::from_secs_f64(cfg.duration_s) + drain);
+    // resends time to finish so that most attempts have an outcome. The run
+    // goes in steps: after each, the replayers get the requests the clients
+    // finished meanwhile.
+    let end = Time::from_secs_f64(cfg.duration_s) + cfg.timeout() * 30;
+    let mut seen = vec![0usize; t.clients.len()];
+    let mut now = Time::ZERO;
+    while now < end {
+        now = (now + Duration::from_millis(20)).min(end);
+        t.sim.run_until(now);
+        let mut fresh: Vec<(NodeId, (Vec<innet_wire::txn::TxnMsg>, bool))> = vec![];
+        let decided: std::collections::HashSet<(u32, i32)> =
+            t.store().log.as_deref().expect("recording on").iter().map(|d| (d.cl_id, d.req_id)).collect();
+        for (k, &c) in t.clients.iter().enumerate() {
+            let ix = t.nodes.iter().position(|&n| n == c).expect("a deployment node");
+            let Some(up) = t.deployment.nodes[ix].upstream.map(|u| t.nodes[u]) else { continue };
+            let lc = t.sim.host::<LoadClient>(c).expect("load client");
+            let h = lc.client.history.as_deref().expect("recording on");
+            for a in &h[seen[k]..] {
+                let template = innet_wire::txn::TxnMsg::request(a.cl_id, a.req_id, vec![]);
+                let frags = innet_wire::txn::TxnMsg::fragments(&template, &a.ops);
+                fresh.push((up, (frags, decided.contains(&(a.cl_id, a.req_id)))));
+            }
+            seen[k] = h.len();
+        }
+        for &(r, sw) in &replayers {
+            let mine = fresh.iter().filter(|(up, _)| *up == sw).map(|(_, f)| f.clone());
+            t.sim.host_mut::<Replayer>(r).expect("replayer").captured.extend(mine);
+        }
+    }
     let store = t.store();
     let decisions = store.log.as_deref().expect("recording on");
     let mut attempts = vec![];

@@ -43,8 +43,10 @@ pub struct UpLoad {
     pub seed: u64,
     /// Transactions.
     pub workload: Workload,
-    /// Paxos: requests each proposer keeps in flight.
+    /// Paxos: requests each proposer keeps in flight ...
     pub outstanding: usize,
+    /// ... and the most it packs into one instance's value (1: off).
+    pub pack: usize,
     /// Chain: share of writes and keys `0..keys`.
     pub chain_write_ratio: f64,
     pub chain_keys: u32,
@@ -66,6 +68,7 @@ impl Default for UpLoad {
                 validated_reads: 0.0,
             },
             outstanding: 8,
+            pack: 1,
             chain_write_ratio: 0.3,
             chain_keys: 8,
         }
@@ -282,7 +285,7 @@ fn run_group(
         }
         Service::Paxos(p) => {
             let d = &p.deployment;
-            let roles = Roles::of(d, p.params.clone());
+            let roles = Roles::of(d, innet_paxos::deploy::PaxosParams { pack: load.pack, ..p.params.clone() });
             let base = fresh_client_id_base(nodes.len() as u32 + 1);
             let mut hosts: Vec<LoadProposer> = (0..nodes.len())
                 .map(|k| {

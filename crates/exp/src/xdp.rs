@@ -5,10 +5,12 @@
 //! `innet bench xdp-chain` (the XDP chain, a bounce and the software
 //! chain). Each runs its data planes side by side, builds its record
 //! (configuration, git commit, every plane, the ratios between them) and
-//! appends it to a JSON lines file.
+//! appends it to a JSON lines file. `bench xdp-txn` also measures its
+//! generator's ceiling in the same run ([`txn_ceiling`]).
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Context;
 use serde::Serialize;
@@ -21,6 +23,7 @@ use innet_xdp::chain_testbed::{self as tb, CLIENT_IP};
 use innet_xdp::testbed::{in_netns, NS_CLIENT};
 use innet_xdp::txn::{Ports, Program, Tables, TxnXdp};
 
+use crate::loadgen::{self, EchoService, LoadConfig, LoadReport};
 use crate::results;
 use crate::txn_client::{self, ClientLoad};
 
@@ -89,6 +92,31 @@ pub struct TxnRecord {
     pub data_plane: String,
     /// The load client's summary (`innet client txn --load`'s JSON).
     pub result: serde_json::Value,
+    /// The generator's ceiling measured in the same run
+    /// ([`txn_ceiling`]), and this data plane's replies per second against it.
+    pub ceiling: TxnCeiling,
+}
+
+/// A data plane's round trips beside the generator's ceiling.
+#[derive(Clone, Debug, Serialize)]
+pub struct TxnCeiling {
+    /// The batched generator ([`crate::loadgen`]) at the experiment's
+    /// concurrency and request length, answered by `xdp_bounce` on the
+    /// switch's client port.
+    pub ceiling: LoadReport,
+    /// Replies the clients received per second (every transaction takes at
+    /// least one; aborts and resends take more).
+    pub replies_per_s: f64,
+    pub of_ceiling: f64,
+    pub generator_bound: bool,
+}
+
+/// The generator's ceiling for `clients` closed-loop clients towards `to`
+/// (an echo there answers): the batched generator with requests as long
+/// as a one-operation transaction's.
+pub fn txn_ceiling(clients: u32, to: SocketAddr, duration_s: f64) -> anyhow::Result<LoadReport> {
+    let cfg = LoadConfig::new(clients.max(1), vec![to], Duration::from_secs_f64(duration_s.max(0.5)));
+    Ok(loadgen::run(&cfg, vec![EchoService { len: txn_client::request_len(), targets: 1 }])?.0)
 }
 
 impl TxnRecord {
@@ -119,16 +147,27 @@ pub fn bench_txn(cfg: &TxnExperimentConfig, innet_exe: &Path, out: &Path) -> any
         Ok(txn_client::load(&l, &innet_live::Stop::new())?.json)
     };
     let runs = bench::run_txn_experiment(cfg, innet_exe, load)?;
+    let ceiling = bench::run_txn_ceiling(cfg, innet_exe, |to| txn_ceiling(cfg.clients, to, cfg.duration_s))?;
     let commit = results::git_commit();
     let recs: Vec<TxnRecord> = runs
         .into_iter()
-        .map(|(name, r)| TxnRecord {
-            experiment: "xdp-txn",
-            config: cfg.clone(),
-            seed: cfg.seed,
-            git_commit: commit.clone(),
-            data_plane: name,
-            result: r,
+        .map(|(name, r)| {
+            let replies_per_s =
+                r["packets_received"].as_f64().unwrap_or(0.0) / r["run_seconds"].as_f64().unwrap_or(f64::NAN).max(1e-9);
+            TxnRecord {
+                experiment: "xdp-txn",
+                config: cfg.clone(),
+                seed: cfg.seed,
+                git_commit: commit.clone(),
+                data_plane: name,
+                result: r,
+                ceiling: TxnCeiling {
+                    ceiling: ceiling.clone(),
+                    replies_per_s,
+                    of_ceiling: replies_per_s / ceiling.ops_per_s.max(1e-9),
+                    generator_bound: loadgen::generator_bound(replies_per_s, ceiling.ops_per_s),
+                },
+            }
         })
         .collect();
     let path = out.join("xdp-txn.jsonl");

@@ -5,6 +5,18 @@
 //! client load, side by side in one run; and the testbed's end hosts
 //! (`innet bench xdp-paxos-hosts`), which the benchmark runs on threads in
 //! the hosts namespace.
+//!
+//! **The generator's ceiling**, measured in every round: the batched load
+//! generator ([`crate::loadgen`]) at the same concurrency (proposers x
+//! requests in flight), with packets of the P4xos length, against (1) the
+//! XDP coordinator itself reflecting HEARTBEATs (`XDP_TX` on the same veth
+//! the proposers' requests take: the cheapest answer on the XDP
+//! deployment's path, so no end host on that path completes more round
+//! trips) and (2) a bare user-space UDP echo on loopback
+//! ([`loadgen::ceiling`]: the path of the software deployments). A figure
+//! within 20% of its ceiling is generator-bound ([`loadgen::generator_bound`],
+//! compared in values sent to the coordinator per second, which packing
+//! makes fewer than client values).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,7 +31,11 @@ use innet_xdp::paxos_hosts::{self, BackupAt, HostsRun};
 use innet_xdp::paxos_testbed::{self as tb, PaxosUp};
 use innet_xdp::testbed::in_netns;
 
+use innet_wire::paxos::{MsgType, PaxosMsg, Value};
+
+use crate::loadgen::{self, LoadReport, Reply, Service, TAG_LEN};
 use crate::paxos::{DataPlaneAt, PaxosConfig, PaxosResult};
+use crate::paxos_bench::{ceiling_config, loopback_ceiling, AgainstCeiling};
 use crate::paxos_live::{live_config, run_point_live};
 use crate::paxos_sim::make_result;
 use crate::results;
@@ -54,6 +70,11 @@ pub struct XdpPaxosLoad {
     /// side by side (`both`, `bench xdp-paxos` only).
     #[arg(long, value_enum, default_value = "on")]
     pub vote_counters: VoteCounters,
+    /// Most client values a proposer packs into one instance's value (1:
+    /// off; every deployment of the run packs alike); the load then
+    /// submits 2-byte values.
+    #[arg(long, default_value_t = 1, value_parser = crate::parse::pack)]
+    pub pack: usize,
 }
 
 /// Whether the XDP deployment counts votes in the kernel.
@@ -79,6 +100,7 @@ impl XdpPaxosLoad {
             slots: self.slots,
             coordinator_fail_at_s: self.kill_coordinator_at_s,
             latency_us: 0.0,
+            pack: self.pack,
             ..PaxosConfig::default()
         }
     }
@@ -168,12 +190,57 @@ pub fn backup(load: &XdpPaxosLoad, stop: &Stop, say: impl FnMut(&str)) -> anyhow
 /// beside the software deployments) on threads in the hosts namespace,
 /// testbed down.
 pub fn run_xdp(load: &XdpPaxosLoad, vote_counters: bool) -> anyhow::Result<HostsOutcome> {
+    Ok(run_xdp_with_ceiling(load, vote_counters, false)?.0)
+}
+
+/// [`run_xdp`], and first (with `ceiling`) the generator's ceiling on the
+/// same testbed ([`xdp_ceiling`]).
+pub fn run_xdp_with_ceiling(
+    load: &XdpPaxosLoad,
+    vote_counters: bool,
+    ceiling: bool,
+) -> anyhow::Result<(HostsOutcome, Option<LoadReport>)> {
     tb::up(&PaxosUp { vote_counters, ..load.up() })?;
-    let out = in_netns(tb::NS_HOSTS, || hosts(load, BackupAt::Here));
+    let out = in_netns(tb::NS_HOSTS, || {
+        let c = if ceiling { Some(xdp_ceiling(load)?) } else { None };
+        Ok((hosts(load, BackupAt::Here)?, c))
+    });
     let removed = tb::down();
     let out = out?;
     removed?;
     Ok(out)
+}
+
+/// HEARTBEATs carrying the generator's tag as their value: the coordinator
+/// (BPF or Rust) reflects them unchanged.
+#[derive(Clone, Copy, Debug)]
+pub struct HeartbeatService;
+
+impl Service for HeartbeatService {
+    fn request(&mut self, _client: u32, tag: u64, buf: &mut [u8]) -> (usize, usize) {
+        let mut m = PaxosMsg::new(MsgType::Heartbeat);
+        m.value = Value::new(&tag.to_be_bytes()).expect("8 bytes fit");
+        let b = m.encode();
+        buf[..b.len()].copy_from_slice(&b);
+        (b.len(), 0)
+    }
+    fn reply(&mut self, reply: &[u8]) -> Reply {
+        match PaxosMsg::decode(reply) {
+            Ok(m) if m.msgtype == MsgType::Heartbeat && m.value.len as usize == TAG_LEN => {
+                Reply::Done(u64::from_be_bytes(m.value.as_slice().try_into().expect("8 bytes")))
+            }
+            _ => Reply::Ignored,
+        }
+    }
+}
+
+/// The generator's ceiling on the XDP path: HEARTBEATs reflected by the
+/// BPF coordinator of a running testbed, at `load`'s concurrency; call it
+/// in the hosts namespace.
+pub fn xdp_ceiling(load: &XdpPaxosLoad) -> anyhow::Result<LoadReport> {
+    let target = std::net::SocketAddr::V4(tb::coordinator_addr());
+    let cfg = ceiling_config(load.proposers * load.outstanding, target, load.duration_s);
+    Ok(loadgen::run(&cfg, vec![HeartbeatService])?.0)
 }
 
 /// One line of `xdp-paxos.jsonl`.
@@ -196,6 +263,14 @@ pub struct XdpPaxosRecord {
     pub xdp_over_software_switch: f64,
     /// Mean ns per packet of the BPF roles' hot paths (`BPF_PROG_TEST_RUN`).
     pub bpf_ns_per_packet: BTreeMap<&'static str, f64>,
+    /// The generator's ceiling on the XDP path (HEARTBEATs reflected by
+    /// the BPF coordinator) and on loopback (a bare UDP echo).
+    pub ceiling_xdp: LoadReport,
+    pub ceiling_loopback: LoadReport,
+    /// Each deployment against its path's ceiling.
+    pub xdp_vs_ceiling: AgainstCeiling,
+    pub software_vs_ceiling: AgainstCeiling,
+    pub software_switch_vs_ceiling: AgainstCeiling,
 }
 
 /// What `bench` reports while it runs.
@@ -243,7 +318,9 @@ pub fn bench(
             VoteCounters::Both => Some(run_xdp(load, false)?.result),
             _ => None,
         };
-        let xdp = run_xdp(load, load.vote_counters != VoteCounters::Off)?;
+        let (xdp, ceiling_xdp) = run_xdp_with_ceiling(load, load.vote_counters != VoteCounters::Off, true)?;
+        let ceiling_xdp = ceiling_xdp.expect("measured");
+        let ceiling_loopback = loopback_ceiling(load.proposers * load.outstanding, load.duration_s)?;
         let failure = xdp.failure_line();
         let (xdp, xdp_vote_counter) = (xdp.result, xdp.vote_counter);
         let software = run_point_live(&load.config(DataPlaneAt::Process))?;
@@ -257,6 +334,11 @@ pub fn bench(
             config: base.clone(),
             xdp_over_software: ratio(&software),
             xdp_over_software_switch: ratio(&switch),
+            xdp_vs_ceiling: AgainstCeiling::new(&xdp, &ceiling_xdp),
+            software_vs_ceiling: AgainstCeiling::new(&software, &ceiling_loopback),
+            software_switch_vs_ceiling: AgainstCeiling::new(&switch, &ceiling_loopback),
+            ceiling_xdp,
+            ceiling_loopback,
             xdp,
             xdp_vote_counter,
             xdp_without_counters: without,

@@ -39,7 +39,10 @@ fn clients_behind_both_edges_commit_and_the_history_is_serializable() {
         };
         let run = run_checked(&cfg).unwrap();
         let summary = run.result.unwrap_or_else(|e| panic!("seed {seed}: {:?}", &e[..e.len().min(5)]));
-        assert!(summary.store_commits > 100, "seed {seed}: only {} store commits", summary.store_commits);
+        // Beside the faults, run_checked's replayers cost commits: a replayed
+        // request turns a switch's reverse path for its client towards the
+        // replayer until the client sends again (a timeout and a resend).
+        assert!(summary.store_commits > 50, "seed {seed}: only {} store commits", summary.store_commits);
 
         let mut t = build(&cfg, false).unwrap();
         t.sim.run_until(Time::from_secs_f64(cfg.duration_s));

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use innet_core::{Counters, Dest, Host, Outbox, Time};
+use innet_core::{Counters, Dest, Host, Outbox, Peer, Sender, Time};
 
 use crate::clock;
 use crate::delay::DelayLine;
@@ -131,6 +131,18 @@ impl Counters for HostStats {
     }
 }
 
+/// A socket address as a [`Peer`]: the IPv6 (or IPv4-mapped) address and the port.
+pub fn peer_of(addr: SocketAddr) -> Peer {
+    let ip = match addr.ip() {
+        std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        std::net::IpAddr::V6(v6) => v6,
+    };
+    let mut b = [0u8; 18];
+    b[..16].copy_from_slice(&ip.octets());
+    b[16..].copy_from_slice(&addr.port().to_be_bytes());
+    Peer(b)
+}
+
 type Held = DelayLine<(SocketAddr, Vec<u8>)>;
 
 struct Slot {
@@ -194,7 +206,8 @@ impl<H: Host> HostLoop<'_, H> {
         if !Admission::admit(&slot.opts.admit, from, bytes, &mut slot.stats.rejected) {
             return;
         }
-        self.hosts[i].on_packet(now, bytes, &mut self.out);
+        let sender = Sender { peer: peer_of(from), upstream: slot.opts.upstream == Some(from) };
+        self.hosts[i].on_packet_from(now, bytes, sender, &mut self.out);
         self.collect(i, Some(from), now);
     }
 

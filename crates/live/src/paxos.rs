@@ -68,6 +68,8 @@ pub struct LiveConfig {
     /// addresses follow from `base_port` ([`LiveConfig::external_learner`])
     /// and the plan does not bind them.
     pub external_learners: bool,
+    /// Most client values a proposer packs into one instance's value (1: off).
+    pub pack: usize,
 }
 
 impl Default for LiveConfig {
@@ -87,6 +89,7 @@ impl Default for LiveConfig {
             ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
             base_port: 0,
             external_learners: false,
+            pack: p.pack,
         }
     }
 }
@@ -100,6 +103,7 @@ impl LiveConfig {
             proposer_timeout: self.proposer_timeout,
             gap_timeout: self.gap_timeout,
             heartbeat: self.heartbeat,
+            pack: self.pack,
         }
     }
     /// Every role's configuration (one definition for every runtime).

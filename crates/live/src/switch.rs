@@ -79,6 +79,10 @@ pub struct SwitchTables {
     /// Other switches: packets to them carry the origin shim, packets from
     /// them are expected to.
     pub switch_peers: HashSet<SocketAddr>,
+    /// Switch peers the deployment numbers (a chain node's: by chain index):
+    /// the program sees packets from these addresses as
+    /// [`Ingress::Peer`], by source address and port.
+    pub peer_ids: HashMap<SocketAddr, u16>,
 }
 
 impl SwitchTables {
@@ -289,7 +293,11 @@ impl SwitchLoop<'_> {
         if !crate::host::Admission::admit(&self.opts.admit, from, bytes, &mut st.stats.rejected) {
             return;
         }
-        let ingress = if from == self.opts.upstream { Ingress::Upstream } else { Ingress::Downstream };
+        let ingress = match st.tables.peer_ids.get(&from) {
+            _ if from == self.opts.upstream => Ingress::Upstream,
+            Some(&p) => Ingress::Peer(p),
+            None => Ingress::Downstream,
+        };
         let (verdict, len) = st.program.process_from(bytes, ingress);
         let bytes = &bytes[..len.min(bytes.len())];
         self.targets(st, verdict, from, origin);

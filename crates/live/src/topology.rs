@@ -248,7 +248,7 @@ pub fn start(topo: &Topology, only: Option<&str>, stop: &Stop) -> anyhow::Result
                 match &d.nodes[i].role {
                     TxnRole::Store => {
                         let data = topo.places[i].data_dir.clone().map_or(StoreData::Memory, StoreData::Dir);
-                        let s = spawn_store_on(name, socket, &data, Duration::ZERO, stop)
+                        let s = spawn_store_on(name, socket, &data, Duration::ZERO, topo.places[i].allow_reset, stop)
                             .with_context(|| format!("starting store '{name}'"))?;
                         RunningNode::Store(s)
                     }
@@ -344,8 +344,7 @@ fn start_chain(
             let control =
                 control.ok_or_else(|| anyhow!("a chain needs a node with role \"control\" to configure it"))?;
             let node = fresh_node(c.protocol, index, c.objects, c.versions, c.keys)?;
-            let tables =
-                crate::switch::SwitchTables { switch_peers: switches.iter().copied().collect(), ..Default::default() };
+            let tables = crate::chain::chain_peer_tables(&switches);
             let switch = spawn_chain_switch(&name, node, socket, tables, stop)?;
             let agent = Agent::new(index, c.protocol, switches, control, switch.state().clone());
             let (ms, st) = (manage_socket.expect("bound with the switch"), stop.clone());

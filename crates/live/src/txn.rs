@@ -46,7 +46,7 @@ pub enum StoreData {
 
 /// Starts a transaction store on `listen` in its own thread.
 pub fn spawn_store(name: &str, listen: SocketAddr, data: &StoreData, stop: &Stop) -> io::Result<StoreNode> {
-    spawn_store_delayed(name, listen, data, Duration::ZERO, stop)
+    spawn_store_delayed(name, listen, data, Duration::ZERO, false, stop)
 }
 
 /// As [`spawn_store`], emulating a one-way delay `link_delay` on the store's
@@ -57,17 +57,21 @@ pub fn spawn_store_delayed(
     listen: SocketAddr,
     data: &StoreData,
     link_delay: Duration,
+    allow_reset: bool,
     stop: &Stop,
 ) -> io::Result<StoreNode> {
-    spawn_store_on(name, bind(listen)?, data, link_delay, stop)
+    spawn_store_on(name, bind(listen)?, data, link_delay, allow_reset, stop)
 }
 
-/// As [`spawn_store_delayed`], on a socket the caller bound.
+/// As [`spawn_store_delayed`], on a socket the caller bound. `allow_reset`:
+/// a request with the `reset` flag clears the store
+/// ([`TxnStore::with_allow_reset`]).
 pub fn spawn_store_on(
     name: &str,
     socket: UdpSocket,
     data: &StoreData,
     link_delay: Duration,
+    allow_reset: bool,
     stop: &Stop,
 ) -> io::Result<StoreNode> {
     // Open the database here, so that errors are reported to the caller.
@@ -85,7 +89,7 @@ pub fn spawn_store_on(
                 Some(b) => Box::new(b),
                 None => Box::new(MemBackend::default()),
             };
-            TxnStore::new(backend)
+            TxnStore::new(backend).with_allow_reset(allow_reset)
         },
         |store, net| StoreReport { counters: store.counters.clone(), net },
     )
@@ -146,13 +150,21 @@ pub struct LocalConfig {
     pub data: StoreData,
     pub store_listen: SocketAddr,
     pub switch_listen: SocketAddr,
+    /// The store honours the `reset` flag.
+    pub allow_reset: bool,
 }
 
 impl LocalConfig {
     /// Loopback, ephemeral ports, in-memory store, no delays.
     pub fn new(mode: Mode) -> LocalConfig {
         let any = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
-        LocalConfig { switch: SwitchConfig::new(mode), data: StoreData::Memory, store_listen: any, switch_listen: any }
+        LocalConfig {
+            switch: SwitchConfig::new(mode),
+            data: StoreData::Memory,
+            store_listen: any,
+            switch_listen: any,
+            allow_reset: false,
+        }
     }
 }
 
@@ -200,7 +212,7 @@ impl LocalTxn {
 
 /// Starts a store and a switch in front of it (threads of this process).
 pub fn start_local(cfg: &LocalConfig, stop: &Stop) -> io::Result<LocalTxn> {
-    let store = spawn_store("store", cfg.store_listen, &cfg.data, stop)?;
+    let store = spawn_store_delayed("store", cfg.store_listen, &cfg.data, Duration::ZERO, cfg.allow_reset, stop)?;
     let mut upstream = store.addr();
     if upstream.ip().is_unspecified() {
         // Bound to every address: reach it over loopback.
@@ -364,6 +376,10 @@ impl Host for OneShot {
         self.client.on_packet(now, packet, out);
         self.settle();
     }
+    fn on_packet_from(&mut self, now: Time, packet: &[u8], from: innet_core::Sender, out: &mut Outbox) {
+        self.client.on_packet_from(now, packet, from, out);
+        self.settle();
+    }
     fn on_tick(&mut self, now: Time, out: &mut Outbox) {
         match self.txn.take() {
             Some(t) => {
@@ -451,6 +467,9 @@ pub fn raw_request(
         while sent.elapsed() < timeout {
             sock.set_read_timeout(Some((timeout - sent.elapsed()).max(Duration::from_millis(1))))?;
             let Ok((n, from)) = sock.recv_from(&mut buf) else { continue };
+            if from != to {
+                continue; // only the service we asked answers
+            }
             let Ok(m) = TxnMsg::decode(&buf[..n]) else { continue };
             if !m.flags.is_response() || m.cl_id != cl_id || m.req_id != req.req_id {
                 continue;

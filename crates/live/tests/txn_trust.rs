@@ -8,10 +8,11 @@ mod common;
 use std::time::Duration;
 
 use common::{eventually, v, Raw};
-use innet_live::txn::{start_local, LocalConfig};
+use innet_live::host::{spawn_host, HostOptions};
+use innet_live::txn::{start_local, LocalConfig, OneShot};
 use innet_live::Stop;
-use innet_txn::Mode;
-use innet_wire::txn::{Flags, Op, OpType, Status, TxnMsg};
+use innet_txn::{ClientConfig, Mode, Txn, TxnClient};
+use innet_wire::txn::{Flags, Op, OpType, Status, TxnMsg, Value};
 
 /// A "store reply" as a client socket can forge it: OK with `VALUE(key, value)`.
 fn forged_reply(cl_id: u32, req_id: i32, key: u32, value: &str) -> Vec<u8> {
@@ -109,5 +110,114 @@ fn a_restarted_client_reusing_old_request_ids_is_answered_not_left_hanging() {
         let r = ask(&restarted, 10, 1, vec![Op::read(7)]);
         assert_eq!((r.status, r.ops[0].value), (Status::Ok, v("a")), "{mode}");
         net.shutdown().unwrap();
+    }
+}
+
+#[test]
+fn a_replayed_write_from_another_socket_gets_no_recorded_reply_and_nothing_is_relearned() {
+    for mode in [Mode::ReadCache, Mode::EarlyAbort, Mode::OptimisticAbort] {
+        let net = start_local(&LocalConfig::new(mode), &Stop::new()).unwrap();
+        let c = Raw::new(net.switch_addr());
+        let old = vec![Op::write(7, v("old"))];
+        let latest = vec![Op::value(7, v("old")), Op::write(7, v("new"))];
+        assert_eq!(ask(&c, 1, 1, old.clone()).status, Status::Ok);
+        assert_eq!(ask(&c, 2, 1, latest.clone()).status, Status::Ok);
+        assert_eq!(ask(&c, 1, 2, vec![Op::value(9, Value::ZERO)]).status, Status::Ok, "{mode}: client 1 moves on");
+        let learned = net.switch_counter("learned_replies");
+        // Client 1's old write replayed through the switch, plain and as a
+        // store_commit resend: refused by the switch, never forwarded.
+        let replayer = Raw::new(net.switch_addr());
+        let r = ask(&replayer, 1, 1, old.clone());
+        assert_eq!((r.status, r.flags.from_switch()), (Status::BadRequest, true), "{mode}");
+        let mut resend = TxnMsg::request(1, 1, old.clone());
+        resend.flags = Flags(Flags::STORE_COMMIT);
+        replayer.send_bytes(&resend.encode());
+        let (r, _) = replayer.recv();
+        assert_eq!((r.status, r.flags.from_switch()), (Status::BadRequest, true), "{mode}: store_commit copy");
+        // Straight to the store from another socket: the old write (stale)
+        // and client 2's latest request (recorded, but for the switch's
+        // address) both get BADREQ, never the recorded OK.
+        let direct = Raw::new(net.store_addr());
+        assert_eq!(ask(&direct, 1, 1, old.clone()).status, Status::BadRequest, "{mode}");
+        let r = ask(&direct, 2, 1, latest.clone());
+        assert_eq!((r.status, r.ops.len()), (Status::BadRequest, 0), "{mode}: no recorded reply");
+        assert!(replayer.recv_within(Duration::from_millis(100)).is_none(), "{mode}: nothing else came back");
+        assert_eq!(net.switch_counter("learned_replies"), learned, "{mode}: nothing learned");
+        let r = ask(&c, 3, 1, vec![Op::read(7)]);
+        assert_eq!((r.status, r.ops[0].value), (Status::Ok, v("new")), "{mode}");
+        let report = net.shutdown().unwrap();
+        assert_eq!(report.store.counters.resend_refused_other_sender, 1, "{mode}");
+        assert_eq!(report.store.counters.stale_rejected, 1, "{mode}");
+        assert_eq!(report.store.counters.duplicates_answered, 0, "{mode}: no recorded reply sent again");
+    }
+}
+
+#[test]
+fn a_forged_ok_naming_a_waiting_client_is_dropped_by_the_client() {
+    // The switch holds the true answer back 300 ms each way; meanwhile a
+    // forger sends the waiting client OKs naming its id and request id.
+    let mut cfg = LocalConfig::new(Mode::OptimisticAbort);
+    cfg.switch.store_delay = Duration::from_millis(300);
+    let stop = Stop::new();
+    let net = start_local(&cfg, &stop).unwrap();
+    assert_eq!(ask(&Raw::new(net.switch_addr()), 1, 1, vec![Op::write(7, v("real"))]).status, Status::Ok);
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let client_addr = socket.local_addr().unwrap();
+    let client_cfg = ClientConfig { timeout: Duration::from_secs(3), ..ClientConfig::new(42) };
+    let own = stop.child();
+    let own2 = own.clone();
+    let node = spawn_host(
+        "client",
+        socket,
+        HostOptions::upstream(net.switch_addr()),
+        &own,
+        move || OneShot::new(TxnClient::new(client_cfg), Txn::Read(vec![7]), own2),
+        |mut h, _| (h.take(), h.client().counters.clone()),
+    )
+    .unwrap();
+    let forger = Raw::new(client_addr);
+    std::thread::sleep(Duration::from_millis(50));
+    for _ in 0..5 {
+        forger.send_bytes(&forged_reply(42, 1, 7, "forged"));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eventually("the client finished", || node.is_finished());
+    let (done, counters) = node.shutdown().unwrap();
+    let done = done.expect("completed");
+    assert_eq!(done.gave_up, None);
+    assert_eq!(done.reads, vec![(7, v("real"))], "the true value, not the forged one");
+    assert_eq!(counters.dropped_not_from_upstream, 5);
+    net.shutdown().unwrap();
+}
+
+#[test]
+fn reset_clears_store_switch_and_client_records_only_with_allow_reset() {
+    for allow in [false, true] {
+        let mut cfg = LocalConfig::new(Mode::OptimisticAbort);
+        cfg.allow_reset = allow;
+        let net = start_local(&cfg, &Stop::new()).unwrap();
+        let c = Raw::new(net.switch_addr());
+        assert_eq!(ask(&c, 5, 10, vec![Op::write(7, v("a"))]).status, Status::Ok);
+        // A reference client resets, then starts its ids at 1 again.
+        let mut reset = TxnMsg::request(5, 1, vec![]);
+        reset.flags = Flags(Flags::RESET);
+        c.send_bytes(&reset.encode());
+        let (r, _) = c.recv();
+        if !allow {
+            assert_eq!(r.status, Status::BadRequest, "refused without --allow-reset");
+            let r = ask(&c, 6, 1, vec![Op::read(7)]);
+            assert_eq!(r.ops[0].value, v("a"), "nothing cleared");
+            let report = net.shutdown().unwrap();
+            assert_eq!((report.store.counters.reset_refused, report.store.counters.resets), (1, 0));
+            continue;
+        }
+        assert_eq!((r.status, r.flags.reset()), (Status::Ok, true));
+        eventually("the switch saw the reset's OK", || net.switch_counter("resets") == 1);
+        let r = ask(&c, 5, 2, vec![Op::value(7, Value::ZERO), Op::write(7, v("b"))]);
+        assert_eq!((r.status, r.flags.from_switch()), (Status::Ok, false), "the cleared value, a fresh id");
+        let r = ask(&c, 6, 1, vec![Op::read(7)]);
+        assert_eq!((r.status, r.ops[0].value), (Status::Ok, v("b")));
+        let report = net.shutdown().unwrap();
+        assert_eq!(report.store.counters.resets, 1);
     }
 }

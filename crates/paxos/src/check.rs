@@ -3,14 +3,16 @@
 //! sequence of deliveries (no-ops and filtered duplicates included).
 //!
 //! * **agreement**: no two learners deliver different values for one
-//!   instance (Paxos's safety property);
+//!   instance (Paxos's safety property); a packed instance is compared
+//!   client value by client value (`(instance, index)`);
 //! * **validity**: every delivered value was submitted (with the same
 //!   payload) or is a no-op;
 //! * **exactly once**: every submitted value reaches every checked learner's
 //!   application exactly once (after duplicates are filtered), and nothing
 //!   else does;
 //! * **order**: an ordered learner delivers instances `first, first+1, ...`
-//!   with no gap and no repetition.
+//!   with no gap and no repetition (the client values of a packed instance
+//!   one after the other, index 0, 1, ...).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -57,23 +59,24 @@ pub struct Summary {
 }
 
 pub fn check(h: &History) -> Result<Summary, Violation> {
-    let mut chosen: HashMap<u32, (Value, &str)> = HashMap::new();
+    let mut chosen: HashMap<(u32, u8), (Value, &str)> = HashMap::new();
     let mut s = Summary::default();
     for l in &h.learners {
         let mut expect = l.first_instance;
+        let mut last_index = 0u8;
         let mut got: HashMap<(u32, u32), usize> = HashMap::new();
         for d in &l.deliveries {
             // Agreement.
-            match chosen.get(&d.instance) {
+            match chosen.get(&(d.instance, d.index)) {
                 Some((v, other)) if *v != d.value => {
                     return Err(Violation(format!(
-                        "agreement: instance {} delivered as {:?} by {} and as {:?} by {}",
-                        d.instance, v, other, d.value, l.name
+                        "agreement: instance {} (value {}) delivered as {:?} by {} and as {:?} by {}",
+                        d.instance, d.index, v, other, d.value, l.name
                     )))
                 }
                 Some(_) => {}
                 None => {
-                    chosen.insert(d.instance, (d.value, &l.name));
+                    chosen.insert((d.instance, d.index), (d.value, &l.name));
                 }
             }
             // Validity.
@@ -99,13 +102,17 @@ pub fn check(h: &History) -> Result<Summary, Violation> {
             }
             // Order.
             if l.ordered {
-                if d.instance != expect {
+                let want = if d.index == 0 { (expect, 0) } else { (expect.wrapping_sub(1), last_index + 1) };
+                if (d.instance, d.index) != want {
                     return Err(Violation(format!(
-                        "order: {} delivered instance {} when {} was next",
-                        l.name, d.instance, expect
+                        "order: {} delivered instance {} (value {}) when {} (value {}) was next",
+                        l.name, d.instance, d.index, want.0, want.1
                     )));
                 }
-                expect += 1;
+                if d.index == 0 {
+                    expect += 1;
+                }
+                last_index = d.index;
             }
         }
         // Exactly once.
@@ -127,7 +134,7 @@ pub fn check(h: &History) -> Result<Summary, Violation> {
         s.noops += l.deliveries.iter().filter(|d| d.kind == DeliveryKind::Noop).count();
         s.duplicates += l.deliveries.iter().filter(|d| d.kind == DeliveryKind::Duplicate).count();
     }
-    s.instances = chosen.len();
+    s.instances = chosen.keys().filter(|(_, index)| *index == 0).count();
     Ok(s)
 }
 
@@ -136,7 +143,11 @@ mod tests {
     use super::*;
 
     fn d(instance: u32, p: u32, r: u32, payload: &[u8], kind: DeliveryKind) -> Delivery {
-        Delivery { instance, value: Envelope::new(p, r, payload).unwrap().to_value(), kind }
+        Delivery { instance, index: 0, value: Envelope::new(p, r, payload).unwrap().to_value(), kind }
+    }
+
+    fn at(index: u8, d: Delivery) -> Delivery {
+        Delivery { index, ..d }
     }
 
     fn history(a: Vec<Delivery>, b: Vec<Delivery>) -> History {
@@ -179,5 +190,19 @@ mod tests {
         assert!(check(&history(missing.clone(), missing)).unwrap_err().0.starts_with("exactly-once"));
         let gap = vec![d(0, 1, 1, b"x", Value), d(2, 1, 2, b"y", Value)];
         assert!(check(&history(gap.clone(), gap)).unwrap_err().0.starts_with("order"));
+    }
+
+    /// Both values packed into instance 0: accepted; a learner that
+    /// delivers the pack's entries in another order, or skips an index,
+    /// is caught.
+    #[test]
+    fn packed_instances() {
+        let packed = vec![d(0, 1, 1, b"x", Value), at(1, d(0, 1, 2, b"y", Value))];
+        let s = check(&history(packed.clone(), packed.clone())).unwrap();
+        assert_eq!((s.instances, s.values), (1, 2));
+        let swapped = vec![d(0, 1, 2, b"y", Value), at(1, d(0, 1, 1, b"x", Value))];
+        assert!(check(&history(packed.clone(), swapped)).unwrap_err().0.starts_with("agreement"));
+        let skipped = vec![d(0, 1, 1, b"x", Value), at(2, d(0, 1, 2, b"y", Value))];
+        assert!(check(&history(skipped.clone(), skipped)).unwrap_err().0.starts_with("order"));
     }
 }

@@ -89,6 +89,9 @@ pub struct PaxosParams {
     pub gap_timeout: Duration,
     /// The backup coordinator's heartbeat interval.
     pub heartbeat: Duration,
+    /// Most client values a proposer packs into one instance's value (1:
+    /// no packing; see [`crate::envelope`]).
+    pub pack: usize,
 }
 
 impl Default for PaxosParams {
@@ -101,6 +104,7 @@ impl Default for PaxosParams {
             gap_timeout: Duration::from_millis(20),
             // 3 missed heartbeats: 75 ms, tolerant of a loaded 2-core machine.
             heartbeat: Duration::from_millis(25),
+            pack: 1,
         }
     }
 }
@@ -258,7 +262,10 @@ impl Roles {
         }
     }
     pub fn proposer(&self, id: u32) -> ProposerConfig {
-        ProposerConfig { id, quorum: self.quorum(), timeout: self.params.proposer_timeout }
+        ProposerConfig {
+            pack: self.params.pack,
+            ..ProposerConfig::new(id, self.quorum(), self.params.proposer_timeout)
+        }
     }
 }
 

@@ -3,6 +3,16 @@
 //! reads it; learners use `(proposer, request)` to filter duplicate
 //! deliveries caused by resubmission (section 3.1, "Failure handling").
 //! Proposer 0 marks the no-op that `recover` proposes.
+//!
+//! **Packed values** (off by default, [`crate::ProposerConfig::pack`]): a
+//! proposer may put several small client values into one instance's value,
+//! `proposer u32 | PACKED | first_request u32 | (len u8 | payload)+`, the
+//! `k`th entry being request `first_request + k`. The flag is the request
+//! field's top bit ([`PACKED`]), which the proposer library never writes
+//! in an unpacked envelope (request ids stay below [`REQUEST_MAX`]), so an
+//! unpacked value is never read as a packed one whatever its payload bytes
+//! are. The data plane never looks; the learner unpacks ([`Contents::of`])
+//! and delivers each entry as the unpacked envelope it stands for.
 
 use innet_wire::paxos::{Value, VALUE_LEN};
 
@@ -12,6 +22,14 @@ pub const ENVELOPE_HEADER_LEN: usize = 8;
 pub const PAYLOAD_MAX: usize = VALUE_LEN - ENVELOPE_HEADER_LEN;
 /// The proposer id that marks a no-op.
 pub const NOOP_PROPOSER: u32 = 0;
+/// The request field's flag that marks a packed value.
+pub const PACKED: u32 = 1 << 31;
+/// Request ids a proposer writes are below this (the flag's bit is free).
+pub const REQUEST_MAX: u32 = PACKED;
+/// Bytes one packed entry costs besides its payload (its length).
+pub const PACK_ENTRY_HEADER_LEN: usize = 1;
+/// Most client values one packed value holds (empty payloads).
+pub const PACK_MAX: usize = PAYLOAD_MAX / PACK_ENTRY_HEADER_LEN;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub struct Envelope {
@@ -65,6 +83,125 @@ impl Envelope {
     }
 }
 
+/// Builds a packed value: entries are added while they fit.
+#[derive(Clone, Debug)]
+pub struct PackBuilder {
+    proposer: u32,
+    first_request: u32,
+    count: usize,
+    len: usize,
+    bytes: [u8; VALUE_LEN],
+}
+
+impl PackBuilder {
+    /// A pack of `proposer`'s requests from `first_request` on.
+    pub fn new(proposer: u32, first_request: u32) -> PackBuilder {
+        assert!(proposer != NOOP_PROPOSER && first_request < REQUEST_MAX);
+        let mut bytes = [0u8; VALUE_LEN];
+        bytes[0..4].copy_from_slice(&proposer.to_be_bytes());
+        bytes[4..8].copy_from_slice(&(first_request | PACKED).to_be_bytes());
+        PackBuilder { proposer, first_request, count: 0, len: ENVELOPE_HEADER_LEN, bytes }
+    }
+
+    /// Whether an entry of `payload_len` bytes still fits.
+    pub fn fits(&self, payload_len: usize) -> bool {
+        self.len + PACK_ENTRY_HEADER_LEN + payload_len <= VALUE_LEN
+            && self.first_request as u64 + (self.count as u64) < REQUEST_MAX as u64
+    }
+
+    /// Adds request `first_request + count()`; false (nothing added) if it
+    /// does not fit.
+    pub fn push(&mut self, payload: &[u8]) -> bool {
+        if !self.fits(payload.len()) {
+            return false;
+        }
+        self.bytes[self.len] = payload.len() as u8;
+        self.bytes[self.len + 1..self.len + 1 + payload.len()].copy_from_slice(payload);
+        self.len += PACK_ENTRY_HEADER_LEN + payload.len();
+        self.count += 1;
+        true
+    }
+
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    pub fn proposer(&self) -> u32 {
+        self.proposer
+    }
+
+    pub fn first_request(&self) -> u32 {
+        self.first_request
+    }
+
+    /// The value (at least one entry must have been pushed).
+    pub fn to_value(&self) -> Value {
+        assert!(self.count >= 1, "a packed value holds at least one entry");
+        Value::new(&self.bytes[..self.len]).expect("fits by construction")
+    }
+}
+
+/// What a value holds, as the learner reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Contents {
+    /// One client value (or the no-op).
+    Single(Envelope),
+    /// Several client values of one proposer, requests consecutive from the
+    /// first entry's.
+    Packed(Vec<Envelope>),
+    /// Flagged as packed but not well formed (no entries, an entry past the
+    /// end, the no-op's proposer, request ids past [`REQUEST_MAX`]):
+    /// counted by the learner and delivered as nothing.
+    Malformed,
+    /// Not written by the proposer library (shorter than the header).
+    Foreign,
+}
+
+impl Contents {
+    /// Reads `v`; every length and id is range-checked, nothing panics.
+    pub fn of(v: &Value) -> Contents {
+        let Some(e) = Envelope::from_value(v) else { return Contents::Foreign };
+        if e.request & PACKED == 0 {
+            return Contents::Single(e);
+        }
+        let first = e.request & !PACKED;
+        if e.proposer == NOOP_PROPOSER {
+            return Contents::Malformed;
+        }
+        let mut rest = e.payload();
+        let mut entries = vec![];
+        while let Some((&len, tail)) = rest.split_first() {
+            let len = len as usize;
+            if len > tail.len() {
+                return Contents::Malformed;
+            }
+            let request = first as u64 + entries.len() as u64;
+            if request >= REQUEST_MAX as u64 {
+                return Contents::Malformed;
+            }
+            let Some(entry) = Envelope::new(e.proposer, request as u32, &tail[..len]) else {
+                return Contents::Malformed;
+            };
+            entries.push(entry);
+            rest = &tail[len..];
+        }
+        if entries.is_empty() {
+            return Contents::Malformed;
+        }
+        Contents::Packed(entries)
+    }
+
+    /// `(proposer, first request, how many)` of a client-value carrying
+    /// value: what a proposer matches its outstanding requests against.
+    pub fn requests(&self) -> Option<(u32, u32, usize)> {
+        match self {
+            Contents::Single(e) if !e.is_noop() => Some((e.proposer, e.request, 1)),
+            Contents::Packed(es) => Some((es[0].proposer, es[0].request, es.len())),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,5 +215,59 @@ mod tests {
         assert!(Envelope::noop(b"").unwrap().is_noop());
         assert!(Envelope::new(1, 1, &[0; PAYLOAD_MAX + 1]).is_none());
         assert_eq!(Envelope::from_value(&Value::new(b"short").unwrap()), None);
+    }
+
+    #[test]
+    fn packed_values_round_trip() {
+        let mut b = PackBuilder::new(7, 100);
+        let payloads: Vec<Vec<u8>> = vec![b"ab".to_vec(), vec![], b"xyz".to_vec()];
+        for p in &payloads {
+            assert!(b.push(p));
+        }
+        let v = b.to_value();
+        let want: Vec<Envelope> =
+            payloads.iter().enumerate().map(|(k, p)| Envelope::new(7, 100 + k as u32, p).unwrap()).collect();
+        assert_eq!(Contents::of(&v), Contents::Packed(want));
+        assert_eq!(Contents::of(&v).requests(), Some((7, 100, 3)));
+        // Fill to the byte: 2-byte payloads, 3 bytes each, 8 in 24 bytes.
+        let mut b = PackBuilder::new(7, 1);
+        while b.push(b"zz") {}
+        assert_eq!((b.count(), b.to_value().len as usize), (8, VALUE_LEN));
+        assert!(!b.fits(0));
+        // Empty payloads: PACK_MAX of them.
+        let mut b = PackBuilder::new(7, 1);
+        while b.push(b"") {}
+        assert_eq!(b.count(), PACK_MAX);
+    }
+
+    /// An unpacked value whose payload looks like a packed value's bytes
+    /// is still itself: the flag lives in the header the library writes.
+    #[test]
+    fn an_unpacked_value_that_looks_packed_is_itself() {
+        let mut b = PackBuilder::new(7, 1);
+        b.push(b"a");
+        let packed = b.to_value();
+        // The packed value's whole byte string as an ordinary payload.
+        let looks = Envelope::new(7, 5, packed.as_slice()).unwrap();
+        assert_eq!(Contents::of(&looks.to_value()), Contents::Single(looks));
+        let looks = Envelope::new(7, 5, &packed.as_slice()[ENVELOPE_HEADER_LEN..]).unwrap();
+        assert_eq!(Contents::of(&looks.to_value()), Contents::Single(looks));
+    }
+
+    #[test]
+    fn malformed_packed_values_are_refused() {
+        let raw = |proposer: u32, request: u32, rest: &[u8]| {
+            let mut b = proposer.to_be_bytes().to_vec();
+            b.extend_from_slice(&request.to_be_bytes());
+            b.extend_from_slice(rest);
+            Value::new(&b).unwrap()
+        };
+        assert_eq!(Contents::of(&raw(7, PACKED | 1, &[])), Contents::Malformed, "no entries");
+        assert_eq!(Contents::of(&raw(7, PACKED | 1, &[3, b'a'])), Contents::Malformed, "past the end");
+        assert_eq!(Contents::of(&raw(7, PACKED | 1, &[1, b'a', 2])), Contents::Malformed, "second past the end");
+        assert_eq!(Contents::of(&raw(0, PACKED | 1, &[1, b'a'])), Contents::Malformed, "the no-op's proposer");
+        assert_eq!(Contents::of(&raw(7, u32::MAX, &[0, 0])), Contents::Malformed, "requests past REQUEST_MAX");
+        assert!(matches!(Contents::of(&raw(7, u32::MAX, &[0])), Contents::Packed(e) if e.len() == 1));
+        assert_eq!(Contents::of(&Value::new(b"short").unwrap()), Contents::Foreign);
     }
 }

@@ -31,7 +31,7 @@ use std::time::Duration;
 use innet_core::{Dest, Host, Outbox, Time};
 use innet_wire::paxos::{MsgType, PaxosMsg, Value};
 
-use crate::envelope::Envelope;
+use crate::envelope::{Contents, Envelope};
 use crate::prepare::Prepare;
 use crate::votes::Votes;
 
@@ -93,9 +93,14 @@ pub enum DeliveryKind {
     Duplicate,
 }
 
+/// One value given to the application (or filtered). A packed value
+/// ([`crate::envelope`]) is delivered as one `Delivery` per client value,
+/// `index` 0, 1, ... within the instance, each `value` the unpacked
+/// envelope of that client value; an unpacked value has `index` 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Delivery {
     pub instance: u32,
+    pub index: u8,
     pub value: Value,
     pub kind: DeliveryKind,
 }
@@ -135,6 +140,9 @@ pub struct LearnerStats {
     /// Votes, decisions and windows refused for an instance more than
     /// [`MAX_AHEAD`] beyond the next undelivered one (or `u32::MAX`).
     pub too_far_ahead: u64,
+    /// Decided values flagged as packed that do not unpack
+    /// ([`crate::envelope::Contents::Malformed`]): delivered as nothing.
+    pub malformed: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -283,7 +291,20 @@ impl Learner {
     }
 
     fn deliver(&mut self, instance: u32, value: Value) {
-        let kind = match Envelope::from_value(&value) {
+        match Contents::of(&value) {
+            Contents::Packed(entries) => {
+                for (k, e) in entries.iter().enumerate() {
+                    self.deliver_one(instance, k as u8, e.to_value(), Some(e));
+                }
+            }
+            Contents::Malformed => self.stats.malformed += 1,
+            Contents::Single(e) => self.deliver_one(instance, 0, value, Some(&e)),
+            Contents::Foreign => self.deliver_one(instance, 0, value, None),
+        }
+    }
+
+    fn deliver_one(&mut self, instance: u32, index: u8, value: Value, e: Option<&Envelope>) {
+        let kind = match e {
             Some(e) if e.is_noop() => DeliveryKind::Noop,
             Some(e) if !self.seen.entry(e.proposer).or_default().insert(e.request) => DeliveryKind::Duplicate,
             _ => DeliveryKind::Value,
@@ -293,7 +314,7 @@ impl Learner {
             DeliveryKind::Noop => self.stats.noops += 1,
             DeliveryKind::Duplicate => self.stats.duplicates += 1,
         }
-        let d = Delivery { instance, value, kind };
+        let d = Delivery { instance, index, value, kind };
         if self.config.keep_log {
             self.log.push(d);
         }
@@ -482,6 +503,58 @@ mod tests {
             vec![(0, DeliveryKind::Value), (1, DeliveryKind::Value), (2, DeliveryKind::Duplicate)]
         );
         assert_eq!((l.stats.decided_by_counter, l.stats.decided_by_peer), (3, 0));
+    }
+
+    fn decided(inst: u32, value: Value) -> Vec<u8> {
+        let mut d = PaxosMsg::new(MsgType::Decided);
+        d.inst = inst;
+        d.value = value;
+        d.encode()
+    }
+
+    /// A packed value is delivered as its client values, in order, each
+    /// once (a resubmitted pack chosen again is all duplicates); a value
+    /// flagged packed that does not unpack is counted and delivers nothing.
+    #[test]
+    fn unpacks_packed_values_once_each_in_order() {
+        use crate::envelope::{PackBuilder, PACKED};
+        let mut l = learner(true);
+        let mut out = Outbox::new();
+        let mut b = PackBuilder::new(7, 10);
+        for p in [&b"a"[..], b"bc", b""] {
+            assert!(b.push(p));
+        }
+        let packed = b.to_value();
+        l.on_packet(Time(1), &decided(0, packed), &mut out);
+        l.on_packet(Time(1), &decided(1, Envelope::new(7, 13, b"d").unwrap().to_value()), &mut out);
+        l.on_packet(Time(1), &decided(2, packed), &mut out);
+        let bad = Envelope::new(7, PACKED | 14, &[5, b'x']).unwrap().to_value();
+        l.on_packet(Time(1), &decided(3, bad), &mut out);
+        l.on_packet(Time(1), &decided(4, Envelope::new(7, 14, b"e").unwrap().to_value()), &mut out);
+        let got: Vec<(u32, u8, DeliveryKind, u32, Vec<u8>)> = l
+            .take_deliveries()
+            .into_iter()
+            .map(|d| {
+                let e = Envelope::from_value(&d.value).unwrap();
+                (d.instance, d.index, d.kind, e.request, e.payload().to_vec())
+            })
+            .collect();
+        use DeliveryKind::*;
+        assert_eq!(
+            got,
+            vec![
+                (0, 0, Value, 10, b"a".to_vec()),
+                (0, 1, Value, 11, b"bc".to_vec()),
+                (0, 2, Value, 12, vec![]),
+                (1, 0, Value, 13, b"d".to_vec()),
+                (2, 0, Duplicate, 10, b"a".to_vec()),
+                (2, 1, Duplicate, 11, b"bc".to_vec()),
+                (2, 2, Duplicate, 12, vec![]),
+                (4, 0, Value, 14, b"e".to_vec()),
+            ]
+        );
+        assert_eq!((l.stats.delivered, l.stats.duplicates, l.stats.malformed), (5, 3, 1));
+        assert_eq!(l.checkpoint(), 5);
     }
 
     #[test]

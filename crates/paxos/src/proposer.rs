@@ -5,6 +5,13 @@
 //! learners' group), sees a quorum of acceptors vote for it. Resubmission can
 //! get one value chosen in two instances; learners drop the second delivery.
 //!
+//! Packing (off by default, `pack` > 1): submitted values go into an open
+//! packed value ([`crate::envelope::PackBuilder`]) that is sent when it
+//! holds `pack` values or the next does not fit, or at [`Proposer::flush`]
+//! (or the next tick, which is due at once while a pack is open). A
+//! packed value is resubmitted whole, and all its client values complete
+//! together when it is chosen; each is reported in [`Committed`].
+//!
 //! Failover: when the backup coordinator announces itself (TAKEOVER), the
 //! proposer sends to the backup's port from then on and resubmits what is
 //! outstanding at once.
@@ -13,9 +20,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use innet_core::{Dest, Outbox, Time};
-use innet_wire::paxos::{MsgType, PaxosMsg};
+use innet_wire::paxos::{MsgType, PaxosMsg, Value};
 
-use crate::envelope::Envelope;
+use crate::envelope::{Contents, Envelope, PackBuilder, REQUEST_MAX};
 use crate::votes::Votes;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +33,14 @@ pub struct ProposerConfig {
     pub quorum: usize,
     /// Resubmit after this long without a quorum of votes.
     pub timeout: Duration,
+    /// Most client values packed into one instance's value (1: no packing).
+    pub pack: usize,
+}
+
+impl ProposerConfig {
+    pub fn new(id: u32, quorum: usize, timeout: Duration) -> ProposerConfig {
+        ProposerConfig { id, quorum, timeout, pack: 1 }
+    }
 }
 
 /// A submitted value that a quorum of acceptors voted for.
@@ -38,10 +53,13 @@ pub struct Committed {
     pub attempts: u32,
 }
 
+/// One value sent to the coordinator: a client value, or a packed value
+/// holding requests `first ..first + submitted_at.len()`.
 #[derive(Clone, Debug)]
 struct Pending {
-    envelope: Envelope,
-    submitted_at: Time,
+    value: Value,
+    /// When each client value in it was submitted.
+    submitted_at: Vec<Time>,
     deadline: Time,
     attempts: u32,
 }
@@ -50,7 +68,12 @@ struct Pending {
 pub struct Proposer {
     config: ProposerConfig,
     next_request: u32,
+    /// Keyed by the first request id of each value sent.
     outstanding: BTreeMap<u32, Pending>,
+    /// Client values in `outstanding` and `open`.
+    outstanding_values: usize,
+    /// The pack being filled, and when its values were submitted.
+    open: Option<(PackBuilder, Vec<Time>)>,
     votes: Votes,
     to_backup: bool,
     committed: VecDeque<Committed>,
@@ -64,6 +87,8 @@ impl Proposer {
             config,
             next_request: 1,
             outstanding: BTreeMap::new(),
+            outstanding_values: 0,
+            open: None,
             votes: Votes::new(config.quorum),
             to_backup: false,
             committed: VecDeque::new(),
@@ -75,35 +100,76 @@ impl Proposer {
         self.config.id
     }
 
+    pub fn config(&self) -> &ProposerConfig {
+        &self.config
+    }
+
     /// Starts request ids at `first` (a restarted process continues after
     /// the ids it used before, so learners do not take new values for
     /// duplicates).
     pub fn set_next_request(&mut self, first: u32) {
-        assert!(first >= 1);
+        assert!((1..REQUEST_MAX).contains(&first));
         self.next_request = first;
     }
 
     /// Submits `payload` (at most [`crate::envelope::PAYLOAD_MAX`] bytes);
-    /// returns the request id, or `None` if the payload is too wide.
+    /// returns the request id, or `None` if the payload is too wide (or the
+    /// proposer used up its request ids).
     pub fn submit(&mut self, now: Time, payload: &[u8], out: &mut Outbox) -> Option<u32> {
         let request = self.next_request;
         let envelope = Envelope::new(self.config.id, request, payload)?;
+        if request >= REQUEST_MAX {
+            return None;
+        }
         self.next_request += 1;
-        let p = Pending { envelope, submitted_at: now, deadline: now + self.config.timeout, attempts: 1 };
-        self.send(&p, out);
-        self.outstanding.insert(request, p);
+        self.outstanding_values += 1;
+        if self.config.pack <= 1 {
+            self.start(now, envelope.to_value(), vec![now], out);
+            return Some(request);
+        }
+        if let Some((b, _)) = &self.open {
+            // Requests of a pack are consecutive (set_next_request may jump).
+            if !b.fits(payload.len()) || b.first_request() as u64 + b.count() as u64 != request as u64 {
+                self.flush(now, out);
+            }
+        }
+        let (b, at) = self.open.get_or_insert_with(|| (PackBuilder::new(self.config.id, request), vec![]));
+        assert!(b.push(payload), "an empty pack holds any payload");
+        at.push(now);
+        if b.count() >= self.config.pack {
+            self.flush(now, out);
+        }
         Some(request)
+    }
+
+    /// Sends the open pack, if any (packing only).
+    pub fn flush(&mut self, now: Time, out: &mut Outbox) {
+        let Some((b, at)) = self.open.take() else { return };
+        // A pack of one is sent as the plain value.
+        let value = match Contents::of(&b.to_value()) {
+            Contents::Packed(es) if es.len() == 1 => es[0].to_value(),
+            _ => b.to_value(),
+        };
+        self.start(now, value, at, out);
+    }
+
+    fn start(&mut self, now: Time, value: Value, submitted_at: Vec<Time>, out: &mut Outbox) {
+        let first = Contents::of(&value).requests().expect("the proposer's own value").1;
+        let p = Pending { value, submitted_at, deadline: now + self.config.timeout, attempts: 1 };
+        self.send(&p, out);
+        self.outstanding.insert(first, p);
     }
 
     fn send(&self, p: &Pending, out: &mut Outbox) {
         let mut m = PaxosMsg::new(MsgType::Request);
-        m.value = p.envelope.to_value();
+        m.value = p.value;
         let port = if self.to_backup { crate::PORT_BACKUP } else { crate::PORT_COORDINATOR };
         out.send(Dest::Port(port), m.encode());
     }
 
+    /// Client values submitted and not yet chosen.
     pub fn outstanding(&self) -> usize {
-        self.outstanding.len()
+        self.outstanding_values
     }
 
     /// Whether requests go to the backup coordinator.
@@ -122,24 +188,28 @@ impl Proposer {
             // A vote, or a decision (from a vote counter in front of this
             // proposer: crate::vote_counter; or a learner's answer).
             MsgType::Phase2B | MsgType::Decided => {
-                let Some(e) = Envelope::from_value(&m.value) else { return };
-                if e.proposer != self.config.id || !self.outstanding.contains_key(&e.request) {
+                let Some((proposer, first, _)) = Contents::of(&m.value).requests() else { return };
+                if proposer != self.config.id {
                     return;
+                }
+                match self.outstanding.get(&first) {
+                    Some(p) if p.value == m.value => {}
+                    _ => return,
                 }
                 let decided = m.msgtype == MsgType::Decided;
                 if decided || self.votes.record(m.inst, m.acptid, m.vrnd, m.value).is_some() {
-                    let p = self.outstanding.remove(&e.request).expect("checked above");
-                    let id = self.config.id;
-                    self.votes.forget_where(|v| {
-                        Envelope::from_value(v).is_some_and(|o| o.proposer == id && o.request == e.request)
-                    });
-                    self.committed.push_back(Committed {
-                        request: e.request,
-                        instance: m.inst,
-                        submitted_at: p.submitted_at,
-                        committed_at: now,
-                        attempts: p.attempts,
-                    });
+                    let p = self.outstanding.remove(&first).expect("checked above");
+                    self.votes.forget_where(|v| *v == p.value);
+                    self.outstanding_values -= p.submitted_at.len();
+                    for (k, at) in p.submitted_at.iter().enumerate() {
+                        self.committed.push_back(Committed {
+                            request: first + k as u32,
+                            instance: m.inst,
+                            submitted_at: *at,
+                            committed_at: now,
+                            attempts: p.attempts,
+                        });
+                    }
                 }
             }
             MsgType::Takeover if !self.to_backup => {
@@ -158,6 +228,7 @@ impl Proposer {
     }
 
     pub fn on_tick(&mut self, now: Time, out: &mut Outbox) {
+        self.flush(now, out);
         let timeout = self.config.timeout;
         let due: Vec<u32> = self.outstanding.iter().filter(|(_, p)| p.deadline <= now).map(|(r, _)| *r).collect();
         for r in due {
@@ -171,7 +242,8 @@ impl Proposer {
     }
 
     pub fn next_tick(&self) -> Option<Time> {
-        self.outstanding.values().map(|p| p.deadline).min()
+        let open = self.open.as_ref().and_then(|(_, at)| at.first().copied());
+        self.outstanding.values().map(|p| p.deadline).chain(open).min()
     }
 }
 
@@ -190,7 +262,7 @@ mod tests {
     }
 
     fn proposer() -> Proposer {
-        Proposer::new(ProposerConfig { id: 4, quorum: 2, timeout: Duration::from_millis(10) })
+        Proposer::new(ProposerConfig::new(4, 2, Duration::from_millis(10)))
     }
 
     /// Section 3.1: a proposer that times out before its value is chosen
@@ -243,5 +315,49 @@ mod tests {
         assert!(p.uses_backup());
         assert_eq!(out.sends[1].0, Dest::Port(crate::PORT_BACKUP));
         assert!(p.submit(Time(2), &[0; 25], &mut out).is_none(), "payload too wide");
+    }
+
+    /// Packing: values go out `pack` at a time in one value (a partial pack
+    /// at `flush` or the next tick); one decision completes each of them.
+    #[test]
+    fn packs_values_and_completes_each() {
+        use crate::envelope::Contents;
+        let mut p = Proposer::new(ProposerConfig { pack: 3, ..ProposerConfig::new(4, 2, Duration::from_millis(10)) });
+        let mut out = Outbox::new();
+        for n in 0..4u8 {
+            p.submit(Time(n as u64), &[n], &mut out).unwrap();
+        }
+        assert_eq!((out.sends.len(), p.outstanding()), (1, 4), "one pack of 3 sent, one value open");
+        assert_eq!(p.next_tick(), Some(Time(3)), "the open pack is due at once");
+        p.on_tick(Time(3), &mut out);
+        assert_eq!(out.sends.len(), 2);
+        let values: Vec<_> = out.sends.iter().map(|s| PaxosMsg::decode(&s.1).unwrap().value).collect();
+        assert!(matches!(Contents::of(&values[0]), Contents::Packed(ref e) if e.len() == 3));
+        assert_eq!(
+            Contents::of(&values[1]),
+            Contents::Single(Envelope::new(4, 4, &[3]).unwrap()),
+            "a pack of one is plain"
+        );
+        let mut d = PaxosMsg::new(MsgType::Decided);
+        d.inst = 8;
+        d.value = values[0];
+        p.on_packet(Time(5), &d.encode(), &mut out);
+        let c = p.take_committed();
+        assert_eq!(
+            c.iter().map(|c| (c.request, c.instance, c.submitted_at)).collect::<Vec<_>>(),
+            vec![(1, 8, Time(0)), (2, 8, Time(1)), (3, 8, Time(2))]
+        );
+        assert_eq!(p.outstanding(), 1);
+        // The resubmission after a timeout is the same packed value.
+        out.sends.clear();
+        p.on_tick(Time(3) + Duration::from_millis(10), &mut out);
+        assert_eq!(PaxosMsg::decode(&out.sends[0].1).unwrap().value, values[1]);
+        // A value that does not fit closes the open pack.
+        let mut p = Proposer::new(ProposerConfig { pack: 8, ..ProposerConfig::new(4, 2, Duration::from_millis(10)) });
+        let mut out = Outbox::new();
+        p.submit(Time(0), &[1; 20], &mut out);
+        p.submit(Time(0), &[2; 20], &mut out);
+        assert_eq!(out.sends.len(), 1);
+        assert_eq!(Contents::of(&PaxosMsg::decode(&out.sends[0].1).unwrap().value).requests(), Some((4, 1, 1)));
     }
 }

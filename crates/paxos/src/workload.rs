@@ -24,11 +24,22 @@ pub struct LoadProposer {
     pub latencies_ns: Vec<u64>,
     /// When each request committed (for throughput over time).
     pub commit_times_ns: Vec<u64>,
+    /// When each value sent to the coordinator committed: one per instance
+    /// (with packing, several requests share one).
+    pub instance_times_ns: Vec<u64>,
 }
 
 impl LoadProposer {
+    /// With packing on (`pack` > 1) the default payload is the counter's
+    /// low two bytes, so that up to 8 values fit in one instance's value
+    /// (`"v<n>"` is up to 8 bytes: 3 would fit).
     pub fn new(proposer: Proposer, outstanding: usize, stop: Time, record: bool) -> LoadProposer {
         assert!(outstanding >= 1);
+        let payload: fn(u64) -> Vec<u8> = if proposer.config().pack > 1 {
+            |n| (n as u16).to_be_bytes().to_vec()
+        } else {
+            |n| format!("v{n}").into_bytes()
+        };
         LoadProposer {
             proposer,
             outstanding,
@@ -36,14 +47,15 @@ impl LoadProposer {
             started: false,
             counter: 0,
             record,
-            payload: |n| format!("v{n}").into_bytes(),
+            payload,
             submitted: BTreeMap::new(),
             latencies_ns: vec![],
             commit_times_ns: vec![],
+            instance_times_ns: vec![],
         }
     }
 
-    /// Submits `payload(n)` as the `n`th value (default `"v<n>"`).
+    /// Submits `payload(n)` as the `n`th value.
     pub fn with_payload(mut self, payload: fn(u64) -> Vec<u8>) -> LoadProposer {
         self.payload = payload;
         self
@@ -58,12 +70,19 @@ impl LoadProposer {
                 self.submitted.insert((self.proposer.id(), r), payload);
             }
         }
+        self.proposer.flush(now, out);
     }
 
     fn collect(&mut self) {
+        let mut last = None;
         for c in self.proposer.take_committed() {
             self.latencies_ns.push(c.committed_at.as_nanos() - c.submitted_at.as_nanos());
             self.commit_times_ns.push(c.committed_at.as_nanos());
+            // A packed value's requests are reported together, in a row.
+            if last != Some(c.instance) {
+                self.instance_times_ns.push(c.committed_at.as_nanos());
+            }
+            last = Some(c.instance);
         }
     }
 }

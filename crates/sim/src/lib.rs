@@ -46,7 +46,7 @@ use std::time::Duration;
 
 use innet_core::deploy::{Deployment, Node as DeployNode, NodeIx};
 use innet_core::rng::Rng;
-use innet_core::{DataPlane, Dest, Host, Ingress, Member, Outbox, ReversePath, Time, Verdict};
+use innet_core::{DataPlane, Dest, Host, Ingress, Member, Outbox, Peer, ReversePath, Sender, Time, Verdict};
 
 pub type NodeId = usize;
 
@@ -161,6 +161,8 @@ struct Node {
     name: String,
     role: Role,
     upstream: Option<NodeId>,
+    /// Switch peers by node: packets from them arrive as `Ingress::Peer`.
+    peers: HashMap<NodeId, u16>,
     ports: Vec<Option<NodeId>>,
     groups: HashMap<u16, Vec<Member<NodeId>>>,
     up: bool,
@@ -279,6 +281,7 @@ impl Sim {
             name: name.into(),
             role,
             upstream: None,
+            peers: HashMap::new(),
             ports: vec![],
             groups: HashMap::new(),
             up: true,
@@ -380,6 +383,12 @@ impl Sim {
     pub fn set_upstream(&mut self, node: NodeId, upstream: NodeId) {
         assert!(self.reachable(node, upstream), "link {} to {} first", self.name(node), self.name(upstream));
         self.nodes[node].upstream = Some(upstream);
+    }
+
+    /// Packets `node` receives from `from` arrive as [`Ingress::Peer`]`(peer)`
+    /// (a deployment's numbering of its switches).
+    pub fn set_peer(&mut self, node: NodeId, from: NodeId, peer: u16) {
+        self.nodes[node].peers.insert(from, peer);
     }
 
     /// Port `port` of `node` leads to `to` (`None`: the port is down).
@@ -646,14 +655,22 @@ impl Sim {
             return;
         }
         let upstream = self.nodes[to].upstream;
+        let peer = self.nodes[to].peers.get(&from).copied();
         let targets = match &mut self.nodes[to].role {
             Role::Host { host, .. } => {
-                host.on_packet(now, &bytes, &mut self.outbox);
+                // The sender's address is the packet's origin (its IP source
+                // address, which switches on the way keep).
+                let sender = Sender { peer: Peer::node(origin), upstream: upstream == Some(from) };
+                host.on_packet_from(now, &bytes, sender, &mut self.outbox);
                 self.after_host(to, Some(from));
                 return;
             }
             Role::Switch { program, paths } => {
-                let ingress = if upstream == Some(from) { Ingress::Upstream } else { Ingress::Downstream };
+                let ingress = match peer {
+                    _ if upstream == Some(from) => Ingress::Upstream,
+                    Some(p) => Ingress::Peer(p),
+                    None => Ingress::Downstream,
+                };
                 let (verdict, len) = program.process_from(&mut bytes, ingress);
                 bytes.truncate(len);
                 match verdict {

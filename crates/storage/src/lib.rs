@@ -15,7 +15,8 @@
 //! `data` (`u32` key -> 16-byte value, then its checksum u64 BE) and
 //! `clients` (`u32` client id -> encoded [`ClientRecord`]: `req_id` i32 BE,
 //! request digest u64 BE, fragment count u32 BE, then per fragment a u32 BE
-//! length and the reply bytes; then its checksum u64 BE). A checksum is
+//! length and the reply bytes; then, if the runtime named the request's
+//! sender, its 18-byte address; then its checksum u64 BE). A checksum is
 //! [`checksum`] over the table, the key and the stored bytes.
 //!
 //! Disk faults: an existing file is opened only if redb's page checksums
@@ -32,6 +33,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use innet_core::Peer;
 use innet_txn::store::{Backend, BackendError, ClientRecord, MemBackend};
 use innet_wire::txn::{Key, Value, VALUE_LEN};
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
@@ -270,6 +272,9 @@ pub fn encode_record(rec: &ClientRecord) -> Vec<u8> {
         out.extend_from_slice(&(r.len() as u32).to_be_bytes());
         out.extend_from_slice(r);
     }
+    if let Some(p) = rec.from {
+        out.extend_from_slice(&p.0);
+    }
     out
 }
 
@@ -292,10 +297,12 @@ pub fn decode_record(mut b: &[u8]) -> Option<ClientRecord> {
         let len = u32_of(take(&mut b, 4)?) as usize;
         reply.push(take(&mut b, len)?.to_vec());
     }
-    if !b.is_empty() {
-        return None;
-    }
-    Some(ClientRecord { req_id, digest, reply })
+    let from = match b.len() {
+        0 => None,
+        18 => Some(Peer(b.try_into().expect("18 bytes"))),
+        _ => return None,
+    };
+    Some(ClientRecord { req_id, digest, reply, from })
 }
 
 impl Backend for RedbBackend {
@@ -321,6 +328,31 @@ impl Backend for RedbBackend {
 
     fn client(&self, cl_id: u32) -> Option<ClientRecord> {
         self.mirror.client(cl_id)
+    }
+
+    fn reset(&mut self, cl_id: u32, record: &ClientRecord) -> Result<(), BackendError> {
+        if self.db.is_none() {
+            self.reopen()?;
+        }
+        let db = self.db.as_ref().expect("open");
+        let done = (|| {
+            let mut w = db.begin_write().map_err(|e| err("begin write", e))?;
+            w.set_durability(Durability::Immediate).map_err(|e| err("set durability", e))?;
+            w.delete_table(DATA).map_err(|e| err("delete table data", e))?;
+            w.delete_table(CLIENTS).map_err(|e| err("delete table clients", e))?;
+            {
+                w.open_table(DATA).map_err(|e| err("open table data", e))?;
+                let mut c = w.open_table(CLIENTS).map_err(|e| err("open table clients", e))?;
+                c.insert(cl_id, seal_record(cl_id, record).as_slice()).map_err(|e| err("write client record", e))?;
+            }
+            w.commit().map_err(|e| err("commit", e))
+        })();
+        if let Err(e) = done {
+            self.db = None;
+            self.last_reopen = Some(Instant::now());
+            return Err(e);
+        }
+        self.mirror.reset(cl_id, record)
     }
 
     fn forget(&mut self, cl_id: u32) -> Result<(), BackendError> {
@@ -369,7 +401,7 @@ mod tests {
 
     #[test]
     fn record_roundtrip_and_garbage() {
-        let rec = ClientRecord { req_id: -7, digest: 42, reply: vec![vec![1, 2, 3], vec![], vec![9; 160]] };
+        let rec = ClientRecord { req_id: -7, digest: 42, reply: vec![vec![1, 2, 3], vec![], vec![9; 160]], from: None };
         assert_eq!(decode_record(&encode_record(&rec)), Some(rec.clone()));
         let b = encode_record(&rec);
         for n in 0..b.len() {
@@ -388,7 +420,7 @@ mod tests {
         let dir = temp_dir("checksum");
         RedbBackend::open(&dir)
             .unwrap()
-            .commit(&[(5, v("a"))], 1, &ClientRecord { req_id: 1, digest: 1, reply: vec![] })
+            .commit(&[(5, v("a"))], 1, &ClientRecord { req_id: 1, digest: 1, reply: vec![], from: None })
             .unwrap();
         let db = Database::create(dir.join(DB_FILE)).unwrap();
         let w = db.begin_write().unwrap();
@@ -415,21 +447,21 @@ mod tests {
     #[test]
     fn reopen_after_drop_keeps_data_and_client_records() {
         let dir = temp_dir("reopen");
-        let rec = ClientRecord { req_id: 3, digest: 1, reply: vec![vec![0x80, 1, 2]] };
+        let rec = ClientRecord { req_id: 3, digest: 1, reply: vec![vec![0x80, 1, 2]], from: None };
         {
             let mut b = RedbBackend::open(&dir).unwrap();
             assert_eq!(b.get(1), Value::ZERO);
             b.commit(&[(1, v("a")), (2, v("b"))], 7, &rec).unwrap();
-            b.commit(&[(1, v("c"))], 8, &ClientRecord { req_id: 1, digest: 1, reply: vec![] }).unwrap();
+            b.commit(&[(1, v("c"))], 8, &ClientRecord { req_id: 1, digest: 1, reply: vec![], from: None }).unwrap();
             // An abort: no writes, record only.
-            b.commit(&[], 7, &ClientRecord { req_id: 4, digest: 1, reply: vec![vec![0x81]] }).unwrap();
+            b.commit(&[], 7, &ClientRecord { req_id: 4, digest: 1, reply: vec![vec![0x81]], from: None }).unwrap();
         }
         let b = RedbBackend::open(&dir).unwrap();
         assert_eq!(b.get(1), v("c"));
         assert_eq!(b.get(2), v("b"));
         assert_eq!(b.get(3), Value::ZERO);
-        assert_eq!(b.client(7), Some(ClientRecord { req_id: 4, digest: 1, reply: vec![vec![0x81]] }));
-        assert_eq!(b.client(8), Some(ClientRecord { req_id: 1, digest: 1, reply: vec![] }));
+        assert_eq!(b.client(7), Some(ClientRecord { req_id: 4, digest: 1, reply: vec![vec![0x81]], from: None }));
+        assert_eq!(b.client(8), Some(ClientRecord { req_id: 1, digest: 1, reply: vec![], from: None }));
         assert_eq!(b.client(9), None);
         assert_eq!(b.snapshot().into_iter().collect::<Vec<_>>(), vec![(1, v("c")), (2, v("b"))]);
         drop(b);
@@ -442,7 +474,8 @@ mod tests {
         {
             let mut b = RedbBackend::open(&dir).unwrap();
             for cl in [7, 8] {
-                b.commit(&[(cl, v("a"))], cl, &ClientRecord { req_id: 1, digest: 1, reply: vec![] }).unwrap();
+                b.commit(&[(cl, v("a"))], cl, &ClientRecord { req_id: 1, digest: 1, reply: vec![], from: None })
+                    .unwrap();
             }
             b.forget(7).unwrap();
             assert_eq!(b.client_ids(), vec![8]);

@@ -83,6 +83,9 @@ pub struct NodeSpec {
     pub machine: Option<String>,
     /// Store: directory of the durable database (in memory if absent).
     pub data_dir: Option<PathBuf>,
+    /// Store: honour the `reset` flag (clear the store), as the reference
+    /// store does; default false (such a request is answered BADREQ).
+    pub allow_reset: Option<bool>,
     /// Switch: forward, read-cache, early-abort or optimistic-abort.
     pub mode: Option<String>,
     /// Switch, clients: the node (by name) requests go to.
@@ -192,6 +195,8 @@ pub struct Placement {
     /// HOST:PORT others reach it at (default: `listen`).
     pub address: Option<String>,
     pub data_dir: Option<PathBuf>,
+    /// A store honours the `reset` flag.
+    pub allow_reset: bool,
     /// A switch's emulated one-way delay towards peers not in the file.
     pub downstream_delay: Duration,
     /// The line of the node's table in the file (0: not from a file).
@@ -268,7 +273,7 @@ fn ms(field: &str, v: f64) -> std::result::Result<Duration, String> {
 /// Fields a role may carry, beyond name/role/listen/address/machine.
 fn allowed_fields(service: &str, role: &str) -> &'static [&'static str] {
     match (service, role) {
-        ("txn", "store") => &["data_dir"],
+        ("txn", "store") => &["data_dir", "allow_reset"],
         ("txn", "switch") => &["mode", "upstream", "store_delay_ms", "client_delay_ms", "cache_slots"],
         ("txn", "clients") | ("chain", "clients") => &["count", "upstream", "delay_ms"],
         ("paxos", "acceptor") | ("paxos", "learner") | ("chain", "node") => &["id"],
@@ -284,6 +289,7 @@ fn set_fields(n: &NodeSpec) -> Vec<&'static str> {
         }
     };
     f("data_dir", n.data_dir.is_some());
+    f("allow_reset", n.allow_reset.is_some());
     f("mode", n.mode.is_some());
     f("upstream", n.upstream.is_some());
     f("store_delay_ms", n.store_delay_ms.is_some());
@@ -385,6 +391,7 @@ impl Builder {
             listen: n.listen.clone(),
             address: n.address.clone(),
             data_dir: n.data_dir.clone(),
+            allow_reset: n.allow_reset.unwrap_or(false),
             downstream_delay,
             line,
         }
@@ -888,6 +895,7 @@ fn paxos_params(s: &PaxosSettings) -> Result<PaxosParams> {
         proposer_timeout: positive("proposer_timeout_ms", s.proposer_timeout_ms)?,
         gap_timeout: positive("gap_timeout_ms", s.gap_timeout_ms)?,
         heartbeat: positive("heartbeat_ms", s.heartbeat_ms)?,
+        ..PaxosParams::default()
     })
 }
 

@@ -16,12 +16,16 @@
 //! has been resent only the store's answer counts; a late switch answer to
 //! the first copy is ignored. Request ids increase by one per attempt from
 //! [`ClientConfig::first_req_id`] and are never reused by a client.
+//!
+//! Replies are taken only from the client's upstream (its switch or store,
+//! [`innet_core::Sender::upstream`]): a reply forged from any other address,
+//! even one naming this client and its current request, is dropped.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use innet_core::{Dest, Host, Outbox, Time};
+use innet_core::{Dest, Host, Outbox, Sender, Time};
 use innet_wire::txn::{Flags, Key, Op, OpType, Status, TxnMsg, Value};
 
 #[derive(Clone, Debug)]
@@ -170,6 +174,9 @@ pub struct ClientCounters {
     pub stale_replies: u64,
     pub ignored_switch_replies: u64,
     pub malformed_replies: u64,
+    /// Packets from anyone but the client's upstream (its switch or store):
+    /// dropped unread, so a forged reply naming this client changes nothing.
+    pub dropped_not_from_upstream: u64,
 }
 
 struct Active {
@@ -348,7 +355,10 @@ impl TxnClient {
             self.counters.stale_replies += 1;
             return;
         }
-        if a.resends > 0 && m.flags.from_switch() {
+        // After a resend only the store's answer counts, or a switch's BADREQ:
+        // the switch answered the first copy itself (that answer was lost),
+        // so the store never saw it and it was not executed.
+        if a.resends > 0 && m.flags.from_switch() && m.status != Status::BadRequest {
             self.counters.ignored_switch_replies += 1;
             return;
         }
@@ -397,7 +407,13 @@ impl TxnClient {
             }
             Status::BadRequest => {
                 self.record(AttemptResult::BadRequest);
-                self.finish(now, Some(GiveUp::BadRequest), from_switch);
+                let a = self.active.as_ref().expect("active");
+                if a.resends > 0 && from_switch && a.attempts < self.cfg.retry_limit {
+                    // Not executed (see above): run it again, with a new id.
+                    self.attempt(now, out);
+                } else {
+                    self.finish(now, Some(GiveUp::BadRequest), from_switch);
+                }
             }
         }
     }
@@ -405,6 +421,15 @@ impl TxnClient {
 
 impl Host for TxnClient {
     fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox) {
+        self.handle_reply(now, packet, out);
+    }
+
+    /// Replies count only from the client's upstream, where its requests go.
+    fn on_packet_from(&mut self, now: Time, packet: &[u8], from: Sender, out: &mut Outbox) {
+        if !from.upstream {
+            self.counters.dropped_not_from_upstream += 1;
+            return;
+        }
         self.handle_reply(now, packet, out);
     }
 

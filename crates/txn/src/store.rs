@@ -18,13 +18,18 @@
 //! writes. A resent or duplicated request gets the same reply again; an older
 //! request id, or the same id with other ops (a client id reused by another
 //! process), is answered BADREQ and changes nothing. Fragmented requests (more than 7 ops) are reassembled first.
+//! A recorded reply is sent again only to the address the recorded request
+//! came from; a copy from anywhere else is answered BADREQ.
+//!
+//! A request with the `reset` flag clears the store only if it was started
+//! with `--allow-reset` ([`TxnStore::with_allow_reset`]); else BADREQ.
 //!
 //! Storage is a [`Backend`]: [`MemBackend`] here, a durable one in
 //! `innet-storage`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use innet_core::{Counters, Dest, Host, Outbox, Time};
+use innet_core::{Counters, Dest, Host, Outbox, Peer, Sender, Time};
 use innet_wire::txn::{DecodeError, Flags, Key, Op, OpType, Status, TxnMsg, Value, HEADER_LEN};
 
 /// Requests being reassembled at once; the oldest is abandoned beyond this.
@@ -49,6 +54,10 @@ pub struct ClientRecord {
     pub digest: u64,
     /// The encoded reply packets (fragments) sent for `req_id`.
     pub reply: Vec<Vec<u8>>,
+    /// Who sent the request: the reply is sent again only to this address.
+    /// `None` in records of earlier versions and from runtimes that name no
+    /// sender, which any sender may have resent.
+    pub from: Option<Peer>,
 }
 
 /// A digest of an unfragmented request's ops (FNV-1a over their encoding),
@@ -85,6 +94,9 @@ pub trait Backend {
     /// When this returns `Ok`, a durable backend has made both durable.
     fn commit(&mut self, writes: &[(Key, Value)], cl_id: u32, record: &ClientRecord) -> Result<(), BackendError>;
     fn client(&self, cl_id: u32) -> Option<ClientRecord>;
+    /// Forgets every key and every client record, then sets `cl_id`'s
+    /// record, atomically (a request with the `reset` flag).
+    fn reset(&mut self, cl_id: u32, record: &ClientRecord) -> Result<(), BackendError>;
     /// Removes `cl_id`'s record (durably, for a durable backend).
     fn forget(&mut self, cl_id: u32) -> Result<(), BackendError>;
     /// Every client id with a record.
@@ -126,6 +138,12 @@ impl Backend for MemBackend {
     }
     fn client(&self, cl_id: u32) -> Option<ClientRecord> {
         self.clients.get(&cl_id).cloned()
+    }
+    fn reset(&mut self, cl_id: u32, record: &ClientRecord) -> Result<(), BackendError> {
+        self.data.clear();
+        self.clients.clear();
+        self.clients.insert(cl_id, record.clone());
+        Ok(())
     }
     fn forget(&mut self, cl_id: u32) -> Result<(), BackendError> {
         self.clients.remove(&cl_id);
@@ -169,6 +187,13 @@ pub struct StoreCounters {
     pub resend_refused_too_large: u64,
     /// Records forgotten to stay within the client limit.
     pub client_records_evicted: u64,
+    /// A duplicate from another address than its original request's: the
+    /// recorded reply goes only to that address, this one gets BADREQ.
+    pub resend_refused_other_sender: u64,
+    /// Requests with the `reset` flag honoured (`--allow-reset`).
+    pub resets: u64,
+    /// Requests with the `reset` flag refused (BADREQ): no `--allow-reset`.
+    pub reset_refused: u64,
     pub backend_errors: u64,
     pub malformed: [u64; DecodeError::ALL.len()],
 }
@@ -187,6 +212,9 @@ impl Counters for StoreCounters {
             ("fragments", self.fragments),
             ("resend_refused_too_large", self.resend_refused_too_large),
             ("client_records_evicted", self.client_records_evicted),
+            ("resend_refused_other_sender", self.resend_refused_other_sender),
+            ("resets", self.resets),
+            ("reset_refused", self.reset_refused),
             ("backend_errors", self.backend_errors),
             ("malformed", self.malformed.iter().sum()),
         ]
@@ -282,6 +310,10 @@ pub struct TxnStore {
     cpu: CpuMeter,
     /// The time of the packet being handled (from [`Host::on_packet`]).
     now: Time,
+    /// Who sent the packet being handled, if the runtime says.
+    from: Option<Peer>,
+    /// Whether a request with the `reset` flag clears the store.
+    allow_reset: bool,
     /// Every decision in order, when recording is on (the simulator's history).
     pub log: Option<Vec<Decision>>,
     pub counters: StoreCounters,
@@ -303,6 +335,8 @@ impl TxnStore {
             recency,
             cpu: CpuMeter { last: None },
             now: Time::ZERO,
+            from: None,
+            allow_reset: false,
             log: None,
             counters: Default::default(),
         }
@@ -315,6 +349,14 @@ impl TxnStore {
     /// Keeps exactly-once records for at most `limit` (>= 1) clients.
     pub fn with_client_limit(mut self, limit: usize) -> TxnStore {
         self.client_limit = limit.max(1);
+        self
+    }
+
+    /// Honours the `reset` flag: such a request clears every key and every
+    /// client record and is answered OK (the reference store's behaviour).
+    /// Without this it is answered BADREQ.
+    pub fn with_allow_reset(mut self, allow: bool) -> TxnStore {
+        self.allow_reset = allow;
         self
     }
 
@@ -363,6 +405,13 @@ impl TxnStore {
         if let Some(rec) = self.backend.client(msg.cl_id) {
             if msg.req_id == rec.req_id && (rec.digest == 0 || digest == rec.digest) {
                 let recorded: usize = rec.reply.iter().map(Vec::len).sum();
+                if rec.from.is_some() && self.from.is_some() && rec.from != self.from {
+                    // A replay from elsewhere: the reply would go to whoever
+                    // sent it, and a switch on the way would see it pass.
+                    self.counters.resend_refused_other_sender += 1;
+                    out.send(Dest::Reply, msg.reply(Status::BadRequest, false, vec![]).encode());
+                    return;
+                }
                 if recorded > RESEND_FACTOR * request_bytes {
                     self.counters.resend_refused_too_large += 1;
                     out.send(Dest::Reply, msg.reply(Status::BadRequest, false, vec![]).encode());
@@ -374,23 +423,31 @@ impl TxnStore {
                 }
                 return;
             }
-            if msg.req_id.wrapping_sub(rec.req_id) <= 0 {
+            if msg.req_id.wrapping_sub(rec.req_id) <= 0 && !msg.flags.reset() {
                 // Already decided: a late copy (its client has moved on and
                 // ignores this answer) or a reused client id (this tells it).
                 self.counters.stale_rejected += 1;
                 out.send(Dest::Reply, msg.reply(Status::BadRequest, false, vec![]).encode());
                 return;
             }
-        } else if let Err(e) = self.make_room() {
-            self.counters.backend_errors += 1;
-            eprintln!("innet store: backend error, request {}:{} not answered: {e}", msg.cl_id, msg.req_id);
-            return;
+        }
+        // A reset is honoured whatever the client's last request id (a
+        // reference client resets and then starts its ids at 1 again).
+        if msg.flags.reset() {
+            return self.reset(&msg, digest, out);
+        }
+        if !self.recency.stamp.contains_key(&msg.cl_id) {
+            if let Err(e) = self.make_room() {
+                self.counters.backend_errors += 1;
+                eprintln!("innet store: backend error, request {}:{} not answered: {e}", msg.cl_id, msg.req_id);
+                return;
+            }
         }
         let cpu = if ops.iter().any(|o| o.kind == OpType::CpuPct) { self.cpu.percent(self.now) } else { 0.0 };
         let (decision, reply_ops) = self.apply(&msg, &ops, cpu);
         let template = msg.reply(decision.status, false, vec![]);
         let reply: Vec<Vec<u8>> = TxnMsg::fragments(&template, &reply_ops).iter().map(TxnMsg::encode).collect();
-        let record = ClientRecord { req_id: msg.req_id, digest, reply: reply.clone() };
+        let record = ClientRecord { req_id: msg.req_id, digest, reply: reply.clone(), from: self.from };
         let writes = if decision.status == Status::Ok { &decision.writes[..] } else { &[] };
         if let Err(e) = self.backend.commit(writes, msg.cl_id, &record) {
             // Nothing was acknowledged: the client will resend and we decide again.
@@ -410,6 +467,36 @@ impl TxnStore {
         for r in reply {
             out.send(Dest::Reply, r);
         }
+    }
+
+    /// A request with the `reset` flag: with `allow_reset`, every key and
+    /// every client record is forgotten (this client's record is this
+    /// request, so a copy of it gets the same OK and clears nothing again)
+    /// and it is answered OK with the `reset` flag set, which tells the
+    /// switches on the way to clear their caches and client tables. Its ops
+    /// are not executed. Without `allow_reset`: BADREQ, nothing changes.
+    fn reset(&mut self, msg: &TxnMsg, digest: u64, out: &mut Outbox) {
+        if !self.allow_reset {
+            self.counters.reset_refused += 1;
+            self.counters.bad_requests += 1;
+            out.send(Dest::Reply, msg.reply(Status::BadRequest, false, vec![]).encode());
+            return;
+        }
+        let mut reply = msg.reply(Status::Ok, false, vec![]);
+        reply.flags = reply.flags.with(Flags::RESET, true);
+        let reply = reply.encode();
+        let record = ClientRecord { req_id: msg.req_id, digest, reply: vec![reply.clone()], from: self.from };
+        if let Err(e) = self.backend.reset(msg.cl_id, &record) {
+            self.counters.backend_errors += 1;
+            eprintln!("innet store: backend error, reset {}:{} not answered: {e}", msg.cl_id, msg.req_id);
+            return;
+        }
+        self.reassembly.clear();
+        self.reassembly_order.clear();
+        self.recency = Recency::default();
+        self.recency.touch(msg.cl_id);
+        self.counters.resets += 1;
+        out.send(Dest::Reply, reply);
     }
 
     /// Forgets the least recently decided clients' records until a new
@@ -525,6 +612,12 @@ impl TxnStore {
 impl Host for TxnStore {
     fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox) {
         self.now = now;
+        self.from = None;
+        self.handle(packet, out);
+    }
+    fn on_packet_from(&mut self, now: Time, packet: &[u8], from: Sender, out: &mut Outbox) {
+        self.now = now;
+        self.from = Some(from.peer);
         self.handle(packet, out);
     }
     fn on_tick(&mut self, _now: Time, _out: &mut Outbox) {}
@@ -675,6 +768,26 @@ mod tests {
         // (the exactly-once limit documented in docs/txn.md).
         send(&mut s, &TxnMsg::request(1, 1, vec![Op::write(1, v("a"))]));
         assert_eq!((s.counters.committed, s.client_records()), (11, 4));
+    }
+
+    #[test]
+    fn a_recorded_reply_goes_only_to_the_address_that_sent_the_request() {
+        let mut s = TxnStore::in_memory();
+        let from = |n: usize| Sender { peer: Peer::node(n), upstream: false };
+        let ask = |s: &mut TxnStore, sender: Sender, m: &TxnMsg| {
+            let mut out = Outbox::new();
+            s.on_packet_from(Time::ZERO, &m.encode(), sender, &mut out);
+            TxnMsg::decode(&out.sends[0].1).unwrap()
+        };
+        let w = TxnMsg::request(3, 1, vec![Op::write(1, v("a"))]);
+        assert_eq!(ask(&mut s, from(1), &w).status, Status::Ok);
+        // A replay from another address is refused, not answered from the record.
+        let r = ask(&mut s, from(2), &w);
+        assert_eq!((r.status, r.ops.len()), (Status::BadRequest, 0));
+        assert_eq!(s.counters.resend_refused_other_sender, 1);
+        // The original sender's resend gets the recorded reply.
+        assert_eq!(ask(&mut s, from(1), &w).status, Status::Ok);
+        assert_eq!((s.counters.duplicates_answered, s.counters.committed), (1, 1));
     }
 
     #[test]

@@ -103,12 +103,20 @@ pub struct CacheEntry {
     pub learned_from: u32,
     pub has_pending: bool,
     pub pending: Value,
+    /// A write to this key passed the switch and no store ABORT withdrew it
+    /// since (the reference P4's `is_opti_cached`, which the store's OK
+    /// does not clear): a compare that fails here is an OPTIMISTIC_ABORT,
+    /// also once the store confirmed that write.
+    pub opti: bool,
 }
 
 /// Last decision per client, for duplicate detection and for learning only
 /// from replies the switch is waiting for.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub struct ClientEntry {
+    /// Low 16 bits of the reset generation the entry belongs to; entries of
+    /// another generation count as absent (a reset forgets every client).
+    pub generation: u16,
     pub req_id: i32,
     pub forwarded: bool,
     /// `req_id` was forwarded and its store reply has not been learned yet.
@@ -133,6 +141,8 @@ pub struct SwitchCounters {
     /// A request id older than the client's last: answered BADREQ.
     pub refused_stale: u64,
     pub learned_replies: u64,
+    /// Store OKs to a request with the `reset` flag seen pass: the cache
+    /// and the client table were cleared.
     pub resets: u64,
     /// A reply that arrived from the client side: dropped, never learned.
     pub dropped_reply_from_downstream: u64,
@@ -287,6 +297,15 @@ impl TxnSwitch {
                 if aborted || confirmed {
                     e.has_pending = false;
                 }
+                if aborted {
+                    e.opti = false;
+                }
+            }
+            if p.flags().reset() && p.status() == Status::Ok {
+                // The store cleared itself: so does the switch (cache,
+                // pending writes and client table, by generation).
+                self.generation = self.generation.wrapping_add(1);
+                self.counters.resets += 1;
             }
         }
         Verdict::Downstream { flow }
@@ -295,8 +314,9 @@ impl TxnSwitch {
     /// Whether the switch forwarded `req_id` of `cl_id` and waits for its
     /// reply; if so it stops waiting (a second copy of the reply is not news).
     fn awaited(&mut self, cl_id: u32, req_id: i32) -> bool {
+        let g = self.generation as u16;
         match self.clients.get_mut(cl_id) {
-            Some(e) if e.awaiting && e.req_id == req_id => {
+            Some(e) if e.generation == g && e.awaiting && e.req_id == req_id => {
                 e.awaiting = false;
                 true
             }
@@ -309,7 +329,8 @@ impl TxnSwitch {
     /// dropped in silence: a client that restarted its ids learns so).
     fn check_duplicate(&mut self, p: &mut TxnPacket<'_>) -> Option<Verdict> {
         let (cl_id, req_id) = (p.cl_id(), p.req_id());
-        let last = *self.clients.get_mut(cl_id)?;
+        let g = self.generation as u16;
+        let last = *self.clients.get_mut(cl_id).filter(|e| e.generation == g)?;
         if req_id == last.req_id {
             if last.forwarded {
                 self.counters.passed_duplicate += 1;
@@ -326,8 +347,44 @@ impl TxnSwitch {
         Some(Verdict::Reflect)
     }
 
+    /// A resend with `store_commit`: forwarded untouched, unless its id is
+    /// older than the client's last, or it is the request the switch
+    /// answered itself (BADREQ, never executed). A resend of the request the
+    /// switch forwarded last does not make the switch wait again: if its
+    /// reply was learned, the store's answer from its record is not news
+    /// (and would re-teach an old value if a replayed copy asked for it).
+    fn store_commit(&mut self, p: &mut TxnPacket<'_>) -> Verdict {
+        let (cl_id, req_id) = (p.cl_id(), p.req_id());
+        let g = self.generation as u16;
+        match self.clients.get_mut(cl_id).filter(|e| e.generation == g).copied() {
+            Some(last) if is_older(req_id, last.req_id) => {
+                self.counters.refused_stale += 1;
+                p.make_switch_reply(Status::BadRequest);
+                Verdict::Reflect
+            }
+            Some(last) if req_id == last.req_id && last.forwarded => {
+                self.counters.passed_store_commit += 1;
+                self.counters.forwarded += 1;
+                Verdict::Upstream { flow: cl_id }
+            }
+            Some(last) if req_id == last.req_id => {
+                // The switch answered it: the store must never decide it
+                // (a replayed copy would commit what the switch aborted).
+                // BADREQ says "not executed"; the client runs it again.
+                self.counters.refused_duplicate += 1;
+                p.make_switch_reply(Status::BadRequest);
+                Verdict::Reflect
+            }
+            _ => {
+                self.counters.passed_store_commit += 1;
+                self.forward(cl_id, req_id)
+            }
+        }
+    }
+
     fn decided(&mut self, cl_id: u32, req_id: i32, forwarded: bool) {
-        *self.clients.entry(cl_id) = ClientEntry { req_id, forwarded, awaiting: forwarded };
+        let generation = self.generation as u16;
+        *self.clients.entry(cl_id) = ClientEntry { generation, req_id, forwarded, awaiting: forwarded };
     }
 
     fn forward(&mut self, cl_id: u32, req_id: i32) -> Verdict {
@@ -397,7 +454,8 @@ impl TxnSwitch {
                 }
                 Some(e) if e.has_value => {
                     if value != e.value {
-                        *check = OpCheck { bad: true, bad_pending: false, correction: e.value };
+                        // Optimistic once a write passed here, as the reference.
+                        *check = OpCheck { bad: true, bad_pending: optimistic && e.opti, correction: e.value };
                     }
                 }
                 _ => miss = true,
@@ -433,6 +491,7 @@ impl TxnSwitch {
                     let e = self.entry_mut(key);
                     e.has_pending = true;
                     e.pending = value;
+                    e.opti = true;
                 }
             }
         }
@@ -483,19 +542,19 @@ impl TxnSwitch {
             self.counters.forwarded += 1;
             return Verdict::Upstream { flow: cl_id };
         }
-        if p.flags().reset() {
-            self.generation = self.generation.wrapping_add(1);
-            self.counters.resets += 1;
-        }
         if p.is_fragmented() {
             // Section 4: a fragment cannot be judged without the whole transaction.
             self.counters.passed_fragmented += 1;
             self.counters.forwarded += 1;
             return Verdict::Upstream { flow: cl_id };
         }
-        if p.flags().store_commit() {
-            self.counters.passed_store_commit += 1;
+        if p.flags().reset() {
+            // Judged by the store (which may refuse it); the switch clears
+            // itself when the store's OK passes (`handle_response`).
             return self.forward(cl_id, req_id);
+        }
+        if p.flags().store_commit() {
+            return self.store_commit(&mut p);
         }
         if let Some(v) = self.check_duplicate(&mut p) {
             return v;

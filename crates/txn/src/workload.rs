@@ -178,6 +178,11 @@ impl Host for LoadClient {
         self.settle(now, out);
     }
 
+    fn on_packet_from(&mut self, now: Time, packet: &[u8], from: innet_core::Sender, out: &mut Outbox) {
+        self.client.on_packet_from(now, packet, from, out);
+        self.settle(now, out);
+    }
+
     fn on_tick(&mut self, now: Time, out: &mut Outbox) {
         self.client.on_tick(now, out);
         self.settle(now, out);

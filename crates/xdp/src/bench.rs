@@ -30,7 +30,7 @@ use innet_txn::switch::Mode;
 use innet_wire::txn::{Op, Status, TxnMsg, Value};
 
 use crate::testbed::{self, DataPlaneAt, UpOptions, IF_SWITCH_CLIENT_SIDE, IF_SWITCH_STORE_SIDE, NS_CLIENT, NS_SWITCH};
-use crate::txn::Program;
+use crate::txn::{Program, Tables, TxnXdp};
 
 /// The key the primed pending write holds.
 const KEY: u32 = 1;
@@ -339,4 +339,35 @@ pub fn run_txn_experiment<R: Send>(
         out.push((name.to_string(), r));
     }
     Ok(out)
+}
+
+/// The transaction experiment's generator ceiling: `ceiling` runs in the
+/// client namespace against the service address while `xdp_bounce`
+/// answers every request on the switch's client port (swap addresses,
+/// `XDP_TX`): the same veth path the experiment's requests take, answered
+/// at its first hop by the cheapest program there is, so neither switch
+/// can complete more round trips for the same generator.
+pub fn run_txn_ceiling<R: Send>(
+    cfg: &TxnExperimentConfig,
+    innet_exe: &Path,
+    ceiling: impl FnOnce(SocketAddr) -> Result<R> + Send,
+) -> Result<R> {
+    let opts = UpOptions {
+        topology: "txn".into(),
+        data_plane: None,
+        mode: cfg.mode,
+        start_store: false,
+        store_delay_ms: 0.0,
+        innet_exe: innet_exe.to_path_buf(),
+    };
+    testbed::up(&opts)?;
+    let _down = DownOnDrop;
+    // Not pinned: the bounce lives as long as this object.
+    let switch = TxnXdp::load(Tables::default())?;
+    switch.configure(cfg.mode, &testbed::txn_ports()?)?;
+    testbed::attach(&switch, Program::Bounce, IF_SWITCH_CLIENT_SIDE)?;
+    let r = testbed::in_netns(NS_CLIENT, || ceiling(SocketAddr::V4(testbed::service_addr())))
+        .context("the generator's ceiling in the client namespace");
+    testbed::detach(&switch, IF_SWITCH_CLIENT_SIDE)?;
+    r
 }

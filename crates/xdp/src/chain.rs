@@ -162,19 +162,50 @@ struct Node {
     addr: NodeAddr,
     role: Option<Role>,
     writes_paused: bool,
+    /// The chain indexes of the predecessor and the tail.
+    prev: Option<u16>,
+    tail: Option<u16>,
+}
+
+/// `INNET_CHAIN_PEER_NONE` for `None`.
+fn peer_code(peer: Option<u16>) -> u32 {
+    peer.map_or(c::CHAIN_PEER_NONE as u32, u32::from)
 }
 
 impl Node {
-    /// Both configs are eight words: role, writes_paused, three of the
-    /// program's own (`middle`), node_ip, origin_port, padding.
+    fn new(obj: BpfObject, addr: NodeAddr) -> Node {
+        Node { obj, addr, role: None, writes_paused: false, prev: None, tail: None }
+    }
+
+    /// Both configs are ten words: role, writes_paused, three of the
+    /// program's own (`middle`), node_ip, origin_port, prev, tail, padding.
     fn write_config(&self, map: &str, size: usize, middle: [u32; 3]) -> Result<()> {
         let words = [role_code(self.role), self.writes_paused as u32, middle[0], middle[1], middle[2]];
         let mut b: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
         b.extend_from_slice(&self.addr.node_ip.octets());
         b.extend_from_slice(&(self.addr.origin_port as u32).to_ne_bytes());
+        b.extend_from_slice(&peer_code(self.prev).to_ne_bytes());
+        b.extend_from_slice(&peer_code(self.tail).to_ne_bytes());
         b.extend_from_slice(&[0; 4]);
         assert_eq!(b.len(), size, "{map}: config struct layout");
         self.obj.write(map, 0, &b)
+    }
+
+    /// Frames arriving on `ifindex` from Ethernet source `mac` are from
+    /// chain node `index` (`chain_peers`); `None` forgets the pair.
+    fn set_peer(&self, ifindex: u32, mac: [u8; 6], index: Option<u16>) -> Result<()> {
+        let mut k = Vec::with_capacity(c::CHAIN_PEER_KEY_SIZE as usize);
+        k.extend_from_slice(&ifindex.to_ne_bytes());
+        k.extend_from_slice(&mac);
+        k.extend_from_slice(&[0; 2]);
+        let m = self.obj.map(MAP_PEERS)?;
+        match index {
+            Some(i) => m.update(&k, &u32::from(i).to_ne_bytes(), MapFlags::ANY).context("chain_peers update")?,
+            None => {
+                let _ = m.delete(&k);
+            }
+        }
+        Ok(())
     }
 
     fn set_port(&self, port: u16, p: &ChainPort) -> Result<()> {
@@ -241,6 +272,8 @@ fn read_counters(m: &impl MapCore, names: Vec<&'static str>) -> Result<Vec<(&'st
 /// `chain_ports` and `chain_counters` (`innet_chain_node.h`).
 pub const MAP_PORTS: &str = "chain_ports";
 pub const MAP_COUNTERS: &str = "chain_counters";
+/// `chain_peers` (`innet_chain_node.h`): senders by interface and MAC.
+pub const MAP_PEERS: &str = "chain_peers";
 pub const MAP_GROUP: &str = "chain_group";
 pub const CRAQ_MAP_CONFIG: &str = "craq_config";
 pub const CRAQ_MAP_STORE: &str = "craq_store";
@@ -250,10 +283,10 @@ pub const NC_MAP_NEIGHBOURS: &str = "nc_neighbours";
 pub const NC_MAP_KEYS: &str = "nc_keys";
 pub const NC_MAP_REGISTERS: &str = "nc_registers";
 /// Maps worth pinning for a running node (not the scratch map).
-pub const CRAQ_PINNED_MAPS: [&str; 6] =
-    [CRAQ_MAP_CONFIG, CRAQ_MAP_STORE, CRAQ_MAP_INDEX, MAP_PORTS, MAP_GROUP, MAP_COUNTERS];
-pub const NC_PINNED_MAPS: [&str; 6] =
-    [NC_MAP_CONFIG, NC_MAP_NEIGHBOURS, NC_MAP_KEYS, NC_MAP_REGISTERS, MAP_PORTS, MAP_COUNTERS];
+pub const CRAQ_PINNED_MAPS: [&str; 7] =
+    [CRAQ_MAP_CONFIG, CRAQ_MAP_STORE, CRAQ_MAP_INDEX, MAP_PORTS, MAP_GROUP, MAP_COUNTERS, MAP_PEERS];
+pub const NC_PINNED_MAPS: [&str; 7] =
+    [NC_MAP_CONFIG, NC_MAP_NEIGHBOURS, NC_MAP_KEYS, NC_MAP_REGISTERS, MAP_PORTS, MAP_COUNTERS, MAP_PEERS];
 
 fn craq_counter_names() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = CraqCounters::default().counters().into_iter().map(|(n, _)| n).collect();
@@ -291,7 +324,7 @@ impl CraqXdp {
             CRAQ_OBJECT,
             &[(CRAQ_MAP_STORE, (objects * versions) as u32), (CRAQ_MAP_INDEX, objects as u32)],
         )?;
-        let x = CraqXdp { node: Node { obj, addr, role: None, writes_paused: false }, objects, versions };
+        let x = CraqXdp { node: Node::new(obj, addr), objects, versions };
         x.write_config()?;
         Ok(x)
     }
@@ -320,6 +353,18 @@ impl CraqXdp {
     pub fn set_writes_paused(&mut self, paused: bool) -> Result<()> {
         self.node.writes_paused = paused;
         self.write_config()
+    }
+
+    /// `CraqNode::set_peers`: the predecessor (whose writes the node takes)
+    /// and the tail (whose ACKs it takes), by chain index.
+    pub fn set_peers(&mut self, prev: Option<u16>, tail: Option<u16>) -> Result<()> {
+        (self.node.prev, self.node.tail) = (prev, tail);
+        self.write_config()
+    }
+
+    /// Frames on `ifindex` from `mac` are from chain node `index`.
+    pub fn set_peer(&self, ifindex: u32, mac: [u8; 6], index: Option<u16>) -> Result<()> {
+        self.node.set_peer(ifindex, mac, index)
     }
 
     pub fn set_port(&self, port: u16, p: &ChainPort) -> Result<()> {
@@ -431,7 +476,7 @@ impl NcXdp {
             bail!("a non-zero address and key capacity");
         }
         let obj = BpfObject::load(NC_OBJECT, &[(NC_MAP_KEYS, keys as u32), (NC_MAP_REGISTERS, keys as u32)])?;
-        let x = NcXdp { node: Node { obj, addr, role: None, writes_paused: false }, chain_addr, keys };
+        let x = NcXdp { node: Node::new(obj, addr), chain_addr, keys };
         x.write_config()?;
         Ok(x)
     }
@@ -449,6 +494,17 @@ impl NcXdp {
     pub fn set_writes_paused(&mut self, paused: bool) -> Result<()> {
         self.node.writes_paused = paused;
         self.write_config()
+    }
+
+    /// `NcNode::set_prev`: the predecessor, whose writes the node takes.
+    pub fn set_prev(&mut self, prev: Option<u16>) -> Result<()> {
+        self.node.prev = prev;
+        self.write_config()
+    }
+
+    /// Frames on `ifindex` from `mac` are from chain node `index`.
+    pub fn set_peer(&self, ifindex: u32, mac: [u8; 6], index: Option<u16>) -> Result<()> {
+        self.node.set_peer(ifindex, mac, index)
     }
 
     pub fn set_port(&self, port: u16, p: &ChainPort) -> Result<()> {
@@ -592,6 +648,7 @@ mod tests {
     fn the_objects_have_the_maps_named_here_sized_by_the_header() {
         let n = |x: i64| Some(x as u32);
         let ports = (MAP_PORTS, n(c::CHAIN_PORTS_MAX), n(c::CHAIN_PORT_SIZE));
+        let peers = (MAP_PEERS, n(c::CHAIN_PEERS_MAX), Some(4));
         crate::object::assert_maps(
             CRAQ_OBJECT,
             &[
@@ -600,6 +657,7 @@ mod tests {
                 (CRAQ_MAP_INDEX, n(c::CRAQ_OBJECTS_DEFAULT), Some(1)),
                 (MAP_GROUP, n(c::CHAIN_GROUP_MAX), n(c::CHAIN_MEMBER_SIZE)),
                 ports,
+                peers,
                 (MAP_COUNTERS, n(c::CRAQ_CTR_COUNT), Some(8)),
             ],
         );
@@ -611,6 +669,7 @@ mod tests {
                 (NC_MAP_KEYS, n(c::NC_KEYS_DEFAULT), n(c::NC_KEY_SLOT_SIZE)),
                 (NC_MAP_REGISTERS, n(c::NC_KEYS_DEFAULT), n(c::NC_REGISTER_SIZE)),
                 ports,
+                peers,
                 (MAP_COUNTERS, n(c::NC_CTR_COUNT), Some(8)),
                 ("nc_scratch", Some(1), None),
             ],

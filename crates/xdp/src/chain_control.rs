@@ -46,15 +46,14 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 
 use innet_chain::check::{check, CheckSummary};
-use innet_chain::client::{ChainClient, ClientConfig, Record};
+use innet_chain::client::Record;
 use innet_chain::control::{Action, ChainControl, ControlConfig, Layout, NodeReport};
 use innet_chain::deploy;
-use innet_chain::workload::{LoadClient, Workload};
+use innet_chain::workload::LoadClient;
 use innet_chain::Protocol;
-use innet_core::rng::Rng;
 use innet_core::Time;
-use innet_live::chain::{control_step, ChainNodes, ChainView, ViewedClient};
-use innet_live::{clock, spawn_host, HostOptions, Stop};
+use innet_live::chain::{control_step, spawn_drill_clients, ChainNodes, ChainView, DrillLoad};
+use innet_live::{clock, Stop};
 use innet_wire::netchain::key_from_u32;
 use innet_wire::txn::Value;
 
@@ -335,35 +334,20 @@ pub fn run_drill(cfg: &DrillConfig, stop: &Stop) -> Result<DrillReport> {
     let end = t0 + cfg.fail_after + cfg.restart_after + cfg.run_after_restart;
     let port = udp_port(protocol);
     let addrs: Vec<SocketAddr> = (0..cfg.nodes).map(|i| SocketAddr::from((node_ip(i), port))).collect();
-    let mut rng = Rng::new(cfg.seed);
-    let mut clients = vec![];
-    for i in 0..cfg.clients {
-        let mut cc = ClientConfig::new(protocol, i, cfg.nodes);
-        cc.addrs = (0..cfg.nodes).map(|j| u32::from(node_ip(j))).collect();
-        cc.near = (cfg.victim + i as usize) % cfg.nodes;
-        cc.timeout = cfg.client_timeout;
-        cc.stamp_attempts = true;
-        let w = Workload {
-            write_ratio: cfg.write_ratio,
-            keys: cfg.keys,
-            think: Duration::from_millis(1),
-            start: t0,
-            stop: end,
-        };
-        let mut load = LoadClient::new(ChainClient::new(cc).with_history(), w, rng.fork());
-        load.completions = Some(vec![]);
-        let view = view.clone();
-        let socket = in_netns(NS_CLIENT, || Ok(UdpSocket::bind((CLIENT_IP, 0))?)).context("client socket")?;
-        let opts = HostOptions { ports: addrs.clone(), ..Default::default() };
-        clients.push(spawn_host(
-            &format!("xdp-chain-client{i}"),
-            socket,
-            opts,
-            &stop,
-            move || ViewedClient::new(load, view),
-            |c, _| c.load,
-        )?);
-    }
+    let load = DrillLoad {
+        protocol,
+        victim: cfg.victim,
+        clients: cfg.clients,
+        write_ratio: cfg.write_ratio,
+        keys: cfg.keys,
+        client_timeout: cfg.client_timeout,
+        seed: cfg.seed,
+        addrs,
+        chain_addrs: Some((0..cfg.nodes).map(|j| u32::from(node_ip(j))).collect()),
+    };
+    let bind_client = || in_netns(NS_CLIENT, || Ok(UdpSocket::bind((CLIENT_IP, 0))?)).map_err(std::io::Error::other);
+    let clients = spawn_drill_clients(&load, "xdp-chain-client", &view, (t0, end), &stop, bind_client)
+        .context("client sockets")?;
 
     sleep_until(t0 + cfg.fail_after);
     set_node_link(cfg.victim, false).context("fail the node")?;

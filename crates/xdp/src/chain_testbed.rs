@@ -248,10 +248,16 @@ pub fn load_node(protocol: Protocol, i: usize, nodes: usize) -> Result<NodeXdp> 
     let index = ifindex(&ns, &dev)?;
     let addr = NodeAddr { udp_port: udp_port(protocol), node_ip: node_ip(i), origin_port: PORT_CLIENTS };
     let clients = port_to(i, index, (CLIENT_IP, CLIENT_MAC));
-    let wire = |set: &dyn Fn(u16, &ChainPort) -> Result<()>| -> Result<()> {
+    // Every other node's port, and its frames known by this interface and
+    // its MAC (the program takes writes and ACKs only from chain nodes the
+    // layout names; everything else is from outside).
+    type SetPort<'a> = &'a dyn Fn(u16, &ChainPort) -> Result<()>;
+    type SetPeer<'a> = &'a dyn Fn(u32, [u8; 6], Option<u16>) -> Result<()>;
+    let wire = |set: SetPort, peer: SetPeer| -> Result<()> {
         set(PORT_CLIENTS, &clients)?;
         for j in (0..nodes).filter(|&j| j != i) {
             set(node_port(i, j), &port_to(i, index, (node_ip(j), node_mac(j))))?;
+            peer(index, node_mac(j), Some(j as u16))?;
         }
         Ok(())
     };
@@ -262,7 +268,7 @@ pub fn load_node(protocol: Protocol, i: usize, nodes: usize) -> Result<NodeXdp> 
     match protocol {
         Protocol::NetCraq => {
             let mut x = CraqXdp::load(OBJECTS_DEFAULT, VERSIONS_DEFAULT, addr)?;
-            wire(&|p, c| x.set_port(p, c))?;
+            wire(&|p, c| x.set_port(p, c), &|f, m, j| x.set_peer(f, m, j))?;
             x.pin_maps(&pins)?;
             let (xdp_fd, tc_fd) = (x.program_fd(CRAQ_PROGRAM)?, x.program_fd(CRAQ_MULTICAST_PROGRAM)?);
             in_netns(&ns, || {
@@ -273,7 +279,7 @@ pub fn load_node(protocol: Protocol, i: usize, nodes: usize) -> Result<NodeXdp> 
         }
         Protocol::NetChain => {
             let mut x = NcXdp::load(u32::from(node_ip(i)), KEYS_DEFAULT, addr)?;
-            wire(&|p, c| x.set_port(p, c))?;
+            wire(&|p, c| x.set_port(p, c), &|f, m, j| x.set_peer(f, m, j))?;
             for k in 0..NETCHAIN_KEYS_INSTALLED {
                 x.install_key(key_from_u32(k))?.with_context(|| format!("install key {k}"))?;
             }
@@ -309,6 +315,7 @@ pub fn apply_layout(x: &mut NodeXdp, protocol: Protocol, layout: &Layout, nodes:
                 })
                 .collect();
             x.set_group(&group)?;
+            x.set_peers(t.prev.map(|j| j as u16), t.tail.map(|j| j as u16))?;
             x.set_writes_paused(t.writes_paused)?;
             x.set_role(t.role)
         }
@@ -324,6 +331,7 @@ pub fn apply_layout(x: &mut NodeXdp, protocol: Protocol, layout: &Layout, nodes:
                 let hop = if t.members.contains(&j) { Hop::Port(node_port(i, j)) } else { Hop::Skip };
                 x.set_neighbour(u32::from(node_ip(j)), hop)?;
             }
+            x.set_prev(t.prev.map(|j| j as u16))?;
             x.set_writes_paused(t.writes_paused)?;
             x.set_role(t.role)
         }

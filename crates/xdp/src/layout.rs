@@ -213,6 +213,7 @@ pub fn decode_cache_slot(b: &[u8]) -> Slot<CacheEntry> {
             learned_from: u32_at(b, 16),
             has_value: b[20] != 0,
             has_pending: b[21] != 0,
+            opti: b[22] != 0,
             value: value_at(b, 24),
             pending: value_at(b, 24 + VALUE_LEN),
         },
@@ -226,7 +227,12 @@ pub fn decode_client_slot(b: &[u8]) -> Slot<ClientEntry> {
         valid: u32_at(b, 0) != 0,
         key: u32_at(b, 4),
         stamp: u32_at(b, 8),
-        value: ClientEntry { req_id: u32_at(b, 12) as i32, forwarded: b[16] != 0, awaiting: b[17] != 0 },
+        value: ClientEntry {
+            req_id: u32_at(b, 12) as i32,
+            forwarded: b[16] != 0,
+            awaiting: b[17] != 0,
+            generation: u16::from_ne_bytes([b[18], b[19]]),
+        },
     }
 }
 

@@ -16,11 +16,21 @@
 //! resumed, a NetCRAQ snapshot loaded (recovery) and a replica promoted to
 //! tail, a NetChain neighbour removed (its address skipped).
 //!
+//! Senders: the program knows chain nodes by ingress interface and Ethernet
+//! source (`chain_peers`), the reference by `Ingress::Peer`. Random packets
+//! come from a client, the node's predecessor, the tail, another chain
+//! node or an unknown MAC, so writes and ACKs are taken or rejected
+//! (`dropped_write_not_from_prev`, `dropped_ack_not_from_tail`) alike;
+//! golden vectors come as the chain delivers them (NetCRAQ writes from the
+//! predecessor below the head, ACKs from the tail; NetChain packets from
+//! the predecessor).
+//!
 //! Needs root (BPF). Without it the test says so on stderr (`SKIPPED: ...`)
 //! and fails when `CI=true`.
 
 mod common;
 
+use std::cell::Cell;
 use std::net::Ipv4Addr;
 
 use common::{bpf_or_skip, counters_line, report_golden, report_seed, Differential, Draw, Pair};
@@ -28,7 +38,7 @@ use innet_chain::netchain::{Hop, NcNode, KEYS_DEFAULT};
 use innet_chain::netcraq::{CraqNode, OBJECTS_DEFAULT, VERSIONS_DEFAULT};
 use innet_chain::Role;
 use innet_core::rng::Rng;
-use innet_core::{Counters, DataPlane, Verdict};
+use innet_core::{Counters, DataPlane, Ingress, Verdict};
 use innet_wire::netchain::{self as ncw, key_from_u32, Addr, NcMsg, NcOp};
 use innet_wire::netcraq::{self as craqw, CraqMsg, KvOp};
 use innet_wire::txn::Value;
@@ -45,6 +55,49 @@ const NODE_IP: Ipv4Addr = Ipv4Addr::new(10, 98, 0, 1);
 const NODE_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0x01];
 /// The port towards the clients (Origin replies).
 const ORIGIN_PORT: u16 = 5;
+/// `BPF_PROG_TEST_RUN` runs frames as received on lo.
+const TEST_RUN_IFINDEX: u32 = 1;
+/// The node's predecessor and the chain's tail, by chain index; chain
+/// nodes 0..PEERS are known to the program.
+const PREV: u16 = 0;
+const TAIL: u16 = 3;
+const PEERS: u16 = 4;
+
+/// Chain node `i`'s MAC as the node under test sees it.
+fn peer_mac(i: u16) -> [u8; 6] {
+    [2, 0, 0, 0, 3, i as u8]
+}
+
+/// Who sends the next frame: the reference's ingress and the frame's
+/// Ethernet source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Sender {
+    ingress: Ingress,
+    mac: [u8; 6],
+}
+
+const FROM_CLIENT: Sender = Sender { ingress: Ingress::Downstream, mac: CLIENT.mac };
+
+fn from_peer(i: u16) -> Sender {
+    Sender { ingress: Ingress::Peer(i), mac: peer_mac(i) }
+}
+
+/// A random sender: mostly a client or the predecessor, sometimes the tail,
+/// another chain node, or a MAC no table knows.
+fn random_sender(rng: &mut Rng) -> Sender {
+    match rng.below(20) {
+        0..=8 => FROM_CLIENT,
+        9..=14 => from_peer(PREV),
+        15..=16 => from_peer(TAIL),
+        17..=18 => from_peer(1 + rng.below(2) as u16),
+        _ => Sender { ingress: Ingress::Downstream, mac: [2, 0, 0, 0, 9, 9] },
+    }
+}
+
+/// The node's predecessor in `role` (none at the head).
+fn prev_of(role: Option<Role>) -> Option<u16> {
+    role.filter(|r| !r.is_head()).map(|_| PREV)
+}
 
 fn port(i: u16) -> ChainPort {
     if i == ORIGIN_PORT {
@@ -63,9 +116,9 @@ fn node_addr(udp_port: u16) -> NodeAddr {
     NodeAddr { udp_port, node_ip: NODE_IP, origin_port: ORIGIN_PORT }
 }
 
-/// What the XDP program did with a frame sent by CLIENT to the node, as a
-/// reference verdict.
-fn xdp_verdict(action: u32, out: &[u8], udp_port: u16) -> Result<Verdict, String> {
+/// What the XDP program did with a frame `from` CLIENT's address (through
+/// the sender's MAC) to the node, as a reference verdict.
+fn xdp_verdict(action: u32, out: &[u8], udp_port: u16, from: Endpoint) -> Result<Verdict, String> {
     let (src, dst, _, checksum_ok) = frame::parse(out).ok_or("output is not an IPv4/UDP frame")?;
     if action != XDP_DROP && !checksum_ok {
         return Err("IPv4 checksum wrong".into());
@@ -73,8 +126,8 @@ fn xdp_verdict(action: u32, out: &[u8], udp_port: u16) -> Result<Verdict, String
     let from_node = src.ip == NODE_IP && src.port == udp_port;
     match action {
         XDP_DROP => Ok(Verdict::Drop),
-        XDP_PASS if src == CLIENT && dst.ip == NODE_IP => Ok(Verdict::Multicast { group: 0 }),
-        XDP_TX if dst == CLIENT && from_node && src.mac == NODE_MAC => Ok(Verdict::Reflect),
+        XDP_PASS if src == from && dst.ip == NODE_IP => Ok(Verdict::Multicast { group: 0 }),
+        XDP_TX if dst == from && from_node && src.mac == NODE_MAC => Ok(Verdict::Reflect),
         XDP_REDIRECT => {
             let p = (0..=ORIGIN_PORT)
                 .find(|i| src.mac == port(*i).port_mac && dst.mac == port(*i).peer_mac)
@@ -91,14 +144,24 @@ fn xdp_verdict(action: u32, out: &[u8], udp_port: u16) -> Result<Verdict, String
     }
 }
 
-/// A frame from CLIENT to the node carrying `payload`.
-fn request_frame(payload: &[u8], pad: usize, udp_port: u16) -> Vec<u8> {
-    frame::udp_frame(CLIENT, Endpoint { mac: NODE_MAC, ip: NODE_IP, port: udp_port }, payload, pad)
+/// A frame from CLIENT's address through `mac` (the last hop's) to the
+/// node carrying `payload`.
+fn request_frame(payload: &[u8], pad: usize, udp_port: u16, mac: [u8; 6]) -> Vec<u8> {
+    let from = Endpoint { mac, ..CLIENT };
+    frame::udp_frame(from, Endpoint { mac: NODE_MAC, ip: NODE_IP, port: udp_port }, payload, pad)
 }
 
 /// The XDP action on `input` as a reference verdict, and the frame it left.
-fn bpf_outcome((action, out): (u32, Vec<u8>), udp_port: u16) -> Result<(Verdict, Vec<u8>), String> {
-    Ok((xdp_verdict(action, &out, udp_port)?, out))
+fn bpf_outcome(input: &[u8], (action, out): (u32, Vec<u8>), udp_port: u16) -> Result<(Verdict, Vec<u8>), String> {
+    let (from, _, _, _) = frame::parse(input).ok_or("input is not an IPv4/UDP frame")?;
+    Ok((xdp_verdict(action, &out, udp_port, from)?, out))
+}
+
+/// Both sides learn chain nodes 0..PEERS by their MACs.
+fn learn_peers(set: impl Fn(u32, [u8; 6], Option<u16>) -> anyhow::Result<()>) {
+    for i in 0..PEERS {
+        set(TEST_RUN_IFINDEX, peer_mac(i), Some(i)).expect("peer");
+    }
 }
 
 // ---- NetCRAQ ------------------------------------------------------------
@@ -106,6 +169,10 @@ fn bpf_outcome((action, out): (u32, Vec<u8>), udp_port: u16) -> Result<(Verdict,
 struct Craq {
     xdp: CraqXdp,
     rust: CraqNode,
+    /// The next frame's sender; `None`: as the chain delivers it.
+    sender: Option<Sender>,
+    /// The sender `frame` chose, for `run_reference`.
+    chosen: Cell<Sender>,
 }
 
 impl Craq {
@@ -114,11 +181,14 @@ impl Craq {
         for p in [0, 1, ORIGIN_PORT] {
             xdp.set_port(p, &port(p)).expect("port");
         }
+        learn_peers(|f, m, i| xdp.set_peer(f, m, i));
+        xdp.set_peers(prev_of(role), Some(TAIL)).expect("peers");
         xdp.set_role(role).expect("role");
         let mut rust = CraqNode::new(objects, versions);
+        rust.set_peers(prev_of(role), Some(TAIL));
         rust.set_role(role);
         let label = format!("netcraq role={role:?} objects={objects} versions={versions}");
-        Differential::new(Craq { xdp, rust }, label, STATE_EVERY)
+        Differential::new(Craq { xdp, rust, sender: None, chosen: Cell::new(FROM_CLIENT) }, label, STATE_EVERY)
     }
 
     fn set_role(&mut self, role: Option<Role>) {
@@ -134,15 +204,22 @@ impl Craq {
 
 impl Pair for Craq {
     fn frame(&self, payload: &[u8], pad: usize) -> Vec<u8> {
-        request_frame(payload, pad, craqw::DEFAULT_PORT)
+        let head = self.rust.role().is_some_and(Role::is_head);
+        let sender = self.sender.unwrap_or(match payload.first().copied() {
+            Some(op) if op == KvOp::Write as u8 && !head => from_peer(PREV),
+            Some(op) if op == KvOp::Ack as u8 => from_peer(TAIL),
+            _ => FROM_CLIENT,
+        });
+        self.chosen.set(sender);
+        request_frame(payload, pad, craqw::DEFAULT_PORT, sender.mac)
     }
 
     fn run_bpf(&mut self, _: &[u8], input: &[u8]) -> Result<(Verdict, Vec<u8>), String> {
-        bpf_outcome(self.xdp.test_run(input).expect("test run"), craqw::DEFAULT_PORT)
+        bpf_outcome(input, self.xdp.test_run(input).expect("test run"), craqw::DEFAULT_PORT)
     }
 
     fn run_reference(&mut self, packet: &mut [u8]) -> (Verdict, usize) {
-        (self.rust.process(packet), packet.len())
+        self.rust.process_from(packet, self.chosen.get().ingress)
     }
 
     fn counters(&self) -> (common::Counters, common::Counters) {
@@ -173,6 +250,8 @@ impl Pair for Craq {
             "acks_stale",
             "dropped_unexpected",
             "dropped_key_out_of_range",
+            "dropped_write_not_from_prev",
+            "dropped_ack_not_from_tail",
             "dropped_malformed_truncated",
             "dropped_malformed_unknown_op",
         ];
@@ -290,6 +369,7 @@ fn craq_run(role: Option<Role>, objects: usize, versions: usize, keys: u64, seed
             n.compare_state();
         }
         let (p, pad) = gen.next();
+        n.pair.sender = Some(random_sender(&mut gen.rng));
         n.step(&p, pad);
     }
     n.finish()
@@ -336,6 +416,9 @@ struct Nc {
     xdp: NcXdp,
     rust: NcNode,
     writes_paused: bool,
+    /// The next frame's sender; `None`: the predecessor (a client at the head).
+    sender: Option<Sender>,
+    chosen: Cell<Sender>,
 }
 
 impl Nc {
@@ -359,10 +442,14 @@ impl Nc {
             let key = key_from_u32(*k);
             assert_eq!(xdp.install_key(key).expect("install"), rust.install_key(key), "key {k} slot");
         }
+        learn_peers(|f, m, i| xdp.set_peer(f, m, i));
+        xdp.set_prev(prev_of(role)).expect("prev");
+        rust.set_prev(prev_of(role));
         xdp.set_role(role).expect("role");
         rust.set_role(role);
         let label = format!("netchain role={role:?} addr={addr} keys={keys}");
-        Differential::new(Nc { xdp, rust, writes_paused: false }, label, STATE_EVERY)
+        let chosen = Cell::new(FROM_CLIENT);
+        Differential::new(Nc { xdp, rust, writes_paused: false, sender: None, chosen }, label, STATE_EVERY)
     }
 
     fn set_writes_paused(&mut self, paused: bool) {
@@ -374,16 +461,19 @@ impl Nc {
 
 impl Pair for Nc {
     fn frame(&self, payload: &[u8], pad: usize) -> Vec<u8> {
-        request_frame(payload, pad, ncw::DEFAULT_PORT)
+        let head = self.rust.role().is_some_and(Role::is_head);
+        let sender = self.sender.unwrap_or(if head { FROM_CLIENT } else { from_peer(PREV) });
+        self.chosen.set(sender);
+        request_frame(payload, pad, ncw::DEFAULT_PORT, sender.mac)
     }
 
     fn run_bpf(&mut self, _: &[u8], input: &[u8]) -> Result<(Verdict, Vec<u8>), String> {
-        bpf_outcome(self.xdp.test_run(input).expect("test run"), ncw::DEFAULT_PORT)
+        bpf_outcome(input, self.xdp.test_run(input).expect("test run"), ncw::DEFAULT_PORT)
     }
 
     /// NetChain pops addresses: the packet shrinks.
     fn run_reference(&mut self, packet: &mut [u8]) -> (Verdict, usize) {
-        self.rust.process_len(packet)
+        self.rust.process_from(packet, self.chosen.get().ingress)
     }
 
     fn counters(&self) -> (common::Counters, common::Counters) {
@@ -408,6 +498,7 @@ impl Pair for Nc {
             "dropped_no_route",
             "dropped_not_tail",
             "dropped_unexpected",
+            "dropped_write_not_from_prev",
             "dropped_malformed_truncated",
             "dropped_malformed_chain_too_long",
             "dropped_malformed_unknown_op",
@@ -521,6 +612,7 @@ fn nc_run(role: Role, keys: usize, installed: u32, key_space: u64, seed: u64) ->
             n.pair.rust.set_neighbour(14, Hop::Skip);
         }
         let (p, pad) = gen.next();
+        n.pair.sender = Some(random_sender(&mut gen.rng));
         n.step(&p, pad);
     }
     n.finish()

@@ -149,7 +149,7 @@ impl Pair for Switch {
         // From the client to the service address, or from the store.
         let (src, dst) = match self.ingress(payload) {
             Ingress::Upstream => (STORE, CLIENT),
-            Ingress::Downstream => (CLIENT, SERVICE),
+            Ingress::Downstream | Ingress::Peer(_) => (CLIENT, SERVICE),
         };
         frame::udp_frame(src, dst, payload, pad)
     }
@@ -157,7 +157,7 @@ impl Pair for Switch {
     fn run_bpf(&mut self, payload: &[u8], input: &[u8]) -> Result<(Verdict, Vec<u8>), String> {
         let ifindex = match self.ingress(payload) {
             Ingress::Upstream => self.ifaces.store,
-            Ingress::Downstream => self.ifaces.client,
+            Ingress::Downstream | Ingress::Peer(_) => self.ifaces.client,
         };
         let (action, out) = self.xdp.test_run_on(Program::TxnSwitch, input, ifindex).expect("test run");
         let cl_id = payload.get(1..5).map_or(0, |b| u32::from_be_bytes(b.try_into().unwrap()));
@@ -284,6 +284,9 @@ impl Gen {
         let mut flags = Flags::RESPONSE;
         if self.rng.chance(0.1) {
             flags |= Flags::FROM_SWITCH;
+        }
+        if self.rng.chance(0.01) {
+            flags |= Flags::RESET; // a store's OK to a reset clears the switch
         }
         let status = self.rng.pick(&[(0, 60), (1, 25), (2, 5), (3, 10)]);
         let (seq, cnt) = if self.rng.chance(0.03) { (2, 2) } else { (1, 1) };

@@ -31,16 +31,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use innet_chain::control::{Layout, NodeReport};
-use innet_chain::deploy;
 use innet_chain::netchain::Slot;
 use innet_chain::node::{ChainNode, Snapshot};
 use innet_chain::Protocol;
-use innet_core::Member;
 use innet_wire::netchain::{ChainKey, KEY_LEN};
 use innet_wire::netcraq::{Value, VALUE_LEN};
 
 use super::{ChainNodes, ChainView};
-use crate::switch::{SwitchState, SwitchTables};
+use crate::switch::SwitchState;
 use crate::Stop;
 
 pub const MAGIC: [u8; 4] = *b"iNm\x01";
@@ -212,21 +210,7 @@ impl Agent {
     fn apply(&mut self, layout: &Layout) {
         let n = self.addrs.len();
         let t = layout.tables(self.index);
-        let (ports, groups) = deploy::node_tables(self.protocol, layout, n, self.index);
-        let mut tables = SwitchTables { switch_peers: self.addrs.iter().copied().collect(), ..Default::default() };
-        for (p, to) in ports {
-            tables.set_port(p, Some(self.addrs[to]));
-        }
-        for (g, members) in groups {
-            let m = members
-                .into_iter()
-                .map(|m| match m {
-                    Member::Node(x) => Member::Node(self.addrs[x]),
-                    Member::Origin => Member::Origin,
-                })
-                .collect();
-            tables.groups.insert(g, m);
-        }
+        let tables = super::layout_tables(self.protocol, layout, &self.addrs, self.index);
         let mut st = self.state();
         st.program.configure(&t, n);
         st.tables = tables;

@@ -80,22 +80,7 @@ struct Shared {
 
 impl Shared {
     fn tables(&self, i: usize) -> SwitchTables {
-        let (ports, groups) = deploy::node_tables(self.cfg.protocol, &self.layout, self.addrs.len(), i);
-        let mut tables = SwitchTables { switch_peers: self.addrs.iter().copied().collect(), ..Default::default() };
-        for (p, to) in ports {
-            tables.set_port(p, Some(self.addrs[to]));
-        }
-        for (g, members) in groups {
-            let members = members
-                .into_iter()
-                .map(|m| match m {
-                    Member::Node(x) => Member::Node(self.addrs[x]),
-                    Member::Origin => Member::Origin,
-                })
-                .collect();
-            tables.groups.insert(g, members);
-        }
-        tables
+        layout_tables(self.cfg.protocol, &self.layout, &self.addrs, i)
     }
 
     fn apply(&mut self, layout: Layout) {
@@ -139,6 +124,40 @@ pub fn fresh_node(protocol: Protocol, i: usize, objects: usize, versions: usize,
         }
     }
     Ok(node)
+}
+
+/// A chain switch's tables before the layout's ports and groups: every chain
+/// node (`addrs`, by chain index) as a switch peer, known by its address
+/// and port, so that the node takes writes only from its predecessor and
+/// ACKs only from the tail (`innet_chain::netcraq`).
+pub fn chain_peer_tables(addrs: &[SocketAddr]) -> SwitchTables {
+    SwitchTables {
+        switch_peers: addrs.iter().copied().collect(),
+        peer_ids: addrs.iter().enumerate().map(|(i, a)| (*a, i as u16)).collect(),
+        ..Default::default()
+    }
+}
+
+/// Chain switch `i`'s tables under `layout`, the chain's switches at
+/// `addrs` (by chain index): [`chain_peer_tables`] and the layout's ports
+/// and groups ([`deploy::node_tables`]) resolved to addresses.
+pub fn layout_tables(protocol: Protocol, layout: &Layout, addrs: &[SocketAddr], i: usize) -> SwitchTables {
+    let (ports, groups) = deploy::node_tables(protocol, layout, addrs.len(), i);
+    let mut tables = chain_peer_tables(addrs);
+    for (p, to) in ports {
+        tables.set_port(p, Some(addrs[to]));
+    }
+    for (g, members) in groups {
+        let members = members
+            .into_iter()
+            .map(|m| match m {
+                Member::Node(x) => Member::Node(addrs[x]),
+                Member::Origin => Member::Origin,
+            })
+            .collect();
+        tables.groups.insert(g, members);
+    }
+    tables
 }
 
 /// Runs `node` as a software switch on `socket` with `tables`.
@@ -404,47 +423,95 @@ pub struct DrillReport {
     pub control: ChainControl,
 }
 
-/// Runs the drill (real time: about `kill_after + restart_after +
-/// run_after_restart`).
-pub fn run_drill(cfg: &DrillConfig, stop: &Stop) -> io::Result<DrillReport> {
+/// A drill's load clients: every runtime's drill runs the same ones.
+#[derive(Clone, Debug)]
+pub struct DrillLoad {
+    pub protocol: Protocol,
+    /// Client `i` reads first from node `(victim + i) % nodes`.
+    pub victim: usize,
+    pub clients: u32,
+    pub write_ratio: f64,
+    pub keys: u32,
+    pub client_timeout: Duration,
+    pub seed: u64,
+    /// Chain node `i`'s UDP address (the clients' port `i`).
+    pub addrs: Vec<SocketAddr>,
+    /// NetChain addresses of the nodes, if not `node_addr(i)`.
+    pub chain_addrs: Option<Vec<innet_wire::netchain::Addr>>,
+}
+
+/// Starts `load.clients` recording load clients (1 ms think time, attempt
+/// stamps, histories and completions kept) that follow `view` and run
+/// from `window.0` to `window.1`, each on a socket from `bind`, in threads
+/// named `{name}{i}`.
+pub fn spawn_drill_clients(
+    load: &DrillLoad,
+    name: &str,
+    view: &ChainView,
+    window: (Time, Time),
+    stop: &Stop,
+    bind: impl Fn() -> io::Result<std::net::UdpSocket>,
+) -> io::Result<Vec<crate::NodeHandle<LoadClient>>> {
     use innet_chain::client::{ChainClient, ClientConfig};
     use innet_chain::workload::Workload;
     use innet_core::rng::Rng;
 
+    let nodes = load.addrs.len();
+    let mut rng = Rng::new(load.seed);
+    let mut clients = vec![];
+    for i in 0..load.clients {
+        let mut cc = ClientConfig::new(load.protocol, i, nodes);
+        if let Some(a) = &load.chain_addrs {
+            cc.addrs = a.clone();
+        }
+        cc.near = (load.victim + i as usize) % nodes;
+        cc.timeout = load.client_timeout;
+        cc.stamp_attempts = true;
+        let w = Workload {
+            write_ratio: load.write_ratio,
+            keys: load.keys,
+            think: Duration::from_millis(1),
+            start: window.0,
+            stop: window.1,
+        };
+        let mut client = LoadClient::new(ChainClient::new(cc).with_history(), w, rng.fork());
+        client.completions = Some(vec![]);
+        let view = view.clone();
+        let opts = crate::HostOptions { ports: load.addrs.clone(), ..Default::default() };
+        let h = crate::spawn_host(
+            &format!("{name}{i}"),
+            bind()?,
+            opts,
+            stop,
+            move || ViewedClient::new(client, view),
+            |c, _| c.load,
+        )?;
+        clients.push(h);
+    }
+    Ok(clients)
+}
+
+/// Runs the drill (real time: about `kill_after + restart_after +
+/// run_after_restart`).
+pub fn run_drill(cfg: &DrillConfig, stop: &Stop) -> io::Result<DrillReport> {
     let protocol = cfg.chain.protocol;
     let chain = LiveChain::start(cfg.chain.clone(), stop)?;
     let addrs = chain.addrs();
     let t0 = clock::now();
     let end = t0 + cfg.kill_after + cfg.restart_after + cfg.run_after_restart;
-    let mut rng = Rng::new(cfg.seed);
-    let mut clients = vec![];
-    for i in 0..cfg.clients {
-        let mut cc = ClientConfig::new(protocol, i, cfg.chain.nodes);
-        cc.near = (cfg.victim + i as usize) % cfg.chain.nodes;
-        cc.timeout = cfg.client_timeout;
-        cc.stamp_attempts = true;
-        let w = Workload {
-            write_ratio: cfg.write_ratio,
-            keys: cfg.keys,
-            think: Duration::from_millis(1),
-            start: t0,
-            stop: end,
-        };
-        let mut load = LoadClient::new(ChainClient::new(cc).with_history(), w, rng.fork());
-        load.completions = Some(vec![]);
-        let view = chain.view();
-        let opts = crate::HostOptions { ports: addrs.clone(), ..Default::default() };
-        let socket = bind("127.0.0.1:0".parse().expect("literal"))?;
-        let h = crate::spawn_host(
-            &format!("chain-client{i}"),
-            socket,
-            opts,
-            stop,
-            move || ViewedClient::new(load, view),
-            |c, _| c.load,
-        )?;
-        clients.push(h);
-    }
+    let load = DrillLoad {
+        protocol,
+        victim: cfg.victim,
+        clients: cfg.clients,
+        write_ratio: cfg.write_ratio,
+        keys: cfg.keys,
+        client_timeout: cfg.client_timeout,
+        seed: cfg.seed,
+        addrs: addrs.clone(),
+        chain_addrs: None,
+    };
+    let bind_client = || bind("127.0.0.1:0".parse().expect("literal"));
+    let clients = spawn_drill_clients(&load, "chain-client", &chain.view(), (t0, end), stop, bind_client)?;
     std::thread::sleep(cfg.kill_after);
     chain.kill(cfg.victim)?;
     let killed = clock::now();
