@@ -27,7 +27,7 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
     s.parse()
 }
 
-fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+pub(crate) fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     topology::resolve(s).map_err(|e| format!("{e:#}"))
 }
 
@@ -493,6 +493,11 @@ enum ClientService {
     /// One get or put against a live chain (NetCRAQ or NetChain). Prints the
     /// outcome as JSON; exit status 0 if answered, 1 if not.
     Chain(crate::chain_cmd::ClientChainArgs),
+    /// TPC-C terminals against a live switch (--load): loads the store over
+    /// the wire, runs the mix (or --only one type), reads the database back
+    /// and checks TPC-C's consistency conditions. Prints the record as JSON;
+    /// exit status 0 if transactions committed and every condition holds.
+    Tpcc(crate::tpcc_cmd::ClientTpccArgs),
 }
 
 #[derive(Args, Debug)]
@@ -560,6 +565,7 @@ pub fn run_client(a: ClientCmd) -> anyhow::Result<i32> {
     let a = match a.service {
         ClientService::Txn(a) => a,
         ClientService::Chain(a) => return crate::chain_cmd::run_client(a),
+        ClientService::Tpcc(a) => return crate::tpcc_cmd::run_client(a),
     };
     let sending = txn_client::Sending {
         to: a.to,

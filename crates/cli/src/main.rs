@@ -37,8 +37,11 @@ Transactions (Gotthard 2016, NOCC 2018):
   innet bench txn                 the paper's Figure 7 sweep (all modes x write ratios)
   innet check txn --seeds 1000    random faulty runs through the serializability checker
   innet bench tpcc                TPC-C per transaction type and mode (Gotthard Figure 13)
+  innet bench tpcc --figure all   Gotthard Figures 13, 14 and NOCC Figure 5 with plots
   innet up txn --mode optimistic-abort
                                   a live store and switch on loopback
+  innet client tpcc --to SWITCH --load
+                                  TPC-C terminals against a live switch (loads and checks the store)
 
 Consensus as a network service (CAANS 2016):
   innet check paxos --seeds 1000  loss, duplication, reordering, acceptor crashes, coordinator failover

@@ -1,25 +1,37 @@
-//! `innet bench tpcc` (Gotthard Figure 13 in the simulator) and `innet check
-//! tpcc` (random faulty TPC-C runs through the serializability checker and
-//! TPC-C's consistency conditions).
+//! `innet bench tpcc` (Gotthard Figures 13 and 14, NOCC Figure 5, in the
+//! simulator or live), `innet client tpcc --load` (TPC-C terminals against
+//! a live switch, the store loaded over the wire and checked after) and
+//! `innet check tpcc` (random faulty TPC-C runs, with forged replies,
+//! through the serializability checker and TPC-C's consistency conditions).
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
 use innet_exp::tpcc::Kind;
+use innet_exp::tpcc_bench::{self, Figure};
 use innet_exp::tpcc_sim::{self, TpccConfig, TpccResult};
+use innet_exp::Runtime;
 use innet_txn::Mode;
 
 use crate::sim_cmd::parse_list;
 
 #[derive(Args, Debug)]
 pub struct BenchTpccArgs {
-    /// Comma-separated modes to compare.
-    #[arg(long, default_value = "forward,read-cache,early-abort,optimistic-abort")]
-    modes: String,
-    /// Output folder for tpcc.jsonl.
-    #[arg(long, default_value = "results/tpcc-sim")]
-    out: PathBuf,
+    /// Where to run: the simulator (default) or live over UDP on loopback
+    /// (store and switch in this process, the store loaded over the wire).
+    #[arg(long, value_enum, default_value = "sim")]
+    runtime: Runtime,
+    /// Which figure: fig13 (Gotthard Figure 13), fig14 (Gotthard Figure 14),
+    /// nocc5 (NOCC Figure 5), or all of them.
+    #[arg(long, default_value = "fig13")]
+    figure: String,
+    /// Comma-separated modes to compare [default: the paper's for the figure].
+    #[arg(long)]
+    modes: Option<String>,
+    /// Output folder for tpcc-<figure>.jsonl and tpcc-<figure>.png [default: results/tpcc-<runtime>].
+    #[arg(long)]
+    out: Option<PathBuf>,
     #[command(flatten)]
     point: TpccConfig,
 }
@@ -43,81 +55,286 @@ pub struct CheckTpccArgs {
     duration_s: f64,
 }
 
-fn per_s(r: &TpccResult, k: &str) -> f64 {
-    r.per_type.get(k).map_or(0.0, |t| t.committed_per_s)
+/// `innet client tpcc --load`: TPC-C terminals against a live switch.
+#[derive(Args, Debug)]
+pub struct ClientTpccArgs {
+    /// The switch (or store) to send to, HOST:PORT.
+    #[arg(long, value_parser = crate::live_cmd::parse_addr)]
+    to: std::net::SocketAddr,
+    /// Run the closed-loop terminals (the only thing this command does; the
+    /// flag mirrors `innet client txn --load`).
+    #[arg(long, required = true)]
+    load: bool,
+    /// The store itself, HOST:PORT, if reachable: loading, CPU_PCT queries
+    /// and the read-back go there directly [default: through --to].
+    #[arg(long, value_parser = crate::live_cmd::parse_addr)]
+    store: Option<std::net::SocketAddr>,
+    /// Terminals.
+    #[arg(long, default_value_t = 8)]
+    clients: u32,
+    #[arg(long, default_value_t = 1)]
+    warehouses: u32,
+    /// Districts per warehouse.
+    #[arg(long, default_value_t = 2)]
+    districts: u32,
+    /// Customers per district.
+    #[arg(long, default_value_t = 10)]
+    customers: u32,
+    #[arg(long, default_value_t = 50)]
+    items: u32,
+    /// Seconds to run.
+    #[arg(long, default_value_t = 10.0, value_parser = innet_exp::parse::seconds)]
+    duration_s: f64,
+    /// Seed of the initial database and the terminals' choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// One transaction type instead of the mix.
+    #[arg(long, value_parser = Kind::parse)]
+    only: Option<Kind>,
+    /// Do not write the initial database (the store already holds one of this scale).
+    #[arg(long)]
+    no_populate: bool,
+    /// One-way client <-> switch delay each terminal emulates, ms.
+    #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
+    client_delay_ms: f64,
+    /// Resend timeout, ms.
+    #[arg(long, default_value_t = 1000.0, value_parser = innet_exp::parse::timeout_ms)]
+    timeout_ms: f64,
+    /// Resends of one request before giving up.
+    #[arg(long, default_value_t = 5)]
+    max_resends: u32,
+    /// Commit attempts of one transaction before the terminal gives up.
+    #[arg(long, default_value_t = 1000)]
+    retry_limit: u32,
+    /// First terminal's client id [default: a fresh one, since a store
+    /// remembers client ids and their last request across runs].
+    #[arg(long)]
+    client_id: Option<u32>,
+}
+
+/// Runs `innet client tpcc`: prints the run's record as JSON; exit status
+/// 0 if something committed and every consistency condition holds.
+pub fn run_client(a: ClientTpccArgs) -> anyhow::Result<i32> {
+    let ms = |v: f64| std::time::Duration::from_secs_f64(v / 1e3);
+    let mut sending = innet_exp::tpcc_live::LiveSending::new(a.to);
+    sending.client_delay = ms(a.client_delay_ms);
+    sending.timeout = ms(a.timeout_ms);
+    sending.max_resends = a.max_resends;
+    let point = TpccConfig {
+        clients: a.clients,
+        warehouses: a.warehouses,
+        districts: a.districts,
+        customers: a.customers,
+        items: a.items,
+        duration_s: a.duration_s,
+        seed: a.seed,
+        only: a.only,
+        retry_limit: a.retry_limit,
+        ..TpccConfig::default()
+    };
+    anyhow::ensure!(a.load, "innet client tpcc runs the terminals: add --load");
+    let run = innet_exp::tpcc_live::ClientRun {
+        sending,
+        store: a.store,
+        first_client_id: a.client_id.unwrap_or_else(|| innet_live::txn::fresh_client_id_base(a.clients + 1)),
+        point,
+        populate: !a.no_populate,
+    };
+    let stop = crate::live_cmd::signals()?;
+    let r = innet_exp::tpcc_live::client_run(&run, &stop)?;
+    let mut json = serde_json::to_value(&r)?;
+    json["target"] = a.to.to_string().into();
+    json["first_client_id"] = run.first_client_id.into();
+    json["populated"] = run.populate.into();
+    json["interrupted"] = stop.is_stopped().into();
+    crate::live_cmd::print_line(&json.to_string());
+    let committed: u64 = r.per_type.values().map(|t| t.totals.committed).sum();
+    Ok(if committed > 0 && r.consistency_violations.is_empty() { 0 } else { 1 })
+}
+
+fn figures(s: &str) -> anyhow::Result<Vec<Figure>> {
+    if s == "all" {
+        return Ok(Figure::ALL.to_vec());
+    }
+    s.split(',')
+        .map(|f| {
+            Figure::ALL
+                .into_iter()
+                .find(|x| x.name() == f.trim())
+                .ok_or_else(|| anyhow::anyhow!("unknown figure '{f}': expected fig13, fig14, nocc5 or all"))
+        })
+        .collect()
 }
 
 pub fn run_bench(a: BenchTpccArgs) -> anyhow::Result<i32> {
-    let modes: Vec<Mode> = parse_list(&a.modes)?;
     a.point.validate().map_err(anyhow::Error::msg)?;
-    // Per mode: the mix, then each type alone (Figure 13's per-type bars).
-    let mut cfgs = vec![];
-    for m in &modes {
-        for only in std::iter::once(None).chain(Kind::ALL.map(Some)) {
-            cfgs.push(TpccConfig { mode: m.name().into(), only, ..a.point.clone() });
-        }
+    let figs = figures(&a.figure)?;
+    let mut base = a.point.clone();
+    let defaults = TpccConfig::default();
+    if a.runtime == Runtime::Live && base.duration_s == defaults.duration_s && base.rtt_ms == defaults.rtt_ms {
+        // Live runs take real time: default to a short, nearer deployment.
+        base.rtt_ms = 20.0;
+        base.duration_s = 10.0;
+        println!("live runtime: using RTT 20 ms and 10 s per point (set --rtt-ms/--duration-s to change)");
     }
-    let p = &a.point;
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("results/tpcc-{}", a.runtime.name())));
+    let stop = crate::live_cmd::signals()?;
+    let mut bad = 0;
+    for fig in figs {
+        let modes: Vec<Mode> = match &a.modes {
+            Some(m) => parse_list(m)?,
+            None => tpcc_bench::default_modes(fig),
+        };
+        let cfgs = tpcc_bench::configs(fig, &base, &modes);
+        let p = &base;
+        println!(
+            "TPC-C {} ({} points, {} runtime): {} warehouse(s), {} districts, {} customers/district, {} items; \
+             {} terminals, RTT {} ms, delta {}, {} s per point, seed {}, store {} us/packet (simulator), load {}",
+            fig.name(),
+            cfgs.len(),
+            a.runtime.name(),
+            p.warehouses,
+            p.districts,
+            p.customers,
+            p.items,
+            p.clients,
+            p.rtt_ms,
+            p.delta,
+            p.duration_s,
+            p.seed,
+            p.store_us_per_packet,
+            std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
+        );
+        let wall = Instant::now();
+        let live = a.runtime == Runtime::Live;
+        let rs = tpcc_bench::run(a.runtime, &cfgs, &stop, |r| {
+            if live {
+                println!(
+                    "  {} {:?} clients {} delta {}: {:.1} committed/s, store CPU {:?}%",
+                    r.config.mode,
+                    r.config.only.map(|k| k.name()),
+                    r.config.clients,
+                    r.config.delta,
+                    r.committed_per_s,
+                    r.store_cpu_pct.map(|c| (c * 10.0).round() / 10.0)
+                );
+            }
+        })?;
+        match fig {
+            Figure::Fig13 => print_fig13(&rs),
+            Figure::Fig14 => print_fig14(&rs, &base),
+            Figure::Nocc5 => print_nocc5(&rs),
+        }
+        for r in &rs {
+            if !r.consistency_violations.is_empty() {
+                bad += 1;
+                println!(
+                    "CONSISTENCY VIOLATED in {} {:?} clients {} delta {}: {:?}",
+                    r.config.mode,
+                    r.config.only,
+                    r.config.clients,
+                    r.config.delta,
+                    &r.consistency_violations[..5.min(r.consistency_violations.len())]
+                );
+            }
+        }
+        println!("TPC-C consistency conditions: {} of {} runs hold all", rs.len() - bad.min(rs.len()), rs.len());
+        let (jsonl, png) = tpcc_bench::write(fig, &base, &rs, &out)?;
+        println!("wrote {} and {} ({:.1} s wall)", jsonl.display(), png.display(), wall.elapsed().as_secs_f64());
+    }
+    Ok(if bad == 0 { 0 } else { 1 })
+}
+
+fn print_fig13(rs: &[TpccResult]) {
+    let table = tpcc_bench::fig13_table(rs);
     println!(
-        "TPC-C (Gotthard section 5.4, Figure 13): {} warehouse(s), {} districts, {} customers/district, {} items; \
-         {} terminals, RTT {} ms, delta {}, {} simulated s, seed {}",
-        p.warehouses, p.districts, p.customers, p.items, p.clients, p.rtt_ms, p.delta, p.duration_s, p.seed
+        "committed/s of each type run alone (mean latency ms), their mix-weighted mean, the mix itself, store CPU %:"
     );
-    let wall = Instant::now();
-    let rs = innet_exp::run_parallel(&cfgs, tpcc_sim::run_point);
-    let rs: Vec<TpccResult> = rs.into_iter().collect::<anyhow::Result<_>>()?;
-    let solo = |m: Mode, k: Kind| {
-        rs.iter().find(|r| r.config.mode == m.name() && r.config.only == Some(k)).map_or(0.0, |r| per_s(r, k.name()))
-    };
-    let weighted = |m: Mode| Kind::ALL.iter().map(|&k| solo(m, k) * k.weight() as f64 / 100.0).sum::<f64>();
-    println!("committed/s of each type run alone (mean latency ms), their mix-weighted mean, and the mix itself:");
     print!("{:<18} {:>9}", "mode", "weighted");
     for k in Kind::ALL {
         print!(" {:>14}", k.name());
     }
-    println!(" {:>10}", "mix total");
-    for &m in &modes {
-        print!("{:<18} {:>9.2}", m.name(), weighted(m));
-        for k in Kind::ALL {
-            let lat = rs
-                .iter()
-                .find(|r| r.config.mode == m.name() && r.config.only == Some(k))
-                .map_or(0.0, |r| r.per_type[k.name()].mean_latency_ms);
-            print!(" {:>7.2} ({:>4.0})", solo(m, k), lat);
+    println!(" {:>10} {:>9}", "mix total", "store CPU");
+    let lat = |m: Mode, k: Kind| {
+        rs.iter()
+            .find(|r| r.config.mode == m.name() && r.config.only == Some(k))
+            .map_or(0.0, |r| r.per_type[k.name()].mean_latency_ms)
+    };
+    for (m, weighted, solo) in &table {
+        print!("{:<18} {:>9.2}", m.name(), weighted);
+        for (k, v) in Kind::ALL.iter().zip(solo) {
+            print!(" {:>7.2} ({:>4.0})", v, lat(*m, *k));
         }
         let mix = rs.iter().find(|r| r.config.mode == m.name() && r.config.only.is_none());
-        println!(" {:>10.2}", mix.map_or(0.0, |r| r.committed_per_s));
+        println!(
+            " {:>10.2} {:>9.3}",
+            mix.map_or(0.0, |r| r.committed_per_s),
+            mix.and_then(|r| r.store_cpu_pct).unwrap_or(0.0)
+        );
     }
-    let mut bad = 0;
-    for r in &rs {
-        if !r.consistency_violations.is_empty() {
-            bad += 1;
-            println!(
-                "CONSISTENCY VIOLATED in {} {:?}: {:?}",
-                r.config.mode,
-                r.config.only,
-                &r.consistency_violations[..5.min(r.consistency_violations.len())]
-            );
-        }
-    }
-    if modes.contains(&Mode::OptimisticAbort) && modes.contains(&Mode::ReadCache) {
-        let ratio = |k: Kind| solo(Mode::OptimisticAbort, k) / solo(Mode::ReadCache, k).max(1e-9);
+    let get = |m: Mode| table.iter().find(|(x, _, _)| *x == m);
+    if let (Some(oa), Some(rc)) = (get(Mode::OptimisticAbort), get(Mode::ReadCache)) {
+        let r = |i: usize| oa.2[i] / rc.2[i].max(1e-9);
         println!(
             "optimistic-abort / read-cache: payment {:.2}x (paper: about 2x), order-status {:.2}x (paper: 1.1x), \
              new-order {:.2}x, delivery {:.2}x, stock-level {:.2}x, weighted {:.2}x",
-            ratio(Kind::Payment),
-            ratio(Kind::OrderStatus),
-            ratio(Kind::NewOrder),
-            ratio(Kind::Delivery),
-            ratio(Kind::StockLevel),
-            weighted(Mode::OptimisticAbort) / weighted(Mode::ReadCache).max(1e-9)
+            r(1),
+            r(2),
+            r(0),
+            r(3),
+            r(4),
+            oa.1 / rc.1.max(1e-9)
         );
     }
-    println!("TPC-C consistency conditions: {} of {} runs hold all", rs.len() - bad, rs.len());
-    let path = a.out.join("tpcc.jsonl");
-    innet_exp::results::append_jsonl(&path, &rs)?;
-    println!("wrote {} ({:.1} s wall)", path.display(), wall.elapsed().as_secs_f64());
-    Ok(if bad == 0 { 0 } else { 1 })
+}
+
+fn print_fig14(rs: &[TpccResult], base: &TpccConfig) {
+    println!("committed/s (mean latency ms) of Payment and Order-Status alone, by mode:");
+    for k in [Kind::Payment, Kind::OrderStatus] {
+        for vs_delta in [true, false] {
+            let xs: Vec<f64> = if vs_delta {
+                tpcc_bench::FIG14_DELTAS.to_vec()
+            } else {
+                tpcc_bench::FIG14_CLIENTS.iter().map(|&c| c as f64).collect()
+            };
+            println!("{} vs {}:", k.name(), if vs_delta { "delta" } else { "clients" });
+            for m in Mode::ALL {
+                let row: Vec<String> = xs
+                    .iter()
+                    .filter_map(|&x| {
+                        rs.iter().find(|r| {
+                            r.config.mode == m.name()
+                                && r.config.only == Some(k)
+                                && if vs_delta {
+                                    r.config.delta == x && r.config.clients == base.clients
+                                } else {
+                                    r.config.clients as f64 == x && r.config.delta == base.delta
+                                }
+                        })
+                    })
+                    .map(|r| {
+                        let t = &r.per_type[k.name()];
+                        format!("{:.1} ({:.0})", t.committed_per_s, t.mean_latency_ms)
+                    })
+                    .collect();
+                if !row.is_empty() {
+                    println!("  {:<17} {}", m.name(), row.join("  "));
+                }
+            }
+        }
+    }
+}
+
+fn print_nocc5(rs: &[TpccResult]) {
+    println!("clients   OCC Payments/s  NOCC Payments/s  ratio   OCC store CPU %  NOCC store CPU %  NOCC lower by");
+    for (c, occ, nocc, occ_cpu, nocc_cpu) in tpcc_bench::nocc5_table(rs) {
+        println!(
+            "{c:>7} {occ:>16.1} {nocc:>16.1} {:>6.2}x {occ_cpu:>16.1} {nocc_cpu:>17.1} {:>13.1}%",
+            nocc / occ.max(1e-9),
+            (1.0 - nocc_cpu / occ_cpu.max(1e-9)) * 100.0
+        );
+    }
+    println!("(paper, NOCC section 4: NOCC store CPU up to 22% lower than OCC, slightly higher throughput)");
 }
 
 pub fn run_check(a: CheckTpccArgs) -> anyhow::Result<i32> {

@@ -41,6 +41,7 @@ fn subcommands(tmp: &Path) -> Vec<(&'static str, Vec<String>)> {
         ("switch txn", s(&["--mode", "forward", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9"])),
         ("client txn", s(&["--to", "127.0.0.1:9", "--load"])),
         ("client chain", s(&["--nodes", "127.0.0.1:9", "--get", "1"])),
+        ("client tpcc", s(&["--to", "127.0.0.1:9", "--load"])),
         ("testbed up", s(&["txn"])),
         ("testbed down", vec![]),
         ("kv-replica", vec!["--id".into(), "0".into(), "--data-dir".into(), d, "--base-port".into(), "20000".into()]),

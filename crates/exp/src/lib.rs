@@ -17,6 +17,8 @@ pub mod paxos_sim;
 pub mod plot;
 pub mod results;
 pub mod tpcc;
+pub mod tpcc_bench;
+pub mod tpcc_live;
 pub mod tpcc_sim;
 pub mod txn;
 pub mod txn_bench;

@@ -122,6 +122,8 @@ fn draw_panel(
         .configure_mesh()
         .x_desc(x_label)
         .y_desc(y_label)
+        .x_label_formatter(&|v| human(*v))
+        .y_label_formatter(&|v| human(*v))
         .axis_desc_style(("sans-serif", 22))
         .label_style(("sans-serif", 18))
         .light_line_style(WHITE.mix(0.0))
@@ -153,6 +155,197 @@ fn draw_panel(
         .draw()
         .map_err(plot_err)?;
     Ok(())
+}
+
+/// A tick label in human units: 166661 -> "167k", 2500000 -> "2.5M",
+/// 0.25 -> "0.25", 12 -> "12" (three significant digits at most, no
+/// trailing zeros).
+pub fn human(v: f64) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    let a = v.abs();
+    let (scaled, suffix) = match a {
+        a if a >= 1e9 => (v / 1e9, "G"),
+        a if a >= 1e6 => (v / 1e6, "M"),
+        a if a >= 1e4 => (v / 1e3, "k"),
+        _ => (v, ""),
+    };
+    let digits = match scaled.abs() {
+        x if x >= 100.0 || x == 0.0 => 0,
+        x if x >= 10.0 => 1,
+        x if x >= 1.0 => 2,
+        _ => 3,
+    };
+    let mut t = format!("{scaled:.digits$}");
+    if t.contains('.') {
+        t = t.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    if t == "-0" {
+        t = "0".into();
+    }
+    format!("{t}{suffix}")
+}
+
+/// One panel of a figure: its title, axis titles (with units) and series.
+pub struct Panel {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// Height of the title line and of the caption line, pixels.
+const TITLE_PX: u32 = 60;
+const CAPTION_PX: u32 = 70;
+
+/// Draws `title` on top of `root` and `caption` at its bottom (the paper
+/// figure and configuration), returning the area between them.
+fn titled<'a>(
+    root: &DrawingArea<BitMapBackend<'a>, Shift>,
+    title: &str,
+    caption: &str,
+) -> Result<DrawingArea<BitMapBackend<'a>, Shift>> {
+    let (w, h) = root.dim_in_pixel();
+    let (top, rest) = root.split_vertically(TITLE_PX);
+    let (body, bottom) = rest.split_vertically(h - TITLE_PX - CAPTION_PX);
+    let centre = |y| (w as i32 / 2, y);
+    let style = |size| TextStyle::from(("sans-serif", size).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
+    top.draw(&Text::new(title.to_string(), centre(35), style(30))).map_err(plot_err)?;
+    let lines = caption_lines(caption, (w as usize).saturating_sub(40) / CAPTION_CHAR_PX);
+    let y0 = CAPTION_PX as i32 / 2 - 11 * (lines.len() as i32 - 1);
+    for (i, line) in lines.into_iter().enumerate() {
+        bottom.draw(&Text::new(line, centre(y0 + 22 * i as i32), style(19))).map_err(plot_err)?;
+    }
+    Ok(body)
+}
+
+/// Width of a caption character, pixels (19 px DejaVu Sans, generous).
+const CAPTION_CHAR_PX: usize = 10;
+
+/// `caption` in at most two lines of about `max_chars`, broken after a
+/// "; " nearest the middle when it is too long for one.
+fn caption_lines(caption: &str, max_chars: usize) -> Vec<String> {
+    if caption.chars().count() <= max_chars.max(1) {
+        return vec![caption.to_string()];
+    }
+    let mid = caption.len() / 2;
+    let split = caption.match_indices("; ").map(|(i, _)| i).min_by_key(|&i| i.abs_diff(mid));
+    match split {
+        Some(i) => vec![caption[..i + 1].to_string(), caption[i + 2..].to_string()],
+        None => vec![caption.to_string()],
+    }
+}
+
+/// A figure of `panels` in `cols` columns, with a title line and a caption
+/// line (which paper figure, which configuration).
+pub fn panels_png(path: &Path, title: &str, caption: &str, panels: &[Panel], cols: usize) -> Result<()> {
+    if panels.is_empty() {
+        bail!("panels_png: no panels for '{title}'");
+    }
+    for p in panels {
+        check_series(&p.title, &p.series)?;
+    }
+    ensure_font()?;
+    let cols = cols.clamp(1, panels.len());
+    let rows = panels.len().div_ceil(cols);
+    let size = (900 * cols as u32, 620 * rows as u32 + TITLE_PX + CAPTION_PX);
+    let root = BitMapBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let body = titled(&root, title, caption)?;
+    let areas = body.split_evenly((rows, cols));
+    for (p, area) in panels.iter().zip(&areas) {
+        draw_panel(area, &p.title, &p.x_label, &p.y_label, &p.series)?;
+    }
+    finish(root, path)
+}
+
+/// A grouped bar chart: one group per category, one bar per series in
+/// each (series `i`'s value for category `j` is `series[i].1[j]`), with a
+/// title line, a caption line, value labels on the bars and a legend.
+pub fn bars_png(
+    path: &Path,
+    title: &str,
+    caption: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+) -> Result<()> {
+    if categories.is_empty() || series.is_empty() {
+        bail!("bars_png: nothing to plot in '{title}'");
+    }
+    for (name, vs) in series {
+        if vs.len() != categories.len() {
+            bail!("'{title}': series {name} has {} values for {} categories", vs.len(), categories.len());
+        }
+        if let Some(v) = vs.iter().find(|v| !v.is_finite() || **v < 0.0) {
+            bail!("'{title}': series {name} has value {v}, not a finite non-negative number");
+        }
+    }
+    ensure_font()?;
+    let size = (1400, 750 + TITLE_PX + CAPTION_PX);
+    let root = BitMapBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let body = titled(&root, title, caption)?;
+    let y_max = series.iter().flat_map(|(_, v)| v.iter().copied()).fold(0.0, f64::max).max(1e-9);
+    let legend_share = 0.1 + 0.07 * series.len() as f64;
+    let n = categories.len();
+    let mut chart = ChartBuilder::on(&body)
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(90)
+        .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..y_max * (1.08 + legend_share))
+        .map_err(plot_err)?;
+    let cats = categories.to_vec();
+    chart
+        .configure_mesh()
+        .y_desc(y_label)
+        .x_labels(n)
+        .x_label_formatter(&move |v| {
+            let i = v.round();
+            if (v - i).abs() < 0.01 && i >= 0.0 && (i as usize) < cats.len() {
+                cats[i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .y_label_formatter(&|v| human(*v))
+        .disable_x_mesh()
+        .axis_desc_style(("sans-serif", 22))
+        .label_style(("sans-serif", 20))
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.12))
+        .draw()
+        .map_err(plot_err)?;
+    let width = 0.8 / series.len() as f64;
+    for (i, (name, vs)) in series.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let x0 = |j: usize| j as f64 - 0.4 + width * i as f64;
+        chart
+            .draw_series(vs.iter().enumerate().map(|(j, &v)| {
+                Rectangle::new([(x0(j) + width * 0.05, 0.0), (x0(j) + width * 0.95, v)], color.filled())
+            }))
+            .map_err(plot_err)?
+            .label(name.as_str())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 8), (x + 24, y + 8)], color.filled()));
+        let label = TextStyle::from(("sans-serif", 16).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
+        chart
+            .draw_series(
+                vs.iter()
+                    .enumerate()
+                    .map(|(j, &v)| Text::new(human(v), (x0(j) + width * 0.5, v + y_max * 0.01), label.clone())),
+            )
+            .map_err(plot_err)?;
+    }
+    chart
+        .configure_series_labels()
+        .label_font(("sans-serif", 20))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(plot_err)?;
+    finish(root, path)
 }
 
 /// The marker of series `i`: circle, triangle, square, cross, repeating.
@@ -292,6 +485,8 @@ mod tests {
             speedup: None,
             switch_counters: Default::default(),
             per_node: Default::default(),
+            store_cpu_pct: None,
+            store_packets: None,
         }
     }
 
@@ -331,6 +526,43 @@ mod tests {
         let nan = vec![("nan".to_string(), vec![(0.0, f64::NAN)])];
         assert!(lines_png(&dir.join("c.png"), "t", "x", "y", &nan).is_err());
         assert!(!dir.join("b.png").exists() && !dir.join("c.png").exists(), "no file on error");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn tick_labels_are_in_human_units() {
+        let cases = [
+            (166661.0, "167k"),
+            (2_500_000.0, "2.5M"),
+            (0.25, "0.25"),
+            (12.0, "12"),
+            (0.0, "0"),
+            (1500.0, "1500"),
+            (-20000.0, "-20k"),
+            (99.5, "99.5"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(human(v), want, "{v}");
+        }
+    }
+
+    #[test]
+    fn plot_panels_and_bars_render_pngs() {
+        let dir = temp_dir("panels");
+        let panel = |t: &str| Panel {
+            title: t.into(),
+            x_label: "clients".into(),
+            y_label: "committed/s".into(),
+            series: vec![("a".into(), (1..6).map(|x| (x as f64, 1000.0 * x as f64)).collect())],
+        };
+        panels_png(&dir.join("p.png"), "Title", "Caption: config", &[panel("(a)"), panel("(b)")], 2).expect("panels");
+        assert_png(&dir.join("p.png"));
+        let cats: Vec<String> = ["x", "y", "z"].iter().map(|s| s.to_string()).collect();
+        let series = vec![("m1".to_string(), vec![1.0, 2.0, 3.0]), ("m2".to_string(), vec![3.0, 0.0, 1.5])];
+        bars_png(&dir.join("b.png"), "Bars", "Caption", "committed/s", &cats, &series).expect("bars");
+        assert_png(&dir.join("b.png"));
+        let bad = vec![("m".to_string(), vec![1.0])];
+        assert!(bars_png(&dir.join("c.png"), "Bars", "c", "y", &cats, &bad).is_err());
         std::fs::remove_dir_all(&dir).ok();
     }
 

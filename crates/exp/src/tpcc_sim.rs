@@ -19,7 +19,7 @@ use innet_wire::txn::{Key, Status, Value};
 use serde::{Deserialize, Serialize};
 
 use crate::tpcc::{check_consistency, initial_db, Kind, KindStats, Scale, TpccClient, TpccStats};
-use crate::txn::{percentile_ms, TxnPointConfig};
+use crate::txn::{cpu_pct, percentile_ms, TxnPointConfig, STORE_US_PER_PACKET};
 
 /// One TPC-C point; also the flags of `innet bench tpcc`. Network defaults
 /// are Gotthard Table 2's (RTT 100 ms, delta 0.2, 8 clients), the scale
@@ -81,6 +81,15 @@ pub struct TpccConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long, value_parser = crate::tpcc::Kind::parse)]
     pub only: Option<Kind>,
+    /// Simulator: the store's CPU per packet, microseconds (its service
+    /// model; `innet bench txn --help`).
+    #[serde(default = "store_us_default")]
+    #[arg(long, default_value_t = STORE_US_PER_PACKET, value_parser = crate::parse::non_negative)]
+    pub store_us_per_packet: f64,
+}
+
+fn store_us_default() -> f64 {
+    STORE_US_PER_PACKET
 }
 
 impl Default for TpccConfig {
@@ -104,6 +113,7 @@ impl Default for TpccConfig {
             retry_limit: 1000,
             edge_switches: 0,
             only: None,
+            store_us_per_packet: STORE_US_PER_PACKET,
         }
     }
 }
@@ -130,6 +140,7 @@ impl TpccConfig {
             reorder: self.reorder,
             retry_limit: self.retry_limit,
             edge_switches: self.edge_switches,
+            store_us_per_packet: self.store_us_per_packet,
             ..TxnPointConfig::default()
         }
     }
@@ -172,6 +183,13 @@ pub struct TpccResult {
     pub consistency_violations: Vec<String>,
     pub store_requests: u64,
     pub store_aborts: u64,
+    /// Store CPU, percent of one core: simulator, the store's service model
+    /// (busy time / run time); live, the store's CPU_PCT answer over the run.
+    #[serde(default)]
+    pub store_cpu_pct: Option<f64>,
+    /// Packets (requests and fragments) the store handled.
+    #[serde(default)]
+    pub store_packets: u64,
     pub switch_counters: BTreeMap<String, u64>,
     pub run_seconds: f64,
     pub wall_seconds: f64,
@@ -183,6 +201,8 @@ pub struct TpccTopology {
     pub store: NodeId,
     pub switches: Vec<NodeId>,
     pub clients: Vec<NodeId>,
+    /// The terminals' client ids.
+    pub cl_ids: Vec<u32>,
     pub initial: BTreeMap<Key, Value>,
 }
 
@@ -242,23 +262,42 @@ pub fn build(cfg: &TpccConfig, record: bool) -> Result<TpccTopology, String> {
     let nodes = sim.instantiate(&deployment, make, |d| crate::txn_sim::link(&net, d));
     let of = |f: fn(&TxnRole) -> bool| deployment.with_role(f).into_iter().map(|i| nodes[i]).collect::<Vec<_>>();
     let store = of(|r| *r == TxnRole::Store)[0];
+    if let Some(model) = crate::txn::store_service(cfg.store_us_per_packet) {
+        sim.set_service(store, model);
+    }
     let switches = of(|r| matches!(r, TxnRole::Switch(_)));
     let clients = of(TxnRole::is_client);
-    Ok(TpccTopology { sim, store, switches, clients, initial })
+    let cl_ids = deployment.with_role(TxnRole::is_client).into_iter().map(|i| ids[i]).collect();
+    Ok(TpccTopology { sim, store, switches, clients, cl_ids, initial })
 }
 
-/// The record of a finished run.
-pub fn summarize(cfg: &TpccConfig, t: &TpccTopology, run_seconds: f64, wall_seconds: f64) -> TpccResult {
-    let stats = t.stats();
+/// What a finished run measured, from either runtime.
+pub struct TpccMeasured<'a> {
+    pub runtime: &'a str,
+    pub stats: &'a TpccStats,
+    /// The store's contents at the end.
+    pub snapshot: &'a BTreeMap<Key, Value>,
+    pub store_requests: u64,
+    pub store_aborts: u64,
+    pub store_cpu_pct: Option<f64>,
+    pub store_packets: u64,
+    pub switch_counters: BTreeMap<String, u64>,
+    pub run_seconds: f64,
+    pub wall_seconds: f64,
+}
+
+/// The record of a finished run: per-type figures and TPC-C's consistency
+/// conditions over the final store.
+pub fn record(cfg: &TpccConfig, m: TpccMeasured<'_>) -> TpccResult {
     let mut per_type = BTreeMap::new();
     let mut weighted = 0.0;
     for k in Kind::ALL {
-        let s = stats.per_kind.get(&k).cloned().unwrap_or_default();
+        let s = m.stats.per_kind.get(&k).cloned().unwrap_or_default();
         let mut lat = s.latencies_ns.clone();
         lat.sort_unstable();
         let mean =
             if lat.is_empty() { 0.0 } else { lat.iter().map(|&x| x as f64).sum::<f64>() / lat.len() as f64 / 1e6 };
-        let per_s = s.committed as f64 / run_seconds;
+        let per_s = s.committed as f64 / m.run_seconds;
         weighted += per_s * k.weight() as f64 / 100.0;
         per_type.insert(
             k.name().to_string(),
@@ -271,22 +310,44 @@ pub fn summarize(cfg: &TpccConfig, t: &TpccTopology, run_seconds: f64, wall_seco
             },
         );
     }
-    let store = t.store();
     TpccResult {
         experiment: "tpcc".into(),
-        runtime: "sim".into(),
+        runtime: m.runtime.into(),
         config: cfg.clone(),
         git_commit: crate::results::git_commit(),
-        committed_per_s: stats.committed() as f64 / run_seconds,
+        committed_per_s: m.stats.committed() as f64 / m.run_seconds,
         weighted_committed_per_s: weighted,
         per_type,
-        consistency_violations: check_consistency(&cfg.scale(), &store.snapshot()),
-        store_requests: store.counters.requests,
-        store_aborts: store.counters.aborted,
-        switch_counters: t.switch_counters(),
-        run_seconds,
-        wall_seconds,
+        consistency_violations: check_consistency(&cfg.scale(), m.snapshot),
+        store_requests: m.store_requests,
+        store_aborts: m.store_aborts,
+        store_cpu_pct: m.store_cpu_pct,
+        store_packets: m.store_packets,
+        switch_counters: m.switch_counters,
+        run_seconds: m.run_seconds,
+        wall_seconds: m.wall_seconds,
     }
+}
+
+/// The record of a finished simulator run.
+pub fn summarize(cfg: &TpccConfig, t: &TpccTopology, run_seconds: f64, wall_seconds: f64) -> TpccResult {
+    let store = t.store();
+    let node = t.sim.node_stats(t.store);
+    record(
+        cfg,
+        TpccMeasured {
+            runtime: "sim",
+            stats: &t.stats(),
+            snapshot: &store.snapshot(),
+            store_requests: store.counters.requests,
+            store_aborts: store.counters.aborted,
+            store_cpu_pct: Some(cpu_pct(node.busy, run_seconds)),
+            store_packets: node.processed,
+            switch_counters: t.switch_counters(),
+            run_seconds,
+            wall_seconds,
+        },
+    )
 }
 
 /// Runs one point and checks TPC-C's consistency conditions at its end.
@@ -311,7 +372,8 @@ pub fn load_decision(initial: &BTreeMap<Key, Value>) -> Decision {
     }
 }
 
-/// One checked TPC-C run.
+/// One checked TPC-C run (with forged replies from outside senders beside
+/// every switch, as `innet check txn`).
 pub struct TpccCheckedRun {
     pub config: TpccConfig,
     /// The serializability checker's verdict.
@@ -333,6 +395,10 @@ impl TpccCheckedRun {
 /// checks the history (the load first) and the final database.
 pub fn run_checked(cfg: &TpccConfig) -> Result<TpccCheckedRun, String> {
     let mut t = build(cfg, true)?;
+    // Outside senders beside every switch forge store replies throughout.
+    let keys: Vec<Key> = t.initial.keys().copied().collect();
+    let stop = Time::from_secs_f64(cfg.duration_s);
+    crate::txn_sim::Forger::beside_switches(&mut t.sim, &t.switches, &t.cl_ids, &keys, &cfg.network(), stop);
     let drain = cfg.network().timeout() * 30;
     t.sim.run_until(Time::from_secs_f64(cfg.duration_s) + drain);
     let store = t.store();
@@ -381,6 +447,7 @@ pub fn random_check_config(seed: u64, mode: Mode, duration_s: f64) -> TpccConfig
         retry_limit: 1000,
         edge_switches: if r.chance(0.25) { (2 + r.below(2) as u32).min(clients) } else { 0 },
         only: None,
+        store_us_per_packet: STORE_US_PER_PACKET,
     }
 }
 

@@ -90,6 +90,48 @@ pub struct TxnPointConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long)]
     pub topology: Option<String>,
+    /// Simulator: the store's CPU per packet it handles, microseconds (its
+    /// service model: one FIFO server; 0 = infinitely fast). The default is
+    /// measured on the live store ([`STORE_US_PER_PACKET`]).
+    #[serde(default = "store_us_default")]
+    #[arg(long, default_value_t = STORE_US_PER_PACKET, value_parser = crate::parse::non_negative)]
+    pub store_us_per_packet: f64,
+}
+
+/// The store's CPU per packet, microseconds: the marginal CPU cost of a
+/// packet on the live store, measured on the development machine as the
+/// least-squares slope of the store's CPU_PCT answer (its thread's utime +
+/// stime) against the packets per second it handled, over nine live TPC-C
+/// Payment points in forward mode (1-40 terminals, 10 s each, RTT 1 ms):
+/// 1.96 us per packet. The fit's intercept, 2.9% of a core at zero load
+/// (the event loop's own floor), is not modelled (docs/tpcc.md, "Store
+/// load").
+pub const STORE_US_PER_PACKET: f64 = 2.0;
+
+fn store_us_default() -> f64 {
+    STORE_US_PER_PACKET
+}
+
+/// The store's queue in the simulator's service model: deep enough that a
+/// closed loop of clients never fills it (packets, not a measured figure).
+pub const STORE_QUEUE_PACKETS: usize = 1 << 16;
+
+/// The store's service model for `us_per_packet` (`None` for 0).
+pub fn store_service(us_per_packet: f64) -> Option<innet_sim::ServiceModel> {
+    (us_per_packet > 0.0).then(|| innet_sim::ServiceModel {
+        per_packet: Duration::from_secs_f64(us_per_packet / 1e6),
+        per_byte_ns: 0.0,
+        queue_packets: STORE_QUEUE_PACKETS,
+    })
+}
+
+/// Store CPU in percent of one core: busy time over `wall`.
+pub fn cpu_pct(busy: Duration, wall_s: f64) -> f64 {
+    if wall_s > 0.0 {
+        busy.as_secs_f64() / wall_s * 100.0
+    } else {
+        0.0
+    }
 }
 
 impl Default for TxnPointConfig {
@@ -116,6 +158,7 @@ impl Default for TxnPointConfig {
             validated_reads: 0.0,
             edge_switches: 0,
             topology: None,
+            store_us_per_packet: STORE_US_PER_PACKET,
         }
     }
 }
@@ -281,6 +324,13 @@ pub struct TxnPointResult {
     /// summed under `group`) `committed` and `aborts_by_switch`.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub per_node: std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>,
+    /// Store CPU, percent of one core: simulator, the store's service model
+    /// (busy time / run time); live, the store's CPU_PCT answer over the run.
+    #[serde(default)]
+    pub store_cpu_pct: Option<f64>,
+    /// Packets (requests and fragments) the store handled.
+    #[serde(default)]
+    pub store_packets: Option<u64>,
 }
 
 /// Percentile (nearest rank) of sorted nanoseconds, in milliseconds.
@@ -324,6 +374,8 @@ pub fn summarize(
         speedup: None,
         switch_counters: switch_counters.into_iter().collect(),
         per_node: Default::default(),
+        store_cpu_pct: None,
+        store_packets: None,
     }
 }
 

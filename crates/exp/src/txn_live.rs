@@ -8,8 +8,11 @@
 
 use std::time::Duration;
 
-use innet_live::txn::{run_load, start_local, LoadConfig, LocalConfig};
+use std::net::SocketAddr;
+
+use innet_live::txn::{fresh_client_id_base, raw_request, run_load, start_local, LoadConfig, LocalConfig};
 use innet_live::Stop;
+use innet_wire::txn::{Op, OpType, Status, Value};
 
 use crate::txn::{summarize, TxnPointConfig, TxnPointResult};
 
@@ -43,6 +46,7 @@ pub fn run_point_live_until(cfg: &TxnPointConfig, stop: &Stop) -> anyhow::Result
     local.switch.cache_slots = cfg.cache_slots;
     local.switch.store_delay = cfg.switch_store_delay();
     let net = start_local(&local, stop)?;
+    store_cpu_pct(net.store_addr())?;
     let mut load = LoadConfig::new(net.switch_addr(), cfg.workload());
     load.clients = cfg.clients;
     load.first_client_id = 1;
@@ -52,10 +56,30 @@ pub fn run_point_live_until(cfg: &TxnPointConfig, stop: &Stop) -> anyhow::Result
     load.timeout = cfg.timeout();
     load.retry_limit = cfg.retry_limit;
     let r = run_load(&load, stop);
+    let cpu = store_cpu_pct(net.store_addr());
     let report = net.shutdown()?;
     let r = r?;
     let run_s = r.run.as_secs_f64().max(1e-9);
-    Ok(summarize(cfg, "live", &r.stats, run_s, r.wall.as_secs_f64(), report.switch_counters))
+    let mut out = summarize(cfg, "live", &r.stats, run_s, r.wall.as_secs_f64(), report.switch_counters);
+    out.store_cpu_pct = cpu?;
+    out.store_packets = Some(report.store.net.received);
+    Ok(out)
+}
+
+/// Asks the store at `store` for its CPU use since the previous query
+/// (CPU_PCT, op 5: percent of one core as a big-endian IEEE-754 single in
+/// the value's first four bytes), with a fresh client id; `None` if it did
+/// not answer or answered out of range.
+pub fn store_cpu_pct(store: SocketAddr) -> std::io::Result<Option<f64>> {
+    let ops = vec![Op::new(OpType::CpuPct, 0, Value::ZERO)];
+    let reply = raw_request(store, fresh_client_id_base(1), ops, Duration::from_millis(500), 4, Duration::ZERO)?;
+    Ok(reply.and_then(|r| {
+        let op = r.msg.ops.iter().find(|o| o.kind == OpType::CpuPct)?;
+        let pct = f32::from_bits(u32::from_be_bytes(op.value.0[..4].try_into().ok()?)) as f64;
+        // Range check: a share of one core, at most all of this machine's.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        (r.msg.status == Status::Ok && pct.is_finite() && (0.0..=100.0 * cores + 1.0).contains(&pct)).then_some(pct)
+    }))
 }
 
 #[cfg(test)]

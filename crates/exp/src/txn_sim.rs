@@ -151,6 +151,9 @@ pub fn build_deployment(cfg: &TxnPointConfig, deployment: TxnDeployment, record:
     let nodes = sim.instantiate(&deployment, make, |d| link(cfg, d));
     let of = |f: fn(&TxnRole) -> bool| deployment.with_role(f).into_iter().map(|i| nodes[i]).collect::<Vec<_>>();
     let store = of(|r| *r == TxnRole::Store)[0];
+    if let Some(model) = crate::txn::store_service(cfg.store_us_per_packet) {
+        sim.set_service(store, model);
+    }
     let switches = of(|r| matches!(r, TxnRole::Switch(_)));
     let clients = of(TxnRole::is_client);
     Ok(TxnTopology { sim, deployment, nodes, store, switches, clients })
@@ -170,6 +173,9 @@ pub fn run_point_sim(cfg: &TxnPointConfig) -> anyhow::Result<TxnPointResult> {
     let mut r = summarize(cfg, "sim", &t.stats(), cfg.duration_s, wall_s, t.switch_counters());
     r.speedup = Some(cfg.duration_s / wall_s.max(1e-9));
     r.per_node = t.per_node();
+    let st = t.sim.node_stats(t.store);
+    r.store_cpu_pct = Some(crate::txn::cpu_pct(st.busy, cfg.duration_s));
+    r.store_packets = Some(st.processed);
     Ok(r)
 }
 
@@ -186,13 +192,45 @@ pub struct CheckedRun {
 /// OK or ABORT with VALUE/UPDATED ops carrying made-up values for the
 /// clients' keys, naming real client ids and request ids near theirs. The
 /// switch must neither learn from them nor pass them on.
-struct Forger {
+pub(crate) struct Forger {
     rng: Rng,
     cl_ids: Vec<u32>,
-    keys: u32,
+    /// The keys the forged ops name (the workload's).
+    keys: Vec<innet_wire::txn::Key>,
     next: Time,
     stop: Time,
-    sent: u64,
+}
+
+impl Forger {
+    /// A forger of replies to `cl_ids` about `keys` until `stop`.
+    pub(crate) fn new(rng: Rng, cl_ids: &[u32], keys: &[innet_wire::txn::Key], stop: Time) -> Forger {
+        Forger { rng, cl_ids: cl_ids.to_vec(), keys: keys.to_vec(), next: Time::ZERO, stop }
+    }
+
+    /// Adds `self` as `forger{i}` beside switch `sw`, on its own 0.5 ms
+    /// link (with `cfg`'s faults), sending to the switch.
+    fn add_beside(self, sim: &mut Sim, i: usize, sw: NodeId, cfg: &TxnPointConfig) {
+        let f = sim.add_host(&format!("forger{i}"), self);
+        sim.link(f, sw, link(cfg, Duration::from_micros(500)));
+        sim.set_upstream(f, sw);
+    }
+
+    /// Adds one forger beside every switch of `switches`, forging replies to
+    /// `cl_ids` about `keys` until `stop`; their randomness comes from
+    /// `cfg.seed`.
+    pub(crate) fn beside_switches(
+        sim: &mut Sim,
+        switches: &[NodeId],
+        cl_ids: &[u32],
+        keys: &[innet_wire::txn::Key],
+        cfg: &TxnPointConfig,
+        stop: Time,
+    ) {
+        let mut rng = Rng::new(cfg.seed ^ 0x00F0_F6E4);
+        for (i, &sw) in switches.iter().enumerate() {
+            Forger::new(rng.fork(), cl_ids, keys, stop).add_beside(sim, i, sw, cfg);
+        }
+    }
 }
 
 impl innet_core::Host for Forger {
@@ -203,7 +241,7 @@ impl innet_core::Host for Forger {
         let n = 1 + self.rng.below(4) as usize;
         let ops = (0..n)
             .map(|_| {
-                let key = self.rng.below(self.keys as u64) as u32;
+                let key = self.keys[self.rng.below(self.keys.len() as u64) as usize];
                 let v = Value::from_counter(1_000_000 + self.rng.below(1000));
                 if self.rng.chance(0.5) {
                     Op::value(key, v)
@@ -216,7 +254,6 @@ impl innet_core::Host for Forger {
         m.flags = Flags(0).with(Flags::RESPONSE, true);
         m.status = if self.rng.chance(0.8) { Status::Ok } else { Status::Abort };
         out.send(innet_core::Dest::Upstream, m.encode());
-        self.sent += 1;
         self.next = now + Duration::from_micros(200 + self.rng.below(2000));
     }
     fn next_tick(&self) -> Option<Time> {
@@ -276,28 +313,14 @@ impl innet_core::Host for Replayer {
 /// ([`Replayer`]), throughout.
 pub fn run_checked(cfg: &TxnPointConfig) -> Result<CheckedRun, String> {
     let mut t = build(cfg, true)?;
-    let mut rng = Rng::new(cfg.seed ^ 0x00F0_F6E4);
     let cl_ids: Vec<u32> = deploy::client_ids(&t.deployment).into_iter().filter(|&id| id != 0).collect();
+    let mut rng = Rng::new(cfg.seed ^ 0x00F0_F6E4);
+    let keys: Vec<innet_wire::txn::Key> = (0..cfg.keys).collect();
+    let stop = Time::from_secs_f64(cfg.duration_s);
     let mut replayers = vec![];
     for (i, &sw) in t.switches.clone().iter().enumerate() {
-        let forger = Forger {
-            rng: rng.fork(),
-            cl_ids: cl_ids.clone(),
-            keys: cfg.keys,
-            next: Time::ZERO,
-            stop: Time::from_secs_f64(cfg.duration_s),
-            sent: 0,
-        };
-        let f = t.sim.add_host(&format!("forger{i}"), forger);
-        t.sim.link(f, sw, link(cfg, Duration::from_micros(500)));
-        t.sim.set_upstream(f, sw);
-        let replayer = Replayer {
-            rng: rng.fork(),
-            captured: vec![],
-            next: Time::ZERO,
-            stop: Time::from_secs_f64(cfg.duration_s),
-            sent: 0,
-        };
+        Forger::new(rng.fork(), &cl_ids, &keys, stop).add_beside(&mut t.sim, i, sw, cfg);
+        let replayer = Replayer { rng: rng.fork(), captured: vec![], next: Time::ZERO, stop, sent: 0 };
         // Replays enter where the replayed client's requests do: at its own
         // switch (a request a switch answered, replayed through a switch it
         // never passed, is beyond this check: see docs/security.md).
@@ -390,6 +413,7 @@ pub fn random_check_config(seed: u64, mode: Mode, duration_s: f64) -> TxnPointCo
         retry_limit: 1000,
         edge_switches: 0,
         topology: None,
+        store_us_per_packet: crate::txn::STORE_US_PER_PACKET,
     }
     .with_random_tree(&mut r)
 }

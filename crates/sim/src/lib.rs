@@ -143,6 +143,9 @@ pub struct NodeStats {
     pub processed: u64,
     /// Arrivals dropped because the node's queue was full.
     pub queue_drops: u64,
+    /// Time its [`ServiceModel`] spent on the packets it took (its server's
+    /// busy time on its behalf; zero without a service model).
+    pub busy: Duration,
     /// Arrivals lost because the node was down.
     pub lost_while_down: u64,
     /// Arrivals the node's admission rule refused ([`Sim::set_admit`]), by
@@ -634,8 +637,10 @@ impl Sim {
                     return;
                 }
                 s.queued += 1;
-                let done = s.busy_until.max(now) + model.cost(packet.bytes.len());
+                let cost = model.cost(packet.bytes.len());
+                let done = s.busy_until.max(now) + cost;
                 s.busy_until = done;
+                self.nodes[to].stats.busy += cost;
                 self.push(done, EventKind::Process { node: to, incarnation, packet });
             }
         }
@@ -980,5 +985,8 @@ mod tests {
         assert_eq!(sim.host::<Once>(sink).unwrap().received.len(), 3);
         assert_eq!(sim.node_stats(sw).queue_drops, 2);
         assert_eq!(sim.stats.queue_drops, 2);
+        // Busy time: the three packets served, 12 us each; dropped ones cost nothing.
+        assert_eq!(sim.node_stats(sw).busy, Duration::from_micros(36));
+        assert_eq!(sim.node_stats(sink).busy, Duration::ZERO);
     }
 }

@@ -228,16 +228,19 @@ struct Partial {
     bytes: usize,
 }
 
-/// The store process's CPU use between two CPU_PCT requests, as the
-/// reference store reports it: percent of one CPU, from `/proc/self/stat`
-/// (utime + stime in clock ticks of 1/100 s); 0 where that is unreadable.
+/// The store's CPU use between two CPU_PCT requests, as the reference
+/// store reports it: percent of one CPU, from `/proc/thread-self/stat`
+/// (utime + stime in clock ticks of 1/100 s) of the thread that runs the
+/// store, so that a store sharing its process with a switch and clients
+/// (`innet bench txn --runtime live`) reports its own use; 0 where that is
+/// unreadable.
 struct CpuMeter {
     last: Option<(Time, u64)>,
 }
 
 impl CpuMeter {
     fn ticks() -> Option<u64> {
-        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
         // Fields after the command name (which may hold spaces) in parentheses.
         let rest = &stat[stat.rfind(')')? + 1..];
         let f: Vec<&str> = rest.split_whitespace().collect();
