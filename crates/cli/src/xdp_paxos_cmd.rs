@@ -183,10 +183,18 @@ pub fn print_status(st: &testbed::State) -> anyhow::Result<()> {
         let counters = innet_xdp::paxos::pinned_counters(role, &dir.join(&name))?;
         let line: Vec<String> = counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
         println!("{name:>12}: {}", line.join(", "));
+        print_refused(&tb::rejected(&name)?);
     }
     if let Some(counters) = tb::vote_counter_counters()? {
         let line: Vec<String> = counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
         println!("{:>12}: {}", "votes", line.join(", "));
+        print_refused(&tb::rejected(tb::COUNTER_PINS)?);
     }
     Ok(())
+}
+
+/// The frames a program refused by sender, by reason (those it refused any of).
+fn print_refused(rejected: &[(&'static str, u64)]) {
+    let line: Vec<String> = rejected.iter().filter(|(_, v)| *v > 0).map(|(k, v)| format!("{k} {v}")).collect();
+    println!("{:>12}  refused: {}", "", if line.is_empty() { "none".to_string() } else { line.join(", ") });
 }
