@@ -110,6 +110,13 @@ impl BpfObject {
         Ok(prog.test_run(input).context("BPF_PROG_TEST_RUN")?.duration)
     }
 
+    /// Runs `frame` through program `name` once in the kernel
+    /// (`BPF_PROG_TEST_RUN`): the time of that run, as the kernel measured
+    /// it (one clock read included).
+    pub fn test_run_once_ns(&self, name: &str, frame: &[u8]) -> Result<u64> {
+        Ok(self.test_run_repeat(name, frame, 1)?.as_nanos() as u64)
+    }
+
     /// Program `name`'s file descriptor (valid while `self` lives), for
     /// [`attach_fd`] on a thread in another network namespace.
     pub fn program_fd(&self, name: &str) -> Result<RawFd> {
