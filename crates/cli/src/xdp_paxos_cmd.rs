@@ -60,7 +60,8 @@ pub fn run_hosts(a: XdpPaxosHostsArgs) -> anyhow::Result<i32> {
 }
 
 pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
-    let report = xdp_paxos::bench(&a.load, a.runs, &a.out, |e| match e {
+    let report = xdp_paxos::bench(&a.load, a.runs, &a.out, |e| {
+        match e {
         BenchEvent::Cost(cost) => println!(
             "BPF roles, ns per packet (BPF_PROG_TEST_RUN; coordinator and acceptor: median of 200k single runs, vote counter: mean of 1M repeats): {}",
             cost.iter().map(|(k, v)| format!("{k} {v:.0}")).collect::<Vec<_>>().join(", ")
@@ -104,6 +105,7 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
                 );
             }
         }
+    }
     })?;
     println!(
         "median of {} runs: XDP/software {:.2}x, XDP/software switches {:.2}x",

@@ -125,7 +125,7 @@ impl Counter {
     }
 
     /// Sends the next frames from source `name`.
-    fn from_source(&mut self, name: &str) {
+    fn send_from(&mut self, name: &str) {
         self.source = self.sources.iter().position(|s| s.name == name).expect("a source of that name");
     }
 
@@ -328,7 +328,7 @@ fn pick_source(rng: &mut Rng, c: &Counter) -> usize {
 
 fn run(mut d: Differential<Counter>, seed: u64) {
     let slots = d.pair.rust[0].config().slots as u32;
-    d.pair.from_source("acceptor0");
+    d.pair.send_from("acceptor0");
     for p in 0..PORTS.len() {
         d.pair.port = p;
         d.golden(&scenarios(slots), 1);
@@ -362,7 +362,7 @@ fn golden_vectors_and_scenarios_give_the_reference_verdicts_and_bytes() {
             let mut d = Counter::load(entry, ifaces, 16);
             for p in 0..=PORTS.len() {
                 d.pair.port = p;
-                d.pair.from_source("acceptor0");
+                d.pair.send_from("acceptor0");
                 d.golden(&golden(), 2);
                 d.golden(&scenarios(16), 1);
                 // The same from every other sender: refused or, from

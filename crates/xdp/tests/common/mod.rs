@@ -283,8 +283,9 @@ pub fn paxos_sources(
     (d, keys, sources)
 }
 
-/// Which entry of `reasons` (a program's rejection counters, by reason)
-/// grew from `before` to `after`: the reason one frame was refused, if it was.
+/// The reason whose count grew from `before` to `after` (a program's
+/// rejection counters around one frame): why that frame was refused, if
+/// it was.
 pub fn rejected_reason(before: &Counters, after: &Counters) -> Option<&'static str> {
     let grown: Vec<&'static str> = before.iter().zip(after).filter(|(b, a)| a.1 != b.1).map(|(_, a)| a.0).collect();
     assert!(grown.len() <= 1, "one frame, several reasons: {grown:?}");
