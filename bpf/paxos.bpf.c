@@ -13,6 +13,12 @@
  *  - coordinator_process() / acceptor_process() are the payload logic: the
  *    48-byte Paxos header in, rewritten exactly as the Rust program does,
  *    an INNET_PAXOS_VERDICT_* out.
+ *  - Before either sees a header, paxos_admit (innet_paxos_trust.h) refuses
+ *    a message type its sender may not send to the role, or a 1A/2A not in
+ *    the sender's own round, as the runtimes do before the Rust roles
+ *    (innet_paxos::trust): the sender is looked up by ingress interface,
+ *    IPv4 source and UDP source port in paxos_senders, and each refusal is
+ *    counted in paxos_rejected by reason.
  *  - xdp_paxos_coordinator / xdp_paxos_acceptor wrap them in Ethernet/IPv4/
  *    UDP (to the data-plane port; anything else is XDP_PASS): Drop is
  *    XDP_DROP; Reflect (coordinator: HEARTBEAT, TRIM -> WINDOW) and Origin
@@ -42,6 +48,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "innet_paxos.h"
+#include "innet_paxos_trust.h"
 #include "innet_xdp.h"
 
 /* Role, port, ring size, learners, round or acceptor id, group (loader). */
@@ -58,6 +65,11 @@ MAP(paxos_counters, BPF_MAP_TYPE_ARRAY, INNET_PAXOS_CTR_COUNT, __u64);
 
 /* Where this role's multicast copies go (config.members entries). */
 MAP(paxos_members, BPF_MAP_TYPE_ARRAY, INNET_PAXOS_MAX_MEMBERS, struct innet_paxos_member);
+
+/* Who sends this role what (innet_paxos_trust.h; the loader fills it from
+ * the deployment), and the frames refused, by trust::Reject::index. */
+PAXOS_SENDERS_MAP(paxos_senders);
+MAP(paxos_rejected, BPF_MAP_TYPE_ARRAY, INNET_PAXOS_REJECT_COUNT, __u64);
 
 struct meta {
 	__u16 magic;
@@ -169,14 +181,18 @@ static __always_inline int coordinator_process(struct innet_paxos_hdr *h, __u32 
 	}
 	switch (bpf_ntohs(h->msgtype)) {
 	case INNET_PAXOS_MSG_REQUEST: {
-		if ((__u64)st->next >= (__u64)st->floor + cfg->slots) {
+		/* Instance u32::MAX is never handed out. */
+		if ((__u64)st->next >= (__u64)st->floor + cfg->slots || st->next == 0xffffffffu) {
 			count(INNET_PAXOS_COORD_CTR_WINDOW_FULL);
 			return INNET_PAXOS_VERDICT_DROP;
 		}
-		/* The reference asserts; here: never hand out u32::MAX. */
 		__u32 inst = __sync_fetch_and_add(&st->next, 1);
-		if (inst == 0xffffffffu)
+		if (inst == 0xffffffffu) {
+			/* Two CPUs raced past the check above: undo the wrap. */
+			st->next = 0xffffffffu;
+			count(INNET_PAXOS_COORD_CTR_WINDOW_FULL);
 			return INNET_PAXOS_VERDICT_DROP;
+		}
 		h->msgtype = bpf_htons(INNET_PAXOS_MSG_2A);
 		h->inst = bpf_htonl(inst);
 		h->rnd = bpf_htons(cfg->round);
@@ -313,9 +329,12 @@ static __always_inline int paxos_parse(void *data, void *end, __u32 port, struct
 	return parse_l234_at(data, end, l) && l->udp->dest == bpf_htons(port);
 }
 
-/* The role's verdict on the Paxos header after `l` (a truncated one is
- * PaxosPacket::parse's Truncated, counted by the role). */
-static __always_inline int role_verdict(struct l234 *l, void *end, __u32 role)
+/* The role's verdict on the Paxos header after `l`, which came in on
+ * `ifindex` (a truncated one is PaxosPacket::parse's Truncated, counted by
+ * the role; one its sender may not send is refused first, as the runtimes
+ * refuse it before the Rust role sees it). */
+static __always_inline int role_verdict(struct l234 *l, void *end, __u32 role, __u32 ifindex,
+					const struct innet_paxos_config *cfg)
 {
 	__u32 avail = (__u32)(end - (void *)(l->udp + 1));
 	__u32 udp_len = bpf_ntohs(l->udp->len);
@@ -326,6 +345,15 @@ static __always_inline int role_verdict(struct l234 *l, void *end, __u32 role)
 	if ((void *)(h + 1) > end || len < INNET_PAXOS_PACKET_LEN) {
 		count(role == INNET_PAXOS_ROLE_COORDINATOR ? INNET_PAXOS_COORD_CTR_DECODE_ERRORS
 							   : INNET_PAXOS_ACC_CTR_DECODE_ERRORS);
+		return INNET_PAXOS_VERDICT_DROP;
+	}
+	int reason = paxos_admit(&paxos_senders, cfg->allowed, role == INNET_PAXOS_ROLE_ACCEPTOR, h, len, ifindex,
+				 l->ip->saddr, l->udp->source);
+	if (reason >= 0) {
+		__u32 r = (__u32)reason;
+		__u64 *c = bpf_map_lookup_elem(&paxos_rejected, &r);
+		if (c)
+			__sync_fetch_and_add(c, 1);
 		return INNET_PAXOS_VERDICT_DROP;
 	}
 	return role == INNET_PAXOS_ROLE_COORDINATOR ? coordinator_process(h, len) : acceptor_process(h, len);
@@ -344,7 +372,7 @@ static __always_inline int xdp_role(struct xdp_md *ctx, __u32 role)
 		count(INNET_PAXOS_CTR_XDP_PASSED_OTHER);
 		return XDP_PASS;
 	}
-	int verdict = role_verdict(&l, end, role);
+	int verdict = role_verdict(&l, end, role, ctx->ingress_ifindex, cfg);
 	switch (verdict) {
 	case INNET_PAXOS_VERDICT_REFLECT:
 	case INNET_PAXOS_VERDICT_ORIGIN:
@@ -455,7 +483,7 @@ int tc_paxos(struct __sk_buff *skb)
 	struct l234 l;
 	if (!paxos_parse(data, end, cfg->udp_port, &l))
 		return TC_ACT_OK;
-	int verdict = role_verdict(&l, end, cfg->role);
+	int verdict = role_verdict(&l, end, cfg->role, skb->ifindex, cfg);
 	switch (verdict) {
 	case INNET_PAXOS_VERDICT_REFLECT:
 	case INNET_PAXOS_VERDICT_ORIGIN:

@@ -13,6 +13,12 @@
  * a DECIDED (acptid INNET_PAXOS_COUNTER_ACPTID) and goes up, every other
  * vote is dropped. Everything else goes up unchanged.
  *
+ *  - Before a frame to a counted port is looked at, paxos_admit
+ *    (innet_paxos_trust.h) applies the rules of the role behind that port
+ *    (learner, proposer or backup coordinator: a row of allowed classes per
+ *    port) to its sender, looked up by ingress interface, IPv4 source and
+ *    UDP source port in counter_senders: a 2B or DECIDED from anyone but an
+ *    acceptor is refused and counted in counter_rejected by reason.
  *  - counter_process() is the payload logic: the 48-byte Paxos header in,
  *    rewritten exactly as the Rust program does, pass (1) or drop (0) out.
  *  - xdp_paxos_counter (XDP_PASS / XDP_DROP) and tc_paxos_counter (tc
@@ -40,6 +46,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "innet_paxos_learner.h"
+#include "innet_paxos_trust.h"
 #include "innet_xdp.h"
 
 MAP(counter_config, BPF_MAP_TYPE_ARRAY, 1, struct innet_paxos_counter_config);
@@ -49,6 +56,12 @@ MAP(counter_slots, BPF_MAP_TYPE_ARRAY, INNET_PAXOS_COUNTER_SLOTS_DEFAULT, struct
 
 /* INNET_PAXOS_COUNTER_CTR_*. */
 MAP(counter_counters, BPF_MAP_TYPE_ARRAY, INNET_PAXOS_COUNTER_CTR_COUNT, __u64);
+
+/* Who sends the counted ports what (innet_paxos_trust.h; the loader fills
+ * it from the deployment), and the frames refused, by
+ * trust::Reject::index. */
+PAXOS_SENDERS_MAP(counter_senders);
+MAP(counter_rejected, BPF_MAP_TYPE_ARRAY, INNET_PAXOS_REJECT_COUNT, __u64);
 
 #define PASS 1
 #define DROP 0
@@ -199,9 +212,9 @@ static __always_inline int port_index(const struct innet_paxos_counter_config *c
 	return -1;
 }
 
-/* The verdict on the frame in [data, end): PASS or DROP. A rewritten
- * packet's UDP checksum is cleared. */
-static __always_inline int frame_verdict(void *data, void *end, struct l234 *l)
+/* The verdict on the frame in [data, end), which came in on `ifindex`:
+ * PASS or DROP. A rewritten packet's UDP checksum is cleared. */
+static __always_inline int frame_verdict(void *data, void *end, struct l234 *l, __u32 ifindex)
 {
 	struct innet_paxos_counter_config *cfg = config();
 	if (!cfg || !parse_l234_at(data, end, l)) {
@@ -219,6 +232,17 @@ static __always_inline int frame_verdict(void *data, void *end, struct l234 *l)
 		count(INNET_PAXOS_COUNTER_CTR_DECODE_ERRORS);
 		return DROP;
 	}
+	/* The rules of the role behind port k, before the vote is counted. */
+	if (k >= INNET_PAXOS_COUNTER_MAX_PORTS)
+		return DROP;
+	int reason = paxos_admit(&counter_senders, cfg->allowed[k], 0, h, len, ifindex, l->ip->saddr, l->udp->source);
+	if (reason >= 0) {
+		__u32 r = (__u32)reason;
+		__u64 *c = bpf_map_lookup_elem(&counter_rejected, &r);
+		if (c)
+			__sync_fetch_and_add(c, 1);
+		return DROP;
+	}
 	__u16 before = h->msgtype;
 	int v = counter_process(cfg, (__u32)k, h, len);
 	if (h->msgtype != before)
@@ -232,7 +256,7 @@ int xdp_paxos_counter(struct xdp_md *ctx)
 	struct l234 l;
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
-	return frame_verdict(data, end, &l) == PASS ? XDP_PASS : XDP_DROP;
+	return frame_verdict(data, end, &l, ctx->ingress_ifindex) == PASS ? XDP_PASS : XDP_DROP;
 }
 
 /* Ethernet + IPv4 without options + UDP + the Paxos header. */
@@ -249,7 +273,7 @@ int tc_paxos_counter(struct __sk_buff *skb)
 	struct l234 l;
 	void *data = (void *)(long)skb->data;
 	void *end = (void *)(long)skb->data_end;
-	return frame_verdict(data, end, &l) == PASS ? TC_ACT_OK : TC_ACT_SHOT;
+	return frame_verdict(data, end, &l, skb->ifindex) == PASS ? TC_ACT_OK : TC_ACT_SHOT;
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -90,6 +90,54 @@
 _Static_assert(INNET_PAXOS_ACC_CTR_COUNT <= INNET_PAXOS_CTR_XDP_PASSED_OTHER, "counter layout");
 _Static_assert(INNET_PAXOS_COORD_CTR_COUNT <= INNET_PAXOS_CTR_XDP_PASSED_OTHER, "counter layout");
 
+/* Who may send what (innet_paxos::trust): sender classes, one bit each
+ * (trust::class), the role kinds whose rules a program applies
+ * (trust::Kind::code), and the rejection reasons in trust::Reject::index
+ * order: untrusted_<type> at the type's number, then foreign_round. */
+#define INNET_PAXOS_CLASS_COORDINATOR 1
+#define INNET_PAXOS_CLASS_BACKUP 2
+#define INNET_PAXOS_CLASS_ACCEPTOR 4
+#define INNET_PAXOS_CLASS_LEARNER 8
+#define INNET_PAXOS_CLASS_PROPOSER 16
+#define INNET_PAXOS_CLASS_OUTSIDE 128
+#define INNET_PAXOS_CLASS_ANY 255
+#define INNET_PAXOS_KIND_COORDINATOR 0
+#define INNET_PAXOS_KIND_ACCEPTOR 1
+#define INNET_PAXOS_KIND_BACKUP 2
+#define INNET_PAXOS_KIND_LEARNER 3
+#define INNET_PAXOS_KIND_PROPOSER 4
+#define INNET_PAXOS_REJECT_FOREIGN_ROUND 11
+#define INNET_PAXOS_REJECT_COUNT 12
+/* A row of allowed classes, one byte per message type (padded). */
+#define INNET_PAXOS_ALLOWED_LEN 12
+_Static_assert(INNET_PAXOS_ALLOWED_LEN >= INNET_PAXOS_MSG_COUNT, "allowed row");
+_Static_assert(INNET_PAXOS_REJECT_FOREIGN_ROUND == INNET_PAXOS_MSG_COUNT, "reject order");
+/* Most entries of a sender map. */
+#define INNET_PAXOS_MAX_SENDERS 256
+
+/* Sender maps (hash, paxos_senders / counter_senders): who a frame is
+ * from, by ingress interface, IPv4 source and UDP source port. Port 0
+ * stands for any port: the lookup tries the frame's port, then 0 (the BPF
+ * roles rewrite addresses but keep the source port of the packet they
+ * rewrote, so their copies are known by address only). A frame found in
+ * neither is from an outside sender (INNET_PAXOS_CLASS_OUTSIDE). */
+struct innet_paxos_sender_key {
+	__u32 ifindex;
+	__be32 ip;
+	__u16 port; /* host order; 0: any */
+	__u16 pad;
+};
+#define INNET_PAXOS_SENDER_KEY_SIZE 12
+_Static_assert(sizeof(struct innet_paxos_sender_key) == INNET_PAXOS_SENDER_KEY_SIZE, "sender key size");
+
+struct innet_paxos_sender {
+	__u8 class;  /* INNET_PAXOS_CLASS_* */
+	__u8 issuer; /* the round issuer it uses (0: none) */
+	__u16 pad;
+};
+#define INNET_PAXOS_SENDER_SIZE 4
+_Static_assert(sizeof(struct innet_paxos_sender) == INNET_PAXOS_SENDER_SIZE, "sender size");
+
 /* Multicast group members one role instance sends to (paxos_members). */
 #define INNET_PAXOS_MAX_MEMBERS 16
 /* XDP metadata in front of a frame the XDP program multicasts: tells
@@ -118,8 +166,11 @@ struct innet_paxos_config {
 	__u16 acceptor_id;    /* acceptor: acptid of its 1Bs and 2Bs */
 	__u16 group;	      /* the group of this role's multicast verdict */
 	__u16 members;	      /* valid entries of paxos_members */
+	/* Classes that may send each message type to this role
+	 * (trust::allowed for its kind, written by the loader). */
+	__u8 allowed[INNET_PAXOS_ALLOWED_LEN];
 };
-#define INNET_PAXOS_CONFIG_SIZE 32
+#define INNET_PAXOS_CONFIG_SIZE 44
 _Static_assert(sizeof(struct innet_paxos_config) == INNET_PAXOS_CONFIG_SIZE, "config size");
 
 /* Map paxos_state (array, 1 entry): the scalar registers. */

@@ -43,8 +43,11 @@ struct innet_paxos_counter_config {
 	__u32 slots;	 /* ring per port, a power of two */
 	__u32 ports;	 /* valid entries of port[] */
 	__u16 port[INNET_PAXOS_COUNTER_MAX_PORTS]; /* host order: counted UDP destination ports */
+	/* Classes that may send each message type to port[k]'s role
+	 * (trust::allowed for its kind, written by the loader). */
+	__u8 allowed[INNET_PAXOS_COUNTER_MAX_PORTS][INNET_PAXOS_ALLOWED_LEN];
 };
-#define INNET_PAXOS_COUNTER_CONFIG_SIZE 48
+#define INNET_PAXOS_COUNTER_CONFIG_SIZE 240
 _Static_assert(sizeof(struct innet_paxos_counter_config) == INNET_PAXOS_COUNTER_CONFIG_SIZE, "config size");
 
 /* One acceptor's latest vote in a slot (CountedVote). */

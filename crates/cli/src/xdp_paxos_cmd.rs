@@ -60,9 +60,10 @@ pub fn run_hosts(a: XdpPaxosHostsArgs) -> anyhow::Result<i32> {
 }
 
 pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
-    let report = xdp_paxos::bench(&a.load, a.runs, &a.out, |e| match e {
+    let report = xdp_paxos::bench(&a.load, a.runs, &a.out, |e| {
+        match e {
         BenchEvent::Cost(cost) => println!(
-            "BPF roles, ns per packet (BPF_PROG_TEST_RUN, 1M runs): {}",
+            "BPF roles, ns per packet (BPF_PROG_TEST_RUN; coordinator and acceptor: median of 200k single runs, vote counter: mean of 1M repeats): {}",
             cost.iter().map(|(k, v)| format!("{k} {v:.0}")).collect::<Vec<_>>().join(", ")
         ),
         BenchEvent::Run(r, failure) => {
@@ -127,6 +128,7 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
                 );
             }
         }
+    }
     })?;
     println!(
         "median of {} runs: XDP/software {:.2}x, XDP/software switches {:.2}x",
@@ -206,10 +208,18 @@ pub fn print_status(st: &testbed::State) -> anyhow::Result<()> {
         let counters = innet_xdp::paxos::pinned_counters(role, &dir.join(&name))?;
         let line: Vec<String> = counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
         println!("{name:>12}: {}", line.join(", "));
+        print_refused(&tb::rejected(&name)?);
     }
     if let Some(counters) = tb::vote_counter_counters()? {
         let line: Vec<String> = counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
         println!("{:>12}: {}", "votes", line.join(", "));
+        print_refused(&tb::rejected(tb::COUNTER_PINS)?);
     }
     Ok(())
+}
+
+/// The frames a program refused by sender, by reason (those it refused any of).
+fn print_refused(rejected: &[(&'static str, u64)]) {
+    let line: Vec<String> = rejected.iter().filter(|(_, v)| *v > 0).map(|(k, v)| format!("{k} {v}")).collect();
+    println!("{:>12}  refused: {}", "", if line.is_empty() { "none".to_string() } else { line.join(", ") });
 }

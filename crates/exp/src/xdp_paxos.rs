@@ -275,7 +275,7 @@ pub struct XdpPaxosRecord {
 
 /// What `bench` reports while it runs.
 pub enum BenchEvent<'a> {
-    /// The BPF roles' ns per packet (`BPF_PROG_TEST_RUN`, 1M runs), before the first run.
+    /// The BPF roles' ns per packet (`BPF_PROG_TEST_RUN`: `paxos::cost_ns`, `paxos_learner::cost_ns`), before the first run.
     Cost(&'a BTreeMap<&'static str, f64>),
     /// A round finished; the XDP run's coordinator failure line, if any.
     Run(&'a XdpPaxosRecord, Option<String>),

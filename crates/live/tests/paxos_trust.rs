@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use innet_live::paxos::{LiveConfig, Plan};
 use innet_live::{clock, spawn_host, HostStats, NodeHandle, Stop};
+use innet_paxos::trust::{forged, FORGED_PROPOSER};
 use innet_paxos::workload::LoadProposer;
 use innet_paxos::{Envelope, Learner, Proposer};
 use innet_wire::paxos::{MsgType, PaxosMsg};
@@ -40,15 +41,6 @@ fn start(run_s: f64) -> Run {
     let proposer = spawn_host("proposer0", s, o, &stop, make, |p, st| (p, st)).unwrap();
     let outside = UdpSocket::bind("127.0.0.1:0").unwrap();
     Run { plan, core, learners, proposer, outside }
-}
-
-fn forged(t: MsgType, inst: u32, rnd: u16, payload: &[u8]) -> Vec<u8> {
-    let mut m = PaxosMsg::new(t);
-    m.inst = inst;
-    m.rnd = rnd;
-    m.vrnd = rnd;
-    m.value = Envelope::new(7_777, 1, payload).unwrap().to_value();
-    m.encode()
 }
 
 fn send(r: &Run, to: SocketAddr, bytes: &[u8]) {
@@ -88,7 +80,7 @@ fn acceptor_rejected(r: &Run, i: usize, reason: &str) -> u64 {
 }
 
 /// Stops everything; checks both learners delivered the same sequence,
-/// nothing forged (proposer 7,777) among it, and at least `min` values.
+/// nothing forged ([`FORGED_PROPOSER`]) among it, and at least `min` values.
 fn finish(r: Run, min: usize) -> (Vec<HostStats>, HostStats) {
     std::thread::sleep(Duration::from_millis(300));
     let Run { learners, proposer, core, plan: _plan, .. } = r;
@@ -105,7 +97,7 @@ fn finish(r: Run, min: usize) -> (Vec<HostStats>, HostStats) {
     assert!(n >= min, "{n} deliveries");
     assert_eq!(logs[0][..n], logs[1][..n], "the learners agree");
     for (_, v) in &logs[0] {
-        assert_ne!(Envelope::from_value(v).map(|e| e.proposer), Some(7_777), "a forged value was delivered");
+        assert_ne!(Envelope::from_value(v).map(|e| e.proposer), Some(FORGED_PROPOSER), "a forged value was delivered");
     }
     core.backup.shutdown().expect("the backup ends without a panic");
     (stats, pst)

@@ -61,7 +61,7 @@ impl Kind {
         }
     }
     /// The number the BPF programs use (`INNET_PAXOS_KIND_*`).
-    pub fn code(self) -> u8 {
+    pub const fn code(self) -> u8 {
         self as u8
     }
 }
@@ -132,7 +132,7 @@ impl Reject {
     }
     /// The index of this reason in [`REJECT_NAMES`] (the BPF counters'
     /// order too).
-    pub fn index(self) -> usize {
+    pub const fn index(self) -> usize {
         match self {
             Reject::Untrusted(t) => t as usize,
             Reject::ForeignRound => MsgType::ALL.len(),
@@ -224,6 +224,22 @@ pub fn senders<A: Eq + Hash + Clone>(d: &PaxosDeployment, addrs: &[A], n: NodeIx
         .map(|(j, node)| (addrs[j].clone(), Sender { class: class_of(node.role), issuer: issuer_of(node.role) }))
         .collect();
     Senders { kind: Kind::of(d.nodes[n].role), by_addr }
+}
+
+/// The proposer id of [`forged`] values: no proposer of a deployment has it.
+pub const FORGED_PROPOSER: u32 = 7_777;
+
+/// A forged message as an outside sender would make it (the attacks of the
+/// live and XDP trust tests): type `t`, instance `inst`, round and vote
+/// round `rnd`, a value from [`FORGED_PROPOSER`] carrying `payload`
+/// (at most the envelope's payload).
+pub fn forged(t: MsgType, inst: u32, rnd: u16, payload: &[u8]) -> Vec<u8> {
+    let mut m = innet_wire::paxos::PaxosMsg::new(t);
+    m.inst = inst;
+    m.rnd = rnd;
+    m.vrnd = rnd;
+    m.value = crate::Envelope::new(FORGED_PROPOSER, 1, payload).expect("a short payload").to_value();
+    m.encode()
 }
 
 #[cfg(test)]

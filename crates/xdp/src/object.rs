@@ -66,15 +66,30 @@ impl BpfObject {
     /// `ingress_ifindex` (receive queue 0) of the calling thread's network
     /// namespace instead of the loopback device.
     pub fn test_run_on(&self, name: &str, frame: &[u8], ingress_ifindex: Option<u32>) -> Result<(u32, Vec<u8>)> {
-        let prog = self.program(name)?;
-        let mut out = vec![0u8; frame.len() + 256];
         // struct xdp_md: data, data_end, data_meta, ingress_ifindex, rx_queue_index, egress_ifindex.
         let mut ctx = [0u8; 24];
         if let Some(ifindex) = ingress_ifindex {
             ctx[4..8].copy_from_slice(&(frame.len() as u32).to_ne_bytes());
             ctx[12..16].copy_from_slice(&ifindex.to_ne_bytes());
         }
-        let context_in = ingress_ifindex.map(|_| &mut ctx[..]);
+        self.run_once(name, frame, ingress_ifindex.map(|_| &mut ctx[..]))
+    }
+
+    /// Runs `frame` through the tc program `name` once with
+    /// `BPF_PROG_TEST_RUN`, received on interface `ifindex` of the calling
+    /// thread's network namespace: the action and the frame it left.
+    pub fn test_run_skb_on(&self, name: &str, frame: &[u8], ifindex: u32) -> Result<(u32, Vec<u8>)> {
+        // struct __sk_buff up to ifindex: ingress_ifindex at 36, ifindex at
+        // 40 (the kernel takes a prefix; the rest reads as zero).
+        let mut ctx = [0u8; 44];
+        ctx[36..40].copy_from_slice(&ifindex.to_ne_bytes());
+        ctx[40..44].copy_from_slice(&ifindex.to_ne_bytes());
+        self.run_once(name, frame, Some(&mut ctx[..]))
+    }
+
+    fn run_once(&self, name: &str, frame: &[u8], context_in: Option<&mut [u8]>) -> Result<(u32, Vec<u8>)> {
+        let prog = self.program(name)?;
+        let mut out = vec![0u8; frame.len() + 256];
         let input = libbpf_rs::ProgramInput {
             data_in: Some(frame),
             data_out: Some(&mut out),
@@ -93,6 +108,13 @@ impl BpfObject {
         let prog = self.program(name)?;
         let input = libbpf_rs::ProgramInput { data_in: Some(frame), repeat, ..Default::default() };
         Ok(prog.test_run(input).context("BPF_PROG_TEST_RUN")?.duration)
+    }
+
+    /// Runs `frame` through program `name` once in the kernel
+    /// (`BPF_PROG_TEST_RUN`): the time of that run, as the kernel measured
+    /// it (one clock read included).
+    pub fn test_run_once_ns(&self, name: &str, frame: &[u8]) -> Result<u64> {
+        Ok(self.test_run_repeat(name, frame, 1)?.as_nanos() as u64)
     }
 
     /// Program `name`'s file descriptor (valid while `self` lives), for

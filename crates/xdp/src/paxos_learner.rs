@@ -11,15 +11,24 @@
 //! acceptors multicast their votes, so on the `paxos` testbed the tc entry
 //! is the one that sees the votes.
 //!
+//! Before a frame to a counted port is counted, the rules of the role
+//! behind that port ([`innet_paxos::trust`], a row of [`trust::allowed`]
+//! per port in the config) are applied to its sender, looked up in the
+//! senders [`VoteCounterXdp::set_senders`] writes, as in
+//! [`crate::paxos`]: a vote or DECIDED from anyone but an acceptor is
+//! refused and counted by reason ([`VoteCounterXdp::rejected`]).
+//!
 //! The header's constants are asserted here, at compile time, to equal
 //! `innet_paxos::vote_counter`'s.
 
+use std::collections::HashMap;
 use std::os::fd::RawFd;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use libbpf_rs::{MapCore, MapHandle};
+use libbpf_rs::MapCore;
 
+use innet_paxos::trust::{self, Kind, Sender};
 use innet_paxos::vote_counter::{
     CountedVote, CounterSlot, VoteCounterConfig, COUNTER_ACPTID, COUNTER_MAX_ACCEPTORS, COUNTER_SLOTS_DEFAULT,
 };
@@ -27,6 +36,7 @@ use innet_wire::paxos::{Value, VALUE_LEN};
 
 use crate::layout::consts as c;
 use crate::object::{lookup, BpfObject};
+use crate::paxos::{allowed_row, pinned, read_rejected, write_senders, SenderKey};
 
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/paxos_learner.bpf.o"));
 
@@ -43,7 +53,9 @@ const _: () = {
 pub const MAP_CONFIG: &str = "counter_config";
 pub const MAP_SLOTS: &str = "counter_slots";
 pub const MAP_COUNTERS: &str = "counter_counters";
-pub const PINNED_MAPS: [&str; 3] = [MAP_CONFIG, MAP_SLOTS, MAP_COUNTERS];
+pub const MAP_SENDERS: &str = "counter_senders";
+pub const MAP_REJECTED: &str = "counter_rejected";
+pub const PINNED_MAPS: [&str; 5] = [MAP_CONFIG, MAP_SLOTS, MAP_COUNTERS, MAP_SENDERS, MAP_REJECTED];
 pub const XDP_PROGRAM: &str = "xdp_paxos_counter";
 pub const TC_PROGRAM: &str = "tc_paxos_counter";
 /// Most UDP ports one program counts for.
@@ -65,11 +77,12 @@ pub const COUNTER_NAMES: [&str; c::PAXOS_COUNTER_CTR_REFERENCE_COUNT as usize] =
 pub const BPF_COUNTERS: [(&str, u32); 1] = [("passed_other", c::PAXOS_COUNTER_CTR_PASSED_OTHER as u32)];
 
 /// `struct innet_paxos_counter_config`: the reference's configuration and
-/// the UDP destination ports counted (one ring each).
+/// the UDP destination ports counted (one ring each), each with the kind
+/// of role behind it (whose [`trust::allowed`] row applies to its frames).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     pub counter: VoteCounterConfig,
-    pub ports: Vec<u16>,
+    pub ports: Vec<(u16, Kind)>,
 }
 
 impl Config {
@@ -79,7 +92,10 @@ impl Config {
             b.extend_from_slice(&(v as u32).to_ne_bytes());
         }
         for k in 0..MAX_PORTS {
-            b.extend_from_slice(&self.ports.get(k).copied().unwrap_or(0).to_ne_bytes());
+            b.extend_from_slice(&self.ports.get(k).map_or(0, |p| p.0).to_ne_bytes());
+        }
+        for k in 0..MAX_PORTS {
+            b.extend_from_slice(&self.ports.get(k).map_or([0; c::PAXOS_ALLOWED_LEN as usize], |p| allowed_row(p.1)));
         }
         assert_eq!(b.len(), c::PAXOS_COUNTER_CONFIG_SIZE as usize, "struct innet_paxos_counter_config layout");
         b
@@ -145,6 +161,28 @@ impl VoteCounterXdp {
         &self.config
     }
 
+    /// Writes who sends the counted ports' roles what: `by_addr` into
+    /// `counter_senders`. Without senders every frame is from outside.
+    pub fn set_senders(&self, by_addr: &HashMap<SenderKey, Sender>) -> Result<()> {
+        write_senders(&self.obj, MAP_SENDERS, by_addr)
+    }
+
+    /// Frames refused before they were counted, by reason.
+    pub fn rejected(&self) -> Result<Vec<(&'static str, u64)>> {
+        read_rejected(&self.obj.map(MAP_REJECTED)?)
+    }
+
+    /// [`VoteCounterXdp::test_run`], the frame received on `ifindex` of
+    /// the calling thread's network namespace.
+    pub fn test_run_on(&self, frame: &[u8], ifindex: u32) -> Result<(u32, Vec<u8>)> {
+        self.obj.test_run_on(XDP_PROGRAM, frame, Some(ifindex))
+    }
+
+    /// [`VoteCounterXdp::test_run_tc`], the frame received on `ifindex`.
+    pub fn test_run_tc_on(&self, frame: &[u8], ifindex: u32) -> Result<(u32, Vec<u8>)> {
+        self.obj.test_run_skb_on(TC_PROGRAM, frame, ifindex)
+    }
+
     /// Runs `frame` through the XDP entry once (`BPF_PROG_TEST_RUN`).
     pub fn test_run(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
         self.obj.test_run(XDP_PROGRAM, frame)
@@ -191,11 +229,18 @@ pub fn cost_ns(repeat: u32) -> Result<Vec<(&'static str, f64)>> {
     (m.inst, m.rnd, m.vrnd, m.acptid) = (7, 1, 1, 0);
     m.value = Value::new(b"value").expect("short");
     let frame = udp_frame(from, to, &m.encode(), 0);
-    let cfg = Config { counter: VoteCounterConfig::new(3), ports: vec![LEARNER_PORT] };
+    let cfg = Config { counter: VoteCounterConfig::new(3), ports: vec![(LEARNER_PORT, Kind::Learner)] };
+    // The vote from acceptor 0 (BPF_PROG_TEST_RUN receives on lo).
+    let acceptor = Sender { class: trust::class::ACCEPTOR, issuer: 0 };
+    let senders =
+        HashMap::from([(SenderKey { ifindex: crate::paxos::LOOPBACK_IFINDEX, ip: from.ip, port: 0 }, acceptor)]);
     let mut out = vec![];
     for (key, program) in [("vote_counter_xdp", XDP_PROGRAM), ("vote_counter_tc", TC_PROGRAM)] {
         let k = VoteCounterXdp::load(&cfg)?;
+        k.set_senders(&senders)?;
         out.push((key, k.obj.test_run_repeat(program, &frame, repeat)?.as_nanos() as f64));
+        // The path measured is the counter's, not a refusal.
+        crate::paxos::ensure_admitted(&k.rejected()?)?;
     }
     Ok(out)
 }
@@ -215,9 +260,12 @@ pub fn read_counters(m: &impl MapCore) -> Result<Vec<(&'static str, u64)>> {
 
 /// Counters of a vote counter whose maps were pinned under `dir`.
 pub fn pinned_counters(dir: &Path) -> Result<Vec<(&'static str, u64)>> {
-    let path = dir.join(MAP_COUNTERS);
-    let m = MapHandle::from_pinned_path(&path).with_context(|| format!("open {}", path.display()))?;
-    read_counters(&m)
+    read_counters(&pinned(dir, MAP_COUNTERS)?)
+}
+
+/// Rejections of a vote counter whose maps were pinned under `dir`, by reason.
+pub fn pinned_rejected(dir: &Path) -> Result<Vec<(&'static str, u64)>> {
+    read_rejected(&pinned(dir, MAP_REJECTED)?)
 }
 
 /// Why the vote counter cannot be loaded here, if it cannot.
@@ -226,7 +274,10 @@ pub fn unavailable() -> Option<String> {
     if euid != 0 {
         return Some(format!("not root (euid {euid}): loading BPF programs needs CAP_BPF and CAP_NET_ADMIN"));
     }
-    let cfg = Config { counter: VoteCounterConfig { slots: 4, ..VoteCounterConfig::new(3) }, ports: vec![1] };
+    let cfg = Config {
+        counter: VoteCounterConfig { slots: 4, ..VoteCounterConfig::new(3) },
+        ports: vec![(1, Kind::Learner)],
+    };
     match VoteCounterXdp::load(&cfg) {
         Ok(_) => None,
         Err(e) => Some(format!("the kernel refused the BPF program: {e:#}")),
@@ -266,6 +317,8 @@ mod tests {
                 (MAP_CONFIG, Some(1), n(c::PAXOS_COUNTER_CONFIG_SIZE)),
                 (MAP_SLOTS, n(c::PAXOS_COUNTER_SLOTS_DEFAULT), n(c::PAXOS_COUNTER_SLOT_SIZE)),
                 (MAP_COUNTERS, n(c::PAXOS_COUNTER_CTR_COUNT), Some(8)),
+                (MAP_SENDERS, n(c::PAXOS_MAX_SENDERS), n(c::PAXOS_SENDER_SIZE)),
+                (MAP_REJECTED, n(c::PAXOS_REJECT_COUNT), Some(8)),
             ],
         );
     }

@@ -41,9 +41,15 @@
 //! acceptors' host-side addresses, where the XDP acceptor answers a 1A
 //! with a 1B back to its sender (`XDP_TX`) and multicasts its 2B votes as
 //! for the coordinator's 2As; TAKEOVER goes to the proposers, which resubmit
-//! to the backup. The acceptor programs do not look at who sent a 1A or
-//! 2A, only at its round: the backup's round (epoch 1, issuer 2) is above
-//! the round 1 they were pre-initialised to.
+//! to the backup. The backup's round (epoch 1, issuer 2) is above the round
+//! 1 the acceptors were pre-initialised to.
+//!
+//! Who may send what ([`innet_paxos::trust`]) holds in every BPF program:
+//! each gets the deployment's nodes as the program sees them ([`arrivals`]:
+//! ingress interface, source address, and the source port of an end host;
+//! the coordinator's copies by address only, as they keep the proposer's
+//! port), and refuses and counts the rest by reason (`paxos_rejected`,
+//! `counter_rejected`, pinned with the other maps).
 //!
 //! [`fail_coordinator`] models the coordinator switch failing: every link
 //! of its namespace goes down, so nothing reaches it and nothing leaves it
@@ -71,7 +77,7 @@ use innet_paxos::{GROUP_ACCEPTORS, GROUP_LEARNERS};
 use innet_wire::paxos::{DATAPLANE_PORT, LEARNER_PORT};
 
 use crate::object;
-use crate::paxos::{Config, Member, PaxosXdp, Role};
+use crate::paxos::{senders_at, Config, Member, PaxosXdp, Role, SenderKey};
 use crate::testbed::{self, ifindex, in_netns, ip, mac_str, State, PIN_DIR};
 
 /// Where `up` records what it made (its own file, so that a `txn` or chain
@@ -311,6 +317,43 @@ fn group_members(
         .collect()
 }
 
+/// Where node `j`'s packets reach the BPF program of node `n` (or, for
+/// `n` = `None`, the vote counter in the hosts namespace), in `d`'s node
+/// order: the device they come in on, their source address as routing
+/// picks it, and the source port of an end host (bound to its port on
+/// every address); `None` where they never do.
+pub fn arrivals(d: &PaxosDeployment, n: Option<NodeIx>) -> Result<Vec<Option<SenderKey>>> {
+    let addrs = host_addrs(d);
+    let ls = links(MAX_ACCEPTORS);
+    let key = |ns: &str, dev: &str, ip: Ipv4Addr, port: u16| -> Result<Option<SenderKey>> {
+        Ok(Some(SenderKey { ifindex: ifindex(ns, dev)?, ip, port }))
+    };
+    let at = n.map(|n| d.nodes[n].role);
+    d.nodes
+        .iter()
+        .enumerate()
+        .map(|(j, node)| {
+            let host = matches!(node.role, PaxosRole::Backup | PaxosRole::Learner { .. } | PaxosRole::Proposer { .. });
+            match (at, node.role) {
+                (Some(PaxosRole::Coordinator), _) if host => key(NS_COORDINATOR, "innet-ch", HOSTS_IP, addrs[j].port()),
+                (Some(PaxosRole::Acceptor { id }), PaxosRole::Coordinator) => {
+                    let i = id as usize;
+                    key(&acceptor_ns(i), &format!("innet-ac{i}"), ls[1 + 2 * i].0.ip, 0)
+                }
+                (Some(PaxosRole::Acceptor { id }), _) if host => {
+                    let i = id as usize;
+                    key(&acceptor_ns(i), &format!("innet-ah{i}"), ls[2 + 2 * i].1.ip, addrs[j].port())
+                }
+                (None, PaxosRole::Acceptor { id }) => {
+                    let i = id as usize;
+                    key(NS_HOSTS, &format!("innet-ha{i}"), *acceptor_addr(i).ip(), 0)
+                }
+                _ => Ok(None),
+            }
+        })
+        .collect()
+}
+
 /// Builds the `paxos` topology with the BPF coordinator and acceptors, and
 /// (with [`PaxosUp::backup_exe`]) starts the backup coordinator.
 pub fn up(o: &PaxosUp) -> Result<State> {
@@ -360,6 +403,7 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
                 })?;
                 let mut coord = PaxosXdp::load(Role::Coordinator, o.slots)?;
                 coord.configure(&Config::coordinator(&roles.coordinator()), &to_acceptors)?;
+                coord.set_senders(&senders_at(d, &arrivals(d, Some(n))?, n))?;
                 coord.pin_maps(&dir.join("coordinator"))?;
                 attach(&coord, NS_COORDINATOR, &["innet-ch"])?;
             }
@@ -370,6 +414,7 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
                 let to_voters = group_members(d, n, GROUP_LEARNERS, &addrs, |_| Ok((ah.clone(), ha.clone())))?;
                 let mut acc = PaxosXdp::load(Role::Acceptor, o.slots)?;
                 acc.configure(&Config::acceptor(&roles.acceptor(id)), &to_voters)?;
+                acc.set_senders(&senders_at(d, &arrivals(d, Some(n))?, n))?;
                 acc.pin_maps(&dir.join(format!("acceptor{i}")))?;
                 attach(&acc, &acceptor_ns(i), &[&format!("innet-ac{i}"), &format!("innet-ah{i}")])?;
             }
@@ -377,7 +422,7 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
         }
     }
     if o.vote_counters {
-        attach_vote_counter(o, &roles, &dir)?;
+        attach_vote_counter(o, d, &roles, &dir)?;
     }
     if let Some(exe) = &o.backup_exe {
         let args: Vec<String> = [
@@ -415,15 +460,17 @@ pub const COUNTER_PINS: &str = "counter";
 /// entry is the one that sees the votes (generic XDP skips the acceptors'
 /// tc copies); the XDP entry is attached as well, for votes sent any other
 /// way.
-fn attach_vote_counter(o: &PaxosUp, roles: &Roles, dir: &Path) -> Result<()> {
+fn attach_vote_counter(o: &PaxosUp, d: &PaxosDeployment, roles: &Roles, dir: &Path) -> Result<()> {
     use crate::paxos_learner::{Config as CounterConfig, VoteCounterXdp};
+    use innet_paxos::trust::Kind;
     use innet_paxos::vote_counter::{VoteCounterConfig, COUNTER_SLOTS_DEFAULT};
-    let mut ports: Vec<u16> = (0..o.learners).map(learner_port).collect();
-    ports.extend((0..o.proposers).map(proposer_port));
-    ports.push(BACKUP_PORT);
+    let mut ports: Vec<(u16, Kind)> = (0..o.learners).map(|i| (learner_port(i), Kind::Learner)).collect();
+    ports.extend((0..o.proposers).map(|i| (proposer_port(i), Kind::Proposer)));
+    ports.push((BACKUP_PORT, Kind::Backup));
     let counter =
         VoteCounterConfig { acceptors: o.acceptors, quorum: roles.quorum(), slots: COUNTER_SLOTS_DEFAULT.max(o.slots) };
     let mut k = VoteCounterXdp::load(&CounterConfig { counter, ports })?;
+    k.set_senders(&crate::paxos::all_senders(d, &arrivals(d, None)?))?;
     k.pin_maps(&dir.join(COUNTER_PINS))?;
     let devs: Vec<String> = (0..o.acceptors).map(|i| format!("innet-ha{i}")).collect();
     let devs: Vec<&str> = devs.iter().map(String::as_str).collect();
@@ -437,6 +484,17 @@ pub fn vote_counter_counters() -> Result<Option<Vec<(&'static str, u64)>>> {
         return Ok(None);
     }
     crate::paxos_learner::pinned_counters(&dir).map(Some)
+}
+
+/// Frames the running testbed's BPF programs refused, by reason:
+/// `program` is `coordinator`, `acceptor<i>` or [`COUNTER_PINS`].
+pub fn rejected(program: &str) -> Result<Vec<(&'static str, u64)>> {
+    let dir = Path::new(PIN_DIR).join("paxos").join(program);
+    if program == COUNTER_PINS {
+        crate::paxos_learner::pinned_rejected(&dir)
+    } else {
+        crate::paxos::pinned_rejected(&dir)
+    }
 }
 
 /// Fails the coordinator the way a switch fails: every link of its

@@ -21,6 +21,23 @@
 //! configured member (whose device does not exist, so the copy is counted as
 //! an error and nothing is sent), Drop `TC_ACT_SHOT` without one.
 //!
+//! Who may send what ([`innet_paxos::trust`]): each test runs in a private
+//! network namespace with a veth pair, and every frame is received on one
+//! of its ends from one sender (`common::paxos_sources`): a node of a
+//! deployment, known to the program by interface, address and (for end
+//! hosts) port as the XDP testbed fills its sender map, or an outsider (an
+//! unknown port, a known address on the wrong interface, an unknown
+//! address). The reference refuses what `trust::check` refuses with the
+//! same table (`paxos::check_from`) before the role sees it; the program
+//! must refuse the same frames for the same reason, packet by packet (its
+//! `paxos_rejected` counter that grew), and 1As and 2As come now and then
+//! in the sender's own round, so both `foreign_round` and accepted
+//! learner and backup rounds occur.
+//!
+//! A coordinator run starts 3,000 instances below `u32::MAX`: it must hand
+//! out every instance up to `u32::MAX - 1` and then refuse requests
+//! (`window_full`) without wrapping.
+//!
 //! Needs root (BPF). Without it the test says so on stderr (`SKIPPED: ...`)
 //! and fails when `CI=true`.
 
@@ -28,19 +45,25 @@ mod common;
 
 use std::net::Ipv4Addr;
 
-use common::{bpf_or_skip, counter, report_golden, report_seed, Differential, Draw, Pair};
+use common::{
+    bpf_or_skip, counter, in_private_netns, paxos_sources, rejected_reason, report_golden, report_seed, Differential,
+    Draw, Pair, PaxosSource,
+};
 use innet_core::rng::Rng;
 use innet_core::{Counters, DataPlane, Verdict};
 use innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT;
+use innet_paxos::trust::{Senders, REJECT_NAMES};
 use innet_paxos::{Acceptor, AcceptorConfig, Coordinator, CoordinatorConfig};
 use innet_wire::paxos::{MsgType, PaxosMsg, Value, DATAPLANE_PORT, PACKET_LEN, VALUE_LEN};
-use innet_xdp::frame::{self, Endpoint};
+use innet_xdp::frame::{self, hex, Endpoint};
 use innet_xdp::object::{XDP_DROP, XDP_PASS, XDP_TX};
-use innet_xdp::paxos::{self, Config, Member, PaxosXdp, Role, META_LEN, META_MAGIC};
+use innet_xdp::paxos::{self, senders_at, Config, Member, PaxosXdp, Role, SenderKey, META_LEN, META_MAGIC};
 
 const RANDOM_PACKETS_SMALL_RING: usize = 100_000;
 const RANDOM_PACKETS_DEFAULT_RING: usize = 25_000;
 const LEARNERS: usize = 3;
+/// The id of the acceptor under test (a node of `common::paxos_sources`).
+const ACCEPTOR_ID: u16 = 2;
 /// Registers and the ring are compared after every this many packets.
 const REGISTERS_EVERY: usize = 2048;
 
@@ -51,7 +74,6 @@ const TC_ACT_REDIRECT: u32 = 7;
 const MEMBER: Endpoint = Endpoint { mac: [2, 0, 0, 0, 0, 0x33], ip: Ipv4Addr::new(10, 98, 3, 3), port: 30_303 };
 const MEMBER_IFINDEX: u32 = 999_999;
 
-const PROPOSER: Endpoint = Endpoint { mac: [2, 0, 0, 0, 0, 0x0c], ip: Ipv4Addr::new(10, 98, 0, 2), port: 40_000 };
 const NODE: Endpoint = Endpoint { mac: [2, 0, 0, 0, 0, 0x51], ip: Ipv4Addr::new(10, 98, 0, 1), port: DATAPLANE_PORT };
 
 /// The reference program of a role.
@@ -97,7 +119,13 @@ impl Reference {
 
 /// What the XDP program did with a frame, as a reference verdict, and the
 /// frame without metadata.
-fn xdp_verdict(role: Role, action: u32, input_len: usize, out: &[u8]) -> Result<(Verdict, Vec<u8>), String> {
+fn xdp_verdict(
+    role: Role,
+    from: Endpoint,
+    action: u32,
+    input_len: usize,
+    out: &[u8],
+) -> Result<(Verdict, Vec<u8>), String> {
     let (meta, f) = if action == XDP_PASS && out.len() == input_len + META_LEN {
         (Some(&out[..META_LEN]), &out[META_LEN..])
     } else {
@@ -108,12 +136,12 @@ fn xdp_verdict(role: Role, action: u32, input_len: usize, out: &[u8]) -> Result<
         return Err("IPv4 checksum wrong".into());
     }
     let v = match (action, meta) {
-        (XDP_DROP, None) if (src, dst) == (PROPOSER, NODE) => Verdict::Drop,
-        (XDP_TX, None) if (src, dst) == (NODE, PROPOSER) => match role {
+        (XDP_DROP, None) if (src, dst) == (from, NODE) => Verdict::Drop,
+        (XDP_TX, None) if (src, dst) == (NODE, from) => match role {
             Role::Coordinator => Verdict::Reflect,
             Role::Acceptor => Verdict::Origin,
         },
-        (XDP_PASS, Some(m)) if (src, dst) == (PROPOSER, NODE) => {
+        (XDP_PASS, Some(m)) if (src, dst) == (from, NODE) => {
             let magic = u16::from_ne_bytes([m[0], m[1]]);
             if magic != META_MAGIC {
                 return Err(format!("metadata magic {magic:#x}"));
@@ -127,15 +155,22 @@ fn xdp_verdict(role: Role, action: u32, input_len: usize, out: &[u8]) -> Result<
 
 /// What `tc_paxos` did, as a reference verdict: `copies_failed` is how
 /// many multicast copies it tried (and could not send) for this packet.
-fn tc_verdict(role: Role, action: u32, out: &[u8], copies_failed: u64, group: u16) -> Result<Verdict, String> {
+fn tc_verdict(
+    role: Role,
+    from: Endpoint,
+    action: u32,
+    out: &[u8],
+    copies_failed: u64,
+    group: u16,
+) -> Result<Verdict, String> {
     let (src, dst, _, checksum_ok) = frame::parse(out).ok_or("output is not an IPv4/UDP frame")?;
     if !checksum_ok {
         return Err("IPv4 checksum wrong".into());
     }
     Ok(match (action, copies_failed) {
-        (TC_ACT_SHOT, 0) if (src, dst) == (PROPOSER, NODE) => Verdict::Drop,
+        (TC_ACT_SHOT, 0) if (src, dst) == (from, NODE) => Verdict::Drop,
         (TC_ACT_SHOT, 1) if dst == MEMBER && src.ip == NODE.ip && src.mac == NODE.mac => Verdict::Multicast { group },
-        (TC_ACT_REDIRECT, 0) if (src, dst) == (NODE, PROPOSER) => match role {
+        (TC_ACT_REDIRECT, 0) if (src, dst) == (NODE, from) => match role {
             Role::Coordinator => Verdict::Reflect,
             Role::Acceptor => Verdict::Origin,
         },
@@ -161,36 +196,73 @@ enum Entry {
     Tc,
 }
 
-/// A role's BPF program through one entry, and the reference program.
+/// A role's BPF program through one entry, and the reference program
+/// behind its admission rule.
 struct Node {
     xdp: PaxosXdp,
     entry: Entry,
     group: u16,
     rust: Reference,
     role: Role,
+    /// Who the frames come from, and which of them the next one does.
+    sources: Vec<PaxosSource>,
+    source: usize,
+    /// The reference's rule and its refusals, by `Reject::index`.
+    senders: Senders<SenderKey>,
+    rejected: [u64; REJECT_NAMES.len()],
+    /// Why the program refused the last frame, if it did.
+    bpf_reason: Option<&'static str>,
 }
 
 impl Node {
-    fn load(entry: Entry, cfg: Config, rust: Reference, role: Role, label: String) -> Differential<Node> {
+    fn load(entry: Entry, ifaces: [u32; 2], cfg: Config, rust: Reference, role: Role) -> Differential<Node> {
         let xdp = PaxosXdp::load(role, cfg.slots).expect("load");
         let members = if entry == Entry::Tc { vec![member()] } else { vec![] };
         xdp.configure(&cfg, &members).expect("configure");
+        let (d, keys, sources) = paxos_sources(ifaces);
+        // The coordinator, or the acceptor with the reference's id.
+        let name = if role == Role::Coordinator { "coordinator".to_string() } else { format!("acceptor{ACCEPTOR_ID}") };
+        let senders = senders_at(&d, &keys, d.find(&name).expect("in the deployment"));
+        xdp.set_senders(&senders).expect("senders");
         let prefix = if entry == Entry::Tc { "tc " } else { "" };
-        let node = Node { xdp, entry, group: cfg.group, rust, role };
+        let label = match rust {
+            Reference::Coordinator(_) => format!(
+                "paxos-coordinator slots={} learners={LEARNERS} first={} senders={}",
+                cfg.slots,
+                cfg.first_instance,
+                senders.by_addr.len()
+            ),
+            Reference::Acceptor(_) => {
+                format!("paxos-acceptor slots={} learners={LEARNERS} senders={}", cfg.slots, senders.by_addr.len())
+            }
+        };
+        let rejected = [0; REJECT_NAMES.len()];
+        let node =
+            Node { xdp, entry, group: cfg.group, rust, role, sources, source: 0, senders, rejected, bpf_reason: None };
         Differential::new(node, format!("{prefix}{label}"), REGISTERS_EVERY)
     }
 
-    fn coordinator(entry: Entry, slots: usize, first_instance: u32) -> Differential<Node> {
+    fn coordinator(entry: Entry, ifaces: [u32; 2], slots: usize, first_instance: u32) -> Differential<Node> {
         let cfg = CoordinatorConfig { slots, first_instance, ..CoordinatorConfig::new(LEARNERS) };
-        let label = format!("paxos-coordinator slots={slots} learners={LEARNERS} first={first_instance}");
         let rust = Reference::Coordinator(Coordinator::new(cfg));
-        Node::load(entry, Config::coordinator(&cfg), rust, Role::Coordinator, label)
+        Node::load(entry, ifaces, Config::coordinator(&cfg), rust, Role::Coordinator)
     }
 
-    fn acceptor(entry: Entry, slots: usize) -> Differential<Node> {
-        let cfg = AcceptorConfig { slots, ..AcceptorConfig::new(2, LEARNERS) };
-        let label = format!("paxos-acceptor slots={slots} learners={LEARNERS}");
-        Node::load(entry, Config::acceptor(&cfg), Reference::Acceptor(Acceptor::new(cfg)), Role::Acceptor, label)
+    fn acceptor(entry: Entry, ifaces: [u32; 2], slots: usize) -> Differential<Node> {
+        let cfg = AcceptorConfig { slots, ..AcceptorConfig::new(ACCEPTOR_ID, LEARNERS) };
+        Node::load(entry, ifaces, Config::acceptor(&cfg), Reference::Acceptor(Acceptor::new(cfg)), Role::Acceptor)
+    }
+
+    fn from(&self) -> &PaxosSource {
+        &self.sources[self.source]
+    }
+
+    fn bpf_rejected(&self) -> common::Counters {
+        self.xdp.rejected().expect("rejected")
+    }
+
+    fn reference_rejected(&self) -> common::Counters {
+        REJECT_NAMES.iter().zip(self.rejected).map(|(n, v)| (*n, v)).collect()
     }
 
     fn copies_failed(&self) -> u64 {
@@ -200,31 +272,58 @@ impl Node {
 
 impl Pair for Node {
     fn frame(&self, payload: &[u8], pad: usize) -> Vec<u8> {
-        frame::udp_frame(PROPOSER, NODE, payload, pad)
+        frame::udp_frame(self.from().from, NODE, payload, pad)
     }
 
-    /// The entry's action and verdict for `input`, and the frame it left.
+    /// The entry's action and verdict for `input` received from the
+    /// current source, and the frame it left.
     fn run_bpf(&mut self, _: &[u8], input: &[u8]) -> Result<(Verdict, Vec<u8>), String> {
-        match self.entry {
+        let (from, ifindex) = (self.from().from, self.from().ifindex);
+        let before = self.bpf_rejected();
+        let r = match self.entry {
             Entry::Xdp => {
-                let (action, out) = self.xdp.test_run(input).expect("test run");
-                xdp_verdict(self.role, action, input.len(), &out)
+                let (action, out) = self.xdp.test_run_on(input, ifindex).expect("test run");
+                xdp_verdict(self.role, from, action, input.len(), &out)
             }
             Entry::Tc => {
                 let failed = self.copies_failed();
-                let (action, out) = self.xdp.test_run_tc(input).expect("test run");
-                let v = tc_verdict(self.role, action, &out, self.copies_failed() - failed, self.group)?;
+                let (action, out) = self.xdp.test_run_tc_on(input, ifindex).expect("test run");
+                let v = tc_verdict(self.role, from, action, &out, self.copies_failed() - failed, self.group)?;
                 Ok((v, out))
             }
-        }
+        };
+        self.bpf_reason = rejected_reason(&before, &self.bpf_rejected());
+        r
     }
 
+    /// The admission rule, then the role; the reason must be the program's.
     fn run_reference(&mut self, packet: &mut [u8]) -> (Verdict, usize) {
+        let s = self.from();
+        let admitted = paxos::check_from(&self.senders, s.ifindex, s.from.ip, s.from.port, packet);
+        let reason = admitted.err().map(|r| r.name());
+        assert_eq!(
+            self.bpf_reason,
+            reason,
+            "refusal differs: {} from {}: {}",
+            self.role.program(),
+            s.name,
+            hex(packet)
+        );
+        if let Err(r) = admitted {
+            self.rejected[r.index()] += 1;
+            return (Verdict::Drop, packet.len());
+        }
         (self.rust.process(packet), packet.len())
     }
 
+    /// The role's counters, then the refusals by reason.
     fn counters(&self) -> (common::Counters, common::Counters) {
-        (self.xdp.counters().expect("counters"), self.rust.counters())
+        let mut bpf = self.xdp.counters().expect("counters");
+        let n = self.role.counter_names().len();
+        bpf.splice(n..n, self.bpf_rejected());
+        let mut reference = self.rust.counters();
+        reference.extend(self.reference_rejected());
+        (bpf, reference)
     }
 
     /// Registers (next instance, trim floor, checkpoints) and every slot of
@@ -257,7 +356,15 @@ impl Pair for Node {
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         let st = self.xdp.state().expect("state");
-        format!("{}; next instance {}, trim floor {}", list.join(", "), st.next, st.floor)
+        let refused: Vec<String> =
+            self.bpf_rejected().iter().filter(|(_, v)| *v > 0).map(|(k, v)| format!("{k} {v}")).collect();
+        format!(
+            "{}; next instance {}, trim floor {}; refused: {}",
+            list.join(", "),
+            st.next,
+            st.floor,
+            refused.join(", ")
+        )
     }
 }
 
@@ -348,14 +455,68 @@ impl Gen {
     }
 }
 
-fn run(mut d: Differential<Node>, packets: usize, seed: u64) {
-    d.golden(&golden(), 1);
+/// Every golden vector from every source.
+fn golden_from_everyone(d: &mut Differential<Node>, passes: usize) {
+    for source in 0..d.pair.sources.len() {
+        d.pair.source = source;
+        d.golden(&golden(), passes);
+    }
+}
+
+/// Who sends the next packet `p`: often the sender the role expects for
+/// its type (so the protocol moves on), otherwise anyone. A 1A or 2A from
+/// a node that issues rounds is now and then put in its own round.
+fn pick_source(rng: &mut Rng, node: &Node, p: &mut [u8]) -> usize {
+    let t = (p.len() >= 2).then(|| MsgType::from_u16(u16::from_be_bytes([p[0], p[1]]))).flatten();
+    let named = |rng: &mut Rng, names: &[&str]| {
+        let i = rng.below(names.len() as u64) as usize;
+        node.sources.iter().position(|s| s.name == names[i]).expect("a source of that name")
+    };
+    let source = if rng.chance(0.6) {
+        match (node.role, t) {
+            (Role::Coordinator, Some(MsgType::Request)) => named(rng, &["proposer0"]),
+            (_, Some(MsgType::Trim)) => named(rng, &["learner0", "learner1"]),
+            (Role::Coordinator, Some(MsgType::Heartbeat)) => named(rng, &["backup"]),
+            (Role::Acceptor, Some(MsgType::Phase1A | MsgType::Phase2A)) => {
+                named(rng, &["coordinator", "coordinator", "coordinator", "backup", "learner0", "learner1"])
+            }
+            _ => rng.below(node.sources.len() as u64) as usize,
+        }
+    } else {
+        rng.below(node.sources.len() as u64) as usize
+    };
+    let issuer = node.sources[source].issuer;
+    if matches!(t, Some(MsgType::Phase1A | MsgType::Phase2A)) && p.len() >= 8 && issuer != 0 && rng.chance(0.5) {
+        p[7] = issuer;
+    }
+    source
+}
+
+fn run(mut d: Differential<Node>, packets: usize, seed: u64) -> Differential<Node> {
+    golden_from_everyone(&mut d, 1);
     let mut g = Gen { rng: Rng::new(seed) };
     for _ in 0..packets {
-        let (p, pad) = g.next(d.pair.role, d.pair.rust.frontier());
+        let (mut p, pad) = g.next(d.pair.role, d.pair.rust.frontier());
+        d.pair.source = pick_source(&mut g.rng, &d.pair, &mut p);
         d.step(&p, pad);
     }
-    report_seed(seed, &d.finish());
+    let summary = d.finish();
+    let refused = d.pair.bpf_rejected();
+    let mut expected = vec!["untrusted_trim", "untrusted_phase_2b", "untrusted_heartbeat"];
+    if d.pair.role == Role::Acceptor {
+        expected.extend(["untrusted_phase_1a", "untrusted_phase_2a", "foreign_round", "untrusted_request"]);
+    }
+    for reason in expected {
+        assert!(counter(&refused, reason) > 0, "{summary}: the run never refused a frame as {reason}");
+    }
+    let c = d.pair.xdp.counters().expect("counters");
+    let through = match d.pair.role {
+        Role::Acceptor => counter(&c, "votes") + counter(&c, "promises"),
+        Role::Coordinator => counter(&c, "requests") + counter(&c, "window_full"),
+    };
+    assert!(through > packets as u64 / 10, "{summary}: too few frames got through the rule");
+    report_seed(seed, &summary);
+    d
 }
 
 #[test]
@@ -363,15 +524,18 @@ fn golden_vectors_give_the_reference_verdicts_and_bytes_for_both_roles() {
     if !bpf_or_skip("golden_vectors_give_the_reference_verdicts_and_bytes_for_both_roles", paxos::unavailable) {
         return;
     }
-    for entry in [Entry::Xdp, Entry::Tc] {
-        for mut d in
-            [Node::coordinator(entry, ACCEPTOR_SLOTS_DEFAULT, 5), Node::acceptor(entry, ACCEPTOR_SLOTS_DEFAULT)]
-        {
-            // Twice: the second pass meets the registers the first pass wrote.
-            d.golden(&golden(), 2);
-            report_golden(&d.finish());
+    in_private_netns(|ifaces| {
+        for entry in [Entry::Xdp, Entry::Tc] {
+            for mut d in [
+                Node::coordinator(entry, ifaces, ACCEPTOR_SLOTS_DEFAULT, 5),
+                Node::acceptor(entry, ifaces, ACCEPTOR_SLOTS_DEFAULT),
+            ] {
+                // Twice: the second pass meets the registers the first pass wrote.
+                golden_from_everyone(&mut d, 2);
+                report_golden(&d.finish());
+            }
         }
-    }
+    });
 }
 
 #[test]
@@ -379,9 +543,31 @@ fn random_packets_match_the_reference_coordinator() {
     if !bpf_or_skip("random_packets_match_the_reference_coordinator", paxos::unavailable) {
         return;
     }
-    run(Node::coordinator(Entry::Xdp, 16, 0), RANDOM_PACKETS_SMALL_RING, 0xC0_0D);
-    run(Node::coordinator(Entry::Xdp, ACCEPTOR_SLOTS_DEFAULT, 1 << 20), RANDOM_PACKETS_DEFAULT_RING, 0xC0_0E);
-    run(Node::coordinator(Entry::Tc, 16, 0), RANDOM_PACKETS_SMALL_RING, 0xC0_0F);
+    in_private_netns(|ifaces| {
+        run(Node::coordinator(Entry::Xdp, ifaces, 16, 0), RANDOM_PACKETS_SMALL_RING, 0xC0_0D);
+        run(
+            Node::coordinator(Entry::Xdp, ifaces, ACCEPTOR_SLOTS_DEFAULT, 1 << 20),
+            RANDOM_PACKETS_DEFAULT_RING,
+            0xC0_0E,
+        );
+        run(Node::coordinator(Entry::Tc, ifaces, 16, 0), RANDOM_PACKETS_SMALL_RING, 0xC0_0F);
+    });
+}
+
+#[test]
+fn the_coordinator_hands_out_instances_up_to_the_last_and_never_wraps() {
+    if !bpf_or_skip("the_coordinator_hands_out_instances_up_to_the_last_and_never_wraps", paxos::unavailable) {
+        return;
+    }
+    in_private_netns(|ifaces| {
+        let first = u32::MAX - 3000;
+        let d = Node::coordinator(Entry::Xdp, ifaces, ACCEPTOR_SLOTS_DEFAULT, first);
+        let d = run(d, RANDOM_PACKETS_DEFAULT_RING, 0xC0_10);
+        assert_eq!(d.pair.xdp.state().expect("state").next, u32::MAX, "every instance below u32::MAX handed out");
+        let c = d.pair.xdp.counters().expect("counters");
+        assert_eq!(counter(&c, "requests"), 3000, "one 2A per instance from {first} to u32::MAX - 1");
+        assert!(counter(&c, "window_full") > 0);
+    });
 }
 
 #[test]
@@ -389,7 +575,9 @@ fn random_packets_match_the_reference_acceptor() {
     if !bpf_or_skip("random_packets_match_the_reference_acceptor", paxos::unavailable) {
         return;
     }
-    run(Node::acceptor(Entry::Xdp, 16), RANDOM_PACKETS_SMALL_RING, 0xACC0);
-    run(Node::acceptor(Entry::Xdp, ACCEPTOR_SLOTS_DEFAULT), RANDOM_PACKETS_DEFAULT_RING, 0xACC1);
-    run(Node::acceptor(Entry::Tc, 16), RANDOM_PACKETS_SMALL_RING, 0xACC2);
+    in_private_netns(|ifaces| {
+        run(Node::acceptor(Entry::Xdp, ifaces, 16), RANDOM_PACKETS_SMALL_RING, 0xACC0);
+        run(Node::acceptor(Entry::Xdp, ifaces, ACCEPTOR_SLOTS_DEFAULT), RANDOM_PACKETS_DEFAULT_RING, 0xACC1);
+        run(Node::acceptor(Entry::Tc, ifaces, 16), RANDOM_PACKETS_SMALL_RING, 0xACC2);
+    });
 }

@@ -18,6 +18,17 @@
 //! default ring. Frames to a port the program does not count pass up
 //! unchanged and are counted as `passed_other`.
 //!
+//! Who may send what ([`innet_paxos::trust`]): the two ports are a
+//! learner's and a proposer's, each with its kind's rules; the test runs in
+//! a private network namespace with a veth pair and every frame is
+//! received on one of its ends from one sender (`common::paxos_sources`: a
+//! node of a deployment, known by interface, address and, for end hosts,
+//! port, or an outsider). The reference refuses what `trust::check`
+//! refuses for the port's kind before the counter sees it (a 2B from
+//! anyone but an acceptor, a DECIDED from anyone but an acceptor or, for a
+//! learner, a learner); the program must refuse the same frames for the
+//! same reason, packet by packet.
+//!
 //! Needs root (BPF). Without it the test says so on stderr (`SKIPPED: ...`)
 //! and fails when `CI=true`.
 
@@ -25,14 +36,21 @@ mod common;
 
 use std::net::Ipv4Addr;
 
-use common::{bpf_or_skip, counter, report_golden, report_seed, Differential, Draw, Pair};
+use std::collections::HashMap;
+
+use common::{
+    bpf_or_skip, counter, in_private_netns, paxos_sources, rejected_reason, report_golden, report_seed, Differential,
+    Draw, Pair, PaxosSource,
+};
 use innet_core::rng::Rng;
 use innet_core::{Counters, DataPlane, Verdict};
+use innet_paxos::trust::{self, Kind, Sender, REJECT_NAMES};
 use innet_paxos::vote_counter::{VoteCounterConfig, COUNTER_PORT_HOST, COUNTER_SLOTS_DEFAULT};
 use innet_paxos::VoteCounter;
 use innet_wire::paxos::{MsgType, PaxosMsg, Value, LEARNER_PORT, PACKET_LEN, VALUE_LEN};
-use innet_xdp::frame::{self, Endpoint};
+use innet_xdp::frame::{self, hex, Endpoint};
 use innet_xdp::object::{XDP_DROP, XDP_PASS};
+use innet_xdp::paxos::{self, all_senders, SenderKey};
 use innet_xdp::paxos_learner::{self, Config, VoteCounterXdp};
 
 const RANDOM_PACKETS: usize = 100_000;
@@ -41,10 +59,11 @@ const ACCEPTORS: usize = 3;
 const SLOTS_EVERY: usize = 2048;
 const TC_ACT_OK: u32 = 0;
 const TC_ACT_SHOT: u32 = 2;
+/// The reference's counters (the program's first ones).
+const COUNTER_NAMES_LEN: usize = paxos_learner::COUNTER_NAMES.len();
 
 /// The counted ports: a learner's and a proposer's.
-const PORTS: [u16; 2] = [LEARNER_PORT, 35_000];
-const ACCEPTOR: Endpoint = Endpoint { mac: [2, 0, 0, 0, 0, 0xac], ip: Ipv4Addr::new(10, 98, 20, 1), port: 40_000 };
+const PORTS: [(u16, Kind); 2] = [(LEARNER_PORT, Kind::Learner), (35_000, Kind::Proposer)];
 const HOST_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0x1e];
 const HOST_IP: Ipv4Addr = Ipv4Addr::new(10, 98, 20, 2);
 
@@ -54,7 +73,8 @@ enum Entry {
     Tc,
 }
 
-/// The BPF counter through one entry, and one reference per counted port.
+/// The BPF counter through one entry, and one reference per counted port
+/// behind its port's admission rule.
 struct Counter {
     xdp: VoteCounterXdp,
     entry: Entry,
@@ -62,21 +82,51 @@ struct Counter {
     /// Which port the next packet goes to (an index of `PORTS`, or
     /// `PORTS.len()`: a port nobody counts).
     port: usize,
+    /// Who the frames come from, and which of them the next one does.
+    sources: Vec<PaxosSource>,
+    source: usize,
+    /// The reference's senders and its refusals, by `Reject::index`.
+    senders: HashMap<SenderKey, Sender>,
+    rejected: [u64; REJECT_NAMES.len()],
+    /// Why the program refused the last frame, if it did.
+    bpf_reason: Option<&'static str>,
 }
 
 impl Counter {
-    fn load(entry: Entry, slots: usize) -> Differential<Counter> {
+    fn load(entry: Entry, ifaces: [u32; 2], slots: usize) -> Differential<Counter> {
         let cfg = VoteCounterConfig { slots, ..VoteCounterConfig::new(ACCEPTORS) };
         let xdp = VoteCounterXdp::load(&Config { counter: cfg, ports: PORTS.to_vec() }).expect("load");
+        let (d, keys, sources) = paxos_sources(ifaces);
+        let senders = all_senders(&d, &keys);
+        xdp.set_senders(&senders).expect("senders");
         let rust = PORTS.iter().map(|_| VoteCounter::new(cfg)).collect();
         let prefix = if entry == Entry::Tc { "tc " } else { "" };
-        let label = format!("{prefix}paxos-vote-counter slots={slots} acceptors={ACCEPTORS} quorum={}", cfg.quorum);
-        Differential::new(Counter { xdp, entry, rust, port: 0 }, label, SLOTS_EVERY)
+        let label = format!(
+            "{prefix}paxos-vote-counter slots={slots} acceptors={ACCEPTORS} quorum={} senders={}",
+            cfg.quorum,
+            senders.len()
+        );
+        let rejected = [0; REJECT_NAMES.len()];
+        let c = Counter { xdp, entry, rust, port: 0, sources, source: 0, senders, rejected, bpf_reason: None };
+        Differential::new(c, label, SLOTS_EVERY)
     }
 
     fn dst(&self) -> Endpoint {
-        let port = PORTS.get(self.port).copied().unwrap_or(LEARNER_PORT + 100);
+        let port = PORTS.get(self.port).map_or(LEARNER_PORT + 100, |p| p.0);
         Endpoint { mac: HOST_MAC, ip: HOST_IP, port }
+    }
+
+    fn from(&self) -> &PaxosSource {
+        &self.sources[self.source]
+    }
+
+    fn bpf_rejected(&self) -> common::Counters {
+        self.xdp.rejected().expect("rejected")
+    }
+
+    /// Sends the next frames from source `name`.
+    fn send_from(&mut self, name: &str) {
+        self.source = self.sources.iter().position(|s| s.name == name).expect("a source of that name");
     }
 
     /// The rings' sum of the references' counters (the BPF program has one
@@ -94,16 +144,19 @@ impl Counter {
 
 impl Pair for Counter {
     fn frame(&self, payload: &[u8], pad: usize) -> Vec<u8> {
-        frame::udp_frame(ACCEPTOR, self.dst(), payload, pad)
+        frame::udp_frame(self.from().from, self.dst(), payload, pad)
     }
 
     fn run_bpf(&mut self, _: &[u8], input: &[u8]) -> Result<(Verdict, Vec<u8>), String> {
+        let (from, ifindex) = (self.from().from, self.from().ifindex);
+        let before = self.bpf_rejected();
         let (action, out) = match self.entry {
-            Entry::Xdp => self.xdp.test_run(input).expect("test run"),
-            Entry::Tc => self.xdp.test_run_tc(input).expect("test run"),
+            Entry::Xdp => self.xdp.test_run_on(input, ifindex).expect("test run"),
+            Entry::Tc => self.xdp.test_run_tc_on(input, ifindex).expect("test run"),
         };
+        self.bpf_reason = rejected_reason(&before, &self.bpf_rejected());
         let (src, dst, _, checksum_ok) = frame::parse(&out).ok_or("output is not an IPv4/UDP frame")?;
-        if !checksum_ok || (src, dst) != (ACCEPTOR, self.dst()) {
+        if !checksum_ok || (src, dst) != (from, self.dst()) {
             return Err(format!("addresses or IPv4 checksum changed: {src:?} -> {dst:?}"));
         }
         let v = match (self.entry, action) {
@@ -114,15 +167,32 @@ impl Pair for Counter {
         Ok((v, out))
     }
 
+    /// The rules of the port's kind, then the port's counter; the reason
+    /// must be the program's.
     fn run_reference(&mut self, packet: &mut [u8]) -> (Verdict, usize) {
-        match self.rust.get_mut(self.port) {
-            Some(r) => (r.process(packet), packet.len()),
-            None => (Verdict::Port { port: COUNTER_PORT_HOST }, packet.len()),
+        let Some(&(_, kind)) = PORTS.get(self.port) else {
+            assert_eq!(self.bpf_reason, None, "a frame to a port nobody counts was refused");
+            return (Verdict::Port { port: COUNTER_PORT_HOST }, packet.len());
+        };
+        let s = self.from();
+        let admitted = trust::check(kind, paxos::sender(&self.senders, s.ifindex, s.from.ip, s.from.port), packet);
+        let reason = admitted.err().map(|r| r.name());
+        assert_eq!(self.bpf_reason, reason, "refusal differs: {kind:?} port, from {}: {}", s.name, hex(packet));
+        if let Err(r) = admitted {
+            self.rejected[r.index()] += 1;
+            return (Verdict::Drop, packet.len());
         }
+        (self.rust[self.port].process(packet), packet.len())
     }
 
+    /// The counters, then the refusals by reason.
     fn counters(&self) -> (common::Counters, common::Counters) {
-        (self.xdp.counters().expect("counters"), self.reference_counters())
+        let mut bpf = self.xdp.counters().expect("counters");
+        let n = COUNTER_NAMES_LEN;
+        bpf.splice(n..n, self.bpf_rejected());
+        let mut reference = self.reference_counters();
+        reference.extend(REJECT_NAMES.iter().zip(self.rejected).map(|(n, v)| (*n, v)));
+        (bpf, reference)
     }
 
     fn compare_state(&self, ctx: &str) {
@@ -130,13 +200,14 @@ impl Pair for Counter {
             let xdp = self.xdp.slots(k).expect("slots");
             assert_eq!(xdp.len(), r.config().slots, "ring size: {ctx}");
             for (i, x) in xdp.iter().enumerate() {
-                assert_eq!(*x, r.slot(i), "port {} slot {i} differs: {ctx}", PORTS[k]);
+                assert_eq!(*x, r.slot(i), "port {} slot {i} differs: {ctx}", PORTS[k].0);
             }
         }
     }
 
     fn details(&self) -> String {
-        let c = self.xdp.counters().expect("counters");
+        let mut c = self.xdp.counters().expect("counters");
+        c.extend(self.bpf_rejected());
         c.iter().filter(|(_, v)| *v > 0).map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
     }
 }
@@ -244,8 +315,20 @@ impl Gen {
     }
 }
 
+/// Who sends the next packet: mostly an acceptor (so votes are counted),
+/// otherwise anyone.
+fn pick_source(rng: &mut Rng, c: &Counter) -> usize {
+    let acceptors: Vec<usize> = (0..c.sources.len()).filter(|&i| c.sources[i].name.starts_with("acceptor")).collect();
+    if rng.chance(0.8) {
+        acceptors[rng.below(acceptors.len() as u64) as usize]
+    } else {
+        rng.below(c.sources.len() as u64) as usize
+    }
+}
+
 fn run(mut d: Differential<Counter>, seed: u64) {
     let slots = d.pair.rust[0].config().slots as u32;
+    d.pair.send_from("acceptor0");
     for p in 0..PORTS.len() {
         d.pair.port = p;
         d.golden(&scenarios(slots), 1);
@@ -253,6 +336,7 @@ fn run(mut d: Differential<Counter>, seed: u64) {
     let mut g = Gen { rng: Rng::new(seed), frontier: 100, span: (slots as u64).min(30) };
     for _ in 0..RANDOM_PACKETS {
         d.pair.port = g.rng.pick(&[(0, 48), (1, 48), (2, 4)]);
+        d.pair.source = pick_source(&mut g.rng, &d.pair);
         let (p, pad) = g.next();
         d.step(&p, pad);
     }
@@ -260,6 +344,10 @@ fn run(mut d: Differential<Counter>, seed: u64) {
     let c = d.pair.xdp.counters().expect("counters");
     for name in ["decisions", "counted", "late", "duplicates", "evicted", "passed_stale", "passed_other"] {
         assert!(counter(&c, name) > 0, "{summary}: the run never exercised {name}");
+    }
+    let refused = d.pair.bpf_rejected();
+    for name in ["untrusted_phase_2b", "untrusted_decided", "untrusted_window", "untrusted_phase_2a"] {
+        assert!(counter(&refused, name) > 0, "{summary}: the run never refused a frame as {name}");
     }
     report_seed(seed, &summary);
 }
@@ -269,20 +357,32 @@ fn golden_vectors_and_scenarios_give_the_reference_verdicts_and_bytes() {
     if !bpf_or_skip("golden_vectors_and_scenarios_give_the_reference_verdicts_and_bytes", paxos_learner::unavailable) {
         return;
     }
-    for entry in [Entry::Xdp, Entry::Tc] {
-        let mut d = Counter::load(entry, 16);
-        for p in 0..=PORTS.len() {
-            d.pair.port = p;
-            d.golden(&golden(), 2);
-            d.golden(&scenarios(16), 1);
+    in_private_netns(|ifaces| {
+        for entry in [Entry::Xdp, Entry::Tc] {
+            let mut d = Counter::load(entry, ifaces, 16);
+            for p in 0..=PORTS.len() {
+                d.pair.port = p;
+                d.pair.send_from("acceptor0");
+                d.golden(&golden(), 2);
+                d.golden(&scenarios(16), 1);
+                // The same from every other sender: refused or, from
+                // another acceptor, counted (late or duplicate by now).
+                for source in 0..d.pair.sources.len() {
+                    d.pair.source = source;
+                    d.golden(&scenarios(16), 1);
+                }
+            }
+            let summary = d.finish();
+            let c = d.pair.xdp.counters().expect("counters");
+            // Each counted port: the scenarios' two decisions of instance 5 and
+            // the one of instance 1 + slots, from acceptor0's frames.
+            assert_eq!(counter(&c, "decisions"), 2 * 3, "{summary}");
+            // A forged vote or DECIDED from outside is refused at both ports.
+            let refused = d.pair.bpf_rejected();
+            assert!(counter(&refused, "untrusted_phase_2b") > 0 && counter(&refused, "untrusted_decided") > 0);
+            report_golden(&summary);
         }
-        let summary = d.finish();
-        let c = d.pair.xdp.counters().expect("counters");
-        // Each counted port: the scenarios' two decisions of instance 5 and
-        // the one of instance 1 + slots.
-        assert_eq!(counter(&c, "decisions"), 2 * 3, "{summary}");
-        report_golden(&summary);
-    }
+    });
 }
 
 #[test]
@@ -290,7 +390,9 @@ fn random_packets_match_the_reference_counter() {
     if !bpf_or_skip("random_packets_match_the_reference_counter", paxos_learner::unavailable) {
         return;
     }
-    run(Counter::load(Entry::Xdp, 16), 0x1EA5);
-    run(Counter::load(Entry::Xdp, COUNTER_SLOTS_DEFAULT), 0x1EA6);
-    run(Counter::load(Entry::Tc, 16), 0x1EA7);
+    in_private_netns(|ifaces| {
+        run(Counter::load(Entry::Xdp, ifaces, 16), 0x1EA5);
+        run(Counter::load(Entry::Xdp, ifaces, COUNTER_SLOTS_DEFAULT), 0x1EA6);
+        run(Counter::load(Entry::Tc, ifaces, 16), 0x1EA7);
+    });
 }

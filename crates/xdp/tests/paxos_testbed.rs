@@ -14,6 +14,16 @@
 //!   counter, every decision of the learners came from it or from their
 //!   own count of the votes it passed up.
 //!
+//! * forged packets from outside (CAANS has no authentication; issue 11's
+//!   attacks, as `crates/live/tests/paxos_trust.rs` makes them live): 2As
+//!   of round 65535 to two acceptors, 1As of round 65535 for the upcoming
+//!   instances to all three and TRIMs to the coordinator, from a socket of
+//!   the hosts namespace the deployment does not name, and DECIDEDs and 2Bs
+//!   towards the learners from an address on an acceptor's link: each BPF
+//!   program refuses them by sender (interface, address, port) and counts
+//!   them by reason, and the learners go on delivering every submitted
+//!   value once, past the instances the forged 1As named.
+//!
 //! The tests share one topology and run one at a time. Needs root. Without
 //! it: `SKIPPED: ...` on stderr, a failure under `CI=true`.
 
@@ -24,6 +34,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use innet_paxos::envelope::Envelope;
+use innet_paxos::trust::forged;
 use innet_paxos::vote_counter::COUNTER_ACPTID;
 use innet_paxos::DeliveryKind;
 use innet_wire::paxos::{MsgType, PaxosMsg, Value};
@@ -166,7 +177,40 @@ fn the_backup_takes_over_when_the_coordinator_fails_and_deliveries_go_on() {
         assert!(a["promises"] > 0, "acceptor {i} promised the backup's round: {a:?}");
     }
 
-    // Every submitted value, exactly once, in one order at both learners.
+    let (l0_len, submitted) = every_value_delivered_once_in_one_order(&r);
+    // The learners' decisions came from the counter in the kernel.
+    let by_counter = r.learners[0].stats.decided_by_counter;
+    assert!(by_counter > 0 && vote_counter["decisions"] >= by_counter, "{vote_counter:?}");
+
+    // Deliveries went on after the failure.
+    let (before, after) = r.delivered_around_failure(0);
+    assert!(before > 0 && after > 0, "delivered {before} before and {after} after the failure");
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let noops = r.learners[0].stats.noops;
+    let duplicates = r.learners[0].stats.duplicates;
+    let took_over = if takeover >= failed_at {
+        format!("{:.1} ms later", ms(takeover - failed_at))
+    } else {
+        format!("{:.1} ms BEFORE it (a false suspicion under load, safe)", ms(failed_at - takeover))
+    };
+    say(&format!(
+        "TESTBED paxos failover: coordinator links set down at {:.0} ms (`ip` took {:.1} ms), backup took over {took_over} ({} instances started, {} values repeated from phase 1; acceptors promised {}); longest gap between deliveries {:.1} ms; learner 0 delivered {before} values before the failure and {after} after ({} instances, {noops} no-ops, {duplicates} duplicates dropped, {by_counter} decided by the vote counter, which absorbed {} votes), learner 1 the same sequence; every one of {} submitted values delivered once",
+        ms(failed_at - start),
+        ms(r.fail_took_ns.unwrap_or(0)),
+        backup.instances_started,
+        backup.values_repeated,
+        acceptors.iter().map(|a| a["promises"].to_string()).collect::<Vec<_>>().join("/"),
+        ms(r.longest_gap_ns(0)),
+        l0_len,
+        vote_counter["counted"] + vote_counter["late"] + vote_counter["duplicates"],
+        submitted,
+    ));
+}
+
+/// Every submitted value delivered exactly once, in one order at both
+/// learners, and no value nobody submitted (a forged one): the length of
+/// that order and how many values were submitted.
+fn every_value_delivered_once_in_one_order(r: &paxos_hosts::HostsReport) -> (usize, usize) {
     let submitted: BTreeMap<(u32, u32), Vec<u8>> =
         r.proposers.iter().flat_map(|p| p.submitted.iter().map(|(k, v)| (*k, v.clone()))).collect();
     assert!(!submitted.is_empty());
@@ -202,32 +246,124 @@ fn the_backup_takes_over_when_the_coordinator_fails_and_deliveries_go_on() {
         missing.len(),
         &missing[..missing.len().min(5)]
     );
+    (l0.len(), submitted.len())
+}
 
-    // The learners' decisions came from the counter in the kernel.
-    let by_counter = r.learners[0].stats.decided_by_counter;
-    assert!(by_counter > 0 && vote_counter["decisions"] >= by_counter, "{vote_counter:?}");
-
-    // Deliveries went on after the failure.
-    let (before, after) = r.delivered_around_failure(0);
-    assert!(before > 0 && after > 0, "delivered {before} before and {after} after the failure");
-    let ms = |ns: u64| ns as f64 / 1e6;
-    let noops = r.learners[0].stats.noops;
-    let duplicates = r.learners[0].stats.duplicates;
-    let took_over = if takeover >= failed_at {
-        format!("{:.1} ms later", ms(takeover - failed_at))
-    } else {
-        format!("{:.1} ms BEFORE it (a false suspicion under load, safe)", ms(failed_at - takeover))
+#[test]
+fn forged_1a_2a_trim_decided_and_2b_are_refused_by_the_bpf_programs_and_delivery_goes_on() {
+    let name = "forged_1a_2a_trim_decided_and_2b_are_refused_by_the_bpf_programs_and_delivery_goes_on";
+    if !privileged::proceed(name, paxos::unavailable()) {
+        return;
+    }
+    let _one = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
+    let up = PaxosUp::default();
+    tb::up(&up).expect("testbed up paxos");
+    let run = HostsRun {
+        roles: up.roles(),
+        up: up.clone(),
+        outstanding: 4,
+        duration: Duration::from_millis(1500),
+        drain: Duration::from_millis(1000),
+        backup: BackupAt::Here,
+        fail_coordinator_at: None,
+        record: true,
     };
+    let (report, attacked) = std::thread::scope(|s| {
+        let hosts = s.spawn(|| paxos_hosts::run(&run));
+        let attacked = attack();
+        (hosts.join().expect("end hosts thread"), attacked)
+    });
+    let refused = |program: &str| -> BTreeMap<&'static str, u64> {
+        tb::rejected(program).expect("pinned rejections").into_iter().filter(|(_, v)| *v > 0).collect()
+    };
+    let coordinator = refused("coordinator");
+    let acceptors: Vec<_> = (0..up.acceptors).map(|i| refused(&format!("acceptor{i}"))).collect();
+    let counter = refused(tb::COUNTER_PINS);
+    tb::down().expect("testbed down");
+    let next = attacked.expect("the attack");
+    let r = report.expect("end hosts on the testbed");
+
+    let want = |pairs: &[(&'static str, u64)]| pairs.iter().copied().collect::<BTreeMap<_, _>>();
+    assert_eq!(coordinator, want(&[("untrusted_trim", FORGED_TRIMS)]), "coordinator");
+    for (i, a) in acceptors.iter().enumerate() {
+        let two_a = if i < 2 { FORGED_2A } else { 0 };
+        let mut w = want(&[("untrusted_phase_1a", FORGED_1A), ("untrusted_phase_2a", two_a)]);
+        w.retain(|_, v| *v > 0);
+        assert_eq!(*a, w, "acceptor {i}");
+    }
+    assert_eq!(counter, want(&[("untrusted_decided", FORGED_TO_LEARNERS), ("untrusted_phase_2b", FORGED_TO_LEARNERS)]));
+    let (delivered, submitted) = every_value_delivered_once_in_one_order(&r);
+    assert!(
+        delivered as u64 > next as u64 + FORGED_1A,
+        "delivered {delivered} instances: not past the {FORGED_1A} the forged 1As named from {next}"
+    );
     say(&format!(
-        "TESTBED paxos failover: coordinator links set down at {:.0} ms (`ip` took {:.1} ms), backup took over {took_over} ({} instances started, {} values repeated from phase 1; acceptors promised {}); longest gap between deliveries {:.1} ms; learner 0 delivered {before} values before the failure and {after} after ({} instances, {noops} no-ops, {duplicates} duplicates dropped, {by_counter} decided by the vote counter, which absorbed {} votes), learner 1 the same sequence; every one of {} submitted values delivered once",
-        ms(failed_at - start),
-        ms(r.fail_took_ns.unwrap_or(0)),
-        backup.instances_started,
-        backup.values_repeated,
-        acceptors.iter().map(|a| a["promises"].to_string()).collect::<Vec<_>>().join("/"),
-        ms(r.longest_gap_ns(0)),
-        l0.len(),
-        vote_counter["counted"] + vote_counter["late"] + vote_counter["duplicates"],
-        submitted.len(),
+        "TESTBED paxos attacks: refused by the coordinator {coordinator:?}, acceptors {acceptors:?}, the vote counter {counter:?}; forged from instance {next}; learners delivered {delivered} instances in one order, every one of {submitted} submitted values once, nothing forged"
     ));
+}
+
+const FORGED_2A: u64 = 200;
+const FORGED_1A: u64 = 500;
+const FORGED_TRIMS: u64 = 50;
+const FORGED_TO_LEARNERS: u64 = 300;
+
+/// Sends `packets` to `to` from `s`, pausing now and then (the veth
+/// backlog is not what is under test).
+fn send_all(s: &UdpSocket, packets: impl IntoIterator<Item = (Vec<u8>, SocketAddr)>) -> anyhow::Result<()> {
+    for (k, (p, to)) in packets.into_iter().enumerate() {
+        s.send_to(&p, to)?;
+        if k % 50 == 49 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    Ok(())
+}
+
+/// Once values flow: the forged packets of the test, from a socket in the
+/// hosts namespace on a port the deployment does not name, and from
+/// 10.78.20.9 on acceptor 0's link towards the learners' side. The
+/// instance the forged 1As and 2As start at.
+fn attack() -> anyhow::Result<u32> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let votes = || counters(paxos::Role::Acceptor, "acceptor0")["votes"];
+    while votes() < 50 {
+        anyhow::ensure!(std::time::Instant::now() < deadline, "no votes");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let next = votes() as u32;
+    let acceptor = |a: usize| SocketAddr::V4(tb::acceptor_addr(a));
+    testbed::in_netns(tb::NS_HOSTS, || {
+        let s = UdpSocket::bind(SocketAddr::from(([0, 0, 0, 0], 0)))?;
+        let two_a = (0..2).flat_map(|a| {
+            (next..next + FORGED_2A as u32).map(move |i| (forged(MsgType::Phase2A, i, 0xffff, b"forged"), acceptor(a)))
+        });
+        send_all(&s, two_a)?;
+        let one_a = (0..3).flat_map(|a| {
+            (next..next + FORGED_1A as u32).map(move |i| (forged(MsgType::Phase1A, i, 0xffff, b""), acceptor(a)))
+        });
+        send_all(&s, one_a)?;
+        let coordinator = SocketAddr::V4(tb::coordinator_addr());
+        let trims = (0..FORGED_TRIMS).map(|k| {
+            let mut m = PaxosMsg::new(MsgType::Trim);
+            (m.inst, m.acptid) = (u32::MAX, k as u16 % 2);
+            (m.encode(), coordinator)
+        });
+        send_all(&s, trims)
+    })?;
+    let ns = tb::acceptor_ns(0);
+    let added = std::process::Command::new("ip")
+        .args(["-n", &ns, "addr", "add", "10.78.20.9/24", "dev", "innet-ah0"])
+        .status()?;
+    anyhow::ensure!(added.success(), "ip addr add in {ns}");
+    testbed::in_netns(&ns, || {
+        let s = UdpSocket::bind(SocketAddr::from(([10, 78, 20, 9], 0)))?;
+        let learner = |i: usize| SocketAddr::from(([10, 78, 20, 2], tb::learner_port(i)));
+        let forged_to_learners = (0..FORGED_TO_LEARNERS as u32).flat_map(|i| {
+            let mut vote = PaxosMsg::decode(&forged(MsgType::Phase2B, next + i, 1, b"forged")).expect("a 2B");
+            vote.acptid = (i % 3) as u16;
+            [(forged(MsgType::Decided, next + i, 1, b"forged"), learner(0)), (vote.encode(), learner(1))]
+        });
+        send_all(&s, forged_to_learners)
+    })?;
+    Ok(next)
 }

@@ -25,9 +25,7 @@
 
 mod common;
 
-use std::ffi::CString;
 use std::net::Ipv4Addr;
-use std::process::Command;
 
 use common::{bpf_or_skip, counters_line, report_golden, report_seed, Differential, Draw, Pair};
 use innet_core::rng::Rng;
@@ -49,38 +47,15 @@ const SERVICE: Endpoint = Endpoint { mac: [2, 0, 0, 0, 0, 0x51], ip: Ipv4Addr::n
 const STORE: Endpoint = Endpoint { mac: [2, 0, 0, 0, 0, 0x5e], ip: Ipv4Addr::new(10, 99, 1, 2), port: 9999 };
 const STORE_PORT_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0x52];
 
-/// The switch's two ports: interface indexes in the test's namespace.
+/// The switch's two ports: the ends of the private namespace's veth pair.
 #[derive(Clone, Copy)]
 struct Ifaces {
     client: u32,
     store: u32,
 }
 
-/// Runs `f` on a thread in a new network namespace holding a veth pair (the
-/// switch's client and store ports); the namespace goes with the thread.
 fn in_private_netns<T: Send>(f: impl FnOnce(Ifaces) -> T + Send) -> T {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            // SAFETY: unshare(2) moves only this thread into a new namespace.
-            let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
-            assert_eq!(rc, 0, "unshare(CLONE_NEWNET): {}", std::io::Error::last_os_error());
-            let ok = Command::new("ip")
-                .args(["link", "add", "innet-dc", "type", "veth", "peer", "name", "innet-ds"])
-                .status()
-                .expect("run ip");
-            assert!(ok.success(), "ip link add veth");
-            let index = |name: &str| {
-                let c = CString::new(name).unwrap();
-                // SAFETY: a NUL-terminated name.
-                let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
-                assert_ne!(i, 0, "no interface {name}");
-                i
-            };
-            f(Ifaces { client: index("innet-dc"), store: index("innet-ds") })
-        })
-        .join()
-        .unwrap_or_else(|e| std::panic::resume_unwind(e))
-    })
+    common::in_private_netns(|[client, store]| f(Ifaces { client, store }))
 }
 
 fn ports(ifaces: Ifaces) -> Ports {

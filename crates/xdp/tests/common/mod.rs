@@ -17,6 +17,35 @@ use innet_core::Verdict;
 use innet_xdp::frame::{self, hex, PAYLOAD_OFFSET};
 use innet_xdp::privileged::{self, say};
 
+/// Runs `f` on a thread in a new network namespace holding a veth pair,
+/// with the interface indexes of its two ends (frames run with
+/// `BPF_PROG_TEST_RUN` can be received on them); the namespace goes with
+/// the thread.
+pub fn in_private_netns<T: Send>(f: impl FnOnce([u32; 2]) -> T + Send) -> T {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // SAFETY: unshare(2) moves only this thread into a new namespace.
+            let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "unshare(CLONE_NEWNET): {}", std::io::Error::last_os_error());
+            let ok = std::process::Command::new("ip")
+                .args(["link", "add", "innet-dc", "type", "veth", "peer", "name", "innet-ds"])
+                .status()
+                .expect("run ip");
+            assert!(ok.success(), "ip link add veth");
+            let index = |name: &str| {
+                let c = std::ffi::CString::new(name).unwrap();
+                // SAFETY: a NUL-terminated name.
+                let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+                assert_ne!(i, 0, "no interface {name}");
+                i
+            };
+            f([index("innet-dc"), index("innet-ds")])
+        })
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e))
+    })
+}
+
 /// Counters are compared after every this many packets.
 pub const COUNTERS_EVERY: usize = 64;
 
@@ -194,4 +223,71 @@ impl<P: Pair> Differential<P> {
         self.compare_state();
         format!("{}: {} packets identical ({})", self.label, self.packets, self.pair.details())
     }
+}
+
+/// One sender of the Paxos differential tests' frames.
+#[derive(Clone, Debug)]
+pub struct PaxosSource {
+    pub name: String,
+    /// The interface the frame comes in on.
+    pub ifindex: u32,
+    pub from: innet_xdp::frame::Endpoint,
+    /// The round issuer of a deployment node (0: none, or an outsider).
+    pub issuer: u8,
+}
+
+/// The Paxos differential tests' senders, for a program whose two
+/// interfaces are `ifaces`: a deployment (3 acceptors, 2 learners, 1
+/// proposer) and each node's key as the XDP testbed gives it
+/// (`paxos_testbed::arrivals`): the coordinator and the acceptors by
+/// address on the data-plane side `ifaces[0]` (their frames keep whatever
+/// source port they had), the backup, learners and proposer by address
+/// and port on the hosts' side `ifaces[1]`; and the frames' sources: every
+/// node, then outsiders (an unknown port of the hosts' address, the
+/// backup's address and port on the wrong interface, the coordinator's
+/// address on the wrong interface, an unknown address).
+pub fn paxos_sources(
+    ifaces: [u32; 2],
+) -> (innet_paxos::deploy::PaxosDeployment, Vec<Option<innet_xdp::paxos::SenderKey>>, Vec<PaxosSource>) {
+    use innet_paxos::deploy::{deployment, PaxosRole, PaxosShape};
+    use innet_xdp::frame::Endpoint;
+    use innet_xdp::paxos::SenderKey;
+    use std::net::Ipv4Addr;
+    let shape = PaxosShape { acceptors: 3, learners: 2, proposers: 1, origin_votes: false };
+    let d = deployment(shape, std::time::Duration::ZERO);
+    let ports = innet_xdp::paxos_testbed::host_addrs(&d);
+    let hosts = Ipv4Addr::new(10, 98, 0, 2);
+    let mut keys = vec![];
+    let mut sources = vec![];
+    for (j, node) in d.nodes.iter().enumerate() {
+        let (ifindex, ip, port, any_port) = match node.role {
+            PaxosRole::Coordinator => (ifaces[0], Ipv4Addr::new(10, 98, 10, 1), 40_100, true),
+            PaxosRole::Acceptor { id } => (ifaces[0], Ipv4Addr::new(10, 98, 20, 1 + id as u8), 34_953, true),
+            _ => (ifaces[1], hosts, ports[j].port(), false),
+        };
+        keys.push(Some(SenderKey { ifindex, ip, port: if any_port { 0 } else { port } }));
+        let from = Endpoint { mac: [2, 0, 0, 0, 1, j as u8], ip, port };
+        let issuer = innet_paxos::trust::issuer_of(node.role);
+        sources.push(PaxosSource { name: node.name.clone(), ifindex, from, issuer });
+    }
+    let backup = ports[d.find("backup").expect("a backup")].port();
+    for (name, ifindex, ip, port) in [
+        ("outsider on the hosts' address", ifaces[1], hosts, 40_000),
+        ("the backup's address on the wrong interface", ifaces[0], hosts, backup),
+        ("the coordinator's address on the wrong interface", ifaces[1], Ipv4Addr::new(10, 98, 10, 1), 40_001),
+        ("an unknown address", ifaces[0], Ipv4Addr::new(10, 98, 99, 9), 40_002),
+    ] {
+        let from = Endpoint { mac: [2, 0, 0, 0, 2, port as u8], ip, port };
+        sources.push(PaxosSource { name: name.into(), ifindex, from, issuer: 0 });
+    }
+    (d, keys, sources)
+}
+
+/// The reason whose count grew from `before` to `after` (a program's
+/// rejection counters around one frame): why that frame was refused, if
+/// it was.
+pub fn rejected_reason(before: &Counters, after: &Counters) -> Option<&'static str> {
+    let grown: Vec<&'static str> = before.iter().zip(after).filter(|(b, a)| a.1 != b.1).map(|(_, a)| a.0).collect();
+    assert!(grown.len() <= 1, "one frame, several reasons: {grown:?}");
+    grown.first().copied()
 }

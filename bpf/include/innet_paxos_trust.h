@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * Who may send what, in BPF: innet_paxos::trust::check (crates/paxos/src/
+ * trust.rs, the reference; read its essay first) for the programs of
+ * bpf/paxos.bpf.c and bpf/paxos_learner.bpf.c. The classes each message
+ * type may come from are a row of the program's config that the loader
+ * writes from trust::allowed, so the table is the Rust one; the senders
+ * are a map (struct innet_paxos_sender_key -> struct innet_paxos_sender)
+ * the loader fills from the deployment. Include after bpf_helpers.h.
+ */
+#ifndef INNET_PAXOS_TRUST_H
+#define INNET_PAXOS_TRUST_H
+
+#include "innet_paxos.h"
+
+/* A sender map: the loader's entries, INNET_PAXOS_MAX_SENDERS at most. */
+#define PAXOS_SENDERS_MAP(name)                                            \
+	struct {                                                           \
+		__uint(type, BPF_MAP_TYPE_HASH);                           \
+		__uint(max_entries, INNET_PAXOS_MAX_SENDERS);              \
+		__type(key, struct innet_paxos_sender_key);                \
+		__type(value, struct innet_paxos_sender);                  \
+	} name SEC(".maps")
+
+/* What the sender map `senders` says of a frame that came in on `ifindex`
+ * from `ip`:`port` (network order): its own entry, else its address's
+ * any-port entry, else an outside sender. */
+static __always_inline struct innet_paxos_sender paxos_sender(void *senders, __u32 ifindex, __be32 ip, __be16 port)
+{
+	struct innet_paxos_sender_key k = { .ifindex = ifindex, .ip = ip, .port = bpf_ntohs(port), .pad = 0 };
+	struct innet_paxos_sender *s = bpf_map_lookup_elem(senders, &k);
+	if (!s) {
+		k.port = 0;
+		s = bpf_map_lookup_elem(senders, &k);
+	}
+	struct innet_paxos_sender out = { .class = INNET_PAXOS_CLASS_OUTSIDE, .issuer = 0, .pad = 0 };
+	if (s)
+		out = *s;
+	return out;
+}
+
+/* trust::check for the Paxos header `h` (`len` bytes of payload): -1 if
+ * the role whose row is `allowed` takes it from the frame's sender, else
+ * the reason (trust::Reject::index). `acceptor`: the role is an acceptor,
+ * which takes 1A/2A only in the sender's own rounds. Too short a packet
+ * or an unknown type passes: the role's decoder counts it. */
+static __always_inline int paxos_admit(void *senders, const __u8 *allowed, int acceptor,
+				       const struct innet_paxos_hdr *h, __u32 len, __u32 ifindex, __be32 ip,
+				       __be16 port)
+{
+	if (len < INNET_PAXOS_PACKET_LEN)
+		return -1;
+	__u16 t = bpf_ntohs(h->msgtype);
+	if (t >= INNET_PAXOS_MSG_COUNT)
+		return -1;
+	__u8 may = allowed[t];
+	if (may == INNET_PAXOS_CLASS_ANY) /* every class has a bit here */
+		return -1;
+	if (may == 0)
+		return t;
+	struct innet_paxos_sender s = paxos_sender(senders, ifindex, ip, port);
+	if (!(may & s.class))
+		return t;
+	if (acceptor && (t == INNET_PAXOS_MSG_1A || t == INNET_PAXOS_MSG_2A) &&
+	    (__u8)(bpf_ntohs(h->rnd) & 0xff) != s.issuer)
+		return INNET_PAXOS_REJECT_FOREIGN_ROUND;
+	return -1;
+}
+
+#endif /* INNET_PAXOS_TRUST_H */
