@@ -89,10 +89,13 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
             );
             let c = |name: &str, a: &innet_exp::paxos_bench::AgainstCeiling| {
                 format!(
-                    "{name} {:.0}/s = {:.0}% of {:.0}{}",
+                    "{name} {:.0}/s = {}{}",
                     a.instances_per_s,
-                    a.of_ceiling * 1e2,
-                    a.ceiling_per_s,
+                    if a.ceiling_per_s > 0.0 {
+                        format!("{:.0}% of {:.0}", a.of_ceiling * 1e2, a.ceiling_per_s)
+                    } else {
+                        "? (the ceiling run got no replies: not measured)".to_string()
+                    },
                     if a.generator_bound { " (generator-bound)" } else { "" }
                 )
             };

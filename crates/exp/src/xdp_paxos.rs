@@ -236,10 +236,14 @@ impl Service for HeartbeatService {
 
 /// The generator's ceiling on the XDP path: HEARTBEATs reflected by the
 /// BPF coordinator of a running testbed, at `load`'s concurrency; call it
-/// in the hosts namespace.
+/// in the hosts namespace before the hosts start. The generator sends from
+/// the backup coordinator's address and port: the coordinator takes
+/// HEARTBEATs only from the backup (`innet_paxos::trust`), and the backup
+/// is not running yet.
 pub fn xdp_ceiling(load: &XdpPaxosLoad) -> anyhow::Result<LoadReport> {
     let target = std::net::SocketAddr::V4(tb::coordinator_addr());
-    let cfg = ceiling_config(load.proposers * load.outstanding, target, load.duration_s);
+    let mut cfg = ceiling_config(load.proposers * load.outstanding, target, load.duration_s);
+    cfg.bind = Some(std::net::SocketAddr::V4(tb::backup_addr()));
     Ok(loadgen::run(&cfg, vec![HeartbeatService])?.0)
 }
 

@@ -81,3 +81,38 @@ fn one_echo_thread_answers_on_every_address_and_the_ceiling_measures() {
     let c = loadgen::ceiling(&cfg, 29).unwrap();
     assert!(c.completed > 100 && c.timeouts == 0, "{c:?}");
 }
+
+#[test]
+fn a_fixed_source_address_is_the_one_the_target_sees() {
+    // A peer that answers only datagrams from one address (as a trust rule
+    // does): the generator bound to that address completes requests.
+    let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let from = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let target = peer.local_addr().unwrap();
+    peer.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (stop2, mut others) = (stop.clone(), 0u64);
+    let answering = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Ok((n, src)) = peer.recv_from(&mut buf) {
+                if src == from {
+                    peer.send_to(&buf[..n], src).unwrap();
+                } else {
+                    others += 1;
+                }
+            }
+        }
+        others
+    });
+    let cfg = LoadConfig { bind: Some(from), ..LoadConfig::new(4, vec![target], Duration::from_millis(400)) };
+    let (r, _) = loadgen::run(&cfg, vec![EchoService { len: 16, targets: 1 }]).unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(answering.join().unwrap(), 0, "every datagram came from the bound address");
+    assert!(r.completed > 100, "{r:?}");
+    // Several sockets cannot share one source address.
+    let two = LoadConfig { sockets: 2, ..cfg };
+    assert!(loadgen::run(&two, vec![EchoService { len: 16, targets: 1 }]).is_err());
+    // No ceiling measured (0/s) is never "generator-bound".
+    assert!(!loadgen::generator_bound(1000.0, 0.0));
+}
