@@ -15,6 +15,7 @@ pub mod paxos_bench;
 pub mod paxos_live;
 pub mod paxos_sim;
 pub mod plot;
+pub mod reproduce;
 pub mod results;
 pub mod tpcc;
 pub mod tpcc_bench;
