@@ -6,6 +6,7 @@ mod mininet_cmd;
 #[cfg(not(feature = "xdp"))]
 mod no_xdp;
 mod paxos_cmd;
+mod reproduce_cmd;
 mod sim_cmd;
 mod tpcc_cmd;
 #[cfg(feature = "xdp")]
@@ -30,6 +31,8 @@ plane), and chain-replicated key-value storage (NetCRAQ, NetChain baseline).
 
 Start here:
   innet demo                      the headline experiment of each service: tables, JSON lines, plots
+  innet reproduce                 all 26 results of the four papers beside the papers' numbers
+                                  (results/reproduce/REPORT.md and .html; --scale 0.1 for a quick look)
 
 Transactions (Gotthard 2016, NOCC 2018):
   innet sim txn --mode optimistic-abort --write-ratio 0.5 --json
@@ -99,6 +102,8 @@ enum Command {
     Topology(live_cmd::TopologyCmd),
     /// Run a topology file as a Mininet network (root): every node in a Mininet host, load, teardown.
     Mininet(mininet_cmd::MininetArgs),
+    /// Regenerate all 26 results of the four papers beside the papers' numbers (REPORT.md, REPORT.html).
+    Reproduce(reproduce_cmd::ReproduceArgs),
 }
 
 /// Lets every numeric flag see a negative value (and refuse it with its own
@@ -151,6 +156,7 @@ fn main() {
         Command::KvReplica(a) => paxos_cmd::run_kv_replica(a),
         Command::Topology(c) => live_cmd::run_topology_cmd(c),
         Command::Mininet(a) => mininet_cmd::run_mininet(a),
+        Command::Reproduce(a) => reproduce_cmd::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

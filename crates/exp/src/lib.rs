@@ -16,6 +16,8 @@ pub mod paxos_live;
 pub mod paxos_sim;
 pub mod plot;
 pub mod reproduce;
+pub mod reproduce_existing;
+pub mod reproduce_report;
 pub mod results;
 pub mod tpcc;
 pub mod tpcc_bench;

@@ -1,0 +1,139 @@
+//! `innet reproduce`: every result of the four papers, regenerated into one
+//! folder, with a report setting the papers' numbers beside ours.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use innet_exp::reproduce::{self, Where};
+use innet_exp::reproduce_report::{self, Options, Progress};
+
+#[derive(Args, Debug)]
+pub struct ReproduceArgs {
+    /// Report folder: one sub-folder per result, REPORT.md and REPORT.html.
+    #[arg(long, default_value = "results/reproduce")]
+    out: std::path::PathBuf,
+    /// Comma-separated result ids (e.g. gotthard-fig7,caans-fig8); default: all 26.
+    #[arg(long)]
+    only: Option<String>,
+    /// Run size: 1.0 fits all 26 in under 10 minutes on 2 cores; 0.05 is a quick look.
+    #[arg(long, default_value_t = 1.0, value_parser = scale)]
+    scale: f64,
+    /// Base seed (every record carries it).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Run the results that have a live variant live on loopback (slower).
+    #[arg(long, conflicts_with = "xdp")]
+    live: bool,
+    /// Run the results that have an XDP variant on the XDP testbed (root).
+    #[arg(long)]
+    xdp: bool,
+}
+
+fn scale(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 100.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a scale above 0 and at most 100")),
+    }
+}
+
+pub fn run(a: ReproduceArgs) -> anyhow::Result<i32> {
+    let opts = Options {
+        out: a.out,
+        only: a.only.map(|s| s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect()),
+        scale: a.scale,
+        seed: a.seed,
+        runtime: if a.live {
+            Where::Live
+        } else if a.xdp {
+            Where::Xdp
+        } else {
+            Where::Sim
+        },
+    };
+    let entries = reproduce::entries();
+    let chosen = reproduce_report::select(&entries, &opts)?;
+    let unregistered: Vec<&str> = reproduce::ALL_RESULTS
+        .iter()
+        .copied()
+        .filter(|id| !entries.iter().any(|e| e.id == *id))
+        .filter(|id| opts.only.as_ref().is_none_or(|o| o.iter().any(|x| x == id)))
+        .collect();
+    println!(
+        "innet reproduce: {} results into {} (scale {}, seed {}, runtime {}){}",
+        chosen.len(),
+        opts.out.display(),
+        opts.scale,
+        opts.seed,
+        opts.runtime.name(),
+        if unregistered.is_empty() { String::new() } else { format!("; not registered: {}", unregistered.join(", ")) }
+    );
+    let started = Instant::now();
+    let tty = std::io::stdout().is_terminal();
+    let weights: Vec<u64> = chosen
+        .iter()
+        .map(|e| (reproduce_report::expected_seconds(e.id) * opts.scale * 10.0).ceil() as u64 + 1)
+        .collect();
+    let bar = tty.then(|| {
+        let b = indicatif::ProgressBar::new(weights.iter().sum());
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {percent}% ~{eta} left  {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b.enable_steady_tick(Duration::from_millis(200));
+        b
+    });
+    let mut done_weight = 0u64;
+    let ran = reproduce_report::run(&chosen, &opts, |p| match p {
+        Progress::Start { index, total, id, .. } => {
+            if let Some(b) = &bar {
+                b.set_message(format!("[{}/{total}] {id}", index + 1));
+            }
+        }
+        Progress::Done { index, total, ran } => {
+            done_weight += weights[index];
+            let line = match &ran.outcome {
+                Ok(o) => {
+                    let c = &o.claims[0];
+                    format!(
+                        "[{}/{total}] {:<15} {:>6.1} s  holds {:<3}  {}: ours {} vs paper {}",
+                        index + 1,
+                        ran.id,
+                        ran.seconds,
+                        if o.holds() { "yes" } else { "no" },
+                        c.what,
+                        reproduce_report::fmt_value(c.ours, &c.unit),
+                        c.paper.map_or("(direction)".to_string(), |v| reproduce_report::fmt_value(v, &c.unit))
+                    )
+                }
+                Err(e) => format!("[{}/{total}] {:<15} {:>6.1} s  FAILED: {e}", index + 1, ran.id, ran.seconds),
+            };
+            match &bar {
+                Some(b) => {
+                    b.set_position(done_weight);
+                    b.println(line);
+                }
+                None => println!("{line}"),
+            }
+        }
+    });
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let wall = started.elapsed().as_secs_f64();
+    let (md, html) = reproduce_report::write_report(&opts, &entries, &ran, wall)?;
+    let failed: Vec<&str> = ran.iter().filter(|r| r.outcome.is_err()).map(|r| r.id.as_str()).collect();
+    let holds = ran.iter().filter(|r| r.outcome.as_ref().is_ok_and(|o| o.holds())).count();
+    println!(
+        "{} results in {wall:.1} s: {holds} hold every claim, {} do not, {} failed{}; report: {} and {}",
+        ran.len(),
+        ran.len() - holds - failed.len(),
+        failed.len(),
+        if failed.is_empty() { String::new() } else { format!(" ({})", failed.join(", ")) },
+        md.display(),
+        html.display()
+    );
+    Ok(if failed.is_empty() { 0 } else { 1 })
+}
