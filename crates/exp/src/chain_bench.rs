@@ -418,13 +418,30 @@ fn series(
 /// Writes the figures' PNGs into `dir`; returns their paths.
 pub fn plot_figures(rs: &[ChainBenchResult], dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
     let service = rs.first().map_or("shared", |r| r.config.service.as_str()).to_string();
+    let caption = rs.first().map_or_else(String::new, |r| {
+        let c = &r.config;
+        format!(
+            "{service} switch CPU: {} us/packet + {:.1} ns/header byte, queues of {} packets, links {} us; {} simulated \
+             s per point, max rate = largest answered at >= {:.0}%; seed {}, commit {}",
+            c.per_packet_us,
+            c.per_byte_ns,
+            c.queue_packets,
+            c.link_latency_us,
+            c.duration_s,
+            SUSTAINED_FRACTION * 100.0,
+            c.seed,
+            r.git_commit.chars().take(12).collect::<String>()
+        )
+    });
     let mut paths = vec![];
     let mut png = |name: &str, title: String, xl: &str, yl: &str, s: Vec<(String, Vec<(f64, f64)>)>| {
         if s.is_empty() {
             return Ok::<(), anyhow::Error>(());
         }
         let p = dir.join(name);
-        crate::plot::lines_png(&p, &title, xl, yl, &s)?;
+        let fig = title.split(':').next().unwrap_or_default().replace("Figure", "NetCRAQ Fig.");
+        let panel = crate::plot::Panel { title: String::new(), x_label: xl.into(), y_label: yl.into(), series: s };
+        crate::plot::panels_png(&p, &title, &format!("{fig} (simulator); {caption}"), &[panel], 1)?;
         paths.push(p);
         Ok(())
     };
@@ -433,7 +450,7 @@ pub fn plot_figures(rs: &[ChainBenchResult], dir: &std::path::Path) -> anyhow::R
         "chain-figure3.png",
         format!("Figure 3: max read rate vs distance from tail (4 nodes, {service} service)"),
         "queried node's distance from the tail (hops)",
-        "max replies/s",
+        "max replies/s (requests/s)",
         series(rs, 3, dist, |r| r.replies_per_s),
     )?;
     png(

@@ -118,11 +118,18 @@ fn draw_panel(
         .y_label_area_size(90)
         .build_cartesian_2d(padded_range(x_lo, x_hi, false), y_range)
         .map_err(plot_err)?;
+    // Counts on the x axis (hops, nodes, clients) get whole-number ticks only.
+    let whole = integer_axis(points().map(|(x, _)| x));
+    let x_ticks = match whole {
+        Some(span) => span + 1,
+        None => 10,
+    };
     chart
         .configure_mesh()
         .x_desc(x_label)
         .y_desc(y_label)
-        .x_label_formatter(&|v| human(*v))
+        .x_labels(x_ticks)
+        .x_label_formatter(&|v| if whole.is_some() && v.fract().abs() > 1e-9 { String::new() } else { human(*v) })
         .y_label_formatter(&|v| human(*v))
         .axis_desc_style(("sans-serif", 22))
         .label_style(("sans-serif", 18))
@@ -155,6 +162,20 @@ fn draw_panel(
         .draw()
         .map_err(plot_err)?;
     Ok(())
+}
+
+/// `Some(span)` when every x is a whole number and they span at most 12
+/// (an axis of counts), else `None`.
+fn integer_axis(xs: impl Iterator<Item = f64>) -> Option<usize> {
+    let (mut lo, mut hi) = (f64::MAX, f64::MIN);
+    for x in xs {
+        if x.fract() != 0.0 {
+            return None;
+        }
+        lo = lo.min(x);
+        hi = hi.max(x);
+    }
+    (hi >= lo && hi - lo <= 12.0).then(|| (hi - lo) as usize)
 }
 
 /// A tick label in human units: 166661 -> "167k", 2500000 -> "2.5M",
@@ -435,15 +456,27 @@ pub fn txn_figure7(results: &[TxnPointResult], path: &Path) -> Result<()> {
         joined(&distinct(results, |r| r.config.delta)),
         joined(&distinct(results, |r| r.config.clients)),
     );
-    let root = BitMapBackend::new(path, FIGURE7_SIZE_PX).into_drawing_area();
+    let caption = format!(
+        "Gotthard Fig. 7 (Section 5.3): {} key(s), Zipf {}, {} s per point, think {} ms, jitter {} ms, loss {}; \
+         store {} us/packet; seed {}, commit {}",
+        joined(&distinct(results, |r| r.config.keys)),
+        joined(&distinct(results, |r| r.config.zipf)),
+        joined(&distinct(results, |r| r.config.duration_s)),
+        joined(&distinct(results, |r| r.config.think_ms)),
+        joined(&distinct(results, |r| r.config.jitter_ms)),
+        joined(&distinct(results, |r| r.config.loss)),
+        joined(&distinct(results, |r| r.config.store_us_per_packet)),
+        joined(&distinct(results, |r| r.config.seed)),
+        joined(&distinct(results, |r| r.git_commit.chars().take(12).collect::<String>())),
+    );
+    let size = (FIGURE7_SIZE_PX.0, FIGURE7_SIZE_PX.1 + CAPTION_PX);
+    let root = BitMapBackend::new(path, size).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
-    let (top, body) = root.split_vertically(60);
-    let centre = (FIGURE7_SIZE_PX.0 as i32 / 2, 35);
-    let style = TextStyle::from(("sans-serif", 30).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
-    top.draw(&Text::new(title, centre, style)).map_err(plot_err)?;
+    let body = titled(&root, &title, &caption)?;
     let panels = body.split_evenly((1, 2));
-    draw_panel(&panels[0], "(a) Throughput", "write ratio", "committed transactions/s", &throughput)?;
-    draw_panel(&panels[1], "(b) Latency", "write ratio", "mean latency (ms)", &latency)?;
+    let x = "write ratio (fraction of transactions that write)";
+    draw_panel(&panels[0], "(a) Throughput", x, "committed transactions/s", &throughput)?;
+    draw_panel(&panels[1], "(b) Latency", x, "mean latency (ms)", &latency)?;
     finish(root, path)
 }
 

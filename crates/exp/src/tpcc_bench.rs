@@ -241,7 +241,7 @@ pub fn plot_fig14(rs: &[TpccResult], base: &TpccConfig, path: &Path) -> anyhow::
             let (x_label, fixed) = if vs_delta {
                 ("delta ratio d_cs/(d_cs+d_ss)".to_string(), format!("{} clients", base.clients))
             } else {
-                ("clients".to_string(), format!("delta {}", base.delta))
+                ("clients (closed-loop terminals)".to_string(), format!("delta {}", base.delta))
             };
             panels.push(Panel {
                 title: format!("({}) {} ({fixed})", letters[row * 4 + col], k.name()),
