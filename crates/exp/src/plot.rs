@@ -111,8 +111,11 @@ fn draw_panel(
     let legend_share = 0.1 + 0.07 * series.len() as f64;
     let y_range = y_range.start..y_range.end + (y_range.end - y_range.start) * legend_share;
 
-    let mut chart = ChartBuilder::on(area)
-        .caption(caption, ("sans-serif", 28))
+    let mut builder = ChartBuilder::on(area);
+    if !caption.is_empty() {
+        builder.caption(caption, ("sans-serif", 28));
+    }
+    let mut chart = builder
         .margin(20)
         .x_label_area_size(60)
         .y_label_area_size(90)
@@ -175,7 +178,7 @@ fn integer_axis(xs: impl Iterator<Item = f64>) -> Option<usize> {
         lo = lo.min(x);
         hi = hi.max(x);
     }
-    (hi >= lo && hi - lo <= 12.0).then(|| (hi - lo) as usize)
+    (hi >= lo && hi - lo <= 12.0).then_some((hi - lo) as usize)
 }
 
 /// A tick label in human units: 166661 -> "167k", 2500000 -> "2.5M",
@@ -216,27 +219,43 @@ pub struct Panel {
     pub series: Vec<(String, Vec<(f64, f64)>)>,
 }
 
-/// Height of the title line and of the caption line, pixels.
+/// Height of the title line, pixels.
 const TITLE_PX: u32 = 60;
-const CAPTION_PX: u32 = 70;
+/// Height of one caption line, and the caption area's padding, pixels.
+const CAPTION_LINE_PX: u32 = 24;
+const CAPTION_PAD_PX: u32 = 26;
+
+/// Height of the caption area for `caption` on a figure `width` pixels wide.
+fn caption_px(caption: &str, width: u32) -> u32 {
+    CAPTION_PAD_PX + CAPTION_LINE_PX * caption_lines(caption, caption_chars(width)).len() as u32
+}
+
+/// Characters of caption text that fit on one line of `width` pixels.
+fn caption_chars(width: u32) -> usize {
+    (width as usize).saturating_sub(40) / CAPTION_CHAR_PX
+}
 
 /// Draws `title` on top of `root` and `caption` at its bottom (the paper
-/// figure and configuration), returning the area between them.
+/// figure and configuration, wrapped to the width), returning the area
+/// between them. The title's font shrinks to fit the width.
 fn titled<'a>(
     root: &DrawingArea<BitMapBackend<'a>, Shift>,
     title: &str,
     caption: &str,
 ) -> Result<DrawingArea<BitMapBackend<'a>, Shift>> {
     let (w, h) = root.dim_in_pixel();
+    let cap_h = caption_px(caption, w);
     let (top, rest) = root.split_vertically(TITLE_PX);
-    let (body, bottom) = rest.split_vertically(h - TITLE_PX - CAPTION_PX);
+    let (body, bottom) = rest.split_vertically(h.saturating_sub(TITLE_PX + cap_h));
     let centre = |y| (w as i32 / 2, y);
     let style = |size| TextStyle::from(("sans-serif", size).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
-    top.draw(&Text::new(title.to_string(), centre(35), style(30))).map_err(plot_err)?;
-    let lines = caption_lines(caption, (w as usize).saturating_sub(40) / CAPTION_CHAR_PX);
-    let y0 = CAPTION_PX as i32 / 2 - 11 * (lines.len() as i32 - 1);
+    // DejaVu Sans averages about 0.55 em per character.
+    let title_size = (30.0f64).min((w as f64 - 40.0) / (0.55 * title.chars().count().max(1) as f64)).max(16.0);
+    top.draw(&Text::new(title.to_string(), centre(35), style(title_size))).map_err(plot_err)?;
+    let lines = caption_lines(caption, caption_chars(w));
     for (i, line) in lines.into_iter().enumerate() {
-        bottom.draw(&Text::new(line, centre(y0 + 22 * i as i32), style(19))).map_err(plot_err)?;
+        let y = (CAPTION_PAD_PX / 2 + CAPTION_LINE_PX / 2 + CAPTION_LINE_PX * i as u32) as i32;
+        bottom.draw(&Text::new(line, centre(y), style(19.0))).map_err(plot_err)?;
     }
     Ok(body)
 }
@@ -244,18 +263,29 @@ fn titled<'a>(
 /// Width of a caption character, pixels (19 px DejaVu Sans, generous).
 const CAPTION_CHAR_PX: usize = 10;
 
-/// `caption` in at most two lines of about `max_chars`, broken after a
-/// "; " nearest the middle when it is too long for one.
+/// `caption` wrapped into lines of at most about `max_chars`, breaking
+/// after "; " where a line can end there, else at a space.
 fn caption_lines(caption: &str, max_chars: usize) -> Vec<String> {
-    if caption.chars().count() <= max_chars.max(1) {
-        return vec![caption.to_string()];
+    let max_chars = max_chars.max(20);
+    let mut lines = vec![];
+    let mut rest = caption.trim();
+    while rest.chars().count() > max_chars {
+        let cut = rest.char_indices().nth(max_chars).map_or(rest.len(), |(i, _)| i);
+        let head = &rest[..cut];
+        let at = head
+            .rfind("; ")
+            .filter(|&i| i > cut / 2)
+            .map(|i| i + 1)
+            .or_else(|| head.rfind(' '))
+            .filter(|&i| i > 0)
+            .unwrap_or(cut);
+        lines.push(rest[..at].trim().to_string());
+        rest = rest[at..].trim_start();
     }
-    let mid = caption.len() / 2;
-    let split = caption.match_indices("; ").map(|(i, _)| i).min_by_key(|&i| i.abs_diff(mid));
-    match split {
-        Some(i) => vec![caption[..i + 1].to_string(), caption[i + 2..].to_string()],
-        None => vec![caption.to_string()],
+    if !rest.is_empty() || lines.is_empty() {
+        lines.push(rest.to_string());
     }
+    lines
 }
 
 /// A figure of `panels` in `cols` columns, with a title line and a caption
@@ -270,7 +300,8 @@ pub fn panels_png(path: &Path, title: &str, caption: &str, panels: &[Panel], col
     ensure_font()?;
     let cols = cols.clamp(1, panels.len());
     let rows = panels.len().div_ceil(cols);
-    let size = (900 * cols as u32, 620 * rows as u32 + TITLE_PX + CAPTION_PX);
+    let width = (900 * cols as u32).max(1300);
+    let size = (width, 620 * rows as u32 + TITLE_PX + caption_px(caption, width));
     let root = BitMapBackend::new(path, size).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let body = titled(&root, title, caption)?;
@@ -304,7 +335,7 @@ pub fn bars_png(
         }
     }
     ensure_font()?;
-    let size = (1400, 750 + TITLE_PX + CAPTION_PX);
+    let size = (1400, 750 + TITLE_PX + caption_px(caption, 1400));
     let root = BitMapBackend::new(path, size).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let body = titled(&root, title, caption)?;
@@ -469,7 +500,7 @@ pub fn txn_figure7(results: &[TxnPointResult], path: &Path) -> Result<()> {
         joined(&distinct(results, |r| r.config.seed)),
         joined(&distinct(results, |r| r.git_commit.chars().take(12).collect::<String>())),
     );
-    let size = (FIGURE7_SIZE_PX.0, FIGURE7_SIZE_PX.1 + CAPTION_PX);
+    let size = (FIGURE7_SIZE_PX.0, FIGURE7_SIZE_PX.1 + caption_px(&caption, FIGURE7_SIZE_PX.0));
     let root = BitMapBackend::new(path, size).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let body = titled(&root, &title, &caption)?;
@@ -597,6 +628,16 @@ mod tests {
         let bad = vec![("m".to_string(), vec![1.0])];
         assert!(bars_png(&dir.join("c.png"), "Bars", "c", "y", &cats, &bad).is_err());
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn captions_wrap_at_semicolons_or_spaces_and_lose_no_word() {
+        let c = "Gotthard Fig. 7 (Section 5.3): 1 key(s), 180 s per point; store 2 us/packet; seed 1, commit abcdef";
+        let lines = caption_lines(c, 40);
+        assert!(lines.len() >= 3, "{lines:?}");
+        assert!(lines.iter().all(|l| l.chars().count() <= 40), "{lines:?}");
+        assert_eq!(lines.join(" "), c);
+        assert_eq!(caption_lines("short", 40), vec!["short".to_string()]);
     }
 
     #[test]
