@@ -2,6 +2,8 @@
 //! folder, with a report setting the papers' numbers beside ours.
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -85,15 +87,33 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<i32> {
         b.enable_steady_tick(Duration::from_millis(200));
         b
     });
+    // The bar moves through each result's budget (tenths of its expected
+    // seconds) as it runs, stopping short of its end until it finishes, so
+    // the time left follows the real pace.
+    let current: Arc<Mutex<(u64, u64, Instant)>> = Arc::new(Mutex::new((0, 0, Instant::now())));
+    let ticking = Arc::new(AtomicBool::new(true));
+    let ticker = bar.clone().map(|b| {
+        let (current, ticking) = (current.clone(), ticking.clone());
+        std::thread::spawn(move || {
+            while ticking.load(Ordering::Relaxed) {
+                let (base, weight, since) = *current.lock().unwrap_or_else(|e| e.into_inner());
+                let inside = ((since.elapsed().as_secs_f64() * 10.0) as u64).min(weight.saturating_sub(1));
+                b.set_position(base + inside);
+                std::thread::sleep(Duration::from_millis(250));
+            }
+        })
+    });
     let mut done_weight = 0u64;
     let ran = reproduce_report::run(&chosen, &opts, |p| match p {
         Progress::Start { index, total, id, .. } => {
+            *current.lock().unwrap_or_else(|e| e.into_inner()) = (done_weight, weights[index], Instant::now());
             if let Some(b) = &bar {
                 b.set_message(format!("[{}/{total}] {id}", index + 1));
             }
         }
         Progress::Done { index, total, ran } => {
             done_weight += weights[index];
+            *current.lock().unwrap_or_else(|e| e.into_inner()) = (done_weight, 0, Instant::now());
             let line = match &ran.outcome {
                 Ok(o) => {
                     let c = &o.claims[0];
@@ -119,6 +139,10 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<i32> {
             }
         }
     });
+    ticking.store(false, Ordering::Relaxed);
+    if let Some(t) = ticker {
+        let _ = t.join();
+    }
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
