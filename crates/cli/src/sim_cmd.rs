@@ -48,7 +48,7 @@ pub struct BenchTxnArgs {
     figure: Option<String>,
     /// With --figure: run size (1.0: the sizes docs/txn.md gives; smaller
     /// is quicker and noisier).
-    #[arg(long, default_value_t = 1.0, value_parser = innet_exp::parse::non_negative)]
+    #[arg(long, default_value_t = 1.0, value_parser = innet_exp::parse::run_scale)]
     scale: f64,
     #[command(flatten)]
     point: TxnPointConfig,
@@ -277,7 +277,6 @@ fn run_figure(name: &str, a: &BenchTxnArgs) -> anyhow::Result<i32> {
     let entry = gotthard_micro::by_figure_name(name)
         .ok_or_else(|| anyhow::anyhow!("--figure {name}: not one of {}", gotthard_micro::FIGURE_NAMES.join(", ")))?;
     anyhow::ensure!(a.runtime == Runtime::Sim, "--figure runs in the simulator only (drop --runtime live)");
-    anyhow::ensure!(a.scale > 0.0, "--scale must be above 0");
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("results/txn-sim/{}", entry.id)));
     let ctx = Ctx { out: out.clone(), seed: a.point.seed, scale: a.scale, runtime: Where::Sim };
     let started = Instant::now();

@@ -611,8 +611,9 @@ pub fn fig10(ctx: &Ctx) -> anyhow::Result<Outcome> {
 /// Figure 12's write ratios (columns).
 pub const FIG12_WRITES: [f64; 11] = [0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0];
 
-/// One cell of Figure 12: Gotthard's committed/s over the read cache's.
-#[derive(Clone, Debug, Serialize)]
+/// One cell of Figure 12: Gotthard's committed/s over the read cache's
+/// (computed from the two points' records).
+#[derive(Clone, Debug)]
 pub struct HeatCell {
     pub write_ratio: f64,
     pub zipf: f64,
@@ -674,7 +675,6 @@ pub fn fig12(ctx: &Ctx) -> anyhow::Result<Outcome> {
     let rs: Vec<TxnPointResult> = run_points(id, &points)?.into_iter().map(|(p, _)| p).collect();
     let records = write_records(ctx, id, &rs.iter().cloned().map(record).collect::<Vec<_>>())?;
     let grid = heat_cells(&rs, &FIG12_WRITES, &ZIPF_EXPONENTS)?;
-    results::append_jsonl(&ctx.out.join(format!("{id}-cells.jsonl")), &grid.iter().flatten().collect::<Vec<_>>())?;
     let cap = caption(
         "Gotthard Fig. 12 (section 5.3)",
         &base,
