@@ -36,9 +36,20 @@ pub struct BenchTxnArgs {
     /// Comma-separated write ratios.
     #[arg(long, default_value = "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1")]
     write_ratios: String,
-    /// Output folder for txn.jsonl and txn-figure7.png.
+    /// Output folder for txn.jsonl and txn-figure7.png (with --figure: for
+    /// that figure's records and plot).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Instead of Figure 7's sweep, one of Gotthard's other microbenchmark
+    /// figures or NOCC's Figure 1 at the papers' parameters (docs/txn.md):
+    /// fig2, fig6, fig8, fig9, fig10, fig12 or nocc1. Of the point flags
+    /// only --seed applies.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(innet_exp::gotthard_micro::FIGURE_NAMES))]
+    figure: Option<String>,
+    /// With --figure: run size (1.0: the sizes docs/txn.md gives; smaller
+    /// is quicker and noisier).
+    #[arg(long, default_value_t = 1.0, value_parser = innet_exp::parse::run_scale)]
+    scale: f64,
     #[command(flatten)]
     point: TxnPointConfig,
 }
@@ -219,6 +230,9 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
         BenchService::Paxos(a) => return crate::paxos_cmd::run_bench(a),
         BenchService::Tpcc(a) => return crate::tpcc_cmd::run_bench(a),
     };
+    if let Some(name) = &a.figure {
+        return run_figure(name, &a);
+    }
     let mut base = a.point.clone().resolved().map_err(anyhow::Error::msg)?;
     let defaults = TxnPointConfig::default();
     if a.runtime == Runtime::Live && a.point.duration_s == defaults.duration_s && a.point.rtt_ms == defaults.rtt_ms {
@@ -252,6 +266,23 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
             if innet_exp::loadgen::generator_bound(best, c.ops_per_s) { " (generator-bound)" } else { "" }
         );
     }
+    Ok(0)
+}
+
+/// `innet bench txn --figure NAME`: one microbenchmark figure in the
+/// simulator, its claims beside the paper's.
+fn run_figure(name: &str, a: &BenchTxnArgs) -> anyhow::Result<i32> {
+    use innet_exp::gotthard_micro;
+    use innet_exp::reproduce::{Ctx, Where};
+    let entry = gotthard_micro::by_figure_name(name)
+        .ok_or_else(|| anyhow::anyhow!("--figure {name}: not one of {}", gotthard_micro::FIGURE_NAMES.join(", ")))?;
+    anyhow::ensure!(a.runtime == Runtime::Sim, "--figure runs in the simulator only (drop --runtime live)");
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("results/txn-sim/{}", entry.id)));
+    let ctx = Ctx { out: out.clone(), seed: a.point.seed, scale: a.scale, runtime: Where::Sim };
+    let started = Instant::now();
+    let o = (entry.run)(&ctx)?;
+    gotthard_micro::print_outcome(&entry, &o, &out);
+    println!("  {:.1} s wall", started.elapsed().as_secs_f64());
     Ok(0)
 }
 

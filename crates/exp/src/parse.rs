@@ -99,6 +99,17 @@ pub fn non_negative(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// A run size (`innet bench txn --figure --scale`): above 0, at most 100.
+pub fn run_scale(s: &str) -> Result<f64, String> {
+    let v = number(s, "a run size above 0")?;
+    if !(v > 0.0 && v <= 100.0) {
+        return Err(format!(
+            "{s} is out of range: expected a run size above 0 and at most 100 (1 = the documented size)"
+        ));
+    }
+    Ok(v)
+}
+
 /// Slots of a table whose entries take `bytes_each` bytes: a power of two
 /// from `min` to [`MAX_SLOTS`]; the error gives the memory it would take.
 pub fn table_slots(s: &str, min: usize, bytes_each: usize) -> Result<usize, String> {

@@ -400,6 +400,131 @@ pub fn bars_png(
     finish(root, path)
 }
 
+/// Empirical CDFs of named samples (e.g. latencies in ms) in one panel with
+/// a title line and a caption line: x the value, y the fraction of samples
+/// at or below it (each series drawn through at most 60 of its quantiles,
+/// from the smallest to the largest sample).
+pub fn cdf_png(path: &Path, title: &str, caption: &str, x_label: &str, samples: &[(String, Vec<f64>)]) -> Result<()> {
+    let series: Vec<(String, Vec<(f64, f64)>)> =
+        samples.iter().map(|(name, v)| (name.clone(), cdf_points(v, 60))).collect();
+    let panel =
+        Panel { title: "CDF".into(), x_label: x_label.into(), y_label: "fraction of transactions".into(), series };
+    panels_png(path, title, caption, &[panel], 1)
+}
+
+/// At most `max_points` points `(value, fraction <= value)` of the empirical
+/// CDF of `values`, always including the smallest and largest value.
+pub fn cdf_points(values: &[f64], max_points: usize) -> Vec<(f64, f64)> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return vec![];
+    }
+    let k = max_points.clamp(2, n.max(2));
+    let mut out: Vec<(f64, f64)> = (0..k)
+        .map(|i| {
+            let rank = ((i as f64 / (k - 1) as f64) * (n - 1) as f64).round() as usize;
+            (v[rank], (rank + 1) as f64 / n as f64)
+        })
+        .collect();
+    out.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+    out
+}
+
+/// A heatmap: `values[row][col]` drawn as a coloured cell with its value
+/// printed in it, rows bottom to top, columns left to right, labelled by
+/// `rows`/`cols`. Colours diverge around `centre` on a log scale (blue
+/// below, white at, red above; saturated at `centre` x/÷ `span`), so a ratio
+/// of 1 is white.
+#[allow(clippy::too_many_arguments)]
+pub fn heatmap_png(
+    path: &Path,
+    title: &str,
+    caption: &str,
+    x_label: &str,
+    y_label: &str,
+    cols: &[String],
+    rows: &[String],
+    values: &[Vec<f64>],
+    centre: f64,
+    span: f64,
+) -> Result<()> {
+    if cols.is_empty() || rows.is_empty() || values.len() != rows.len() {
+        bail!("heatmap_png: '{title}' needs a value row per row label ({} rows, {} labels)", values.len(), rows.len());
+    }
+    for (r, vs) in values.iter().enumerate() {
+        if vs.len() != cols.len() {
+            bail!("heatmap_png: '{title}' row {r} has {} values for {} columns", vs.len(), cols.len());
+        }
+        if let Some(v) = vs.iter().find(|v| !v.is_finite() || **v <= 0.0) {
+            bail!("heatmap_png: '{title}' row {r} has value {v}, not a finite positive number");
+        }
+    }
+    if !(centre > 0.0 && span > 1.0) {
+        bail!("heatmap_png: centre {centre} must be > 0 and span {span} > 1");
+    }
+    ensure_font()?;
+    let size = (1300, 850 + TITLE_PX + CAPTION_PX);
+    let root = BitMapBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let body = titled(&root, title, caption)?;
+    let (nx, ny) = (cols.len(), rows.len());
+    let mut chart = ChartBuilder::on(&body)
+        .margin(20)
+        .x_label_area_size(70)
+        .y_label_area_size(90)
+        .build_cartesian_2d(-0.5..nx as f64 - 0.5, -0.5..ny as f64 - 0.5)
+        .map_err(plot_err)?;
+    let label_of = |names: Vec<String>| {
+        move |v: &f64| {
+            let i = v.round();
+            if (v - i).abs() < 0.01 && i >= 0.0 && (i as usize) < names.len() {
+                names[i as usize].clone()
+            } else {
+                String::new()
+            }
+        }
+    };
+    let (xf, yf) = (label_of(cols.to_vec()), label_of(rows.to_vec()));
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc(y_label)
+        .x_labels(nx)
+        .y_labels(ny)
+        .x_label_formatter(&xf)
+        .y_label_formatter(&yf)
+        .disable_mesh()
+        .axis_desc_style(("sans-serif", 22))
+        .label_style(("sans-serif", 18))
+        .draw()
+        .map_err(plot_err)?;
+    let colour = |v: f64| {
+        let t = ((v / centre).ln() / span.ln()).clamp(-1.0, 1.0);
+        let mix = |a: u8, b: u8, f: f64| (a as f64 + (b as f64 - a as f64) * f).round() as u8;
+        if t >= 0.0 {
+            RGBColor(mix(255, 178, t), mix(255, 24, t), mix(255, 43, t))
+        } else {
+            RGBColor(mix(255, 33, -t), mix(255, 102, -t), mix(255, 172, -t))
+        }
+    };
+    for (r, vs) in values.iter().enumerate() {
+        chart
+            .draw_series(vs.iter().enumerate().map(|(c, &v)| {
+                Rectangle::new([(c as f64 - 0.5, r as f64 - 0.5), (c as f64 + 0.5, r as f64 + 0.5)], colour(v).filled())
+            }))
+            .map_err(plot_err)?;
+        let text = TextStyle::from(("sans-serif", 16).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
+        chart
+            .draw_series(
+                vs.iter().enumerate().map(|(c, &v)| Text::new(format!("{v:.2}"), (c as f64, r as f64), text.clone())),
+            )
+            .map_err(plot_err)?;
+    }
+    finish(root, path)
+}
+
 /// The marker of series `i`: circle, triangle, square, cross, repeating.
 fn marker<DB: DrawingBackend>(i: usize, at: (i32, i32), color: RGBColor) -> DynElement<'static, DB, (i32, i32)> {
     const SIZE: i32 = 7;
@@ -638,6 +763,29 @@ mod tests {
         assert!(lines.iter().all(|l| l.chars().count() <= 40), "{lines:?}");
         assert_eq!(lines.join(" "), c);
         assert_eq!(caption_lines("short", 40), vec!["short".to_string()]);
+    }
+
+    #[test]
+    fn plot_cdf_and_heatmap_render_pngs() {
+        let dir = temp_dir("cdf-heat");
+        let samples = vec![
+            ("fast".to_string(), (1..500).map(|x| x as f64 / 10.0).collect()),
+            ("slow".to_string(), (1..500).map(|x| (x * x) as f64 / 100.0).collect()),
+        ];
+        cdf_png(&dir.join("cdf.png"), "CDF", "Caption", "latency (ms)", &samples).expect("cdf");
+        assert_png(&dir.join("cdf.png"));
+        let pts = cdf_points(&[3.0, 1.0, 2.0, 2.0], 60);
+        assert_eq!(pts.first(), Some(&(1.0, 0.25)));
+        assert_eq!(pts.last(), Some(&(3.0, 1.0)));
+        let cols: Vec<String> = ["0", "0.5", "1"].iter().map(|s| s.to_string()).collect();
+        let rows: Vec<String> = ["0", "2"].iter().map(|s| s.to_string()).collect();
+        let values = vec![vec![0.5, 1.0, 2.0], vec![0.8, 3.0, 9.0]];
+        heatmap_png(&dir.join("h.png"), "Heat", "Caption", "x", "y", &cols, &rows, &values, 1.0, 4.0).expect("heat");
+        assert_png(&dir.join("h.png"));
+        let bad = vec![vec![1.0, 2.0]];
+        assert!(heatmap_png(&dir.join("i.png"), "Heat", "c", "x", "y", &cols, &rows, &bad, 1.0, 4.0).is_err());
+        assert!(!dir.join("i.png").exists(), "no file on error");
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

@@ -166,17 +166,47 @@ pub fn build(cfg: &TxnPointConfig, record: bool) -> Result<TxnTopology, String> 
 
 /// Runs one point; the result records simulated seconds per wall second.
 pub fn run_point_sim(cfg: &TxnPointConfig) -> anyhow::Result<TxnPointResult> {
+    Ok(run_point_sim_until(cfg, None)?.0)
+}
+
+/// Runs one point, and with `stop_after` stops as soon as that many
+/// transactions committed (checked every simulated 100 ms; the result then
+/// covers the simulated time run); returns the result and the clients'
+/// merged totals (every committed transaction's latency and finish time).
+pub fn run_point_sim_until(
+    cfg: &TxnPointConfig,
+    stop_after: Option<u64>,
+) -> anyhow::Result<(TxnPointResult, LoadStats)> {
     let mut t = build(cfg, false).map_err(anyhow::Error::msg)?;
     let wall = Instant::now();
-    t.sim.run_until(Time::from_secs_f64(cfg.duration_s));
+    let end = Time::from_secs_f64(cfg.duration_s);
+    let mut ran = end;
+    match stop_after {
+        None => t.sim.run_until(end),
+        Some(n) => {
+            let mut now = Time::ZERO;
+            while now < end {
+                now = (now + Duration::from_millis(100)).min(end);
+                t.sim.run_until(now);
+                let committed: u64 =
+                    t.clients.iter().map(|&c| t.sim.host::<LoadClient>(c).expect("load client").stats.committed).sum();
+                if committed >= n {
+                    break;
+                }
+            }
+            ran = now;
+        }
+    }
+    let run_s = ran.as_nanos() as f64 / 1e9;
     let wall_s = wall.elapsed().as_secs_f64();
-    let mut r = summarize(cfg, "sim", &t.stats(), cfg.duration_s, wall_s, t.switch_counters());
-    r.speedup = Some(cfg.duration_s / wall_s.max(1e-9));
+    let stats = t.stats();
+    let mut r = summarize(cfg, "sim", &stats, run_s, wall_s, t.switch_counters());
+    r.speedup = Some(run_s / wall_s.max(1e-9));
     r.per_node = t.per_node();
     let st = t.sim.node_stats(t.store);
-    r.store_cpu_pct = Some(crate::txn::cpu_pct(st.busy, cfg.duration_s));
+    r.store_cpu_pct = Some(crate::txn::cpu_pct(st.busy, run_s));
     r.store_packets = Some(st.processed);
-    Ok(r)
+    Ok((r, stats))
 }
 
 /// The outcome of one checked run.

@@ -65,6 +65,9 @@ pub struct LoadStats {
     pub aborts_by_store: u64,
     /// Latency of every committed transaction, first send to final answer.
     pub latencies_ns: Vec<u64>,
+    /// When each committed transaction finished (time since the run's
+    /// start), in the order of `latencies_ns`.
+    pub finished_ns: Vec<u64>,
 }
 
 impl LoadStats {
@@ -82,6 +85,7 @@ impl LoadStats {
             self.committed_writes += 1;
         }
         self.latencies_ns.push(c.latency().as_nanos() as u64);
+        self.finished_ns.push(c.finished.as_nanos());
     }
 
     pub fn merge(&mut self, o: &LoadStats) {
@@ -92,6 +96,7 @@ impl LoadStats {
         self.aborts_by_switch += o.aborts_by_switch;
         self.aborts_by_store += o.aborts_by_store;
         self.latencies_ns.extend_from_slice(&o.latencies_ns);
+        self.finished_ns.extend_from_slice(&o.finished_ns);
     }
 }
 
