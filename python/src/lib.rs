@@ -797,16 +797,28 @@ fn addresses_dict<'py>(py: Python<'py>, a: &[(String, SocketAddr)]) -> PyResult<
     Ok(d)
 }
 
-enum TxnRun {
-    Local(LocalTxn),
-    Topo(TopoUp),
+/// What a deployment object runs.
+enum Nodes {
+    Txn(Box<LocalTxn>),
+    Chain(LiveChain),
+    Topo(Box<TopoUp>),
+}
+
+/// Stops and joins every node of `run` (once) with the GIL released.
+fn stop_nodes(py: Python<'_>, run: &Mutex<Option<Nodes>>) -> PyResult<()> {
+    let Some(nodes) = run.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(()) };
+    py.detach(|| match nodes {
+        Nodes::Txn(l) => l.shutdown().map(|_| ()).map_err(io_error),
+        Nodes::Chain(c) => c.shutdown().map(|_| ()).map_err(io_error),
+        Nodes::Topo(t) => t.shutdown(),
+    })
 }
 
 /// A running transaction deployment (a store and a switch, or a topology
 /// file's nodes): `switch` and `store` are the addresses clients use.
 #[pyclass(module = "innet._innet", frozen)]
 struct TxnDeployment {
-    run: Mutex<Option<TxnRun>>,
+    run: Mutex<Option<Nodes>>,
     switch: SocketAddr,
     store: SocketAddr,
     addresses: Vec<(String, SocketAddr)>,
@@ -834,8 +846,9 @@ impl TxnDeployment {
         let g = self.run.lock().unwrap_or_else(|e| e.into_inner());
         match g.as_ref() {
             None => Err(innet_error("the deployment was stopped")),
-            Some(TxnRun::Local(l)) => Ok(l.switch_counters()),
-            Some(TxnRun::Topo(t)) => Ok(t
+            Some(Nodes::Txn(l)) => Ok(l.switch_counters()),
+            Some(Nodes::Chain(_)) => Ok(vec![]),
+            Some(Nodes::Topo(t)) => Ok(t
                 .up
                 .started
                 .nodes
@@ -849,12 +862,7 @@ impl TxnDeployment {
     }
     /// Stops every node (also on leaving a `with` block).
     fn stop(&self, py: Python<'_>) -> PyResult<()> {
-        let run = self.run.lock().unwrap_or_else(|e| e.into_inner()).take();
-        match run {
-            None => Ok(()),
-            Some(TxnRun::Local(l)) => py.detach(|| l.shutdown().map(|_| ())).map_err(io_error),
-            Some(TxnRun::Topo(t)) => py.detach(|| t.shutdown()),
-        }
+        stop_nodes(py, &self.run)
     }
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
@@ -896,7 +904,7 @@ fn up_txn(
             return Err(config_error(format!("{path}: a transaction topology with a switch and a store")));
         };
         let addresses = t.addresses();
-        return Ok(TxnDeployment { run: Mutex::new(Some(TxnRun::Topo(t))), switch, store, addresses });
+        return Ok(TxnDeployment { run: Mutex::new(Some(Nodes::Topo(Box::new(t)))), switch, store, addresses });
     }
     let mode: Mode = mode.parse().map_err(config_error)?;
     let mut cfg = LocalConfig::new(mode);
@@ -906,18 +914,13 @@ fn up_txn(
     let l = py.detach(|| start_local(&cfg, &Stop::new())).map_err(io_error)?;
     let (switch, store) = (l.switch_addr(), l.store_addr());
     let addresses = vec![("store".to_string(), store), ("switch".to_string(), switch)];
-    Ok(TxnDeployment { run: Mutex::new(Some(TxnRun::Local(l))), switch, store, addresses })
-}
-
-enum ChainRun {
-    Local(LiveChain),
-    Topo(Box<TopoUp>),
+    Ok(TxnDeployment { run: Mutex::new(Some(Nodes::Txn(Box::new(l)))), switch, store, addresses })
 }
 
 /// A running chain (its switches and control plane).
 #[pyclass(module = "innet._innet", frozen)]
 struct ChainDeployment {
-    run: Mutex<Option<ChainRun>>,
+    run: Mutex<Option<Nodes>>,
     protocol: Protocol,
     nodes: Vec<SocketAddr>,
     addresses: Vec<(String, SocketAddr)>,
@@ -946,12 +949,7 @@ impl ChainDeployment {
     }
     /// Stops every node (also on leaving a `with` block).
     fn stop(&self, py: Python<'_>) -> PyResult<()> {
-        let run = self.run.lock().unwrap_or_else(|e| e.into_inner()).take();
-        match run {
-            None => Ok(()),
-            Some(ChainRun::Local(c)) => py.detach(|| c.shutdown().map(|_| ())).map_err(io_error),
-            Some(ChainRun::Topo(t)) => py.detach(|| t.shutdown()),
-        }
+        stop_nodes(py, &self.run)
     }
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
@@ -985,7 +983,7 @@ fn up_chain(
         let protocol = c.protocol;
         let nodes = innet_chain::deploy::chain_nodes(&c.deployment).iter().map(|&i| t.up.started.addrs[i]).collect();
         let addresses = t.addresses();
-        return Ok(ChainDeployment { run: Mutex::new(Some(ChainRun::Topo(Box::new(t)))), protocol, nodes, addresses });
+        return Ok(ChainDeployment { run: Mutex::new(Some(Nodes::Topo(Box::new(t)))), protocol, nodes, addresses });
     }
     let protocol = self::protocol(protocol)?;
     if !(1..=innet_wire::netchain::MAX_CHAIN_NODES).contains(&nodes) {
@@ -995,7 +993,7 @@ fn up_chain(
     let chain = py.detach(|| LiveChain::start(cfg, &Stop::new())).map_err(io_error)?;
     let addrs = chain.addrs();
     let addresses = addrs.iter().enumerate().map(|(i, a)| (format!("node{i}"), *a)).collect();
-    Ok(ChainDeployment { run: Mutex::new(Some(ChainRun::Local(chain))), protocol, nodes: addrs, addresses })
+    Ok(ChainDeployment { run: Mutex::new(Some(Nodes::Chain(chain))), protocol, nodes: addrs, addresses })
 }
 
 // ---------------------------------------------------------------- module
