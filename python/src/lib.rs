@@ -225,8 +225,10 @@ impl Client {
         }
     }
 
-    fn known(&self, key: Key) -> Option<Value> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|c| c.known(key))
+    /// The value the client knows for `key` (waiting, without the GIL, for
+    /// a transaction another thread runs on this client).
+    fn known(&self, py: Python<'_>, key: Key) -> Option<Value> {
+        py.detach(|| self.inner.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|c| c.known(key)))
     }
 
     fn result(&self, py: Python<'_>, c: &Completed, last: Option<&Attempt>, attempts: u32) -> PyResult<TxnResult> {
@@ -333,7 +335,7 @@ impl Client {
 
     /// The value this client last learned for `key`, or None.
     fn known_value<'py>(&self, py: Python<'py>, key: Key) -> Option<Bound<'py, PyBytes>> {
-        self.known(key).map(|v| value_bytes(py, &v))
+        self.known(py, key).map(|v| value_bytes(py, &v))
     }
 
     /// Increments the counter at `key`, re-running on aborts (each abort's
@@ -406,11 +408,11 @@ impl Transaction {
             return Ok(value_bytes(py, v));
         }
         let client = self.client.get();
-        let v = match client.known(key) {
+        let v = match client.known(py, key) {
             Some(v) => v,
             None => {
                 client.read_keys(py, vec![key])?;
-                client.known(key).unwrap_or(Value::ZERO)
+                client.known(py, key).unwrap_or(Value::ZERO)
             }
         };
         self.reads.push((key, v));
@@ -443,7 +445,7 @@ impl Transaction {
         let stale: Vec<(Key, Value)> = self
             .reads
             .iter()
-            .filter_map(|(k, v)| client.known(*k).filter(|now| now != v).map(|now| (*k, now)))
+            .filter_map(|(k, v)| client.known(py, *k).filter(|now| now != v).map(|now| (*k, now)))
             .collect();
         if !stale.is_empty() {
             return Ok(TxnResult {
@@ -492,10 +494,13 @@ struct Paxos {
 }
 
 impl Paxos {
-    fn with_app<T>(&self, f: impl FnOnce(&PaxosApp) -> std::io::Result<T>) -> PyResult<T> {
-        let g = self.app.lock().unwrap_or_else(|e| e.into_inner());
-        let app = g.as_ref().ok_or_else(|| innet_error("the deployment was stopped"))?;
-        f(app).map_err(io_error)
+    fn with_app<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&PaxosApp) -> std::io::Result<T> + Send) -> PyResult<T> {
+        py.detach(|| {
+            let g = self.app.lock().unwrap_or_else(|e| e.into_inner());
+            let app = g.as_ref().ok_or_else(|| std::io::Error::other("the deployment was stopped"))?;
+            f(app)
+        })
+        .map_err(io_error)
     }
 
     /// Moves what arrived (waiting up to `timeout` if nothing is pending)
@@ -504,12 +509,18 @@ impl Paxos {
         if !self.pending.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
             return Ok(());
         }
-        py.detach(|| {
+        // Wait in short slices, letting go of the deployment in between, so
+        // other threads can submit while this one waits for deliveries.
+        let deadline = std::time::Instant::now() + timeout;
+        py.detach(|| loop {
             let g = self.app.lock().unwrap_or_else(|e| e.into_inner());
             let app = g.as_ref().ok_or_else(|| std::io::Error::other("the deployment was stopped"))?;
+            let slice = deadline.saturating_duration_since(std::time::Instant::now()).min(POLL_SLICE);
             let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            app.poll_timeout(timeout, |i, v| p.push_back((i, v.to_vec())));
-            Ok(())
+            if app.poll_timeout(slice, |i, v| p.push_back((i, v.to_vec()))) > 0 || std::time::Instant::now() >= deadline
+            {
+                return Ok(());
+            }
         })
         .map_err(io_error)
     }
@@ -519,6 +530,9 @@ impl Paxos {
         Ok(self.pending.lock().unwrap_or_else(|e| e.into_inner()).pop_front())
     }
 }
+
+/// How long `fill` holds the deployment at a time while waiting.
+const POLL_SLICE: Duration = Duration::from_millis(5);
 
 fn payload(v: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     if let Ok(b) = v.cast::<PyBytes>() {
@@ -569,18 +583,18 @@ impl Paxos {
 
     /// Submits `value` (bytes or str, at most `PAXOS_VALUE_MAX` bytes); the
     /// proposer resubmits until it is chosen. Returns the request id.
-    fn submit(&self, value: &Bound<'_, PyAny>) -> PyResult<u32> {
+    fn submit(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<u32> {
         let v = payload(value)?;
-        self.with_app(|a| a.submit(&v))
+        self.with_app(py, |a| a.submit(&v))
     }
 
     /// Learns what was decided in `instance` (phases 1 and 2 proposing
     /// `noop` if no value was voted); it is delivered unless learner 0 had
     /// delivered it already.
     #[pyo3(signature = (instance, noop=None))]
-    fn recover(&self, instance: u32, noop: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    fn recover(&self, py: Python<'_>, instance: u32, noop: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let n = noop.map(payload).transpose()?.unwrap_or_default();
-        self.with_app(|a| a.recover(instance, &n))
+        self.with_app(py, |a| a.recover(instance, &n))
     }
 
     /// Registers `callback(instance, value)`, called from `poll`.

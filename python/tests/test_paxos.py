@@ -1,5 +1,7 @@
 """The CAANS API against a live loopback deployment."""
 
+import threading
+
 import pytest
 
 import innet
@@ -59,3 +61,23 @@ def test_bad_arguments(paxos):
         innet.up_paxos(data_plane="xdp")
     with pytest.raises(innet.ConfigError):
         innet.up_paxos(acceptors=0)
+
+
+def test_submit_from_a_thread_while_iterating(paxos):
+    """Deliveries wait without holding the deployment, so another thread
+    submits meanwhile."""
+    sent = [b"t-%d" % i for i in range(50)]
+
+    def produce():
+        for v in sent:
+            paxos.submit(v)
+
+    th = threading.Thread(target=produce)
+    th.start()
+    got = []
+    for _, value in paxos.deliveries(timeout=5.0):
+        got.append(value)
+        if len(got) == len(sent):
+            break
+    th.join()
+    assert got == sent

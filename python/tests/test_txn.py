@@ -140,3 +140,21 @@ upstream = "store"
         assert innet.Client(d.store).read([1]) == {1: b"3"}
     with pytest.raises(innet.ConfigError):
         innet.up_chain(f)
+
+
+def test_clients_in_threads_each_commit_every_increment(txn):
+    """Network waits release the GIL: four threads, a client each, one
+    counter; every increment commits once (re-run on aborts)."""
+    n, per = 4, 25
+
+    def work():
+        c = innet.Client(txn.switch)
+        for _ in range(per):
+            assert c.increment(3).committed
+
+    threads = [threading.Thread(target=work) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert innet.Client(txn.store).read([3]) == {3: str(n * per).encode()}
