@@ -26,4 +26,4 @@ if [ "$passed" -eq 0 ] || grep -qE "[0-9]+ (failed|error|skipped)" "$log"; then
     exit 1
 fi
 (cd /tmp && "$venv/bin/python" "$ROOT/examples/python/tour.py" >/dev/null)
-echo "PYTHON pip install ./python in a fresh venv; pytest: $passed passed; examples/python/tour.py ran"
+echo "PYTHON pip install ./python in a fresh venv; pytest: $passed passed; examples/python/tour.py ran; ${SECONDS} s"
