@@ -2,7 +2,7 @@
 
 from os import PathLike
 from types import TracebackType
-from typing import Callable, Dict, Iterator, List, Optional, Tuple, Type, Union
+from typing import Callable, Dict, Iterator, List, Optional, Tuple, Type, TypeVar, Union
 
 VALUE_LEN: int
 """Bytes in a transaction or chain value (16)."""
@@ -124,44 +124,42 @@ class ChainClient:
     def get(self, key: int) -> bytes: ...
     def put(self, key: int, value: ValueLike) -> None: ...
 
-class TxnDeployment:
+_D = TypeVar("_D", bound="Deployment")
+
+class Deployment:
+    """Nodes running in this process: addresses, stop, and `with` (stops on exit)."""
+
+    @property
+    def addresses(self) -> Dict[str, str]:
+        """Every node's address, by name."""
+    def stop(self) -> None:
+        """Stops and joins every node."""
+    def __enter__(self: _D) -> _D: ...
+    def __exit__(
+        self,
+        t: Optional[Type[BaseException]],
+        v: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> bool: ...
+
+class TxnDeployment(Deployment):
     """A running store and switch (or a topology file's nodes)."""
 
     @property
     def switch(self) -> str: ...
     @property
     def store(self) -> str: ...
-    @property
-    def addresses(self) -> Dict[str, str]: ...
     def counters(self) -> List[Tuple[str, int]]:
         """The (first) switch's counters."""
-    def stop(self) -> None: ...
-    def __enter__(self) -> "TxnDeployment": ...
-    def __exit__(
-        self,
-        t: Optional[Type[BaseException]],
-        v: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> bool: ...
 
-class ChainDeployment:
+class ChainDeployment(Deployment):
     """A running chain and its control plane."""
 
     @property
     def nodes(self) -> List[str]: ...
     @property
     def protocol(self) -> str: ...
-    @property
-    def addresses(self) -> Dict[str, str]: ...
     def client(self, *, near: int = 0, timeout_ms: float = 100.0, deadline_ms: float = 5000.0) -> ChainClient: ...
-    def stop(self) -> None: ...
-    def __enter__(self) -> "ChainDeployment": ...
-    def __exit__(
-        self,
-        t: Optional[Type[BaseException]],
-        v: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> bool: ...
 
 def up_txn(
     topology: Union[str, "PathLike[str]", None] = None,

@@ -828,14 +828,47 @@ fn stop_nodes(py: Python<'_>, run: &Mutex<Option<Nodes>>) -> PyResult<()> {
     })
 }
 
+/// What every deployment object has: its nodes, their addresses, `stop`
+/// and the context-manager protocol (stopping on exit).
+#[pyclass(module = "innet._innet", frozen, subclass)]
+struct Deployment {
+    run: Mutex<Option<Nodes>>,
+    addresses: Vec<(String, SocketAddr)>,
+}
+
+impl Deployment {
+    fn new(nodes: Nodes, addresses: Vec<(String, SocketAddr)>) -> Deployment {
+        Deployment { run: Mutex::new(Some(nodes)), addresses }
+    }
+}
+
+#[pymethods]
+impl Deployment {
+    /// Every node's address, by name.
+    #[getter]
+    fn addresses<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        addresses_dict(py, &self.addresses)
+    }
+    /// Stops and joins every node (also on leaving a `with` block).
+    fn stop(&self, py: Python<'_>) -> PyResult<()> {
+        stop_nodes(py, &self.run)
+    }
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.stop(py)?;
+        Ok(false)
+    }
+}
+
 /// A running transaction deployment (a store and a switch, or a topology
 /// file's nodes): `switch` and `store` are the addresses clients use.
-#[pyclass(module = "innet._innet", frozen)]
+#[pyclass(module = "innet._innet", frozen, extends = Deployment)]
 struct TxnDeployment {
-    run: Mutex<Option<Nodes>>,
     switch: SocketAddr,
     store: SocketAddr,
-    addresses: Vec<(String, SocketAddr)>,
 }
 
 #[pymethods]
@@ -850,14 +883,10 @@ impl TxnDeployment {
     fn store(&self) -> String {
         self.store.to_string()
     }
-    /// Every node's address, by name.
-    #[getter]
-    fn addresses<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        addresses_dict(py, &self.addresses)
-    }
     /// The (first) switch's counters, e.g. `optimistically_aborted`.
-    fn counters(&self) -> PyResult<Vec<(String, u64)>> {
-        let g = self.run.lock().unwrap_or_else(|e| e.into_inner());
+    fn counters(slf: &Bound<'_, Self>) -> PyResult<Vec<(String, u64)>> {
+        let base = slf.as_super().get();
+        let g = base.run.lock().unwrap_or_else(|e| e.into_inner());
         match g.as_ref() {
             None => Err(innet_error("the deployment was stopped")),
             Some(Nodes::Txn(l)) => Ok(l.switch_counters()),
@@ -873,18 +902,6 @@ impl TxnDeployment {
                 })
                 .unwrap_or_default()),
         }
-    }
-    /// Stops every node (also on leaving a `with` block).
-    fn stop(&self, py: Python<'_>) -> PyResult<()> {
-        stop_nodes(py, &self.run)
-    }
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-    #[pyo3(signature = (*_exc))]
-    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        self.stop(py)?;
-        Ok(false)
     }
     fn __repr__(&self) -> String {
         format!("TxnDeployment(switch={:?}, store={:?})", self.switch.to_string(), self.store.to_string())
@@ -904,7 +921,7 @@ fn up_txn(
     store_delay_ms: f64,
     client_delay_ms: f64,
     cache_slots: usize,
-) -> PyResult<TxnDeployment> {
+) -> PyResult<Py<TxnDeployment>> {
     if let Some(path) = topology {
         let path = path.to_string_lossy().into_owned();
         let t = py.detach(|| TopoUp::start(&path, "txn"))?;
@@ -918,7 +935,8 @@ fn up_txn(
             return Err(config_error(format!("{path}: a transaction topology with a switch and a store")));
         };
         let addresses = t.addresses();
-        return Ok(TxnDeployment { run: Mutex::new(Some(Nodes::Topo(Box::new(t)))), switch, store, addresses });
+        let base = Deployment::new(Nodes::Topo(Box::new(t)), addresses);
+        return Py::new(py, PyClassInitializer::from(base).add_subclass(TxnDeployment { switch, store }));
     }
     let mode: Mode = mode.parse().map_err(config_error)?;
     let mut cfg = LocalConfig::new(mode);
@@ -928,16 +946,15 @@ fn up_txn(
     let l = py.detach(|| start_local(&cfg, &Stop::new())).map_err(io_error)?;
     let (switch, store) = (l.switch_addr(), l.store_addr());
     let addresses = vec![("store".to_string(), store), ("switch".to_string(), switch)];
-    Ok(TxnDeployment { run: Mutex::new(Some(Nodes::Txn(Box::new(l)))), switch, store, addresses })
+    let base = Deployment::new(Nodes::Txn(Box::new(l)), addresses);
+    Py::new(py, PyClassInitializer::from(base).add_subclass(TxnDeployment { switch, store }))
 }
 
 /// A running chain (its switches and control plane).
-#[pyclass(module = "innet._innet", frozen)]
+#[pyclass(module = "innet._innet", frozen, extends = Deployment)]
 struct ChainDeployment {
-    run: Mutex<Option<Nodes>>,
     protocol: Protocol,
     nodes: Vec<SocketAddr>,
-    addresses: Vec<(String, SocketAddr)>,
 }
 
 #[pymethods]
@@ -951,27 +968,10 @@ impl ChainDeployment {
     fn protocol(&self) -> &'static str {
         self.protocol.name()
     }
-    /// Every node's address, by name.
-    #[getter]
-    fn addresses<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        addresses_dict(py, &self.addresses)
-    }
     /// A [`ChainClient`] of this chain.
     #[pyo3(signature = (*, near=0, timeout_ms=100.0, deadline_ms=5000.0))]
     fn client(&self, near: usize, timeout_ms: f64, deadline_ms: f64) -> PyResult<ChainClient> {
         ChainClient::new(self.nodes(), self.protocol.name(), near, timeout_ms, deadline_ms)
-    }
-    /// Stops every node (also on leaving a `with` block).
-    fn stop(&self, py: Python<'_>) -> PyResult<()> {
-        stop_nodes(py, &self.run)
-    }
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-    #[pyo3(signature = (*_exc))]
-    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        self.stop(py)?;
-        Ok(false)
     }
     fn __repr__(&self) -> String {
         format!("ChainDeployment(protocol={:?}, nodes={:?})", self.protocol.name(), self.nodes())
@@ -989,7 +989,7 @@ fn up_chain(
     protocol: &str,
     nodes: usize,
     keys: u32,
-) -> PyResult<ChainDeployment> {
+) -> PyResult<Py<ChainDeployment>> {
     if let Some(path) = topology {
         let path = path.to_string_lossy().into_owned();
         let t = py.detach(|| TopoUp::start(&path, "chain"))?;
@@ -997,7 +997,8 @@ fn up_chain(
         let protocol = c.protocol;
         let nodes = innet_chain::deploy::chain_nodes(&c.deployment).iter().map(|&i| t.up.started.addrs[i]).collect();
         let addresses = t.addresses();
-        return Ok(ChainDeployment { run: Mutex::new(Some(Nodes::Topo(Box::new(t)))), protocol, nodes, addresses });
+        let base = Deployment::new(Nodes::Topo(Box::new(t)), addresses);
+        return Py::new(py, PyClassInitializer::from(base).add_subclass(ChainDeployment { protocol, nodes }));
     }
     let protocol = self::protocol(protocol)?;
     if !(1..=innet_wire::netchain::MAX_CHAIN_NODES).contains(&nodes) {
@@ -1007,7 +1008,8 @@ fn up_chain(
     let chain = py.detach(|| LiveChain::start(cfg, &Stop::new())).map_err(io_error)?;
     let addrs = chain.addrs();
     let addresses = addrs.iter().enumerate().map(|(i, a)| (format!("node{i}"), *a)).collect();
-    Ok(ChainDeployment { run: Mutex::new(Some(Nodes::Chain(chain))), protocol, nodes: addrs, addresses })
+    let base = Deployment::new(Nodes::Chain(chain), addresses);
+    Py::new(py, PyClassInitializer::from(base).add_subclass(ChainDeployment { protocol, nodes: addrs }))
 }
 
 // ---------------------------------------------------------------- module
@@ -1022,6 +1024,7 @@ fn _innet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Paxos>()?;
     m.add_class::<Deliveries>()?;
     m.add_class::<ChainClient>()?;
+    m.add_class::<Deployment>()?;
     m.add_class::<TxnDeployment>()?;
     m.add_class::<ChainDeployment>()?;
     m.add_function(wrap_pyfunction!(counter, m)?)?;

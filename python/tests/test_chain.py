@@ -40,8 +40,11 @@ def test_up_chain_from_a_topology_file(tmp_path):
         assert c.get(1) == b"topo"
 
 
-def test_no_chain_raises_timeout():
-    with innet.up_chain() as ch:
-        nodes = ch.nodes
+def test_deployments_stop_on_exit_and_a_stopped_chain_times_out():
+    with innet.up_chain(nodes=2) as ch:
+        assert isinstance(ch, innet.Deployment)
+        c = ch.client()
+        c.put(2, b"x")
+    ch.stop()  # a second stop does nothing
     with pytest.raises(innet.TimeoutError):
-        innet.ChainClient(nodes, timeout_ms=10, deadline_ms=100).get(1)
+        innet.ChainClient(ch.nodes, timeout_ms=10, deadline_ms=100).get(2)
