@@ -9,9 +9,11 @@ need_apt=()
 # vendored libbpf of libbpf-rs; bpftool and iproute2 run the XDP testbed;
 # tshark runs the Wireshark dissectors (tools/wireshark) over the golden vectors;
 # etcd-server is the chain store's peer in `innet bench chain-etcd` (the
-# benchmark starts and stops its own members).
+# benchmark starts and stops its own members); python3-venv and python3-dev
+# build and test the Python package (scripts/python-test.sh).
 for pkg in build-essential pkg-config fonts-dejavu-core git curl ca-certificates libleveldb-dev \
-    clang llvm libbpf-dev gcc-multilib libelf-dev zlib1g-dev bpftool iproute2 tshark etcd-server; do
+    clang llvm libbpf-dev gcc-multilib libelf-dev zlib1g-dev bpftool iproute2 tshark etcd-server \
+    python3-venv python3-dev; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 # mininet and bridge-utils run `innet mininet` (tools/mininet) with Linux-bridge

@@ -22,6 +22,8 @@ if [ "${CI:-}" = "true" ] && grep -q "SKIPPED: " /tmp/innet-test.log; then
     echo "privileged tests skipped under CI=true (they must run in CI); see SKIPPED lines above" >&2
     exit 1
 fi
+echo "== python: pip install ./python in a fresh venv, pytest"
+bash scripts/python-test.sh
 cargo build --release -q -p innet
 echo "== innet check txn --seeds ${INNET_CHECK_SEEDS:-1000}"
 ./target/release/innet check txn --seeds "${INNET_CHECK_SEEDS:-1000}"

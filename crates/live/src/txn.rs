@@ -420,12 +420,28 @@ pub fn run_txn(
     delay: Duration,
     stop: &Stop,
 ) -> io::Result<Option<Completed>> {
+    let cfg = ClientConfig { first_req_id: wall_clock_req_id(), ..cfg };
+    let (_, done) = run_txn_with(target, TxnClient::new(cfg), txn, delay, stop)?;
+    Ok(done)
+}
+
+/// As [`run_txn`], on a client the caller keeps between transactions (its
+/// request ids and the values it learned carry over): returns the client
+/// with the outcome. Its `first_req_id` should come from
+/// [`wall_clock_req_id`].
+pub fn run_txn_with(
+    target: SocketAddr,
+    client: TxnClient,
+    txn: Txn,
+    delay: Duration,
+    stop: &Stop,
+) -> io::Result<(TxnClient, Option<Completed>)> {
     let socket = bind(bind_addr_for(target))?;
     let own = stop.child();
-    let cfg = ClientConfig { first_req_id: wall_clock_req_id(), ..cfg };
-    let mut host = OneShot::new(TxnClient::new(cfg), txn, own.clone());
+    let mut host = OneShot::new(client, txn, own.clone());
     run_host(&mut host, socket, &HostOptions::upstream(target).with_delay(delay), &own)?;
-    Ok(host.take())
+    let done = host.take();
+    Ok((host.client, done))
 }
 
 /// The answer to one raw request ([`raw_request`]).

@@ -171,7 +171,7 @@ pub fn check(
                     ));
                 }
             }
-            AttemptResult::Aborted { from_switch, status } => {
+            AttemptResult::Aborted { from_switch, status, .. } => {
                 summary.client_aborts_checked += 1;
                 if committed.contains_key(&id) {
                     let by = if *from_switch { "a switch" } else { "the store" };
@@ -224,7 +224,7 @@ mod tests {
             cl_id: 1,
             req_id: 1,
             ops: vec![Op::write(1, v(1))],
-            result: AttemptResult::Aborted { from_switch: true, status: Status::OptimisticAbort },
+            result: AttemptResult::Aborted { from_switch: true, status: Status::OptimisticAbort, values: vec![] },
         }];
         let fin: BTreeMap<Key, Value> = [(1, v(1))].into();
         assert!(check(&d, &a, &fin).is_err());

@@ -113,9 +113,13 @@ pub enum AttemptResult {
         from_switch: bool,
         values: Vec<(Key, Value)>,
     },
+    /// Aborted; `values` are the VALUE ops of the reply: the values the
+    /// switch or store holds for the keys it compared (an optimistic
+    /// abort's are the switch's pending writes).
     Aborted {
         from_switch: bool,
         status: Status,
+        values: Vec<(Key, Value)>,
     },
     BadRequest,
     /// No answer after all resends: it may or may not have committed.
@@ -392,7 +396,7 @@ impl TxnClient {
                 self.finish(now, None, from_switch);
             }
             Status::Abort | Status::OptimisticAbort => {
-                self.record(AttemptResult::Aborted { from_switch, status: m.status });
+                self.record(AttemptResult::Aborted { from_switch, status: m.status, values });
                 let a = self.active.as_mut().expect("active");
                 if from_switch {
                     a.aborts_by_switch += 1;

@@ -221,6 +221,22 @@ impl PaxosApp {
         })
     }
 
+    /// Every node's name and address: the coordinator, the acceptors, the
+    /// backup coordinator, the learners (learner 0 is the application's)
+    /// and the application's proposer.
+    pub fn addresses(&self) -> Vec<(String, std::net::SocketAddr)> {
+        let mut out = vec![("coordinator".to_string(), self._core.coordinator.addr())];
+        for (i, a) in self._core.acceptors.iter().enumerate() {
+            out.push((format!("acceptor{i}"), a.addr()));
+        }
+        out.push(("backup".to_string(), self._core.backup.addr()));
+        for (i, l) in self._learners.iter().enumerate() {
+            out.push((format!("learner{i}"), l.addr()));
+        }
+        out.push(("proposer0".to_string(), self._proposer.addr()));
+        out
+    }
+
     /// `submit(value)`: at most [`PAYLOAD_MAX`] bytes; resubmitted until
     /// chosen, delivered once. Returns the request id.
     pub fn submit(&self, value: &[u8]) -> io::Result<u32> {
