@@ -39,8 +39,71 @@ pub struct BenchTxnArgs {
     /// Output folder for txn.jsonl and txn-figure7.png.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Instead of the Figure 7 sweep, one figure at the paper's parameters
+    /// (the other flags but --seed and --out are ignored): Gotthard Figure
+    /// 11 (locality, multi-switch tree), NOCC Figure 3 (store aborts,
+    /// latency vs load) or NOCC Figure 4 (write ratio, Zipf skew).
+    #[arg(long, value_enum)]
+    figure: Option<TxnFigure>,
     #[command(flatten)]
     point: TxnPointConfig,
+}
+
+/// A figure `innet bench txn --figure` regenerates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TxnFigure {
+    /// Gotthard Figure 11: throughput vs locality on two edge switches under a core.
+    Fig11,
+    /// NOCC Figure 3: aborts the store sends, and latency vs load.
+    Nocc3,
+    /// NOCC Figure 4: throughput and latency vs write ratio, and vs Zipf skew.
+    Nocc4,
+}
+
+impl TxnFigure {
+    /// Its `innet reproduce` id.
+    pub fn id(self) -> &'static str {
+        match self {
+            TxnFigure::Fig11 => "gotthard-fig11",
+            TxnFigure::Nocc3 => "nocc-fig3",
+            TxnFigure::Nocc4 => "nocc-fig4",
+        }
+    }
+}
+
+/// Runs one figure into `out/<id>/` and prints its records, plot and the
+/// paper's numbers beside ours.
+fn run_txn_figure(f: TxnFigure, seed: u64, out: Option<PathBuf>) -> anyhow::Result<i32> {
+    let out = out.unwrap_or_else(|| PathBuf::from("results/txn-figures"));
+    let ctx = innet_exp::reproduce::Ctx {
+        out: innet_exp::reproduce::result_dir(&out, f.id()),
+        seed,
+        scale: 1.0,
+        runtime: innet_exp::reproduce::Where::Sim,
+    };
+    let started = Instant::now();
+    let o = innet_exp::txn_locality::run_by_id(f.id(), &ctx)?;
+    println!("{} ({:.1} s wall): {}", f.id(), started.elapsed().as_secs_f64(), o.config);
+    for c in &o.claims {
+        let paper = c.paper.map_or("-".to_string(), |p| format!("{p}"));
+        println!(
+            "  {}: ours {:.3} {}, paper {} ({}); {} by rule: {}",
+            c.what,
+            c.ours,
+            c.unit,
+            paper,
+            c.paper_text,
+            if c.holds { "holds" } else { "DOES NOT HOLD" },
+            c.rule
+        );
+    }
+    if let Some(why) = &o.why {
+        println!("  why: {why}");
+    }
+    for p in o.records.iter().chain(&o.plots) {
+        println!("wrote {}", p.display());
+    }
+    Ok(0)
 }
 
 #[derive(Subcommand, Debug)]
@@ -219,6 +282,9 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
         BenchService::Paxos(a) => return crate::paxos_cmd::run_bench(a),
         BenchService::Tpcc(a) => return crate::tpcc_cmd::run_bench(a),
     };
+    if let Some(f) = a.figure {
+        return run_txn_figure(f, a.point.seed, a.out);
+    }
     let mut base = a.point.clone().resolved().map_err(anyhow::Error::msg)?;
     let defaults = TxnPointConfig::default();
     if a.runtime == Runtime::Live && a.point.duration_s == defaults.duration_s && a.point.rtt_ms == defaults.rtt_ms {
