@@ -58,6 +58,8 @@ pub struct FigurePoint {
     /// What the x axis sweeps (`locality`, `clients`, `write_ratio`, `zipf`).
     pub x_name: String,
     pub x: f64,
+    /// Each switch's mode, e.g. "edges optimistic-abort, core forward".
+    pub switches: String,
     /// ABORT replies the store sent (its own counter).
     pub store_aborts_sent: u64,
     /// Requests the store judged.
@@ -83,6 +85,7 @@ struct Job {
     series: String,
     x_name: &'static str,
     x: f64,
+    switches: String,
     cfg: TxnPointConfig,
     topology: Option<String>,
     key_offsets: Vec<(String, u32)>,
@@ -122,6 +125,7 @@ fn run_job(job: &Job) -> anyhow::Result<FigurePoint> {
         series: job.series.clone(),
         x_name: job.x_name.into(),
         x: job.x,
+        switches: job.switches.clone(),
         store_aborts_sent: store.aborted,
         store_requests: store.requests,
         topology: job.topology.clone(),
@@ -289,6 +293,7 @@ fn fig11_jobs(ctx: &Ctx) -> Vec<Job> {
                     series: name.into(),
                     x_name: "locality",
                     x: 1.0 - remote as f64 / FIG11_CLIENTS_PER_EDGE as f64,
+                    switches: format!("edges {}, core {}", edge.name(), core.name()),
                     cfg: TxnPointConfig { mode: edge.name().into(), seed: ctx.seed + s, ..base.clone() },
                     topology: Some(fig11_topology(edge, core, remote, d_cs, d_ss)),
                     key_offsets: fig11_offsets(),
@@ -444,7 +449,8 @@ fn nocc_jobs(
         for &x in xs {
             let mut cfg = TxnPointConfig { mode: mode.name().into(), ..base.clone() };
             set(&mut cfg, x);
-            jobs.push(Job { series: name.into(), x_name, x, cfg, topology: None, key_offsets: vec![] });
+            let switches = format!("one switch {}", mode.name());
+            jobs.push(Job { series: name.into(), x_name, x, switches, cfg, topology: None, key_offsets: vec![] });
         }
     }
     jobs
@@ -634,7 +640,7 @@ pub fn run_nocc4(ctx: &Ctx) -> anyhow::Result<Outcome> {
     Ok(Outcome { claims, why, plots: vec![png], records: vec![jsonl], ran_on: Where::Sim, config })
 }
 
-/// The ids of this module's entries, for `innet bench txn --figure`.
+/// Runs this module's entry `id` (`innet bench txn --figure`).
 pub fn run_by_id(id: &str, ctx: &Ctx) -> anyhow::Result<Outcome> {
     let e = entries().into_iter().find(|e| e.id == id).ok_or_else(|| anyhow::anyhow!("no result '{id}'"))?;
     (e.run)(ctx)

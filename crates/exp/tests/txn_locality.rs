@@ -18,7 +18,7 @@ fn records(o: &Outcome) -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(&o.records[0]).unwrap();
     let rs: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     for r in &rs {
-        for field in ["seed", "git_commit", "mode", "rtt_ms", "write_ratio", "series", "x"] {
+        for field in ["seed", "git_commit", "mode", "switches", "rtt_ms", "write_ratio", "series", "x"] {
             assert!(r.get(field).is_some(), "record without {field}: {r}");
         }
     }
