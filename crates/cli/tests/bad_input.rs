@@ -56,6 +56,7 @@ const NOT_NUMERIC: &[&str] = &[
     "DATA_DIR",
     "DATA_PLANE",
     "DATA_PLANES",
+    "FIGURE",
     "FILE",
     "KEY=VALUE",
     "LISTEN",
