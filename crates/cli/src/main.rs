@@ -39,6 +39,7 @@ Transactions (Gotthard 2016, NOCC 2018):
                                   one simulated point, as JSON
   innet bench txn                 the paper's Figure 7 sweep (all modes x write ratios)
   innet bench txn --figure fig8   Gotthard Figs. 2, 6, 8, 9, 10, 12 and NOCC Fig. 1 (fig2 ... nocc1)
+  innet bench txn --figure fig11  Gotthard Fig. 11 (locality); nocc3, nocc4: NOCC Figs. 3, 4
   innet check txn --seeds 1000    random faulty runs through the serializability checker
   innet bench tpcc                TPC-C per transaction type and mode (Gotthard Figure 13)
   innet bench tpcc --figure all   Gotthard Figures 13, 14 and NOCC Figure 5 with plots

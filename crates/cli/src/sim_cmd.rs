@@ -41,10 +41,10 @@ pub struct BenchTxnArgs {
     #[arg(long)]
     out: Option<PathBuf>,
     /// Instead of Figure 7's sweep, one of Gotthard's other microbenchmark
-    /// figures or NOCC's Figure 1 at the papers' parameters (docs/txn.md):
-    /// fig2, fig6, fig8, fig9, fig10, fig12 or nocc1. Of the point flags
-    /// only --seed applies.
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(innet_exp::gotthard_micro::FIGURE_NAMES))]
+    /// figures or NOCC's Figures 1, 3 and 4 at the papers' parameters
+    /// (docs/txn.md): fig2, fig6, fig8, fig9, fig10, fig11, fig12, nocc1,
+    /// nocc3 or nocc4. Of the point flags only --seed applies.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(TXN_FIGURES))]
     figure: Option<String>,
     /// With --figure: run size (1.0: the sizes docs/txn.md gives; smaller
     /// is quicker and noisier).
@@ -52,6 +52,66 @@ pub struct BenchTxnArgs {
     scale: f64,
     #[command(flatten)]
     point: TxnPointConfig,
+}
+
+/// Every figure `innet bench txn --figure` regenerates.
+const TXN_FIGURES: [&str; 10] = ["fig2", "fig6", "fig8", "fig9", "fig10", "fig11", "fig12", "nocc1", "nocc3", "nocc4"];
+
+/// A figure of `txn_locality` that `innet bench txn --figure` regenerates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TxnFigure {
+    /// Gotthard Figure 11: throughput vs locality on two edge switches under a core.
+    Fig11,
+    /// NOCC Figure 3: aborts the store sends, and latency vs load.
+    Nocc3,
+    /// NOCC Figure 4: throughput and latency vs write ratio, and vs Zipf skew.
+    Nocc4,
+}
+
+impl TxnFigure {
+    /// Its `innet reproduce` id.
+    pub fn id(self) -> &'static str {
+        match self {
+            TxnFigure::Fig11 => "gotthard-fig11",
+            TxnFigure::Nocc3 => "nocc-fig3",
+            TxnFigure::Nocc4 => "nocc-fig4",
+        }
+    }
+}
+
+/// Runs one figure into `out/<id>/` and prints its records, plot and the
+/// paper's numbers beside ours.
+fn run_txn_figure(f: TxnFigure, seed: u64, scale: f64, out: Option<PathBuf>) -> anyhow::Result<i32> {
+    let out = out.unwrap_or_else(|| PathBuf::from("results/txn-figures"));
+    let ctx = innet_exp::reproduce::Ctx {
+        out: innet_exp::reproduce::result_dir(&out, f.id()),
+        seed,
+        scale,
+        runtime: innet_exp::reproduce::Where::Sim,
+    };
+    let started = Instant::now();
+    let o = innet_exp::txn_locality::run_by_id(f.id(), &ctx)?;
+    println!("{} ({:.1} s wall): {}", f.id(), started.elapsed().as_secs_f64(), o.config);
+    for c in &o.claims {
+        let paper = c.paper.map_or("-".to_string(), |p| format!("{p}"));
+        println!(
+            "  {}: ours {:.3} {}, paper {} ({}); {} by rule: {}",
+            c.what,
+            c.ours,
+            c.unit,
+            paper,
+            c.paper_text,
+            if c.holds { "holds" } else { "DOES NOT HOLD" },
+            c.rule
+        );
+    }
+    if let Some(why) = &o.why {
+        println!("  why: {why}");
+    }
+    for p in o.records.iter().chain(&o.plots) {
+        println!("wrote {}", p.display());
+    }
+    Ok(0)
 }
 
 #[derive(Subcommand, Debug)]
@@ -274,9 +334,12 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
 fn run_figure(name: &str, a: &BenchTxnArgs) -> anyhow::Result<i32> {
     use innet_exp::gotthard_micro;
     use innet_exp::reproduce::{Ctx, Where};
-    let entry = gotthard_micro::by_figure_name(name)
-        .ok_or_else(|| anyhow::anyhow!("--figure {name}: not one of {}", gotthard_micro::FIGURE_NAMES.join(", ")))?;
     anyhow::ensure!(a.runtime == Runtime::Sim, "--figure runs in the simulator only (drop --runtime live)");
+    if let Ok(f) = <TxnFigure as clap::ValueEnum>::from_str(name, true) {
+        return run_txn_figure(f, a.point.seed, a.scale, a.out.clone());
+    }
+    let entry = gotthard_micro::by_figure_name(name)
+        .ok_or_else(|| anyhow::anyhow!("--figure {name}: not one of {}", TXN_FIGURES.join(", ")))?;
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("results/txn-sim/{}", entry.id)));
     let ctx = Ctx { out: out.clone(), seed: a.point.seed, scale: a.scale, runtime: Where::Sim };
     let started = Instant::now();

@@ -28,6 +28,7 @@ pub mod txn;
 pub mod txn_bench;
 pub mod txn_client;
 pub mod txn_live;
+pub mod txn_locality;
 pub mod txn_sim;
 pub mod up;
 #[cfg(feature = "xdp")]

@@ -108,6 +108,9 @@ pub struct LoadClient {
     rng: Rng,
     wake_at: Option<Time>,
     stop_at: Time,
+    /// Added to every key drawn: the client works on keys
+    /// `key_offset + 1 ..= key_offset + keys` (0 by default).
+    key_offset: Key,
     pub stats: LoadStats,
 }
 
@@ -115,7 +118,22 @@ impl LoadClient {
     pub fn new(client: TxnClient, workload: Workload, rng: Rng, start_at: Time, stop_at: Time) -> LoadClient {
         workload.validate().expect("workload validated by the caller");
         let zipf = Zipf::new(workload.keys as usize, workload.zipf);
-        LoadClient { client, workload, zipf, rng, wake_at: Some(start_at), stop_at, stats: LoadStats::default() }
+        LoadClient {
+            client,
+            workload,
+            zipf,
+            rng,
+            wake_at: Some(start_at),
+            stop_at,
+            key_offset: 0,
+            stats: LoadStats::default(),
+        }
+    }
+
+    /// Moves this client's keys to `offset + 1 ..= offset + keys` (a client
+    /// group with its own set of keys: Gotthard section 5.3's locality).
+    pub fn set_key_offset(&mut self, offset: Key) {
+        self.key_offset = offset;
     }
 
     fn next_txn(&mut self) -> Txn {
@@ -123,7 +141,7 @@ impl LoadClient {
         let mut keys: Vec<Key> = Vec::with_capacity(span);
         // Distinct keys by popularity; bounded tries keep skewed draws finite.
         for _ in 0..span * 8 {
-            let key = self.zipf.sample(&mut self.rng) as Key + 1;
+            let key = self.key_offset + self.zipf.sample(&mut self.rng) as Key + 1;
             if !keys.contains(&key) {
                 keys.push(key);
             }
