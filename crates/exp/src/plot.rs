@@ -465,7 +465,7 @@ pub fn heatmap_png(
         bail!("heatmap_png: centre {centre} must be > 0 and span {span} > 1");
     }
     ensure_font()?;
-    let size = (1300, 850 + TITLE_PX + CAPTION_PX);
+    let size = (1300, 850 + TITLE_PX + caption_px(caption, 1300));
     let root = BitMapBackend::new(path, size).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let body = titled(&root, title, caption)?;
