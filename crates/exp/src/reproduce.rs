@@ -190,6 +190,7 @@ pub const ALL_RESULTS: [&str; 26] = [
 pub fn entries() -> Vec<Entry> {
     let mut all: Vec<Entry> = Vec::new();
     // Each experiment module appends its entries here.
+    all.extend(crate::caans_roles::entries());
     all.sort_by_key(|e| ALL_RESULTS.iter().position(|id| *id == e.id).unwrap_or(usize::MAX));
     all
 }
