@@ -162,7 +162,7 @@ pub struct BenchPaxosArgs {
     /// Output folder (default results/paxos-<runtime>, or results/paxos-<figure>).
     #[arg(long)]
     out: Option<std::path::PathBuf>,
-    /// Instead of the sweep: CPU per role at saturation, measured live (per
+    /// Instead of the sweep: CPU per role at peak load, measured live (per
     /// thread) beside the simulator's service model: CAANS Figure 2 (every
     /// role a process) or Figure 7c (coordinator and acceptors in the data
     /// plane). Default load 4 s per deployment, 32 in flight.
@@ -207,7 +207,7 @@ fn run_figure(figure: RolesFigure, a: &BenchPaxosArgs) -> anyhow::Result<i32> {
         load.outstanding = base.outstanding;
     }
     println!(
-        "CAANS Figure {}: CPU per role at saturation, {} s per deployment, 1 proposer x {} in flight, 3 acceptors, 2 learners",
+        "CAANS Figure {}: CPU per role at peak load, {} s per deployment, 1 proposer x {} in flight, 3 acceptors, 2 learners",
         &name[3..],
         load.duration_s,
         load.outstanding

@@ -3,7 +3,7 @@
 //! fig2|fig7c`, `innet bench xdp-paxos-table1`).
 //!
 //! * **Figure 2**: every role a software process (libpaxos-like,
-//!   `DataPlaneAt::Process`), live on loopback at saturation: the CPU time
+//!   `DataPlaneAt::Process`), live on loopback at peak load: the CPU time
 //!   each role's thread used over a window of the run, in percent of one
 //!   core, beside the simulator's service model (busy time per node).
 //! * **Figure 7c**: the coordinator and acceptors in the data plane: live
@@ -41,7 +41,7 @@ pub fn entries() -> Vec<Entry> {
             id: "caans-fig2",
             paper: Paper::Caans,
             figure: "Figure 2",
-            title: "software Paxos: CPU per role at saturation",
+            title: "software Paxos: CPU per role at peak load",
             run: fig2,
         },
         Entry {
@@ -184,7 +184,7 @@ pub fn measure_nodes<R: Send>(
 
 // ---- one measured deployment ---------------------------------------------
 
-/// One deployment's CPU per node at saturation (one JSON line).
+/// One deployment's CPU per node at peak load (one JSON line).
 #[derive(Clone, Debug, Serialize)]
 pub struct RolesRecord {
     pub experiment: &'static str,
@@ -249,6 +249,13 @@ fn node_names(cfg: &PaxosConfig, data_plane_threads: bool) -> Vec<String> {
     v
 }
 
+impl RolesRecord {
+    /// "live switch", "xdp-testbed xdp", "sim process", ...
+    pub fn label(&self) -> String {
+        format!("{} {}", self.runtime, self.data_plane.name())
+    }
+}
+
 /// The experiment's configuration: CAANS section 2.2's shape (3 acceptors,
 /// 2 learners, 1 load proposer), saturated (`outstanding` in flight),
 /// `duration_s` of load, the paper's ring (Table 3).
@@ -311,7 +318,10 @@ fn record(
 /// The simulator's view of `cfg` under the capacity model
 /// ([`CAPACITY_MODEL`]): each node's busy time over the run.
 pub fn run_sim(cfg: &PaxosConfig, experiment: &'static str) -> Result<RolesRecord> {
-    let mut cfg = cfg.clone();
+    // Busy fractions settle within milliseconds of simulated time; half a
+    // second at most keeps the run short (it simulates up to ~170k
+    // instances a second).
+    let mut cfg = PaxosConfig { duration_s: cfg.duration_s.min(0.5), ..cfg.clone() };
     CAPACITY_MODEL.apply(&mut cfg);
     let mut t = paxos_sim::build(&cfg, false).map_err(anyhow::Error::msg)?;
     let wall = Instant::now();
@@ -464,7 +474,7 @@ pub fn fig2_with(ctx: &Ctx, load: Load) -> Result<(Outcome, Vec<RolesRecord>)> {
     let (c, a, l, p) = (live.role("coordinator"), live.role("acceptor"), live.role("learner"), live.role("proposer"));
     let claims = vec![
         Claim {
-            what: "coordinator CPU, software deployment at saturation (live)".into(),
+            what: "coordinator CPU, software processes at peak load (live)".into(),
             paper_text: "the coordinator is the bottleneck, as it becomes CPU bound, at 69,185 values/s \
                          (Section 2.2, Figure 2a)"
                 .into(),
@@ -539,7 +549,7 @@ pub fn fig7c_with(ctx: &Ctx, load: Load) -> Result<(Outcome, Vec<RolesRecord>)> 
     let (sc, sa) = (software.role("coordinator"), software.role("acceptor"));
     let claims = vec![
         Claim {
-            what: format!("learner CPU (mean of 2), {} at saturation", measured.runtime),
+            what: format!("learner CPU (mean of 2), {} at peak load", measured.label()),
             paper_text: "with CAANS, we measured close to 100% utilization on the learner ... the performance \
                          bottleneck is moved to the learner (Section 6.3, Figure 7c)"
                 .into(),
@@ -550,7 +560,7 @@ pub fn fig7c_with(ctx: &Ctx, load: Load) -> Result<(Outcome, Vec<RolesRecord>)> 
             rule: "the learners use more CPU than the coordinator and each acceptor".into(),
         },
         Claim {
-            what: format!("learner over proposer CPU, {}", measured.runtime),
+            what: format!("learner over proposer CPU, {}", measured.label()),
             paper_text: "CPU utilization at the proposer and learners ... close to 100% on the learner \
                          (Section 6.3, Figure 7c)"
                 .into(),
@@ -561,7 +571,7 @@ pub fn fig7c_with(ctx: &Ctx, load: Load) -> Result<(Outcome, Vec<RolesRecord>)> 
             rule: "the learner at or above the proposer".into(),
         },
         Claim {
-            what: format!("coordinator CPU, data plane ({}) over software processes (live)", measured.runtime),
+            what: format!("coordinator CPU, {} over live software processes", measured.label()),
             paper_text: "CAANS moves the processing bottleneck [from the coordinator and acceptors] to the \
                          learner component (Section 6, Figure 7 caption)"
                 .into(),
@@ -577,7 +587,7 @@ pub fn fig7c_with(ctx: &Ctx, load: Load) -> Result<(Outcome, Vec<RolesRecord>)> 
         why: (!holds).then(|| {
             format!(
                 "in the {} deployment the busiest role is the {}{}; see docs/paxos.md#cpu-per-role-with-the-coordinator-and-acceptors-in-the-data-plane-caans-figure-7c",
-                measured.runtime,
+                measured.label(),
                 busiest(measured, &ROLES),
                 if xdp.is_none() {
                     " (software switches are user-space threads on the same 2 cores; `innet reproduce --xdp` \
