@@ -22,7 +22,6 @@
 //! a node's name; a second thread of the same name (another deployment
 //! started in this process meanwhile) is an error, not a guess.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -368,7 +367,7 @@ pub fn run_xdp(cfg: &PaxosConfig, experiment: &'static str) -> Result<RolesRecor
         vote_counters: VoteCounters::Off,
         pack: 1,
     };
-    let cost: BTreeMap<&str, f64> = innet_xdp::paxos::cost_ns(20_000)?.into_iter().collect();
+    let cost: std::collections::BTreeMap<&str, f64> = innet_xdp::paxos::cost_ns(20_000)?.into_iter().collect();
     let (warmup, window) = windows(cfg.duration_s);
     let (out, w) = measure_nodes(&node_names(cfg, false), warmup, window, || crate::xdp_paxos::run_xdp(&load, false))?;
     let r = out.result;
