@@ -592,7 +592,8 @@ pub fn fig7c_with(ctx: &Ctx, load: Load) -> Result<(Outcome, Vec<RolesRecord>)> 
                     " (software switches are user-space threads on the same 2 cores; `innet reproduce --xdp` \
                      runs the BPF data plane)"
                 } else {
-                    ""
+                    " (on veth the data plane's path runs in the softirq of the sending thread: the proposer \
+                     pays for the coordinator's and acceptors' forwarding)"
                 }
             )
         }),
