@@ -64,6 +64,7 @@ XDP data plane (root; namespaces and veths on this machine):
                                   build a testbed, attach the BPF programs, start the end hosts
   innet bench xdp | xdp-paxos | xdp-chain
                                   XDP vs bare XDP bounce vs user-space software, side by side
+  innet bench xdp-paxos-table1    CAANS Table 1: the BPF coordinator and acceptor vs XDP forwarding, ns/packet
   innet testbed down              remove everything the testbed made";
 
 #[derive(Parser, Debug)]

@@ -56,11 +56,15 @@ pub mod xdp_paxos_cmd {
 
     pub type BenchXdpPaxosArgs = Anything;
     pub type XdpPaxosHostsArgs = Anything;
+    pub type BenchTable1Args = Anything;
 
     pub fn run_bench(_: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
         refuse()
     }
     pub fn run_hosts(_: XdpPaxosHostsArgs) -> anyhow::Result<i32> {
+        refuse()
+    }
+    pub fn run_table1(_: BenchTable1Args) -> anyhow::Result<i32> {
         refuse()
     }
 }

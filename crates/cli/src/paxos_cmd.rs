@@ -159,15 +159,79 @@ pub struct BenchPaxosArgs {
     /// Skip the failure runs (Figure 8).
     #[arg(long)]
     no_failures: bool,
-    /// Output folder (default results/paxos-<runtime>).
+    /// Output folder (default results/paxos-<runtime>, or results/paxos-<figure>).
     #[arg(long)]
     out: Option<std::path::PathBuf>,
+    /// Instead of the sweep: CPU per role at peak load, measured live (per
+    /// thread) beside the simulator's service model: CAANS Figure 2 (every
+    /// role a process) or Figure 7c (coordinator and acceptors in the data
+    /// plane). Default load 4 s per deployment, 32 in flight.
+    #[arg(long, value_enum)]
+    figure: Option<RolesFigure>,
+    /// With --figure fig7c: also the XDP testbed, coordinator and acceptors
+    /// as BPF programs (needs root).
+    #[arg(long, requires = "figure")]
+    xdp: bool,
     #[command(flatten)]
     point: PaxosArgs,
 }
 
+/// The CPU-per-role figures of `bench paxos --figure`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum RolesFigure {
+    Fig2,
+    Fig7c,
+}
+
+/// `bench paxos --figure`: one of CAANS Figures 2 and 7c.
+fn run_figure(figure: RolesFigure, a: &BenchPaxosArgs) -> anyhow::Result<i32> {
+    use innet_exp::caans_roles::{self, Load};
+    use innet_exp::reproduce::{Ctx, Where};
+    let base = a.point.config()?;
+    let defaults = PaxosConfig::default();
+    let name = match figure {
+        RolesFigure::Fig2 => "fig2",
+        RolesFigure::Fig7c => "fig7c",
+    };
+    let ctx = Ctx {
+        out: a.out.clone().unwrap_or_else(|| std::path::PathBuf::from(format!("results/paxos-{name}"))),
+        seed: base.seed,
+        scale: 1.0,
+        runtime: if a.xdp { Where::Xdp } else { Where::Live },
+    };
+    let mut load = Load::of(&ctx);
+    if base.duration_s != defaults.duration_s {
+        load.duration_s = base.duration_s;
+    }
+    if base.outstanding != defaults.outstanding {
+        load.outstanding = base.outstanding;
+    }
+    println!(
+        "CAANS Figure {}: CPU per role at peak load, {} s per deployment, 1 proposer x {} in flight, 3 acceptors, 2 learners",
+        &name[3..],
+        load.duration_s,
+        load.outstanding
+    );
+    let (o, recs) = match figure {
+        RolesFigure::Fig2 => caans_roles::fig2_with(&ctx, load)?,
+        RolesFigure::Fig7c => caans_roles::fig7c_with(&ctx, load)?,
+    };
+    for line in caans_roles::summary(&o, &recs) {
+        println!("{line}");
+    }
+    println!(
+        "commit {}; records and plot in {}",
+        recs.first().map_or("", |r| r.git_commit.as_str()),
+        ctx.out.display()
+    );
+    Ok(0)
+}
+
 pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
     use innet_exp::paxos_bench::{self, Runtime};
+    if let Some(f) = a.figure {
+        return run_figure(f, &a);
+    }
     let runtime = a.runtime;
     let mut base = a.point.config()?;
     if runtime == Runtime::Sim && a.point.point.switch_cost_us == 0.0 && a.point.point.software_cost_us == 0.0 {

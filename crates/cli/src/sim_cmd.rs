@@ -139,6 +139,9 @@ pub enum BenchService {
     /// CAANS end to end: coordinator and acceptors in XDP on the testbed vs
     /// user-space processes vs software switches, side by side (needs root).
     XdpPaxos(crate::xdp_paxos_cmd::BenchXdpPaxosArgs),
+    /// CAANS Table 1: ns per packet of the XDP coordinator and acceptor
+    /// against plain XDP forwarding (BPF_PROG_TEST_RUN; needs root).
+    XdpPaxosTable1(crate::xdp_paxos_cmd::BenchTable1Args),
     /// The end hosts of a running `innet testbed up paxos` (learners, load
     /// proposers; run it in the hosts namespace: `ip netns exec innet-px-hosts
     /// innet bench xdp-paxos-hosts ...`), printing one JSON result line;
@@ -286,6 +289,7 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
         BenchService::ChainEtcd(a) => return crate::chain_cmd::run_bench_etcd(a),
         BenchService::XdpChain(a) => return crate::xdp_chain_cmd::run(a),
         BenchService::XdpPaxos(a) => return crate::xdp_paxos_cmd::run_bench(a),
+        BenchService::XdpPaxosTable1(a) => return crate::xdp_paxos_cmd::run_table1(a),
         BenchService::XdpPaxosHosts(a) => return crate::xdp_paxos_cmd::run_hosts(a),
         BenchService::Paxos(a) => return crate::paxos_cmd::run_bench(a),
         BenchService::Tpcc(a) => return crate::tpcc_cmd::run_bench(a),

@@ -30,6 +30,7 @@ fn subcommands(tmp: &Path) -> Vec<(&'static str, Vec<String>)> {
         ("bench xdp-txn", vec![]),
         ("bench xdp-paxos", vec![]),
         ("bench xdp-paxos-hosts", vec![]),
+        ("bench xdp-paxos-table1", vec![]),
         ("bench xdp-chain", vec![]),
         ("check txn", vec![]),
         ("check paxos", vec![]),

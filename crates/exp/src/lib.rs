@@ -2,6 +2,7 @@
 //! runtime. Every record carries its configuration, seed and git commit
 //! (`results.rs`), so any point of any plot can be reproduced.
 
+pub mod caans_roles;
 pub mod chain_bench;
 pub mod chain_etcd;
 pub mod chain_load;

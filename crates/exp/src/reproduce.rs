@@ -193,6 +193,7 @@ pub fn entries() -> Vec<Entry> {
     all.extend(crate::reproduce_existing::entries());
     all.extend(crate::gotthard_micro::entries());
     all.extend(crate::txn_locality::entries());
+    all.extend(crate::caans_roles::entries());
     all.sort_by_key(|e| ALL_RESULTS.iter().position(|id| *id == e.id).unwrap_or(usize::MAX));
     all
 }

@@ -18,6 +18,9 @@
 //!   the backup coordinator); [`paxos_learner`] is the vote counter in
 //!   front of the learners and proposers (`bpf/paxos_learner.bpf.c`,
 //!   reference `innet_paxos::VoteCounter`).
+//! * [`forward`] is CAANS Table 1's baseline (`bpf/forward.bpf.c`: plain
+//!   XDP forwarding and a no-op) and the per-packet comparison of the
+//!   Paxos roles against it.
 //! * [`frame`] builds and reads the Ethernet/IPv4/UDP frames around payloads.
 //! * [`chain`] loads and configures the NetCRAQ and NetChain nodes
 //!   (`bpf/netcraq.bpf.c`, `bpf/netchain.bpf.c`); [`chain_testbed`] is the
@@ -36,6 +39,7 @@ pub mod chain;
 pub mod chain_bench;
 pub mod chain_control;
 pub mod chain_testbed;
+pub mod forward;
 pub mod frame;
 pub mod layout;
 pub mod netns;

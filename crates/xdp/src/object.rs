@@ -117,6 +117,17 @@ impl BpfObject {
         Ok(self.test_run_repeat(name, frame, 1)?.as_nanos() as u64)
     }
 
+    /// The median of `runs` single runs of `frame` through program `name`
+    /// ([`BpfObject::test_run_once_ns`]), each on a fresh copy of the
+    /// frame: a program that rewrites its frame is measured on the frame
+    /// it was given every time, which one run repeated in the kernel
+    /// would not do.
+    pub fn median_run_ns(&self, name: &str, frame: &[u8], runs: u32) -> Result<u64> {
+        let mut ns: Vec<u64> = (0..runs.max(1)).map(|_| self.test_run_once_ns(name, frame)).collect::<Result<_>>()?;
+        ns.sort_unstable();
+        Ok(ns[ns.len() / 2])
+    }
+
     /// Program `name`'s file descriptor (valid while `self` lives), for
     /// [`attach_fd`] on a thread in another network namespace.
     pub fn program_fd(&self, name: &str) -> Result<RawFd> {

@@ -438,6 +438,11 @@ impl PaxosXdp {
         self.obj.program_fd(if tc { TC_PROGRAM } else { self.role.program() })
     }
 
+    /// [`BpfObject::median_run_ns`] of the role's XDP program on `frame`.
+    pub fn median_run_ns(&self, frame: &[u8], runs: u32) -> Result<u64> {
+        self.obj.median_run_ns(self.role.program(), frame, runs)
+    }
+
     pub fn pin_maps(&mut self, dir: &Path) -> Result<()> {
         self.obj.pin_maps(dir, &PINNED_MAPS)
     }
@@ -471,43 +476,12 @@ impl PaxosXdp {
 /// exist, so the clone fails cheaply: a lower bound of a real copy). Keys:
 /// `coordinator_xdp`, `coordinator_tc`, `acceptor_xdp`, `acceptor_tc`.
 pub fn cost_ns(repeat: u32) -> Result<Vec<(&'static str, f64)>> {
-    use crate::frame::{udp_frame, Endpoint};
-    let from = Endpoint { mac: [2, 0, 0, 0, 0, 1], ip: Ipv4Addr::new(10, 97, 0, 2), port: 40_000 };
-    let to = Endpoint { mac: [2, 0, 0, 0, 0, 2], ip: Ipv4Addr::new(10, 97, 0, 1), port: wire::DATAPLANE_PORT };
-    let nowhere = Member {
-        ifindex: 999_999,
-        src_mac: to.mac,
-        src_ip: to.ip,
-        dst_mac: from.mac,
-        dst_ip: from.ip,
-        dst_port: from.port,
-    };
     let mut out = vec![];
     for role in [Role::Coordinator, Role::Acceptor] {
-        let (cfg, t) = match role {
-            // A ring as large as u32 instances allow: the window never fills.
-            Role::Coordinator => {
-                let c = innet_paxos::CoordinatorConfig { slots: 1 << 31, ..innet_paxos::CoordinatorConfig::new(1) };
-                (Config::coordinator(&c), MsgType::Request)
-            }
-            Role::Acceptor => (Config::acceptor(&innet_paxos::AcceptorConfig::new(0, 1)), MsgType::Phase2A),
-        };
-        let mut m = wire::PaxosMsg::new(t);
-        m.rnd = innet_paxos::ROUND_INIT;
-        m.value = Value::new(b"value").expect("short");
-        let frame = udp_frame(from, to, &m.encode(), 0);
         for (entry, tc) in [("xdp", false), ("tc", true)] {
-            let x = PaxosXdp::load(role, if role == Role::Acceptor { cfg.slots } else { 1 })?;
-            x.configure(&cfg, &[nowhere])?;
-            // The 2A from the coordinator (BPF_PROG_TEST_RUN receives on lo).
-            let coordinator = Sender { class: class::COORDINATOR, issuer: innet_paxos::ISSUER_COORDINATOR };
-            let key = SenderKey { ifindex: LOOPBACK_IFINDEX, ip: from.ip, port: 0 };
-            x.set_senders(&Senders { kind: role.kind(), by_addr: HashMap::from([(key, coordinator)]) })?;
+            let (x, frame) = cost_setup(role)?;
             let name = if tc { TC_PROGRAM } else { role.program() };
-            let mut runs: Vec<u64> =
-                (0..repeat.clamp(1, 200_000)).map(|_| x.obj.test_run_once_ns(name, &frame)).collect::<Result<_>>()?;
-            runs.sort_unstable();
-            let median = runs[runs.len() / 2];
+            let median = x.obj.median_run_ns(name, &frame, repeat.clamp(1, 200_000))?;
             let key = match (role, entry) {
                 (Role::Coordinator, "xdp") => "coordinator_xdp",
                 (Role::Coordinator, _) => "coordinator_tc",
@@ -522,9 +496,48 @@ pub fn cost_ns(repeat: u32) -> Result<Vec<(&'static str, f64)>> {
     Ok(out)
 }
 
+/// A freshly loaded `role` and the frame whose hot path [`cost_ns`]
+/// measures: for the coordinator a REQUEST (turned into a 2A for the next
+/// instance of a ring that never fills), for the acceptor a round-1 2A
+/// from the coordinator (a vote, every time: same instance again). The
+/// role multicasts to one member on a device that does not exist, so a tc
+/// clone fails cheaply.
+pub fn cost_setup(role: Role) -> Result<(PaxosXdp, Vec<u8>)> {
+    use crate::frame::{udp_frame, Endpoint};
+    let from = Endpoint { mac: [2, 0, 0, 0, 0, 1], ip: Ipv4Addr::new(10, 97, 0, 2), port: 40_000 };
+    let to = Endpoint { mac: [2, 0, 0, 0, 0, 2], ip: Ipv4Addr::new(10, 97, 0, 1), port: wire::DATAPLANE_PORT };
+    let nowhere = Member {
+        ifindex: 999_999,
+        src_mac: to.mac,
+        src_ip: to.ip,
+        dst_mac: from.mac,
+        dst_ip: from.ip,
+        dst_port: from.port,
+    };
+    let (cfg, t) = match role {
+        // A ring as large as u32 instances allow: the window never fills.
+        Role::Coordinator => {
+            let c = innet_paxos::CoordinatorConfig { slots: 1 << 31, ..innet_paxos::CoordinatorConfig::new(1) };
+            (Config::coordinator(&c), MsgType::Request)
+        }
+        Role::Acceptor => (Config::acceptor(&innet_paxos::AcceptorConfig::new(0, 1)), MsgType::Phase2A),
+    };
+    let mut m = wire::PaxosMsg::new(t);
+    m.rnd = innet_paxos::ROUND_INIT;
+    m.value = Value::new(b"value").expect("short");
+    let frame = udp_frame(from, to, &m.encode(), 0);
+    let x = PaxosXdp::load(role, if role == Role::Acceptor { cfg.slots } else { 1 })?;
+    x.configure(&cfg, &[nowhere])?;
+    // The 2A from the coordinator (BPF_PROG_TEST_RUN receives on lo).
+    let coordinator = Sender { class: class::COORDINATOR, issuer: innet_paxos::ISSUER_COORDINATOR };
+    let key = SenderKey { ifindex: LOOPBACK_IFINDEX, ip: from.ip, port: 0 };
+    x.set_senders(&Senders { kind: role.kind(), by_addr: HashMap::from([(key, coordinator)]) })?;
+    Ok((x, frame))
+}
+
 /// Fails if a cost measurement's frames were refused (it measured the
 /// refusal, not the role).
-pub(crate) fn ensure_admitted(rejected: &[(&'static str, u64)]) -> Result<()> {
+pub fn ensure_admitted(rejected: &[(&'static str, u64)]) -> Result<()> {
     match rejected.iter().find(|(_, v)| *v > 0) {
         Some((reason, v)) => bail!("the measured frame was refused ({reason} {v})"),
         None => Ok(()),

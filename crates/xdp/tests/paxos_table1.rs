@@ -1,0 +1,25 @@
+//! CAANS Table 1's analogue (`innet_xdp::forward::table1_ns`): the XDP
+//! coordinator and acceptor, and plain XDP forwarding, timed by
+//! `BPF_PROG_TEST_RUN` on the same frames. Not a speed test: it asserts
+//! what must hold on any machine. Each Paxos role does the forwarding
+//! program's parse and rewrite plus its own logic (a map lookup for its
+//! configuration, the trust check, its state), so it cannot be cheaper than
+//! forwarding; the do-nothing program is the floor under all of them.
+
+use innet_xdp::privileged::{proceed, say};
+
+#[test]
+fn the_paxos_roles_cost_more_than_forwarding_and_forwarding_more_than_nothing() {
+    if !proceed("paxos_table1", innet_xdp::paxos::unavailable()) {
+        return;
+    }
+    let t = innet_xdp::forward::table1_ns(20_000).expect("table 1 measured");
+    say(&format!(
+        "TABLE1 ns/packet (medians of {} single runs): pass {}, forward {} / {} (REQUEST / 2A), coordinator {}, acceptor {}",
+        t.runs, t.pass, t.forward, t.forward_2a, t.coordinator, t.acceptor
+    ));
+    assert!(t.acceptor > 0.0 && t.coordinator > 0.0, "{t:?}");
+    assert!(t.forward < t.acceptor, "forwarding a 2A is not cheaper than voting on it: {t:?}");
+    assert!(t.forward < t.coordinator, "forwarding a REQUEST is not cheaper than sequencing it: {t:?}");
+    assert!(t.pass <= t.forward && t.pass <= t.forward_2a, "the empty program is not the floor: {t:?}");
+}
