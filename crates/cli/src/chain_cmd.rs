@@ -337,8 +337,8 @@ pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
     for (i, addr) in chain.addrs().iter().enumerate() {
         crate::live_cmd::print_line(&format!("node{i} {addr}"));
     }
-    eprintln!(
-        "innet: {protocol} chain of {} nodes, head node0, tail node{}; control plane running. Ctrl-C to stop.",
+    tracing::info!(
+        "{protocol} chain of {} nodes, head node0, tail node{}; control plane running. Ctrl-C to stop.",
         a.nodes,
         a.nodes - 1
     );
@@ -346,7 +346,7 @@ pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let control = chain.shutdown()?;
-    eprintln!("innet: stopped; control plane {:?}", control.stats);
+    tracing::info!("stopped; control plane {:?}", control.stats);
     Ok(0)
 }
 

@@ -237,7 +237,7 @@ pub fn run_topology(
     for (name, addr) in up.addresses() {
         print_line(&format!("{name} {addr}"));
     }
-    eprintln!("innet: started {} node(s) of {}. Ctrl-C to stop.", up.addresses().len(), path.display());
+    tracing::info!("started {} node(s) of {}. Ctrl-C to stop.", up.addresses().len(), path.display());
     let report = up.run(&load, &stop)?;
     for (node, k, v) in &report.counters {
         print_line(&format!("{node}.{k} {v}"));
@@ -287,8 +287,8 @@ pub fn run_up(a: UpCmd) -> anyhow::Result<i32> {
     let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
     print_line(&format!("store {}", net.store_addr()));
     print_line(&format!("switch {}", net.switch_addr()));
-    eprintln!(
-        "innet: {} switch in front of {} store; emulated one-way delays: clients<->switch {} ms, switch<->store {} ms. Ctrl-C to stop.",
+    tracing::info!(
+        "{} switch in front of {} store; emulated one-way delays: clients<->switch {} ms, switch<->store {} ms. Ctrl-C to stop.",
         a.mode,
         if a.data_dir.is_some() { "a durable" } else { "an in-memory" },
         a.client_delay_ms,

@@ -363,8 +363,8 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
     let sources = innet_exp::metrics::Sources::default();
     let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
     let r = innet_exp::paxos_live::up(&cfg, &stop, &sources, |line| {
-        if line.starts_with("innet: ") {
-            eprintln!("{line}");
+        if let Some(event) = line.strip_prefix("innet: ") {
+            tracing::info!("{event}");
         } else {
             crate::live_cmd::print_line(line);
         }
@@ -420,7 +420,8 @@ pub fn run_kv_replica(a: KvReplicaArgs) -> anyhow::Result<i32> {
         let every = std::time::Duration::from_millis(a.status_ms.max(10));
         let sources = innet_exp::metrics::Sources::default();
         let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
-        let started = |live: &innet_live::LiveCounters| sources.host("paxos", "replica", &format!("replica{}", a.id), live);
+        let started =
+            |live: &innet_live::LiveCounters| sources.host("paxos", "replica", &format!("replica{}", a.id), live);
         innet_paxos_kv::run_replica(&lc, a.id, &a.data_dir, every, &stop, crate::live_cmd::print_line, started)?;
         Ok(0)
     }

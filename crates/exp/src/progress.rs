@@ -30,7 +30,9 @@ pub const MAX_LINES: u64 = 20;
 enum Show {
     Bar(ProgressBar),
     /// Print every `every`-th step and the last.
-    Lines { every: u64 },
+    Lines {
+        every: u64,
+    },
     Hidden,
 }
 

@@ -31,11 +31,11 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::time::Duration;
 
 use innet_core::deploy::DataPlaneAt;
+use innet_core::Counters;
 use innet_paxos::acceptor::Acceptor;
 use innet_paxos::deploy::{self as paxos_deploy, PaxosDeployment, PaxosParams, PaxosRole, PaxosShape, Roles};
-use innet_paxos::software::SoftwareNode;
-use innet_core::Counters;
 use innet_paxos::learner::LearnerStats;
+use innet_paxos::software::SoftwareNode;
 use innet_paxos::{BackupConfig, BackupCoordinator, Coordinator, Learner, LearnerConfig, ProposerConfig};
 
 use crate::deploy::{host_options, switch_setup};
