@@ -25,7 +25,7 @@ impl Drop for Running {
 }
 
 fn start(args: &[&str]) -> Running {
-    let mut child = Command::new(INNET)
+    let child = Command::new(INNET)
         .args(args)
         .args(["--metrics", "127.0.0.1:0"])
         .stdin(Stdio::null())
@@ -33,17 +33,18 @@ fn start(args: &[&str]) -> Running {
         .stderr(Stdio::piped())
         .spawn()
         .expect("innet runs");
-    let mut err = BufReader::new(child.stderr.take().expect("piped"));
+    let mut r = Running { child, addr: String::new() };
+    let mut err = BufReader::new(r.child.stderr.take().expect("piped"));
     let mut line = String::new();
     let t0 = Instant::now();
     loop {
         line.clear();
         assert!(err.read_line(&mut line).unwrap() > 0, "innet {args:?} ended without a metrics line");
         if let Some(rest) = line.trim().strip_prefix("innet: metrics on http://") {
-            let addr = rest.strip_suffix("/metrics").expect("URL ends in /metrics").to_string();
+            r.addr = rest.strip_suffix("/metrics").expect("URL ends in /metrics").to_string();
             // Keep draining stderr so the process never blocks on it.
             std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-            return Running { child, addr };
+            return r;
         }
         assert!(t0.elapsed() < Duration::from_secs(20), "no metrics line");
     }
@@ -61,7 +62,10 @@ fn get(addr: &str, path: &str) -> (String, String) {
 }
 
 /// `(name with labels, value)` of every sample in a scrape.
-fn samples(body: &str) -> Vec<(String, u64)> {
+type Scrape = Vec<(String, u64)>;
+
+/// The samples of a scrape's body.
+fn samples(body: &str) -> Scrape {
     body.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|l| {
@@ -77,7 +81,7 @@ fn sum(s: &[(String, u64)], prefix: &str, has: &str) -> u64 {
     s.iter().filter(|(k, _)| k.starts_with(prefix) && k.contains(has)).map(|(_, v)| v).sum()
 }
 
-fn scrape(r: &Running) -> Vec<(String, u64)> {
+fn scrape(r: &Running) -> Scrape {
     let (status, body) = get(&r.addr, "/metrics");
     assert!(status.contains(" 200"), "{status}");
     assert!(body.trim_end().ends_with("# EOF"), "an OpenMetrics exposition ends with # EOF:\n{body}");
@@ -101,7 +105,7 @@ fn temp_topology(name: &str, text: &str) -> PathBuf {
 }
 
 /// Scrapes twice, 1.5 s apart, after the load has started.
-fn two_scrapes(r: &Running) -> (Vec<(String, u64)>, Vec<(String, u64)>) {
+fn two_scrapes(r: &Running) -> (Scrape, Scrape) {
     std::thread::sleep(Duration::from_millis(800));
     let a = scrape(r);
     std::thread::sleep(Duration::from_millis(1500));

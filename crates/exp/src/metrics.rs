@@ -50,6 +50,9 @@ impl Sample {
 
 type Read = Box<dyn Fn() -> Option<Sample> + Send + Sync>;
 
+/// A sample's labels, `(name, value)`.
+type Labels = Vec<(String, String)>;
+
 struct Source {
     component: &'static str,
     role: String,
@@ -144,8 +147,8 @@ impl Sources {
     }
 
     /// Every sample, grouped by metric family: name -> (labels, value).
-    fn families(&self) -> BTreeMap<String, Vec<(Vec<(String, String)>, u64)>> {
-        let mut fam: BTreeMap<String, Vec<(Vec<(String, String)>, u64)>> = BTreeMap::new();
+    fn families(&self) -> BTreeMap<String, Vec<(Labels, u64)>> {
+        let mut fam: BTreeMap<String, Vec<(Labels, u64)>> = BTreeMap::new();
         for s in self.lock().iter() {
             let Some(sample) = (s.read)() else { continue };
             let labels = || vec![("role".to_string(), s.role.clone()), ("node".to_string(), s.node.clone())];
@@ -182,11 +185,14 @@ impl std::fmt::Debug for Collect {
 impl prometheus_client::collector::Collector for Collect {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         for (name, samples) in self.0.families() {
-            let help = match name.as_str() {
-                "innet_rejected" => "packets a node's admission rule refused, by reason".to_string(),
-                n => format!("innet counter {n} (docs/live.md)"),
+            let help = if name == "innet_rejected" {
+                "packets a node's admission rule refused, by reason"
+            } else if name.starts_with("innet_live_") {
+                "the live runtime's counter of this node (docs/live.md#metrics)"
+            } else {
+                "the node's own counter, as `innet up` prints it at exit (docs/live.md#metrics)"
             };
-            let mut family = encoder.encode_descriptor(&name, &help, None, MetricType::Counter)?;
+            let mut family = encoder.encode_descriptor(&name, help, None, MetricType::Counter)?;
             for (labels, v) in &samples {
                 ConstCounter::new(*v).encode(family.encode_family(labels)?)?;
             }

@@ -142,7 +142,10 @@ impl Counters for HostStats {
 /// [`PUBLISH_EVERY`] and at least every [`MAX_WAIT`] plus that (the loop
 /// wakes that often), and once more when it stops.
 #[derive(Clone, Debug, Default)]
-pub struct LiveCounters(Arc<Mutex<(Vec<(&'static str, u64)>, HostStats)>>);
+pub struct LiveCounters(Arc<Mutex<(CounterList, HostStats)>>);
+
+/// Counters by name, as [`Counters::counters`] gives them.
+pub type CounterList = Vec<(&'static str, u64)>;
 
 /// Shortest time between two publications of a host's [`LiveCounters`].
 pub const PUBLISH_EVERY: Duration = Duration::from_millis(10);
@@ -150,7 +153,7 @@ pub const PUBLISH_EVERY: Duration = Duration::from_millis(10);
 impl LiveCounters {
     /// The host's own counters and the runtime's, as last published (empty
     /// and zero before the first time).
-    pub fn read(&self) -> (Vec<(&'static str, u64)>, HostStats) {
+    pub fn read(&self) -> (CounterList, HostStats) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
     fn publish(&self, own: Vec<(&'static str, u64)>, net: HostStats) {

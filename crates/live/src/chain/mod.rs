@@ -257,7 +257,7 @@ impl LiveChain {
     /// endpoint.
     pub fn counters_reader(
         &self,
-    ) -> impl Fn(usize) -> Option<(Vec<(&'static str, u64)>, crate::SwitchStats)> + Send + Sync + 'static {
+    ) -> impl Fn(usize) -> Option<(crate::host::CounterList, crate::SwitchStats)> + Send + Sync + 'static {
         let shared = self.shared.clone();
         move |i| {
             let sh = shared.lock().unwrap_or_else(|e| e.into_inner());
