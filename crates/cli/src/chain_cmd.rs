@@ -268,6 +268,8 @@ pub struct UpChainArgs {
     drill: bool,
     #[command(flatten)]
     deployment: crate::live_cmd::TopologyArgs,
+    #[command(flatten)]
+    metrics: crate::live_cmd::MetricsArgs,
     /// With --topology: stop after this many seconds (default: at Ctrl-C); client nodes run load until then.
     #[arg(long, value_parser = innet_exp::parse::seconds)]
     duration_s: Option<f64>,
@@ -289,7 +291,7 @@ pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
             chain_keys: a.keys,
             ..innet_exp::up::UpLoad::default()
         };
-        return crate::live_cmd::run_topology(&a.deployment, "chain", load);
+        return crate::live_cmd::run_topology(&a.deployment, &a.metrics, "chain", load);
     }
     use innet_live::chain::{run_drill, DrillConfig, LiveChain, LiveChainConfig};
     let protocol: Protocol = a.protocol.parse().map_err(anyhow::Error::msg)?;
@@ -324,11 +326,19 @@ pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
         return Ok(if same && lin.is_ok() { 0 } else { 1 });
     }
     let chain = LiveChain::start(cfg, &stop)?;
+    let sources = innet_exp::metrics::Sources::default();
+    for i in 0..a.nodes {
+        let read = chain.counters_reader();
+        sources.add("chain", "chain_node", &format!("node{i}"), move || {
+            read(i).map(|(own, stats)| innet_exp::metrics::Sample::of_switch(own, &stats))
+        });
+    }
+    let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
     for (i, addr) in chain.addrs().iter().enumerate() {
         crate::live_cmd::print_line(&format!("node{i} {addr}"));
     }
-    eprintln!(
-        "innet: {protocol} chain of {} nodes, head node0, tail node{}; control plane running. Ctrl-C to stop.",
+    tracing::info!(
+        "{protocol} chain of {} nodes, head node0, tail node{}; control plane running. Ctrl-C to stop.",
         a.nodes,
         a.nodes - 1
     );
@@ -336,7 +346,7 @@ pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let control = chain.shutdown()?;
-    eprintln!("innet: stopped; control plane {:?}", control.stats);
+    tracing::info!("stopped; control plane {:?}", control.stats);
     Ok(0)
 }
 

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{ArgGroup, Args, Subcommand};
 use innet_core::Counters;
+use innet_exp::metrics::Sources;
 use innet_exp::txn_client;
 use innet_live::topology::{self, Topology};
 use innet_live::txn::{
@@ -151,6 +152,8 @@ struct UpTxnArgs {
     cache_slots: usize,
     #[command(flatten)]
     deployment: TopologyArgs,
+    #[command(flatten)]
+    metrics: MetricsArgs,
     /// With --topology: share of writes in the client nodes' transactions.
     #[arg(long, default_value_t = 0.5, value_parser = innet_exp::parse::ratio)]
     write_ratio: f64,
@@ -182,6 +185,16 @@ pub struct TopologyArgs {
     pub place: Vec<(String, std::net::IpAddr)>,
 }
 
+/// `--metrics ADDR`, for every long-running process.
+#[derive(Args, Debug, Clone, Default)]
+pub struct MetricsArgs {
+    /// Serve every counter of the nodes this process runs over HTTP at
+    /// ADDR (HOST:PORT, port 0: any free port), `GET /metrics`, in the
+    /// Prometheus text format, read live at each scrape (docs/live.md).
+    #[arg(long, value_name = "ADDR", value_parser = innet_exp::parse::listen_addr)]
+    pub metrics: Option<SocketAddr>,
+}
+
 /// `MACHINE=IP`.
 pub(crate) fn parse_place(s: &str) -> Result<(String, std::net::IpAddr), String> {
     let form = "expected MACHINE=IP, e.g. edge0=10.0.0.3";
@@ -198,7 +211,12 @@ pub(crate) fn parse_place(s: &str) -> Result<(String, std::net::IpAddr), String>
 /// nodes, prints `NAME HOST:PORT` for each, runs load nodes for
 /// `load.duration` (or until Ctrl-C), then prints every counter and each
 /// load group's result.
-pub fn run_topology(t: &TopologyArgs, service: &str, mut load: innet_exp::up::UpLoad) -> anyhow::Result<i32> {
+pub fn run_topology(
+    t: &TopologyArgs,
+    metrics: &MetricsArgs,
+    service: &str,
+    mut load: innet_exp::up::UpLoad,
+) -> anyhow::Result<i32> {
     let path = t.topology.as_ref().expect("called with --topology");
     let mut topo = Topology::load(path)?;
     topo.place(&t.place)?;
@@ -212,10 +230,14 @@ pub fn run_topology(t: &TopologyArgs, service: &str, mut load: innet_exp::up::Up
     load.seed = t.seed;
     let stop = signals()?;
     let up = innet_exp::up::start_servers(topo, t.only.as_deref(), &stop)?;
+    let sources = Sources::default();
+    let names = up.topology.names();
+    up.started.nodes.iter().for_each(|(i, n)| sources.running(&names[*i], n));
+    let _metrics = innet_exp::metrics::serve(metrics.metrics, &sources)?;
     for (name, addr) in up.addresses() {
         print_line(&format!("{name} {addr}"));
     }
-    eprintln!("innet: started {} node(s) of {}. Ctrl-C to stop.", up.addresses().len(), path.display());
+    tracing::info!("started {} node(s) of {}. Ctrl-C to stop.", up.addresses().len(), path.display());
     let report = up.run(&load, &stop)?;
     for (node, k, v) in &report.counters {
         print_line(&format!("{node}.{k} {v}"));
@@ -247,7 +269,7 @@ pub fn run_up(a: UpCmd) -> anyhow::Result<i32> {
             workload,
             ..innet_exp::up::UpLoad::default()
         };
-        return run_topology(&a.deployment, "txn", load);
+        return run_topology(&a.deployment, &a.metrics, "txn", load);
     }
     let stop = signals()?;
     let mut cfg = LocalConfig::new(a.mode);
@@ -259,10 +281,14 @@ pub fn run_up(a: UpCmd) -> anyhow::Result<i32> {
     cfg.store_listen = a.store_listen;
     cfg.switch_listen = a.switch_listen;
     let net = start_local(&cfg, &stop)?;
+    let sources = Sources::default();
+    sources.host("store", "store", "store", net.store.live());
+    sources.switch("switch", "switch", "switch", &net.switch);
+    let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
     print_line(&format!("store {}", net.store_addr()));
     print_line(&format!("switch {}", net.switch_addr()));
-    eprintln!(
-        "innet: {} switch in front of {} store; emulated one-way delays: clients<->switch {} ms, switch<->store {} ms. Ctrl-C to stop.",
+    tracing::info!(
+        "{} switch in front of {} store; emulated one-way delays: clients<->switch {} ms, switch<->store {} ms. Ctrl-C to stop.",
         a.mode,
         if a.data_dir.is_some() { "a durable" } else { "an in-memory" },
         a.client_delay_ms,
@@ -364,6 +390,8 @@ pub struct StoreArgs {
     /// any sender could wipe the data.
     #[arg(long)]
     allow_reset: bool,
+    #[command(flatten)]
+    metrics: MetricsArgs,
 }
 
 pub fn run_store(a: StoreArgs) -> anyhow::Result<i32> {
@@ -371,6 +399,9 @@ pub fn run_store(a: StoreArgs) -> anyhow::Result<i32> {
     let data = a.data_dir.clone().map_or(StoreData::Memory, StoreData::Dir);
     let delay = Duration::from_secs_f64(a.link_delay_ms / 1e3);
     let node = spawn_store_delayed("store", a.listen, &data, delay, a.allow_reset, &stop)?;
+    let sources = Sources::default();
+    sources.node("store", "store", &node);
+    let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
     print_line(&format!("store {}", node.addr()));
     wait(&stop, || node.is_finished());
     let crashed = !stop.is_stopped();
@@ -448,6 +479,8 @@ struct SwitchTxnArgs {
     /// One-way switch <-> clients delay to emulate, ms (0 if clients emulate it).
     #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
     client_delay_ms: f64,
+    #[command(flatten)]
+    metrics: MetricsArgs,
 }
 
 pub fn run_switch(a: SwitchCmd) -> anyhow::Result<i32> {
@@ -463,6 +496,9 @@ pub fn run_switch(a: SwitchCmd) -> anyhow::Result<i32> {
         client_delay: delay(a.client_delay_ms),
     };
     let node = spawn_txn_switch("switch", a.listen, a.upstream, &cfg, &stop)?;
+    let sources = Sources::default();
+    sources.switch("switch", "switch", "switch", &node);
+    let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
     print_line(&format!("switch {}", node.addr()));
     wait(&stop, || node.is_finished());
     let crashed = !stop.is_stopped();

@@ -144,7 +144,19 @@ fn parse_args() -> Cli {
     }
 }
 
+/// Diagnostics go through `tracing` to stderr, filtered by `RUST_LOG`
+/// (e.g. `RUST_LOG=info`, `RUST_LOG=innet_live=debug`); warnings and errors
+/// only by default. Results stay on stdout.
+fn init_logs() {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let ansi = std::io::stderr().is_terminal();
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).try_init();
+}
+
 fn main() {
+    init_logs();
     let cli = parse_args();
     let result = match cli.command {
         Command::Demo(a) => sim_cmd::run_demo(a),

@@ -390,6 +390,8 @@ pub struct UpPaxosArgs {
     pack: usize,
     #[command(flatten)]
     deployment: crate::live_cmd::TopologyArgs,
+    #[command(flatten)]
+    metrics: crate::live_cmd::MetricsArgs,
 }
 
 pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
@@ -400,7 +402,7 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
             pack: a.pack,
             ..innet_exp::up::UpLoad::default()
         };
-        return crate::live_cmd::run_topology(&a.deployment, "paxos", load);
+        return crate::live_cmd::run_topology(&a.deployment, &a.metrics, "paxos", load);
     }
     let cfg = innet_exp::paxos_live::UpPaxos {
         live: innet_live::paxos::LiveConfig {
@@ -422,9 +424,11 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
         kill_coordinator_at_s: a.kill_coordinator_at_s,
     };
     let stop = crate::live_cmd::signals()?;
-    let r = innet_exp::paxos_live::up(&cfg, &stop, |line| {
-        if line.starts_with("innet: ") {
-            eprintln!("{line}");
+    let sources = innet_exp::metrics::Sources::default();
+    let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
+    let r = innet_exp::paxos_live::up(&cfg, &stop, &sources, |line| {
+        if let Some(event) = line.strip_prefix("innet: ") {
+            tracing::info!("{event}");
         } else {
             crate::live_cmd::print_line(line);
         }
@@ -462,6 +466,8 @@ pub struct KvReplicaArgs {
     /// Print `applied N next I digest H keys K` this often (ms).
     #[arg(long, default_value_t = 200)]
     status_ms: u64,
+    #[command(flatten)]
+    metrics: crate::live_cmd::MetricsArgs,
 }
 
 pub fn run_kv_replica(a: KvReplicaArgs) -> anyhow::Result<i32> {
@@ -476,12 +482,16 @@ pub fn run_kv_replica(a: KvReplicaArgs) -> anyhow::Result<i32> {
     {
         let stop = crate::live_cmd::signals()?;
         let every = std::time::Duration::from_millis(a.status_ms.max(10));
-        innet_paxos_kv::run_replica(&lc, a.id, &a.data_dir, every, &stop, crate::live_cmd::print_line)?;
+        let sources = innet_exp::metrics::Sources::default();
+        let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
+        let started =
+            |live: &innet_live::LiveCounters| sources.host("paxos", "replica", &format!("replica{}", a.id), live);
+        innet_paxos_kv::run_replica(&lc, a.id, &a.data_dir, every, &stop, crate::live_cmd::print_line, started)?;
         Ok(0)
     }
     #[cfg(not(feature = "leveldb"))]
     {
-        let _ = (lc, &a.data_dir, a.status_ms);
+        let _ = (lc, &a.data_dir, a.status_ms, a.metrics);
         anyhow::bail!(
             "this innet was built without LevelDB (cargo feature `leveldb`): install libleveldb-dev and build \
              with the default features"

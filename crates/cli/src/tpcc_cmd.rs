@@ -348,7 +348,14 @@ pub fn run_check(a: CheckTpccArgs) -> anyhow::Result<i32> {
         .clone()
         .flat_map(|s| modes.iter().map(move |&m| tpcc_sim::random_check_config(s, m, a.duration_s)))
         .collect();
-    let runs = innet_exp::run_parallel(&jobs, tpcc_sim::run_checked);
+    let progress = innet_exp::progress::Progress::new(jobs.len() as u64, "check tpcc");
+    let runs = innet_exp::run_parallel_shown(
+        &jobs,
+        &progress,
+        |c| format!("seed {} {}", c.seed, c.mode),
+        tpcc_sim::run_checked,
+    );
+    progress.finish();
     let mut violations = 0;
     let (mut commits, mut switch_answers, mut store_commits) = (0u64, 0usize, 0usize);
     let mut per_kind = std::collections::BTreeMap::new();

@@ -53,6 +53,7 @@ fn subcommands(tmp: &Path) -> Vec<(&'static str, Vec<String>)> {
 
 /// Value names of flags that do not take a number.
 const NOT_NUMERIC: &[&str] = &[
+    "ADDR",
     "BACKUP",
     "DATA_DIR",
     "DATA_PLANE",
@@ -261,6 +262,40 @@ fn careless_flags_and_topologies_are_refused_in_one_line() {
         (vec!["sim", "txn", "--topology", &huge_delay], "store_delay_ms"),
         (vec!["up", "txn", "--topology", &huge_slots], "cache_slots"),
         (vec!["up", "txn", "--topology", &negative], "client_delay_ms"),
+        (vec!["up", "txn", "--metrics", "nonsense"], "--metrics"),
+        (vec!["up", "txn", "--metrics", "127.0.0.1:65536"], "65536"),
+        (vec!["up", "paxos", "--metrics", ":9100"], "--metrics"),
+        (vec!["up", "chain", "--metrics", "-1"], "--metrics"),
+        (vec!["store", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1"], "--metrics"),
+        (
+            vec![
+                "switch",
+                "txn",
+                "--mode",
+                "forward",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                "127.0.0.1:9",
+                "--metrics",
+                "1e300",
+            ],
+            "--metrics",
+        ),
+        (
+            vec![
+                "kv-replica",
+                "--id",
+                "0",
+                "--data-dir",
+                "kv",
+                "--base-port",
+                "20000",
+                "--metrics",
+                "no.such.host.invalid:80",
+            ],
+            "--metrics",
+        ),
     ];
     let mut failures = vec![];
     for (args, must_name) in &cases {

@@ -498,18 +498,21 @@ pub fn run_all(
     mut each: impl FnMut(&ChainBenchResult),
 ) -> anyhow::Result<Vec<ChainBenchResult>> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    let progress = crate::progress::Progress::new(configs.len() as u64, "bench chain");
     let mut rs = vec![];
     for chunk in configs.chunks(workers) {
         let out: Vec<anyhow::Result<ChainBenchResult>> = std::thread::scope(|s| {
             let hs: Vec<_> = chunk.iter().map(|(_, c, sweep)| s.spawn(move || run_config(c, *sweep))).collect();
             hs.into_iter().map(|h| h.join().expect("bench thread panicked")).collect()
         });
-        for r in out {
+        for ((name, ..), r) in chunk.iter().zip(out) {
             let r = r?;
-            each(&r);
+            progress.suspend(|| each(&r));
+            progress.step(name);
             rs.push(r);
         }
     }
+    progress.finish();
     Ok(rs)
 }
 

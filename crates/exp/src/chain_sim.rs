@@ -555,7 +555,14 @@ pub fn check_seeds(
     );
     let started = std::time::Instant::now();
     let jobs: Vec<(u64, Protocol)> = seeds.clone().flat_map(|s| protocols.iter().map(move |&p| (s, p))).collect();
-    let runs = crate::run_parallel(&jobs, |&(seed, p)| run_checked(&random_check_config(seed, p, duration_s)));
+    let progress = crate::progress::Progress::new(jobs.len() as u64, "check chain");
+    let runs = crate::run_parallel_shown(
+        &jobs,
+        &progress,
+        |(seed, p)| format!("seed {seed} {p}"),
+        |&(seed, p)| run_checked(&random_check_config(seed, p, duration_s)),
+    );
+    progress.finish();
     let mut r = CheckReport {
         seeds: seeds.end - seeds.start,
         protocols: protocols.len(),

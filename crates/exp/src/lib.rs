@@ -10,6 +10,7 @@ pub mod chain_sim;
 pub mod etcd;
 pub mod gotthard_micro;
 pub mod loadgen;
+pub mod metrics;
 pub mod mininet;
 pub mod parse;
 pub mod paxos;
@@ -17,6 +18,7 @@ pub mod paxos_bench;
 pub mod paxos_live;
 pub mod paxos_sim;
 pub mod plot;
+pub mod progress;
 pub mod reproduce;
 pub mod reproduce_existing;
 pub mod reproduce_report;
@@ -58,6 +60,17 @@ impl Runtime {
 /// Runs `jobs` on every core (`run` must be thread-safe), returning the
 /// results in job order: seeds of a randomized check are independent runs.
 pub fn run_parallel<J: Sync, R: Send>(jobs: &[J], run: impl Fn(&J) -> R + Sync) -> Vec<R> {
+    run_parallel_shown(jobs, &progress::Progress::hidden(), |_| String::new(), run)
+}
+
+/// [`run_parallel`], a step of `progress` per finished job (`name` says
+/// which).
+pub fn run_parallel_shown<J: Sync, R: Send>(
+    jobs: &[J],
+    progress: &progress::Progress,
+    name: impl Fn(&J) -> String + Sync,
+    run: impl Fn(&J) -> R + Sync,
+) -> Vec<R> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let out: std::sync::Mutex<Vec<Option<R>>> = std::sync::Mutex::new((0..jobs.len()).map(|_| None).collect());
@@ -67,6 +80,7 @@ pub fn run_parallel<J: Sync, R: Send>(jobs: &[J], run: impl Fn(&J) -> R + Sync) 
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
                 let r = run(job);
+                progress.step(name(job));
                 out.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
             });
         }

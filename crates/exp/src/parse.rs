@@ -167,6 +167,26 @@ pub fn port_span(what: &str, base: u16, count: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// An address to listen on, `HOST:PORT` (port 0: any free port; a host
+/// name is resolved, IPv6 in brackets).
+pub fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+    let form = "expected HOST:PORT, e.g. 127.0.0.1:9100 (port 0: any free port)";
+    let (host, port) = s.trim().rsplit_once(':').ok_or_else(|| format!("'{s}' has no port; {form}"))?;
+    let port: u16 = port.parse().map_err(|_| format!("'{s}': '{port}' is not a port (0 to 65535); {form}"))?;
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    if host.is_empty() {
+        return Err(format!("'{s}' has no host; {form}"));
+    }
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, port));
+    }
+    match (host, port).to_socket_addrs().map(|mut a| a.next()) {
+        Ok(Some(a)) => Ok(a),
+        _ => Err(format!("'{s}': '{host}' is not an IP address or a name that resolves; {form}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,5 +208,10 @@ mod tests {
         assert_eq!(cache_slots("4096"), Ok(4096));
         assert!(port_span("--base-port", 65530, 8).is_err());
         assert!(port_span("--base-port", 65528, 8).is_ok());
+        assert_eq!(listen_addr("127.0.0.1:9100"), Ok("127.0.0.1:9100".parse().unwrap()));
+        assert_eq!(listen_addr("[::1]:0"), Ok("[::1]:0".parse().unwrap()));
+        for bad in ["127.0.0.1", "127.0.0.1:65536", "127.0.0.1:-1", ":9100", "no such host.invalid:1", "1.2.3:x"] {
+            assert!(listen_addr(bad).is_err(), "{bad}");
+        }
     }
 }

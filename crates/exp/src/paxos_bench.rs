@@ -87,9 +87,14 @@ pub fn check_seeds(
     );
     let started = std::time::Instant::now();
     let jobs: Vec<(u64, DataPlaneAt)> = seeds.clone().flat_map(|s| data_planes.iter().map(move |&d| (s, d))).collect();
-    let runs = crate::run_parallel(&jobs, |&(seed, dp)| {
-        paxos_sim::run_checked(&paxos_sim::random_check_config(seed, dp, duration_s))
-    });
+    let progress = crate::progress::Progress::new(jobs.len() as u64, "check paxos");
+    let runs = crate::run_parallel_shown(
+        &jobs,
+        &progress,
+        |(seed, dp)| format!("seed {seed} {dp}"),
+        |&(seed, dp)| paxos_sim::run_checked(&paxos_sim::random_check_config(seed, dp, duration_s)),
+    );
+    progress.finish();
     let mut r = CheckReport {
         seeds: seeds.end - seeds.start,
         deployments: data_planes.len(),
@@ -135,13 +140,16 @@ pub const DEPLOYMENTS: [DataPlaneAt; 2] = [DataPlaneAt::Switch, DataPlaneAt::Pro
 
 /// Figure 7a: one point per deployment and number of requests in flight.
 pub fn sweep(runtime: Runtime, base: &PaxosConfig, outstanding: &[usize]) -> Result<Vec<PaxosResult>> {
+    let progress = crate::progress::Progress::new((outstanding.len() * DEPLOYMENTS.len()) as u64, "bench paxos");
     let mut rs = vec![];
     for &n in outstanding {
         for dp in DEPLOYMENTS {
             let cfg = PaxosConfig { data_plane: dp, outstanding: n, ..base.clone() };
             rs.push(run(runtime, &cfg)?);
+            progress.step(format_args!("{dp}, {n} in flight"));
         }
     }
+    progress.finish();
     Ok(rs)
 }
 
@@ -172,13 +180,16 @@ fn plain(r: &PaxosResult) -> bool {
 /// Figure 7d: the replicated key-value store (LevelDB replicas as learners),
 /// live only.
 pub fn kv_sweep(base: &PaxosConfig, outstanding: &[usize]) -> Result<Vec<PaxosResult>> {
+    let progress = crate::progress::Progress::new((outstanding.len() * DEPLOYMENTS.len()) as u64, "bench paxos kv");
     let mut rs = vec![];
     for &n in outstanding {
         for dp in DEPLOYMENTS {
             let cfg = PaxosConfig { data_plane: dp, outstanding: n, kv: true, ..base.clone() };
             rs.push(paxos_live::run_point_live(&cfg)?);
+            progress.step(format_args!("{dp}, {n} in flight"));
         }
     }
+    progress.finish();
     Ok(rs)
 }
 

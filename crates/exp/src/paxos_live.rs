@@ -5,12 +5,13 @@
 use std::time::{Duration, Instant};
 
 use innet_core::Time;
-use innet_live::paxos::{LiveConfig, Plan};
+use innet_live::paxos::{spawn_learner, LiveConfig, Plan};
 use innet_live::{clock, spawn_host, Stop};
 use innet_paxos::learner::LearnerStats;
 use innet_paxos::workload::LoadProposer;
 use innet_paxos::{Learner, Proposer};
 
+use crate::metrics::Sources;
 use crate::paxos::{PaxosConfig, PaxosResult};
 use crate::paxos_sim::make_result;
 
@@ -134,8 +135,9 @@ pub struct UpPaxosReport {
 }
 
 /// Runs `cfg` until its duration or `stop`; `say` gets one line per node
-/// (`NAME HOST:PORT`) and a line (starting `innet: `) per event.
-pub fn up(cfg: &UpPaxos, stop: &Stop, mut say: impl FnMut(&str)) -> anyhow::Result<UpPaxosReport> {
+/// (`NAME HOST:PORT`) and a line (starting `innet: `) per event. The
+/// coordinator, acceptors, backup and learners are added to `metrics`.
+pub fn up(cfg: &UpPaxos, stop: &Stop, metrics: &Sources, mut say: impl FnMut(&str)) -> anyhow::Result<UpPaxosReport> {
     let lc = &cfg.live;
     let probe = PaxosConfig {
         acceptors: lc.acceptors,
@@ -154,6 +156,9 @@ pub fn up(cfg: &UpPaxos, stop: &Stop, mut say: impl FnMut(&str)) -> anyhow::Resu
     }
     let mut plan = Plan::bind(lc)?;
     let core = plan.spawn_core(stop)?;
+    metrics.program("coordinator", &core.coordinator);
+    core.acceptors.iter().for_each(|a| metrics.program("acceptor", a));
+    metrics.node("paxos", "backup", &core.backup);
     say(&format!("coordinator {}", plan.coordinator));
     for (i, addr) in plan.acceptors.iter().enumerate() {
         say(&format!("acceptor{i} {addr}"));
@@ -167,14 +172,9 @@ pub fn up(cfg: &UpPaxos, stop: &Stop, mut say: impl FnMut(&str)) -> anyhow::Resu
         }
         let socket = plan.take_learner_socket(i);
         let lcfg = lc.learner_config(i as u16);
-        learners.push(spawn_host(
-            &format!("learner{i}"),
-            socket,
-            plan.learner_options(i),
-            stop,
-            move || Learner::new(lcfg),
-            |l, _| l.stats,
-        )?);
+        let learner = spawn_learner(&format!("learner{i}"), socket, plan.learner_options(i), lcfg, stop)?;
+        metrics.node("paxos", "learner", &learner);
+        learners.push(learner);
     }
     let far = clock::now() + Duration::from_secs_f64(cfg.load_s.unwrap_or(365.0 * 24.0 * 3600.0));
     let kv_load = cfg.kv_load;

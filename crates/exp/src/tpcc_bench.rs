@@ -119,18 +119,25 @@ pub fn run(
 ) -> anyhow::Result<Vec<TpccResult>> {
     let rs: Vec<TpccResult> = match runtime {
         Runtime::Sim => {
-            crate::run_parallel(cfgs, tpcc_sim::run_point).into_iter().collect::<anyhow::Result<Vec<_>>>()?
+            let progress = crate::progress::Progress::new(cfgs.len() as u64, "bench tpcc");
+            let name = |c: &TpccConfig| format!("{} seed {}", c.mode, c.seed);
+            let rs = crate::run_parallel_shown(cfgs, &progress, name, tpcc_sim::run_point);
+            progress.finish();
+            rs.into_iter().collect::<anyhow::Result<Vec<_>>>()?
         }
         Runtime::Live => {
+            let progress = crate::progress::Progress::new(cfgs.len() as u64, "bench tpcc (live)");
             let mut out = vec![];
             for c in cfgs {
                 if stop.is_stopped() {
                     break;
                 }
                 let r = tpcc_live::run_point_live(c, stop)?;
-                each(&r);
+                progress.suspend(|| each(&r));
+                progress.step(format_args!("{} seed {}", c.mode, c.seed));
                 out.push(r);
             }
+            progress.finish();
             return Ok(out);
         }
     };

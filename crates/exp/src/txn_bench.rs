@@ -30,11 +30,14 @@ pub fn sweep(
         }
     }
     let mut out = Vec::with_capacity(configs.len());
+    let progress = crate::progress::Progress::new(configs.len() as u64, "bench txn");
+    let step = |r: &TxnPointResult| format!("{} write ratio {}", r.config.mode, r.config.write_ratio);
     match runtime {
         Runtime::Live => {
             for c in &configs {
                 let r = txn_live::run_point_live(c)?;
-                each(&r);
+                progress.suspend(|| each(&r));
+                progress.step(step(&r));
                 out.push(r);
             }
         }
@@ -47,12 +50,14 @@ pub fn sweep(
                 });
                 for r in rs {
                     let r = r?;
-                    each(&r);
+                    progress.suspend(|| each(&r));
+                    progress.step(step(&r));
                     out.push(r);
                 }
             }
         }
     }
+    progress.finish();
     Ok(out)
 }
 
@@ -131,7 +136,14 @@ pub fn check_seeds(
     let mut r =
         CheckReport { seeds: seeds.end - seeds.start, modes: modes.len(), duration_s, ..CheckReport::default() };
     let jobs: Vec<(u64, Mode)> = seeds.clone().flat_map(|s| modes.iter().map(move |&m| (s, m))).collect();
-    let runs = crate::run_parallel(&jobs, |&(seed, mode)| run_checked(&random_check_config(seed, mode, duration_s)));
+    let progress = crate::progress::Progress::new(jobs.len() as u64, "check txn");
+    let runs = crate::run_parallel_shown(
+        &jobs,
+        &progress,
+        |(seed, mode)| format!("seed {seed} {mode}"),
+        |&(seed, mode)| run_checked(&random_check_config(seed, mode, duration_s)),
+    );
+    progress.finish();
     for (&(seed, mode), run) in jobs.iter().zip(runs) {
         let run = run.map_err(anyhow::Error::msg)?;
         each(&run);

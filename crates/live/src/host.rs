@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -45,6 +45,7 @@ impl Admission {
     pub fn admit(this: &Option<Admission>, from: SocketAddr, bytes: &[u8], rejected: &mut Rejected) -> bool {
         match this.as_ref().map(|a| (a.0)(from, bytes)) {
             Some(Err(reason)) => {
+                tracing::debug!(%from, reason, "packet rejected");
                 *rejected.entry(reason).or_default() += 1;
                 false
             }
@@ -116,8 +117,9 @@ impl HostStats {
     }
 }
 
-impl Counters for HostStats {
-    fn counters(&self) -> Vec<(&'static str, u64)> {
+impl HostStats {
+    /// The runtime's counters without the rejections by reason.
+    pub fn runtime_counters(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("live_received", self.received),
             ("live_sent", self.sent),
@@ -125,11 +127,42 @@ impl Counters for HostStats {
             ("live_no_destination", self.no_destination),
             ("live_rx_overflow", self.rx_overflow),
         ]
-        .into_iter()
-        .chain(self.rejected.iter().map(|(&k, &v)| (k, v)))
-        .collect()
     }
 }
+
+impl Counters for HostStats {
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let rejected = self.rejected.iter().map(|(&k, &v)| (k, v));
+        self.runtime_counters().into_iter().chain(rejected).collect()
+    }
+}
+
+/// A running node's counters, shared with readers in other threads (a
+/// metrics endpoint): the node's event loop publishes them at most every
+/// [`PUBLISH_EVERY`] and at least every [`MAX_WAIT`] plus that (the loop
+/// wakes that often), and once more when it stops.
+#[derive(Clone, Debug, Default)]
+pub struct LiveCounters(Arc<Mutex<(CounterList, HostStats)>>);
+
+/// Counters by name, as [`Counters::counters`] gives them.
+pub type CounterList = Vec<(&'static str, u64)>;
+
+/// Shortest time between two publications of a host's [`LiveCounters`].
+pub const PUBLISH_EVERY: Duration = Duration::from_millis(10);
+
+impl LiveCounters {
+    /// The host's own counters and the runtime's, as last published (empty
+    /// and zero before the first time).
+    pub fn read(&self) -> (CounterList, HostStats) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    fn publish(&self, own: Vec<(&'static str, u64)>, net: HostStats) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = (own, net);
+    }
+}
+
+/// What a host publishes of its own: its counters (the runtime's follow).
+pub type OwnCounters<H> = fn(&H) -> Vec<(&'static str, u64)>;
 
 /// A socket address as a [`Peer`]: the IPv6 (or IPv4-mapped) address and the port.
 pub fn peer_of(addr: SocketAddr) -> Peer {
@@ -272,6 +305,17 @@ pub fn run_hosts<H: Host>(
     stop: &Stop,
     until: Option<Time>,
 ) -> io::Result<Vec<HostStats>> {
+    run_loop(hosts, endpoints, stop, until, None)
+}
+
+/// [`run_hosts`], publishing host 0's counters to `publish` as it runs.
+fn run_loop<H: Host>(
+    hosts: &mut [H],
+    endpoints: Vec<(UdpSocket, HostOptions)>,
+    stop: &Stop,
+    until: Option<Time>,
+    publish: Option<(&LiveCounters, OwnCounters<H>)>,
+) -> io::Result<Vec<HostStats>> {
     assert_eq!(hosts.len(), endpoints.len(), "one endpoint per host");
     let mut sockets = vec![];
     let mut slots = vec![];
@@ -288,7 +332,17 @@ pub fn run_hosts<H: Host>(
     let mut lp = HostLoop { hosts, slots, out: Outbox::new(), tx: TxBatch::new() };
     let mut rx = RxBatch::new();
     let mut ready = Vec::new();
+    let mut next_publish = clock::now();
+    let publish_now = |lp: &HostLoop<'_, H>, ports: &Ports| {
+        if let Some((live, own)) = publish {
+            live.publish(own(&lp.hosts[0]), HostStats { rx_overflow: ports.overflow(0), ..lp.slots[0].stats.clone() });
+        }
+    };
     loop {
+        if publish.is_some() && clock::now() >= next_publish {
+            publish_now(&lp, &ports);
+            next_publish = clock::now() + PUBLISH_EVERY;
+        }
         if stop.is_stopped() || until.is_some_and(|u| clock::now() >= u) {
             break;
         }
@@ -306,12 +360,23 @@ pub fn run_hosts<H: Host>(
             }
         }
     }
+    publish_now(&lp, &ports);
     Ok(lp.slots.into_iter().enumerate().map(|(i, s)| HostStats { rx_overflow: ports.overflow(i), ..s.stats }).collect())
 }
 
 /// Runs one host on `socket` in the calling thread until `stop` is set.
 pub fn run_host<H: Host>(host: &mut H, socket: UdpSocket, opts: &HostOptions, stop: &Stop) -> io::Result<HostStats> {
-    let mut stats = run_hosts(std::slice::from_mut(host), vec![(socket, opts.clone())], stop, None)?;
+    run_host_published(host, socket, opts, stop, None)
+}
+
+fn run_host_published<H: Host>(
+    host: &mut H,
+    socket: UdpSocket,
+    opts: &HostOptions,
+    stop: &Stop,
+    publish: Option<(&LiveCounters, OwnCounters<H>)>,
+) -> io::Result<HostStats> {
+    let mut stats = run_loop(std::slice::from_mut(host), vec![(socket, opts.clone())], stop, None, publish)?;
     Ok(stats.pop().expect("one host"))
 }
 
@@ -321,11 +386,17 @@ pub struct NodeHandle<R> {
     addr: SocketAddr,
     stop: Stop,
     thread: Option<JoinHandle<io::Result<R>>>,
+    live: LiveCounters,
 }
 
 impl<R> NodeHandle<R> {
     pub(crate) fn new(name: String, addr: SocketAddr, stop: Stop, thread: JoinHandle<io::Result<R>>) -> Self {
-        NodeHandle { name, addr, stop, thread: Some(thread) }
+        NodeHandle { name, addr, stop, thread: Some(thread), live: LiveCounters::default() }
+    }
+    /// The node's counters while it runs (hosts started by [`spawn_host`]
+    /// publish the runtime's, [`spawn_host_counted`] their own too).
+    pub fn live(&self) -> &LiveCounters {
+        &self.live
     }
     pub fn name(&self) -> &str {
         &self.name
@@ -364,7 +435,8 @@ impl<R> Drop for NodeHandle<R> {
 /// Starts a host in its own thread on `socket`. The host is built in that
 /// thread by `make` (so it need not be `Send`), and `finish` turns it into
 /// the handle's result when the node stops. The node stops when `stop` (or
-/// the handle's own stop) is set.
+/// the handle's own stop) is set. The runtime's counters are published to
+/// [`NodeHandle::live`] as it runs.
 pub fn spawn_host<H, R, M, F>(
     name: &str,
     socket: UdpSocket,
@@ -374,7 +446,27 @@ pub fn spawn_host<H, R, M, F>(
     finish: F,
 ) -> io::Result<NodeHandle<R>>
 where
-    H: Host,
+    H: Host + 'static,
+    R: Send + 'static,
+    M: FnOnce() -> H + Send + 'static,
+    F: FnOnce(H, HostStats) -> R + Send + 'static,
+{
+    spawn_host_counted(name, socket, opts, stop, make, |_| vec![], finish)
+}
+
+/// [`spawn_host`], publishing the host's own counters (`own`) before the
+/// runtime's.
+pub fn spawn_host_counted<H, R, M, F>(
+    name: &str,
+    socket: UdpSocket,
+    opts: HostOptions,
+    stop: &Stop,
+    make: M,
+    own: OwnCounters<H>,
+    finish: F,
+) -> io::Result<NodeHandle<R>>
+where
+    H: Host + 'static,
     R: Send + 'static,
     M: FnOnce() -> H + Send + 'static,
     F: FnOnce(H, HostStats) -> R + Send + 'static,
@@ -382,10 +474,21 @@ where
     let addr = socket.local_addr()?;
     let stop = stop.child();
     let s = stop.clone();
+    let live = LiveCounters::default();
+    let l = live.clone();
+    let node = name.to_string();
     let thread = std::thread::Builder::new().name(format!("innet-{name}")).spawn(move || {
+        let _span = tracing::info_span!("node", name = %node).entered();
+        tracing::info!(%addr, "host started");
         let mut host = make();
-        let stats = run_host(&mut host, socket, &opts, &s)?;
-        Ok(finish(host, stats))
+        let stats = run_host_published(&mut host, socket, &opts, &s, Some((&l, own)));
+        match &stats {
+            Ok(st) => tracing::info!(received = st.received, sent = st.sent, "host stopped"),
+            Err(e) => tracing::error!(error = %e, "host failed"),
+        }
+        Ok(finish(host, stats?))
     })?;
-    Ok(NodeHandle::new(name.to_string(), addr, stop, thread))
+    let mut h = NodeHandle::new(name.to_string(), addr, stop, thread);
+    h.live = live;
+    Ok(h)
 }

@@ -49,7 +49,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 pub use delay::DelayLine;
-pub use host::{run_host, run_hosts, spawn_host, Admission, HostOptions, HostStats, NodeHandle, Rejected};
+pub use host::{
+    run_host, run_hosts, spawn_host, spawn_host_counted, Admission, HostOptions, HostStats, LiveCounters, NodeHandle,
+    Rejected,
+};
 pub use switch::{
     run_switch, spawn_switch, spawn_switch_with_tables, SwitchNode, SwitchOptions, SwitchState, SwitchStats,
     SwitchTables,

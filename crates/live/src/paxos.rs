@@ -31,13 +31,15 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::time::Duration;
 
 use innet_core::deploy::DataPlaneAt;
+use innet_core::Counters;
 use innet_paxos::acceptor::Acceptor;
 use innet_paxos::deploy::{self as paxos_deploy, PaxosDeployment, PaxosParams, PaxosRole, PaxosShape, Roles};
+use innet_paxos::learner::LearnerStats;
 use innet_paxos::software::SoftwareNode;
-use innet_paxos::{BackupCoordinator, Coordinator, LearnerConfig, ProposerConfig};
+use innet_paxos::{BackupConfig, BackupCoordinator, Coordinator, Learner, LearnerConfig, ProposerConfig};
 
 use crate::deploy::{host_options, switch_setup};
-use crate::host::{spawn_host, Admission, HostOptions, NodeHandle};
+use crate::host::{spawn_host_counted, Admission, HostOptions, NodeHandle};
 use crate::switch::{spawn_switch_with_tables, SwitchNode};
 use crate::txn::bind;
 use crate::Stop;
@@ -333,7 +335,7 @@ impl Plan {
                 }
                 PaxosRole::Backup => {
                     let (o, bcfg) = (options(d, &self.addrs, n), roles.backup());
-                    backup = Some(spawn_host(&name, socket, o, stop, move || BackupCoordinator::new(bcfg), |b, _| b)?);
+                    backup = Some(spawn_backup(&name, socket, o, bcfg, stop)?);
                 }
                 _ => unreachable!("core roles only"),
             }
@@ -343,7 +345,7 @@ impl Plan {
 
     fn spawn_program<P>(&self, n: usize, socket: UdpSocket, program: P, stop: &Stop) -> io::Result<ProgramNode<P>>
     where
-        P: innet_core::DataPlane + Send + 'static,
+        P: innet_core::DataPlane + innet_core::Counters + Send + 'static,
     {
         spawn_program(&self.deployment, self.config.data_plane, &self.addrs, n, socket, program, stop)
     }
@@ -362,13 +364,14 @@ pub fn spawn_program<P>(
     stop: &Stop,
 ) -> io::Result<ProgramNode<P>>
 where
-    P: innet_core::DataPlane + Send + 'static,
+    P: innet_core::DataPlane + innet_core::Counters + Send + 'static,
 {
     let name = d.nodes[n].name.clone();
     Ok(match at {
         DataPlaneAt::Process => {
             let o = options(d, addrs, n);
-            ProgramNode::Process(spawn_host(&name, socket, o, stop, move || SoftwareNode::new(program), |_, _| ())?)
+            let (make, own) = (move || SoftwareNode::new(program), |n: &SoftwareNode<P>| n.program.counters());
+            ProgramNode::Process(spawn_host_counted(&name, socket, o, stop, make, own, |_, _| ())?)
         }
         DataPlaneAt::Switch | DataPlaneAt::Xdp => {
             let (mut o, t) = switch_setup(d, DataPlaneAt::Switch, addrs, n, Duration::ZERO);
@@ -376,6 +379,37 @@ where
             ProgramNode::Switch(spawn_switch_with_tables(&name, program, socket, o, t, stop)?)
         }
     })
+}
+
+/// Starts the backup coordinator; it publishes `instances_started`,
+/// `values_repeated` and `took_over` (1 once it has taken over).
+pub fn spawn_backup(
+    name: &str,
+    socket: UdpSocket,
+    opts: HostOptions,
+    config: BackupConfig,
+    stop: &Stop,
+) -> io::Result<NodeHandle<BackupCoordinator>> {
+    let own = |b: &BackupCoordinator| {
+        vec![
+            ("instances_started", b.instances_started),
+            ("values_repeated", b.values_repeated),
+            ("took_over", u64::from(b.active_since().is_some())),
+        ]
+    };
+    spawn_host_counted(name, socket, opts, stop, move || BackupCoordinator::new(config), own, |b, _| b)
+}
+
+/// Starts a learner; it publishes its [`LearnerStats`] as it runs and
+/// returns them when it stops.
+pub fn spawn_learner(
+    name: &str,
+    socket: UdpSocket,
+    opts: HostOptions,
+    config: LearnerConfig,
+    stop: &Stop,
+) -> io::Result<NodeHandle<LearnerStats>> {
+    spawn_host_counted(name, socket, opts, stop, move || Learner::new(config), |l| l.stats.counters(), |l, _| l.stats)
 }
 
 /// Node `n`'s admission rule: each message type only from the peers the

@@ -146,8 +146,9 @@ pub struct SwitchStats {
     pub rejected: crate::host::Rejected,
 }
 
-impl Counters for SwitchStats {
-    fn counters(&self) -> Vec<(&'static str, u64)> {
+impl SwitchStats {
+    /// The runtime's counters without the rejections by reason.
+    pub fn runtime_counters(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("live_from_upstream", self.from_upstream),
             ("live_from_downstream", self.from_downstream),
@@ -161,9 +162,13 @@ impl Counters for SwitchStats {
             ("live_rx_overflow", self.rx_overflow),
             ("live_send_errors", self.send_errors),
         ]
-        .into_iter()
-        .chain(self.rejected.iter().map(|(&k, &v)| (k, v)))
-        .collect()
+    }
+}
+
+impl Counters for SwitchStats {
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let rejected = self.rejected.iter().map(|(&k, &v)| (k, v));
+        self.runtime_counters().into_iter().chain(rejected).collect()
     }
 }
 
@@ -319,6 +324,7 @@ impl SwitchLoop<'_> {
             match split_origin_shim(bytes) {
                 Some((origin, at)) => (origin, &mut bytes[at..]),
                 None => {
+                    tracing::debug!(%from, "packet from a switch peer without an origin shim dropped");
                     st.stats.dropped_bad_shim += 1;
                     return;
                 }
@@ -372,6 +378,7 @@ impl SwitchLoop<'_> {
         let mut errors = 0;
         ports.flush(&mut self.tx, |_, ok| errors += u64::from(!ok));
         if errors != 0 {
+            tracing::debug!(errors, "send errors");
             lock(state).stats.send_errors += errors;
         }
     }
@@ -507,7 +514,16 @@ pub fn spawn_switch_with_tables<P: DataPlane + Send + 'static>(
     let state = Arc::new(Mutex::new(SwitchState { program, stats: SwitchStats::default(), tables }));
     let stop = stop.child();
     let (st, s) = (state.clone(), stop.clone());
-    let thread =
-        std::thread::Builder::new().name(format!("innet-{name}")).spawn(move || run_switch(&st, socket, &opts, &s))?;
+    let node = name.to_string();
+    let thread = std::thread::Builder::new().name(format!("innet-{name}")).spawn(move || {
+        let _span = tracing::info_span!("node", name = %node).entered();
+        tracing::info!(%addr, "switch started");
+        let r = run_switch(&st, socket, &opts, &s);
+        match &r {
+            Ok(()) => tracing::info!("switch stopped"),
+            Err(e) => tracing::error!(error = %e, "switch failed"),
+        }
+        r
+    })?;
     Ok(SwitchNode { handle: NodeHandle::new(name.to_string(), addr, stop, thread), state })
 }

@@ -24,7 +24,7 @@ use innet_core::deploy::{DataPlaneAt, NodeIx};
 use innet_paxos::acceptor::Acceptor;
 use innet_paxos::deploy::{PaxosRole, Roles};
 use innet_paxos::learner::LearnerStats;
-use innet_paxos::{BackupCoordinator, Coordinator, Learner};
+use innet_paxos::{BackupCoordinator, Coordinator};
 use innet_topology::{ChainTopology, PaxosTopology, Service};
 use innet_txn::deploy::TxnRole;
 use innet_txn::TxnSwitch;
@@ -34,7 +34,7 @@ pub use innet_topology::{Placement, Topology, TopologyError};
 use crate::chain::manage::{self, Agent, AgentStats, RemoteNodes};
 use crate::chain::{control_step, fresh_node, spawn_chain_switch, ChainView};
 use crate::deploy::switch_setup;
-use crate::host::{spawn_host, NodeHandle};
+use crate::host::NodeHandle;
 use crate::paxos::{spawn_program, ProgramNode};
 use crate::switch::SwitchNode;
 use crate::txn::{bind, spawn_store_on, StoreData, StoreNode};
@@ -303,14 +303,12 @@ fn start_paxos(
             RunningNode::Acceptor(spawn_program(d, at, addrs, i, socket, Acceptor::new(roles.acceptor(id)), stop)?)
         }
         PaxosRole::Backup => {
-            let cfg = roles.backup();
             let o = crate::paxos::options(d, addrs, i);
-            RunningNode::Backup(spawn_host(&name, socket, o, stop, move || BackupCoordinator::new(cfg), |b, _| b)?)
+            RunningNode::Backup(crate::paxos::spawn_backup(&name, socket, o, roles.backup(), stop)?)
         }
         PaxosRole::Learner { id } => {
-            let cfg = roles.learner(id);
             let o = crate::paxos::options(d, addrs, i);
-            RunningNode::Learner(spawn_host(&name, socket, o, stop, move || Learner::new(cfg), |l, _| l.stats)?)
+            RunningNode::Learner(crate::paxos::spawn_learner(&name, socket, o, roles.learner(id), stop)?)
         }
         PaxosRole::Proposer { .. } => unreachable!("load nodes are the caller's"),
     })

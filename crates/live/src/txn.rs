@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use innet_core::rng::Rng;
-use innet_core::{Host, Outbox, Time};
+use innet_core::{Counters, Host, Outbox, Time};
 use innet_storage::RedbBackend;
 use innet_txn::client::Completed;
 use innet_txn::store::{Backend, MemBackend, StoreCounters};
@@ -16,7 +16,7 @@ use innet_txn::workload::{LoadClient, LoadStats, Workload};
 use innet_txn::{ClientConfig, Mode, Txn, TxnClient, TxnStore, TxnSwitch};
 
 use crate::clock;
-use crate::host::{run_host, run_hosts, spawn_host, HostOptions, HostStats, NodeHandle};
+use crate::host::{run_host, run_hosts, spawn_host_counted, HostOptions, HostStats, NodeHandle};
 use crate::switch::{spawn_switch, SwitchNode, SwitchOptions};
 use crate::Stop;
 
@@ -79,7 +79,7 @@ pub fn spawn_store_on(
         StoreData::Memory => None,
         StoreData::Dir(dir) => Some(RedbBackend::open(dir).map_err(io::Error::other)?),
     };
-    spawn_host(
+    spawn_host_counted(
         name,
         socket,
         HostOptions::default().with_delay(link_delay),
@@ -91,6 +91,7 @@ pub fn spawn_store_on(
             };
             TxnStore::new(backend).with_allow_reset(allow_reset)
         },
+        |store| store.counters.counters(),
         |store, net| StoreReport { counters: store.counters.clone(), net },
     )
 }

@@ -42,7 +42,8 @@ pub fn with_kv_load(p: LoadProposer, kv: bool) -> LoadProposer {
 /// processes of their own at the addresses `live.base_port` gives) on its
 /// LevelDB in `data_dir`, until `stop`. `say` gets `replicaI HOST:PORT`
 /// once, then `applied N next I digest H keys K` whenever that changed, at
-/// most every `every`.
+/// most every `every`. `started` gets the replica's live counters (its
+/// learner's, `applied`, the runtime's) once it runs.
 pub fn run_replica(
     live: &innet_live::paxos::LiveConfig,
     id: usize,
@@ -50,10 +51,11 @@ pub fn run_replica(
     every: std::time::Duration,
     stop: &innet_live::Stop,
     mut say: impl FnMut(&str),
+    started: impl FnOnce(&innet_live::LiveCounters),
 ) -> std::io::Result<()> {
     use std::sync::{Arc, Mutex};
 
-    use innet_core::{Host, Outbox, Time};
+    use innet_core::{Counters, Host, Outbox, Time};
 
     // The replica runs in the node's thread; a status line is published
     // through `shared` after every tick (the host is not Send).
@@ -93,14 +95,20 @@ pub fn run_replica(
     say(&format!("replica{id} {addr}"));
     let status = Arc::new(Mutex::new(String::new()));
     let shared = status.clone();
-    let node = innet_live::spawn_host(
+    let node = innet_live::spawn_host_counted(
         "replica",
         socket,
         opts,
         stop,
         move || Reporting { replica, shared, every, next: Time::ZERO },
+        |r| {
+            let mut c = r.replica.learner.stats.counters();
+            c.push(("applied", r.replica.applied));
+            c
+        },
         |_, _| (),
     )?;
+    started(node.live());
     let mut last = String::new();
     while !stop.is_stopped() && !node.is_finished() {
         std::thread::sleep(every);

@@ -28,7 +28,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
 
-use innet_core::{Dest, Host, Outbox, Time};
+use innet_core::{Counters, Dest, Host, Outbox, Time};
 use innet_wire::paxos::{MsgType, PaxosMsg, Value};
 
 use crate::envelope::{Contents, Envelope};
@@ -143,6 +143,22 @@ pub struct LearnerStats {
     /// Decided values flagged as packed that do not unpack
     /// ([`crate::envelope::Contents::Malformed`]): delivered as nothing.
     pub malformed: u64,
+}
+
+impl Counters for LearnerStats {
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("delivered", self.delivered),
+            ("noops", self.noops),
+            ("duplicates", self.duplicates),
+            ("recoveries", self.recoveries),
+            ("catchups_answered", self.catchups_answered),
+            ("decided_by_peer", self.decided_by_peer),
+            ("decided_by_counter", self.decided_by_counter),
+            ("too_far_ahead", self.too_far_ahead),
+            ("malformed", self.malformed),
+        ]
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -252,6 +252,21 @@ impl LiveChain {
         Ok(())
     }
 
+    /// A reader of node `i`'s program and runtime counters for as long as
+    /// the chain runs (`None` while the node is down), e.g. for a metrics
+    /// endpoint.
+    pub fn counters_reader(
+        &self,
+    ) -> impl Fn(usize) -> Option<(crate::host::CounterList, crate::SwitchStats)> + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move |i| {
+            let sh = shared.lock().unwrap_or_else(|e| e.into_inner());
+            let sw = sh.switches.get(i)?.as_ref()?;
+            let st = sw.state().lock().unwrap_or_else(|e| e.into_inner());
+            Some((innet_core::Counters::counters(&st.program), st.stats.clone()))
+        }
+    }
+
     /// Runs `f` on node `i`'s program, if it runs.
     pub fn with_node<T>(&self, i: usize, f: impl FnOnce(&mut ChainNode) -> T) -> Option<T> {
         self.lock().switches[i].as_ref().map(|s| s.with_program(f))
