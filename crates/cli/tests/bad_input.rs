@@ -48,6 +48,7 @@ fn subcommands(tmp: &Path) -> Vec<(&'static str, Vec<String>)> {
         ("kv-replica", vec!["--id".into(), "0".into(), "--data-dir".into(), d, "--base-port".into(), "20000".into()]),
         ("topology show", vec![topo.clone()]),
         ("mininet", vec!["--topology".into(), topo]),
+        ("reproduce", vec!["--out".into(), tmp.join("reproduce").display().to_string()]),
     ]
 }
 

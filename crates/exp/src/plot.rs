@@ -108,8 +108,17 @@ fn draw_panel(
     let (x_lo, x_hi) = points().fold((f64::MAX, f64::MIN), |(a, b), (x, _)| (a.min(x), b.max(x)));
     let (y_lo, y_hi) = points().fold((f64::MAX, f64::MIN), |(a, b), (_, y)| (a.min(y), b.max(y)));
     let y_range = padded_range(y_lo, y_hi, true);
-    let legend_share = 0.1 + 0.07 * series.len() as f64;
-    let y_range = y_range.start..y_range.end + (y_range.end - y_range.start) * legend_share;
+    let x_range = padded_range(x_lo, x_hi, false);
+    // The legend goes in a corner the lines leave empty; where none is, in
+    // the upper right above the data (headroom added for it).
+    let corner = empty_corner(series, &x_range, &y_range, series.len());
+    let y_range = match corner {
+        Some(_) => y_range,
+        None => {
+            let legend_share = 0.1 + 0.07 * series.len() as f64;
+            y_range.start..y_range.end + (y_range.end - y_range.start) * legend_share
+        }
+    };
 
     let mut builder = ChartBuilder::on(area);
     if !caption.is_empty() {
@@ -119,7 +128,7 @@ fn draw_panel(
         .margin(20)
         .x_label_area_size(60)
         .y_label_area_size(90)
-        .build_cartesian_2d(padded_range(x_lo, x_hi, false), y_range)
+        .build_cartesian_2d(x_range, y_range)
         .map_err(plot_err)?;
     // Counts on the x axis (hops, nodes, clients) get whole-number ticks only.
     let whole = integer_axis(points().map(|(x, _)| x));
@@ -161,10 +170,53 @@ fn draw_panel(
         .legend_area_size(50)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.4))
-        .position(SeriesLabelPosition::UpperRight)
+        .position(corner.unwrap_or(SeriesLabelPosition::UpperRight))
         .draw()
         .map_err(plot_err)?;
     Ok(())
+}
+
+/// A corner of the plot area that no line passes through (points and the
+/// segments between them, sampled), for a legend of `entries` lines: the
+/// box is about 45% of the width and 8% of the height per entry (plus a
+/// margin). Upper right, upper left, lower right, lower left, in that order
+/// of preference.
+fn empty_corner(
+    series: &[(String, Vec<(f64, f64)>)],
+    x: &std::ops::Range<f64>,
+    y: &std::ops::Range<f64>,
+    entries: usize,
+) -> Option<SeriesLabelPosition> {
+    let (w, h) = (x.end - x.start, y.end - y.start);
+    if w <= 0.0 || h <= 0.0 {
+        return None;
+    }
+    let (bw, bh) = (0.45, (0.06 + 0.08 * entries as f64).min(0.9));
+    let mut samples = vec![];
+    for (_, pts) in series {
+        let mut pts = pts.clone();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for p in &pts {
+            samples.push(((p.0 - x.start) / w, (p.1 - y.start) / h));
+        }
+        for seg in pts.windows(2) {
+            for k in 1..20 {
+                let t = k as f64 / 20.0;
+                let (px, py) = (seg[0].0 + t * (seg[1].0 - seg[0].0), seg[0].1 + t * (seg[1].1 - seg[0].1));
+                samples.push(((px - x.start) / w, (py - y.start) / h));
+            }
+        }
+    }
+    let corners = [
+        (SeriesLabelPosition::UpperRight, 1.0 - bw, 1.0, 1.0 - bh, 1.0),
+        (SeriesLabelPosition::UpperLeft, 0.0, bw, 1.0 - bh, 1.0),
+        (SeriesLabelPosition::LowerRight, 1.0 - bw, 1.0, 0.0, bh),
+        (SeriesLabelPosition::LowerLeft, 0.0, bw, 0.0, bh),
+    ];
+    corners
+        .into_iter()
+        .find(|(_, x0, x1, y0, y1)| !samples.iter().any(|(sx, sy)| sx >= x0 && sx <= x1 && sy >= y0 && sy <= y1))
+        .map(|c| c.0)
 }
 
 /// `Some(span)` when every x is a whole number and they span at most 12
@@ -753,6 +805,17 @@ mod tests {
         let bad = vec![("m".to_string(), vec![1.0])];
         assert!(bars_png(&dir.join("c.png"), "Bars", "c", "y", &cats, &bad).is_err());
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn the_legend_goes_where_no_line_passes() {
+        let rising = vec![("a".to_string(), (0..=10).map(|i| (i as f64, i as f64)).collect::<Vec<_>>())];
+        let (x, y) = (0.0..10.0, 0.0..10.0);
+        // A rising diagonal crosses the lower-left and upper-right corners.
+        assert!(matches!(empty_corner(&rising, &x, &y, 1), Some(SeriesLabelPosition::UpperLeft)));
+        let full =
+            vec![("a".to_string(), vec![(0.0, 0.0), (10.0, 10.0)]), ("b".to_string(), vec![(0.0, 10.0), (10.0, 0.0)])];
+        assert!(empty_corner(&full, &x, &y, 2).is_none());
     }
 
     #[test]
