@@ -19,13 +19,9 @@ use crate::reproduce::{Claim, Ctx, Entry, Outcome, Paper, Where};
 use crate::txn::{summarize, TxnPointConfig, TxnPointResult};
 use crate::{plot, results, tpcc_bench, txn_sim};
 
-/// Link jitter as a share of the RTT: each link adds a uniform extra
-/// one-way delay in `[0, JITTER_SHARE_OF_RTT x RTT)`. From Gotthard's
-/// Table 1: the average RTTs it measured between two EC2 regions spread
-/// by 2-15 ms over 20-218 ms, about 10% of the RTT, i.e. about 5% per
-/// one-way trip. Equal fixed delays otherwise let one client win every
-/// commit at high write ratios (docs/txn.md, "The headline experiment").
-pub const JITTER_SHARE_OF_RTT: f64 = 0.05;
+/// Link jitter as a share of the RTT: the one jitter model of every
+/// transaction figure (docs/txn.md, "Jitter").
+pub use crate::gotthard_micro::JITTER_SHARE_OF_RTT;
 
 /// Gotthard Figure 11's tree (section 5.3, "Locality"): clients per edge
 /// switch ("two groups of 8 clients").
