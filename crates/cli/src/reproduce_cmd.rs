@@ -71,6 +71,8 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<i32> {
         if unregistered.is_empty() { String::new() } else { format!("; not registered: {}", unregistered.join(", ")) }
     );
     let started = Instant::now();
+    // Each result's own sweep would draw its own bar or lines inside ours.
+    innet_exp::progress::hide_nested(true);
     let tty = std::io::stdout().is_terminal();
     let weights: Vec<u64> = chosen
         .iter()

@@ -27,6 +27,17 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// Most lines a run prints without a terminal.
 pub const MAX_LINES: u64 = 20;
 
+/// Set while a run that shows its own progress (`innet reproduce`) runs
+/// experiments that would each show theirs: they then show nothing.
+static NESTED_HIDDEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Hides (`true`) or shows again the progress of every run started after
+/// this call in this process: for a command whose steps are whole runs
+/// with progress of their own.
+pub fn hide_nested(hide: bool) {
+    NESTED_HIDDEN.store(hide, Ordering::Relaxed);
+}
+
 enum Show {
     Bar(ProgressBar),
     /// Print every `every`-th step and the last.
@@ -51,6 +62,9 @@ impl Progress {
     /// `total` steps of the run named `label`: a bar if stdout and stderr
     /// are terminals, else lines.
     pub fn new(total: u64, label: &str) -> Progress {
+        if NESTED_HIDDEN.load(Ordering::Relaxed) {
+            return Progress::hidden();
+        }
         let terminal = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
         let show = if terminal {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());

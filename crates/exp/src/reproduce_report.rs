@@ -62,6 +62,11 @@ pub fn expected_seconds(id: &str) -> f64 {
         "caans-fig8" => 25.0,
         "netcraq-fig3" | "netcraq-fig6" => 5.0,
         "netcraq-fig5" => 4.0,
+        "gotthard-fig9" | "gotthard-fig10" => 2.0,
+        "gotthard-fig2" | "gotthard-fig6" | "gotthard-fig8" => 4.0,
+        "gotthard-fig12" | "caans-fig2" => 8.0,
+        "gotthard-fig11" | "caans-fig7c" | "caans-table1" => 12.0,
+        "nocc-fig1" | "nocc-fig3" | "nocc-fig4" => 20.0,
         _ => 20.0,
     }
 }
