@@ -361,6 +361,38 @@ static __always_inline __s32 hdr_req_id(__u8 *buf)
 	return (__s32)load_be32(buf + INNET_TXN_OFF_REQ_ID);
 }
 
+/* SetAssoc::remove on the cache: the way holding `key` becomes invalid. */
+__noinline int cache_remove(__u32 key)
+{
+	struct innet_txn_state *st;
+	__u32 set;
+	struct innet_cache_set *s = cache_set_of(key, &set, &st);
+	if (!s || !st)
+		return -1;
+	int w = SET_FIND(s, key);
+	if (w < 0 || w >= INNET_WAYS)
+		return -1;
+	s->way[w].valid = 0;
+	return 0;
+}
+
+/* TxnSwitch::forget_keys_of: an awaited abort an upstream switch built
+ * passes; every key its VALUE and NOP ops name is forgotten (its pending
+ * write will never reach the store; its corrections are not learned). */
+__noinline int forget_keys_of(__u32 n)
+{
+	__u8 *buf = payload();
+	if (!buf)
+		return -1;
+	count(INNET_TXN_CTR_FORGOT_ON_UPSTREAM_SWITCH_ABORT);
+	for (__u32 i = 0; i < INNET_TXN_MAX_OPS_PER_PACKET && i < n; i++) {
+		__u8 kind = op_type(buf, i);
+		if (kind == INNET_TXN_OP_VALUE || kind == INNET_TXN_OP_NOP)
+			cache_remove(op_key(buf, i));
+	}
+	return 0;
+}
+
 __noinline int handle_response(__u32 n, __u32 from_upstream)
 {
 	__u8 *buf = payload();
@@ -375,18 +407,24 @@ __noinline int handle_response(__u32 n, __u32 from_upstream)
 		return INNET_VERDICT_DROP;
 	}
 	__u8 status = buf[INNET_TXN_OFF_STATUS];
+	int aborted = status == INNET_TXN_STATUS_ABORT || status == INNET_TXN_STATUS_OPTIMISTIC_ABORT;
+	int from_switch = buf[INNET_TXN_OFF_FLAGS] & INNET_TXN_FLAG_FROM_SWITCH;
+	/* An abort an upstream switch built is acted on too (below); its OK
+	 * teaches nothing. */
 	int learn = cfg->mode != INNET_TXN_MODE_FORWARD && buf[INNET_TXN_OFF_FRAG_CNT] <= 1 &&
-		    !(buf[INNET_TXN_OFF_FLAGS] & INNET_TXN_FLAG_FROM_SWITCH) &&
-		    status <= INNET_TXN_STATUS_OPTIMISTIC_ABORT;
+		    status <= INNET_TXN_STATUS_OPTIMISTIC_ABORT && (!from_switch || aborted);
 	if (!learn)
 		return INNET_VERDICT_DOWNSTREAM;
 	if (!client_awaited(hdr_cl_id(buf), hdr_req_id(buf))) {
 		count(INNET_TXN_CTR_UNLEARNED_REPLY_NOT_AWAITED);
 		return INNET_VERDICT_DOWNSTREAM;
 	}
+	if (from_switch) {
+		forget_keys_of(n);
+		return INNET_VERDICT_DOWNSTREAM;
+	}
 	count(INNET_TXN_CTR_LEARNED_REPLIES);
 	__u32 reply = ++st->replies_learned;
-	int aborted = status == INNET_TXN_STATUS_ABORT || status == INNET_TXN_STATUS_OPTIMISTIC_ABORT;
 	for (__u32 i = 0; i < INNET_TXN_MAX_OPS_PER_PACKET && i < n; i++) {
 		__u8 kind = op_type(buf, i);
 		if (kind != INNET_TXN_OP_VALUE && kind != INNET_TXN_OP_UPDATED)

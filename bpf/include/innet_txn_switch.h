@@ -51,10 +51,11 @@
 #define INNET_TXN_CTR_RESETS 13
 #define INNET_TXN_CTR_DROPPED_REPLY_FROM_DOWNSTREAM 14
 #define INNET_TXN_CTR_UNLEARNED_REPLY_NOT_AWAITED 15
-#define INNET_TXN_CTR_DROPPED_MALFORMED 16 /* + INNET_TXN_ERR_* */
-#define INNET_TXN_CTR_SWITCH_COUNT 22	   /* counters the Rust reference has */
-#define INNET_TXN_CTR_XDP_PASSED_OTHER 22 /* not transaction traffic: XDP_PASS */
-#define INNET_TXN_CTR_COUNT 23
+#define INNET_TXN_CTR_FORGOT_ON_UPSTREAM_SWITCH_ABORT 16
+#define INNET_TXN_CTR_DROPPED_MALFORMED 17 /* + INNET_TXN_ERR_* */
+#define INNET_TXN_CTR_SWITCH_COUNT 23	   /* counters the Rust reference has */
+#define INNET_TXN_CTR_XDP_PASSED_OTHER 23 /* not transaction traffic: XDP_PASS */
+#define INNET_TXN_CTR_COUNT 24
 _Static_assert(INNET_TXN_CTR_DROPPED_MALFORMED + INNET_TXN_ERR_COUNT == INNET_TXN_CTR_SWITCH_COUNT, "counter layout");
 
 /* Map txn_config (array, 1 entry): written by the loader before attach. */

@@ -20,6 +20,11 @@
 //! wrote, so a speculative value that will never commit is withdrawn).
 //! A switch-built reply is the request rewritten in place, as the P4 does:
 //! failed compares carry the correction, every other non-VALUE op becomes NOP.
+//! In a tree of switches, an abort built by a switch upstream for a request
+//! this switch forwarded (and still awaits) makes this switch forget every
+//! key the abort names: that request never reaches the store, so no store
+//! reply would withdraw its pending writes or this switch's stale value, and
+//! the two switches would abort the client's retries in turn.
 //!
 //! Deviations from the reference, each a correctness fix, documented in
 //! `docs/txn.md`:
@@ -146,10 +151,13 @@ pub struct SwitchCounters {
     pub resets: u64,
     /// A reply that arrived from the client side: dropped, never learned.
     pub dropped_reply_from_downstream: u64,
-    /// A store reply the switch was not waiting for (a resend, a replay, a
-    /// fragment, a reply to a request it did not forward): passed on, not
-    /// learned.
+    /// A store reply, or an upstream switch's abort, the switch was not
+    /// waiting for (a resend, a replay, a reply to a request it did not
+    /// forward): passed on, not learned.
     pub unlearned_reply_not_awaited: u64,
+    /// An awaited abort an upstream switch built passed: the keys it names
+    /// were forgotten (`TxnSwitch::forget_keys_of`).
+    pub forgot_on_upstream_switch_abort: u64,
     pub dropped_malformed: [u64; DecodeError::ALL.len()],
 }
 
@@ -178,6 +186,7 @@ impl Counters for SwitchCounters {
             ("resets", self.resets),
             ("dropped_reply_from_downstream", self.dropped_reply_from_downstream),
             ("unlearned_reply_not_awaited", self.unlearned_reply_not_awaited),
+            ("forgot_on_upstream_switch_abort", self.forgot_on_upstream_switch_abort),
         ];
         for e in DecodeError::ALL {
             v.push((malformed_counter_name(e), self.dropped_malformed[e.index()]));
@@ -272,12 +281,16 @@ impl TxnSwitch {
             self.counters.dropped_reply_from_downstream += 1;
             return Verdict::Drop;
         }
+        // An abort an upstream switch built is acted on too (below); its
+        // OK (a confirmed compare-only request) teaches nothing.
         let learnable = self.mode != Mode::Forward
             && !p.is_fragmented()
-            && !p.flags().from_switch()
-            && matches!(p.status(), Status::Ok | Status::Abort | Status::OptimisticAbort);
+            && matches!(p.status(), Status::Ok | Status::Abort | Status::OptimisticAbort)
+            && (!p.flags().from_switch() || p.status().is_abort());
         if learnable && !self.awaited(p.cl_id(), p.req_id()) {
             self.counters.unlearned_reply_not_awaited += 1;
+        } else if learnable && p.flags().from_switch() {
+            self.forget_keys_of(p);
         } else if learnable {
             self.counters.learned_replies += 1;
             self.replies_learned = self.replies_learned.wrapping_add(1);
@@ -309,6 +322,24 @@ impl TxnSwitch {
             }
         }
         Verdict::Downstream { flow }
+    }
+
+    /// An awaited abort built by an upstream switch passes: the request this
+    /// switch forwarded (and recorded pending writes for) will never reach
+    /// the store, so no store reply will withdraw them, and the upstream
+    /// switch judged a compare this switch let through. Every key the reply
+    /// names (VALUE: compares and corrections; NOP: the request's writes
+    /// and reads, rewritten) is dropped from the cache, so the next request
+    /// on it is judged upstream. The corrections are not learned: they were
+    /// not learned from the store (they may be the upstream switch's pending
+    /// writes). Forgetting is learning less, which is always safe.
+    fn forget_keys_of(&mut self, p: &TxnPacket<'_>) {
+        self.counters.forgot_on_upstream_switch_abort += 1;
+        for i in 0..p.op_cnt().min(MAX_OPS_PER_PACKET) {
+            if matches!(p.op_type(i), OpType::Value | OpType::Nop) {
+                self.cache.remove(p.key(i));
+            }
+        }
     }
 
     /// Whether the switch forwarded `req_id` of `cl_id` and waits for its

@@ -4,7 +4,7 @@
 //! `switch.rs`. Packets are built with `TxnMsg::encode`, replies come from a
 //! real `TxnStore` and pass back through the switch, as on the wire.
 
-use innet_core::{DataPlane, Outbox, Verdict};
+use innet_core::{DataPlane, Ingress, Outbox, Verdict};
 use innet_txn::switch::CacheEntry;
 use innet_txn::{Mode, TxnStore, TxnSwitch};
 use innet_wire::txn::{Flags, Op, OpType, Status, TxnMsg, Value};
@@ -430,4 +430,104 @@ fn a_conflict_with_a_confirmed_write_that_passed_is_still_an_optimistic_abort() 
         let Outcome::Switch(m) = net.send(&req(2, 2, vec![Op::value(1, v("a"))])) else { panic!("switch") };
         assert_eq!(m.status, Status::Abort);
     }
+}
+
+/// `clients -- edge -- core -- store`, both switches optimistic-abort: a
+/// request through both switches, the reply back through both; `Err` holds
+/// a switch-built reply after it passed back through whatever lies below.
+fn through_tree(
+    edge: &mut TxnSwitch,
+    core: &mut TxnSwitch,
+    store: &mut TxnStore,
+    m: &TxnMsg,
+) -> Result<TxnMsg, TxnMsg> {
+    let mut b = m.encode();
+    match edge.process_from(&mut b, Ingress::Downstream).0 {
+        Verdict::Upstream { .. } => {}
+        Verdict::Reflect => return Err(TxnMsg::decode(&b).unwrap()),
+        other => panic!("edge: {other:?}"),
+    }
+    let from_core = match core.process_from(&mut b, Ingress::Downstream).0 {
+        Verdict::Upstream { .. } => {
+            let mut out = Outbox::new();
+            store.handle(&b, &mut out);
+            let mut r = out.drain().map(|(_, b)| b).next().expect("a store reply");
+            assert!(matches!(core.process_from(&mut r, Ingress::Upstream).0, Verdict::Downstream { .. }));
+            r
+        }
+        Verdict::Reflect => b,
+        other => panic!("core: {other:?}"),
+    };
+    let mut r = from_core;
+    assert!(matches!(edge.process_from(&mut r, Ingress::Upstream).0, Verdict::Downstream { .. }));
+    let m = TxnMsg::decode(&r).unwrap();
+    if m.flags.from_switch() {
+        Err(m)
+    } else {
+        Ok(m)
+    }
+}
+
+// Gotthard section 3.6 puts switches in a tree. An abort the core builds for
+// a request the edge forwarded never reaches the store, so no store reply
+// would withdraw the edge's pending write or its stale value: the edge
+// forgets the keys such an awaited abort names (`switch.rs`,
+// `forget_keys_of`), and the retry with the core's correction passes it.
+// Only an awaited reply from upstream does this.
+#[test]
+fn an_abort_built_by_the_upstream_switch_makes_the_edge_forget_the_keys_it_names() {
+    let (mut edge, mut core) =
+        (TxnSwitch::with_defaults(Mode::OptimisticAbort), TxnSwitch::with_defaults(Mode::OptimisticAbort));
+    let mut store = TxnStore::in_memory();
+    let r = through_tree(&mut edge, &mut core, &mut store, &req(1, 1, vec![Op::write(1, v("a"))])).unwrap();
+    assert_eq!(r.status, Status::Ok);
+    assert_eq!(edge.cached(1).map(|e| e.value), Some(v("a")));
+    // A client behind another edge writes key 1 = 'z' through the core.
+    let mut b = req(2, 1, vec![Op::value(1, v("a")), Op::write(1, v("z"))]).encode();
+    assert!(matches!(core.process_from(&mut b, Ingress::Downstream).0, Verdict::Upstream { .. }));
+    let mut out = Outbox::new();
+    store.handle(&b, &mut out);
+    let mut r = out.drain().map(|(_, b)| b).next().unwrap();
+    assert!(matches!(core.process_from(&mut r, Ingress::Downstream).0, Verdict::Drop), "a reply from below is dropped");
+    assert!(matches!(core.process_from(&mut r, Ingress::Upstream).0, Verdict::Downstream { .. }));
+
+    // Client 1 still believes 'a': the edge passes it (and records 'b'
+    // pending), the core aborts it with 'z'.
+    let stale = req(1, 2, vec![Op::value(1, v("a")), Op::write(1, v("b"))]);
+    let mut fwd = stale.encode();
+    assert!(matches!(edge.process_from(&mut fwd, Ingress::Downstream).0, Verdict::Upstream { .. }));
+    assert_eq!(edge.cached(1).map(|e| (e.has_pending, e.pending)), Some((true, v("b"))));
+    assert!(matches!(core.process_from(&mut fwd, Ingress::Downstream).0, Verdict::Reflect));
+    let abort = fwd;
+    let m = TxnMsg::decode(&abort).unwrap();
+    assert_switch_reply(&m, Status::OptimisticAbort, vec![Op::value(1, v("z")), Op::new(OpType::Nop, 1, v("b"))]);
+
+    // The same abort forged from the client side: dropped, nothing changes.
+    let before = edge.cached(1).copied();
+    let mut forged = abort.clone();
+    assert!(matches!(edge.process_from(&mut forged, Ingress::Downstream).0, Verdict::Drop));
+    assert_eq!(edge.cached(1).copied(), before);
+    assert_eq!(edge.counters.forgot_on_upstream_switch_abort, 0);
+
+    // From upstream, awaited: key 1 is forgotten (pending 'b' and value 'a').
+    let mut r = abort.clone();
+    assert!(matches!(edge.process_from(&mut r, Ingress::Upstream).0, Verdict::Downstream { .. }));
+    assert_eq!(r, abort, "passed on unchanged");
+    assert_eq!(edge.cached(1), None);
+    assert_eq!(edge.counters.forgot_on_upstream_switch_abort, 1);
+    assert_eq!(edge.counters.learned_replies, 1, "nothing learned from it");
+
+    // A second copy is not awaited: not acted on.
+    let r = through_tree(&mut edge, &mut core, &mut store, &req(3, 1, vec![Op::write(1, v("y"))]));
+    assert_eq!(r.map(|m| m.status), Ok(Status::Ok));
+    let mut again = abort.clone();
+    assert!(matches!(edge.process_from(&mut again, Ingress::Upstream).0, Verdict::Downstream { .. }));
+    assert_eq!(edge.counters.unlearned_reply_not_awaited, 1);
+    assert_eq!(edge.cached(1).map(|e| e.value), Some(v("y")), "what the edge learned since stays");
+
+    // The client retries with the store's value: it passes both switches.
+    let r =
+        through_tree(&mut edge, &mut core, &mut store, &req(1, 3, vec![Op::value(1, v("y")), Op::write(1, v("b"))]));
+    assert_eq!(r.map(|m| m.status), Ok(Status::Ok));
+    assert_eq!(store.get(1), v("b"));
 }

@@ -100,6 +100,7 @@ pub const COUNTER_NAMES: [&str; c::TXN_CTR_COUNT as usize] = [
     "resets",
     "dropped_reply_from_downstream",
     "unlearned_reply_not_awaited",
+    "forgot_on_upstream_switch_abort",
     "dropped_malformed_truncated",
     "dropped_malformed_too_many_ops",
     "dropped_malformed_ops_beyond_packet",

@@ -175,6 +175,7 @@ impl Pair for Switch {
                     "confirmed",
                     "learned_replies",
                     "unlearned_reply_not_awaited",
+                    "forgot_on_upstream_switch_abort",
                     "dropped_reply_from_downstream"
                 ]
             ),
