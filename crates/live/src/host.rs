@@ -477,10 +477,15 @@ where
     let live = LiveCounters::default();
     let l = live.clone();
     let node = name.to_string();
+    // Returns once the host is made and its counters are published, so a
+    // scrape right after the spawn sees every counter (at zero).
+    let (made, wait_made) = std::sync::mpsc::sync_channel::<()>(1);
     let thread = std::thread::Builder::new().name(format!("innet-{name}")).spawn(move || {
         let _span = tracing::info_span!("node", name = %node).entered();
         tracing::info!(%addr, "host started");
         let mut host = make();
+        l.publish(own(&host), HostStats::default());
+        let _ = made.send(());
         let stats = run_host_published(&mut host, socket, &opts, &s, Some((&l, own)));
         match &stats {
             Ok(st) => tracing::info!(received = st.received, sent = st.sent, "host stopped"),
@@ -488,6 +493,8 @@ where
         }
         Ok(finish(host, stats?))
     })?;
+    // An error (the thread ended before publishing) shows when it is joined.
+    let _ = wait_made.recv();
     let mut h = NodeHandle::new(name.to_string(), addr, stop, thread);
     h.live = live;
     Ok(h)
