@@ -1047,6 +1047,19 @@ fn chain_run(ctx: &Ctx, figure: u32) -> anyhow::Result<(Vec<ChainBenchResult>, P
     Ok((rs, jsonl, pngs, duration_s))
 }
 
+/// A NetCRAQ figure's outcome: its claims and why, the plots and records
+/// [`chain_run`] wrote, run in the simulator.
+fn chain_outcome(
+    claims: Vec<Claim>,
+    why: Option<String>,
+    plots: Vec<PathBuf>,
+    records: PathBuf,
+    duration_s: f64,
+    what: &str,
+) -> Outcome {
+    Outcome { claims, why, plots, records: vec![records], ran_on: Where::Sim, config: chain_config(duration_s, what) }
+}
+
 fn chain_config(duration_s: f64, what: &str) -> String {
     format!(
         "{what}; switches share one CPU (BMv2 on one machine): {} us per packet + {:.1} ns per header byte, queues of \
@@ -1084,14 +1097,14 @@ fn netcraq_fig3(ctx: &Ctx) -> anyhow::Result<Outcome> {
              intermediate switches; at the tail our NetChain read is 46 bytes, not 72. See {CHAIN_DOC}"
         ),
     );
-    Ok(Outcome {
+    Ok(chain_outcome(
         claims,
         why,
-        plots: pngs,
-        records: vec![jsonl],
-        ran_on: Where::Sim,
-        config: chain_config(d, "4 nodes, reads to one node at distance 0-3 from the tail, clean and dirty objects"),
-    })
+        pngs,
+        jsonl,
+        d,
+        "4 nodes, reads to one node at distance 0-3 from the tail, clean and dirty objects",
+    ))
 }
 
 fn netcraq_fig4(ctx: &Ctx) -> anyhow::Result<Outcome> {
@@ -1145,14 +1158,7 @@ fn netcraq_fig4(ctx: &Ctx) -> anyhow::Result<Outcome> {
             claims.iter().take(3).map(|c| format!("{:.1}x", c.ours)).collect::<Vec<_>>().join(", ")
         ),
     );
-    Ok(Outcome {
-        claims,
-        why,
-        plots: pngs,
-        records: vec![jsonl],
-        ran_on: Where::Sim,
-        config: chain_config(d, "4 nodes, reads spread over all nodes, offered 1k-75k reads/s"),
-    })
+    Ok(chain_outcome(claims, why, pngs, jsonl, d, "4 nodes, reads spread over all nodes, offered 1k-75k reads/s"))
 }
 
 fn netcraq_fig5(ctx: &Ctx) -> anyhow::Result<Outcome> {
@@ -1195,14 +1201,14 @@ fn netcraq_fig5(ctx: &Ctx) -> anyhow::Result<Outcome> {
             claims.iter().take(4).map(|c| format!("{:.2}x", c.ours)).collect::<Vec<_>>().join(", ")
         ),
     );
-    Ok(Outcome {
+    Ok(chain_outcome(
         claims,
         why,
-        plots: pngs,
-        records: vec![jsonl],
-        ran_on: Where::Sim,
-        config: chain_config(d, "4 nodes, reads spread over all nodes, writes to the head, 0-100% writes"),
-    })
+        pngs,
+        jsonl,
+        d,
+        "4 nodes, reads spread over all nodes, writes to the head, 0-100% writes",
+    ))
 }
 
 fn netcraq_fig6(ctx: &Ctx) -> anyhow::Result<Outcome> {
@@ -1215,14 +1221,7 @@ fn netcraq_fig6(ctx: &Ctx) -> anyhow::Result<Outcome> {
         near("NetCRAQ read rate, 8 nodes / 4 nodes", &format!("1.0x (\"the performance remains the same regardless of chain size\", {s})"), 1.0, ratio(at("netcraq", 8), at("netcraq", 4)), "x", 0.05),
     ];
     let why = why_if(&claims, format!("see {CHAIN_DOC}"));
-    Ok(Outcome {
-        claims,
-        why,
-        plots: pngs,
-        records: vec![jsonl],
-        ran_on: Where::Sim,
-        config: chain_config(d, "2-8 nodes, reads to the head"),
-    })
+    Ok(chain_outcome(claims, why, pngs, jsonl, d, "2-8 nodes, reads to the head"))
 }
 
 #[cfg(test)]
