@@ -266,8 +266,7 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
                         learners: count(|r| matches!(r, PaxosRole::Learner { .. })),
                         proposers: count(|r| matches!(r, PaxosRole::Proposer { .. })),
                         slots: p.params.slots,
-                        backup_exe: None,
-                        vote_counters: true,
+                        ..PaxosUp::default()
                     };
                     return crate::xdp_paxos_cmd::run_up_with(up, innet_exe()?);
                 }

@@ -203,8 +203,11 @@ pub fn run_up(exe: PathBuf) -> anyhow::Result<i32> {
 }
 
 /// `innet testbed up paxos` with `up`'s numbers of roles (a topology file's).
+/// The backup runs as a process of its own, so the acceptors vote to
+/// every role's own port (one vote per machine needs every role of the
+/// machine in the one process that reads its decisions).
 pub fn run_up_with(up: PaxosUp, exe: PathBuf) -> anyhow::Result<i32> {
-    let st = tb::up(&PaxosUp { backup_exe: Some(exe), ..up })?;
+    let st = tb::up(&PaxosUp { backup_exe: Some(exe), decisions: tb::Decisions::PerPort, ..up })?;
     println!("testbed up: namespaces {}", st.namespaces.join(" "));
     print_up(&st);
     Ok(0)

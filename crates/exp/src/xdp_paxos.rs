@@ -27,8 +27,11 @@ use serde::Serialize;
 
 use innet_live::Stop;
 use innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT;
+use innet_xdp::fabric::{Fabric, XdpMode};
+use innet_xdp::paxos::Multicast;
 use innet_xdp::paxos_hosts::{self, BackupAt, HostsRun};
-use innet_xdp::paxos_testbed::{self as tb, PaxosUp};
+use innet_xdp::paxos_learner::RingOpts;
+use innet_xdp::paxos_testbed::{self as tb, Decisions, PaxosUp};
 use innet_xdp::testbed::in_netns;
 
 use innet_wire::paxos::{MsgType, PaxosMsg, Value};
@@ -75,6 +78,67 @@ pub struct XdpPaxosLoad {
     /// submits 2-byte values.
     #[arg(long, default_value_t = 1, value_parser = crate::parse::pack)]
     pub pack: usize,
+    #[command(flatten)]
+    pub fabric: PaxosFabricArgs,
+}
+
+/// How the XDP deployment's fabric runs (issue 20's levers; every record
+/// carries them).
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct PaxosFabricArgs {
+    /// Driver-mode (`native`) or `generic` XDP on every device.
+    #[arg(long, value_enum, default_value = "native")]
+    pub xdp_mode: XdpMode,
+    /// Threaded NAPI on every veth (driver mode): the pipeline spreads
+    /// over the CPUs instead of running in the sender's softirq.
+    #[arg(long, value_enum, default_value = "on")]
+    pub threaded_napi: OnOff,
+    /// How multicast copies leave the coordinator (and, with one vote per
+    /// machine, the acceptors): `devmap` broadcast or `tc` clones.
+    #[arg(long, value_enum, default_value = "devmap")]
+    pub multicast: McastArg,
+    /// How the acceptors' votes reach the end hosts and decisions go up:
+    /// `ring` (one vote per machine, counted once, decisions through a BPF
+    /// ring buffer), `socket` (the same, decisions as packets) or
+    /// `per-port` (every role its own votes, as before).
+    #[arg(long, value_enum, default_value = "ring")]
+    pub decisions: Decisions,
+    /// The decision ring's size in bytes (a power of two, 64 per decision).
+    #[arg(long, default_value_t = innet_xdp::paxos_learner::RING_BYTES_DEFAULT)]
+    pub ring_bytes: usize,
+    /// Wake the ring's reader once this many decisions wait (0: the
+    /// kernel's adaptive rule, waking only a reader that has caught up).
+    #[arg(long, default_value_t = 0)]
+    pub ring_wakeup: u32,
+}
+
+impl Default for PaxosFabricArgs {
+    fn default() -> Self {
+        PaxosFabricArgs {
+            xdp_mode: XdpMode::Native,
+            threaded_napi: OnOff::On,
+            multicast: McastArg::Devmap,
+            decisions: Decisions::Ring,
+            ring_bytes: innet_xdp::paxos_learner::RING_BYTES_DEFAULT,
+            ring_wakeup: 0,
+        }
+    }
+}
+
+/// On or off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+/// `--multicast`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum McastArg {
+    Devmap,
+    Tc,
 }
 
 /// Whether the XDP deployment counts votes in the kernel.
@@ -114,6 +178,13 @@ impl XdpPaxosLoad {
             slots: self.slots,
             backup_exe: None,
             vote_counters: self.vote_counters != VoteCounters::Off,
+            fabric: Fabric { mode: self.fabric.xdp_mode, threaded: self.fabric.threaded_napi == OnOff::On },
+            multicast: match self.fabric.multicast {
+                McastArg::Devmap => Multicast::Devmap,
+                McastArg::Tc => Multicast::Tc,
+            },
+            decisions: self.fabric.decisions,
+            ring: RingOpts { bytes: self.fabric.ring_bytes, wakeup: self.fabric.ring_wakeup },
         }
     }
 }

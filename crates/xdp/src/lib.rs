@@ -39,6 +39,7 @@ pub mod chain;
 pub mod chain_bench;
 pub mod chain_control;
 pub mod chain_testbed;
+pub mod fabric;
 pub mod forward;
 pub mod frame;
 pub mod layout;

@@ -128,6 +128,11 @@ impl BpfObject {
         Ok(ns[ns.len() / 2])
     }
 
+    /// Map `name`'s file descriptor (valid while `self` lives).
+    pub fn map_fd(&self, name: &str) -> Result<RawFd> {
+        Ok(self.map(name)?.as_fd().as_raw_fd())
+    }
+
     /// Program `name`'s file descriptor (valid while `self` lives), for
     /// [`attach_fd`] on a thread in another network namespace.
     pub fn program_fd(&self, name: &str) -> Result<RawFd> {
@@ -195,16 +200,61 @@ fn is_bpffs(dir: &Path) -> bool {
 /// calling thread's network namespace, replacing what is there. The
 /// attachment (netlink, not a bpf_link) outlives this process.
 pub fn attach_fd(fd: RawFd, ifindex: u32) -> Result<()> {
+    attach_fd_in(fd, ifindex, XdpMode::Generic)
+}
+
+/// Where an XDP program runs on a device: in the driver (`native`: on a
+/// veth, frames pass between devices as `xdp_frame`s, a devmap broadcast
+/// copies without skbs, and the receiving veth's NAPI, threaded if asked,
+/// can run on another CPU; the peer of a veth needs an XDP program for
+/// frames to reach it) or after the kernel built an skb (`generic`: works
+/// on any device and needs nothing on the peer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum XdpMode {
+    #[default]
+    Native,
+    Generic,
+}
+
+impl XdpMode {
+    fn flags(self) -> XdpFlags {
+        match self {
+            XdpMode::Native => XdpFlags::DRV_MODE,
+            XdpMode::Generic => XdpFlags::SKB_MODE,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            XdpMode::Native => "native",
+            XdpMode::Generic => "generic",
+        }
+    }
+}
+
+impl std::fmt::Display for XdpMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Attaches the XDP program `fd` in `mode` to `ifindex` of the calling
+/// thread's network namespace, replacing what is there (in either mode).
+/// The attachment (netlink, not a bpf_link) outlives this process.
+pub fn attach_fd_in(fd: RawFd, ifindex: u32, mode: XdpMode) -> Result<()> {
     // SAFETY: the caller keeps the program open (it borrows the BpfObject
     // that returned `fd` for the duration of the call).
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };
     Xdp::new(fd)
-        .attach(ifindex as i32, XdpFlags::SKB_MODE | XdpFlags::REPLACE)
+        .attach(ifindex as i32, mode.flags() | XdpFlags::REPLACE)
         .or_else(|_| {
-            let _ = Xdp::new(fd).detach(ifindex as i32, XdpFlags::SKB_MODE);
-            Xdp::new(fd).attach(ifindex as i32, XdpFlags::SKB_MODE)
+            // A program in the other mode (or a replace refused): off, then on.
+            for m in [XdpMode::Native, XdpMode::Generic] {
+                let _ = Xdp::new(fd).detach(ifindex as i32, m.flags());
+            }
+            Xdp::new(fd).attach(ifindex as i32, mode.flags())
         })
-        .with_context(|| format!("attach XDP to ifindex {ifindex}"))
+        .with_context(|| format!("attach XDP ({mode} mode) to ifindex {ifindex}"))
 }
 
 /// Detaches the generic-mode XDP program of `ifindex` (calling thread's
@@ -215,6 +265,20 @@ pub fn detach_fd(fd: RawFd, ifindex: u32) -> Result<()> {
     Xdp::new(fd)
         .detach(ifindex as i32, XdpFlags::SKB_MODE)
         .with_context(|| format!("detach XDP from ifindex {ifindex}"))
+}
+
+/// Writes `key` -> `value` into the map `fd` from the calling thread: for
+/// maps whose values name devices (a devmap entry's ifindex is looked up in
+/// the writer's network namespace), written from a thread in the
+/// devices' namespace ([`crate::testbed::in_netns`]).
+pub fn update_raw(fd: RawFd, key: &[u8], value: &[u8]) -> Result<()> {
+    // SAFETY: the caller keeps the map open; key and value are valid for
+    // the map's key and value sizes, which the kernel checks.
+    let rc = unsafe { libbpf_rs::libbpf_sys::bpf_map_update_elem(fd, key.as_ptr().cast(), value.as_ptr().cast(), 0) };
+    if rc != 0 {
+        bail!("bpf_map_update_elem: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Element `index` of an array map.

@@ -76,8 +76,9 @@ use innet_paxos::deploy::{self as paxos_deploy, PaxosDeployment, PaxosParams, Pa
 use innet_paxos::{GROUP_ACCEPTORS, GROUP_LEARNERS};
 use innet_wire::paxos::{DATAPLANE_PORT, LEARNER_PORT};
 
-use crate::object;
-use crate::paxos::{senders_at, Config, Member, PaxosXdp, Role, SenderKey};
+use crate::fabric::{Fabric, PassProgram, XdpMode};
+use crate::paxos::{senders_at, Config, Member, Multicast, PaxosXdp, Role, SenderKey};
+use crate::paxos_learner::RingOpts;
 use crate::testbed::{self, ifindex, in_netns, ip, mac_str, State, PIN_DIR};
 
 /// Where `up` records what it made (its own file, so that a `txn` or chain
@@ -99,6 +100,41 @@ pub const BACKUP_PORT: u16 = 34_954;
 pub const BACKUP_PROCESS: &str = "paxos-backup";
 /// Most acceptors the topology builds (10.78.1<i>, 10.78.2<i>).
 pub const MAX_ACCEPTORS: usize = 9;
+/// The hosts machine's decision port ([`Decisions::Ring`],
+/// [`Decisions::Socket`]): the acceptors' one vote per machine goes here,
+/// the vote counter counts it once for every role of the machine, and a
+/// decision that goes up as a packet arrives here.
+pub const DECISION_PORT: u16 = 34_959;
+
+/// How the acceptors' votes reach the roles of the hosts machine (the
+/// learners, the proposers, the backup), and how decisions go up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decisions {
+    /// One vote per acceptor per machine, to [`DECISION_PORT`]; the vote
+    /// counter counts it once for every role of the machine and hands the
+    /// decision up through its ring buffer (a DECIDED packet to the
+    /// decision port when the ring is full, counted `ring_full`). Every role
+    /// of the machine must run in the one process that reads the ring.
+    #[default]
+    Ring,
+    /// As `ring`, every decision up as a DECIDED packet to the decision port.
+    Socket,
+    /// The path of old: every acceptor votes to every learner's,
+    /// proposer's and the backup's own port (one tc clone each), counted
+    /// per port, each decision up as a packet to each port.
+    PerPort,
+}
+
+impl Decisions {
+    pub fn name(self) -> &'static str {
+        match self {
+            Decisions::Ring => "ring",
+            Decisions::Socket => "socket",
+            Decisions::PerPort => "per-port",
+        }
+    }
+}
 
 pub fn acceptor_ns(i: usize) -> String {
     format!("innet-px-acc{i}")
@@ -143,6 +179,16 @@ pub struct PaxosUp {
     /// proposers ([`crate::paxos_learner`] on every `innet-ha<i>`): each
     /// gets one DECIDED per instance instead of the acceptors' votes.
     pub vote_counters: bool,
+    /// Driver or generic XDP, threaded NAPI.
+    pub fabric: Fabric,
+    /// How the coordinator's 2As reach the acceptors (and, unless
+    /// [`Decisions::PerPort`], the acceptors' votes the hosts machine).
+    pub multicast: Multicast,
+    /// How votes reach the hosts machine and decisions go up (with vote
+    /// counters; without, every role gets every vote on its own port).
+    pub decisions: Decisions,
+    /// The decision ring ([`Decisions::Ring`]).
+    pub ring: RingOpts,
 }
 
 impl Default for PaxosUp {
@@ -154,6 +200,10 @@ impl Default for PaxosUp {
             slots: ACCEPTOR_SLOTS_DEFAULT,
             backup_exe: None,
             vote_counters: true,
+            fabric: Fabric::default(),
+            multicast: Multicast::Devmap,
+            decisions: Decisions::Ring,
+            ring: RingOpts::default(),
         }
     }
 }
@@ -173,6 +223,20 @@ impl PaxosUp {
     /// Every role's configuration (the default parameters, with this ring).
     pub fn roles(&self) -> Roles {
         Roles::new(PaxosParams { slots: self.slots, ..PaxosParams::default() }, self.acceptors, self.learners)
+    }
+    /// Whether the acceptors send one vote per machine (to
+    /// [`DECISION_PORT`]), counted once there for every role of it.
+    pub fn per_machine(&self) -> bool {
+        self.vote_counters && self.decisions != Decisions::PerPort
+    }
+    /// How the acceptors' votes leave: a devmap broadcast needs one member
+    /// per device, which only one vote per machine gives.
+    fn vote_multicast(&self) -> Multicast {
+        if self.per_machine() {
+            self.multicast
+        } else {
+            Multicast::Tc
+        }
     }
 }
 
@@ -271,19 +335,23 @@ fn member(from: &End, to: &End, port: u16) -> Result<Member> {
     })
 }
 
-/// Attaches the role's XDP program (generic mode) and its tc multicast
-/// program (clsact ingress) to `devs` of `ns`.
-fn attach(xdp: &PaxosXdp, ns: &str, devs: &[&str]) -> Result<()> {
-    attach_fds(xdp.program_fd(false)?, xdp.program_fd(true)?, ns, devs)
+/// Attaches the role's XDP program in the fabric's mode to `devs` of `ns`,
+/// and its tc program (clsact ingress) where it needs one: for a tc
+/// multicast, and in generic mode (copies a tc program redirected skip
+/// generic XDP at the next hop, where `tc_paxos` runs the role instead).
+fn attach(xdp: &PaxosXdp, fabric: &Fabric, mcast: Multicast, ns: &str, devs: &[&str]) -> Result<()> {
+    fabric.attach(xdp.program_fd(false)?, ns, devs)?;
+    if mcast == Multicast::Tc || fabric.mode == XdpMode::Generic {
+        attach_tc(xdp.program_fd(true)?, ns, devs)?;
+    }
+    Ok(())
 }
 
-/// Attaches the XDP program `prog` (generic mode) and the tc program `tc`
-/// (clsact ingress) to `devs` of `ns`.
-fn attach_fds(prog: std::os::fd::RawFd, tc: std::os::fd::RawFd, ns: &str, devs: &[&str]) -> Result<()> {
+/// Attaches the tc program `tc` (clsact ingress) to `devs` of `ns`.
+fn attach_tc(tc: std::os::fd::RawFd, ns: &str, devs: &[&str]) -> Result<()> {
     let indexes: Vec<u32> = devs.iter().map(|d| ifindex(ns, d)).collect::<Result<_>>()?;
     in_netns(ns, || {
         for &index in &indexes {
-            object::attach_fd(prog, index)?;
             // SAFETY: `xdp` keeps the program open for the duration of the call.
             let fd = unsafe { BorrowedFd::borrow_raw(tc) };
             let mut hook =
@@ -402,21 +470,37 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
                     Ok((ls[1 + 2 * i].0.clone(), ls[1 + 2 * i].1.clone()))
                 })?;
                 let mut coord = PaxosXdp::load(Role::Coordinator, o.slots)?;
-                coord.configure(&Config::coordinator(&roles.coordinator()), &to_acceptors)?;
+                let cfg = Config { mcast: o.multicast, ..Config::coordinator(&roles.coordinator()) };
+                coord.configure(&cfg, &to_acceptors)?;
+                if cfg.mcast == Multicast::Devmap {
+                    let w = coord.ports_writer()?;
+                    in_netns(NS_COORDINATOR, || w.write(&to_acceptors))?;
+                }
                 coord.set_senders(&senders_at(d, &arrivals(d, Some(n))?, n))?;
                 coord.pin_maps(&dir.join("coordinator"))?;
-                attach(&coord, NS_COORDINATOR, &["innet-ch"])?;
+                attach(&coord, &o.fabric, o.multicast, NS_COORDINATOR, &["innet-ch"])?;
             }
             PaxosRole::Acceptor { id } => {
                 let i = id as usize;
-                // Every voter sits in the hosts namespace, behind innet-ah<i>.
+                // Every voter sits in the hosts namespace, behind innet-ah<i>:
+                // one copy to its decision port, or one to each voter's port.
                 let (ah, ha) = (ls[2 + 2 * i].0.clone(), ls[2 + 2 * i].1.clone());
-                let to_voters = group_members(d, n, GROUP_LEARNERS, &addrs, |_| Ok((ah.clone(), ha.clone())))?;
+                let to_voters = if o.per_machine() {
+                    vec![member(&ah, &ha, DECISION_PORT)?]
+                } else {
+                    group_members(d, n, GROUP_LEARNERS, &addrs, |_| Ok((ah.clone(), ha.clone())))?
+                };
                 let mut acc = PaxosXdp::load(Role::Acceptor, o.slots)?;
-                acc.configure(&Config::acceptor(&roles.acceptor(id)), &to_voters)?;
+                let cfg = Config { mcast: o.vote_multicast(), ..Config::acceptor(&roles.acceptor(id)) };
+                acc.configure(&cfg, &to_voters)?;
+                if cfg.mcast == Multicast::Devmap {
+                    let w = acc.ports_writer()?;
+                    in_netns(&acceptor_ns(i), || w.write(&to_voters))?;
+                }
                 acc.set_senders(&senders_at(d, &arrivals(d, Some(n))?, n))?;
                 acc.pin_maps(&dir.join(format!("acceptor{i}")))?;
-                attach(&acc, &acceptor_ns(i), &[&format!("innet-ac{i}"), &format!("innet-ah{i}")])?;
+                let devs = [format!("innet-ac{i}"), format!("innet-ah{i}")];
+                attach(&acc, &o.fabric, o.vote_multicast(), &acceptor_ns(i), &[&devs[0], &devs[1]])?;
             }
             _ => {}
         }
@@ -424,6 +508,7 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
     if o.vote_counters {
         attach_vote_counter(o, d, &roles, &dir)?;
     }
+    finish_fabric(o)?;
     if let Some(exe) = &o.backup_exe {
         let args: Vec<String> = [
             "bench",
@@ -451,6 +536,33 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
     Ok(state)
 }
 
+/// Driver mode: `xdp_pass` on the devices that receive frames but run no
+/// role (the hosts' end of the coordinator's link gets its reflected
+/// HEARTBEATs and WINDOWs by `XDP_TX`; without vote counters, the hosts'
+/// ends of the acceptors' links get their votes), then threaded NAPI on
+/// every device.
+fn finish_fabric(o: &PaxosUp) -> Result<()> {
+    fn strs(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+    let pass = PassProgram::load()?;
+    let has = |dev: &'static str| (0..o.acceptors).map(move |i| format!("{dev}{i}"));
+    let mut hosts_pass = vec!["innet-hc".to_string()];
+    if !o.vote_counters {
+        hosts_pass.extend(has("innet-ha"));
+    }
+    let hosts_all: Vec<String> = std::iter::once("innet-hc".to_string()).chain(has("innet-ha")).collect();
+    o.fabric.finish(&pass, NS_HOSTS, &strs(&hosts_pass), &strs(&hosts_all))?;
+    let coord_pass: Vec<String> = has("innet-ca").collect();
+    let coord_all: Vec<String> = std::iter::once("innet-ch".to_string()).chain(has("innet-ca")).collect();
+    o.fabric.finish(&pass, NS_COORDINATOR, &strs(&coord_pass), &strs(&coord_all))?;
+    for i in 0..o.acceptors {
+        let devs = [format!("innet-ac{i}"), format!("innet-ah{i}")];
+        o.fabric.finish(&pass, &acceptor_ns(i), &[], &strs(&devs))?;
+    }
+    Ok(())
+}
+
 /// Where the vote counter's maps are pinned, under the testbed's pin directory.
 pub const COUNTER_PINS: &str = "counter";
 
@@ -464,17 +576,31 @@ fn attach_vote_counter(o: &PaxosUp, d: &PaxosDeployment, roles: &Roles, dir: &Pa
     use crate::paxos_learner::{Config as CounterConfig, VoteCounterXdp};
     use innet_paxos::trust::Kind;
     use innet_paxos::vote_counter::{VoteCounterConfig, COUNTER_SLOTS_DEFAULT};
-    let mut ports: Vec<(u16, Kind)> = (0..o.learners).map(|i| (learner_port(i), Kind::Learner)).collect();
-    ports.extend((0..o.proposers).map(|i| (proposer_port(i), Kind::Proposer)));
-    ports.push((BACKUP_PORT, Kind::Backup));
+    let ports: Vec<(u16, Kind)> = if o.per_machine() {
+        // The machine's one count: the learners' rules (a 2B from an
+        // acceptor), which the proposers' and the backup's equal for votes.
+        vec![(DECISION_PORT, Kind::Learner)]
+    } else {
+        let mut p: Vec<(u16, Kind)> = (0..o.learners).map(|i| (learner_port(i), Kind::Learner)).collect();
+        p.extend((0..o.proposers).map(|i| (proposer_port(i), Kind::Proposer)));
+        p.push((BACKUP_PORT, Kind::Backup));
+        p
+    };
     let counter =
         VoteCounterConfig { acceptors: o.acceptors, quorum: roles.quorum(), slots: COUNTER_SLOTS_DEFAULT.max(o.slots) };
-    let mut k = VoteCounterXdp::load(&CounterConfig { counter, ports })?;
+    let ring = (o.per_machine() && o.decisions == Decisions::Ring).then_some(o.ring);
+    let mut k = VoteCounterXdp::load(&CounterConfig { counter, ports, ring })?;
     k.set_senders(&crate::paxos::all_senders(d, &arrivals(d, None)?))?;
     k.pin_maps(&dir.join(COUNTER_PINS))?;
     let devs: Vec<String> = (0..o.acceptors).map(|i| format!("innet-ha{i}")).collect();
     let devs: Vec<&str> = devs.iter().map(String::as_str).collect();
-    attach_fds(k.program_fd(false)?, k.program_fd(true)?, NS_HOSTS, &devs)
+    o.fabric.attach(k.program_fd(false)?, NS_HOSTS, &devs)?;
+    // Generic mode: the votes are tc copies, which skip generic XDP; and
+    // a tc multicast of votes (per port) in either mode.
+    if o.fabric.mode == XdpMode::Generic || o.vote_multicast() == Multicast::Tc {
+        attach_tc(k.program_fd(true)?, NS_HOSTS, &devs)?;
+    }
+    Ok(())
 }
 
 /// The vote counter's counters, if the running testbed has one.
