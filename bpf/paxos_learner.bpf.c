@@ -285,7 +285,11 @@ static __always_inline int frame_verdict(void *data, void *end, struct l234 *l, 
 	int v = counter_process(cfg, (__u32)k, h, len);
 	if (v != DECIDED)
 		return v;
-	if (cfg->ring && ring_up(cfg, (__u32)k, h) == DROP)
+	if (cfg->ring == INNET_PAXOS_COUNTER_RING_SINK) {
+		count(INNET_PAXOS_COUNTER_CTR_SUNK);
+		return DROP;
+	}
+	if (cfg->ring == INNET_PAXOS_COUNTER_RING_ON && ring_up(cfg, (__u32)k, h) == DROP)
 		return DROP;
 	l->udp->check = 0; /* optional in IPv4; the payload changed */
 	return PASS;

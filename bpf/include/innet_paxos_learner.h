@@ -38,7 +38,14 @@
  * full (the socket path takes over: nothing is lost, and it is counted). */
 #define INNET_PAXOS_COUNTER_CTR_RING 13
 #define INNET_PAXOS_COUNTER_CTR_RING_FULL 14
+/* BPF-only: decisions counted and dropped (config.ring == SINK: the
+ * fabric-only benchmark, which measures the data plane without hosts). */
+#define INNET_PAXOS_COUNTER_CTR_SUNK 15
 #define INNET_PAXOS_COUNTER_CTR_COUNT 16
+/* config.ring: decisions up as packets, through the ring, or sunk. */
+#define INNET_PAXOS_COUNTER_RING_OFF 0
+#define INNET_PAXOS_COUNTER_RING_ON 1
+#define INNET_PAXOS_COUNTER_RING_SINK 2
 _Static_assert(INNET_PAXOS_COUNTER_CTR_REFERENCE_COUNT <= INNET_PAXOS_COUNTER_CTR_PASSED_OTHER, "counter layout");
 
 /* Map counter_config (array, 1 entry): written by the loader before attach. */
@@ -51,9 +58,10 @@ struct innet_paxos_counter_config {
 	/* Classes that may send each message type to port[k]'s role
 	 * (trust::allowed for its kind, written by the loader). */
 	__u8 allowed[INNET_PAXOS_COUNTER_MAX_PORTS][INNET_PAXOS_ALLOWED_LEN];
-	/* 1: a decision goes up as a record of counter_ring (struct
-	 * innet_paxos_decision) and the vote is dropped; 0: as the rewritten
-	 * packet (XDP_PASS / TC_ACT_OK), as without a ring. */
+	/* INNET_PAXOS_COUNTER_RING_ON: a decision goes up as a record of
+	 * counter_ring (struct innet_paxos_decision) and the vote is dropped;
+	 * OFF: as the rewritten packet (XDP_PASS / TC_ACT_OK); SINK: counted
+	 * (sunk) and dropped, no host involved. */
 	__u32 ring;
 	/* How a record wakes the reader: 0, the kernel's adaptive rule (wake
 	 * only a reader that has caught up: one wake-up per burst); n > 0,

@@ -223,7 +223,7 @@ pub struct Shared {
 }
 
 /// What the runtime did for the shared sockets and the feed of a loop.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SharedStats {
     /// Datagrams received on the shared sockets.
     pub received: u64,

@@ -101,6 +101,37 @@ pub fn threaded_napi(ns: &str, dev: &str) -> Result<()> {
     Ok(())
 }
 
+/// CPU seconds (user + system) the threaded-NAPI kernel threads of innet's
+/// devices have used so far (`napi/innet-*` in `/proc`): where a driver-mode
+/// fabric runs its XDP programs when NAPI is threaded.
+pub fn napi_threads_cpu_s() -> f64 {
+    let hz = {
+        // SAFETY: sysconf has no preconditions.
+        let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        if t > 0 {
+            t as f64
+        } else {
+            100.0
+        }
+    };
+    let Ok(dir) = std::fs::read_dir("/proc") else { return 0.0 };
+    let mut ticks = 0u64;
+    for e in dir.flatten() {
+        let p = e.path();
+        let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
+        if !comm.starts_with("napi/innet-") {
+            continue;
+        }
+        let stat = std::fs::read_to_string(p.join("stat")).unwrap_or_default();
+        // Fields after the ")" of the command: state is field 3; utime 14, stime 15.
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        ticks += f.get(11).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+        ticks += f.get(12).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+    }
+    ticks as f64 / hz
+}
+
 /// Whether `dev` of `ns` has a driver-mode or a generic XDP program
 /// attached (`ip -j -d link show`: the `xdp` object's `mode`, the
 /// kernel's `XDP_ATTACHED_DRV` 1 or `XDP_ATTACHED_SKB` 2), or none.

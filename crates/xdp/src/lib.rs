@@ -42,6 +42,7 @@ pub mod chain_testbed;
 pub mod fabric;
 pub mod forward;
 pub mod frame;
+pub mod generator;
 pub mod layout;
 pub mod netns;
 pub mod object;

@@ -538,6 +538,11 @@ impl PaxosXdp {
         self.obj.pin_maps(dir, &PINNED_MAPS)
     }
 
+    /// Pins the role's XDP program at `path`.
+    pub fn pin_program(&mut self, path: &Path) -> Result<()> {
+        self.obj.pin_program(self.role.program(), path)
+    }
+
     pub fn counters(&self) -> Result<Vec<(&'static str, u64)>> {
         read_counters(self.role, &self.obj.map(MAP_COUNTERS)?)
     }

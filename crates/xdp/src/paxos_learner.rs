@@ -82,10 +82,11 @@ pub const COUNTER_NAMES: [&str; c::PAXOS_COUNTER_CTR_REFERENCE_COUNT as usize] =
     "passed",
     "decode_errors",
 ];
-pub const BPF_COUNTERS: [(&str, u32); 3] = [
+pub const BPF_COUNTERS: [(&str, u32); 4] = [
     ("passed_other", c::PAXOS_COUNTER_CTR_PASSED_OTHER as u32),
     ("ring", c::PAXOS_COUNTER_CTR_RING as u32),
     ("ring_full", c::PAXOS_COUNTER_CTR_RING_FULL as u32),
+    ("sunk", c::PAXOS_COUNTER_CTR_SUNK as u32),
 ];
 
 /// How decisions go up through the ring ([`Config::ring`]).
@@ -122,12 +123,15 @@ pub struct Config {
     /// instead (counted `ring_full`). `None`: every decision goes up as a
     /// packet.
     pub ring: Option<RingOpts>,
+    /// Count decisions and drop them (`sunk`): the fabric-only benchmark,
+    /// no host behind the counter. Overrides `ring`.
+    pub sink: bool,
 }
 
 impl Config {
     /// Counting for `ports`, decisions up as packets.
     pub fn new(counter: VoteCounterConfig, ports: Vec<(u16, Kind)>) -> Config {
-        Config { counter, ports, ring: None }
+        Config { counter, ports, ring: None, sink: false }
     }
 
     fn encode(&self) -> Vec<u8> {
@@ -141,7 +145,12 @@ impl Config {
         for k in 0..MAX_PORTS {
             b.extend_from_slice(&self.ports.get(k).map_or([0; c::PAXOS_ALLOWED_LEN as usize], |p| allowed_row(p.1)));
         }
-        b.extend_from_slice(&u32::from(self.ring.is_some()).to_ne_bytes());
+        let ring = match (self.sink, self.ring) {
+            (true, _) => c::PAXOS_COUNTER_RING_SINK,
+            (false, Some(_)) => c::PAXOS_COUNTER_RING_ON,
+            (false, None) => c::PAXOS_COUNTER_RING_OFF,
+        };
+        b.extend_from_slice(&(ring as u32).to_ne_bytes());
         b.extend_from_slice(&self.ring.map_or(0, |r| r.wakeup).to_ne_bytes());
         assert_eq!(b.len(), c::PAXOS_COUNTER_CONFIG_SIZE as usize, "struct innet_paxos_counter_config layout");
         b
@@ -379,6 +388,28 @@ pub fn read_counters(m: &impl MapCore) -> Result<Vec<(&'static str, u64)>> {
         v.push((name, at(i)?));
     }
     Ok(v)
+}
+
+/// One counter of a vote counter whose maps were pinned under `dir`, read
+/// with one map lookup (the fabric-only benchmark polls `sunk`).
+pub struct PinnedCounter {
+    map: libbpf_rs::MapHandle,
+    index: u32,
+}
+
+impl PinnedCounter {
+    pub fn open(dir: &Path, name: &str) -> Result<PinnedCounter> {
+        let index = COUNTER_NAMES
+            .iter()
+            .position(|n| *n == name)
+            .map(|i| i as u32)
+            .or_else(|| BPF_COUNTERS.iter().find(|(n, _)| *n == name).map(|(_, i)| *i))
+            .with_context(|| format!("no vote counter counter named {name}"))?;
+        Ok(PinnedCounter { map: pinned(dir, MAP_COUNTERS)?, index })
+    }
+    pub fn get(&self) -> u64 {
+        lookup(&self.map, self.index).map_or(0, |b| u64::from_ne_bytes(b[..8].try_into().expect("u64")))
+    }
 }
 
 /// Counters of a vote counter whose maps were pinned under `dir`.

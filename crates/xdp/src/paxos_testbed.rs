@@ -189,6 +189,9 @@ pub struct PaxosUp {
     pub decisions: Decisions,
     /// The decision ring ([`Decisions::Ring`]).
     pub ring: RingOpts,
+    /// No end hosts: the vote counter counts decisions and drops them
+    /// (the fabric-only benchmark, [`crate::generator`]).
+    pub sink: bool,
 }
 
 impl Default for PaxosUp {
@@ -204,6 +207,7 @@ impl Default for PaxosUp {
             multicast: Multicast::Devmap,
             decisions: Decisions::Ring,
             ring: RingOpts::default(),
+            sink: false,
         }
     }
 }
@@ -478,6 +482,8 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
                 }
                 coord.set_senders(&senders_at(d, &arrivals(d, Some(n))?, n))?;
                 coord.pin_maps(&dir.join("coordinator"))?;
+                // For the in-kernel generator (`bench xdp-paxos --fabric-only`).
+                coord.pin_program(&coordinator_program_pin())?;
                 attach(&coord, &o.fabric, o.multicast, NS_COORDINATOR, &["innet-ch"])?;
             }
             PaxosRole::Acceptor { id } => {
@@ -563,6 +569,29 @@ fn finish_fabric(o: &PaxosUp) -> Result<()> {
     Ok(())
 }
 
+/// A REQUEST from proposer `index` (proposer id `index + 1`, request 0,
+/// a one-byte payload) as it arrives at the coordinator on `innet-ch`
+/// (the in-kernel generator's template), and the offset of its request
+/// number (the generator stamps a running number there).
+pub fn request_template(index: usize) -> (Vec<u8>, usize) {
+    use crate::frame::{udp_frame, Endpoint, PAYLOAD_OFFSET};
+    let ls = links(1);
+    let (hc, ch) = (&ls[0].0, &ls[0].1);
+    let from = Endpoint { mac: hc.mac, ip: hc.ip, port: proposer_port(index) };
+    let to = Endpoint { mac: ch.mac, ip: ch.ip, port: DATAPLANE_PORT };
+    let mut m = innet_wire::paxos::PaxosMsg::new(innet_wire::paxos::MsgType::Request);
+    m.value = innet_paxos::envelope::Envelope::new(index as u32 + 1, 0, b"v").expect("fits").to_value();
+    // The envelope's request number: after the proposer id, in the value.
+    let request_at = PAYLOAD_OFFSET + innet_wire::paxos::offset::VALUE + 4;
+    (udp_frame(from, to, &m.encode(), 0), request_at)
+}
+
+/// Where `up` pins the coordinator's XDP program (the in-kernel
+/// generator's target).
+pub fn coordinator_program_pin() -> PathBuf {
+    Path::new(PIN_DIR).join("paxos").join("coordinator").join(Role::Coordinator.program())
+}
+
 /// Where the vote counter's maps are pinned, under the testbed's pin directory.
 pub const COUNTER_PINS: &str = "counter";
 
@@ -589,7 +618,7 @@ fn attach_vote_counter(o: &PaxosUp, d: &PaxosDeployment, roles: &Roles, dir: &Pa
     let counter =
         VoteCounterConfig { acceptors: o.acceptors, quorum: roles.quorum(), slots: COUNTER_SLOTS_DEFAULT.max(o.slots) };
     let ring = (o.per_machine() && o.decisions == Decisions::Ring).then_some(o.ring);
-    let mut k = VoteCounterXdp::load(&CounterConfig { counter, ports, ring })?;
+    let mut k = VoteCounterXdp::load(&CounterConfig { counter, ports, ring, sink: o.sink })?;
     k.set_senders(&crate::paxos::all_senders(d, &arrivals(d, None)?))?;
     k.pin_maps(&dir.join(COUNTER_PINS))?;
     let devs: Vec<String> = (0..o.acceptors).map(|i| format!("innet-ha{i}")).collect();
