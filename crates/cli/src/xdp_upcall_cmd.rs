@@ -148,6 +148,13 @@ pub fn run(a: BenchXdpUpcallArgs) -> anyhow::Result<i32> {
          thread; mach_*: the whole machine (/proc/stat), others' work included; \
          lat_wk: wake-ups per 1000 in the latency runs; lost: missing + AF_XDP drops; fallback: by the socket on the ring or AF_XDP path; ooo: inversions per source"
     );
+    for p in r.paths.iter().filter(|p| p.stalled_runs > 0) {
+        println!(
+            "{} {}: {} of {} rate runs stalled: the window stopped draining (decisions held that no later frame could \
+             carry up) and the generator gave up",
+            p.sender, p.variant, p.stalled_runs, p.rounds
+        );
+    }
     let held: u64 = r.paths.iter().map(|p| p.count.held_at_end).sum();
     if held > 0 {
         println!(

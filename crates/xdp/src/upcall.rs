@@ -454,6 +454,9 @@ pub struct RateRun {
     pub batch_grow_failed: u64,
     /// No tailroom with BATCH_MAX held: a decision went up alone.
     pub batch_overflow: u64,
+    /// The window stopped draining (decisions held that nothing carries
+    /// up) and the generator gave up: the run ended early.
+    pub stalled: bool,
     pub seconds: f64,
     pub decisions_per_s: f64,
     /// Share of the run the generator spent sending (the rest it waited
@@ -804,6 +807,7 @@ impl Upcall {
             batch_packets: d("batch_packets"),
             batch_grow_failed: d("batch_grow_failed"),
             batch_overflow: d("batch_overflow"),
+            stalled: spent.stalled,
             seconds,
             decisions_per_s: delivered as f64 / seconds.max(1e-9),
             generator_busy: spent.sending.as_secs_f64() / seconds.max(1e-9),
@@ -879,6 +883,8 @@ struct GeneratorSpent {
     /// The thread's CPU (`getrusage(RUSAGE_THREAD)`).
     user_ns: u64,
     sys_ns: u64,
+    /// The window stopped draining: the run ended early.
+    stalled: bool,
 }
 
 impl Generator<'_> {
@@ -902,7 +908,10 @@ impl Generator<'_> {
                 let mut next = 0u64;
                 while next < n && Instant::now() < until {
                     let k = (self.burst as u64).min(n - next);
-                    progress.wait_for_room(k);
+                    if !progress.wait_for_room(k) {
+                        spent.stalled = true;
+                        break;
+                    }
                     let t = Instant::now();
                     spent.kernel_timed_ns += self.send(next, k as u32)?;
                     spent.sending += t.elapsed();
@@ -962,6 +971,8 @@ pub struct PathSummary {
     pub variant: String,
     pub sender: String,
     pub rounds: usize,
+    /// Rate runs that stalled ([`RateRun::stalled`]).
+    pub stalled_runs: usize,
     pub decisions_per_s: f64,
     pub wakeups_per_1000: f64,
     pub cpu: CpuPerDecision,
@@ -992,6 +1003,7 @@ pub fn summarize(variant: &str, sender: &str, runs: &[&RateRun], latency: &[&Lat
         variant: variant.into(),
         sender: sender.into(),
         rounds: runs.len(),
+        stalled_runs: runs.iter().filter(|r| r.stalled).count(),
         decisions_per_s: med(|r| r.decisions_per_s),
         wakeups_per_1000: med(|r| r.wakeups_per_1000),
         cpu: CpuPerDecision {
@@ -1015,10 +1027,16 @@ pub fn summarize(variant: &str, sender: &str, runs: &[&RateRun], latency: &[&Lat
 
 impl PathSummary {
     /// Every decision read once (or still held for a batch), none lost,
-    /// none malformed (the `drop` path: every decision dropped by XDP).
+    /// none malformed, no run stalled (the `drop` path: every decision
+    /// dropped by XDP).
     pub fn exact(&self) -> bool {
         let c = &self.count;
-        c.duplicates == 0 && c.missing == 0 && c.malformed == 0 && c.xsk_dropped == 0 && self.latency_missing == 0
+        c.duplicates == 0
+            && c.missing == 0
+            && c.malformed == 0
+            && c.xsk_dropped == 0
+            && self.latency_missing == 0
+            && self.stalled_runs == 0
     }
 }
 
@@ -1052,14 +1070,15 @@ pub fn run(cfg: &UpcallConfig, mut say: impl FnMut(&str)) -> Result<UpcallReport
                 let mut r = up.rate(v, sender, &opts)?;
                 r.round = round;
                 say(&format!(
-                    "round {round} {:<6} {:<9} {:>10.0} decisions/s  {:>6.1} wake-ups/1000  missing {} duplicates {} fallback {}",
+                    "round {round} {:<6} {:<9} {:>10.0} decisions/s  {:>6.1} wake-ups/1000  missing {} duplicates {} fallback {}{}",
                     r.sender,
                     r.variant,
                     r.decisions_per_s,
                     r.wakeups_per_1000,
                     r.count.missing,
                     r.count.duplicates,
-                    r.count.fallback
+                    r.count.fallback,
+                    if r.stalled { "  STALLED" } else { "" }
                 ));
                 runs.push(r);
                 if v.path == Path::Drop {

@@ -31,6 +31,7 @@ fn exact(r: &RateRun, n: u64) {
     );
     assert_eq!(r.count.out_of_order, 0, "in order: {r:?}");
     assert_eq!(r.count.held_at_end, 0, "nothing left behind: {r:?}");
+    assert!(!r.stalled, "{r:?}");
 }
 
 /// A socket sender's frames (veth copies each skb into a small page

@@ -34,6 +34,10 @@ const _: () = assert!(crate::layout::consts::UPCALL_BATCH_MAX as usize * wire::P
 /// How long the consumer waits for stragglers once the generator is done
 /// and nothing more arrives.
 pub const DRAIN_IDLE: Duration = Duration::from_millis(300);
+/// How long the generator waits for room in a window that does not drain
+/// before it gives up the run as stalled (decisions held where nothing
+/// carries them up, e.g. a batch longer than half the window).
+pub const STALL: Duration = Duration::from_millis(500);
 
 /// Where a decision came up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,18 +163,26 @@ impl Progress {
     }
 
     /// Blocks the generator until `burst` more decisions fit in the window
-    /// (once it is full, until half of it is free).
-    pub fn wait_for_room(&self, burst: u64) {
+    /// (once it is full, until half of it is free); `false` if the
+    /// consumer read nothing for [`STALL`].
+    pub fn wait_for_room(&self, burst: u64) -> bool {
         if self.in_flight() + burst <= self.window {
-            return;
+            return true;
         }
         let mut g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         self.waiting.store(true, Ordering::SeqCst);
+        let (mut seen, mut since) = (self.delivered.load(Ordering::SeqCst), std::time::Instant::now());
         while self.in_flight() > self.window / 2 {
-            // The timeout only guards against a consumer that died.
             g = self.room.wait_timeout(g, Duration::from_millis(20)).unwrap_or_else(|e| e.into_inner()).0;
+            let now = self.delivered.load(Ordering::SeqCst);
+            if now != seen {
+                (seen, since) = (now, std::time::Instant::now());
+            } else if since.elapsed() > STALL {
+                break;
+            }
         }
         self.waiting.store(false, Ordering::SeqCst);
+        self.in_flight() <= self.window / 2
     }
 
     /// The consumer has read `distinct` decisions.
