@@ -110,6 +110,8 @@ pub const RING_RECORD_STRIDE: u32 = c::UPCALL_RECORD_STRIDE as u32;
 pub const RING_BYTES_MAX: u32 = 1 << 30;
 /// Largest AF_XDP ring accepted, entries.
 pub const XSK_RING_MAX: u32 = xsk::RING_MAX;
+/// Most decisions one latency run sends.
+pub const LATENCY_SAMPLES_MAX: u32 = 1_000_000;
 /// Most frames one generator call sends.
 pub const BURST_MAX: u32 = 4096;
 /// Bytes of one `struct upcall_batch` (per CPU).
@@ -311,7 +313,10 @@ impl UpcallConfig {
             "--xsk-ring must be a power of two from 64 to {XSK_RING_MAX}"
         );
         ensure!(self.socket_rcvbuf >= 4096, "--socket-rcvbuf must be at least 4096 bytes");
-        ensure!(self.latency_samples >= 1, "--latency-samples must be at least 1");
+        ensure!(
+            (1..=LATENCY_SAMPLES_MAX).contains(&self.latency_samples),
+            "--latency-samples must be 1..={LATENCY_SAMPLES_MAX}"
+        );
         ensure!((1..=1_000_000).contains(&self.latency_gap_us), "--latency-gap-us must be 1..=1000000");
         ensure!(!self.senders.is_empty(), "--senders needs kernel, socket or both");
         Ok(())
@@ -1172,5 +1177,6 @@ mod tests {
         assert!(bad(|c| c.window = 100).contains("--window"));
         assert!(bad(|c| c.xsk_ring = 100).contains("--xsk-ring"));
         assert!(bad(|c| c.senders.clear()).contains("--senders"));
+        assert!(bad(|c| c.latency_samples = u32::MAX).contains("--latency-samples"));
     }
 }
