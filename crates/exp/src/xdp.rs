@@ -300,3 +300,29 @@ pub fn bench_chain(
     results::append_jsonl(&path, std::slice::from_ref(&rec))?;
     Ok((rec, path))
 }
+
+/// The `innet bench xdp-upcall` record (`xdp-upcall.jsonl`): how decided
+/// instances get from XDP to a user-space learner (`innet_xdp::upcall`).
+#[derive(Debug, Serialize)]
+pub struct UpcallRecord {
+    pub experiment: &'static str,
+    /// No randomness in this benchmark; recorded for the common schema.
+    pub seed: u64,
+    pub git_commit: String,
+    #[serde(flatten)]
+    pub report: innet_xdp::upcall::UpcallReport,
+}
+
+/// Runs `innet bench xdp-upcall` (root) and appends its record to
+/// `out/xdp-upcall.jsonl`; `say` hears one line per run.
+pub fn bench_upcall(
+    cfg: &innet_xdp::upcall::UpcallConfig,
+    out: &Path,
+    say: impl FnMut(&str),
+) -> anyhow::Result<(UpcallRecord, PathBuf)> {
+    let report = innet_xdp::upcall::run(cfg, say)?;
+    let rec = UpcallRecord { experiment: "xdp-upcall", seed: 0, git_commit: results::git_commit(), report };
+    let path = out.join("xdp-upcall.jsonl");
+    results::append_jsonl(&path, std::slice::from_ref(&rec))?;
+    Ok((rec, path))
+}

@@ -29,6 +29,9 @@
 //!   (`tests/chain_differential.rs`). [`chain_control`] is the chain
 //!   control plane (`innet_chain::ChainControl`) driving the testbed's
 //!   nodes through their maps, and its failure drill.
+//! * [`upcall`] is `innet bench xdp-upcall`: decided instances handed from
+//!   XDP to a user-space learner by socket, batch datagram, BPF ring buffer
+//!   or AF_XDP (`bpf/upcall.bpf.c`), with an in-kernel generator.
 //!
 //! The Rust reference for every program is the state machine in the
 //! protocol crate (`innet_txn::TxnSwitch`); `tests/txn_differential.rs`
@@ -54,3 +57,4 @@ pub mod privileged;
 pub mod testbed;
 pub mod txn;
 pub mod txn_topology;
+pub mod upcall;
