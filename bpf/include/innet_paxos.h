@@ -134,8 +134,13 @@ _Static_assert(sizeof(struct innet_paxos_sender_key) == INNET_PAXOS_SENDER_KEY_S
 struct innet_paxos_sender {
 	__u8 class;  /* INNET_PAXOS_CLASS_* */
 	__u8 issuer; /* the round issuer it uses (0: none) */
-	__u16 pad;
+	__u8 flags;  /* INNET_PAXOS_SENDER_* */
+	__u8 pad;
 };
+/* In an any-port entry: the map holds no per-port entry for this
+ * interface and address, so the lookup can stop here (the data-plane
+ * roles' copies, which are known by address only, cost one lookup). */
+#define INNET_PAXOS_SENDER_ADDRESS_ONLY 1
 #define INNET_PAXOS_SENDER_SIZE 4
 _Static_assert(sizeof(struct innet_paxos_sender) == INNET_PAXOS_SENDER_SIZE, "sender size");
 

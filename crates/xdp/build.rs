@@ -7,8 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PROGRAMS: &[&str] =
-    &["txn_switch", "netcraq", "netchain", "paxos", "paxos_learner", "forward", "gen", "upcall"];
+const PROGRAMS: &[&str] = &["txn_switch", "netcraq", "netchain", "paxos", "paxos_learner", "forward", "gen", "upcall"];
 const HEADERS: &[&str] = &[
     "innet_txn.h",
     "innet_txn_switch.h",

@@ -191,6 +191,16 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
                 cpu("software processes", &r.cpu_software),
                 cpu("software switches", &r.cpu_software_switch)
             );
+            if !r.xdp_programs.is_empty() {
+                println!(
+                    "  BPF programs per committed value (run-time statistics): {}",
+                    r.xdp_programs
+                        .iter()
+                        .map(|c| format!("{} {:.2} runs x {:.0} ns = {:.0} ns", c.program, c.runs_per_unit, c.ns_per_run, c.ns_per_unit))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
             if let Some(m) = &r.xdp_machine {
                 println!(
                     "  hosts machine: {} decisions from the ring in {} batches ({:.1} per wake-up), {} as packets on the decision socket (overflow {})",
@@ -261,6 +271,18 @@ fn run_fabric_only(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
             r.window_full,
             r.acceptor_ring_full,
             r.stalls
+        );
+    }
+    if let Some(r) = records.last() {
+        println!(
+            "  last round, per instance: {:.0} ns of fabric CPU = {} + transport {:.0} ns",
+            r.fabric_ns_per_instance,
+            r.programs
+                .iter()
+                .map(|c| format!("{} {:.2} runs x {:.0} ns", c.program, c.runs_per_unit, c.ns_per_run))
+                .collect::<Vec<_>>()
+                .join(" + "),
+            r.transport_ns_per_instance
         );
     }
     let mut per_core: Vec<f64> = records.iter().map(|r| r.instances_per_fabric_cpu_s).collect();

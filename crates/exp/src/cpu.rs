@@ -118,7 +118,10 @@ impl CpuUse {
 }
 
 /// Runs `f`, and what it used per committed value (`values` of its result).
-pub fn measured<R>(f: impl FnOnce() -> anyhow::Result<R>, values: impl Fn(&R) -> u64) -> anyhow::Result<(R, CpuPerValue)> {
+pub fn measured<R>(
+    f: impl FnOnce() -> anyhow::Result<R>,
+    values: impl Fn(&R) -> u64,
+) -> anyhow::Result<(R, CpuPerValue)> {
     let before = CpuSnapshot::now();
     let r = f()?;
     let used = before.used();

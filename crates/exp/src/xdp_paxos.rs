@@ -215,6 +215,9 @@ pub struct HostsOutcome {
     /// With one vote per machine: what the machine's decision socket and
     /// ring delivered.
     pub machine: Option<innet_live::SharedStats>,
+    /// What each BPF program cost per committed value (the kernel's
+    /// run-time statistics over the run).
+    pub programs: Vec<innet_xdp::bpf_stats::ProgCost>,
 }
 
 impl HostsOutcome {
@@ -241,10 +244,14 @@ pub fn hosts(load: &XdpPaxosLoad, backup: BackupAt) -> anyhow::Result<HostsOutco
         fail_coordinator_at: cfg.coordinator_fail_at_s.map(Duration::from_secs_f64),
         record: false,
     };
+    let stats = innet_xdp::bpf_stats::enable().ok();
+    let progs0 = innet_xdp::bpf_stats::snapshot(PAXOS_PROGRAMS);
     let (r, cpu) = crate::cpu::measured(
         || paxos_hosts::run(&run),
         |r| r.proposers.iter().map(|p| p.latencies_ns.len() as u64).sum(),
     )?;
+    let progs1 = innet_xdp::bpf_stats::snapshot(PAXOS_PROGRAMS);
+    drop(stats);
     let coordinator_failed = match (r.failed_at_ns, r.fail_took_ns) {
         (Some(at), Some(took)) => Some((at.saturating_sub(r.start_ns) as f64 / 1e9, took as f64 / 1e6)),
         _ => None,
@@ -255,7 +262,8 @@ pub fn hosts(load: &XdpPaxosLoad, backup: BackupAt) -> anyhow::Result<HostsOutco
         make_result(&cfg, "xdp-testbed", &refs, r.start_ns, &r.learners[0].stats, takeover, cfg.duration_s, r.wall_s);
     let vote_counter = tb::vote_counter_counters()?.map(|c| c.into_iter().collect());
     let cpu = CpuPerValue { values: result.committed, ..cpu };
-    Ok(HostsOutcome { result, coordinator_failed, vote_counter, cpu, machine: r.machine.clone() })
+    let programs = innet_xdp::bpf_stats::costs(&progs0, &progs1, result.committed);
+    Ok(HostsOutcome { result, coordinator_failed, vote_counter, cpu, machine: r.machine.clone(), programs })
 }
 
 /// Only the backup coordinator of a running `paxos` testbed, until `stop`
@@ -351,6 +359,8 @@ pub struct XdpPaxosRecord {
     pub cpu_xdp: CpuPerValue,
     pub cpu_software: CpuPerValue,
     pub cpu_software_switch: CpuPerValue,
+    /// What each BPF program of the XDP deployment cost per committed value.
+    pub xdp_programs: Vec<innet_xdp::bpf_stats::ProgCost>,
     /// The load average when the round ended (1, 5, 15 minutes).
     pub load_average: [f64; 3],
     /// With `--vote-counters both`: the XDP deployment without them, in the same round.
@@ -427,7 +437,7 @@ pub fn bench(
         let ceiling_xdp = ceiling_xdp.expect("measured");
         let ceiling_loopback = loopback_ceiling(load.proposers * load.outstanding, load.duration_s)?;
         let failure = xdp.failure_line();
-        let (cpu_xdp, xdp_machine) = (xdp.cpu, xdp.machine);
+        let (cpu_xdp, xdp_machine, xdp_programs) = (xdp.cpu, xdp.machine, xdp.programs);
         let (xdp, xdp_vote_counter) = (xdp.result, xdp.vote_counter);
         let committed = |r: &PaxosResult| r.committed;
         let (software, cpu_software) =
@@ -455,6 +465,7 @@ pub fn bench(
             cpu_xdp,
             cpu_software,
             cpu_software_switch,
+            xdp_programs,
             load_average: load_average(),
             xdp_without_counters: without,
             software,
@@ -473,6 +484,9 @@ pub fn bench(
         path,
     })
 }
+
+/// The programs of the Paxos fabric (kernel names keep 15 characters).
+const PAXOS_PROGRAMS: &[&str] = &["xdp_paxos", "tc_paxos", "xdp_gen", "xdp_pass"];
 
 /// One round of `bench xdp-paxos --fabric-only`: the in-kernel generator
 /// injects REQUESTs at the BPF coordinator (as if from proposer 0, on the
@@ -509,6 +523,13 @@ pub struct FabricOnlyRecord {
     /// per core, whatever else runs on the machine (with threaded NAPI;
     /// without it, softirq work on other tasks' time is missed).
     pub instances_per_fabric_cpu_s: f64,
+    /// Those threads' CPU per instance (ns), what the BPF programs spent of
+    /// it (the kernel's run-time statistics, per program: `xdp_gen`'s runs
+    /// include the coordinator it tail-calls), and the rest: the frames'
+    /// transport (veth transmit, NAPI, devmap copies, thread wake-ups).
+    pub fabric_ns_per_instance: f64,
+    pub transport_ns_per_instance: f64,
+    pub programs: Vec<innet_xdp::bpf_stats::ProgCost>,
     /// Requests the coordinator refused for a full window, votes the
     /// acceptors could not place (trimmed, ring full): capacity lost to
     /// back-pressure, not to speed.
@@ -524,7 +545,10 @@ pub struct FabricOnlyRecord {
 
 /// `bench xdp-paxos --fabric-only`: `runs` rounds of `frames` REQUESTs each.
 pub fn fabric_only(load: &XdpPaxosLoad, runs: usize, frames: u32) -> anyhow::Result<Vec<FabricOnlyRecord>> {
-    anyhow::ensure!(innet_xdp::object::euid() == 0, "bench xdp-paxos --fabric-only needs root (network namespaces, BPF)");
+    anyhow::ensure!(
+        innet_xdp::object::euid() == 0,
+        "bench xdp-paxos --fabric-only needs root (network namespaces, BPF)"
+    );
     anyhow::ensure!(runs >= 1 && frames >= 1, "--runs and the frames per round at least 1");
     let up = PaxosUp { sink: true, vote_counters: true, decisions: Decisions::Socket, backup_exe: None, ..load.up() };
     anyhow::ensure!(up.per_machine(), "--fabric-only counts one vote per machine: not with --decisions per-port");
@@ -561,6 +585,7 @@ fn fabric_rounds(load: &XdpPaxosLoad, up: &PaxosUp, runs: usize, frames: u32) ->
     use std::sync::atomic::Ordering::Relaxed;
     let stop = std::sync::atomic::AtomicBool::new(false);
     let sunk = innet_xdp::paxos_learner::PinnedCounter::open(&pins.join(tb::COUNTER_PINS), "sunk")?;
+    let _stats = innet_xdp::bpf_stats::enable()?;
     std::thread::scope(|s| {
         let trimmer = s.spawn(|| trim_while(up, &stop, || sunk.get()));
         let mut records = vec![];
@@ -571,6 +596,7 @@ fn fabric_rounds(load: &XdpPaxosLoad, up: &PaxosUp, runs: usize, frames: u32) ->
                     role_counter(innet_xdp::paxos::Role::Coordinator, "coordinator", "window_full")?,
                     acceptor_drops()?,
                 );
+                let progs0 = innet_xdp::bpf_stats::snapshot(PAXOS_PROGRAMS);
                 let before = crate::cpu::CpuSnapshot::now();
                 let napi0 = innet_xdp::fabric::napi_threads_cpu_s();
                 let pace = innet_xdp::generator::Pace::new(frames as u64);
@@ -583,6 +609,9 @@ fn fabric_rounds(load: &XdpPaxosLoad, up: &PaxosUp, runs: usize, frames: u32) ->
                 let decisions = counter("sunk")? - d0;
                 let busy = cpu.machine_user_s + cpu.machine_system_s + cpu.machine_irq_s;
                 let fabric_cpu_s = p.thread_cpu_s + napi_cpu_s;
+                let programs =
+                    innet_xdp::bpf_stats::costs(&progs0, &innet_xdp::bpf_stats::snapshot(PAXOS_PROGRAMS), decisions);
+                let in_programs: f64 = programs.iter().map(|c| c.ns_per_unit).sum();
                 records.push(FabricOnlyRecord {
                     experiment: "xdp-paxos-fabric-only",
                     run,
@@ -598,6 +627,9 @@ fn fabric_rounds(load: &XdpPaxosLoad, up: &PaxosUp, runs: usize, frames: u32) ->
                     generator_thread_cpu_s: p.thread_cpu_s,
                     napi_threads_cpu_s: napi_cpu_s,
                     instances_per_fabric_cpu_s: decisions as f64 / fabric_cpu_s.max(1e-9),
+                    fabric_ns_per_instance: fabric_cpu_s * 1e9 / decisions.max(1) as f64,
+                    transport_ns_per_instance: fabric_cpu_s * 1e9 / decisions.max(1) as f64 - in_programs,
+                    programs,
                     cpu,
                     window_full: role_counter(innet_xdp::paxos::Role::Coordinator, "coordinator", "window_full")? - w0,
                     stalls: p.stalls,

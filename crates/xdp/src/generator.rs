@@ -110,13 +110,7 @@ impl Generator {
     /// second) overflows them and measures drops. A burst that waited
     /// `stall` without progress goes anyway (frames lost downstream never
     /// finish); those waits are counted.
-    pub fn run_paced(
-        &self,
-        ns: &str,
-        dev: &str,
-        pace: Pace,
-        done: impl Fn() -> u64 + Send + Sync,
-    ) -> Result<PacedRun> {
+    pub fn run_paced(&self, ns: &str, dev: &str, pace: Pace, done: impl Fn() -> u64 + Send + Sync) -> Result<PacedRun> {
         let index = ifindex(ns, dev)?;
         let fd = self.obj.program_fd("xdp_gen")?;
         let len = FRAME_LEN as u32;

@@ -38,6 +38,7 @@
 //! holds the two to identical verdicts, bytes, counters and table contents.
 
 pub mod bench;
+pub mod bpf_stats;
 pub mod chain;
 pub mod chain_bench;
 pub mod chain_control;

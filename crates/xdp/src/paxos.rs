@@ -261,7 +261,12 @@ pub(crate) fn write_senders(obj: &BpfObject, map: &str, by_addr: &HashMap<Sender
         if s.class == 0 {
             bail!("sender {k:?} has no class");
         }
-        let v = [s.class, s.issuer, 0, 0];
+        // An any-port entry whose address has no per-port entry: the
+        // program's lookup stops at it (`paxos_sender`).
+        let address_only =
+            k.port == 0 && !by_addr.keys().any(|o| o.port != 0 && (o.ifindex, o.ip) == (k.ifindex, k.ip));
+        let flags = if address_only { c::PAXOS_SENDER_ADDRESS_ONLY as u8 } else { 0 };
+        let v = [s.class, s.issuer, flags, 0];
         assert_eq!(v.len(), c::PAXOS_SENDER_SIZE as usize, "struct innet_paxos_sender layout");
         m.update(&k.encode(), &v, MapFlags::ANY).with_context(|| format!("write {map} {k:?}"))?;
     }

@@ -108,7 +108,8 @@ impl Counter {
     fn load(entry: Entry, ifaces: [u32; 2], slots: usize) -> Differential<Counter> {
         let cfg = VoteCounterConfig { slots, ..VoteCounterConfig::new(ACCEPTORS) };
         let ring = (entry == Entry::XdpRing).then(RingOpts::default);
-        let xdp = VoteCounterXdp::load(&Config { counter: cfg, ports: PORTS.to_vec(), ring, sink: false }).expect("load");
+        let xdp =
+            VoteCounterXdp::load(&Config { counter: cfg, ports: PORTS.to_vec(), ring, sink: false }).expect("load");
         let (d, keys, sources) = paxos_sources(ifaces);
         let senders = all_senders(&d, &keys);
         xdp.set_senders(&senders).expect("senders");
@@ -445,7 +446,8 @@ fn a_full_ring_passes_decisions_up_as_packets_and_loses_none() {
     in_private_netns(|ifaces| {
         let cfg = VoteCounterConfig::new(ACCEPTORS);
         let ring = Some(RingOpts { bytes: 4096, wakeup: 0 });
-        let xdp = VoteCounterXdp::load(&Config { counter: cfg, ports: PORTS.to_vec(), ring, sink: false }).expect("load");
+        let xdp =
+            VoteCounterXdp::load(&Config { counter: cfg, ports: PORTS.to_vec(), ring, sink: false }).expect("load");
         let (d, keys, sources) = paxos_sources(ifaces);
         xdp.set_senders(&all_senders(&d, &keys)).expect("senders");
         let mut reader = DecisionRing::of(&xdp).expect("map the ring");
