@@ -300,8 +300,10 @@ fn run_machine(r: &HostsRun) -> Result<HostsReport> {
     let shared_socket = SharedSocket { socket: bind_in_hosts(tb::DECISION_PORT)?, to: all.clone(), admit };
     let feed: Option<(innet_live::MakeFeed, Vec<Vec<usize>>)> = (r.up.decisions == tb::Decisions::Ring).then(|| {
         let dir = std::path::Path::new(crate::testbed::PIN_DIR).join("paxos").join(tb::COUNTER_PINS);
+        let poll = (r.up.ring.wakeup > 0).then_some(crate::paxos_learner::RING_POLL);
         let make: innet_live::MakeFeed = Box::new(move || {
-            let ring = crate::paxos_learner::DecisionRing::open_pinned(&dir).map_err(std::io::Error::other)?;
+            let mut ring = crate::paxos_learner::DecisionRing::open_pinned(&dir).map_err(std::io::Error::other)?;
+            ring.poll_every = poll;
             Ok(Box::new(ring) as Box<dyn innet_live::Feed>)
         });
         (make, vec![all])

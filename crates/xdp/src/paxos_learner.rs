@@ -286,6 +286,9 @@ pub type Decision = (u32, [u8; innet_wire::paxos::PACKET_LEN]);
 pub struct DecisionRing {
     rb: RingBuffer<'static>,
     got: Rc<RefCell<Vec<Decision>>>,
+    /// How often the reader looks without being woken (a ring with a
+    /// wake-up threshold: [`RING_POLL`]); `None`: only when woken.
+    pub poll_every: Option<std::time::Duration>,
     /// Records whose size was not a decision's (none, unless the program
     /// and this reader disagree).
     pub malformed: Rc<RefCell<u64>>,
@@ -318,7 +321,7 @@ impl DecisionRing {
             0
         })
         .context("read the decision ring")?;
-        Ok(DecisionRing { rb: b.build().context("map the decision ring")?, got, malformed })
+        Ok(DecisionRing { rb: b.build().context("map the decision ring")?, got, malformed, poll_every: None })
     }
 
     /// Reads every waiting decision.
@@ -333,6 +336,9 @@ impl innet_live::Feed for DecisionRing {
         // SAFETY: the epoll descriptor lives as long as the ring buffer,
         // which `self` owns for the borrow's lifetime.
         unsafe { BorrowedFd::borrow_raw(self.rb.epoll_fd()) }
+    }
+    fn poll_every(&self) -> Option<std::time::Duration> {
+        self.poll_every
     }
     fn drain(&mut self, each: &mut dyn FnMut(u32, &[u8])) -> usize {
         self.rb.consume_raw();

@@ -7,39 +7,49 @@
 //!  netns innet-px-hosts   innet-ch 10.78.0.1   innet-ca<i> ---- innet-ac<i>       innet-ah<i> ----+
 //!  innet-hc 10.78.0.2 ---- XDP coordinator     10.78.1<i>.1     10.78.1<i>.2      10.78.2<i>.1    |
 //!  innet-ha<i> 10.78.2<i>.2 ---------------------------------------------------------------------+
-//!  learners, proposers, backup (processes)       XDP acceptor + tc multicast on innet-ac<i>, innet-ah<i>
+//!  learners, proposers, backup (one process)     XDP acceptor on innet-ac<i>, innet-ah<i>
+//!  vote counter (XDP) on innet-ha<i>
 //! ```
 //!
 //! Who sends to whom is [`innet_paxos::deploy`]'s (the one description of
 //! the wiring): [`PaxosUp::deployment`] builds it, [`host_addrs`] gives each node
 //! its address as seen from the hosts namespace, and the BPF programs'
 //! multicast members are that deployment's groups mapped onto the veths.
-//! Proposers send REQUESTs to 10.78.0.1:34953. `xdp_paxos_coordinator` on
-//! `innet-ch` turns each into a 2A and passes it up with XDP metadata;
-//! `tc_paxos` on the same device's ingress clones it to every acceptor (one
-//! `innet-ca<i>` each). Those copies skip generic XDP at `innet-ac<i>` (the
-//! kernel does not run generic XDP on packets a tc program redirected), so
-//! the acceptor's `tc_paxos` votes on them, and clones the 2B to every
-//! learner, proposer and the backup coordinator in the hosts namespace over
-//! `innet-ah<i>`. Learners send TRIMs to the coordinator, to the backup and
-//! to the acceptors' host-side addresses 10.78.2<i>.1:34953 (the acceptor
-//! programs run on both of an acceptor's devices). The end hosts are
-//! processes in `innet-px-hosts`: no delay, no user-space hop between them
-//! and the data plane.
 //!
-//! With [`PaxosUp::vote_counters`] (the default) the votes are counted in
-//! the kernel before they reach a socket: one vote counter
-//! (`bpf/paxos_learner.bpf.c`, [`crate::paxos_learner`]) on every
-//! `innet-ha<i>` of the hosts namespace keeps a ring per learner, proposer
-//! and backup port, drops the votes and passes up one DECIDED per instance
-//! (the vote that completed the quorum, rewritten); its maps are pinned
-//! under `paxos/counter`.
+//! **The fabric** ([`crate::fabric`], issue 20): driver-mode XDP on every
+//! veth by default (`xdp_pass` on the ends that run no role), threaded
+//! NAPI, so each device's receive path runs in a kernel thread the
+//! scheduler can place on any CPU; generic mode stays available
+//! ([`Fabric::generic`]). Proposers send REQUESTs to 10.78.0.1:34953.
+//! `xdp_paxos_coordinator` on `innet-ch` turns each into a 2A and
+//! broadcasts it through a devmap to every acceptor's link
+//! ([`Multicast::Devmap`]: the kernel copies the frame, `xdp_paxos_egress`
+//! rewrites each copy; no skb, no tc), where `xdp_paxos_acceptor` votes.
+//!
+//! **One vote per machine** ([`Decisions::Ring`], the default): every end
+//! host of the testbed is on one machine (the hosts namespace), so each
+//! acceptor sends one 2B there, to the machine's [`DECISION_PORT`], not one
+//! per learner, proposer and backup. The vote counter on `innet-ha<i>`
+//! (`bpf/paxos_learner.bpf.c`, [`crate::paxos_learner`]) counts it once
+//! for every role of the machine and hands the decision up through a BPF
+//! ring buffer, read by the one process that runs all of the machine's
+//! roles ([`crate::paxos_hosts`]): one wake-up covers every decision that
+//! waits. A full ring passes the DECIDED up as a packet to the decision
+//! port instead (counted `ring_full`): nothing is lost.
+//! [`Decisions::Socket`] sends every decision that way;
+//! [`Decisions::PerPort`] is the path of old (each role's own votes by tc
+//! clones, counted per port), which `innet testbed up paxos` uses since it
+//! runs the backup as a process of its own.
+//!
+//! Learners send TRIMs to the coordinator, to the backup and to the
+//! acceptors' host-side addresses 10.78.2<i>.1:34953 (the acceptor
+//! programs run on both of an acceptor's devices).
 //!
 //! The backup coordinator ([`BACKUP_PORT`] in the hosts namespace) sends
 //! HEARTBEATs to 10.78.0.1, which the coordinator reflects. When they go
 //! unanswered it takes over: 1As and 2As in its own round go to the
 //! acceptors' host-side addresses, where the XDP acceptor answers a 1A
-//! with a 1B back to its sender (`XDP_TX`) and multicasts its 2B votes as
+//! with a 1B back to its sender (`XDP_TX`) and sends its 2B votes as
 //! for the coordinator's 2As; TAKEOVER goes to the proposers, which resubmit
 //! to the backup. The backup's round (epoch 1, issuer 2) is above the round
 //! 1 the acceptors were pre-initialised to.

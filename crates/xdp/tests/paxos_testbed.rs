@@ -45,7 +45,7 @@ use innet_wire::paxos::{MsgType, PaxosMsg, Value};
 use innet_xdp::fabric::{self, Fabric};
 use innet_xdp::paxos::Multicast;
 use innet_xdp::paxos_hosts::{self, BackupAt, HostsRun};
-use innet_xdp::paxos_learner::DecisionRing;
+use innet_xdp::paxos_learner::{DecisionRing, RingOpts};
 use innet_xdp::paxos_testbed::{self as tb, Decisions, PaxosUp};
 use innet_xdp::privileged::{self, say};
 use innet_xdp::{paxos, testbed};
@@ -272,6 +272,45 @@ fn the_backup_takes_over_when_the_coordinator_fails_and_deliveries_go_on() {
         l0_len,
         vote_counter["counted"] + vote_counter["late"] + vote_counter["duplicates"],
         submitted,
+    ));
+}
+
+/// One vote per machine with a decision ring of 63 records (4,096 bytes)
+/// and 2 x 256 requests in flight: the ring fills while the hosts' loop is
+/// busy, the vote counter passes those decisions up as DECIDED packets to
+/// the machine's decision socket instead (counted `ring_full`), and the
+/// learners still deliver every submitted value once, in one order.
+#[test]
+fn a_full_decision_ring_hands_over_to_the_socket_and_nothing_is_lost() {
+    let name = "a_full_decision_ring_hands_over_to_the_socket_and_nothing_is_lost";
+    if !privileged::proceed(name, paxos::unavailable()) {
+        return;
+    }
+    let _one = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
+    let up = PaxosUp { proposers: 2, ring: RingOpts { bytes: 4096, wakeup: 0 }, ..PaxosUp::default() };
+    tb::up(&up).expect("testbed up paxos");
+    let run = HostsRun {
+        roles: up.roles(),
+        up: up.clone(),
+        outstanding: 256,
+        duration: Duration::from_millis(1500),
+        drain: Duration::from_millis(1500),
+        backup: BackupAt::Here,
+        fail_coordinator_at: None,
+        record: true,
+    };
+    let report = paxos_hosts::run(&run);
+    let c: BTreeMap<_, _> = tb::vote_counter_counters().expect("counters").expect("a vote counter").into_iter().collect();
+    tb::down().expect("testbed down");
+    let r = report.expect("end hosts on the testbed");
+    let (delivered, submitted) = every_value_delivered_once_in_one_order(&r);
+    let m = r.machine.clone().expect("one vote per machine");
+    assert!(c["ring"] > 0 && c["ring_full"] > 0, "the ring was used and overflowed: {c:?}");
+    assert_eq!(m.fed, c["ring"], "every decision put in the ring was read from it: {m:?} {c:?}");
+    assert!(m.received + m.rx_overflow >= c["ring_full"], "every overflowing decision reached the socket: {m:?} {c:?}");
+    say(&format!(
+        "TESTBED paxos ring full: {} decisions through a 63-record ring, {} handed to the decision socket when it was full; learners delivered {delivered} instances in one order, every one of {submitted} submitted values once",
+        c["ring"], c["ring_full"]
     ));
 }
 
