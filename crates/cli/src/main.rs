@@ -71,7 +71,7 @@ XDP data plane (root; namespaces and veths on this machine):
   innet testbed down              remove everything the testbed made";
 
 #[derive(Parser, Debug)]
-#[command(name = "innet", version, about = ABOUT, long_about = ABOUT)]
+#[command(name = "innet", version = innet_exp::results::VERSION, about = ABOUT, long_about = ABOUT)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

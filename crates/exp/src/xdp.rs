@@ -238,9 +238,9 @@ pub fn bench_chain(
     let sw = live.addrs();
 
     // The XDP chain on the testbed, and the bounce for the head's port.
-    tb::up(protocol, nodes, None)?;
+    tb::up(protocol, nodes, None, tb::ReplyTo::SourcePort)?;
     let _down = DownOnDrop;
-    let xdp_nodes = tb::attach_nodes(protocol, nodes)?;
+    let xdp_nodes = tb::attach_nodes(protocol, nodes, tb::ReplyTo::SourcePort)?;
     let bounce = TxnXdp::load(Tables { cache_slots: 4, client_slots: 4 })?;
     let unused = Ipv4Addr::UNSPECIFIED;
     let ports = Ports {

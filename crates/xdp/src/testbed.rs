@@ -537,7 +537,10 @@ pub(crate) fn down_unlocked() -> Result<Vec<String>> {
         ip(&["link", "del", &link])?;
         removed.push(format!("link {link}"));
     }
-    let mut pins: Vec<PathBuf> = vec![Path::new(PIN_DIR).join("txn_switch")];
+    // `innet bench xdp` pins its switch under "bench" on this testbed (its
+    // programs too: left behind, every later testbed test saw leftovers).
+    let mut pins: Vec<PathBuf> =
+        vec![Path::new(PIN_DIR).join("txn_switch"), Path::new(PIN_DIR).join(crate::bench::PIN_SUBDIR)];
     pins.extend((0..crate::chain_testbed::NODES_MAX).map(crate::chain_testbed::node_pin_dir));
     pins.extend(state.pin_dir.iter().map(PathBuf::from).filter(|p| p != Path::new(PIN_DIR)));
     for p in pins {
