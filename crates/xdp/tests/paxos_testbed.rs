@@ -300,7 +300,8 @@ fn a_full_decision_ring_hands_over_to_the_socket_and_nothing_is_lost() {
         record: true,
     };
     let report = paxos_hosts::run(&run);
-    let c: BTreeMap<_, _> = tb::vote_counter_counters().expect("counters").expect("a vote counter").into_iter().collect();
+    let c: BTreeMap<_, _> =
+        tb::vote_counter_counters().expect("counters").expect("a vote counter").into_iter().collect();
     tb::down().expect("testbed down");
     let r = report.expect("end hosts on the testbed");
     let (delivered, submitted) = every_value_delivered_once_in_one_order(&r);
