@@ -371,7 +371,7 @@ pub fn run_xdp(cfg: &PaxosConfig, experiment: &'static str) -> Result<RolesRecor
         // estimate below prices the XDP and tc entries of that path.
         fabric: crate::xdp_paxos::PaxosFabricArgs {
             xdp_mode: innet_xdp::fabric::XdpMode::Generic,
-            threaded_napi: crate::xdp_paxos::OnOff::Off,
+            threaded_napi: innet_xdp::fabric::ThreadedNapi::Off,
             multicast: crate::xdp_paxos::McastArg::Tc,
             decisions: innet_xdp::paxos_testbed::Decisions::PerPort,
             ..Default::default()

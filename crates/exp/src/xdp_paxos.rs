@@ -90,10 +90,12 @@ pub struct PaxosFabricArgs {
     /// Driver-mode (`native`) or `generic` XDP on every device.
     #[arg(long, value_enum, default_value = "native")]
     pub xdp_mode: XdpMode,
-    /// Threaded NAPI on every veth (driver mode): the pipeline spreads
-    /// over the CPUs instead of running in the sender's softirq.
-    #[arg(long, value_enum, default_value = "on")]
-    pub threaded_napi: OnOff,
+    /// Threaded NAPI (driver mode): `entry` (the coordinator's device
+    /// only: the end hosts on one CPU, the whole fabric in that thread on
+    /// another, one wake-up per batch), `on` (every veth: a wake-up per
+    /// hop) or `off` (every hop in the sender's own system call).
+    #[arg(long, value_enum, default_value = "entry")]
+    pub threaded_napi: innet_xdp::fabric::ThreadedNapi,
     /// How multicast copies leave the coordinator (and, with one vote per
     /// machine, the acceptors): `devmap` broadcast or `tc` clones.
     #[arg(long, value_enum, default_value = "devmap")]
@@ -117,7 +119,7 @@ impl Default for PaxosFabricArgs {
     fn default() -> Self {
         PaxosFabricArgs {
             xdp_mode: XdpMode::Native,
-            threaded_napi: OnOff::On,
+            threaded_napi: innet_xdp::fabric::ThreadedNapi::Entry,
             multicast: McastArg::Devmap,
             decisions: Decisions::Ring,
             ring_bytes: innet_xdp::paxos_learner::RING_BYTES_DEFAULT,
@@ -179,7 +181,7 @@ impl XdpPaxosLoad {
             slots: self.slots,
             backup_exe: None,
             vote_counters: self.vote_counters != VoteCounters::Off,
-            fabric: Fabric { mode: self.fabric.xdp_mode, threaded: self.fabric.threaded_napi == OnOff::On },
+            fabric: Fabric { mode: self.fabric.xdp_mode, threaded: self.fabric.threaded_napi },
             multicast: match self.fabric.multicast {
                 McastArg::Devmap => Multicast::Devmap,
                 McastArg::Tc => Multicast::Tc,
@@ -552,6 +554,13 @@ pub fn fabric_only(load: &XdpPaxosLoad, runs: usize, frames: u32) -> anyhow::Res
     anyhow::ensure!(runs >= 1 && frames >= 1, "--runs and the frames per round at least 1");
     let up = PaxosUp { sink: true, vote_counters: true, decisions: Decisions::Socket, backup_exe: None, ..load.up() };
     anyhow::ensure!(up.per_machine(), "--fabric-only counts one vote per machine: not with --decisions per-port");
+    // The generator's live frames are xdp_frames: a device without a
+    // driver-mode program drops them on redirect (veth_xdp_xmit), so a
+    // generic fabric would decide nothing.
+    anyhow::ensure!(
+        up.fabric.mode == innet_xdp::fabric::XdpMode::Native,
+        "--fabric-only needs --xdp-mode native (the in-kernel generator's frames reach only devices with a driver-mode program); measure generic mode end to end instead"
+    );
     tb::up(&up)?;
     let out = fabric_rounds(load, &up, runs, frames);
     let removed = tb::down();

@@ -220,6 +220,8 @@ pub struct Shared {
     /// The feed, and for each record key the hosts that get it (a key
     /// beyond the list: counted as `unrouted`, dropped).
     pub feed: Option<(MakeFeed, Vec<Vec<usize>>)>,
+    /// Segmented sends to every destination ([`Ports::segment_everywhere`]).
+    pub segment_everywhere: bool,
 }
 
 /// What the runtime did for the shared sockets and the feed of a loop.
@@ -428,6 +430,9 @@ fn run_loop<H: Host>(
         shared_to.push((s.to, s.admit));
     }
     let mut ports = Ports::new(sockets)?;
+    if shared.segment_everywhere {
+        ports.segment_everywhere();
+    }
     let (mut feed, routes) = match shared.feed {
         Some((make, routes)) => {
             let f = make()?;

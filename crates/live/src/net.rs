@@ -21,7 +21,9 @@
 //!   datagrams. A receiver without `UDP_GRO` (a plain UDP peer) gets them
 //!   as separate datagrams, split by the kernel. Other destinations
 //!   (veth, where XDP programs must see one datagram per frame) get plain
-//!   datagrams.
+//!   datagrams, unless the loop is told every device segments first
+//!   ([`Ports::segment_everywhere`]: veths whose peers run driver-mode
+//!   programs).
 //! * Overflow: the kernel counts what it dropped at a full socket receive
 //!   buffer (`SO_RXQ_OVFL`, reported with the next datagram received); that
 //!   count is the node's `rx_overflow` (a dropped segmented send counts
@@ -177,6 +179,9 @@ pub struct Ports {
     tx_msgs: Vec<TxMsg>,
     /// Segmented sends to loopback destinations (off after the kernel refused one).
     gso: bool,
+    /// Segmented sends to every destination, not only loopback ones
+    /// ([`Ports::segment_everywhere`]).
+    gso_any: bool,
     /// Per socket: the kernel's drop count last reported (`SO_RXQ_OVFL`).
     drops: Vec<u32>,
 }
@@ -226,9 +231,20 @@ impl Ports {
             tx_order: Vec::new(),
             tx_msgs: Vec::new(),
             gso: true,
+            gso_any: false,
             drops: vec![0; n],
             sockets,
         })
+    }
+
+    /// Segmented sends to every destination, not only loopback ones: for
+    /// a machine whose every device segments before its receiver's XDP
+    /// program (a veth whose peer runs a driver-mode program has no
+    /// software GSO, so the kernel cuts a segmented send into single
+    /// frames before transmitting; a generic-mode program would see the
+    /// whole send as one frame).
+    pub fn segment_everywhere(&mut self) {
+        self.gso_any = true;
     }
 
     /// Adds `fd` to what [`Ports::wait`] waits for (a feed of records:
@@ -434,7 +450,7 @@ impl Ports {
             let it = &items[order[k]];
             let size = it.end - it.start;
             let (mut n, mut bytes) = (1, size);
-            if self.gso && size > 0 && it.to.ip().is_loopback() {
+            if self.gso && size > 0 && (self.gso_any || it.to.ip().is_loopback()) {
                 while k + n < order.len() && n < GSO_SEGMENTS {
                     let next = &items[order[k + n]];
                     let s = next.end - next.start;

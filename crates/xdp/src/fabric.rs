@@ -9,10 +9,16 @@
 //!   that receives redirected or `XDP_TX` frames needs an XDP program of
 //!   its own for them to arrive (machine facts): [`Fabric::attach`] puts
 //!   `xdp_pass` on every device of the fabric that has no role's program.
-//! * **Threaded NAPI** ([`Fabric::threaded`]): each veth's NAPI instance
-//!   (which exists in driver mode) polls in a kernel thread of its own,
-//!   which the scheduler places on any CPU, instead of in the softirq of
-//!   whichever CPU sent the frame (for a socket sender: its own).
+//! * **Threaded NAPI** ([`Fabric::threaded`], [`ThreadedNapi`]): a veth's
+//!   NAPI instance (which exists in driver mode) polls in a kernel thread
+//!   of its own, which the scheduler places on any CPU, instead of in the
+//!   softirq of whichever CPU sent the frame (for a socket sender: its
+//!   own). On every device (`on`), each hop wakes a thread; on the
+//!   fabric's entry device only (`entry`), the end hosts' CPU hands each
+//!   batch to one thread, in whose softirq every later hop runs (a
+//!   two-stage pipeline: end hosts on one CPU, the whole fabric on
+//!   another, one wake-up per batch); `off`, all of it runs in the
+//!   sender's own system call. Measured side by side in docs/xdp.md.
 //!
 //! Everything here needs root (CAP_NET_ADMIN, CAP_BPF).
 
@@ -27,24 +33,42 @@ use crate::testbed::{ifindex, in_netns};
 
 static PASS_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/forward.bpf.o"));
 
+/// Where a driver-mode fabric's NAPI polls run in kernel threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ThreadedNapi {
+    /// A kernel thread per device: every hop wakes one.
+    On,
+    /// None: every hop runs in the softirq of the CPU that sent to it.
+    Off,
+    /// The fabric's entry device only (where the end hosts' requests
+    /// come in): one wake-up per batch, the rest in that thread's softirq.
+    Entry,
+}
+
 /// How a testbed's devices run their XDP programs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fabric {
     pub mode: XdpMode,
-    /// Driver mode only: NAPI in a kernel thread per device.
-    pub threaded: bool,
+    /// Driver mode only: which devices poll in a kernel thread.
+    pub threaded: ThreadedNapi,
 }
 
 impl Default for Fabric {
     fn default() -> Self {
-        Fabric { mode: XdpMode::Native, threaded: true }
+        Fabric { mode: XdpMode::Native, threaded: ThreadedNapi::Entry }
     }
 }
 
 impl Fabric {
     /// The fabric of earlier testbeds: generic XDP, softirq NAPI.
     pub fn generic() -> Fabric {
-        Fabric { mode: XdpMode::Generic, threaded: false }
+        Fabric { mode: XdpMode::Generic, threaded: ThreadedNapi::Off }
+    }
+
+    /// Driver mode with `threaded` NAPI.
+    pub fn native(threaded: ThreadedNapi) -> Fabric {
+        Fabric { mode: XdpMode::Native, threaded }
     }
 
     /// Attaches program `fd` to `devs` of `ns` in this fabric's mode.
@@ -56,15 +80,22 @@ impl Fabric {
     /// Driver mode: `xdp_pass` on `devs` of `ns` (the devices that run no
     /// role but receive frames from one: without a program there, a
     /// redirected or `XDP_TX` frame is dropped), then threaded NAPI on
-    /// `all` of `ns` if asked. Call after every role is attached. Generic
-    /// mode: nothing.
-    pub fn finish(&self, pass: &PassProgram, ns: &str, devs: &[&str], all: &[&str]) -> Result<()> {
+    /// `all` of `ns` (with [`ThreadedNapi::On`]) or on those of `all` that
+    /// are in `entry` (with [`ThreadedNapi::Entry`]: the devices where the
+    /// end hosts' traffic enters the fabric). Call after every role is
+    /// attached. Generic mode: nothing.
+    pub fn finish(&self, pass: &PassProgram, ns: &str, devs: &[&str], all: &[&str], entry: &[&str]) -> Result<()> {
         if self.mode != XdpMode::Native {
             return Ok(());
         }
         self.attach(pass.fd()?, ns, devs)?;
-        if self.threaded {
-            for d in all {
+        for d in all {
+            let threaded = match self.threaded {
+                ThreadedNapi::On => true,
+                ThreadedNapi::Off => false,
+                ThreadedNapi::Entry => entry.contains(d),
+            };
+            if threaded {
                 threaded_napi(ns, d)?;
             }
         }

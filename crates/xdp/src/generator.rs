@@ -85,7 +85,7 @@ impl Generator {
         crate::testbed::ip(&["-n", ns, "link", "add", DISPATCHER_DEV, "type", "veth", "peer", "name", "innet-gen1"])?;
         crate::testbed::ip(&["-n", ns, "link", "set", DISPATCHER_DEV, "up"])?;
         crate::testbed::ip(&["-n", ns, "link", "set", "innet-gen1", "up"])?;
-        let fabric = crate::fabric::Fabric { mode: crate::fabric::XdpMode::Native, threaded: false };
+        let fabric = crate::fabric::Fabric::native(crate::fabric::ThreadedNapi::Off);
         fabric.attach(obj.program_fd("xdp_gen")?, ns, &[DISPATCHER_DEV]).context("keep xdp_gen in the dispatcher")?;
         Ok(Generator { obj, _target: target })
     }

@@ -308,7 +308,11 @@ fn run_machine(r: &HostsRun) -> Result<HostsReport> {
         });
         (make, vec![all])
     });
-    let shared = Shared { sockets: vec![shared_socket], feed };
+    // In driver mode every veth's peer runs a driver-mode program, so a
+    // segmented send is cut into single frames before any program sees
+    // it: the proposers' requests leave in one trip per batch.
+    let segment_everywhere = r.up.fabric.mode == crate::fabric::XdpMode::Native;
+    let shared = Shared { sockets: vec![shared_socket], feed, segment_everywhere };
     let stop = Stop::new();
     let until = end + r.drain;
     let s = stop.clone();

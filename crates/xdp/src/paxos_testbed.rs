@@ -556,7 +556,8 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
 /// role (the hosts' end of the coordinator's link gets its reflected
 /// HEARTBEATs and WINDOWs by `XDP_TX`; without vote counters, the hosts'
 /// ends of the acceptors' links get their votes), then threaded NAPI on
-/// every device.
+/// every device or on the coordinator's `innet-ch` only (the fabric's
+/// entry), as the fabric says.
 fn finish_fabric(o: &PaxosUp) -> Result<()> {
     fn strs(v: &[String]) -> Vec<&str> {
         v.iter().map(String::as_str).collect()
@@ -568,13 +569,15 @@ fn finish_fabric(o: &PaxosUp) -> Result<()> {
         hosts_pass.extend(has("innet-ha"));
     }
     let hosts_all: Vec<String> = std::iter::once("innet-hc".to_string()).chain(has("innet-ha")).collect();
-    o.fabric.finish(&pass, NS_HOSTS, &strs(&hosts_pass), &strs(&hosts_all))?;
     let coord_pass: Vec<String> = has("innet-ca").collect();
     let coord_all: Vec<String> = std::iter::once("innet-ch".to_string()).chain(has("innet-ca")).collect();
-    o.fabric.finish(&pass, NS_COORDINATOR, &strs(&coord_pass), &strs(&coord_all))?;
+    // The proposers' requests enter the fabric at the coordinator.
+    let entry = ["innet-ch"];
+    o.fabric.finish(&pass, NS_HOSTS, &strs(&hosts_pass), &strs(&hosts_all), &entry)?;
+    o.fabric.finish(&pass, NS_COORDINATOR, &strs(&coord_pass), &strs(&coord_all), &entry)?;
     for i in 0..o.acceptors {
         let devs = [format!("innet-ac{i}"), format!("innet-ah{i}")];
-        o.fabric.finish(&pass, &acceptor_ns(i), &[], &strs(&devs))?;
+        o.fabric.finish(&pass, &acceptor_ns(i), &[], &strs(&devs), &entry)?;
     }
     Ok(())
 }

@@ -42,7 +42,7 @@ use innet_paxos::trust::forged;
 use innet_paxos::vote_counter::COUNTER_ACPTID;
 use innet_paxos::DeliveryKind;
 use innet_wire::paxos::{MsgType, PaxosMsg, Value};
-use innet_xdp::fabric::{self, Fabric};
+use innet_xdp::fabric::{self, Fabric, ThreadedNapi};
 use innet_xdp::paxos::Multicast;
 use innet_xdp::paxos_hosts::{self, BackupAt, HostsRun};
 use innet_xdp::paxos_learner::{DecisionRing, RingOpts};
@@ -71,6 +71,8 @@ fn a_request_is_ordered_through_the_bpf_roles_and_down_leaves_nothing() {
         PaxosUp { decisions: Decisions::PerPort, ..PaxosUp::default() },
         PaxosUp { decisions: Decisions::Socket, ..PaxosUp::default() },
         PaxosUp::default(),
+        PaxosUp { fabric: Fabric::native(ThreadedNapi::On), ..PaxosUp::default() },
+        PaxosUp { fabric: Fabric::native(ThreadedNapi::Off), ..PaxosUp::default() },
         PaxosUp { vote_counters: false, fabric: generic, ..PaxosUp::default() },
         PaxosUp { fabric: generic, ..PaxosUp::default() },
         PaxosUp { fabric: generic, multicast: Multicast::Tc, decisions: Decisions::PerPort, ..PaxosUp::default() },
