@@ -109,9 +109,10 @@ pub struct PaxosFabricArgs {
     /// The decision ring's size in bytes (a power of two, 64 per decision).
     #[arg(long, default_value_t = innet_xdp::paxos_learner::RING_BYTES_DEFAULT)]
     pub ring_bytes: usize,
-    /// Wake the ring's reader once this many decisions wait (0: the
-    /// kernel's adaptive rule, waking only a reader that has caught up).
-    #[arg(long, default_value_t = 0)]
+    /// Wake the ring's reader once this many decisions wait (it also
+    /// looks every 200 us); 0: the kernel's adaptive rule, waking only a
+    /// reader that has caught up.
+    #[arg(long, default_value_t = innet_xdp::paxos_learner::RING_WAKEUP_DEFAULT)]
     pub ring_wakeup: u32,
 }
 
@@ -123,7 +124,7 @@ impl Default for PaxosFabricArgs {
             multicast: McastArg::Devmap,
             decisions: Decisions::Ring,
             ring_bytes: innet_xdp::paxos_learner::RING_BYTES_DEFAULT,
-            ring_wakeup: 0,
+            ring_wakeup: innet_xdp::paxos_learner::RING_WAKEUP_DEFAULT,
         }
     }
 }
