@@ -212,13 +212,16 @@ impl Up {
                     );
                 }
                 RunningNode::ChainControl(t) => {
-                    let c = t.join().map_err(|_| anyhow::anyhow!("control plane panicked"))?;
+                    let r = t.join().map_err(|_| anyhow::anyhow!("control plane panicked"))?;
                     push(
                         i,
                         vec![
-                            ("removals".into(), c.stats.removals),
-                            ("resyncs".into(), c.stats.resyncs),
-                            ("joins".into(), c.stats.joins),
+                            ("removals".into(), r.control.stats.removals),
+                            ("resyncs".into(), r.control.stats.resyncs),
+                            ("joins".into(), r.control.stats.joins),
+                            ("views_answered".into(), r.views.answered),
+                            ("views_limited".into(), r.views.limited),
+                            ("views_dropped_malformed".into(), r.views.dropped_malformed),
                         ],
                     );
                 }
