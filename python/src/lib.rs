@@ -244,6 +244,12 @@ impl Client {
                     self.timeout.as_secs_f64() * 1e3
                 )))
             }
+            (Some(GiveUp::TooLarge), _) => {
+                return Err(config_error(format!(
+                    "a transaction carries at most {} ops (255 fragments of 7); this one was not sent",
+                    innet_wire::txn::MAX_OPS_PER_TXN
+                )))
+            }
             (Some(GiveUp::BadRequest), _) => {
                 return Err(innet_error(format!("{} answered BADREQ: it refused the request", self.target)))
             }

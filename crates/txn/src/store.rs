@@ -446,7 +446,13 @@ impl TxnStore {
         let cpu = if ops.iter().any(|o| o.kind == OpType::CpuPct) { self.cpu.percent(self.now) } else { 0.0 };
         let (decision, reply_ops) = self.apply(&msg, &ops, cpu);
         let template = msg.reply(decision.status, false, vec![]);
-        let reply: Vec<Vec<u8>> = TxnMsg::fragments(&template, &reply_ops).iter().map(TxnMsg::encode).collect();
+        // A reply has at most one op per request op, so it fits the
+        // fragments the request came in; were it not so, BADREQ, not a panic.
+        let reply: Vec<Vec<u8>> = TxnMsg::fragments(&template, &reply_ops)
+            .unwrap_or_else(|| vec![msg.reply(Status::BadRequest, false, vec![])])
+            .iter()
+            .map(TxnMsg::encode)
+            .collect();
         let record = ClientRecord { req_id: msg.req_id, digest, reply: reply.clone(), from: self.from };
         let writes = if decision.status == Status::Ok { &decision.writes[..] } else { &[] };
         if let Err(e) = self.backend.commit(writes, msg.cl_id, &record) {
@@ -687,7 +693,7 @@ mod tests {
     fn fragmented_transactions_apply_atomically() {
         let mut s = TxnStore::in_memory();
         let ops: Vec<Op> = (0..10).map(|k| Op::write(k, Value::from_counter(k as u64))).collect();
-        let frags = TxnMsg::fragments(&TxnMsg::request(3, 1, vec![]), &ops);
+        let frags = TxnMsg::fragments(&TxnMsg::request(3, 1, vec![]), &ops).unwrap();
         let mut out = Outbox::new();
         s.handle(&frags[1].encode(), &mut out);
         assert!(out.is_empty());
@@ -711,7 +717,7 @@ mod tests {
     #[test]
     fn a_lone_fragment_naming_a_recorded_reply_pulls_nothing_back() {
         let mut s = TxnStore::in_memory();
-        let frags = TxnMsg::fragments(&TxnMsg::request(3, 1, vec![]), &writes(70, "a"));
+        let frags = TxnMsg::fragments(&TxnMsg::request(3, 1, vec![]), &writes(70, "a")).unwrap();
         assert_eq!(frags.len(), 10);
         let reply = all(&mut s, &frags);
         assert_eq!(reply.len(), 10, "70 UPDATED ops in ten fragments");
@@ -733,23 +739,23 @@ mod tests {
     #[test]
     fn a_reused_client_id_with_a_fragmented_request_is_refused_then_starts_afresh() {
         let mut s = TxnStore::in_memory();
-        let old = TxnMsg::fragments(&TxnMsg::request(6, 1, vec![]), &writes(10, "a"));
+        let old = TxnMsg::fragments(&TxnMsg::request(6, 1, vec![]), &writes(10, "a")).unwrap();
         assert!(all(&mut s, &old).iter().all(|r| r.status == Status::Ok));
         // Another process with client id 6 starts at request id 1 again.
-        let reused = TxnMsg::fragments(&TxnMsg::request(6, 1, vec![]), &writes(10, "b"));
+        let reused = TxnMsg::fragments(&TxnMsg::request(6, 1, vec![]), &writes(10, "b")).unwrap();
         let r = all(&mut s, &reused);
         assert_eq!(r.iter().map(|r| r.status).collect::<Vec<_>>(), vec![Status::BadRequest], "not the old OK");
         assert_eq!(s.get(9), v("a"), "its writes were not applied, and it was not told they were");
         // Its next request id is new to the store: decided afresh.
-        let fresh = TxnMsg::fragments(&TxnMsg::request(6, 2, vec![]), &writes(10, "b"));
+        let fresh = TxnMsg::fragments(&TxnMsg::request(6, 2, vec![]), &writes(10, "b")).unwrap();
         assert!(all(&mut s, &fresh).iter().all(|r| r.status == Status::Ok));
         assert_eq!((s.get(0), s.get(9)), (v("b"), v("b")));
         // A fragment left over from an abandoned request with the same id
         // does not mix into a new one.
-        let mut stray = TxnMsg::fragments(&TxnMsg::request(6, 3, vec![]), &writes(10, "x"));
+        let mut stray = TxnMsg::fragments(&TxnMsg::request(6, 3, vec![]), &writes(10, "x")).unwrap();
         stray.truncate(1);
         all(&mut s, &stray);
-        let next = TxnMsg::fragments(&TxnMsg::request(6, 3, vec![]), &writes(10, "c"));
+        let next = TxnMsg::fragments(&TxnMsg::request(6, 3, vec![]), &writes(10, "c")).unwrap();
         assert!(all(&mut s, &next).iter().all(|r| r.status == Status::Ok));
         assert_eq!((s.get(0), s.get(9)), (v("c"), v("c")));
     }

@@ -17,6 +17,7 @@
 //! addresses still in the stack. A 4-node chain makes a 58-byte header, the
 //! size the NetCRAQ paper gives. Bytes after `vgroup` are ignored.
 
+use crate::bytes::{array, be16, be32, byte, put, set};
 pub use crate::txn::{Value, VALUE_LEN};
 
 /// Most chain addresses a packet carries (NetChain's chains are short; 10
@@ -55,7 +56,7 @@ pub type ChainKey = [u8; KEY_LEN];
 /// first four bytes, the rest zero.
 pub fn key_from_u32(k: u32) -> ChainKey {
     let mut key = [0u8; KEY_LEN];
-    key[..4].copy_from_slice(&k.to_be_bytes());
+    put(&mut key, 0, &k.to_be_bytes());
     key
 }
 
@@ -111,29 +112,32 @@ impl DecodeError {
 
 decode_error_impls!(DecodeError);
 
-fn addr_at(bytes: &[u8], i: usize) -> Addr {
-    u32::from_be_bytes(bytes[i * ADDR_LEN..(i + 1) * ADDR_LEN].try_into().expect("4 bytes"))
+/// Where the `i`-th address starts (`i` is at most [`MAX_CHAIN_NODES`] + 1).
+fn addr_offset(i: usize) -> usize {
+    i.saturating_mul(ADDR_LEN)
+}
+
+fn addr_at(bytes: &[u8], i: usize) -> Option<Addr> {
+    be32(bytes, addr_offset(i))
 }
 
 /// Checks `bytes` and returns the stack depth (addresses before the 0).
 fn validate(bytes: &[u8]) -> Result<usize, DecodeError> {
     let mut depth = None;
     for i in 0..=MAX_CHAIN_NODES {
-        if bytes.len() < (i + 1) * ADDR_LEN {
-            return Err(DecodeError::Truncated);
-        }
-        if addr_at(bytes, i) == 0 {
+        if addr_at(bytes, i).ok_or(DecodeError::Truncated)? == 0 {
             depth = Some(i);
             break;
         }
     }
     let depth = depth.ok_or(DecodeError::ChainTooLong)?;
-    let fixed = (depth + 1) * ADDR_LEN;
-    if bytes.len() < fixed + FIXED_LEN {
+    let fixed = addr_offset(depth.saturating_add(1));
+    if bytes.len() < fixed.saturating_add(FIXED_LEN) {
         return Err(DecodeError::Truncated);
     }
-    NcOp::from_u8(bytes[fixed + offset::OP]).ok_or(DecodeError::UnknownOp)?;
-    if bytes[fixed + offset::SC] as usize != depth {
+    let field = |at: usize| byte(bytes, fixed.saturating_add(at)).ok_or(DecodeError::Truncated);
+    NcOp::from_u8(field(offset::OP)?).ok_or(DecodeError::UnknownOp)?;
+    if usize::from(field(offset::SC)?) != depth {
         return Err(DecodeError::ChainCountMismatch);
     }
     Ok(depth)
@@ -154,22 +158,29 @@ pub struct NcMsg {
 impl NcMsg {
     pub fn decode(bytes: &[u8]) -> Result<NcMsg, DecodeError> {
         let depth = validate(bytes)?;
-        let f = &bytes[(depth + 1) * ADDR_LEN..];
-        Ok(NcMsg {
-            chain: (0..depth).map(|i| addr_at(bytes, i)).collect(),
-            op: NcOp::from_u8(f[offset::OP]).expect("validated"),
-            seq: u16::from_be_bytes([f[offset::SEQ], f[offset::SEQ + 1]]),
-            key: f[offset::KEY..offset::VALUE].try_into().expect("16 bytes"),
-            value: Value(f[offset::VALUE..offset::VGROUP].try_into().expect("16 bytes")),
-            vgroup: u16::from_be_bytes([f[offset::VGROUP], f[offset::VGROUP + 1]]),
-        })
+        let f = addr_offset(depth.saturating_add(1));
+        let at = |field: usize| f.saturating_add(field);
+        let chain = (0..depth).map(|i| addr_at(bytes, i)).collect::<Option<Vec<Addr>>>();
+        let op = byte(bytes, at(offset::OP)).and_then(NcOp::from_u8);
+        let (Some(chain), Some(op), Some(seq), Some(key), Some(value), Some(vgroup)) = (
+            chain,
+            op,
+            be16(bytes, at(offset::SEQ)),
+            array(bytes, at(offset::KEY)),
+            array(bytes, at(offset::VALUE)),
+            be16(bytes, at(offset::VGROUP)),
+        ) else {
+            // `validate` checked every field read here.
+            return Err(DecodeError::Truncated);
+        };
+        Ok(NcMsg { chain, op, seq, key, value: Value(value), vgroup })
     }
 
     /// Panics if the chain is longer than [`MAX_CHAIN_NODES`] or holds a 0.
     pub fn encode(&self) -> Vec<u8> {
         assert!(self.chain.len() <= MAX_CHAIN_NODES, "chain too long");
         assert!(self.chain.iter().all(|a| *a != 0), "address 0 ends the stack");
-        let mut out = Vec::with_capacity((self.chain.len() + 1) * ADDR_LEN + FIXED_LEN);
+        let mut out = Vec::with_capacity(MAX_LEN);
         for a in &self.chain {
             out.extend_from_slice(&a.to_be_bytes());
         }
@@ -195,62 +206,65 @@ impl<'a> NcPacket<'a> {
         let depth = validate(buf)?;
         Ok(NcPacket { buf, depth })
     }
+    // `parse` validated the buffer: reads below are inside it and their
+    // defaults are never taken.
     fn fixed(&self) -> usize {
-        (self.depth + 1) * ADDR_LEN
+        addr_offset(self.depth.saturating_add(1))
+    }
+    fn field(&self, at: usize) -> usize {
+        self.fixed().saturating_add(at)
     }
     /// Addresses still in the stack (`sc`).
     pub fn depth(&self) -> usize {
         self.depth
     }
-    /// The `i`-th address still in the stack (`i < depth`).
+    /// The `i`-th address still in the stack; 0 (the terminator) for `i >= depth`.
     pub fn addr(&self, i: usize) -> Addr {
-        assert!(i < self.depth);
-        addr_at(self.buf, i)
+        if i >= self.depth {
+            return 0;
+        }
+        addr_at(self.buf, i).unwrap_or_default()
     }
     /// Bytes the packet occupies now (after any pops).
     pub fn len(&self) -> usize {
-        self.fixed() + FIXED_LEN
+        self.fixed().saturating_add(FIXED_LEN)
     }
     pub fn is_empty(&self) -> bool {
         false
     }
     pub fn op(&self) -> NcOp {
-        NcOp::from_u8(self.buf[self.fixed() + offset::OP]).expect("validated")
+        byte(self.buf, self.field(offset::OP)).and_then(NcOp::from_u8).unwrap_or(NcOp::ReadReq)
     }
     pub fn set_op(&mut self, op: NcOp) {
-        let f = self.fixed();
-        self.buf[f + offset::OP] = op as u8;
+        set(self.buf, self.field(offset::OP), op as u8);
     }
     pub fn seq(&self) -> u16 {
-        let f = self.fixed() + offset::SEQ;
-        u16::from_be_bytes([self.buf[f], self.buf[f + 1]])
+        be16(self.buf, self.field(offset::SEQ)).unwrap_or_default()
     }
     pub fn set_seq(&mut self, seq: u16) {
-        let f = self.fixed() + offset::SEQ;
-        self.buf[f..f + 2].copy_from_slice(&seq.to_be_bytes());
+        put(self.buf, self.field(offset::SEQ), &seq.to_be_bytes());
     }
     pub fn key(&self) -> ChainKey {
-        let f = self.fixed();
-        self.buf[f + offset::KEY..f + offset::VALUE].try_into().expect("16 bytes")
+        array(self.buf, self.field(offset::KEY)).unwrap_or_default()
     }
     pub fn value(&self) -> Value {
-        let f = self.fixed();
-        Value(self.buf[f + offset::VALUE..f + offset::VGROUP].try_into().expect("16 bytes"))
+        array(self.buf, self.field(offset::VALUE)).map_or(Value::ZERO, Value)
     }
     pub fn set_value(&mut self, v: Value) {
-        let f = self.fixed();
-        self.buf[f + offset::VALUE..f + offset::VGROUP].copy_from_slice(&v.0);
+        put(self.buf, self.field(offset::VALUE), &v.0);
     }
     /// Removes the first address (NetChain's pop): the rest of the packet
     /// moves 4 bytes forward and `sc` drops by one. The caller truncates the
-    /// packet to [`NcPacket::len`]. Panics on an empty stack.
+    /// packet to [`NcPacket::len`]. Does nothing on an empty stack.
     pub fn pop(&mut self) {
-        assert!(self.depth > 0, "pop from an empty chain");
+        let Some(depth) = self.depth.checked_sub(1) else { return };
         let end = self.len();
+        if end > self.buf.len() {
+            return;
+        }
         self.buf.copy_within(ADDR_LEN..end, 0);
-        self.depth -= 1;
-        let f = self.fixed();
-        self.buf[f + offset::SC] = self.depth as u8;
+        self.depth = depth;
+        set(self.buf, self.field(offset::SC), depth as u8);
     }
 }
 
