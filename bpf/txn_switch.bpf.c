@@ -289,7 +289,9 @@ __noinline int client_get(__u32 key)
 	return (int)(set * INNET_WAYS + w);
 }
 
-/* TxnSwitch::decided: SetAssoc::entry on the client table. */
+/* TxnSwitch::decided: SetAssoc::entry on the client table (a new slot is
+ * zeroed, as Rust's default entry). Forwarded, the request is the one
+ * awaited; answered here, the wait for an earlier one goes on. */
 __noinline int client_decided(__u32 cl_id, __s32 req_id, __u32 forwarded)
 {
 	struct innet_txn_state *st;
@@ -300,10 +302,17 @@ __noinline int client_decided(__u32 cl_id, __s32 req_id, __u32 forwarded)
 	int w = SET_ENTRY(s, cl_id, &st->client_clock, &st->client_evictions);
 	if (w < 0 || w >= INNET_WAYS)
 		return -1;
-	s->way[w].e.generation = (__u16)st->generation;
-	s->way[w].e.req_id = req_id;
-	s->way[w].e.forwarded = forwarded;
-	s->way[w].e.awaiting = forwarded;
+	struct innet_client_entry *e = &s->way[w].e;
+	__u8 awaiting = forwarded ? 1 : 0;
+	if (!forwarded && e->generation == (__u16)st->generation && e->awaiting) {
+		__s32 later = (__s32)((__u32)req_id - (__u32)e->req_id);
+		if (later > 0 && later <= INNET_AWAITING_SPAN_MAX - e->awaiting)
+			awaiting = (__u8)(later + e->awaiting);
+	}
+	e->generation = (__u16)st->generation;
+	e->req_id = req_id;
+	e->forwarded = forwarded;
+	e->awaiting = awaiting;
 	return 0;
 }
 
@@ -320,10 +329,11 @@ __noinline int client_awaited(__u32 cl_id, __s32 req_id)
 	if (w < 0 || w >= INNET_WAYS)
 		return 0;
 	s->way[w].stamp = ++st->client_clock;
-	if (s->way[w].e.generation != (__u16)st->generation || !s->way[w].e.awaiting ||
-	    s->way[w].e.req_id != req_id)
+	struct innet_client_entry *e = &s->way[w].e;
+	if (e->generation != (__u16)st->generation || !e->awaiting ||
+	    (__s32)((__u32)e->req_id - (__u32)(e->awaiting - 1)) != req_id)
 		return 0;
-	s->way[w].e.awaiting = 0;
+	e->awaiting = 0;
 	return 1;
 }
 

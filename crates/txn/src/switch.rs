@@ -56,6 +56,10 @@ use innet_wire::txn::{DecodeError, OpType, Status, TxnPacket, Value, MAX_OPS_PER
 pub const CACHE_SLOTS_DEFAULT: usize = 4096;
 /// Default number of client slots for duplicate detection. Power of two.
 pub const CLIENT_SLOTS_DEFAULT: usize = 1024;
+/// A forwarded request stays awaited while the client's later requests the
+/// switch answered itself are fewer than this ([`ClientEntry::awaiting`] is
+/// a byte).
+pub const AWAITING_SPAN_MAX: i32 = 255;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Mode {
@@ -124,8 +128,13 @@ pub struct ClientEntry {
     pub generation: u16,
     pub req_id: i32,
     pub forwarded: bool,
-    /// `req_id` was forwarded and its store reply has not been learned yet.
-    pub awaiting: bool,
+    /// 0, or the forwarded request whose store reply the switch waits for
+    /// (not learned yet) is `req_id - (awaiting - 1)`: `req_id` itself
+    /// (1), or one the client sent before later requests that the switch
+    /// answered itself (the reference's switch learns every store reply,
+    /// and its clients send the next request before the reply to one
+    /// forwarded: test_read_cache.py, test_early_abort.py).
+    pub awaiting: u8,
 }
 
 /// Every decision the switch makes is counted.
@@ -347,8 +356,10 @@ impl TxnSwitch {
     fn awaited(&mut self, cl_id: u32, req_id: i32) -> bool {
         let g = self.generation as u16;
         match self.clients.get_mut(cl_id) {
-            Some(e) if e.generation == g && e.awaiting && e.req_id == req_id => {
-                e.awaiting = false;
+            Some(e)
+                if e.generation == g && e.awaiting > 0 && e.req_id.wrapping_sub(e.awaiting as i32 - 1) == req_id =>
+            {
+                e.awaiting = 0;
                 true
             }
             _ => false,
@@ -413,9 +424,26 @@ impl TxnSwitch {
         }
     }
 
+    /// Records the client's latest request. Forwarded, it is the one
+    /// awaited; answered here, the wait for an earlier forwarded request
+    /// goes on (moving with `req_id`).
     fn decided(&mut self, cl_id: u32, req_id: i32, forwarded: bool) {
         let generation = self.generation as u16;
-        *self.clients.entry(cl_id) = ClientEntry { generation, req_id, forwarded, awaiting: forwarded };
+        let e = self.clients.entry(cl_id);
+        let awaiting = match forwarded {
+            true => 1,
+            false if e.generation == generation && e.awaiting > 0 => {
+                let later = req_id.wrapping_sub(e.req_id);
+                let span = later.saturating_add(e.awaiting as i32);
+                if later > 0 && span <= AWAITING_SPAN_MAX {
+                    span as u8
+                } else {
+                    0
+                }
+            }
+            false => 0,
+        };
+        *e = ClientEntry { generation, req_id, forwarded, awaiting };
     }
 
     fn forward(&mut self, cl_id: u32, req_id: i32) -> Verdict {
