@@ -238,7 +238,15 @@ impl Up {
                 }
                 RunningNode::Backup(h) => {
                     let b = h.shutdown()?;
-                    push(i, vec![("took_over".into(), u64::from(b.active_since().is_some()))]);
+                    push(
+                        i,
+                        vec![
+                            ("took_over".into(), u64::from(b.active_since().is_some())),
+                            ("instances_started".into(), b.instances_started),
+                            ("requests_before_takeover".into(), b.requests_before_takeover),
+                            ("requests_dropped_full".into(), b.requests_dropped_full),
+                        ],
+                    );
                 }
                 RunningNode::Coordinator(n) => n.stop(),
                 RunningNode::Acceptor(n) => n.stop(),
@@ -334,7 +342,7 @@ fn run_group(
 }
 
 /// A chain view kept up to date from the control plane in another process.
-fn follow_remote_view(topo: &Topology, addrs: &[SocketAddr], stop: &Stop) -> anyhow::Result<ChainView> {
+pub(crate) fn follow_remote_view(topo: &Topology, addrs: &[SocketAddr], stop: &Stop) -> anyhow::Result<ChainView> {
     let Service::Chain(c) = &topo.service else { unreachable!("chain only") };
     let control = c
         .deployment
