@@ -390,13 +390,22 @@ pub struct StoreArgs {
     /// any sender could wipe the data.
     #[arg(long)]
     allow_reset: bool,
+    /// With --data-dir: keep every decision in the database too, in the
+    /// transaction that commits it (`innet chaos txn` checks them for
+    /// serializability). The log grows with every request: for checks only.
+    #[arg(long, requires = "data_dir")]
+    record_decisions: bool,
     #[command(flatten)]
     metrics: MetricsArgs,
 }
 
 pub fn run_store(a: StoreArgs) -> anyhow::Result<i32> {
     let stop = signals()?;
-    let data = a.data_dir.clone().map_or(StoreData::Memory, StoreData::Dir);
+    let data = match &a.data_dir {
+        None => StoreData::Memory,
+        Some(d) if a.record_decisions => StoreData::Recorded(d.clone()),
+        Some(d) => StoreData::Dir(d.clone()),
+    };
     let delay = Duration::from_secs_f64(a.link_delay_ms / 1e3);
     let node = spawn_store_delayed("store", a.listen, &data, delay, a.allow_reset, &stop)?;
     let sources = Sources::default();
