@@ -7,6 +7,8 @@ pub mod chain_bench;
 pub mod chain_etcd;
 pub mod chain_load;
 pub mod chain_sim;
+pub mod chaos;
+mod chaos_services;
 pub mod cpu;
 pub mod etcd;
 pub mod gotthard_micro;
