@@ -182,3 +182,6 @@ def up_chain(
 
 def up_paxos(*, acceptors: int = 3, learners: int = 2, data_plane: str = "switch") -> Paxos:
     """A CAANS deployment on loopback with this process's proposer and learner."""
+
+def _panic_for_tests() -> None:
+    """Panics behind the boundary; raises InnetError (a test hook)."""

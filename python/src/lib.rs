@@ -70,6 +70,27 @@ fn io_error(e: std::io::Error) -> PyErr {
     }
 }
 
+/// Runs the body of a function Python calls, so that no Rust panic
+/// crosses into Python: PyO3 would raise `pyo3_runtime.PanicException`,
+/// a `BaseException` that `except Exception` (and `except
+/// innet.InnetError`) does not catch. A panic here is a bug in innet (bad
+/// input is refused with `ConfigError` before it reaches one); it becomes
+/// `innet.InnetError` saying so. Every `#[pymethods]` and `#[pyfunction]`
+/// that does more than read a field runs its body through this.
+fn guard<T>(body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(r) => r,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            Err(innet_error(format!("internal error in innet (please report it): {what}")))
+        }
+    }
+}
+
 fn anyhow_error(e: anyhow::Error) -> PyErr {
     innet_error(format!("{e:#}"))
 }
@@ -127,7 +148,7 @@ fn kv_dict<'py>(py: Python<'py>, kv: &[(Key, Value)]) -> PyResult<Py<PyDict>> {
 /// `counter(value)`: the integer a counter value holds (`b""` is 0).
 #[pyfunction]
 fn counter(value: &Bound<'_, PyAny>) -> PyResult<u64> {
-    value_arg(value)?.as_counter().ok_or_else(|| config_error("not a counter value (ASCII decimal digits)"))
+    guard(|| value_arg(value)?.as_counter().ok_or_else(|| config_error("not a counter value (ASCII decimal digits)")))
 }
 
 // ---------------------------------------------------------- transactions
@@ -165,16 +186,18 @@ impl TxnResult {
         self.committed
     }
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!(
-            "TxnResult(status={:?}, from_switch={}, values={}, reads={}, writes={}, attempts={}, latency_ms={:.3})",
-            self.status,
-            if self.from_switch { "True" } else { "False" },
-            self.values.bind(py).repr()?,
-            self.reads.bind(py).repr()?,
-            self.writes.bind(py).repr()?,
-            self.attempts,
-            self.latency_ms
-        ))
+        guard(|| {
+            Ok(format!(
+                "TxnResult(status={:?}, from_switch={}, values={}, reads={}, writes={}, attempts={}, latency_ms={:.3})",
+                self.status,
+                if self.from_switch { "True" } else { "False" },
+                self.values.bind(py).repr()?,
+                self.reads.bind(py).repr()?,
+                self.writes.bind(py).repr()?,
+                self.attempts,
+                self.latency_ms
+            ))
+        })
     }
 }
 
@@ -244,6 +267,12 @@ impl Client {
                     self.timeout.as_secs_f64() * 1e3
                 )))
             }
+            (Some(GiveUp::TooLarge), _) => {
+                return Err(config_error(format!(
+                    "a transaction carries at most {} ops (255 fragments of 7); this one was not sent",
+                    innet_wire::txn::MAX_OPS_PER_TXN
+                )))
+            }
             (Some(GiveUp::BadRequest), _) => {
                 return Err(innet_error(format!("{} answered BADREQ: it refused the request", self.target)))
             }
@@ -292,20 +321,22 @@ impl Client {
         client_id: Option<u32>,
         client_delay_ms: f64,
     ) -> PyResult<Client> {
-        let timeout = duration_ms("timeout_ms", timeout_ms)?;
-        if timeout.is_zero() {
-            return Err(config_error("timeout_ms must be > 0"));
-        }
-        let c = Client {
-            target: address(target)?,
-            cl_id: client_id.unwrap_or_else(|| fresh_client_id_base(1)),
-            timeout,
-            max_resends,
-            delay: duration_ms("client_delay_ms", client_delay_ms)?,
-            inner: Mutex::new(None),
-        };
-        *c.inner.lock().unwrap_or_else(|e| e.into_inner()) = Some(c.fresh());
-        Ok(c)
+        guard(|| {
+            let timeout = duration_ms("timeout_ms", timeout_ms)?;
+            if timeout.is_zero() {
+                return Err(config_error("timeout_ms must be > 0"));
+            }
+            let c = Client {
+                target: address(target)?,
+                cl_id: client_id.unwrap_or_else(|| fresh_client_id_base(1)),
+                timeout,
+                max_resends,
+                delay: duration_ms("client_delay_ms", client_delay_ms)?,
+                inner: Mutex::new(None),
+            };
+            *c.inner.lock().unwrap_or_else(|e| e.into_inner()) = Some(c.fresh());
+            Ok(c)
+        })
     }
 
     /// The switch or store this client sends to.
@@ -329,8 +360,10 @@ impl Client {
     /// A read transaction (one round trip): `{key: value}` as the store
     /// (or a read cache) answers. Raises `TimeoutError` without an answer.
     fn read<'py>(&self, py: Python<'py>, keys: Vec<Key>) -> PyResult<Bound<'py, PyDict>> {
-        let kv = self.read_keys(py, keys)?;
-        Ok(kv_dict(py, &kv)?.into_bound(py))
+        guard(|| {
+            let kv = self.read_keys(py, keys)?;
+            Ok(kv_dict(py, &kv)?.into_bound(py))
+        })
     }
 
     /// The value this client last learned for `key`, or None.
@@ -342,18 +375,20 @@ impl Client {
     /// corrections feed the next attempt) up to `retry_limit` attempts.
     #[pyo3(signature = (key, *, retry_limit=1000))]
     fn increment(&self, py: Python<'_>, key: Key, retry_limit: u32) -> PyResult<TxnResult> {
-        if retry_limit == 0 {
-            return Err(config_error("retry_limit must be at least 1"));
-        }
-        let mut attempts = 0;
-        loop {
-            let (c, last) = self.exec(py, Txn::increment(key))?;
-            attempts += c.attempts;
-            let r = self.result(py, &c, last.as_ref(), attempts)?;
-            if r.committed || attempts >= retry_limit {
-                return Ok(r);
+        guard(|| {
+            if retry_limit == 0 {
+                return Err(config_error("retry_limit must be at least 1"));
             }
-        }
+            let mut attempts = 0;
+            loop {
+                let (c, last) = self.exec(py, Txn::increment(key))?;
+                attempts += c.attempts;
+                let r = self.result(py, &c, last.as_ref(), attempts)?;
+                if r.committed || attempts >= retry_limit {
+                    return Ok(r);
+                }
+            }
+        })
     }
 
     /// Runs `body(txn)` in a transaction and commits it, re-running it on
@@ -361,20 +396,22 @@ impl Client {
     /// body must depend only on what it reads.
     #[pyo3(signature = (body, *, retry_limit=1000))]
     fn run(slf: Py<Client>, py: Python<'_>, body: Bound<'_, PyAny>, retry_limit: u32) -> PyResult<TxnResult> {
-        if retry_limit == 0 {
-            return Err(config_error("retry_limit must be at least 1"));
-        }
-        let mut attempts = 0;
-        loop {
-            let t = Bound::new(py, Client::begin(slf.clone_ref(py)))?;
-            body.call1((t.clone(),))?;
-            let mut r = t.borrow_mut().commit(py)?;
-            attempts += r.attempts;
-            r.attempts = attempts;
-            if r.committed || attempts >= retry_limit {
-                return Ok(r);
+        guard(|| {
+            if retry_limit == 0 {
+                return Err(config_error("retry_limit must be at least 1"));
             }
-        }
+            let mut attempts = 0;
+            loop {
+                let t = Bound::new(py, Client::begin(slf.clone_ref(py)))?;
+                body.call1((t.clone(),))?;
+                let mut r = t.borrow_mut().commit(py)?;
+                attempts += r.attempts;
+                r.attempts = attempts;
+                if r.committed || attempts >= retry_limit {
+                    return Ok(r);
+                }
+            }
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -398,35 +435,39 @@ impl Transaction {
     /// The value of `key` as this transaction sees it: its own write, else
     /// the client's known value (validated at commit).
     fn read<'py>(&mut self, py: Python<'py>, key: Key) -> PyResult<Bound<'py, PyBytes>> {
-        if self.done {
-            return Err(innet_error("the transaction was committed already"));
-        }
-        if let Some((_, v)) = self.writes.iter().rev().find(|(k, _)| *k == key) {
-            return Ok(value_bytes(py, v));
-        }
-        if let Some((_, v)) = self.reads.iter().find(|(k, _)| *k == key) {
-            return Ok(value_bytes(py, v));
-        }
-        let client = self.client.get();
-        let v = match client.known(py, key) {
-            Some(v) => v,
-            None => {
-                client.read_keys(py, vec![key])?;
-                client.known(py, key).unwrap_or(Value::ZERO)
+        guard(|| {
+            if self.done {
+                return Err(innet_error("the transaction was committed already"));
             }
-        };
-        self.reads.push((key, v));
-        Ok(value_bytes(py, &v))
+            if let Some((_, v)) = self.writes.iter().rev().find(|(k, _)| *k == key) {
+                return Ok(value_bytes(py, v));
+            }
+            if let Some((_, v)) = self.reads.iter().find(|(k, _)| *k == key) {
+                return Ok(value_bytes(py, v));
+            }
+            let client = self.client.get();
+            let v = match client.known(py, key) {
+                Some(v) => v,
+                None => {
+                    client.read_keys(py, vec![key])?;
+                    client.known(py, key).unwrap_or(Value::ZERO)
+                }
+            };
+            self.reads.push((key, v));
+            Ok(value_bytes(py, &v))
+        })
     }
 
     /// Buffers a write of `value` (bytes or str of at most 16 bytes, or an
     /// int counter) to `key`.
     fn write(&mut self, key: Key, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        if self.done {
-            return Err(innet_error("the transaction was committed already"));
-        }
-        self.writes.push((key, value_arg(value)?));
-        Ok(())
+        guard(|| {
+            if self.done {
+                return Err(innet_error("the transaction was committed already"));
+            }
+            self.writes.push((key, value_arg(value)?));
+            Ok(())
+        })
     }
 
     /// Sends the transaction (one attempt): a `TxnResult` that is
@@ -434,43 +475,45 @@ impl Transaction {
     /// values. Raises `TimeoutError` if nothing answered (the outcome is
     /// then unknown).
     fn commit(&mut self, py: Python<'_>) -> PyResult<TxnResult> {
-        if self.done {
-            return Err(innet_error("the transaction was committed already"));
-        }
-        self.done = true;
-        let client = self.client.get();
-        // The body replays what Python saw; the client compares its known
-        // values, so a value that changed since (another transaction of
-        // this client) aborts here, without a request.
-        let stale: Vec<(Key, Value)> = self
-            .reads
-            .iter()
-            .filter_map(|(k, v)| client.known(py, *k).filter(|now| now != v).map(|now| (*k, now)))
-            .collect();
-        if !stale.is_empty() {
-            return Ok(TxnResult {
-                status: "aborted".into(),
-                committed: false,
-                from_switch: false,
-                values: kv_dict(py, &stale)?,
-                reads: kv_dict(py, &self.reads)?,
-                writes: kv_dict(py, &self.writes)?,
-                attempts: 0,
-                latency_ms: 0.0,
-                client_id: client.cl_id,
+        guard(|| {
+            if self.done {
+                return Err(innet_error("the transaction was committed already"));
+            }
+            self.done = true;
+            let client = self.client.get();
+            // The body replays what Python saw; the client compares its known
+            // values, so a value that changed since (another transaction of
+            // this client) aborts here, without a request.
+            let stale: Vec<(Key, Value)> = self
+                .reads
+                .iter()
+                .filter_map(|(k, v)| client.known(py, *k).filter(|now| now != v).map(|now| (*k, now)))
+                .collect();
+            if !stale.is_empty() {
+                return Ok(TxnResult {
+                    status: "aborted".into(),
+                    committed: false,
+                    from_switch: false,
+                    values: kv_dict(py, &stale)?,
+                    reads: kv_dict(py, &self.reads)?,
+                    writes: kv_dict(py, &self.writes)?,
+                    attempts: 0,
+                    latency_ms: 0.0,
+                    client_id: client.cl_id,
+                });
+            }
+            let (reads, writes) = (self.reads.clone(), self.writes.clone());
+            let txn = Txn::body(move |t| {
+                for (k, _) in &reads {
+                    t.read(*k);
+                }
+                for (k, v) in &writes {
+                    t.write(*k, *v);
+                }
             });
-        }
-        let (reads, writes) = (self.reads.clone(), self.writes.clone());
-        let txn = Txn::body(move |t| {
-            for (k, _) in &reads {
-                t.read(*k);
-            }
-            for (k, v) in &writes {
-                t.write(*k, *v);
-            }
-        });
-        let (c, last) = client.exec(py, txn)?;
-        client.result(py, &c, last.as_ref(), c.attempts)
+            let (c, last) = client.exec(py, txn)?;
+            client.result(py, &c, last.as_ref(), c.attempts)
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -556,36 +599,45 @@ impl Paxos {
     #[new]
     #[pyo3(signature = (*, acceptors=3, learners=2, data_plane="switch"))]
     fn new(py: Python<'_>, acceptors: usize, learners: usize, data_plane: &str) -> PyResult<Paxos> {
-        let data_plane = match data_plane.parse::<DataPlaneAt>() {
-            Ok(d @ (DataPlaneAt::Switch | DataPlaneAt::Process)) => d,
-            _ => return Err(config_error(format!("data_plane {data_plane:?}: \"switch\" or \"process\""))),
-        };
-        let cfg = LiveConfig { data_plane, acceptors, learners, ..LiveConfig::default() };
-        let app = py.detach(|| PaxosApp::start(&cfg)).map_err(io_error)?;
-        let addresses = app.addresses();
-        Ok(Paxos {
-            app: Mutex::new(Some(app)),
-            pending: Mutex::new(VecDeque::new()),
-            callback: Mutex::new(None),
-            addresses,
+        guard(|| {
+            let data_plane = match data_plane.parse::<DataPlaneAt>() {
+                Ok(d @ (DataPlaneAt::Switch | DataPlaneAt::Process)) => d,
+                _ => return Err(config_error(format!("data_plane {data_plane:?}: \"switch\" or \"process\""))),
+            };
+            use innet_exp::parse::within;
+            within("acceptors =", acceptors, 1, innet_paxos::MAX_ACCEPTORS, "MAX_ACCEPTORS").map_err(config_error)?;
+            within("learners =", learners, 1, innet_paxos::MAX_LEARNERS, "MAX_LEARNERS").map_err(config_error)?;
+            let cfg = LiveConfig { data_plane, acceptors, learners, ..LiveConfig::default() };
+            let app = py.detach(|| PaxosApp::start(&cfg)).map_err(io_error)?;
+            let addresses = app.addresses();
+            Ok(Paxos {
+                app: Mutex::new(Some(app)),
+                pending: Mutex::new(VecDeque::new()),
+                callback: Mutex::new(None),
+                addresses,
+            })
         })
     }
 
     /// Every node's address, by name.
     #[getter]
     fn addresses<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for (n, a) in &self.addresses {
-            d.set_item(n, a.to_string())?;
-        }
-        Ok(d)
+        guard(|| {
+            let d = PyDict::new(py);
+            for (n, a) in &self.addresses {
+                d.set_item(n, a.to_string())?;
+            }
+            Ok(d)
+        })
     }
 
     /// Submits `value` (bytes or str, at most `PAXOS_VALUE_MAX` bytes); the
     /// proposer resubmits until it is chosen. Returns the request id.
     fn submit(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<u32> {
-        let v = payload(value)?;
-        self.with_app(py, |a| a.submit(&v))
+        guard(|| {
+            let v = payload(value)?;
+            self.with_app(py, |a| a.submit(&v))
+        })
     }
 
     /// Learns what was decided in `instance` (phases 1 and 2 proposing
@@ -593,8 +645,10 @@ impl Paxos {
     /// delivered it already.
     #[pyo3(signature = (instance, noop=None))]
     fn recover(&self, py: Python<'_>, instance: u32, noop: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        let n = noop.map(payload).transpose()?.unwrap_or_default();
-        self.with_app(py, |a| a.recover(instance, &n))
+        guard(|| {
+            let n = noop.map(payload).transpose()?.unwrap_or_default();
+            self.with_app(py, |a| a.recover(instance, &n))
+        })
     }
 
     /// Registers `callback(instance, value)`, called from `poll`.
@@ -606,36 +660,41 @@ impl Paxos {
     /// up to `timeout` seconds for the first. Returns how many.
     #[pyo3(signature = (timeout=0.0))]
     fn poll(&self, py: Python<'_>, timeout: f64) -> PyResult<usize> {
-        let cb = self.callback.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|c| c.clone_ref(py));
-        let cb = cb.ok_or_else(|| config_error("no deliver callback: call on_deliver(callback) first"))?;
-        self.fill(py, seconds("timeout", timeout)?)?;
-        let got: Vec<_> = self.pending.lock().unwrap_or_else(|e| e.into_inner()).drain(..).collect();
-        for (i, v) in &got {
-            cb.call1(py, (*i, PyBytes::new(py, v)))?;
-        }
-        Ok(got.len())
+        guard(|| {
+            let cb = self.callback.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|c| c.clone_ref(py));
+            let cb = cb.ok_or_else(|| config_error("no deliver callback: call on_deliver(callback) first"))?;
+            self.fill(py, seconds("timeout", timeout)?)?;
+            let got: Vec<_> = self.pending.lock().unwrap_or_else(|e| e.into_inner()).drain(..).collect();
+            for (i, v) in &got {
+                cb.call1(py, (*i, PyBytes::new(py, v)))?;
+            }
+            Ok(got.len())
+        })
     }
 
     /// The next delivery `(instance, value)`, waiting up to `timeout`
     /// seconds; None if none came. A no-op delivers its no-op value.
     #[pyo3(signature = (timeout=1.0))]
     fn deliver<'py>(&self, py: Python<'py>, timeout: f64) -> PyResult<Option<(u32, Bound<'py, PyBytes>)>> {
-        Ok(self.next(py, seconds("timeout", timeout)?)?.map(|(i, v)| (i, PyBytes::new(py, &v))))
+        guard(|| Ok(self.next(py, seconds("timeout", timeout)?)?.map(|(i, v)| (i, PyBytes::new(py, &v)))))
     }
 
     /// An iterator over deliveries `(instance, value)`, in instance order;
     /// it ends when none arrives for `timeout` seconds.
     #[pyo3(signature = (timeout=1.0))]
     fn deliveries(slf: Py<Paxos>, timeout: f64) -> PyResult<Deliveries> {
-        Ok(Deliveries { paxos: slf, timeout: seconds("timeout", timeout)? })
+        guard(|| Ok(Deliveries { paxos: slf, timeout: seconds("timeout", timeout)? }))
     }
 
     /// Stops the deployment (also on leaving a `with` block).
-    fn stop(&self, py: Python<'_>) {
-        let app = self.app.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(a) = app {
-            py.detach(|| a.stop());
-        }
+    fn stop(&self, py: Python<'_>) -> PyResult<()> {
+        guard(|| {
+            let app = self.app.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(a) = app {
+                py.detach(|| a.stop());
+            }
+            Ok(())
+        })
     }
 
     fn __enter__(slf: Py<Paxos>) -> Py<Paxos> {
@@ -643,9 +702,9 @@ impl Paxos {
     }
 
     #[pyo3(signature = (*_exc))]
-    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-        self.stop(py);
-        false
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.stop(py)?;
+        Ok(false)
     }
 
     fn __repr__(&self) -> String {
@@ -666,7 +725,7 @@ impl Deliveries {
         slf
     }
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<(u32, Bound<'py, PyBytes>)>> {
-        Ok(self.paxos.get().next(py, self.timeout)?.map(|(i, v)| (i, PyBytes::new(py, &v))))
+        guard(|| Ok(self.paxos.get().next(py, self.timeout)?.map(|(i, v)| (i, PyBytes::new(py, &v)))))
     }
 }
 
@@ -676,7 +735,7 @@ impl Deliveries {
 #[pyfunction]
 #[pyo3(signature = (*, acceptors=3, learners=2, data_plane="switch"))]
 fn up_paxos(py: Python<'_>, acceptors: usize, learners: usize, data_plane: &str) -> PyResult<Paxos> {
-    Paxos::new(py, acceptors, learners, data_plane)
+    guard(|| Paxos::new(py, acceptors, learners, data_plane))
 }
 
 // ----------------------------------------------------------------- chain
@@ -722,42 +781,48 @@ impl ChainClient {
         timeout_ms: f64,
         deadline_ms: f64,
     ) -> PyResult<ChainClient> {
-        let nodes = nodes.iter().map(|n| address(n)).collect::<PyResult<Vec<_>>>()?;
-        if nodes.is_empty() || nodes.len() > innet_wire::netchain::MAX_CHAIN_NODES {
-            return Err(config_error(format!(
-                "a chain has 1 to {} nodes, got {}",
-                innet_wire::netchain::MAX_CHAIN_NODES,
-                nodes.len()
-            )));
-        }
-        if near >= nodes.len() {
-            return Err(config_error(format!("near {near}: the chain has {} nodes", nodes.len())));
-        }
-        let timeout = duration_ms("timeout_ms", timeout_ms)?;
-        if timeout.is_zero() {
-            return Err(config_error("timeout_ms must be > 0"));
-        }
-        Ok(ChainClient {
-            protocol: self::protocol(protocol)?,
-            nodes,
-            near,
-            timeout,
-            deadline: duration_ms("deadline_ms", deadline_ms)?,
+        guard(|| {
+            let nodes = nodes.iter().map(|n| address(n)).collect::<PyResult<Vec<_>>>()?;
+            if nodes.is_empty() || nodes.len() > innet_wire::netchain::MAX_CHAIN_NODES {
+                return Err(config_error(format!(
+                    "a chain has 1 to {} nodes, got {}",
+                    innet_wire::netchain::MAX_CHAIN_NODES,
+                    nodes.len()
+                )));
+            }
+            if near >= nodes.len() {
+                return Err(config_error(format!("near {near}: the chain has {} nodes", nodes.len())));
+            }
+            let timeout = duration_ms("timeout_ms", timeout_ms)?;
+            if timeout.is_zero() {
+                return Err(config_error("timeout_ms must be > 0"));
+            }
+            Ok(ChainClient {
+                protocol: self::protocol(protocol)?,
+                nodes,
+                near,
+                timeout,
+                deadline: duration_ms("deadline_ms", deadline_ms)?,
+            })
         })
     }
 
     /// The value at `key` (bytes, NUL padding removed).
     fn get<'py>(&self, py: Python<'py>, key: u32) -> PyResult<Bound<'py, PyBytes>> {
-        let c = self.one(py, key, None)?;
-        Ok(value_bytes(py, &c.value))
+        guard(|| {
+            let c = self.one(py, key, None)?;
+            Ok(value_bytes(py, &c.value))
+        })
     }
 
     /// Writes `value` (bytes or str of at most 16 bytes, or an int) to
     /// `key`; returns once the tail acknowledged it.
     fn put(&self, py: Python<'_>, key: u32, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let v = value_arg(value)?;
-        self.one(py, key, Some(v))?;
-        Ok(())
+        guard(|| {
+            let v = value_arg(value)?;
+            self.one(py, key, Some(v))?;
+            Ok(())
+        })
     }
 
     #[getter]
@@ -847,19 +912,21 @@ impl Deployment {
     /// Every node's address, by name.
     #[getter]
     fn addresses<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        addresses_dict(py, &self.addresses)
+        guard(|| addresses_dict(py, &self.addresses))
     }
     /// Stops and joins every node (also on leaving a `with` block).
     fn stop(&self, py: Python<'_>) -> PyResult<()> {
-        stop_nodes(py, &self.run)
+        guard(|| stop_nodes(py, &self.run))
     }
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
     #[pyo3(signature = (*_exc))]
     fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        self.stop(py)?;
-        Ok(false)
+        guard(|| {
+            self.stop(py)?;
+            Ok(false)
+        })
     }
 }
 
@@ -885,23 +952,25 @@ impl TxnDeployment {
     }
     /// The (first) switch's counters, e.g. `optimistically_aborted`.
     fn counters(slf: &Bound<'_, Self>) -> PyResult<Vec<(String, u64)>> {
-        let base = slf.as_super().get();
-        let g = base.run.lock().unwrap_or_else(|e| e.into_inner());
-        match g.as_ref() {
-            None => Err(innet_error("the deployment was stopped")),
-            Some(Nodes::Txn(l)) => Ok(l.switch_counters()),
-            Some(Nodes::Chain(_)) => Ok(vec![]),
-            Some(Nodes::Topo(t)) => Ok(t
-                .up
-                .started
-                .nodes
-                .iter()
-                .find_map(|(_, n)| match n {
-                    RunningNode::TxnSwitch(s) => Some(s.counters()),
-                    _ => None,
-                })
-                .unwrap_or_default()),
-        }
+        guard(|| {
+            let base = slf.as_super().get();
+            let g = base.run.lock().unwrap_or_else(|e| e.into_inner());
+            match g.as_ref() {
+                None => Err(innet_error("the deployment was stopped")),
+                Some(Nodes::Txn(l)) => Ok(l.switch_counters()),
+                Some(Nodes::Chain(_)) => Ok(vec![]),
+                Some(Nodes::Topo(t)) => Ok(t
+                    .up
+                    .started
+                    .nodes
+                    .iter()
+                    .find_map(|(_, n)| match n {
+                        RunningNode::TxnSwitch(s) => Some(s.counters()),
+                        _ => None,
+                    })
+                    .unwrap_or_default()),
+            }
+        })
     }
     fn __repr__(&self) -> String {
         format!("TxnDeployment(switch={:?}, store={:?})", self.switch.to_string(), self.store.to_string())
@@ -922,32 +991,40 @@ fn up_txn(
     client_delay_ms: f64,
     cache_slots: usize,
 ) -> PyResult<Py<TxnDeployment>> {
-    if let Some(path) = topology {
-        let path = path.to_string_lossy().into_owned();
-        let t = py.detach(|| TopoUp::start(&path, "txn"))?;
-        let find = |f: fn(&RunningNode) -> bool| {
-            t.up.started.nodes.iter().find(|(_, n)| f(n)).map(|(i, _)| t.up.started.addrs[*i])
-        };
-        let switch = find(|n| matches!(n, RunningNode::TxnSwitch(_)));
-        let store = find(|n| matches!(n, RunningNode::Store(_)));
-        let (Some(switch), Some(store)) = (switch, store) else {
-            let _ = t.shutdown();
-            return Err(config_error(format!("{path}: a transaction topology with a switch and a store")));
-        };
-        let addresses = t.addresses();
-        let base = Deployment::new(Nodes::Topo(Box::new(t)), addresses);
-        return Py::new(py, PyClassInitializer::from(base).add_subclass(TxnDeployment { switch, store }));
-    }
-    let mode: Mode = mode.parse().map_err(config_error)?;
-    let mut cfg = LocalConfig::new(mode);
-    cfg.switch.store_delay = duration_ms("store_delay_ms", store_delay_ms)?;
-    cfg.switch.client_delay = duration_ms("client_delay_ms", client_delay_ms)?;
-    cfg.switch.cache_slots = cache_slots;
-    let l = py.detach(|| start_local(&cfg, &Stop::new())).map_err(io_error)?;
-    let (switch, store) = (l.switch_addr(), l.store_addr());
-    let addresses = vec![("store".to_string(), store), ("switch".to_string(), switch)];
-    let base = Deployment::new(Nodes::Txn(Box::new(l)), addresses);
-    Py::new(py, PyClassInitializer::from(base).add_subclass(TxnDeployment { switch, store }))
+    guard(|| {
+        if let Some(path) = topology {
+            let path = path.to_string_lossy().into_owned();
+            let t = py.detach(|| TopoUp::start(&path, "txn"))?;
+            let find = |f: fn(&RunningNode) -> bool| {
+                t.up.started.nodes.iter().find(|(_, n)| f(n)).map(|(i, _)| t.up.started.addrs[*i])
+            };
+            let switch = find(|n| matches!(n, RunningNode::TxnSwitch(_)));
+            let store = find(|n| matches!(n, RunningNode::Store(_)));
+            let (Some(switch), Some(store)) = (switch, store) else {
+                let _ = t.shutdown();
+                return Err(config_error(format!("{path}: a transaction topology with a switch and a store")));
+            };
+            let addresses = t.addresses();
+            let base = Deployment::new(Nodes::Topo(Box::new(t)), addresses);
+            return Py::new(py, PyClassInitializer::from(base).add_subclass(TxnDeployment { switch, store }));
+        }
+        let mode: Mode = mode.parse().map_err(config_error)?;
+        let mut cfg = LocalConfig::new(mode);
+        cfg.switch.store_delay = duration_ms("store_delay_ms", store_delay_ms)?;
+        cfg.switch.client_delay = duration_ms("client_delay_ms", client_delay_ms)?;
+        let (ways, max) = (innet_core::table::WAYS, innet_core::limits::TABLE_SLOTS_MAX);
+        if cache_slots < ways || cache_slots > max || !cache_slots.is_power_of_two() {
+            return Err(config_error(format!(
+                "cache_slots = {cache_slots}: a power of two from {ways} to {max} (the limit TABLE_SLOTS_MAX)"
+            )));
+        }
+        cfg.switch.cache_slots = cache_slots;
+        let l = py.detach(|| start_local(&cfg, &Stop::new())).map_err(io_error)?;
+        let (switch, store) = (l.switch_addr(), l.store_addr());
+        let addresses = vec![("store".to_string(), store), ("switch".to_string(), switch)];
+        let base = Deployment::new(Nodes::Txn(Box::new(l)), addresses);
+        Py::new(py, PyClassInitializer::from(base).add_subclass(TxnDeployment { switch, store }))
+    })
 }
 
 /// A running chain (its switches and control plane).
@@ -971,7 +1048,7 @@ impl ChainDeployment {
     /// A [`ChainClient`] of this chain.
     #[pyo3(signature = (*, near=0, timeout_ms=100.0, deadline_ms=5000.0))]
     fn client(&self, near: usize, timeout_ms: f64, deadline_ms: f64) -> PyResult<ChainClient> {
-        ChainClient::new(self.nodes(), self.protocol.name(), near, timeout_ms, deadline_ms)
+        guard(|| ChainClient::new(self.nodes(), self.protocol.name(), near, timeout_ms, deadline_ms))
     }
     fn __repr__(&self) -> String {
         format!("ChainDeployment(protocol={:?}, nodes={:?})", self.protocol.name(), self.nodes())
@@ -990,29 +1067,42 @@ fn up_chain(
     nodes: usize,
     keys: u32,
 ) -> PyResult<Py<ChainDeployment>> {
-    if let Some(path) = topology {
-        let path = path.to_string_lossy().into_owned();
-        let t = py.detach(|| TopoUp::start(&path, "chain"))?;
-        let Service::Chain(c) = &t.up.topology.service else { unreachable!("checked by TopoUp::start") };
-        let protocol = c.protocol;
-        let nodes = innet_chain::deploy::chain_nodes(&c.deployment).iter().map(|&i| t.up.started.addrs[i]).collect();
-        let addresses = t.addresses();
-        let base = Deployment::new(Nodes::Topo(Box::new(t)), addresses);
-        return Py::new(py, PyClassInitializer::from(base).add_subclass(ChainDeployment { protocol, nodes }));
-    }
-    let protocol = self::protocol(protocol)?;
-    if !(1..=innet_wire::netchain::MAX_CHAIN_NODES).contains(&nodes) {
-        return Err(config_error(format!("nodes must be 1..={}", innet_wire::netchain::MAX_CHAIN_NODES)));
-    }
-    let cfg = LiveChainConfig { keys, ..LiveChainConfig::new(protocol, nodes) };
-    let chain = py.detach(|| LiveChain::start(cfg, &Stop::new())).map_err(io_error)?;
-    let addrs = chain.addrs();
-    let addresses = addrs.iter().enumerate().map(|(i, a)| (format!("node{i}"), *a)).collect();
-    let base = Deployment::new(Nodes::Chain(chain), addresses);
-    Py::new(py, PyClassInitializer::from(base).add_subclass(ChainDeployment { protocol, nodes: addrs }))
+    guard(|| {
+        if let Some(path) = topology {
+            let path = path.to_string_lossy().into_owned();
+            let t = py.detach(|| TopoUp::start(&path, "chain"))?;
+            let Service::Chain(c) = &t.up.topology.service else { unreachable!("checked by TopoUp::start") };
+            let protocol = c.protocol;
+            let nodes =
+                innet_chain::deploy::chain_nodes(&c.deployment).iter().map(|&i| t.up.started.addrs[i]).collect();
+            let addresses = t.addresses();
+            let base = Deployment::new(Nodes::Topo(Box::new(t)), addresses);
+            return Py::new(py, PyClassInitializer::from(base).add_subclass(ChainDeployment { protocol, nodes }));
+        }
+        let protocol = self::protocol(protocol)?;
+        if !(1..=innet_wire::netchain::MAX_CHAIN_NODES).contains(&nodes) {
+            return Err(config_error(format!("nodes must be 1..={}", innet_wire::netchain::MAX_CHAIN_NODES)));
+        }
+        let cfg = LiveChainConfig { keys, ..LiveChainConfig::new(protocol, nodes) };
+        if keys as usize > cfg.objects {
+            return Err(config_error(format!("keys = {keys}: at most the chain's {} objects", cfg.objects)));
+        }
+        let chain = py.detach(|| LiveChain::start(cfg, &Stop::new())).map_err(io_error)?;
+        let addrs = chain.addrs();
+        let addresses = addrs.iter().enumerate().map(|(i, a)| (format!("node{i}"), *a)).collect();
+        let base = Deployment::new(Nodes::Chain(chain), addresses);
+        Py::new(py, PyClassInitializer::from(base).add_subclass(ChainDeployment { protocol, nodes: addrs }))
+    })
 }
 
 // ---------------------------------------------------------------- module
+
+/// `_panic_for_tests()`: panics behind [`guard`], so a test can see that a
+/// Rust panic reaches Python as `innet.InnetError` (python/tests/test_errors.py).
+#[pyfunction]
+fn _panic_for_tests() -> PyResult<()> {
+    guard(|| panic!("a deliberate panic for the test of the boundary"))
+}
 
 #[pymodule]
 fn _innet(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -1031,5 +1121,6 @@ fn _innet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(up_txn, m)?)?;
     m.add_function(wrap_pyfunction!(up_chain, m)?)?;
     m.add_function(wrap_pyfunction!(up_paxos, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())
 }

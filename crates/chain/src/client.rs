@@ -236,8 +236,10 @@ impl ChainClient {
                     OpKind::Read => self.chain.iter().position(|n| *n == target).unwrap_or(0),
                     OpKind::Write => 0,
                 };
-                let stack: Vec<Addr> =
-                    self.chain[from..].iter().take(netchain::MAX_CHAIN_NODES).map(|n| self.config.addrs[*n]).collect();
+                // A chain order names nodes by index (from the control
+                // plane's view); one this client has no address for is left out.
+                let stack = self.chain.iter().skip(from).filter_map(|n| self.config.addrs.get(*n).copied());
+                let stack: Vec<Addr> = stack.filter(|a| *a != 0).take(netchain::MAX_CHAIN_NODES).collect();
                 let op = if cur.kind == OpKind::Read { NcOp::ReadReq } else { NcOp::WriteReq };
                 NcMsg { chain: stack, op, seq: 0, key: key_from_u32(cur.key), value, vgroup: 0 }.encode()
             }

@@ -11,8 +11,11 @@
 //! * **Failure detection**: a runtime reports a heartbeat for every node
 //!   that answers on the management channel ([`ChainControl::on_heartbeat`],
 //!   the way a P4 controller polls its switches). A member silent for
-//!   `failure_timeout`, or one that answers but has lost its configuration
-//!   (it restarted), has failed.
+//!   `failure_timeout` that also missed the last [`SILENT_POLLS_FOR_FAILURE`]
+//!   polls in a row, or one that answers but has lost its configuration
+//!   (it restarted), has failed. Counting polls as well as time means that
+//!   a control plane held up (a busy CPU, a slow step) does not take the
+//!   time it lost for its nodes' silence: only missing answers count.
 //! * **Removal** (phase 1 of section III-C): the failed node leaves the
 //!   chain at once, so traffic continues: its predecessor forwards to its
 //!   successor, a new head or tail takes over (a new NetCRAQ tail commits
@@ -31,6 +34,10 @@
 use std::time::Duration;
 
 use innet_core::Time;
+
+/// Polls in a row a member must miss (besides `failure_timeout` of
+/// silence) before it is judged failed.
+pub const SILENT_POLLS_FOR_FAILURE: u32 = 3;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ControlConfig {
@@ -102,6 +109,10 @@ pub struct ChainControl {
     members: Vec<usize>,
     joining: Vec<usize>,
     last_seen: Vec<Time>,
+    /// Node answered since the last tick.
+    heard: Vec<bool>,
+    /// Ticks in a row without an answer.
+    silent_polls: Vec<u32>,
     full_streak: Vec<u32>,
     phase: Phase,
     resync_wanted: bool,
@@ -124,6 +135,8 @@ impl ChainControl {
             members,
             joining: vec![],
             last_seen: vec![now; nodes],
+            heard: vec![false; nodes],
+            silent_polls: vec![0; nodes],
             full_streak: vec![0; nodes],
             phase: Phase::Normal,
             resync_wanted: false,
@@ -156,7 +169,9 @@ impl ChainControl {
 
     /// Node `node` answered a heartbeat.
     pub fn on_heartbeat(&mut self, now: Time, node: usize, report: NodeReport, out: &mut Vec<Action>) {
-        self.last_seen[node] = now;
+        let (Some(seen), Some(heard)) = (self.last_seen.get_mut(node), self.heard.get_mut(node)) else { return };
+        *seen = now;
+        *heard = true;
         let member = self.members.contains(&node);
         if member && !report.configured {
             // Restarted before we noticed: its state is gone.
@@ -185,11 +200,17 @@ impl ChainControl {
     /// Detects failures, runs resyncs. Call at `next_tick` (or later).
     pub fn on_tick(&mut self, now: Time, out: &mut Vec<Action>) {
         self.next_tick = now + self.config.heartbeat_interval;
+        for (heard, silent) in self.heard.iter_mut().zip(self.silent_polls.iter_mut()) {
+            *silent = if std::mem::take(heard) { 0 } else { silent.saturating_add(1) };
+        }
         let failed: Vec<usize> = self
             .members
             .iter()
             .copied()
-            .filter(|n| now.since(self.last_seen[*n]) > self.config.failure_timeout)
+            .filter(|n| {
+                now.since(self.last_seen[*n]) > self.config.failure_timeout
+                    && self.silent_polls[*n] >= SILENT_POLLS_FOR_FAILURE
+            })
             .collect();
         for n in failed {
             self.remove(now, n, out);
@@ -292,5 +313,29 @@ mod tests {
             c.on_tick(ms(5 * i), &mut out);
         }
         assert!(c.is_paused());
+    }
+
+    #[test]
+    fn a_control_plane_held_up_does_not_take_its_own_delay_for_a_failure() {
+        // Section III-C removes a node that failed; a control loop that
+        // stalled 100 ms and then missed one answer has no evidence of that.
+        let (mut c, _) = ChainControl::new(ControlConfig::default(), 3, ms(0));
+        for t in [5, 10, 15] {
+            tick_all(&mut c, ms(t), &[0, 1, 2], true);
+        }
+        // Held up until 115 ms; node 1's answer to this poll is lost.
+        let actions = tick_all(&mut c, ms(115), &[0, 2], true);
+        assert!(actions.is_empty(), "{actions:?}");
+        assert_eq!(c.members(), &[0, 1, 2]);
+        tick_all(&mut c, ms(120), &[0, 1, 2], true);
+        assert_eq!(c.members(), &[0, 1, 2]);
+        // A node that stays silent is still removed, at its third missed poll.
+        let mut t = 125;
+        while c.members().len() == 3 {
+            tick_all(&mut c, ms(t), &[0, 2], true);
+            t += 5;
+        }
+        assert_eq!(t, 150, "removed at 145 ms: 25 ms and 5 polls after its last answer");
+        assert_eq!(c.members(), &[0, 2]);
     }
 }

@@ -51,6 +51,9 @@ use crate::Role;
 
 /// Objects a node stores by default (the paper's `k`).
 pub const OBJECTS_DEFAULT: usize = 1024;
+/// Most objects a node may be configured with (a topology's `objects`):
+/// `objects * versions` values of 16 bytes each, 1 GiB at most.
+pub const OBJECTS_MAX: usize = 1 << 20;
 /// Register cells per object by default (the paper's `n`): the clean
 /// version and up to `VERSIONS_DEFAULT - 1` dirty ones.
 pub const VERSIONS_DEFAULT: usize = 8;

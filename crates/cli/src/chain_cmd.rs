@@ -1,6 +1,7 @@
 //! Chain key-value store commands: `innet check chain`, `innet bench chain`,
 //! `innet up chain`.
 
+use innet_exp::parse::Seeds;
 use std::time::Instant;
 
 use clap::Args;
@@ -10,7 +11,7 @@ use innet_exp::chain_sim;
 #[derive(Args, Debug)]
 pub struct CheckChainArgs {
     /// How many random seeds to run (each for every protocol).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = innet_exp::parse::check_seeds)]
     seeds: u64,
     /// First seed.
     #[arg(long, default_value_t = 1)]
@@ -29,8 +30,8 @@ pub struct CheckChainArgs {
 pub fn run_check(a: CheckChainArgs) -> anyhow::Result<i32> {
     let protocols: Vec<Protocol> = crate::sim_cmd::parse_list(&a.protocols)?;
     let (seeds, verbose) = match a.seed {
-        Some(s) => (s..s + 1, true),
-        None => (a.start_seed..a.start_seed.saturating_add(a.seeds), false),
+        Some(s) => (Seeds::one(s), true),
+        None => (Seeds { first: a.start_seed, count: a.seeds }, false),
     };
     let r = chain_sim::check_seeds(seeds, &protocols, a.duration_s, |run| {
         if verbose {
@@ -94,7 +95,7 @@ pub struct BenchChainArgs {
     #[arg(long, default_value = "3,4,5,6")]
     figures: String,
     /// Output folder (default results/chain-sim-<service>).
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::out_dir)]
     out: Option<std::path::PathBuf>,
 }
 
@@ -141,7 +142,8 @@ pub fn run_bench(a: BenchChainArgs) -> anyhow::Result<i32> {
             craq / chain.max(1e-9)
         );
     }
-    let out = a.out.unwrap_or_else(|| format!("results/chain-sim-{}", a.service).into());
+    let out: std::path::PathBuf = a.out.unwrap_or_else(|| format!("results/chain-sim-{}", a.service).into());
+    innet_exp::results::check_writable(&out).map_err(anyhow::Error::msg)?;
     let (jsonl, pngs) = chain_bench::write(&out, &rs)?;
     println!("wrote {} and {} plots in {}", jsonl.display(), pngs.len(), out.display());
     Ok(0)
@@ -177,7 +179,7 @@ pub struct BenchChainEtcdArgs {
     #[arg(long, default_value_t = 4)]
     etcd_conns: usize,
     /// Output folder (JSON lines appended to runs.jsonl and summary.jsonl).
-    #[arg(long, default_value = "results/chain-etcd")]
+    #[arg(long, default_value = "results/chain-etcd", value_parser = innet_exp::parse::out_dir)]
     out: std::path::PathBuf,
 }
 
@@ -277,7 +279,7 @@ pub struct UpChainArgs {
     #[arg(long, default_value_t = 0.3, value_parser = innet_exp::parse::ratio)]
     write_ratio: f64,
     /// With --topology: keys the client nodes use (0..N).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = innet_exp::parse::chain_keys)]
     keys: u32,
 }
 
@@ -474,7 +476,7 @@ pub struct ClientChainArgs {
     #[arg(long, alias = "puts-ratio", default_value_t = 0.5)]
     write_ratio: f64,
     /// --load: keys 0..N (a NetCRAQ chain holds 1024 objects).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = innet_exp::parse::chain_keys)]
     keys: u32,
     /// --load: seconds of load (the first 0.1 s are not counted).
     #[arg(long, default_value_t = 5.0)]

@@ -158,7 +158,7 @@ struct UpTxnArgs {
     #[arg(long, default_value_t = 0.5, value_parser = innet_exp::parse::ratio)]
     write_ratio: f64,
     /// With --topology: counters the client nodes' transactions touch (keys 1..=N).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = innet_exp::parse::txn_keys)]
     keys: u32,
     /// Stop after this many seconds (default: at Ctrl-C); client nodes run load until then.
     #[arg(long, value_parser = innet_exp::parse::seconds)]
@@ -390,13 +390,22 @@ pub struct StoreArgs {
     /// any sender could wipe the data.
     #[arg(long)]
     allow_reset: bool,
+    /// With --data-dir: keep every decision in the database too, in the
+    /// transaction that commits it (`innet chaos txn` checks them for
+    /// serializability). The log grows with every request: for checks only.
+    #[arg(long, requires = "data_dir")]
+    record_decisions: bool,
     #[command(flatten)]
     metrics: MetricsArgs,
 }
 
 pub fn run_store(a: StoreArgs) -> anyhow::Result<i32> {
     let stop = signals()?;
-    let data = a.data_dir.clone().map_or(StoreData::Memory, StoreData::Dir);
+    let data = match &a.data_dir {
+        None => StoreData::Memory,
+        Some(d) if a.record_decisions => StoreData::Recorded(d.clone()),
+        Some(d) => StoreData::Dir(d.clone()),
+    };
     let delay = Duration::from_secs_f64(a.link_delay_ms / 1e3);
     let node = spawn_store_delayed("store", a.listen, &data, delay, a.allow_reset, &stop)?;
     let sources = Sources::default();
@@ -556,19 +565,19 @@ struct ClientTxnArgs {
     #[arg(long)]
     load: bool,
     /// Load: concurrent clients [default: 8].
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::clients)]
     clients: Option<u32>,
     /// Load: fraction of transactions that increment a counter, 0..=1 [default: 0.2].
     #[arg(long, value_parser = innet_exp::parse::ratio)]
     write_ratio: Option<f64>,
     /// Load: number of counters, keys 1..=N [default: 1].
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::txn_keys)]
     keys: Option<u32>,
     /// Load: Zipf exponent of key popularity, 0 = uniform [default: 0].
     #[arg(long, value_parser = innet_exp::parse::non_negative)]
     zipf: Option<f64>,
     /// Load: most keys one transaction touches [default: 1].
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::span)]
     span: Option<u32>,
     /// Load: seconds to run [default: 10].
     #[arg(long, value_parser = innet_exp::parse::seconds)]

@@ -1,6 +1,7 @@
 //! `innet`: one program for every experiment, check and deployment.
 
 mod chain_cmd;
+mod chaos_cmd;
 mod live_cmd;
 mod mininet_cmd;
 #[cfg(not(feature = "xdp"))]
@@ -68,7 +69,12 @@ XDP data plane (root; namespaces and veths on this machine):
                                   XDP vs bare XDP bounce vs user-space software, side by side
   innet bench xdp-paxos-table1    CAANS Table 1: the BPF coordinator and acceptor vs XDP forwarding, ns/packet
   innet bench xdp-upcall          decisions from XDP to a learner: socket vs batch datagram vs ring buffer vs AF_XDP
-  innet testbed down              remove everything the testbed made";
+  innet testbed down              remove everything the testbed made
+
+Hostile traffic:
+  innet chaos txn|paxos|chain --duration-s 60 --seed 1
+                                  a live deployment under load, an adversary (forged, replayed, reordered,
+                                  flooding traffic, kill -9 and restarts), the service's checker on the histories";
 
 #[derive(Parser, Debug)]
 #[command(name = "innet", version = innet_exp::results::VERSION, about = ABOUT, long_about = ABOUT)]
@@ -110,6 +116,8 @@ enum Command {
     Mininet(mininet_cmd::MininetArgs),
     /// Regenerate all 26 results of the four papers beside the papers' numbers (REPORT.md, REPORT.html).
     Reproduce(reproduce_cmd::ReproduceArgs),
+    /// A live deployment under load and an adversary (forged, replayed, reordered, flooding traffic; kills), checked.
+    Chaos(chaos_cmd::ChaosArgs),
 }
 
 /// Lets every numeric flag see a negative value (and refuse it with its own
@@ -175,6 +183,7 @@ fn main() {
         Command::Topology(c) => live_cmd::run_topology_cmd(c),
         Command::Mininet(a) => mininet_cmd::run_mininet(a),
         Command::Reproduce(a) => reproduce_cmd::run(a),
+        Command::Chaos(a) => chaos_cmd::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

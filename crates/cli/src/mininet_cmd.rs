@@ -25,10 +25,10 @@ pub struct MininetArgs {
     #[arg(long, value_parser = innet_exp::parse::ratio)]
     write_ratio: Option<f64>,
     /// Transactions, chain: keys the clients use (default: `innet up`'s, 1 and 8).
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::txn_keys)]
     keys: Option<u32>,
     /// Paxos: requests each proposer keeps in flight (default: `innet up`'s, 8).
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::outstanding)]
     outstanding: Option<usize>,
     /// Seed of the load nodes' workloads.
     #[arg(long, default_value_t = 1)]

@@ -1,5 +1,6 @@
 //! `innet sim|check|bench|up paxos`: the consensus service (CAANS).
 
+use innet_exp::parse::Seeds;
 use std::time::Instant;
 
 use clap::Args;
@@ -94,7 +95,7 @@ pub fn run_sim(a: SimPaxosArgs) -> anyhow::Result<i32> {
 #[derive(Args, Debug)]
 pub struct CheckPaxosArgs {
     /// Number of random seeds (each runs in both deployments).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = innet_exp::parse::check_seeds)]
     seeds: u64,
     #[arg(long, default_value_t = 1)]
     start_seed: u64,
@@ -112,8 +113,8 @@ pub struct CheckPaxosArgs {
 pub fn run_check(a: CheckPaxosArgs) -> anyhow::Result<i32> {
     let dps: Vec<DataPlaneAt> = crate::sim_cmd::parse_list(&a.data_planes)?;
     let (seeds, verbose) = match a.seed {
-        Some(s) => (s..s + 1, true),
-        None => (a.start_seed..a.start_seed.saturating_add(a.seeds), false),
+        Some(s) => (Seeds::one(s), true),
+        None => (Seeds { first: a.start_seed, count: a.seeds }, false),
     };
     let r = innet_exp::paxos_bench::check_seeds(seeds, &dps, a.duration_s, |run| {
         if verbose {
@@ -160,7 +161,7 @@ pub struct BenchPaxosArgs {
     #[arg(long)]
     no_failures: bool,
     /// Output folder (default results/paxos-<runtime>, or results/paxos-<figure>).
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::out_dir)]
     out: Option<std::path::PathBuf>,
     /// Instead of the sweep: CPU per role at peak load, measured live (per
     /// thread) beside the simulator's service model: CAANS Figure 2 (every
@@ -199,6 +200,7 @@ fn run_figure(figure: RolesFigure, a: &BenchPaxosArgs) -> anyhow::Result<i32> {
         scale: 1.0,
         runtime: if a.xdp { Where::Xdp } else { Where::Live },
     };
+    innet_exp::results::check_writable(&ctx.out).map_err(anyhow::Error::msg)?;
     let mut load = Load::of(&ctx);
     if base.duration_s != defaults.duration_s {
         load.duration_s = base.duration_s;
@@ -338,6 +340,7 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
         rs.extend(fs);
     }
     let out = a.out.unwrap_or_else(|| std::path::PathBuf::from(format!("results/paxos-{}", a.runtime.name())));
+    innet_exp::results::check_writable(&out).map_err(anyhow::Error::msg)?;
     paxos_bench::write(&out, &rs)?;
     println!("{} records and plots in {} ({:.1} s)", rs.len(), out.display(), started.elapsed().as_secs_f64());
     Ok(0)
@@ -349,16 +352,16 @@ pub struct UpPaxosArgs {
     /// Where the coordinator and acceptors run: switch (user-space software switches) or process.
     #[arg(long, default_value = "switch")]
     data_plane: String,
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = innet_exp::parse::acceptors)]
     acceptors: usize,
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = innet_exp::parse::learners)]
     learners: usize,
     /// Built-in load proposers (0: none; proposers in other processes reach
     /// the switch deployment's coordinator and get their votes back).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = innet_exp::parse::load_proposers)]
     proposers: usize,
     /// Requests each built-in proposer keeps in flight.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = innet_exp::parse::outstanding)]
     outstanding: usize,
     #[arg(long, default_value_t = innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT, value_parser = innet_exp::parse::acceptor_slots)]
     slots: usize,
@@ -459,9 +462,9 @@ pub struct KvReplicaArgs {
     /// The deployment's --base-port.
     #[arg(long)]
     base_port: u16,
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = innet_exp::parse::acceptors)]
     acceptors: usize,
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = innet_exp::parse::learners)]
     learners: usize,
     /// Print `applied N next I digest H keys K` this often (ms).
     #[arg(long, default_value_t = 200)]

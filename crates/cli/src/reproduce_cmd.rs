@@ -13,7 +13,7 @@ use innet_exp::reproduce_report::{self, Options, Progress};
 #[derive(Args, Debug)]
 pub struct ReproduceArgs {
     /// Report folder: one sub-folder per result, REPORT.md and REPORT.html.
-    #[arg(long, default_value = "results/reproduce")]
+    #[arg(long, default_value = "results/reproduce", value_parser = innet_exp::parse::out_dir)]
     out: std::path::PathBuf,
     /// Comma-separated result ids (e.g. gotthard-fig7,caans-fig8); default: all 26.
     #[arg(long)]

@@ -1,5 +1,6 @@
 //! Experiment commands: `innet demo`, `innet sim`, `innet bench`, `innet check`.
 
+use innet_exp::parse::Seeds;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -38,7 +39,7 @@ pub struct BenchTxnArgs {
     write_ratios: String,
     /// Output folder for txn.jsonl and txn-figure7.png (with --figure: for
     /// that figure's records and plot).
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::out_dir)]
     out: Option<PathBuf>,
     /// Instead of Figure 7's sweep, one of Gotthard's other microbenchmark
     /// figures or NOCC's Figures 1, 3 and 4 at the papers' parameters
@@ -161,7 +162,7 @@ pub enum BenchService {
 #[derive(Args, Debug)]
 pub struct CheckTxnArgs {
     /// How many random seeds to run (each in every mode).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = innet_exp::parse::check_seeds)]
     seeds: u64,
     /// First seed.
     #[arg(long, default_value_t = 1)]
@@ -193,13 +194,13 @@ pub enum CheckService {
 #[derive(Args, Debug)]
 pub struct DemoArgs {
     /// Output folder.
-    #[arg(long, default_value = "results/demo")]
+    #[arg(long, default_value = "results/demo", value_parser = innet_exp::parse::out_dir)]
     out: PathBuf,
     /// Simulated seconds per point (the paper ran 180).
     #[arg(long, default_value_t = 180.0, value_parser = innet_exp::parse::seconds)]
     duration_s: f64,
     /// Seeds for the correctness check part of the demo.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = innet_exp::parse::check_seeds)]
     check_seeds: u64,
 }
 
@@ -314,6 +315,7 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
     let ratios = parse_ratios(&a.write_ratios)?;
     let rs = sweep(a.runtime, &base, &modes, &ratios)?;
     let out = a.out.unwrap_or_else(|| PathBuf::from(format!("results/txn-{}", a.runtime.name())));
+    innet_exp::results::check_writable(&out).map_err(anyhow::Error::msg)?;
     finish_sweep(&rs, &out)?;
     if a.runtime == Runtime::Live {
         // The generator's ceiling: the batched generator at the same
@@ -350,6 +352,7 @@ fn run_figure(name: &str, a: &BenchTxnArgs) -> anyhow::Result<i32> {
     let entry = gotthard_micro::by_figure_name(name)
         .ok_or_else(|| anyhow::anyhow!("--figure {name}: not one of {}", TXN_FIGURES.join(", ")))?;
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("results/txn-sim/{}", entry.id)));
+    innet_exp::results::check_writable(&out).map_err(anyhow::Error::msg)?;
     let ctx = Ctx { out: out.clone(), seed: a.point.seed, scale: a.scale, runtime: Where::Sim };
     let started = Instant::now();
     let o = (entry.run)(&ctx)?;
@@ -360,7 +363,7 @@ fn run_figure(name: &str, a: &BenchTxnArgs) -> anyhow::Result<i32> {
 
 /// Runs the checker over `seeds` and prints what it found; the number of
 /// violations.
-fn check_seeds(seeds: std::ops::Range<u64>, modes: &[Mode], duration_s: f64, verbose: bool) -> anyhow::Result<usize> {
+fn check_seeds(seeds: Seeds, modes: &[Mode], duration_s: f64, verbose: bool) -> anyhow::Result<usize> {
     let r = txn_bench::check_seeds(seeds, modes, duration_s, |run| {
         if verbose {
             println!("{}", serde_json::to_string(&run.config).unwrap_or_default());
@@ -405,8 +408,8 @@ pub fn run_check(s: CheckService) -> anyhow::Result<i32> {
     };
     let modes: Vec<Mode> = parse_list(&a.modes)?;
     let (range, verbose) = match a.seed {
-        Some(s) => (s..s + 1, true),
-        None => (a.start_seed..a.start_seed.saturating_add(a.seeds), false),
+        Some(s) => (Seeds::one(s), true),
+        None => (Seeds { first: a.start_seed, count: a.seeds }, false),
     };
     let bad = check_seeds(range, &modes, a.duration_s, verbose)?;
     Ok(if bad == 0 { 0 } else { 1 })
@@ -428,7 +431,7 @@ pub fn run_demo(a: DemoArgs) -> anyhow::Result<i32> {
     );
     finish_sweep(&rs, &a.out)?;
     println!();
-    let bad = check_seeds(1..1 + a.check_seeds, &Mode::ALL, 5.0, false)?;
+    let bad = check_seeds(Seeds { first: 1, count: a.check_seeds }, &Mode::ALL, 5.0, false)?;
 
     let out = a.out.display();
     println!("\n2. Chain replication: NetCRAQ vs NetChain, Figures 3 and 6 (shared-CPU switch model)\n");

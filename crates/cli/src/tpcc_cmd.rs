@@ -4,6 +4,7 @@
 //! `innet check tpcc` (random faulty TPC-C runs, with forged replies,
 //! through the serializability checker and TPC-C's consistency conditions).
 
+use innet_exp::parse::Seeds;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -30,7 +31,7 @@ pub struct BenchTpccArgs {
     #[arg(long)]
     modes: Option<String>,
     /// Output folder for tpcc-<figure>.jsonl and tpcc-<figure>.png [default: results/tpcc-<runtime>].
-    #[arg(long)]
+    #[arg(long, value_parser = innet_exp::parse::out_dir)]
     out: Option<PathBuf>,
     #[command(flatten)]
     point: TpccConfig,
@@ -39,7 +40,7 @@ pub struct BenchTpccArgs {
 #[derive(Args, Debug)]
 pub struct CheckTpccArgs {
     /// How many random seeds to run (each in every mode).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, value_parser = innet_exp::parse::check_seeds)]
     seeds: u64,
     /// First seed.
     #[arg(long, default_value_t = 1)]
@@ -70,7 +71,7 @@ pub struct ClientTpccArgs {
     #[arg(long, value_parser = crate::live_cmd::parse_addr)]
     store: Option<std::net::SocketAddr>,
     /// Terminals.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = innet_exp::parse::clients)]
     clients: u32,
     #[arg(long, default_value_t = 1)]
     warehouses: u32,
@@ -178,6 +179,7 @@ pub fn run_bench(a: BenchTpccArgs) -> anyhow::Result<i32> {
         println!("live runtime: using RTT 20 ms and 10 s per point (set --rtt-ms/--duration-s to change)");
     }
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("results/tpcc-{}", a.runtime.name())));
+    innet_exp::results::check_writable(&out).map_err(anyhow::Error::msg)?;
     let stop = crate::live_cmd::signals()?;
     let mut bad = 0;
     for fig in figs {
@@ -340,65 +342,65 @@ fn print_nocc5(rs: &[TpccResult]) {
 pub fn run_check(a: CheckTpccArgs) -> anyhow::Result<i32> {
     let modes: Vec<Mode> = parse_list(&a.modes)?;
     let (seeds, verbose) = match a.seed {
-        Some(s) => (s..s + 1, true),
-        None => (a.start_seed..a.start_seed.saturating_add(a.seeds), false),
+        Some(s) => (Seeds::one(s), true),
+        None => (Seeds { first: a.start_seed, count: a.seeds }, false),
     };
     let wall = Instant::now();
-    let jobs: Vec<TpccConfig> = seeds
-        .clone()
-        .flat_map(|s| modes.iter().map(move |&m| tpcc_sim::random_check_config(s, m, a.duration_s)))
-        .collect();
-    let progress = innet_exp::progress::Progress::new(jobs.len() as u64, "check tpcc");
-    let runs = innet_exp::run_parallel_shown(
-        &jobs,
+    let jobs = seeds.iter().flat_map(|s| modes.iter().map(move |&m| tpcc_sim::random_check_config(s, m, a.duration_s)));
+    let progress = innet_exp::progress::Progress::new(seeds.count.saturating_mul(modes.len() as u64), "check tpcc");
+    let mut violations = 0;
+    let mut runs = 0u64;
+    let (mut commits, mut switch_answers, mut store_commits) = (0u64, 0usize, 0usize);
+    let mut per_kind = std::collections::BTreeMap::new();
+    innet_exp::run_parallel_each(
+        jobs,
         &progress,
         |c| format!("seed {} {}", c.seed, c.mode),
         tpcc_sim::run_checked,
-    );
-    progress.finish();
-    let mut violations = 0;
-    let (mut commits, mut switch_answers, mut store_commits) = (0u64, 0usize, 0usize);
-    let mut per_kind = std::collections::BTreeMap::new();
-    for (cfg, run) in jobs.iter().zip(&runs) {
-        let run = run.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
-        if verbose {
-            println!("{}", serde_json::to_string(cfg).unwrap_or_default());
-        }
-        commits += run.committed;
-        for (k, n) in &run.per_kind {
-            *per_kind.entry(k.name()).or_insert(0u64) += n;
-        }
-        if let Ok(s) = &run.serializable {
-            switch_answers += s.switch_answers_checked;
-            store_commits += s.store_commits;
-        }
-        if !run.ok() {
-            violations += 1;
-            println!("VIOLATION seed {} mode {}:", cfg.seed, cfg.mode);
-            let errs = run.serializable.as_ref().err().cloned().unwrap_or_default();
-            for e in errs.iter().chain(&run.consistency).take(if verbose { usize::MAX } else { 5 }) {
-                println!("  {e}");
+        |cfg, run| -> anyhow::Result<()> {
+            let run = run.map_err(|e| anyhow::anyhow!("{e}"))?;
+            runs += 1;
+            if verbose {
+                println!("{}", serde_json::to_string(cfg).unwrap_or_default());
             }
-            println!(
-                "  replay: innet check tpcc --seed {} --modes {} --duration-s {}",
-                cfg.seed, cfg.mode, a.duration_s
-            );
-        }
-    }
-    // Determinism: the first job again must give the same trace.
-    if let (Some(cfg), Some(Ok(first))) = (jobs.first(), runs.first()) {
-        let again = tpcc_sim::run_checked(cfg).map_err(anyhow::Error::msg)?;
-        if again.trace_hash != first.trace_hash {
-            violations += 1;
-            println!("NONDETERMINISM seed {} mode {}: trace hashes differ", cfg.seed, cfg.mode);
-        }
-    }
+            commits += run.committed;
+            for (k, n) in &run.per_kind {
+                *per_kind.entry(k.name()).or_insert(0u64) += n;
+            }
+            if let Ok(s) = &run.serializable {
+                switch_answers += s.switch_answers_checked;
+                store_commits += s.store_commits;
+            }
+            if !run.ok() {
+                violations += 1;
+                println!("VIOLATION seed {} mode {}:", cfg.seed, cfg.mode);
+                let errs = run.serializable.as_ref().err().cloned().unwrap_or_default();
+                for e in errs.iter().chain(&run.consistency).take(if verbose { usize::MAX } else { 5 }) {
+                    println!("  {e}");
+                }
+                println!(
+                    "  replay: innet check tpcc --seed {} --modes {} --duration-s {}",
+                    cfg.seed, cfg.mode, a.duration_s
+                );
+            }
+            // Determinism: the first job again must give the same trace.
+            if runs == 1 {
+                let again = tpcc_sim::run_checked(cfg).map_err(anyhow::Error::msg)?;
+                if again.trace_hash != run.trace_hash {
+                    violations += 1;
+                    println!("NONDETERMINISM seed {} mode {}: trace hashes differ", cfg.seed, cfg.mode);
+                }
+            }
+            Ok(())
+        },
+    )?;
+    progress.finish();
     println!(
         "checked {} TPC-C runs ({} seeds x {} modes, {} s simulated each, loss/dup/reorder/jitter on) in {:.1} s: \
          {commits} transactions committed {per_kind:?}, {store_commits} store commits, {switch_answers} switch answers \
          verified serializable; consistency conditions checked after every run; {violations} violations",
-        jobs.len(),
-        seeds.end - seeds.start,
+        runs,
+        seeds.count,
         modes.len(),
         a.duration_s,
         wall.elapsed().as_secs_f64(),

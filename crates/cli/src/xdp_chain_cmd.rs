@@ -19,7 +19,7 @@ pub struct BenchXdpChainArgs {
     #[command(flatten)]
     rounds: crate::xdp_cmd::RoundsArgs,
     /// Output folder for xdp-chain.jsonl.
-    #[arg(long, default_value = "results/xdp")]
+    #[arg(long, default_value = "results/xdp", value_parser = innet_exp::parse::out_dir)]
     out: PathBuf,
 }
 

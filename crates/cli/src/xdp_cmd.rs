@@ -363,19 +363,19 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
 #[derive(Args, Debug)]
 pub struct RoundsArgs {
     /// Measured requests per data plane per round.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 2000, value_parser = innet_exp::parse::bench_requests)]
     requests: usize,
     /// Unmeasured requests first, per data plane per round.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = innet_exp::parse::bench_warmup)]
     warmup: usize,
     /// Rounds; the data planes take turns within each.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = innet_exp::parse::bench_rounds)]
     rounds: usize,
     /// Requests in flight in the packet-rate phase.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = innet_exp::parse::bench_window)]
     window: usize,
     /// Length of the packet-rate phase per data plane per round, ms (0: none).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = innet_exp::parse::whole_ms)]
     rate_ms: u64,
 }
 
@@ -396,7 +396,7 @@ pub struct BenchXdpArgs {
     #[command(flatten)]
     rounds: RoundsArgs,
     /// Output folder for xdp-rtt.jsonl.
-    #[arg(long, default_value = "results/xdp")]
+    #[arg(long, default_value = "results/xdp", value_parser = innet_exp::parse::out_dir)]
     out: PathBuf,
 }
 
@@ -444,13 +444,13 @@ pub struct BenchXdpTxnArgs {
     #[arg(long, default_value = "optimistic-abort")]
     mode: Mode,
     /// Closed-loop clients.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = innet_exp::parse::clients)]
     clients: u32,
     /// Fraction of transactions that write (the rest read).
     #[arg(long, default_value_t = 0.5, value_parser = innet_exp::parse::ratio)]
     write_ratio: f64,
     /// Keys (1: the paper's single counter).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = innet_exp::parse::txn_keys)]
     keys: u32,
     /// Seconds of load per data plane.
     #[arg(long, default_value_t = 5.0, value_parser = innet_exp::parse::seconds)]
@@ -464,7 +464,7 @@ pub struct BenchXdpTxnArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Output folder for xdp-txn.jsonl.
-    #[arg(long, default_value = "results/xdp")]
+    #[arg(long, default_value = "results/xdp", value_parser = innet_exp::parse::out_dir)]
     out: PathBuf,
 }
 

@@ -21,10 +21,10 @@ pub struct BenchXdpPaxosArgs {
     #[command(flatten)]
     load: XdpPaxosLoad,
     /// Rounds of (XDP, software processes, software switches).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = innet_exp::parse::bench_rounds)]
     runs: usize,
     /// Output folder for xdp-paxos.jsonl.
-    #[arg(long, default_value = "results/xdp")]
+    #[arg(long, default_value = "results/xdp", value_parser = innet_exp::parse::out_dir)]
     out: PathBuf,
     /// The fabric alone: an in-kernel generator injects REQUESTs at the
     /// BPF coordinator and the vote counter counts the decisions, no end
@@ -39,12 +39,12 @@ pub struct BenchXdpPaxosArgs {
 #[derive(Args, Debug)]
 pub struct BenchTable1Args {
     /// Single BPF_PROG_TEST_RUN runs per program (rounded up to 1,000s).
-    #[arg(long, default_value_t = 200_000)]
+    #[arg(long, default_value_t = 200_000, value_parser = innet_exp::parse::test_runs)]
     runs: u32,
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Output folder for caans-table1.jsonl and caans-table1.png.
-    #[arg(long, default_value = "results/xdp")]
+    #[arg(long, default_value = "results/xdp", value_parser = innet_exp::parse::out_dir)]
     out: PathBuf,
 }
 

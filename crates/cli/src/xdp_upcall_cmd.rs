@@ -29,7 +29,7 @@ pub struct BenchXdpUpcallArgs {
     #[arg(long, default_value_t = d().burst)]
     burst: u32,
     /// Rounds; in each, every sender and path takes its turn.
-    #[arg(long, default_value_t = d().rounds)]
+    #[arg(long, default_value_t = d().rounds, value_parser = innet_exp::parse::bench_rounds)]
     rounds: usize,
     /// Batch sizes measured, comma-separated (2..=64, each dividing --burst).
     #[arg(long = "batch", value_delimiter = ',', default_values_t = d().batches)]
@@ -61,7 +61,7 @@ pub struct BenchXdpUpcallArgs {
     #[arg(long, value_delimiter = ',', default_values = ["kernel", "socket"])]
     senders: Vec<Sender>,
     /// Output folder for xdp-upcall.jsonl.
-    #[arg(long, default_value = "results/xdp")]
+    #[arg(long, default_value = "results/xdp", value_parser = innet_exp::parse::out_dir)]
     out: PathBuf,
 }
 

@@ -220,7 +220,77 @@ fn careless_flags_and_topologies_are_refused_in_one_line() {
     let huge_delay = write(&dir, "delay.toml", &switches("store", "store_delay_ms = 1e300\n"));
     let huge_slots = write(&dir, "slots.toml", &switches("store", "cache_slots = 4294967296\n"));
     let negative = write(&dir, "negative.toml", &switches("store", "client_delay_ms = -5.0\n"));
+    // A file may not pass what its flag refuses (docs/security.md, "Bounds").
+    let mut groups = String::from("[[node]]\nname = \"store\"\nrole = \"store\"\n\n");
+    for g in 0..3 {
+        groups += &format!("[[node]]\nname = \"c{g}\"\nrole = \"clients\"\ncount = 2000\nupstream = \"store\"\n\n");
+    }
+    let many_clients = write(&dir, "clients.toml", &groups);
+    let mut chain = String::from("[chain]\nprotocol = \"netchain\"\n\n");
+    for i in 0..11 {
+        chain += &format!("[[node]]\nname = \"n{i}\"\nrole = \"node\"\n\n");
+    }
+    chain += "[[node]]\nname = \"control\"\nrole = \"control\"\n";
+    let long_chain = write(&dir, "chain.toml", &chain);
+    let trim = write(
+        &dir,
+        "trim.toml",
+        "[paxos]\ntrim_quorum = 2\n\n[[node]]\nname = \"c\"\nrole = \"coordinator\"\n\n[[node]]\nname = \"a\"\n\
+         role = \"acceptor\"\n\n[[node]]\nname = \"l\"\nrole = \"learner\"\n\n[[node]]\nname = \"p\"\nrole = \"proposer\"\n",
+    );
+    let a_file = write(&dir, "a-file", "");
+    let in_a_file = format!("{a_file}/results");
+    let u32_max = "4294967295";
     let cases: Vec<(Vec<&str>, &str)> = vec![
+        // Counts that size allocations: each refused with its named limit.
+        (vec!["sim", "txn", "--clients", u32_max], "CLIENTS_MAX"),
+        (vec!["bench", "txn", "--clients", u32_max], "CLIENTS_MAX"),
+        (vec!["sim", "txn", "--keys", u32_max], "TXN_KEYS_MAX"),
+        (vec!["sim", "txn", "--keys", "2000", "--span", "1000"], "SPAN_MAX"),
+        (vec!["sim", "txn", "--edge-switches", u32_max], "CLIENTS_MAX"),
+        (vec!["sim", "paxos", "--proposers", u32_max], "PROPOSERS_MAX"),
+        (vec!["sim", "paxos", "--outstanding", u32_max], "OUTSTANDING_MAX"),
+        (vec!["bench", "paxos", "--proposers", "4294967296"], "PROPOSERS_MAX"),
+        (vec!["up", "paxos", "--proposers", u32_max], "PROPOSERS_MAX"),
+        (vec!["up", "paxos", "--outstanding", u32_max], "OUTSTANDING_MAX"),
+        (vec!["up", "paxos", "--acceptors", "65"], "MAX_ACCEPTORS"),
+        (
+            vec!["kv-replica", "--id", "0", "--data-dir", "kv", "--base-port", "20000", "--acceptors", u32_max],
+            "MAX_ACCEPTORS",
+        ),
+        (
+            vec!["kv-replica", "--id", "0", "--data-dir", "kv", "--base-port", "20000", "--learners", u32_max],
+            "MAX_LEARNERS",
+        ),
+        (vec!["mininet", "--topology", "x.toml", "--outstanding", u32_max], "OUTSTANDING_MAX"),
+        (vec!["check", "txn", "--seeds", "4294967297"], "CHECK_SEEDS_MAX"),
+        (vec!["check", "paxos", "--seeds", "4294967297"], "CHECK_SEEDS_MAX"),
+        (vec!["check", "chain", "--seeds", "4294967297"], "CHECK_SEEDS_MAX"),
+        (vec!["check", "tpcc", "--seeds", "4294967297"], "CHECK_SEEDS_MAX"),
+        (vec!["demo", "--check-seeds", "4294967297"], "CHECK_SEEDS_MAX"),
+        (vec!["bench", "tpcc", "--clients", u32_max], "CLIENTS_MAX"),
+        (vec!["client", "tpcc", "--to", "127.0.0.1:9", "--load", "--clients", u32_max], "CLIENTS_MAX"),
+        (vec!["client", "txn", "--to", "127.0.0.1:9", "--load", "--keys", u32_max], "TXN_KEYS_MAX"),
+        (vec!["client", "txn", "--to", "127.0.0.1:9", "--load", "--clients", u32_max], "CLIENTS_MAX"),
+        (vec!["client", "chain", "--nodes", "127.0.0.1:9", "--load", "--keys", u32_max], "OBJECTS_MAX"),
+        (vec!["up", "chain", "--keys", u32_max], "OBJECTS_MAX"),
+        (vec!["up", "txn", "--keys", u32_max], "TXN_KEYS_MAX"),
+        (vec!["bench", "xdp", "--requests", "18446744073709551615"], "BENCH_REQUESTS_MAX"),
+        (vec!["bench", "xdp", "--window", u32_max], "BENCH_WINDOW_MAX"),
+        (vec!["bench", "xdp-chain", "--rounds", u32_max], "BENCH_ROUNDS_MAX"),
+        (vec!["bench", "xdp-paxos", "--runs", u32_max], "BENCH_ROUNDS_MAX"),
+        (vec!["bench", "xdp-paxos-table1", "--runs", u32_max], "TEST_RUNS_MAX"),
+        (vec!["bench", "xdp-txn", "--clients", u32_max], "CLIENTS_MAX"),
+        (vec!["up", "txn", "--topology", &many_clients], "CLIENTS_MAX"),
+        (vec!["sim", "txn", "--topology", &many_clients], "CLIENTS_MAX"),
+        (vec!["up", "chain", "--topology", &long_chain], "MAX_CHAIN_NODES"),
+        (vec!["up", "paxos", "--topology", &trim], "trim_quorum"),
+        (vec!["sim", "paxos", "--topology", &trim], "trim_quorum"),
+        // Output folders are checked before the run, not after it.
+        (vec!["bench", "txn", "--out", "/proc/innet-results"], "/proc"),
+        (vec!["bench", "chain", "--out", &in_a_file], "is a file"),
+        (vec!["reproduce", "--out", &in_a_file], "is a file"),
+        (vec!["bench", "xdp", "--out", "/proc/innet-results"], "/proc"),
         (vec!["up", "txn", "--client-delay-ms", "1e300"], "--client-delay-ms"),
         (
             vec![
@@ -305,4 +375,24 @@ fn careless_flags_and_topologies_are_refused_in_one_line() {
     }
     std::fs::remove_dir_all(&dir).ok();
     assert!(failures.is_empty(), "{} of {} cases misbehaved:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+#[test]
+fn extreme_seeds_run_and_name_themselves() {
+    // Seeds are names: a range that passes u64::MAX wraps to 0 (it used to
+    // check nothing), and replaying u64::MAX runs it (`s + 1` overflowed).
+    let dir = temp_dir();
+    let max = u64::MAX.to_string();
+    for (args, says) in [
+        (vec!["check", "chain", "--start-seed", &max, "--seeds", "2", "--duration-s", "0.1"], "checked 4 runs"),
+        (vec!["check", "txn", "--seed", &max, "--duration-s", "0.1"], "checked 4 runs"),
+        (vec!["check", "tpcc", "--seed", &max, "--duration-s", "0.1"], "checked 4 TPC-C runs"),
+    ] {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let o = innet(&dir, &args);
+        assert_eq!(o.code, Some(0), "innet {}: {}", args.join(" "), o.stderr);
+        assert!(!o.stderr.contains("panicked"), "{}", o.stderr);
+        assert!(o.stdout.contains(says), "innet {}: {}", args.join(" "), o.stdout);
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -183,3 +183,45 @@ fn store_process_serves_its_counters() {
         "the store's counters: {s:?}"
     );
 }
+
+/// The threads of process `pid` (Linux: `/proc/PID/status`).
+fn threads(pid: u32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/PID/status");
+    let line = status.lines().find(|l| l.starts_with("Threads:")).expect("a Threads line");
+    line["Threads:".len()..].trim().parse().expect("a number of threads")
+}
+
+#[test]
+fn idle_connections_neither_block_a_scrape_nor_grow_the_process() {
+    // Before: one thread per connection and no timeout, so every idle
+    // connection held a thread for good (200 connections, ~200 threads).
+    const IDLE: usize = 200;
+    let r = start(&["store", "--listen", "127.0.0.1:0"]);
+    let before = scrape(&r);
+    let threads_before = threads(r.child.id());
+    let idle: Vec<TcpStream> = (0..IDLE).map(|_| TcpStream::connect(&r.addr).expect("connect")).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let threads_during = threads(r.child.id());
+    let during = scrape(&r);
+    println!("METRICS {IDLE} idle connections: {threads_before} threads before, {threads_during} with them open");
+    assert!(
+        threads_during <= threads_before + 2,
+        "{IDLE} idle connections grew the process from {threads_before} to {threads_during} threads"
+    );
+    let evicted = sum(&during, "innet_metrics_connections_evicted_total", "node=\"endpoint\"");
+    assert!(
+        evicted >= (IDLE - innet_exp::metrics::METRICS_CONNECTIONS_MAX) as u64,
+        "idle connections beyond the bound are closed and counted: {evicted} of {IDLE}"
+    );
+    assert!(during.len() >= before.len(), "the scrape still has every counter");
+
+    // A connection that never sends a request is closed after the idle timeout.
+    let mut lone = TcpStream::connect(&r.addr).expect("connect");
+    lone.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let t0 = Instant::now();
+    let mut buf = [0u8; 64];
+    let n = lone.read(&mut buf).unwrap_or(0);
+    assert_eq!(n, 0, "the server closes an idle connection without answering");
+    assert!(t0.elapsed() < Duration::from_secs(10), "closed after {:?}", t0.elapsed());
+    drop(idle);
+}

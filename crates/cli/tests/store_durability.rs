@@ -314,7 +314,7 @@ fn a_full_disk_stops_acknowledging_and_the_store_recovers_by_itself_once_freed()
     // and are not acknowledged (and the store goes on).
     let big = |i: u32| {
         let ops: Vec<Op> = (0..40).map(|k| Op::write(1000 + i * 40 + k, marker(k))).collect();
-        TxnMsg::fragments(&TxnMsg::request(12, i as i32 + 1, vec![]), &ops)
+        TxnMsg::fragments(&TxnMsg::request(12, i as i32 + 1, vec![]), &ops).unwrap()
     };
     let answered = |i: u32, wait: Duration| -> bool {
         let mut buf = [0u8; 2048];

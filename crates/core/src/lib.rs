@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod deploy;
+pub mod limits;
 pub mod rng;
 pub mod table;
 

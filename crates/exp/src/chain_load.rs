@@ -26,6 +26,14 @@ use crate::loadgen::{self, LoadConfig, LoadReport, Reply, Service, TAG_LEN};
 /// Bytes of a request: the NetCRAQ packet and the tag.
 pub const REQUEST_LEN: usize = netcraq::LEN + TAG_LEN;
 
+/// Logical clients of `innet client chain --load` (one operation
+/// outstanding each; the generator keeps a slot per client).
+pub const LOAD_CLIENTS_MAX: u32 = 65_536;
+/// Generator threads of `innet client chain --load`.
+pub const LOAD_THREADS_MAX: usize = 64;
+/// UDP sockets per generator thread of `innet client chain --load`.
+pub const LOAD_SOCKETS_MAX: usize = 1_024;
+
 #[derive(Clone, Debug, Serialize)]
 pub struct ChainLoadConfig {
     pub clients: u32,
@@ -58,9 +66,7 @@ impl ChainLoadConfig {
 
     /// Says what to change when a field is out of range.
     pub fn check(&self) -> Result<(), String> {
-        if self.clients == 0 || self.clients > 65_536 {
-            return Err(format!("--clients {} must be in 1..=65536", self.clients));
-        }
+        crate::parse::within("--clients", self.clients, 1, LOAD_CLIENTS_MAX, "LOAD_CLIENTS_MAX")?;
         if !(0.0..=1.0).contains(&self.write_ratio) {
             return Err(format!("--write-ratio {} must be in 0..=1 (0: only gets, 1: only puts)", self.write_ratio));
         }
@@ -80,12 +86,8 @@ impl ChainLoadConfig {
         if !(self.timeout_ms > 0.0 && self.timeout_ms.is_finite()) {
             return Err(format!("--timeout-ms {} must be positive", self.timeout_ms));
         }
-        if !(1..=64).contains(&self.threads) {
-            return Err(format!("--threads {} must be in 1..=64", self.threads));
-        }
-        if !(1..=1024).contains(&self.sockets) {
-            return Err(format!("--sockets {} must be in 1..=1024", self.sockets));
-        }
+        crate::parse::within("--threads", self.threads, 1, LOAD_THREADS_MAX, "LOAD_THREADS_MAX")?;
+        crate::parse::within("--sockets", self.sockets, 1, LOAD_SOCKETS_MAX, "LOAD_SOCKETS_MAX")?;
         Ok(())
     }
 

@@ -544,7 +544,7 @@ pub struct CheckReport {
 /// The first seed of every protocol runs twice and its trace hashes must
 /// match.
 pub fn check_seeds(
-    seeds: std::ops::Range<u64>,
+    seeds: crate::parse::Seeds,
     protocols: &[Protocol],
     duration_s: f64,
     mut each: impl FnMut(&ChainCheckedRun),
@@ -554,43 +554,40 @@ pub fn check_seeds(
         "--duration-s {duration_s} must be a number of seconds above 0"
     );
     let started = std::time::Instant::now();
-    let jobs: Vec<(u64, Protocol)> = seeds.clone().flat_map(|s| protocols.iter().map(move |&p| (s, p))).collect();
-    let progress = crate::progress::Progress::new(jobs.len() as u64, "check chain");
-    let runs = crate::run_parallel_shown(
-        &jobs,
+    let jobs = seeds.iter().flat_map(|s| protocols.iter().map(move |&p| (s, p)));
+    let progress = crate::progress::Progress::new(seeds.count.saturating_mul(protocols.len() as u64), "check chain");
+    let mut r = CheckReport { seeds: seeds.count, protocols: protocols.len(), duration_s, ..CheckReport::default() };
+    crate::run_parallel_each(
+        jobs,
         &progress,
         |(seed, p)| format!("seed {seed} {p}"),
         |&(seed, p)| run_checked(&random_check_config(seed, p, duration_s)),
-    );
+        |&(seed, p), run| -> anyhow::Result<()> {
+            let run = run.map_err(anyhow::Error::msg)?;
+            each(&run);
+            r.runs += 1;
+            r.ops += run.ops;
+            r.removals += run.removals;
+            r.resyncs += run.resyncs;
+            r.forger.writes_at_head += run.forger.writes_at_head;
+            r.forger.forged_writes += run.forger.forged_writes;
+            r.forger.forged_acks += run.forger.forged_acks;
+            r.forger.replays += run.forger.replays;
+            r.rejected_writes += run.rejected_writes;
+            r.rejected_acks += run.rejected_acks;
+            let replay = format!("innet check chain --seed {seed} --protocols {p} --duration-s {duration_s}");
+            match &run.result {
+                Ok(s) => r.reads += s.reads,
+                Err(errors) => r.violations.push((seed, p, errors.clone(), replay.clone())),
+            }
+            if seed == seeds.first && run_checked(&run.config).map_err(anyhow::Error::msg)?.trace_hash != run.trace_hash
+            {
+                r.violations.push((seed, p, vec![], replay));
+            }
+            Ok(())
+        },
+    )?;
     progress.finish();
-    let mut r = CheckReport {
-        seeds: seeds.end - seeds.start,
-        protocols: protocols.len(),
-        duration_s,
-        ..CheckReport::default()
-    };
-    for (&(seed, p), run) in jobs.iter().zip(runs) {
-        let run = run.map_err(anyhow::Error::msg)?;
-        each(&run);
-        r.runs += 1;
-        r.ops += run.ops;
-        r.removals += run.removals;
-        r.resyncs += run.resyncs;
-        r.forger.writes_at_head += run.forger.writes_at_head;
-        r.forger.forged_writes += run.forger.forged_writes;
-        r.forger.forged_acks += run.forger.forged_acks;
-        r.forger.replays += run.forger.replays;
-        r.rejected_writes += run.rejected_writes;
-        r.rejected_acks += run.rejected_acks;
-        let replay = format!("innet check chain --seed {seed} --protocols {p} --duration-s {duration_s}");
-        match &run.result {
-            Ok(s) => r.reads += s.reads,
-            Err(errors) => r.violations.push((seed, p, errors.clone(), replay.clone())),
-        }
-        if seed == seeds.start && run_checked(&run.config).map_err(anyhow::Error::msg)?.trace_hash != run.trace_hash {
-            r.violations.push((seed, p, vec![], replay));
-        }
-    }
     r.wall_seconds = started.elapsed().as_secs_f64();
     Ok(r)
 }

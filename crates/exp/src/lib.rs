@@ -7,6 +7,8 @@ pub mod chain_bench;
 pub mod chain_etcd;
 pub mod chain_load;
 pub mod chain_sim;
+pub mod chaos;
+mod chaos_services;
 pub mod cpu;
 pub mod etcd;
 pub mod gotthard_micro;
@@ -62,6 +64,32 @@ impl Runtime {
 /// results in job order: seeds of a randomized check are independent runs.
 pub fn run_parallel<J: Sync, R: Send>(jobs: &[J], run: impl Fn(&J) -> R + Sync) -> Vec<R> {
     run_parallel_shown(jobs, &progress::Progress::hidden(), |_| String::new(), run)
+}
+
+/// Jobs of a randomized check run at once: their results are held until
+/// reported, so memory stays bounded however many seeds a check takes.
+pub const CHECK_CHUNK_JOBS: usize = 1_024;
+
+/// Runs `jobs` on every core, [`CHECK_CHUNK_JOBS`] at a time, and hands
+/// each job and its result to `each` in job order (a step of `progress`
+/// per finished job); stops at `each`'s first error.
+pub fn run_parallel_each<J: Sync, R: Send, E>(
+    jobs: impl Iterator<Item = J>,
+    progress: &progress::Progress,
+    name: impl Fn(&J) -> String + Sync,
+    run: impl Fn(&J) -> R + Sync,
+    mut each: impl FnMut(&J, R) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut jobs = jobs;
+    loop {
+        let chunk: Vec<J> = jobs.by_ref().take(CHECK_CHUNK_JOBS).collect();
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        for (job, result) in chunk.iter().zip(run_parallel_shown(&chunk, progress, &name, &run)) {
+            each(job, result)?;
+        }
+    }
 }
 
 /// [`run_parallel`], a step of `progress` per finished job (`name` says

@@ -9,7 +9,7 @@ pub const MAX_MS: f64 = 86_400_000.0;
 /// The longest run a flag takes, seconds (a day).
 pub const MAX_S: f64 = 86_400.0;
 /// The most table slots (switch cache, acceptor history) a flag takes: 2^24.
-pub const MAX_SLOTS: usize = 1 << 24;
+pub const MAX_SLOTS: usize = innet_core::limits::TABLE_SLOTS_MAX;
 
 fn number(s: &str, what: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
@@ -167,6 +167,149 @@ pub fn port_span(what: &str, base: u16, count: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// A whole number of `what` from `min` to `max`; the error names the
+/// bound (`limit`, listed in docs/security.md) so that the fix is plain.
+fn count<T: TryFrom<u128>>(s: &str, what: &str, min: u128, max: u128, limit: &str) -> Result<T, String> {
+    let n: u128 = s.trim().parse().map_err(|_| format!("'{s}' is not a whole number of {what}"))?;
+    if n < min || n > max {
+        return Err(format!("{n} {what} is out of range: expected {min} to {max} (the limit {limit})"));
+    }
+    T::try_from(n).map_err(|_| format!("{n} {what} does not fit"))
+}
+
+/// `Ok` if `v` is in `min..=max`, else the one line that says so, naming
+/// the flag and the bound (`limit`): for configurations checked after
+/// parsing (a topology's counts, the Python package's arguments).
+pub fn within<T: PartialOrd + std::fmt::Display>(flag: &str, v: T, min: T, max: T, limit: &str) -> Result<(), String> {
+    if v < min || v > max {
+        return Err(format!("{flag} {v} must be from {min} to {max} (the limit {limit})"));
+    }
+    Ok(())
+}
+
+/// Transaction or TPC-C clients: 1 ..= [`innet_core::limits::CLIENTS_MAX`].
+pub fn clients(s: &str) -> Result<u32, String> {
+    count(s, "clients", 1, innet_core::limits::CLIENTS_MAX as u128, "CLIENTS_MAX")
+}
+
+/// Keys of a transaction workload: 1 ..= [`innet_core::limits::TXN_KEYS_MAX`].
+pub fn txn_keys(s: &str) -> Result<u32, String> {
+    count(s, "keys", 1, innet_core::limits::TXN_KEYS_MAX as u128, "TXN_KEYS_MAX")
+}
+
+/// Keys one transaction touches: 1 ..= [`innet_txn::workload::SPAN_MAX`]
+/// (its ops fit 255 fragments).
+pub fn span(s: &str) -> Result<u32, String> {
+    count(s, "keys per transaction", 1, innet_txn::workload::SPAN_MAX as u128, "SPAN_MAX, 255 fragments of 7 ops")
+}
+
+/// Edge switches of a transaction tree: 0 ..= [`innet_core::limits::CLIENTS_MAX`]
+/// (each in front of at least one client).
+pub fn edge_switches(s: &str) -> Result<u32, String> {
+    count(s, "edge switches", 0, innet_core::limits::CLIENTS_MAX as u128, "CLIENTS_MAX")
+}
+
+/// Keys of a chain workload (`0..N`): 1 ..= [`innet_chain::netcraq::OBJECTS_MAX`]
+/// (and at most the chain's objects, checked with the deployment).
+pub fn chain_keys(s: &str) -> Result<u32, String> {
+    count(s, "keys", 1, innet_chain::netcraq::OBJECTS_MAX as u128, "OBJECTS_MAX")
+}
+
+/// Paxos acceptors: 1 ..= [`innet_paxos::MAX_ACCEPTORS`].
+pub fn acceptors(s: &str) -> Result<usize, String> {
+    count(s, "acceptors", 1, innet_paxos::MAX_ACCEPTORS as u128, "MAX_ACCEPTORS, the learners' vote bitmaps")
+}
+
+/// Paxos learners: 1 ..= [`innet_paxos::MAX_LEARNERS`].
+pub fn learners(s: &str) -> Result<usize, String> {
+    count(s, "learners", 1, innet_paxos::MAX_LEARNERS as u128, "MAX_LEARNERS, the acceptors' checkpoint registers")
+}
+
+/// Learners that must checkpoint before a slot is reused: 0 (a majority)
+/// ..= [`innet_paxos::MAX_LEARNERS`] (and at most `--learners`, checked
+/// with the other flags).
+pub fn trim_quorum(s: &str) -> Result<usize, String> {
+    count(s, "learners", 0, innet_paxos::MAX_LEARNERS as u128, "MAX_LEARNERS")
+}
+
+/// Paxos proposers: 1 ..= [`innet_core::limits::PROPOSERS_MAX`].
+pub fn proposers(s: &str) -> Result<usize, String> {
+    count(s, "proposers", 1, innet_core::limits::PROPOSERS_MAX as u128, "PROPOSERS_MAX")
+}
+
+/// Built-in load proposers: 0 (none) ..= [`innet_core::limits::PROPOSERS_MAX`].
+pub fn load_proposers(s: &str) -> Result<usize, String> {
+    count(s, "proposers", 0, innet_core::limits::PROPOSERS_MAX as u128, "PROPOSERS_MAX")
+}
+
+/// Requests a proposer keeps in flight: 1 ..= [`innet_core::limits::OUTSTANDING_MAX`].
+pub fn outstanding(s: &str) -> Result<usize, String> {
+    count(s, "requests in flight", 1, innet_core::limits::OUTSTANDING_MAX as u128, "OUTSTANDING_MAX")
+}
+
+/// Seeds of a check: 1 ..= [`innet_core::limits::CHECK_SEEDS_MAX`].
+pub fn check_seeds(s: &str) -> Result<u64, String> {
+    count(s, "seeds", 1, innet_core::limits::CHECK_SEEDS_MAX as u128, "CHECK_SEEDS_MAX")
+}
+
+/// Measured requests of a benchmark round: 1 ..= [`innet_core::limits::BENCH_REQUESTS_MAX`].
+pub fn bench_requests(s: &str) -> Result<usize, String> {
+    count(s, "requests", 1, innet_core::limits::BENCH_REQUESTS_MAX as u128, "BENCH_REQUESTS_MAX")
+}
+
+/// Warm-up requests of a benchmark round: 0 ..= [`innet_core::limits::BENCH_REQUESTS_MAX`].
+pub fn bench_warmup(s: &str) -> Result<usize, String> {
+    count(s, "requests", 0, innet_core::limits::BENCH_REQUESTS_MAX as u128, "BENCH_REQUESTS_MAX")
+}
+
+/// Rounds or runs of a benchmark: 1 ..= [`innet_core::limits::BENCH_ROUNDS_MAX`].
+pub fn bench_rounds(s: &str) -> Result<usize, String> {
+    count(s, "rounds", 1, innet_core::limits::BENCH_ROUNDS_MAX as u128, "BENCH_ROUNDS_MAX")
+}
+
+/// Requests in flight in a benchmark: 1 ..= [`innet_core::limits::BENCH_WINDOW_MAX`].
+pub fn bench_window(s: &str) -> Result<usize, String> {
+    count(s, "requests in flight", 1, innet_core::limits::BENCH_WINDOW_MAX as u128, "BENCH_WINDOW_MAX")
+}
+
+/// Single test runs per program: 1 ..= [`innet_core::limits::TEST_RUNS_MAX`].
+pub fn test_runs(s: &str) -> Result<u32, String> {
+    count(s, "runs", 1, innet_core::limits::TEST_RUNS_MAX as u128, "TEST_RUNS_MAX")
+}
+
+/// A whole number of ms for a phase that may be left out: 0 ..= a day.
+pub fn whole_ms(s: &str) -> Result<u64, String> {
+    let max = MAX_MS as u64;
+    count(s, "milliseconds", 0, max as u128, "a day")
+}
+
+/// Seeds a check runs: `count` seeds from `first`, wrapping past
+/// `u64::MAX` to 0 (a seed is a name, not a quantity).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seeds {
+    pub first: u64,
+    pub count: u64,
+}
+
+impl Seeds {
+    /// Just `seed`.
+    pub fn one(seed: u64) -> Seeds {
+        Seeds { first: seed, count: 1 }
+    }
+
+    pub fn iter(self) -> impl Iterator<Item = u64> {
+        (0..self.count).map(move |i| self.first.wrapping_add(i))
+    }
+}
+
+/// An output folder (`--out`), checked up front: it, or the folder it
+/// will be created in, must take a file ([`crate::results::check_writable`]).
+pub fn out_dir(s: &str) -> Result<std::path::PathBuf, String> {
+    let p = std::path::PathBuf::from(s);
+    crate::results::check_writable(&p).map_err(|e| format!("{e}: choose a folder you can write to"))?;
+    Ok(p)
+}
+
 /// An address to listen on, `HOST:PORT` (port 0: any free port; a host
 /// name is resolved, IPv6 in brackets).
 pub fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
@@ -209,6 +352,15 @@ mod tests {
         assert!(port_span("--base-port", 65530, 8).is_err());
         assert!(port_span("--base-port", 65528, 8).is_ok());
         assert_eq!(listen_addr("127.0.0.1:9100"), Ok("127.0.0.1:9100".parse().unwrap()));
+        assert_eq!(clients("4096"), Ok(4096));
+        for bad in ["0", "4097", "4294967296", "-1", "1e3"] {
+            assert!(clients(bad).is_err(), "{bad}");
+        }
+        assert!(clients("4294967295").unwrap_err().contains("CLIENTS_MAX"));
+        assert!(outstanding("4294967296").unwrap_err().contains("OUTSTANDING_MAX"));
+        assert_eq!(trim_quorum("0"), Ok(0));
+        let wrapping = Seeds { first: u64::MAX, count: 3 };
+        assert_eq!(wrapping.iter().collect::<Vec<_>>(), vec![u64::MAX, 0, 1], "seeds wrap, on purpose");
         assert_eq!(listen_addr("[::1]:0"), Ok("[::1]:0".parse().unwrap()));
         for bad in ["127.0.0.1", "127.0.0.1:65536", "127.0.0.1:-1", ":9100", "no such host.invalid:1", "1.2.3:x"] {
             assert!(listen_addr(bad).is_err(), "{bad}");

@@ -23,14 +23,14 @@ pub struct PaxosConfig {
     #[serde(alias = "dataplane")]
     #[arg(long, default_value = "switch")]
     pub data_plane: DataPlaneAt,
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = crate::parse::acceptors)]
     pub acceptors: usize,
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = crate::parse::learners)]
     pub learners: usize,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::parse::proposers)]
     pub proposers: usize,
     /// Requests each proposer keeps in flight (the paper's client threads).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = crate::parse::outstanding)]
     pub outstanding: usize,
     /// Submitting stops after this many simulated (or live) seconds.
     #[arg(long, default_value_t = 1.0, value_parser = crate::parse::seconds)]
@@ -57,7 +57,7 @@ pub struct PaxosConfig {
     pub slots: usize,
     /// Learners that must checkpoint an instance before its slot is reused
     /// (0: a majority of the learners).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::parse::trim_quorum)]
     pub trim_quorum: usize,
     /// Deliver in instance order (--unordered: as decided).
     #[arg(long = "unordered", action = clap::ArgAction::SetFalse)]
@@ -202,15 +202,12 @@ impl PaxosConfig {
 
     /// Checks every field and says how to fix what is wrong.
     pub fn validate(&self) -> Result<(), String> {
-        if !(1..=innet_paxos::MAX_ACCEPTORS).contains(&self.acceptors) {
-            return Err(format!("--acceptors {} must be in 1..={}", self.acceptors, innet_paxos::MAX_ACCEPTORS));
-        }
-        if !(1..=innet_paxos::MAX_LEARNERS).contains(&self.learners) {
-            return Err(format!("--learners {} must be in 1..={}", self.learners, innet_paxos::MAX_LEARNERS));
-        }
-        if self.proposers == 0 || self.outstanding == 0 {
-            return Err("--proposers and --outstanding must be at least 1".into());
-        }
+        use crate::parse::within;
+        use innet_core::limits::{OUTSTANDING_MAX, PROPOSERS_MAX};
+        within("--acceptors", self.acceptors, 1, innet_paxos::MAX_ACCEPTORS, "MAX_ACCEPTORS")?;
+        within("--learners", self.learners, 1, innet_paxos::MAX_LEARNERS, "MAX_LEARNERS")?;
+        within("--proposers", self.proposers, 1, PROPOSERS_MAX, "PROPOSERS_MAX")?;
+        within("--outstanding", self.outstanding, 1, OUTSTANDING_MAX, "OUTSTANDING_MAX")?;
         if !(1..=innet_paxos::envelope::PACK_MAX).contains(&self.pack) {
             return Err(format!("--pack {} must be from 1 (off) to {}", self.pack, innet_paxos::envelope::PACK_MAX));
         }

@@ -76,7 +76,7 @@ pub struct CheckReport {
 /// core); `each` sees every run in order. The first seed of every
 /// deployment runs twice and its trace hashes must match.
 pub fn check_seeds(
-    seeds: std::ops::Range<u64>,
+    seeds: crate::parse::Seeds,
     data_planes: &[DataPlaneAt],
     duration_s: f64,
     mut each: impl FnMut(&paxos_sim::CheckedRun),
@@ -86,45 +86,42 @@ pub fn check_seeds(
         "--duration-s {duration_s} must be a number of seconds above 0"
     );
     let started = std::time::Instant::now();
-    let jobs: Vec<(u64, DataPlaneAt)> = seeds.clone().flat_map(|s| data_planes.iter().map(move |&d| (s, d))).collect();
-    let progress = crate::progress::Progress::new(jobs.len() as u64, "check paxos");
-    let runs = crate::run_parallel_shown(
-        &jobs,
+    let jobs = seeds.iter().flat_map(|s| data_planes.iter().map(move |&d| (s, d)));
+    let progress = crate::progress::Progress::new(seeds.count.saturating_mul(data_planes.len() as u64), "check paxos");
+    let mut r =
+        CheckReport { seeds: seeds.count, deployments: data_planes.len(), duration_s, ..CheckReport::default() };
+    crate::run_parallel_each(
+        jobs,
         &progress,
         |(seed, dp)| format!("seed {seed} {dp}"),
         |&(seed, dp)| paxos_sim::run_checked(&paxos_sim::random_check_config(seed, dp, duration_s)),
-    );
+        |&(seed, dp), run| -> Result<()> {
+            let run = run.map_err(anyhow::Error::msg)?;
+            each(&run);
+            r.runs += 1;
+            r.takeovers += u64::from(run.took_over);
+            r.crashes += u64::from(run.config.acceptor_crash_at_s.is_some());
+            r.packed += u64::from(run.config.pack > 1);
+            let replay = format!("innet check paxos --seed {seed} --data-planes {dp} --duration-s {duration_s}");
+            match &run.result {
+                Ok(s) => {
+                    r.instances += s.instances as u64;
+                    r.values += s.values as u64;
+                    r.noops += s.noops as u64;
+                    r.duplicates += s.duplicates as u64;
+                }
+                Err(e) => r.violations.push((seed, dp, e.clone(), replay.clone())),
+            }
+            if seed == seeds.first {
+                let again = paxos_sim::run_checked(&run.config).map_err(anyhow::Error::msg)?;
+                if again.trace_hash != run.trace_hash {
+                    r.violations.push((seed, dp, "nondeterminism: trace hashes differ".into(), replay));
+                }
+            }
+            Ok(())
+        },
+    )?;
     progress.finish();
-    let mut r = CheckReport {
-        seeds: seeds.end - seeds.start,
-        deployments: data_planes.len(),
-        duration_s,
-        ..CheckReport::default()
-    };
-    for (&(seed, dp), run) in jobs.iter().zip(runs) {
-        let run = run.map_err(anyhow::Error::msg)?;
-        each(&run);
-        r.runs += 1;
-        r.takeovers += u64::from(run.took_over);
-        r.crashes += u64::from(run.config.acceptor_crash_at_s.is_some());
-        r.packed += u64::from(run.config.pack > 1);
-        let replay = format!("innet check paxos --seed {seed} --data-planes {dp} --duration-s {duration_s}");
-        match &run.result {
-            Ok(s) => {
-                r.instances += s.instances as u64;
-                r.values += s.values as u64;
-                r.noops += s.noops as u64;
-                r.duplicates += s.duplicates as u64;
-            }
-            Err(e) => r.violations.push((seed, dp, e.clone(), replay.clone())),
-        }
-        if seed == seeds.start {
-            let again = paxos_sim::run_checked(&run.config).map_err(anyhow::Error::msg)?;
-            if again.trace_hash != run.trace_hash {
-                r.violations.push((seed, dp, "nondeterminism: trace hashes differ".into(), replay));
-            }
-        }
-    }
     r.wall_seconds = started.elapsed().as_secs_f64();
     Ok(r)
 }

@@ -30,7 +30,7 @@ pub struct TpccConfig {
     #[arg(long, default_value = "optimistic-abort")]
     pub mode: String,
     /// Terminals (closed-loop clients), spread over the warehouses.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = crate::parse::clients)]
     pub clients: u32,
     #[arg(long, default_value_t = 1)]
     pub warehouses: u32,
@@ -73,7 +73,7 @@ pub struct TpccConfig {
     #[arg(long, default_value_t = 1000)]
     pub retry_limit: u32,
     /// Edge switches under a core switch (0: one switch), as `--edge-switches` of `innet sim txn`.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::parse::edge_switches)]
     pub edge_switches: u32,
     /// Run only this transaction type (new-order, payment, order-status,
     /// delivery, stock-level) instead of the mix; Gotthard Figure 13's

@@ -25,10 +25,10 @@ pub struct TxnPointConfig {
     #[arg(long, default_value_t = 0.2, value_parser = crate::parse::ratio)]
     pub write_ratio: f64,
     /// Concurrent closed-loop clients.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = crate::parse::clients)]
     pub clients: u32,
     /// Number of counters (keys 1..=N).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::parse::txn_keys)]
     pub keys: u32,
     /// Zipf exponent of key popularity (0 = uniform).
     #[arg(long, default_value_t = 0.0, value_parser = crate::parse::non_negative)]
@@ -70,7 +70,7 @@ pub struct TxnPointConfig {
     #[arg(long, default_value_t = 1000)]
     pub retry_limit: u32,
     /// Most keys one transaction touches (the paper's microbenchmark: 1).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::parse::span)]
     pub span: u32,
     /// Fraction of reads run as compare-only transactions instead of READ ops (paper: 0).
     #[serde(default)]
@@ -82,7 +82,7 @@ pub struct TxnPointConfig {
     /// setup): client-edge d_cs, edge-core d_ss, core-store 0. Every
     /// switch runs the mode.
     #[serde(default)]
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::parse::edge_switches)]
     pub edge_switches: u32,
     /// A topology file (docs/live.md) whose deployment (switches, modes,
     /// client groups, link delays) replaces the one --clients, --rtt-ms,
@@ -197,9 +197,7 @@ impl TxnPointConfig {
         if !(self.duration_s > 0.0 && self.duration_s.is_finite()) {
             return Err(format!("--duration-s {} must be > 0", self.duration_s));
         }
-        if self.clients == 0 {
-            return Err("--clients must be at least 1".into());
-        }
+        crate::parse::within("--clients", self.clients, 1, innet_core::limits::CLIENTS_MAX, "CLIENTS_MAX")?;
         if self.cache_slots < innet_core::table::WAYS || !self.cache_slots.is_power_of_two() {
             return Err(format!(
                 "--cache-slots {} must be a power of two >= {}",

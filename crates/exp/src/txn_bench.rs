@@ -2,7 +2,7 @@
 //! write-ratio sweep per mode (simulator or live), and the randomized
 //! serializability check of `innet check txn`.
 
-use std::ops::Range;
+use crate::parse::Seeds;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -123,7 +123,7 @@ pub struct CheckReport {
 /// sees every run, in order. The first seed of every mode runs twice and its trace hashes must
 /// match (determinism).
 pub fn check_seeds(
-    seeds: Range<u64>,
+    seeds: Seeds,
     modes: &[Mode],
     duration_s: f64,
     mut each: impl FnMut(&CheckedRun),
@@ -133,42 +133,43 @@ pub fn check_seeds(
         "--duration-s {duration_s} must be a number of seconds above 0"
     );
     let started = Instant::now();
-    let mut r =
-        CheckReport { seeds: seeds.end - seeds.start, modes: modes.len(), duration_s, ..CheckReport::default() };
-    let jobs: Vec<(u64, Mode)> = seeds.clone().flat_map(|s| modes.iter().map(move |&m| (s, m))).collect();
-    let progress = crate::progress::Progress::new(jobs.len() as u64, "check txn");
-    let runs = crate::run_parallel_shown(
-        &jobs,
+    let mut r = CheckReport { seeds: seeds.count, modes: modes.len(), duration_s, ..CheckReport::default() };
+    let jobs = seeds.iter().flat_map(|s| modes.iter().map(move |&m| (s, m)));
+    let progress = crate::progress::Progress::new(seeds.count.saturating_mul(modes.len() as u64), "check txn");
+    crate::run_parallel_each(
+        jobs,
         &progress,
         |(seed, mode)| format!("seed {seed} {mode}"),
         |&(seed, mode)| run_checked(&random_check_config(seed, mode, duration_s)),
-    );
-    progress.finish();
-    for (&(seed, mode), run) in jobs.iter().zip(runs) {
-        let run = run.map_err(anyhow::Error::msg)?;
-        each(&run);
-        r.runs += 1;
-        r.commits += run.committed;
-        r.trees += u64::from(run.config.edge_switches > 0);
-        let replay = format!("innet check txn --seed {seed} --modes {mode} --duration-s {duration_s}");
-        match &run.result {
-            Ok(s) => {
-                r.sums.store_commits += s.store_commits;
-                r.sums.switch_answers_checked += s.switch_answers_checked;
-                r.sums.client_aborts_checked += s.client_aborts_checked;
+        |&(seed, mode), run| -> anyhow::Result<()> {
+            let run = run.map_err(anyhow::Error::msg)?;
+            each(&run);
+            r.runs += 1;
+            r.commits += run.committed;
+            r.trees += u64::from(run.config.edge_switches > 0);
+            let replay = format!("innet check txn --seed {seed} --modes {mode} --duration-s {duration_s}");
+            match &run.result {
+                Ok(s) => {
+                    r.sums.store_commits += s.store_commits;
+                    r.sums.switch_answers_checked += s.switch_answers_checked;
+                    r.sums.client_aborts_checked += s.client_aborts_checked;
+                }
+                Err(errors) => r.violations.push(Violation {
+                    seed,
+                    mode,
+                    errors: errors.clone(),
+                    nondeterminism: false,
+                    replay: replay.clone(),
+                }),
             }
-            Err(errors) => r.violations.push(Violation {
-                seed,
-                mode,
-                errors: errors.clone(),
-                nondeterminism: false,
-                replay: replay.clone(),
-            }),
-        }
-        if seed == seeds.start && run_checked(&run.config).map_err(anyhow::Error::msg)?.trace_hash != run.trace_hash {
-            r.violations.push(Violation { seed, mode, errors: vec![], nondeterminism: true, replay });
-        }
-    }
+            if seed == seeds.first && run_checked(&run.config).map_err(anyhow::Error::msg)?.trace_hash != run.trace_hash
+            {
+                r.violations.push(Violation { seed, mode, errors: vec![], nondeterminism: true, replay });
+            }
+            Ok(())
+        },
+    )?;
+    progress.finish();
     r.wall_seconds = started.elapsed().as_secs_f64();
     Ok(r)
 }

@@ -386,7 +386,8 @@ pub fn run_checked(cfg: &TxnPointConfig) -> Result<CheckedRun, String> {
             let h = lc.client.history.as_deref().expect("recording on");
             for a in &h[seen[k]..] {
                 let template = innet_wire::txn::TxnMsg::request(a.cl_id, a.req_id, vec![]);
-                let frags = innet_wire::txn::TxnMsg::fragments(&template, &a.ops);
+                // Attempts in a history were sent, so they fit.
+                let Some(frags) = innet_wire::txn::TxnMsg::fragments(&template, &a.ops) else { continue };
                 fresh.push((up, (frags, decided.contains(&(a.cl_id, a.req_id)))));
             }
             seen[k] = h.len();

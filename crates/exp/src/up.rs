@@ -212,13 +212,16 @@ impl Up {
                     );
                 }
                 RunningNode::ChainControl(t) => {
-                    let c = t.join().map_err(|_| anyhow::anyhow!("control plane panicked"))?;
+                    let r = t.join().map_err(|_| anyhow::anyhow!("control plane panicked"))?;
                     push(
                         i,
                         vec![
-                            ("removals".into(), c.stats.removals),
-                            ("resyncs".into(), c.stats.resyncs),
-                            ("joins".into(), c.stats.joins),
+                            ("removals".into(), r.control.stats.removals),
+                            ("resyncs".into(), r.control.stats.resyncs),
+                            ("joins".into(), r.control.stats.joins),
+                            ("views_answered".into(), r.views.answered),
+                            ("views_limited".into(), r.views.limited),
+                            ("views_dropped_malformed".into(), r.views.dropped_malformed),
                         ],
                     );
                 }
@@ -235,7 +238,15 @@ impl Up {
                 }
                 RunningNode::Backup(h) => {
                     let b = h.shutdown()?;
-                    push(i, vec![("took_over".into(), u64::from(b.active_since().is_some()))]);
+                    push(
+                        i,
+                        vec![
+                            ("took_over".into(), u64::from(b.active_since().is_some())),
+                            ("instances_started".into(), b.instances_started),
+                            ("requests_before_takeover".into(), b.requests_before_takeover),
+                            ("requests_dropped_full".into(), b.requests_dropped_full),
+                        ],
+                    );
                 }
                 RunningNode::Coordinator(n) => n.stop(),
                 RunningNode::Acceptor(n) => n.stop(),
@@ -331,7 +342,7 @@ fn run_group(
 }
 
 /// A chain view kept up to date from the control plane in another process.
-fn follow_remote_view(topo: &Topology, addrs: &[SocketAddr], stop: &Stop) -> anyhow::Result<ChainView> {
+pub(crate) fn follow_remote_view(topo: &Topology, addrs: &[SocketAddr], stop: &Stop) -> anyhow::Result<ChainView> {
     let Service::Chain(c) = &topo.service else { unreachable!("chain only") };
     let control = c
         .deployment

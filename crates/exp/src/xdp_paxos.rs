@@ -48,14 +48,14 @@ use crate::results;
 /// `bench xdp-paxos-hosts`).
 #[derive(Args, Debug, Clone)]
 pub struct XdpPaxosLoad {
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = crate::parse::acceptors)]
     pub acceptors: usize,
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = crate::parse::learners)]
     pub learners: usize,
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = crate::parse::proposers)]
     pub proposers: usize,
     /// Requests each proposer keeps in flight.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::parse::outstanding)]
     pub outstanding: usize,
     /// Seconds of load per deployment.
     #[arg(long, default_value_t = 3.0, value_parser = crate::parse::seconds)]

@@ -382,7 +382,8 @@ where
 }
 
 /// Starts the backup coordinator; it publishes `instances_started`,
-/// `values_repeated` and `took_over` (1 once it has taken over).
+/// `values_repeated`, `took_over` (1 once it has taken over) and the
+/// REQUESTs it dropped (before the takeover, or with its queue full).
 pub fn spawn_backup(
     name: &str,
     socket: UdpSocket,
@@ -395,6 +396,8 @@ pub fn spawn_backup(
             ("instances_started", b.instances_started),
             ("values_repeated", b.values_repeated),
             ("took_over", u64::from(b.active_since().is_some())),
+            ("requests_before_takeover", b.requests_before_takeover),
+            ("requests_dropped_full", b.requests_dropped_full),
         ]
     };
     spawn_host_counted(name, socket, opts, stop, move || BackupCoordinator::new(config), own, |b, _| b)

@@ -31,7 +31,7 @@ use innet_txn::TxnSwitch;
 
 pub use innet_topology::{Placement, Topology, TopologyError};
 
-use crate::chain::manage::{self, Agent, AgentStats, RemoteNodes};
+use crate::chain::manage::{self, Agent, AgentStats, RemoteNodes, ViewStats};
 use crate::chain::{control_step, fresh_node, spawn_chain_switch, ChainView};
 use crate::deploy::switch_setup;
 use crate::host::NodeHandle;
@@ -60,7 +60,14 @@ pub enum RunningNode {
     Backup(NodeHandle<BackupCoordinator>),
     Learner(NodeHandle<LearnerStats>),
     ChainSwitch { switch: SwitchNode<ChainNode>, agent: JoinHandle<std::io::Result<AgentStats>> },
-    ChainControl(JoinHandle<ChainControl>),
+    ChainControl(JoinHandle<ControlReport>),
+}
+
+/// What a chain control plane leaves when it stops: its state (log,
+/// stats) and what its VIEW service counted.
+pub struct ControlReport {
+    pub control: ChainControl,
+    pub views: ViewStats,
 }
 
 impl RunningNode {
@@ -314,6 +321,16 @@ fn start_paxos(
     })
 }
 
+/// The chain control plane's management address, for its address `a`.
+fn control_manage_addr(a: SocketAddr) -> anyhow::Result<SocketAddr> {
+    manage::manage_addr(a).ok_or_else(|| {
+        anyhow!(
+            "the chain control plane at {a}: its management port ({} above) passes 65535: choose a lower port",
+            manage::MANAGE_PORT_OFFSET
+        )
+    })
+}
+
 /// The chain switches' data addresses and their agents' addresses.
 fn chain_addrs(c: &ChainTopology, addrs: &[SocketAddr]) -> anyhow::Result<(Vec<SocketAddr>, Vec<SocketAddr>)> {
     let switches: Vec<SocketAddr> =
@@ -341,11 +358,14 @@ fn start_chain(
         ChainRole::Node { index } => {
             let control =
                 control.ok_or_else(|| anyhow!("a chain needs a node with role \"control\" to configure it"))?;
+            let control = control_manage_addr(control)?;
             let node = fresh_node(c.protocol, index, c.objects, c.versions, c.keys)?;
             let tables = crate::chain::chain_peer_tables(&switches);
             let switch = spawn_chain_switch(&name, node, socket, tables, stop)?;
             let agent = Agent::new(index, c.protocol, switches, control, switch.state().clone());
             let (ms, st) = (manage_socket.expect("bound with the switch"), stop.clone());
+            // Connected: the kernel hands the agent only the control plane's datagrams.
+            ms.connect(control).with_context(|| format!("chain node '{name}': management socket"))?;
             let agent = std::thread::Builder::new()
                 .name(format!("innet-{name}-agent"))
                 .spawn(move || manage::run_agent(agent, ms, &st))?;
@@ -355,19 +375,27 @@ fn start_chain(
             let (mut control, layout) = ChainControl::new(c.control.clone(), switches.len(), clock::now());
             let view: ChainView = Arc::new(Mutex::new((1, layout.chain.clone())));
             let timeout = c.control.heartbeat_interval.max(Duration::from_millis(2));
-            let mut remote = RemoteNodes::new(c.protocol, socket, agents, timeout, view.clone())?;
+            let manage = control_manage_addr(socket.local_addr()?)?;
+            let sockets = manage::control_sockets(manage, &agents)
+                .with_context(|| format!("chain control plane '{name}': management sockets"))?;
+            let mut remote = RemoteNodes::new(c.protocol, sockets, agents, timeout)?;
             {
                 use crate::chain::ChainNodes;
                 remote.apply(&layout);
             }
             let (v, st) = (view.clone(), stop.clone());
+            let views = std::thread::Builder::new()
+                .name(format!("innet-{name}-views"))
+                .spawn(move || manage::serve_views(socket, v, &st))?;
+            let (v, st) = (view.clone(), stop.clone());
             let every = c.control.heartbeat_interval;
             let t = std::thread::Builder::new().name(format!("innet-{name}")).spawn(move || {
                 while !st.is_stopped() {
-                    remote.serve_views(every);
+                    std::thread::sleep(every);
                     control_step(&mut control, &mut remote, &v, clock::now());
                 }
-                control
+                let views = views.join().unwrap_or_else(|_| Ok(ViewStats::default())).unwrap_or_default();
+                ControlReport { control, views }
             })?;
             Ok((RunningNode::ChainControl(t), Some(view)))
         }

@@ -42,6 +42,9 @@ pub enum StoreData {
     Memory,
     /// Durable, in a redb database in this directory ([`RedbBackend`]).
     Dir(PathBuf),
+    /// As `Dir`, keeping every decision too
+    /// ([`RedbBackend::with_decision_log`]; `innet chaos txn` checks them).
+    Recorded(PathBuf),
 }
 
 /// Starts a transaction store on `listen` in its own thread.
@@ -78,6 +81,9 @@ pub fn spawn_store_on(
     let redb = match data {
         StoreData::Memory => None,
         StoreData::Dir(dir) => Some(RedbBackend::open(dir).map_err(io::Error::other)?),
+        StoreData::Recorded(dir) => {
+            Some(RedbBackend::open(dir).and_then(RedbBackend::with_decision_log).map_err(io::Error::other)?)
+        }
     };
     spawn_host_counted(
         name,

@@ -28,6 +28,11 @@ use innet_wire::paxos::{MsgType, PaxosMsg, Value};
 use crate::prepare::{Phase2, Prepare};
 use crate::votes::Votes;
 
+/// Requests the backup holds waiting for an instance once it coordinates.
+/// Beyond it a REQUEST is dropped and counted (`requests_dropped_full`);
+/// its proposer resends it. 2^16 values of 40 bytes: about 2.6 MB.
+pub const QUEUE_MAX: usize = 1 << 16;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BackupConfig {
     pub quorum: usize,
@@ -74,6 +79,12 @@ pub struct BackupCoordinator {
     votes: Votes,
     pub instances_started: u64,
     pub values_repeated: u64,
+    /// REQUESTs that arrived before the takeover (proposers only send here
+    /// after TAKEOVER): dropped, so no one can fill the first instances
+    /// of a failover with values queued in advance.
+    pub requests_before_takeover: u64,
+    /// REQUESTs dropped because [`QUEUE_MAX`] were waiting.
+    pub requests_dropped_full: u64,
 }
 
 impl BackupCoordinator {
@@ -92,6 +103,8 @@ impl BackupCoordinator {
             votes: Votes::new(config.quorum),
             instances_started: 0,
             values_repeated: 0,
+            requests_before_takeover: 0,
+            requests_dropped_full: 0,
         }
     }
 
@@ -142,12 +155,18 @@ impl Host for BackupCoordinator {
         match m.msgtype {
             MsgType::Heartbeat if m.inst == self.heartbeat_seq => self.last_reply = now,
             MsgType::Request => {
-                // Proposers only send here after TAKEOVER; a request that
-                // arrives earlier waits for the takeover.
-                self.queue.push_back(m.value);
-                if self.active_since.is_some() {
-                    self.fill(now, out);
+                // Proposers only send here after TAKEOVER (and resend what
+                // is not committed after it): anything earlier is not theirs.
+                if self.active_since.is_none() {
+                    self.requests_before_takeover += 1;
+                    return;
                 }
+                if self.queue.len() >= QUEUE_MAX {
+                    self.requests_dropped_full += 1;
+                    return;
+                }
+                self.queue.push_back(m.value);
+                self.fill(now, out);
             }
             // A vote, or a decision from a vote counter in front of the
             // backup (crate::vote_counter).
@@ -348,10 +367,39 @@ mod tests {
         let mut vote = PaxosMsg::new(MsgType::Phase2B);
         vote.inst = u32::MAX;
         b.on_packet(Time(1), &vote.encode(), &mut out);
+        b.take_over(Time(2), &mut out);
         let mut req = PaxosMsg::new(MsgType::Request);
         req.value = crate::envelope::Envelope::new(1, 1, b"v").unwrap().to_value();
-        b.on_packet(Time(2), &req.encode(), &mut out);
-        b.take_over(Time(3), &mut out);
+        b.on_packet(Time(3), &req.encode(), &mut out);
         assert!(out.sends.iter().all(|s| PaxosMsg::decode(&s.1).unwrap().msgtype != MsgType::Phase1A));
+    }
+
+    /// Issue 21: REQUESTs sent before a takeover (proposers send none then)
+    /// are not queued, so a flood from any socket neither grows the backup
+    /// nor becomes the first values ordered after a failover; once in
+    /// charge, at most QUEUE_MAX wait.
+    #[test]
+    fn requests_before_the_takeover_are_dropped_and_the_queue_is_bounded() {
+        let mut b = backup();
+        let mut out = Outbox::new();
+        let mut junk = PaxosMsg::new(MsgType::Request);
+        junk.value = Value::new(b"junk").unwrap();
+        for _ in 0..1000 {
+            b.on_packet(ms(0), &junk.encode(), &mut out);
+        }
+        assert_eq!((b.queue.len(), b.requests_before_takeover), (0, 1000));
+        b.take_over(ms(1), &mut out);
+        let mut req = PaxosMsg::new(MsgType::Request);
+        req.value = Value::new(b"real").unwrap();
+        out.sends.clear();
+        b.on_packet(ms(2), &req.encode(), &mut out);
+        let first = PaxosMsg::decode(&out.sends[0].1).unwrap();
+        assert_eq!(first.msgtype, MsgType::Phase1A);
+        assert_eq!(b.slots[&first.inst].request, Some(req.value), "the first value ordered is the proposer's");
+        for _ in 0..QUEUE_MAX + 100 {
+            b.on_packet(ms(3), &junk.encode(), &mut out);
+        }
+        // The window's second slot took one; the queue holds the bound.
+        assert_eq!((b.queue.len(), b.requests_dropped_full), (QUEUE_MAX, 99));
     }
 }

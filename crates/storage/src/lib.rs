@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use innet_core::Peer;
-use innet_txn::store::{Backend, BackendError, ClientRecord, MemBackend};
+use innet_txn::store::{Backend, BackendError, ClientRecord, Decision, MemBackend};
 use innet_wire::txn::{Key, Value, VALUE_LEN};
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 
@@ -45,6 +45,11 @@ const CLIENTS: TableDefinition<u32, &[u8]> = TableDefinition::new("clients");
 /// The format marker, written when the store is created; a file without it
 /// is not (or is no longer) an innet store.
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+/// With `--record-decisions` only: every decision in order
+/// ([`Decision::encode`]), written in the transaction that commits it, for
+/// `innet chaos txn`'s serializability check. It grows with every request:
+/// a check's tool, not for production.
+const DECISIONS: TableDefinition<u64, &[u8]> = TableDefinition::new("decisions");
 const FORMAT_KEY: &str = "format";
 /// The format this build writes and reads.
 pub const FORMAT: &[u8] = b"innet-store 2";
@@ -64,6 +69,8 @@ pub struct RedbBackend {
     mirror: MemBackend,
     /// When the last reopen after an I/O error failed.
     last_reopen: Option<Instant>,
+    /// The next decision's number in [`DECISIONS`], when they are kept.
+    next_decision: Option<u64>,
 }
 
 impl std::fmt::Debug for RedbBackend {
@@ -129,7 +136,40 @@ impl RedbBackend {
         std::fs::create_dir_all(dir).map_err(|e| err(&format!("cannot create data directory {}", dir.display()), e))?;
         let path = dir.join(DB_FILE);
         let (db, mirror) = if path.exists() { load(&path)? } else { create(&path)? };
-        Ok(RedbBackend { db: Some(db), path, mirror, last_reopen: None })
+        Ok(RedbBackend { db: Some(db), path, mirror, last_reopen: None, next_decision: None })
+    }
+
+    /// Keeps every decision from now on, in the transaction that commits
+    /// it (see [`DECISIONS`]); numbering goes on from what the file holds.
+    pub fn with_decision_log(mut self) -> Result<RedbBackend, BackendError> {
+        let db = self.db.as_ref().ok_or_else(|| BackendError(format!("{}: not open", self.path.display())))?;
+        let w = db.begin_write().map_err(|e| err("begin write", e))?;
+        let next = {
+            let t = w.open_table(DECISIONS).map_err(|e| err("open table decisions", e))?;
+            let last = t.last().map_err(|e| err("read decisions", e))?;
+            last.map_or(0, |(k, _)| k.value().saturating_add(1))
+        };
+        w.commit().map_err(|e| err("commit", e))?;
+        self.next_decision = Some(next);
+        Ok(self)
+    }
+
+    /// Every decision the store in `dir` kept (`with_decision_log`), in
+    /// order, and its data; read while no store has the file open.
+    pub fn read_decisions(dir: impl AsRef<Path>) -> Result<(Vec<Decision>, BTreeMap<Key, Value>), BackendError> {
+        let b = RedbBackend::open(dir)?;
+        let db = b.db.as_ref().ok_or_else(|| BackendError(format!("{}: not open", b.path.display())))?;
+        let r = db.begin_read().map_err(|e| err("begin read", e))?;
+        let mut out = vec![];
+        if let Ok(t) = r.open_table(DECISIONS) {
+            for row in t.iter().map_err(|e| err("read decisions", e))? {
+                let (k, v) = row.map_err(|e| err("read decisions", e))?;
+                let d = Decision::decode(v.value())
+                    .ok_or_else(|| BackendError(format!("decision {} does not decode", k.value())))?;
+                out.push(d);
+            }
+        }
+        Ok((out, b.snapshot()))
     }
 
     /// The database file.
@@ -169,6 +209,7 @@ impl RedbBackend {
         writes: &[(Key, Value)],
         cl_id: u32,
         record: &ClientRecord,
+        decision: Option<(u64, &Decision)>,
     ) -> Result<(), BackendError> {
         let mut w = db.begin_write().map_err(|e| err("begin write", e))?;
         w.set_durability(Durability::Immediate).map_err(|e| err("set durability", e))?;
@@ -179,6 +220,10 @@ impl RedbBackend {
             }
             let mut c = w.open_table(CLIENTS).map_err(|e| err("open table clients", e))?;
             c.insert(cl_id, seal_record(cl_id, record).as_slice()).map_err(|e| err("write client record", e))?;
+            if let Some((n, d)) = decision {
+                let mut t = w.open_table(DECISIONS).map_err(|e| err("open table decisions", e))?;
+                t.insert(n, d.encode().as_slice()).map_err(|e| err("write decision", e))?;
+            }
         }
         w.commit().map_err(|e| err("commit", e))
     }
@@ -305,25 +350,53 @@ pub fn decode_record(mut b: &[u8]) -> Option<ClientRecord> {
     Some(ClientRecord { req_id, digest, reply, from })
 }
 
-impl Backend for RedbBackend {
-    fn get(&self, key: Key) -> Value {
-        self.mirror.get(key)
-    }
-
-    fn commit(&mut self, writes: &[(Key, Value)], cl_id: u32, record: &ClientRecord) -> Result<(), BackendError> {
+impl RedbBackend {
+    /// [`Backend::commit`], with `decision` appended to [`DECISIONS`] when
+    /// the log is on.
+    fn commit_logged(
+        &mut self,
+        writes: &[(Key, Value)],
+        cl_id: u32,
+        record: &ClientRecord,
+        decision: Option<&Decision>,
+    ) -> Result<(), BackendError> {
         if self.db.is_none() {
             self.reopen()?;
         }
         let db = self.db.as_ref().expect("open");
-        if let Err(e) = RedbBackend::try_commit(db, writes, cl_id, record) {
+        let logged = self.next_decision.zip(decision);
+        if let Err(e) = RedbBackend::try_commit(db, writes, cl_id, record, logged) {
             // redb refuses everything after an I/O error until the file is
             // reopened; whether this commit reached the disk is decided then.
             self.db = None;
             self.last_reopen = Some(Instant::now());
             return Err(e);
         }
+        if logged.is_some() {
+            self.next_decision = self.next_decision.map(|n| n.saturating_add(1));
+        }
         // Durable: now the mirror may show it.
         self.mirror.commit(writes, cl_id, record)
+    }
+}
+
+impl Backend for RedbBackend {
+    fn get(&self, key: Key) -> Value {
+        self.mirror.get(key)
+    }
+
+    fn commit(&mut self, writes: &[(Key, Value)], cl_id: u32, record: &ClientRecord) -> Result<(), BackendError> {
+        self.commit_logged(writes, cl_id, record, None)
+    }
+
+    fn commit_decision(
+        &mut self,
+        writes: &[(Key, Value)],
+        cl_id: u32,
+        record: &ClientRecord,
+        decision: &Decision,
+    ) -> Result<(), BackendError> {
+        self.commit_logged(writes, cl_id, record, Some(decision))
     }
 
     fn client(&self, cl_id: u32) -> Option<ClientRecord> {
@@ -397,6 +470,44 @@ mod tests {
 
     fn v(s: &str) -> Value {
         Value::from_str_padded(s).unwrap()
+    }
+
+    /// `innet store --record-decisions`: every decision is kept in the
+    /// transaction that commits it, numbered on across a restart, and read
+    /// back in order with the data (`innet chaos txn`'s checker input);
+    /// without the flag nothing is kept.
+    #[test]
+    fn the_decision_log_keeps_every_decision_in_order_across_a_restart() {
+        use innet_wire::txn::Status;
+        let dir = temp_dir("decisions");
+        let rec = |req_id| ClientRecord { req_id, digest: 1, reply: vec![], from: None };
+        let d = |req_id, status, writes: Vec<(Key, Value)>| Decision {
+            cl_id: 7,
+            req_id,
+            status,
+            compares: vec![(1, Value::ZERO)],
+            reads: vec![(2, v("r"))],
+            writes,
+        };
+        let first = [d(1, Status::Ok, vec![(1, v("a"))]), d(2, Status::Abort, vec![])];
+        {
+            let mut b = RedbBackend::open(&dir).unwrap();
+            b.commit_decision(&[(1, v("x"))], 7, &rec(0), &d(0, Status::Ok, vec![])).unwrap();
+            let mut b = b.with_decision_log().unwrap();
+            for x in &first {
+                let writes = if x.status == Status::Ok { &x.writes[..] } else { &[] };
+                b.commit_decision(writes, 7, &rec(x.req_id), x).unwrap();
+            }
+        }
+        let last = d(3, Status::Ok, vec![(1, v("b"))]);
+        {
+            let mut b = RedbBackend::open(&dir).unwrap().with_decision_log().unwrap();
+            b.commit_decision(&last.writes, 7, &rec(3), &last).unwrap();
+        }
+        let (log, data) = RedbBackend::read_decisions(&dir).unwrap();
+        assert_eq!(log, vec![first[0].clone(), first[1].clone(), last], "the one before the log was on is not kept");
+        assert_eq!(data.into_iter().collect::<Vec<_>>(), vec![(1, v("b"))]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

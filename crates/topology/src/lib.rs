@@ -45,13 +45,15 @@ use std::time::Duration;
 
 use innet_chain::control::ControlConfig;
 use innet_chain::deploy::{self as chain_deploy, ChainDeployment, ChainRole};
-use innet_chain::netcraq::{OBJECTS_DEFAULT, VERSIONS_DEFAULT};
+use innet_chain::netcraq::{OBJECTS_DEFAULT, OBJECTS_MAX, VERSIONS_DEFAULT, VERSIONS_MAX};
 use innet_chain::Protocol;
 use innet_core::deploy::{DataPlaneAt, Deployment, NodeIx};
+use innet_core::limits::{CLIENTS_MAX, PROPOSERS_MAX, TABLE_SLOTS_MAX};
 use innet_paxos::deploy::{self as paxos_deploy, PaxosDeployment, PaxosParams, PaxosRole};
 use innet_txn::deploy::{self as txn_deploy, SwitchSpec, TxnDeployment, TxnRole};
 use innet_txn::switch::CACHE_SLOTS_DEFAULT;
 use innet_txn::Mode;
+use innet_wire::netchain::MAX_CHAIN_NODES;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
@@ -240,6 +242,9 @@ impl Service {
     }
 }
 
+/// Most slots of an acceptor's ring a file asks for (`[paxos] slots`).
+pub const PAXOS_SLOTS_MAX: usize = 1 << 20;
+
 /// The first port [`Topology::place`] gives nodes whose file gives them
 /// none: node `i` gets this + `i`.
 pub const PLACED_PORT_BASE: u16 = 20000;
@@ -335,6 +340,34 @@ impl Builder {
         Err(TopologyError(format!("line {line}: {what}")))
     }
 
+    /// A client group's `count`, checked alone and, added to `clients`
+    /// (the groups before it), against [`CLIENTS_MAX`]: the flags' limit
+    /// holds for the whole file.
+    fn client_count(&self, line: usize, n: &NodeSpec, clients: &mut u32) -> Result<u32> {
+        let count = n.count.unwrap_or(1);
+        if count == 0 || count > CLIENTS_MAX {
+            return self.err(
+                line,
+                format!(
+                    "clients '{}': count = {count} must be from 1 to {CLIENTS_MAX} (the limit CLIENTS_MAX)",
+                    n.name
+                ),
+            );
+        }
+        *clients = clients.saturating_add(count);
+        if *clients > CLIENTS_MAX {
+            return self.err(
+                line,
+                format!(
+                    "clients '{}': the file's client groups hold {} clients so far; a deployment has at most \
+                     {CLIENTS_MAX} (the limit CLIENTS_MAX, as --clients)",
+                    n.name, *clients
+                ),
+            );
+        }
+        Ok(count)
+    }
+
     /// Checks names, roles and which fields each role may carry.
     fn check_nodes(&self) -> Result<()> {
         if self.specs.is_empty() {
@@ -410,6 +443,7 @@ impl Builder {
     fn txn(&self, links: &[(usize, LinkSpec)]) -> Result<(TxnDeployment, Vec<Placement>)> {
         let mut d: TxnDeployment = Deployment::new(txn_deploy::SERVICE);
         let mut places = vec![];
+        let mut clients = 0u32;
         // (line, node, its table's name, upstream name, link delay)
         let mut ups: Vec<(usize, usize, String, String, Duration)> = vec![];
         for (line, n) in &self.specs {
@@ -432,15 +466,18 @@ impl Builder {
                         .parse()
                         .map_err(|e: String| TopologyError(format!("line {line}: switch '{}': {e}", n.name)))?;
                     let cache_slots = n.cache_slots.unwrap_or(CACHE_SLOTS_DEFAULT);
-                    if cache_slots < innet_core::table::WAYS || !cache_slots.is_power_of_two() || cache_slots > 1 << 24
+                    if cache_slots < innet_core::table::WAYS
+                        || !cache_slots.is_power_of_two()
+                        || cache_slots > TABLE_SLOTS_MAX
                     {
                         return self.err(
                             line,
                             format!(
-                                "switch '{}': cache_slots = {cache_slots} must be a power of two from {} to {}",
+                                "switch '{}': cache_slots = {cache_slots} must be a power of two from {} to {} \
+                                 (the limit TABLE_SLOTS_MAX)",
                                 n.name,
                                 innet_core::table::WAYS,
-                                1 << 24
+                                TABLE_SLOTS_MAX
                             ),
                         );
                     }
@@ -457,10 +494,7 @@ impl Builder {
                     ups.push((line, i, n.name.clone(), up, delay));
                 }
                 _ => {
-                    let count = n.count.unwrap_or(1);
-                    if count == 0 || count > 4096 {
-                        return self.err(line, format!("clients '{}': count = {count} must be from 1 to 4096", n.name));
-                    }
+                    let count = self.client_count(line, n, &mut clients)?;
                     let up = n.upstream.clone().ok_or_else(|| {
                         TopologyError(format!(
                             "line {line}: clients '{}' need `upstream` (a switch or the store)",
@@ -526,22 +560,29 @@ impl Builder {
             let role = match n.role.as_str() {
                 "coordinator" => PaxosRole::Coordinator,
                 "backup" => PaxosRole::Backup,
+                // Ids count from 0 in file order; a file too long for a u16 is
+                // refused below (the deployment's limits are far lower).
                 "acceptor" => {
-                    acceptors += 1;
-                    PaxosRole::Acceptor { id: n.id.unwrap_or(acceptors - 1) }
+                    acceptors = acceptors.saturating_add(1);
+                    PaxosRole::Acceptor { id: n.id.unwrap_or(acceptors.saturating_sub(1)) }
                 }
                 "learner" => {
-                    learners += 1;
-                    PaxosRole::Learner { id: n.id.unwrap_or(learners - 1) }
+                    learners = learners.saturating_add(1);
+                    PaxosRole::Learner { id: n.id.unwrap_or(learners.saturating_sub(1)) }
                 }
                 _ => {
-                    proposers += 1;
-                    PaxosRole::Proposer { index: proposers - 1 }
+                    proposers = proposers.saturating_add(1);
+                    PaxosRole::Proposer { index: proposers.saturating_sub(1) }
                 }
             };
             let i = paxos_deploy::add(&mut d, n.name.clone(), role);
             d.nodes[i].machine = n.machine.clone();
             places.push(self.place(*line, n, Duration::ZERO));
+        }
+        if usize::from(proposers) > PROPOSERS_MAX {
+            return Err(TopologyError(format!(
+                "{proposers} proposers: at most {PROPOSERS_MAX} (the limit PROPOSERS_MAX, as --proposers)"
+            )));
         }
         paxos_deploy::wire(&mut d, proposers == 0);
         self.links(&mut d, links)?;
@@ -561,8 +602,15 @@ impl Builder {
         let mut next = 0usize;
         for (line, n) in self.specs.iter().filter(|(_, n)| n.role == "node") {
             let index = n.id.map_or(next, usize::from);
-            next = index + 1;
+            next = index.saturating_add(1);
             nodes.push((*line, n, index));
+        }
+        if nodes.len() > MAX_CHAIN_NODES {
+            return Err(TopologyError(format!(
+                "{} chain nodes: a chain has at most {MAX_CHAIN_NODES} (the limit MAX_CHAIN_NODES, as --nodes: \
+                 NetChain's address stack)",
+                nodes.len()
+            )));
         }
         nodes.sort_by_key(|(_, _, i)| *i);
         for (pos, (line, n, index)) in nodes.iter().enumerate() {
@@ -576,6 +624,7 @@ impl Builder {
         let mut d: ChainDeployment = Deployment::new(chain_deploy::SERVICE);
         d.fabric = Some(fabric);
         let mut places = vec![];
+        let mut clients = 0u32;
         for (line, n, index) in &nodes {
             let i = d.add(n.name.clone(), ChainRole::Node { index: *index }, ChainRole::Node { index: 0 }.shape());
             d.nodes[i].machine = n.machine.clone();
@@ -592,10 +641,7 @@ impl Builder {
                 d.nodes[i].machine = n.machine.clone();
                 places.push(self.place(*line, n, Duration::ZERO));
             } else {
-                let count = n.count.unwrap_or(1);
-                if count == 0 || count > 4096 {
-                    return self.err(*line, format!("clients '{}': count = {count} must be from 1 to 4096", n.name));
-                }
+                let count = self.client_count(*line, n, &mut clients)?;
                 if n.upstream.is_some() || n.delay_ms.is_some() {
                     return self.err(
                         *line,
@@ -679,6 +725,13 @@ impl Topology {
                 }
                 let params = paxos_params(&s)?;
                 let (d, p) = b.paxos(&links, fabric)?;
+                let learners = d.with_role(|r| matches!(r, PaxosRole::Learner { .. })).len();
+                if params.trim_quorum > learners {
+                    return Err(TopologyError(format!(
+                        "[paxos] trim_quorum = {} exceeds the {learners} learners (as --trim-quorum): at most {learners}",
+                        params.trim_quorum
+                    )));
+                }
                 (Service::Paxos(PaxosTopology { deployment: d, params, data_plane }), p)
             }
             _ => {
@@ -878,8 +931,18 @@ fn json_nodes<R>(d: &Deployment<R>, role: impl Fn(&R) -> String) -> Vec<serde_js
 
 fn paxos_params(s: &PaxosSettings) -> Result<PaxosParams> {
     let e = |m: String| TopologyError(format!("[paxos] {m}"));
-    if !s.slots.is_power_of_two() || !(4..=1 << 20).contains(&s.slots) {
-        return Err(e(format!("slots = {} must be a power of two from 4 to {}", s.slots, 1 << 20)));
+    if !s.slots.is_power_of_two() || !(4..=PAXOS_SLOTS_MAX).contains(&s.slots) {
+        return Err(e(format!(
+            "slots = {} must be a power of two from 4 to {PAXOS_SLOTS_MAX} (the limit PAXOS_SLOTS_MAX)",
+            s.slots
+        )));
+    }
+    if s.trim_quorum > innet_paxos::MAX_LEARNERS {
+        return Err(e(format!(
+            "trim_quorum = {} must be at most the learners (at most {}, the limit MAX_LEARNERS)",
+            s.trim_quorum,
+            innet_paxos::MAX_LEARNERS
+        )));
     }
     let positive = |field: &str, v: f64| {
         let d = ms(field, v).map_err(e)?;
@@ -901,11 +964,12 @@ fn paxos_params(s: &PaxosSettings) -> Result<PaxosParams> {
 
 fn chain_settings(s: &ChainSettings, protocol: Protocol, deployment: ChainDeployment) -> Result<ChainTopology> {
     let e = |m: String| TopologyError(format!("[chain] {m}"));
-    if !(1..=1 << 20).contains(&s.objects) {
-        return Err(e(format!("objects = {} must be from 1 to {}", s.objects, 1 << 20)));
+    if !(1..=OBJECTS_MAX).contains(&s.objects) {
+        return Err(e(format!("objects = {} must be from 1 to {OBJECTS_MAX} (the limit OBJECTS_MAX)", s.objects)));
     }
-    if !(1..=64).contains(&s.versions) {
-        return Err(e(format!("versions = {} must be from 1 to 64", s.versions)));
+    // A clean version and at least one dirty one (NetCRAQ Algorithm 1).
+    if !(2..=VERSIONS_MAX).contains(&s.versions) {
+        return Err(e(format!("versions = {} must be from 2 to {VERSIONS_MAX} (the limit VERSIONS_MAX)", s.versions)));
     }
     if s.keys as usize > s.objects {
         return Err(e(format!("keys = {} must be at most objects = {}", s.keys, s.objects)));

@@ -126,6 +126,37 @@ fn careless_numbers_are_refused_not_panicked_on() {
 }
 
 #[test]
+fn a_file_cannot_pass_a_limit_its_flag_enforces() {
+    // --clients: at most CLIENTS_MAX clients, however many groups hold them.
+    let mut txn = String::from("[[node]]\nname='s'\nrole='store'\n");
+    for g in 0..3 {
+        txn += &format!("[[node]]\nname='c{g}'\nrole='clients'\ncount=2000\nupstream='s'\n");
+    }
+    let e = err(&txn);
+    assert!(e.contains("CLIENTS_MAX") && e.contains("line 14") && e.contains("6000"), "{e}");
+    // --nodes: a chain of at most MAX_CHAIN_NODES.
+    let mut chain = String::from("[chain]\nprotocol = 'netchain'\n");
+    for i in 0..=innet_wire::netchain::MAX_CHAIN_NODES {
+        chain += &format!("[[node]]\nname='n{i}'\nrole='node'\n");
+    }
+    chain += "[[node]]\nname='control'\nrole='control'\n";
+    assert!(err(&chain).contains("MAX_CHAIN_NODES"), "{}", err(&chain));
+    // --trim-quorum: at most the learners (it panicked in the acceptor).
+    let paxos = |settings: &str| {
+        format!(
+            "[paxos]\n{settings}\n[[node]]\nname='c'\nrole='coordinator'\n[[node]]\nname='a'\nrole='acceptor'\n\
+             [[node]]\nname='l'\nrole='learner'\n[[node]]\nname='p'\nrole='proposer'\n"
+        )
+    };
+    assert!(err(&paxos("trim_quorum = 2")).contains("exceeds the 1 learners"), "{}", err(&paxos("trim_quorum = 2")));
+    assert!(err(&paxos("trim_quorum = 4294967295")).contains("MAX_LEARNERS"));
+    Topology::parse(&paxos("trim_quorum = 1")).unwrap();
+    // NetCRAQ needs a clean and a dirty version (versions = 1 panicked in the node).
+    let e = err("[chain]\nversions = 1\n[[node]]\nname='n0'\nrole='node'\n[[node]]\nname='control'\nrole='control'\n");
+    assert!(e.contains("versions = 1 must be from 2"), "{e}");
+}
+
+#[test]
 fn links_set_delays_and_tables_that_belong_to_another_service_are_refused() {
     let text = "[[node]]\nname='s'\nrole='store'\n[[node]]\nname='w'\nrole='switch'\nmode='forward'\nupstream='s'\n\
         [[link]]\na='w'\nb='s'\ndelay_ms=7\n";

@@ -139,6 +139,9 @@ pub enum GiveUp {
     RetryLimit,
     Timeout,
     BadRequest,
+    /// The transaction has more ops than one request can carry
+    /// ([`innet_wire::txn::MAX_OPS_PER_TXN`], 255 fragments); nothing was sent.
+    TooLarge,
 }
 
 /// A finished transaction.
@@ -181,6 +184,8 @@ pub struct ClientCounters {
     /// Packets from anyone but the client's upstream (its switch or store):
     /// dropped unread, so a forged reply naming this client changes nothing.
     pub dropped_not_from_upstream: u64,
+    /// Transactions given up unsent: more ops than 255 fragments hold.
+    pub too_large: u64,
 }
 
 struct Active {
@@ -295,6 +300,11 @@ impl TxnClient {
             self.finish(now, None, false);
             return;
         }
+        if ops.len() > innet_wire::txn::MAX_OPS_PER_TXN {
+            self.counters.too_large += 1;
+            self.finish(now, Some(GiveUp::TooLarge), false);
+            return;
+        }
         self.last_req_id = self.last_req_id.wrapping_add(1);
         let a = self.active.as_mut().expect("still active");
         a.req_id = self.last_req_id;
@@ -308,7 +318,8 @@ impl TxnClient {
         let a = self.active.as_ref().expect("transmit needs an active transaction");
         let mut template = TxnMsg::request(self.cfg.cl_id, a.req_id, vec![]);
         template.flags = Flags(0).with(Flags::STORE_COMMIT, resend);
-        for frag in TxnMsg::fragments(&template, &a.ops) {
+        // `attempt` sends nothing larger than 255 fragments.
+        for frag in TxnMsg::fragments(&template, &a.ops).unwrap_or_default() {
             out.send(Dest::Upstream, frag.encode());
         }
         if resend {

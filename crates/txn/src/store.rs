@@ -30,7 +30,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use innet_core::{Counters, Dest, Host, Outbox, Peer, Sender, Time};
-use innet_wire::txn::{DecodeError, Flags, Key, Op, OpType, Status, TxnMsg, Value, HEADER_LEN};
+use innet_wire::txn::{DecodeError, Flags, Key, Op, OpType, Status, TxnMsg, Value, HEADER_LEN, VALUE_LEN};
 
 /// Requests being reassembled at once; the oldest is abandoned beyond this.
 pub const REASSEMBLY_SLOTS: usize = 1024;
@@ -93,6 +93,19 @@ pub trait Backend {
     /// Applies `writes` (in order) and sets `cl_id`'s record, atomically.
     /// When this returns `Ok`, a durable backend has made both durable.
     fn commit(&mut self, writes: &[(Key, Value)], cl_id: u32, record: &ClientRecord) -> Result<(), BackendError>;
+    /// [`Backend::commit`] of `decision`: a backend that keeps a decision
+    /// log (`innet store --record-decisions`, for `innet chaos txn`'s
+    /// checker) appends it in the same atomic step; others ignore it.
+    fn commit_decision(
+        &mut self,
+        writes: &[(Key, Value)],
+        cl_id: u32,
+        record: &ClientRecord,
+        decision: &Decision,
+    ) -> Result<(), BackendError> {
+        let _ = decision;
+        self.commit(writes, cl_id, record)
+    }
     fn client(&self, cl_id: u32) -> Option<ClientRecord>;
     /// Forgets every key and every client record, then sets `cl_id`'s
     /// record, atomically (a request with the `reset` flag).
@@ -167,6 +180,52 @@ pub struct Decision {
     /// Values returned for READ ops.
     pub reads: Vec<(Key, Value)>,
     pub writes: Vec<(Key, Value)>,
+}
+
+impl Decision {
+    /// Bytes for a durable decision log (`innet store --record-decisions`):
+    /// `cl_id u32 | req_id i32 | status u8`, then compares, reads and
+    /// writes, each `count u16 | (key u32 | value 16 bytes)*`, big-endian.
+    pub fn encode(&self) -> Vec<u8> {
+        let pairs = self.compares.len() + self.reads.len() + self.writes.len();
+        let mut b = Vec::with_capacity(9 + 6 + pairs * (4 + VALUE_LEN));
+        b.extend_from_slice(&self.cl_id.to_be_bytes());
+        b.extend_from_slice(&self.req_id.to_be_bytes());
+        b.push(self.status as u8);
+        for list in [&self.compares, &self.reads, &self.writes] {
+            // A request has at most 255 fragments of 7 ops: within a u16.
+            b.extend_from_slice(&(list.len().min(u16::MAX as usize) as u16).to_be_bytes());
+            for (k, v) in list.iter().take(u16::MAX as usize) {
+                b.extend_from_slice(&k.to_be_bytes());
+                b.extend_from_slice(&v.0);
+            }
+        }
+        b
+    }
+
+    /// The decision [`Decision::encode`] wrote; `None` for other bytes.
+    pub fn decode(b: &[u8]) -> Option<Decision> {
+        fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+            let (head, rest) = (b.get(..n)?, b.get(n..)?);
+            *b = rest;
+            Some(head)
+        }
+        let mut b = b;
+        let cl_id = u32::from_be_bytes(take(&mut b, 4)?.try_into().ok()?);
+        let req_id = i32::from_be_bytes(take(&mut b, 4)?.try_into().ok()?);
+        let status = Status::from_u8(*take(&mut b, 1)?.first()?)?;
+        let mut lists: [Vec<(Key, Value)>; 3] = Default::default();
+        for list in &mut lists {
+            let n = u16::from_be_bytes(take(&mut b, 2)?.try_into().ok()?);
+            for _ in 0..n {
+                let k = u32::from_be_bytes(take(&mut b, 4)?.try_into().ok()?);
+                let v = Value(take(&mut b, VALUE_LEN)?.try_into().ok()?);
+                list.push((k, v));
+            }
+        }
+        let [compares, reads, writes] = lists;
+        b.is_empty().then_some(Decision { cl_id, req_id, status, compares, reads, writes })
+    }
 }
 
 #[derive(Clone, Default, Debug)]
@@ -270,7 +329,7 @@ impl CpuMeter {
 /// byte order in the first 4 bytes, the rest zero (the reference store's
 /// `htonl(*(uint32_t *)&pct)`).
 pub fn cpu_pct_value(pct: f32) -> Value {
-    let mut v = [0u8; innet_wire::txn::VALUE_LEN];
+    let mut v = [0u8; VALUE_LEN];
     v[..4].copy_from_slice(&pct.to_bits().to_be_bytes());
     Value(v)
 }
@@ -446,10 +505,16 @@ impl TxnStore {
         let cpu = if ops.iter().any(|o| o.kind == OpType::CpuPct) { self.cpu.percent(self.now) } else { 0.0 };
         let (decision, reply_ops) = self.apply(&msg, &ops, cpu);
         let template = msg.reply(decision.status, false, vec![]);
-        let reply: Vec<Vec<u8>> = TxnMsg::fragments(&template, &reply_ops).iter().map(TxnMsg::encode).collect();
+        // A reply has at most one op per request op, so it fits the
+        // fragments the request came in; were it not so, BADREQ, not a panic.
+        let reply: Vec<Vec<u8>> = TxnMsg::fragments(&template, &reply_ops)
+            .unwrap_or_else(|| vec![msg.reply(Status::BadRequest, false, vec![])])
+            .iter()
+            .map(TxnMsg::encode)
+            .collect();
         let record = ClientRecord { req_id: msg.req_id, digest, reply: reply.clone(), from: self.from };
         let writes = if decision.status == Status::Ok { &decision.writes[..] } else { &[] };
-        if let Err(e) = self.backend.commit(writes, msg.cl_id, &record) {
+        if let Err(e) = self.backend.commit_decision(writes, msg.cl_id, &record, &decision) {
             // Nothing was acknowledged: the client will resend and we decide again.
             self.counters.backend_errors += 1;
             eprintln!("innet store: backend error, request {}:{} not answered: {e}", msg.cl_id, msg.req_id);
@@ -630,6 +695,24 @@ impl Host for TxnStore {
 mod tests {
     use super::*;
 
+    /// The decision log's encoding gives back every field, and refuses
+    /// bytes cut short or with bytes left over.
+    #[test]
+    fn a_decision_encodes_and_decodes() {
+        let d = Decision {
+            cl_id: 9,
+            req_id: -3,
+            status: Status::OptimisticAbort,
+            compares: vec![(1, Value::from_counter(4)), (2, Value::ZERO)],
+            reads: vec![],
+            writes: vec![(7, Value::from_counter(5))],
+        };
+        let b = d.encode();
+        assert_eq!(Decision::decode(&b), Some(d));
+        assert_eq!(Decision::decode(&b[..b.len() - 1]), None);
+        assert_eq!(Decision::decode(&[b.as_slice(), &[0]].concat()), None);
+    }
+
     fn v(s: &str) -> Value {
         Value::from_str_padded(s).unwrap()
     }
@@ -687,7 +770,7 @@ mod tests {
     fn fragmented_transactions_apply_atomically() {
         let mut s = TxnStore::in_memory();
         let ops: Vec<Op> = (0..10).map(|k| Op::write(k, Value::from_counter(k as u64))).collect();
-        let frags = TxnMsg::fragments(&TxnMsg::request(3, 1, vec![]), &ops);
+        let frags = TxnMsg::fragments(&TxnMsg::request(3, 1, vec![]), &ops).unwrap();
         let mut out = Outbox::new();
         s.handle(&frags[1].encode(), &mut out);
         assert!(out.is_empty());
@@ -711,7 +794,7 @@ mod tests {
     #[test]
     fn a_lone_fragment_naming_a_recorded_reply_pulls_nothing_back() {
         let mut s = TxnStore::in_memory();
-        let frags = TxnMsg::fragments(&TxnMsg::request(3, 1, vec![]), &writes(70, "a"));
+        let frags = TxnMsg::fragments(&TxnMsg::request(3, 1, vec![]), &writes(70, "a")).unwrap();
         assert_eq!(frags.len(), 10);
         let reply = all(&mut s, &frags);
         assert_eq!(reply.len(), 10, "70 UPDATED ops in ten fragments");
@@ -733,23 +816,23 @@ mod tests {
     #[test]
     fn a_reused_client_id_with_a_fragmented_request_is_refused_then_starts_afresh() {
         let mut s = TxnStore::in_memory();
-        let old = TxnMsg::fragments(&TxnMsg::request(6, 1, vec![]), &writes(10, "a"));
+        let old = TxnMsg::fragments(&TxnMsg::request(6, 1, vec![]), &writes(10, "a")).unwrap();
         assert!(all(&mut s, &old).iter().all(|r| r.status == Status::Ok));
         // Another process with client id 6 starts at request id 1 again.
-        let reused = TxnMsg::fragments(&TxnMsg::request(6, 1, vec![]), &writes(10, "b"));
+        let reused = TxnMsg::fragments(&TxnMsg::request(6, 1, vec![]), &writes(10, "b")).unwrap();
         let r = all(&mut s, &reused);
         assert_eq!(r.iter().map(|r| r.status).collect::<Vec<_>>(), vec![Status::BadRequest], "not the old OK");
         assert_eq!(s.get(9), v("a"), "its writes were not applied, and it was not told they were");
         // Its next request id is new to the store: decided afresh.
-        let fresh = TxnMsg::fragments(&TxnMsg::request(6, 2, vec![]), &writes(10, "b"));
+        let fresh = TxnMsg::fragments(&TxnMsg::request(6, 2, vec![]), &writes(10, "b")).unwrap();
         assert!(all(&mut s, &fresh).iter().all(|r| r.status == Status::Ok));
         assert_eq!((s.get(0), s.get(9)), (v("b"), v("b")));
         // A fragment left over from an abandoned request with the same id
         // does not mix into a new one.
-        let mut stray = TxnMsg::fragments(&TxnMsg::request(6, 3, vec![]), &writes(10, "x"));
+        let mut stray = TxnMsg::fragments(&TxnMsg::request(6, 3, vec![]), &writes(10, "x")).unwrap();
         stray.truncate(1);
         all(&mut s, &stray);
-        let next = TxnMsg::fragments(&TxnMsg::request(6, 3, vec![]), &writes(10, "c"));
+        let next = TxnMsg::fragments(&TxnMsg::request(6, 3, vec![]), &writes(10, "c")).unwrap();
         assert!(all(&mut s, &next).iter().all(|r| r.status == Status::Ok));
         assert_eq!((s.get(0), s.get(9)), (v("c"), v("c")));
     }

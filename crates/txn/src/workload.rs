@@ -13,6 +13,11 @@ use innet_wire::txn::{Key, Value};
 
 use crate::client::{Completed, Txn, TxnClient};
 
+/// Most keys one transaction touches (`--span`): a write of `k` keys is
+/// `2 k` ops (a VALUE and a WRITE each), and a transaction carries at most
+/// [`innet_wire::txn::MAX_OPS_PER_TXN`] ops (255 fragments of 7).
+pub const SPAN_MAX: u32 = (innet_wire::txn::MAX_OPS_PER_TXN / 2) as u32;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Workload {
     /// Fraction of transactions that are writes (increments), 0..=1.
@@ -38,14 +43,21 @@ impl Workload {
         if !(0.0..=1.0).contains(&self.write_ratio) {
             return Err(format!("write ratio {} is outside 0..=1", self.write_ratio));
         }
-        if self.keys == 0 {
-            return Err("keys must be at least 1".into());
+        if self.keys == 0 || self.keys > innet_core::limits::TXN_KEYS_MAX {
+            return Err(format!(
+                "keys {} must be from 1 to {} (the limit TXN_KEYS_MAX)",
+                self.keys,
+                innet_core::limits::TXN_KEYS_MAX
+            ));
         }
         if !(0.0..=1.0).contains(&self.validated_reads) {
             return Err(format!("validated-reads fraction {} is outside 0..=1", self.validated_reads));
         }
-        if self.span == 0 || self.span > self.keys {
-            return Err(format!("span {} must be in 1..=keys ({})", self.span, self.keys));
+        if self.span == 0 || self.span > self.keys || self.span > SPAN_MAX {
+            return Err(format!(
+                "span {} must be in 1..=keys ({}) and at most {SPAN_MAX} (the limit SPAN_MAX: 255 fragments of 7 ops)",
+                self.span, self.keys
+            ));
         }
         if !(self.zipf >= 0.0 && self.zipf.is_finite()) {
             return Err(format!("zipf exponent {} must be a finite number >= 0", self.zipf));

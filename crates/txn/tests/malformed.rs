@@ -163,3 +163,38 @@ fn no_single_byte_corruption_or_truncation_panics() {
         assert!(sw.counters.dropped_malformed_total() > 0);
     }
 }
+
+#[test]
+fn a_transaction_beyond_255_fragments_gives_up_unsent_and_a_top_counter_wraps() {
+    use innet_core::{Host, Time};
+    use innet_txn::client::GiveUp;
+    use innet_txn::{ClientConfig, Txn, TxnClient};
+    use innet_wire::txn::MAX_OPS_PER_TXN;
+    // Before: `TxnMsg::fragments` asserted, so a body with 1,786 writes
+    // (from the library or the Python package) panicked the client.
+    let mut c = TxnClient::new(ClientConfig::new(9));
+    let mut out = Outbox::new();
+    c.start(
+        Time::ZERO,
+        Txn::body(|t| {
+            for k in 0..=MAX_OPS_PER_TXN as u32 {
+                t.write(k, Value::from_counter(1));
+            }
+        }),
+        &mut out,
+    );
+    let done = c.poll().expect("finished at once");
+    assert_eq!(done.gave_up, Some(GiveUp::TooLarge));
+    assert!(out.drain().next().is_none(), "nothing was sent");
+    assert_eq!(c.counters.too_large, 1);
+    // A counter anyone may write, 16 nines, increments to 0 (it asserted).
+    let mut c = TxnClient::new(ClientConfig::new(10));
+    c.start(Time::ZERO, Txn::increment(1), &mut out);
+    let (_, first) = out.drain().next().expect("the first attempt");
+    let top = Value::from_str_padded("9999999999999999").unwrap();
+    let reply = TxnMsg::decode(&first).unwrap().reply(Status::Abort, false, vec![Op::value(1, top)]);
+    c.on_packet(Time(1), &reply.encode(), &mut out);
+    let sent: Vec<_> = out.drain().map(|(_, b)| TxnMsg::decode(&b).unwrap()).collect();
+    let retry = sent.last().expect("the increment is re-run with the correction");
+    assert!(retry.ops.contains(&Op::write(1, Value::from_counter(0))), "{retry:?}");
+}

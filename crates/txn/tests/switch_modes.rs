@@ -287,7 +287,7 @@ fn fragmented_requests_pass_untouched() {
         // 15 ops: a stale compare, then writes; 3 fragments.
         let mut ops = vec![Op::value(1, v("x"))];
         ops.extend((2..16).map(|k| Op::write(k, v("w"))));
-        let frags = TxnMsg::fragments(&req(1, 1, vec![]), &ops);
+        let frags = TxnMsg::fragments(&req(1, 1, vec![]), &ops).unwrap();
         assert_eq!(frags.len(), 3);
         let mut forwarded = vec![];
         for f in &frags {
@@ -297,7 +297,7 @@ fn fragmented_requests_pass_untouched() {
         assert!((2..16).all(|k| net.cached(k).is_none()), "{mode}: no pending values from fragments");
         // An all-READ fragmented request is not served from the cache either.
         let reads: Vec<Op> = (0..8).map(|_| Op::read(1)).collect();
-        for f in TxnMsg::fragments(&req(1, 2, vec![]), &reads) {
+        for f in TxnMsg::fragments(&req(1, 2, vec![]), &reads).unwrap() {
             assert!(net.via_switch(&f).is_ok(), "{mode}");
         }
         // The store reassembles the first transaction and aborts it.

@@ -10,6 +10,19 @@
 //! sockets, clocks or runtimes.
 
 #![forbid(unsafe_code)]
+// Decoders take bytes from anyone: outside tests, no indexing, slicing,
+// unwrap, expect, panic or overflowing arithmetic may panic on them. Reads
+// go through [`bytes`], which answers `None` past the end.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::arithmetic_side_effects
+    )
+)]
 
 /// `index()`, `Display` (the stable name) and `Error` for a format's
 /// `DecodeError`, which must have `fn name(self) -> &'static str`.
@@ -30,6 +43,40 @@ macro_rules! decode_error_impls {
 
         impl std::error::Error for $t {}
     };
+}
+
+/// Bounds-checked reads and writes of a byte buffer: `None` (or `false`)
+/// past its end, never a panic.
+pub(crate) mod bytes {
+    /// `N` bytes from `at`.
+    pub fn array<const N: usize>(b: &[u8], at: usize) -> Option<[u8; N]> {
+        b.get(at..at.checked_add(N)?)?.try_into().ok()
+    }
+    pub fn byte(b: &[u8], at: usize) -> Option<u8> {
+        b.get(at).copied()
+    }
+    pub fn be16(b: &[u8], at: usize) -> Option<u16> {
+        array(b, at).map(u16::from_be_bytes)
+    }
+    pub fn be32(b: &[u8], at: usize) -> Option<u32> {
+        array(b, at).map(u32::from_be_bytes)
+    }
+    /// Writes `src` at `at`; `false` (and nothing written) if it does not fit.
+    pub fn put(b: &mut [u8], at: usize, src: &[u8]) -> bool {
+        match at.checked_add(src.len()).and_then(|end| b.get_mut(at..end)) {
+            Some(d) => {
+                d.copy_from_slice(src);
+                true
+            }
+            None => false,
+        }
+    }
+    /// `b[at] = v` if `at` is inside `b`.
+    pub fn set(b: &mut [u8], at: usize, v: u8) {
+        if let Some(x) = b.get_mut(at) {
+            *x = v;
+        }
+    }
 }
 
 pub mod netchain;

@@ -27,6 +27,7 @@
 //! II-B2). Bytes after `vgroup` are ignored, except that a packet of exactly
 //! [`FIXED_LEN`] bytes is a stackless write reply.
 
+use crate::bytes::{array, be16, be32, byte, put, set};
 pub use crate::txn::{Value, VALUE_LEN};
 
 /// Most chain addresses a packet carries (NetChain's chains are short; 10
@@ -66,7 +67,7 @@ pub type ChainKey = [u8; KEY_LEN];
 /// The key an application names by number: the number as a 128-bit
 /// big-endian integer, as the reference's client packs its keys (2018..).
 pub fn key_from_u32(k: u32) -> ChainKey {
-    (k as u128).to_be_bytes()
+    u128::from(k).to_be_bytes()
 }
 
 /// The number of a key made by [`key_from_u32`] (its low 32 bits).
@@ -128,37 +129,40 @@ impl DecodeError {
 
 decode_error_impls!(DecodeError);
 
-fn addr_at(bytes: &[u8], i: usize) -> Addr {
-    u32::from_be_bytes(bytes[i * ADDR_LEN..(i + 1) * ADDR_LEN].try_into().expect("4 bytes"))
+/// Where the `i`-th address starts (`i` is at most [`MAX_CHAIN_NODES`] + 1).
+fn addr_offset(i: usize) -> usize {
+    i.saturating_mul(ADDR_LEN)
+}
+
+fn addr_at(bytes: &[u8], i: usize) -> Option<Addr> {
+    be32(bytes, addr_offset(i))
 }
 
 /// Checks `bytes` and returns the stack's entries (addresses and the
 /// terminator; 0 for a stackless write reply).
 fn validate(bytes: &[u8]) -> Result<usize, DecodeError> {
     if bytes.len() == FIXED_LEN {
-        let op = NcOp::from_u8(bytes[offset::OP]).ok_or(DecodeError::UnknownOp)?;
-        if op != NcOp::WriteReply || bytes[offset::SC] != 0 {
+        let op = byte(bytes, offset::OP).and_then(NcOp::from_u8).ok_or(DecodeError::UnknownOp)?;
+        if op != NcOp::WriteReply || byte(bytes, offset::SC) != Some(0) {
             return Err(DecodeError::ChainCountMismatch);
         }
         return Ok(0);
     }
     let mut depth = None;
     for i in 0..=MAX_CHAIN_NODES {
-        if bytes.len() < (i + 1) * ADDR_LEN {
-            return Err(DecodeError::Truncated);
-        }
-        if addr_at(bytes, i) == 0 {
+        if addr_at(bytes, i).ok_or(DecodeError::Truncated)? == 0 {
             depth = Some(i);
             break;
         }
     }
-    let entries = depth.ok_or(DecodeError::ChainTooLong)? + 1;
-    let fixed = entries * ADDR_LEN;
-    if bytes.len() < fixed + FIXED_LEN {
+    let entries = depth.ok_or(DecodeError::ChainTooLong)?.saturating_add(1);
+    let fixed = addr_offset(entries);
+    if bytes.len() < fixed.saturating_add(FIXED_LEN) {
         return Err(DecodeError::Truncated);
     }
-    let op = NcOp::from_u8(bytes[fixed + offset::OP]).ok_or(DecodeError::UnknownOp)?;
-    if op == NcOp::WriteReply || bytes[fixed + offset::SC] as usize != entries {
+    let field = |at: usize| byte(bytes, fixed.saturating_add(at)).ok_or(DecodeError::Truncated);
+    let op = NcOp::from_u8(field(offset::OP)?).ok_or(DecodeError::UnknownOp)?;
+    if op == NcOp::WriteReply || usize::from(field(offset::SC)?) != entries {
         return Err(DecodeError::ChainCountMismatch);
     }
     Ok(entries)
@@ -180,15 +184,22 @@ pub struct NcMsg {
 impl NcMsg {
     pub fn decode(bytes: &[u8]) -> Result<NcMsg, DecodeError> {
         let entries = validate(bytes)?;
-        let f = &bytes[entries * ADDR_LEN..];
-        Ok(NcMsg {
-            chain: (0..entries.saturating_sub(1)).map(|i| addr_at(bytes, i)).collect(),
-            op: NcOp::from_u8(f[offset::OP]).expect("validated"),
-            seq: u16::from_be_bytes([f[offset::SEQ], f[offset::SEQ + 1]]),
-            key: f[offset::KEY..offset::VALUE].try_into().expect("16 bytes"),
-            value: Value(f[offset::VALUE..offset::VGROUP].try_into().expect("16 bytes")),
-            vgroup: u16::from_be_bytes([f[offset::VGROUP], f[offset::VGROUP + 1]]),
-        })
+        let f = addr_offset(entries);
+        let at = |field: usize| f.saturating_add(field);
+        let chain = (0..entries.saturating_sub(1)).map(|i| addr_at(bytes, i)).collect::<Option<Vec<Addr>>>();
+        let op = byte(bytes, at(offset::OP)).and_then(NcOp::from_u8);
+        let (Some(chain), Some(op), Some(seq), Some(key), Some(value), Some(vgroup)) = (
+            chain,
+            op,
+            be16(bytes, at(offset::SEQ)),
+            array(bytes, at(offset::KEY)),
+            array(bytes, at(offset::VALUE)),
+            be16(bytes, at(offset::VGROUP)),
+        ) else {
+            // `validate` checked every field read here.
+            return Err(DecodeError::Truncated);
+        };
+        Ok(NcMsg { chain, op, seq, key, value: Value(value), vgroup })
     }
 
     /// A write reply without its stack; anything else with its stack and
@@ -199,7 +210,7 @@ impl NcMsg {
         assert!(self.chain.iter().all(|a| *a != 0), "address 0 ends the stack");
         let stackless = self.op == NcOp::WriteReply;
         assert!(!stackless || self.chain.is_empty(), "a write reply carries no stack");
-        let mut out = Vec::with_capacity((self.chain.len() + 1) * ADDR_LEN + FIXED_LEN);
+        let mut out = Vec::with_capacity(MAX_LEN);
         for a in &self.chain {
             out.extend_from_slice(&a.to_be_bytes());
         }
@@ -207,7 +218,7 @@ impl NcMsg {
             out.extend_from_slice(&[0; ADDR_LEN]);
         }
         out.push(self.op as u8);
-        out.push(if stackless { 0 } else { self.chain.len() as u8 + 1 });
+        out.push(if stackless { 0 } else { (self.chain.len() as u8).saturating_add(1) });
         out.extend_from_slice(&self.seq.to_be_bytes());
         out.extend_from_slice(&self.key);
         out.extend_from_slice(&self.value.0);
@@ -228,63 +239,66 @@ impl<'a> NcPacket<'a> {
         let entries = validate(buf)?;
         Ok(NcPacket { buf, entries })
     }
+    // `parse` validated the buffer: reads below are inside it and their
+    // defaults are never taken.
     fn fixed(&self) -> usize {
-        self.entries * ADDR_LEN
+        addr_offset(self.entries)
+    }
+    fn field(&self, at: usize) -> usize {
+        self.fixed().saturating_add(at)
     }
     /// Addresses still in the stack.
     pub fn depth(&self) -> usize {
         self.entries.saturating_sub(1)
     }
-    /// The `i`-th address still in the stack (`i < depth`).
+    /// The `i`-th address still in the stack; 0 (the terminator) for `i >= depth`.
     pub fn addr(&self, i: usize) -> Addr {
-        assert!(i < self.depth());
-        addr_at(self.buf, i)
+        if i >= self.depth() {
+            return 0;
+        }
+        addr_at(self.buf, i).unwrap_or_default()
     }
     /// Bytes the packet occupies now (after any pops).
     pub fn len(&self) -> usize {
-        self.fixed() + FIXED_LEN
+        self.fixed().saturating_add(FIXED_LEN)
     }
     pub fn is_empty(&self) -> bool {
         false
     }
     pub fn op(&self) -> NcOp {
-        NcOp::from_u8(self.buf[self.fixed() + offset::OP]).expect("validated")
+        byte(self.buf, self.field(offset::OP)).and_then(NcOp::from_u8).unwrap_or(NcOp::ReadReq)
     }
     pub fn set_op(&mut self, op: NcOp) {
-        let f = self.fixed();
-        self.buf[f + offset::OP] = op as u8;
+        set(self.buf, self.field(offset::OP), op as u8);
     }
     pub fn seq(&self) -> u16 {
-        let f = self.fixed() + offset::SEQ;
-        u16::from_be_bytes([self.buf[f], self.buf[f + 1]])
+        be16(self.buf, self.field(offset::SEQ)).unwrap_or_default()
     }
     pub fn set_seq(&mut self, seq: u16) {
-        let f = self.fixed() + offset::SEQ;
-        self.buf[f..f + 2].copy_from_slice(&seq.to_be_bytes());
+        put(self.buf, self.field(offset::SEQ), &seq.to_be_bytes());
     }
     pub fn key(&self) -> ChainKey {
-        let f = self.fixed();
-        self.buf[f + offset::KEY..f + offset::VALUE].try_into().expect("16 bytes")
+        array(self.buf, self.field(offset::KEY)).unwrap_or_default()
     }
     pub fn value(&self) -> Value {
-        let f = self.fixed();
-        Value(self.buf[f + offset::VALUE..f + offset::VGROUP].try_into().expect("16 bytes"))
+        array(self.buf, self.field(offset::VALUE)).map_or(Value::ZERO, Value)
     }
     pub fn set_value(&mut self, v: Value) {
-        let f = self.fixed();
-        self.buf[f + offset::VALUE..f + offset::VGROUP].copy_from_slice(&v.0);
+        put(self.buf, self.field(offset::VALUE), &v.0);
     }
     /// Removes the first entry of the stack, an address or the terminator
     /// (the reference's `pop_chain`): the rest of the packet moves 4 bytes
     /// forward and `sc` drops by one. The caller truncates the packet to
-    /// [`NcPacket::len`]. Panics on a stackless packet.
+    /// [`NcPacket::len`]. Does nothing on a stackless packet.
     pub fn pop(&mut self) {
-        assert!(self.entries > 0, "pop from a stackless packet");
+        let Some(entries) = self.entries.checked_sub(1) else { return };
         let end = self.len();
+        if end > self.buf.len() {
+            return;
+        }
         self.buf.copy_within(ADDR_LEN..end, 0);
-        self.entries -= 1;
-        let f = self.fixed();
-        self.buf[f + offset::SC] = self.entries as u8;
+        self.entries = entries;
+        set(self.buf, self.field(offset::SC), entries as u8);
     }
 }
 

@@ -16,6 +16,7 @@
 //! writes), where the paper drops the write silently. Bytes after the value
 //! are ignored, as a P4 parser would.
 
+use crate::bytes::{array, be32, byte, put, set};
 pub use crate::txn::{Value, VALUE_LEN};
 
 /// Bytes of a NetCRAQ packet.
@@ -102,7 +103,7 @@ fn validate(bytes: &[u8]) -> Result<KvOp, DecodeError> {
     if bytes.len() < LEN {
         return Err(DecodeError::Truncated);
     }
-    KvOp::from_u8(bytes[offset::KV_OP]).ok_or(DecodeError::UnknownOp)
+    byte(bytes, offset::KV_OP).and_then(KvOp::from_u8).ok_or(DecodeError::UnknownOp)
 }
 
 /// An owned, decoded message (end hosts).
@@ -123,9 +124,10 @@ impl CraqMsg {
 
     pub fn decode(bytes: &[u8]) -> Result<CraqMsg, DecodeError> {
         let op = validate(bytes)?;
-        let key = u32::from_be_bytes(bytes[offset::KEY..offset::VALUE].try_into().expect("4 bytes"));
-        let value = Value(bytes[offset::VALUE..LEN].try_into().expect("16 bytes"));
-        Ok(CraqMsg { op, key, value })
+        match (be32(bytes, offset::KEY), array(bytes, offset::VALUE)) {
+            (Some(key), Some(value)) => Ok(CraqMsg { op, key, value: Value(value) }),
+            _ => Err(DecodeError::Truncated),
+        }
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -148,20 +150,21 @@ impl<'a> CraqPacket<'a> {
         validate(buf)?;
         Ok(CraqPacket { buf })
     }
+    // `parse` validated the buffer: the defaults below are never taken.
     pub fn op(&self) -> KvOp {
-        KvOp::from_u8(self.buf[offset::KV_OP]).expect("validated")
+        byte(self.buf, offset::KV_OP).and_then(KvOp::from_u8).unwrap_or(KvOp::Read)
     }
     pub fn set_op(&mut self, op: KvOp) {
-        self.buf[offset::KV_OP] = op as u8;
+        set(self.buf, offset::KV_OP, op as u8);
     }
     pub fn key(&self) -> Key {
-        u32::from_be_bytes(self.buf[offset::KEY..offset::VALUE].try_into().expect("4 bytes"))
+        be32(self.buf, offset::KEY).unwrap_or_default()
     }
     pub fn value(&self) -> Value {
-        Value(self.buf[offset::VALUE..LEN].try_into().expect("16 bytes"))
+        array(self.buf, offset::VALUE).map_or(Value::ZERO, Value)
     }
     pub fn set_value(&mut self, v: Value) {
-        self.buf[offset::VALUE..LEN].copy_from_slice(&v.0);
+        put(self.buf, offset::VALUE, &v.0);
     }
 }
 

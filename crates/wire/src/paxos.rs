@@ -24,6 +24,7 @@
 //! decoded message for end hosts; [`PaxosPacket`] a validated in-place view
 //! for data-plane programs.
 
+use crate::bytes::{array, be16, be32, put};
 use std::fmt;
 
 /// Width of the value field in bytes (P4xos `VALUE_SIZE` 256 bits). Change
@@ -135,13 +136,15 @@ impl Value {
             return None;
         }
         let mut bytes = [0u8; VALUE_LEN];
-        bytes[..b.len()].copy_from_slice(b);
+        for (d, s) in bytes.iter_mut().zip(b) {
+            *d = *s;
+        }
         Some(Value { len: b.len() as u32, bytes })
     }
 
     /// The meaningful bytes.
     pub fn as_slice(&self) -> &[u8] {
-        &self.bytes[..(self.len as usize).min(VALUE_LEN)]
+        self.bytes.get(..(self.len as usize).min(VALUE_LEN)).unwrap_or_default()
     }
 }
 
@@ -198,15 +201,18 @@ impl PaxosMsg {
 
     pub fn decode(bytes: &[u8]) -> Result<PaxosMsg, DecodeError> {
         let msgtype = validate(bytes)?;
-        let len = be_u32(&bytes[offset::VALUE_LEN..]);
-        Ok(PaxosMsg {
-            msgtype,
-            inst: be_u32(&bytes[offset::INST..]),
-            rnd: be_u16(&bytes[offset::RND..]),
-            vrnd: be_u16(&bytes[offset::VRND..]),
-            acptid: be_u16(&bytes[offset::ACPTID..]),
-            value: Value { len, bytes: bytes[offset::VALUE..PACKET_LEN].try_into().expect("sized") },
-        })
+        let (Some(inst), Some(rnd), Some(vrnd), Some(acptid), Some(len), Some(value)) = (
+            be32(bytes, offset::INST),
+            be16(bytes, offset::RND),
+            be16(bytes, offset::VRND),
+            be16(bytes, offset::ACPTID),
+            be32(bytes, offset::VALUE_LEN),
+            array(bytes, offset::VALUE),
+        ) else {
+            // `validate` checked the length.
+            return Err(DecodeError::Truncated);
+        };
+        Ok(PaxosMsg { msgtype, inst, rnd, vrnd, acptid, value: Value { len, bytes: value } })
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -229,19 +235,11 @@ pub fn validate(bytes: &[u8]) -> Result<MsgType, DecodeError> {
     if bytes.len() < PACKET_LEN {
         return Err(DecodeError::Truncated);
     }
-    let t = MsgType::from_u16(be_u16(&bytes[offset::MSGTYPE..])).ok_or(DecodeError::UnknownMsgType)?;
-    if be_u32(&bytes[offset::VALUE_LEN..]) as usize > VALUE_LEN {
+    let t = be16(bytes, offset::MSGTYPE).and_then(MsgType::from_u16).ok_or(DecodeError::UnknownMsgType)?;
+    if be32(bytes, offset::VALUE_LEN).is_none_or(|len| len as usize > VALUE_LEN) {
         return Err(DecodeError::ValueTooLong);
     }
     Ok(t)
-}
-
-fn be_u16(b: &[u8]) -> u16 {
-    u16::from_be_bytes([b[0], b[1]])
-}
-
-fn be_u32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
 /// A validated view of a Paxos packet in a mutable buffer, for data-plane
@@ -255,46 +253,47 @@ impl<'a> PaxosPacket<'a> {
         validate(buf)?;
         Ok(PaxosPacket { buf })
     }
+    // `parse` validated the buffer: the defaults below are never taken.
     pub fn msgtype(&self) -> MsgType {
-        MsgType::from_u16(be_u16(&self.buf[offset::MSGTYPE..])).expect("validated")
+        be16(self.buf, offset::MSGTYPE).and_then(MsgType::from_u16).unwrap_or(MsgType::Phase1A)
     }
     pub fn set_msgtype(&mut self, t: MsgType) {
-        self.buf[offset::MSGTYPE..offset::MSGTYPE + 2].copy_from_slice(&(t as u16).to_be_bytes());
+        put(self.buf, offset::MSGTYPE, &(t as u16).to_be_bytes());
     }
     pub fn inst(&self) -> u32 {
-        be_u32(&self.buf[offset::INST..])
+        be32(self.buf, offset::INST).unwrap_or_default()
     }
     pub fn set_inst(&mut self, v: u32) {
-        self.buf[offset::INST..offset::INST + 4].copy_from_slice(&v.to_be_bytes());
+        put(self.buf, offset::INST, &v.to_be_bytes());
     }
     pub fn rnd(&self) -> u16 {
-        be_u16(&self.buf[offset::RND..])
+        be16(self.buf, offset::RND).unwrap_or_default()
     }
     pub fn set_rnd(&mut self, v: u16) {
-        self.buf[offset::RND..offset::RND + 2].copy_from_slice(&v.to_be_bytes());
+        put(self.buf, offset::RND, &v.to_be_bytes());
     }
     pub fn vrnd(&self) -> u16 {
-        be_u16(&self.buf[offset::VRND..])
+        be16(self.buf, offset::VRND).unwrap_or_default()
     }
     pub fn set_vrnd(&mut self, v: u16) {
-        self.buf[offset::VRND..offset::VRND + 2].copy_from_slice(&v.to_be_bytes());
+        put(self.buf, offset::VRND, &v.to_be_bytes());
     }
     pub fn acptid(&self) -> u16 {
-        be_u16(&self.buf[offset::ACPTID..])
+        be16(self.buf, offset::ACPTID).unwrap_or_default()
     }
     pub fn set_acptid(&mut self, v: u16) {
-        self.buf[offset::ACPTID..offset::ACPTID + 2].copy_from_slice(&v.to_be_bytes());
+        put(self.buf, offset::ACPTID, &v.to_be_bytes());
     }
     pub fn value(&self) -> Value {
         Value {
-            len: be_u32(&self.buf[offset::VALUE_LEN..]),
-            bytes: self.buf[offset::VALUE..PACKET_LEN].try_into().expect("sized"),
+            len: be32(self.buf, offset::VALUE_LEN).unwrap_or_default(),
+            bytes: array(self.buf, offset::VALUE).unwrap_or_default(),
         }
     }
     pub fn set_value(&mut self, v: &Value) {
         assert!(v.len as usize <= VALUE_LEN, "value_len above VALUE_LEN");
-        self.buf[offset::VALUE_LEN..offset::VALUE_LEN + 4].copy_from_slice(&v.len.to_be_bytes());
-        self.buf[offset::VALUE..PACKET_LEN].copy_from_slice(&v.bytes);
+        put(self.buf, offset::VALUE_LEN, &v.len.to_be_bytes());
+        put(self.buf, offset::VALUE, &v.bytes);
     }
 }
 

@@ -26,6 +26,8 @@
 
 use std::fmt;
 
+use crate::bytes::{array, be32, byte, put, set};
+
 /// Bytes of the fixed header.
 pub const HEADER_LEN: usize = 13;
 /// Width of a value in bytes (the paper used 1,024 bits; we use 16 bytes as
@@ -42,6 +44,8 @@ pub const MAX_PACKET_LEN: usize = HEADER_LEN + MAX_OPS_PER_PACKET * OP_LEN;
 pub const MAX_FRAGMENTS: usize = u8::MAX as usize;
 /// Most ops of one (fragmented) transaction.
 pub const MAX_OPS_PER_TXN: usize = MAX_FRAGMENTS * MAX_OPS_PER_PACKET;
+/// Counters ([`Value::from_counter`]) count modulo this: 16 decimal digits.
+pub const COUNTER_MODULUS: u64 = 10_u64.pow(VALUE_LEN as u32);
 /// UDP port of the reference implementation.
 pub const DEFAULT_PORT: u16 = 9999;
 
@@ -81,15 +85,23 @@ impl Value {
             return None;
         }
         let mut v = [0u8; VALUE_LEN];
-        v[..b.len()].copy_from_slice(b);
+        for (d, s) in v.iter_mut().zip(b) {
+            *d = *s;
+        }
         Some(Value(v))
     }
 
-    /// A counter as NUL-padded ASCII decimal. Counters are limited to 16
-    /// digits (the value width), far beyond any experiment.
+    /// A counter as NUL-padded ASCII decimal. A counter has 16 digits (the
+    /// value width) and wraps past [`COUNTER_MODULUS`] `- 1` to 0, like an
+    /// odometer: an increment of `9999999999999999` (which anyone may
+    /// write) gives 0, never a panic.
     pub fn from_counter(n: u64) -> Value {
-        assert!(n < 10_u64.pow(VALUE_LEN as u32), "counter too large for a value");
-        Value::from_str_padded(&n.to_string()).expect("fits by the assert above")
+        let mut v = [0u8; VALUE_LEN];
+        let digits = (n % COUNTER_MODULUS).to_string();
+        for (d, s) in v.iter_mut().zip(digits.bytes()) {
+            *d = s;
+        }
+        Value(v)
     }
 
     /// Reads a counter written by [`Value::from_counter`]. The empty value
@@ -104,8 +116,8 @@ impl Value {
 
     /// The bytes without trailing NULs.
     pub fn trimmed(&self) -> &[u8] {
-        let end = self.0.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-        &self.0[..end]
+        let end = self.0.iter().rposition(|&b| b != 0).map_or(0, |i| i.saturating_add(1));
+        self.0.get(..end).unwrap_or_default()
     }
 }
 
@@ -360,21 +372,19 @@ impl TxnMsg {
     /// stops there too).
     pub fn decode(bytes: &[u8]) -> Result<TxnMsg, DecodeError> {
         let h = validate(bytes)?;
-        let mut ops = Vec::with_capacity(h.op_cnt);
-        for i in 0..h.op_cnt {
-            let o = HEADER_LEN + i * OP_LEN;
-            ops.push(Op {
-                kind: OpType::from_u8(bytes[o]).expect("validated"),
-                key: be_u32(&bytes[o + offset::OP_KEY..]),
-                value: Value(bytes[o + offset::OP_VALUE..o + OP_LEN].try_into().expect("sized")),
-            });
-        }
+        let ops = (0..h.op_cnt).map(|i| read_op(bytes, op_at(i))).collect::<Option<Vec<Op>>>();
+        let header = |at| byte(bytes, at);
+        let fields = (header(offset::FLAGS), be32(bytes, offset::CL_ID), be32(bytes, offset::REQ_ID));
+        let (Some(ops), (Some(flags), Some(cl_id), Some(req_id))) = (ops, fields) else {
+            // `validate` checked every byte read here.
+            return Err(DecodeError::OpsBeyondPacket);
+        };
         Ok(TxnMsg {
-            flags: Flags(bytes[offset::FLAGS]),
-            cl_id: be_u32(&bytes[offset::CL_ID..]),
-            req_id: be_u32(&bytes[offset::REQ_ID..]) as i32,
-            frag_seq: bytes[offset::FRAG_SEQ],
-            frag_cnt: bytes[offset::FRAG_CNT],
+            flags: Flags(flags),
+            cl_id,
+            req_id: req_id as i32,
+            frag_seq: header(offset::FRAG_SEQ).unwrap_or_default(),
+            frag_cnt: header(offset::FRAG_CNT).unwrap_or_default(),
             status: h.status,
             ops,
         })
@@ -398,22 +408,24 @@ impl TxnMsg {
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(HEADER_LEN + self.ops.len() * OP_LEN);
+        let mut v = Vec::with_capacity(op_at(self.ops.len()));
         self.encode_into(&mut v);
         v
     }
 
     /// Splits a transaction's ops into packets of at most 7 ops, numbered
     /// `1..=n`. A transaction with no ops still yields one (empty) packet.
-    pub fn fragments(template: &TxnMsg, ops: &[Op]) -> Vec<TxnMsg> {
-        assert!(ops.len() <= MAX_OPS_PER_TXN, "transaction larger than 255 fragments");
+    /// `None` if it needs more than 255 fragments ([`MAX_OPS_PER_TXN`] ops):
+    /// the format cannot carry it.
+    pub fn fragments(template: &TxnMsg, ops: &[Op]) -> Option<Vec<TxnMsg>> {
         let chunks: Vec<&[Op]> = if ops.is_empty() { vec![&[][..]] } else { ops.chunks(MAX_OPS_PER_PACKET).collect() };
-        let n = chunks.len() as u8;
-        chunks
-            .into_iter()
-            .enumerate()
-            .map(|(i, c)| TxnMsg { frag_seq: i as u8 + 1, frag_cnt: n, ops: c.to_vec(), ..template.clone() })
-            .collect()
+        let n = u8::try_from(chunks.len()).ok()?;
+        let numbered = (1..=n).zip(chunks);
+        Some(
+            numbered
+                .map(|(seq, c)| TxnMsg { frag_seq: seq, frag_cnt: n, ops: c.to_vec(), ..template.clone() })
+                .collect(),
+        )
     }
 }
 
@@ -426,31 +438,42 @@ pub struct Validated {
 
 /// Checks everything a parser must check, without allocating.
 pub fn validate(bytes: &[u8]) -> Result<Validated, DecodeError> {
+    let header = |at| byte(bytes, at).ok_or(DecodeError::Truncated);
     if bytes.len() < HEADER_LEN {
         return Err(DecodeError::Truncated);
     }
-    let op_cnt = bytes[offset::OP_CNT] as usize;
+    let op_cnt = usize::from(header(offset::OP_CNT)?);
     if op_cnt > MAX_OPS_PER_PACKET {
         return Err(DecodeError::TooManyOps);
     }
-    if bytes.len() < HEADER_LEN + op_cnt * OP_LEN {
+    if bytes.len() < op_at(op_cnt) {
         return Err(DecodeError::OpsBeyondPacket);
     }
-    let status = Status::from_u8(bytes[offset::STATUS]).ok_or(DecodeError::UnknownStatus)?;
-    let (seq, cnt) = (bytes[offset::FRAG_SEQ], bytes[offset::FRAG_CNT]);
+    let status = Status::from_u8(header(offset::STATUS)?).ok_or(DecodeError::UnknownStatus)?;
+    let (seq, cnt) = (header(offset::FRAG_SEQ)?, header(offset::FRAG_CNT)?);
     if cnt > 1 && (seq == 0 || seq > cnt) {
         return Err(DecodeError::BadFragment);
     }
     for i in 0..op_cnt {
-        if OpType::from_u8(bytes[HEADER_LEN + i * OP_LEN]).is_none() {
+        if byte(bytes, op_at(i)).and_then(OpType::from_u8).is_none() {
             return Err(DecodeError::UnknownOpType);
         }
     }
     Ok(Validated { op_cnt, status })
 }
 
-fn be_u32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+/// Where op `i` starts (`i` is at most [`MAX_OPS_PER_PACKET`]).
+fn op_at(i: usize) -> usize {
+    HEADER_LEN.saturating_add(i.saturating_mul(OP_LEN))
+}
+
+/// The op at byte `o`, `None` if it does not fit or its type is unknown.
+fn read_op(bytes: &[u8], o: usize) -> Option<Op> {
+    Some(Op {
+        kind: OpType::from_u8(byte(bytes, o)?)?,
+        key: be32(bytes, o.checked_add(offset::OP_KEY)?)?,
+        value: Value(array(bytes, o.checked_add(offset::OP_VALUE)?)?),
+    })
 }
 
 /// A validated view of a packet held in a mutable buffer, for data-plane
@@ -465,58 +488,68 @@ impl<'a> TxnPacket<'a> {
         let v = validate(buf)?;
         Ok(TxnPacket { buf, op_cnt: v.op_cnt })
     }
+    // The buffer was validated by `parse`, so every read below is inside
+    // it; the defaults after `unwrap_or` are never taken, and an op index
+    // outside `0..op_cnt` reads as a NOP and writes nothing.
+    fn header(&self, at: usize) -> u8 {
+        byte(self.buf, at).unwrap_or_default()
+    }
     pub fn flags(&self) -> Flags {
-        Flags(self.buf[offset::FLAGS])
+        Flags(self.header(offset::FLAGS))
     }
     pub fn set_flags(&mut self, f: Flags) {
-        self.buf[offset::FLAGS] = f.0;
+        set(self.buf, offset::FLAGS, f.0);
     }
     pub fn cl_id(&self) -> u32 {
-        be_u32(&self.buf[offset::CL_ID..])
+        be32(self.buf, offset::CL_ID).unwrap_or_default()
     }
     pub fn req_id(&self) -> i32 {
-        be_u32(&self.buf[offset::REQ_ID..]) as i32
+        be32(self.buf, offset::REQ_ID).unwrap_or_default() as i32
     }
     pub fn frag_cnt(&self) -> u8 {
-        self.buf[offset::FRAG_CNT]
+        self.header(offset::FRAG_CNT)
     }
     pub fn is_fragmented(&self) -> bool {
         self.frag_cnt() > 1
     }
     pub fn set_frag(&mut self, seq: u8, cnt: u8) {
-        self.buf[offset::FRAG_SEQ] = seq;
-        self.buf[offset::FRAG_CNT] = cnt;
+        set(self.buf, offset::FRAG_SEQ, seq);
+        set(self.buf, offset::FRAG_CNT, cnt);
     }
     pub fn status(&self) -> Status {
-        Status::from_u8(self.buf[offset::STATUS]).expect("validated")
+        Status::from_u8(self.header(offset::STATUS)).unwrap_or(Status::BadRequest)
     }
     pub fn set_status(&mut self, s: Status) {
-        self.buf[offset::STATUS] = s as u8;
+        set(self.buf, offset::STATUS, s as u8);
     }
     pub fn op_cnt(&self) -> usize {
         self.op_cnt
     }
-    fn op_at(&self, i: usize) -> usize {
-        assert!(i < self.op_cnt, "op index out of range");
-        HEADER_LEN + i * OP_LEN
+    /// Where op `i` (and its field at `field`) starts, if `i < op_cnt`.
+    fn op_field(&self, i: usize, field: usize) -> Option<usize> {
+        (i < self.op_cnt).then(|| op_at(i).saturating_add(field))
     }
     pub fn op_type(&self, i: usize) -> OpType {
-        OpType::from_u8(self.buf[self.op_at(i)]).expect("validated")
+        self.op_field(i, offset::OP_TYPE)
+            .and_then(|o| byte(self.buf, o))
+            .and_then(OpType::from_u8)
+            .unwrap_or(OpType::Nop)
     }
     pub fn set_op_type(&mut self, i: usize, t: OpType) {
-        let o = self.op_at(i);
-        self.buf[o] = t as u8;
+        if let Some(o) = self.op_field(i, offset::OP_TYPE) {
+            set(self.buf, o, t as u8);
+        }
     }
     pub fn key(&self, i: usize) -> Key {
-        be_u32(&self.buf[self.op_at(i) + offset::OP_KEY..])
+        self.op_field(i, offset::OP_KEY).and_then(|o| be32(self.buf, o)).unwrap_or_default()
     }
     pub fn value(&self, i: usize) -> Value {
-        let o = self.op_at(i) + offset::OP_VALUE;
-        Value(self.buf[o..o + VALUE_LEN].try_into().expect("sized"))
+        self.op_field(i, offset::OP_VALUE).and_then(|o| array(self.buf, o)).map_or(Value::ZERO, Value)
     }
     pub fn set_value(&mut self, i: usize, v: &Value) {
-        let o = self.op_at(i) + offset::OP_VALUE;
-        self.buf[o..o + VALUE_LEN].copy_from_slice(&v.0);
+        if let Some(o) = self.op_field(i, offset::OP_VALUE) {
+            put(self.buf, o, &v.0);
+        }
     }
     /// Turns the request into a response from the switch, as the reference
     /// P4's `do_direction_swap` does (addresses are the runtime's business).
@@ -582,10 +615,18 @@ mod tests {
     #[test]
     fn fragments_number_from_one() {
         let ops: Vec<Op> = (0..15).map(Op::read).collect();
-        let f = TxnMsg::fragments(&TxnMsg::request(1, 1, vec![]), &ops);
+        let f = TxnMsg::fragments(&TxnMsg::request(1, 1, vec![]), &ops).unwrap();
         assert_eq!(f.len(), 3);
         assert_eq!((f[0].frag_seq, f[2].frag_seq, f[2].frag_cnt), (1, 3, 3));
         assert_eq!(f[2].ops.len(), 1);
+    }
+
+    #[test]
+    fn a_transaction_beyond_255_fragments_is_refused_not_panicked_on() {
+        let ops = |n: usize| (0..n as u32).map(Op::read).collect::<Vec<Op>>();
+        let last = TxnMsg::fragments(&TxnMsg::request(1, 1, vec![]), &ops(MAX_OPS_PER_TXN)).unwrap();
+        assert_eq!((last.len(), last[254].frag_seq, last[254].frag_cnt), (255, 255, 255));
+        assert_eq!(TxnMsg::fragments(&TxnMsg::request(1, 1, vec![]), &ops(MAX_OPS_PER_TXN + 1)), None);
     }
 
     #[test]
@@ -594,5 +635,11 @@ mod tests {
         assert_eq!(v.trimmed(), b"42");
         assert_eq!(v.as_counter(), Some(42));
         assert_eq!(Value::ZERO.as_counter(), Some(0));
+        // Anyone may write the largest counter; incrementing it wraps.
+        let top = Value::from_str_padded("9999999999999999").unwrap();
+        assert_eq!(top.as_counter(), Some(COUNTER_MODULUS - 1));
+        assert_eq!(Value::from_counter(COUNTER_MODULUS - 1), top);
+        assert_eq!(Value::from_counter(COUNTER_MODULUS), Value::from_counter(0));
+        assert_eq!(Value::from_counter(u64::MAX).as_counter(), Some(u64::MAX % COUNTER_MODULUS));
     }
 }

@@ -114,6 +114,9 @@ pub const XSK_RING_MAX: u32 = xsk::RING_MAX;
 pub const LATENCY_SAMPLES_MAX: u32 = 1_000_000;
 /// Most frames one generator call sends.
 pub const BURST_MAX: u32 = 4096;
+/// Largest learner socket receive buffer accepted, bytes (kernel memory,
+/// forced past `net.core.rmem_max`).
+pub const SOCKET_RCVBUF_MAX: u32 = 1 << 30;
 /// Bytes of one `struct upcall_batch` (per CPU).
 const BATCH_VALUE_LEN: usize = 8 + BATCH_MAX as usize * wire::PACKET_LEN;
 
@@ -312,7 +315,10 @@ impl UpcallConfig {
             self.xsk_ring.is_power_of_two() && (64..=XSK_RING_MAX).contains(&self.xsk_ring),
             "--xsk-ring must be a power of two from 64 to {XSK_RING_MAX}"
         );
-        ensure!(self.socket_rcvbuf >= 4096, "--socket-rcvbuf must be at least 4096 bytes");
+        ensure!(
+            (4096..=SOCKET_RCVBUF_MAX).contains(&self.socket_rcvbuf),
+            "--socket-rcvbuf must be 4096..={SOCKET_RCVBUF_MAX} bytes"
+        );
         ensure!(
             (1..=LATENCY_SAMPLES_MAX).contains(&self.latency_samples),
             "--latency-samples must be 1..={LATENCY_SAMPLES_MAX}"

@@ -6,10 +6,35 @@
 //! switch's management address ([`manage_addr`]): it answers the control
 //! plane's requests by reading and writing the switch's registers and
 //! tables. The control process runs the control loop over [`RemoteNodes`]
-//! and answers clients' requests for the chain's current order (VIEW);
-//! client processes follow it ([`follow_view`]). Only the control plane's
-//! address may send requests to an agent; anything else is dropped and
-//! counted.
+//! and, in a thread of its own, answers clients' requests for the chain's
+//! current order (VIEW, [`serve_views`]); client processes follow it
+//! ([`follow_view`]).
+//!
+//! **Management traffic is kept apart from everything else**, so that no
+//! flood from an ordinary socket can fake a failure (the control plane
+//! removes a node that misses its heartbeats):
+//!
+//! * The control plane talks to the agents from its management address
+//!   (its own address, [`MANAGE_PORT_OFFSET`] ports up), through one UDP
+//!   socket per agent, each *connected* to that agent
+//!   ([`control_sockets`]; `SO_REUSEPORT` lets them share the address,
+//!   which only processes of the same user can join). An agent's socket is
+//!   connected to the control plane's management address. The kernel
+//!   delivers to a connected UDP socket only what comes from its peer, so
+//!   anything else sent to a management port never reaches a socket
+//!   buffer (it is counted by the kernel, `UdpNoPorts`), and cannot crowd
+//!   out an answer. Agents also check the source of what reaches them
+//!   (`dropped_foreign`).
+//! * Clients' VIEW requests go to the control plane's own address, served
+//!   by their own thread with a token bucket per client address
+//!   ([`VIEW_ANSWERS_PER_S`], [`VIEW_BURST`], at most [`VIEW_SOURCES_MAX`]
+//!   addresses) and one for all ([`VIEW_ANSWERS_PER_S_TOTAL`]): a VIEW flood
+//!   costs the control loop nothing and gets few answers.
+//! * The control plane judges a node failed only after it missed
+//!   heartbeats for `failure_timeout` *and* did not answer
+//!   [`innet_chain::control::SILENT_POLLS_FOR_FAILURE`] polls in a row, and
+//!   a poll reads an answer that arrived while the control loop was held
+//!   up (a busy CPU delays a heartbeat, it does not fail the node).
 //!
 //! Messages (big-endian): `"iNm\x01"`, kind (u8), sequence number (u32),
 //! then the body:
@@ -25,8 +50,10 @@
 //! Snapshot entries are NetCRAQ values (16 bytes each) or NetChain slots
 //! (key 16, value 16, sequence 2 bytes), [`CHUNK_ENTRIES`] per datagram.
 
+use std::collections::HashMap;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -49,6 +76,20 @@ pub const MANAGE_PORT_OFFSET: u16 = 1000;
 pub const CHUNK_ENTRIES: usize = 40;
 /// Longest a chain may be on the wire (n is a u8).
 pub const MAX_CHAIN: usize = 255;
+/// VIEW answers one client address gets per second at most (a client
+/// asks every 5 ms: 200 a second).
+pub const VIEW_ANSWERS_PER_S: f64 = 1_000.0;
+/// VIEW answers one client address may get at once after a quiet spell.
+pub const VIEW_BURST: f64 = 50.0;
+/// VIEW answers per second to every address together (what a flood from
+/// many ports gets out of the control plane).
+pub const VIEW_ANSWERS_PER_S_TOTAL: f64 = 20_000.0;
+/// VIEW answers every address together may get at once.
+pub const VIEW_BURST_TOTAL: f64 = 1_000.0;
+/// Client addresses with a token bucket of their own; beyond, a new
+/// address is limited by the total alone until addresses quiet for a
+/// second are forgotten.
+pub const VIEW_SOURCES_MAX: usize = 4_096;
 
 const REPORT: u8 = 1;
 const REPORTED: u8 = 2;
@@ -316,10 +357,128 @@ pub fn run_agent(mut agent: Agent, socket: UdpSocket, stop: &Stop) -> io::Result
     Ok(agent.stats)
 }
 
+/// The control plane's sockets to the agents at `agents`: one per agent,
+/// each bound to the control plane's management address `manage` (with
+/// `SO_REUSEPORT`, so that they can share it) and connected to its agent,
+/// so that the kernel hands each only its agent's answers.
+pub fn control_sockets(manage: SocketAddr, agents: &[SocketAddr]) -> io::Result<Vec<UdpSocket>> {
+    use nix::sys::socket::{self as ns, sockopt, AddressFamily, SockFlag, SockType, SockaddrStorage};
+    let family = if manage.is_ipv4() { AddressFamily::Inet } else { AddressFamily::Inet6 };
+    agents
+        .iter()
+        .map(|&agent| {
+            let fd = ns::socket(family, SockType::Datagram, SockFlag::SOCK_CLOEXEC, None)?;
+            ns::setsockopt(&fd, sockopt::ReusePort, &true)?;
+            ns::bind(fd.as_raw_fd(), &SockaddrStorage::from(manage)).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!("the control plane's management address {manage}: {e}"),
+                )
+            })?;
+            let socket = UdpSocket::from(fd);
+            socket.connect(agent)?;
+            Ok(socket)
+        })
+        .collect()
+}
+
+/// A token bucket: `rate` tokens a second, at most `burst`.
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    fn full(burst: f64, now: Instant) -> Bucket {
+        Bucket { tokens: burst, at: now }
+    }
+
+    fn take(&mut self, rate: f64, burst: f64, now: Instant) -> bool {
+        let refill = rate * now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + refill).min(burst);
+        self.at = now;
+        let ok = self.tokens >= 1.0;
+        if ok {
+            self.tokens -= 1.0;
+        }
+        ok
+    }
+}
+
+/// Who gets a VIEW answer: a bucket per client address and one for all.
+struct ViewLimiter {
+    sources: HashMap<SocketAddr, Bucket>,
+    total: Bucket,
+    swept: Instant,
+}
+
+impl ViewLimiter {
+    fn new(now: Instant) -> ViewLimiter {
+        ViewLimiter { sources: HashMap::new(), total: Bucket::full(VIEW_BURST_TOTAL, now), swept: now }
+    }
+
+    fn allow(&mut self, from: SocketAddr, now: Instant) -> bool {
+        let second = Duration::from_secs(1);
+        if now.saturating_duration_since(self.swept) > second {
+            self.sources.retain(|_, b| now.saturating_duration_since(b.at) < second);
+            self.swept = now;
+        }
+        let room = self.sources.len() < VIEW_SOURCES_MAX;
+        let own = match self.sources.get_mut(&from) {
+            Some(b) => b.take(VIEW_ANSWERS_PER_S, VIEW_BURST, now),
+            None if room => {
+                let mut b = Bucket::full(VIEW_BURST, now);
+                let ok = b.take(VIEW_ANSWERS_PER_S, VIEW_BURST, now);
+                self.sources.insert(from, b);
+                ok
+            }
+            None => true,
+        };
+        own && self.total.take(VIEW_ANSWERS_PER_S_TOTAL, VIEW_BURST_TOTAL, now)
+    }
+}
+
+/// What the control plane's VIEW service counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ViewStats {
+    pub answered: u64,
+    /// VIEW requests beyond a bucket, not answered.
+    pub limited: u64,
+    /// Datagrams that are not a VIEW request.
+    pub dropped_malformed: u64,
+}
+
+/// Answers clients' VIEW requests on `socket` (the control plane's own
+/// address) with the chain order in `view`, within the token buckets,
+/// until `stop`.
+pub fn serve_views(socket: UdpSocket, view: ChainView, stop: &Stop) -> io::Result<ViewStats> {
+    socket.set_read_timeout(Some(Duration::from_millis(50)))?;
+    let mut stats = ViewStats::default();
+    let mut limiter = ViewLimiter::new(Instant::now());
+    let mut buf = vec![0u8; 512];
+    while !stop.is_stopped() {
+        let Ok((n, from)) = socket.recv_from(&mut buf) else { continue };
+        match parse(buf.get(..n).unwrap_or_default()) {
+            Some((VIEW, seq, _)) if limiter.allow(from, Instant::now()) => {
+                let (version, chain) = view.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let mut body = version.to_be_bytes().to_vec();
+                encode_chain(&chain, &mut body);
+                let _ = socket.send_to(&msg(VIEWED, seq, &body), from);
+                stats.answered += 1;
+            }
+            Some((VIEW, _, _)) => stats.limited += 1,
+            _ => stats.dropped_malformed += 1,
+        }
+    }
+    Ok(stats)
+}
+
 /// The chain switches as the control plane reaches them over UDP.
 pub struct RemoteNodes {
     protocol: Protocol,
-    socket: UdpSocket,
+    /// One socket per agent, connected to it ([`control_sockets`]).
+    sockets: Vec<UdpSocket>,
     /// Each switch's agent.
     agents: Vec<SocketAddr>,
     seq: u32,
@@ -328,64 +487,50 @@ pub struct RemoteNodes {
     applied: Vec<u64>,
     /// How long to wait for an answer.
     timeout: Duration,
-    view: ChainView,
 }
 
 impl RemoteNodes {
-    /// `socket` is the control plane's (its address is the one agents
-    /// accept requests from).
+    /// `sockets` are the control plane's, one per agent of `agents`
+    /// ([`control_sockets`]).
     pub fn new(
         protocol: Protocol,
-        socket: UdpSocket,
+        sockets: Vec<UdpSocket>,
         agents: Vec<SocketAddr>,
         timeout: Duration,
-        view: ChainView,
     ) -> io::Result<RemoteNodes> {
-        socket.set_read_timeout(Some(timeout.max(Duration::from_millis(1))))?;
+        if sockets.len() != agents.len() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "one management socket per agent"));
+        }
+        for s in &sockets {
+            s.set_read_timeout(Some(timeout.max(Duration::from_millis(1))))?;
+        }
         let n = agents.len();
-        Ok(RemoteNodes { protocol, socket, agents, seq: 0, layout: None, applied: vec![0; n], timeout, view })
+        Ok(RemoteNodes { protocol, sockets, agents, seq: 0, layout: None, applied: vec![0; n], timeout })
     }
 
     /// Sends `req` to agent `i` and waits for the answer of the same
-    /// sequence number, answering clients' VIEW requests meanwhile.
+    /// sequence number. An answer that arrived while this thread was held
+    /// up past the deadline is still read.
     fn ask(&mut self, i: usize, kind: u8, body: &[u8]) -> Option<(u8, Vec<u8>)> {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
-        self.socket.send_to(&msg(kind, seq, body), self.agents[i]).ok()?;
+        let (socket, agent) = (self.sockets.get(i)?, *self.agents.get(i)?);
+        socket.send(&msg(kind, seq, body)).ok()?;
         let deadline = Instant::now() + self.timeout;
         let mut buf = vec![0u8; 2048];
-        while Instant::now() < deadline {
-            let Ok((n, from)) = self.socket.recv_from(&mut buf) else { continue };
-            let Some((k, s, b)) = parse(&buf[..n]) else { continue };
-            if k == VIEW {
-                self.answer_view(from, s);
-            } else if from == self.agents[i] && s == seq {
-                return Some((k, b.to_vec()));
-            }
-        }
-        None
-    }
-
-    fn answer_view(&self, to: SocketAddr, seq: u32) {
-        let (version, chain) = self.view.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let mut body = version.to_be_bytes().to_vec();
-        encode_chain(&chain, &mut body);
-        let _ = self.socket.send_to(&msg(VIEWED, seq, &body), to);
-    }
-
-    /// Answers clients' VIEW requests that arrive within `wait`.
-    pub fn serve_views(&mut self, wait: Duration) {
-        let deadline = Instant::now() + wait;
-        let mut buf = vec![0u8; 256];
-        self.socket.set_read_timeout(Some(Duration::from_millis(1))).ok();
-        while Instant::now() < deadline {
-            if let Ok((n, from)) = self.socket.recv_from(&mut buf) {
-                if let Some((VIEW, s, _)) = parse(&buf[..n]) {
-                    self.answer_view(from, s);
+        loop {
+            // A refused send (the agent's port is closed) shows up here as
+            // an error: that agent does not answer this time.
+            if let Ok((n, from)) = socket.recv_from(&mut buf) {
+                match parse(buf.get(..n).unwrap_or_default()) {
+                    Some((k, s, b)) if from == agent && s == seq => return Some((k, b.to_vec())),
+                    _ => continue,
                 }
             }
+            if Instant::now() >= deadline {
+                return None;
+            }
         }
-        self.socket.set_read_timeout(Some(self.timeout.max(Duration::from_millis(1)))).ok();
     }
 
     fn send_apply(&mut self, i: usize) {
