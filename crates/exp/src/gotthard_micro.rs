@@ -245,7 +245,16 @@ fn caption(figure: &str, c: &TxnPointConfig, varied: &[&str], per_point: &str) -
 }
 
 fn claim(what: &str, paper_text: &str, paper: Option<f64>, ours: f64, unit: &str, holds: bool, rule: &str) -> Claim {
-    Claim { what: what.into(), paper_text: paper_text.into(), paper, ours, unit: unit.into(), holds, rule: rule.into(), calibration: false }
+    Claim {
+        what: what.into(),
+        paper_text: paper_text.into(),
+        paper,
+        ours,
+        unit: unit.into(),
+        holds,
+        rule: rule.into(),
+        calibration: false,
+    }
 }
 
 fn outcome(claims: Vec<Claim>, why: &str, plot: PathBuf, records: PathBuf, config: String) -> Outcome {

@@ -15,7 +15,7 @@ use innet_txn::Mode;
 use crate::chain_bench::{self, ChainBenchResult};
 use crate::paxos::{PaxosConfig, PaxosResult};
 use crate::plot::{self, Panel};
-use crate::reproduce::{Claim, Obtained, Ctx, Entry, Outcome, Paper, Where};
+use crate::reproduce::{Claim, Ctx, Entry, Obtained, Outcome, Paper, Where};
 use crate::tpcc::Kind;
 use crate::tpcc_bench::{self, Figure};
 use crate::tpcc_sim::{TpccConfig, TpccResult};
@@ -84,7 +84,16 @@ fn near(what: &str, paper_text: &str, paper: f64, ours: f64, unit: &str) -> Clai
 /// A claim that holds by `holds` (a direction or a bound the paper states;
 /// `paper` is its number where it gives one).
 fn rule(what: &str, paper_text: &str, paper: Option<f64>, ours: f64, unit: &str, holds: bool, rule: &str) -> Claim {
-    Claim { what: what.into(), paper_text: paper_text.into(), paper, ours, unit: unit.into(), holds, rule: rule.into(), calibration: false }
+    Claim {
+        what: what.into(),
+        paper_text: paper_text.into(),
+        paper,
+        ours,
+        unit: unit.into(),
+        holds,
+        rule: rule.into(),
+        calibration: false,
+    }
 }
 
 /// A result's caveat, printed whether its claims hold or not.
@@ -185,26 +194,13 @@ fn gotthard_fig7(ctx: &Ctx) -> anyhow::Result<Outcome> {
     let text = "Section 5.3, Percentage of writes: \"At 0.2 %writes, Gotthard's throughput is already 1.5x that of \
                 Read Cache, reaching 3.3x that of Read Cache at around 0.5 %writes\"";
     let claims = vec![
-        near(
-            "committed/s, optimistic abort / read cache, 0.2 writes",
-            &format!("1.5x ({text})"),
-            1.5,
-            at(0.2),
-            "x",
-        ),
-        near(
-            "committed/s, optimistic abort / read cache, 0.5 writes",
-            &format!("3.3x ({text})"),
-            3.3,
-            at(0.5),
-            "x",
-        ),
+        near("committed/s, optimistic abort / read cache, 0.2 writes", &format!("1.5x ({text})"), 1.5, at(0.2), "x"),
+        near("committed/s, optimistic abort / read cache, 0.5 writes", &format!("3.3x ({text})"), 3.3, at(0.5), "x"),
     ];
     let why = caveat(format!(
-            "the ratios come from the latencies alone (read cache: one write per RTT on the counter; optimistic \
+        "the ratios come from the latencies alone (read cache: one write per RTT on the counter; optimistic \
              abort: one per 2 d_cs); see {FIG7_DOC}"
-        ),
-    );
+    ));
     Ok(Outcome {
         claims,
         why,
@@ -320,15 +316,14 @@ fn gotthard_fig13(ctx: &Ctx) -> anyhow::Result<Outcome> {
         ),
     ];
     let why = caveat(format!(
-            "Payment {:.2}x, not about 2x: every Payment of the one warehouse updates W_YTD, so with the read cache \
+        "Payment {:.2}x, not about 2x: every Payment of the one warehouse updates W_YTD, so with the read cache \
              a stale Payment learns so only at the store (one commit per RTT), while optimistic abort serializes \
              them at the switch; the paper's Payment record shapes are not known. Order-Status {:.2}x, not 1.1x: \
              TPC-C's Order-Status only reads, so nothing conflicts when it runs alone. See \
              {TPCC_DOC}#why-ours-differs-figure-13",
-            kind_ratio(Kind::Payment),
-            kind_ratio(Kind::OrderStatus)
-        ),
-    );
+        kind_ratio(Kind::Payment),
+        kind_ratio(Kind::OrderStatus)
+    ));
     Ok(Outcome {
         claims,
         why,
@@ -689,11 +684,10 @@ fn caans_fig7a(ctx: &Ctx) -> anyhow::Result<Outcome> {
         ),
     ];
     let why = caveat(format!(
-            "the simulator's two deployments differ only in the stated per-packet costs (switch 0.1 us, software 12 \
+        "the simulator's two deployments differ only in the stated per-packet costs (switch 0.1 us, software 12 \
              us, of the order of libpaxos's measured 69,185 values/s); live on loopback both are user-space \
              processes. See {PAXOS_DOC}"
-        ),
-    );
+    ));
     Ok(Outcome {
         claims,
         why,
@@ -1139,11 +1133,10 @@ fn netcraq_fig3(ctx: &Ctx) -> anyhow::Result<Outcome> {
         near("NetCRAQ clean reads: max / min over distance 0-3", &format!("1.0x, unaffected (\"NetCRAQ's throughput appears unaffected by distance when the queried object is clean\", {s})"), 1.0, flat, "x"),
     ];
     let why = caveat(format!(
-            "NetCRAQ's dirty reads go straight to the tail here (every pair of switches is linked, two passes), so \
+        "NetCRAQ's dirty reads go straight to the tail here (every pair of switches is linked, two passes), so \
              they beat NetChain by more than in the paper, whose Mininet topology makes a forwarded read cross the \
              intermediate switches; at the tail our NetChain read is 46 bytes, not 72. See {CHAIN_DOC}"
-        ),
-    );
+    ));
     Ok(chain_outcome(
         claims,
         why,
@@ -1197,12 +1190,11 @@ fn netcraq_fig4(ctx: &Ctx) -> anyhow::Result<Outcome> {
         "ours at most 1.5",
     ));
     let why = caveat(format!(
-            "ours {}: in our model NetChain is not yet saturated at 5-20k reads/s (it saturates a little above, \
+        "ours {}: in our model NetChain is not yet saturated at 5-20k reads/s (it saturates a little above, \
              where its latency jumps to milliseconds), so the gap there is a few times, not orders of magnitude. \
              See {CHAIN_DOC}",
-            claims.iter().take(3).map(|c| format!("{:.1}x", c.ours)).collect::<Vec<_>>().join(", ")
-        ),
-    );
+        claims.iter().take(3).map(|c| format!("{:.1}x", c.ours)).collect::<Vec<_>>().join(", ")
+    ));
     Ok(chain_outcome(claims, why, pngs, jsonl, d, "4 nodes, reads spread over all nodes, offered 1k-75k reads/s"))
 }
 
@@ -1238,12 +1230,11 @@ fn netcraq_fig5(ctx: &Ctx) -> anyhow::Result<Outcome> {
         "ours above 1",
     ));
     let why = caveat(format!(
-            "ours {} at 0/25/50/75% writes: in the model a NetCRAQ write costs one pass per node plus an ACK \
+        "ours {} at 0/25/50/75% writes: in the model a NetCRAQ write costs one pass per node plus an ACK \
              processed by every other node (7 passes on 4 nodes) against NetChain's 4, so NetCRAQ's read advantage \
              shrinks as the write share grows. See {CHAIN_DOC}",
-            claims.iter().take(4).map(|c| format!("{:.2}x", c.ours)).collect::<Vec<_>>().join(", ")
-        ),
-    );
+        claims.iter().take(4).map(|c| format!("{:.2}x", c.ours)).collect::<Vec<_>>().join(", ")
+    ));
     Ok(chain_outcome(
         claims,
         why,

@@ -347,8 +347,10 @@ fn markdown(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Stri
         let _ = writeln!(s, "{l}\n");
     }
     let _ = writeln!(s, "## Summary\n");
-    let _ =
-        writeln!(s, "| id | paper | figure | title | headline claim | paper | ours | ratio | how obtained | holds | s |");
+    let _ = writeln!(
+        s,
+        "| id | paper | figure | title | headline claim | paper | ours | ratio | how obtained | holds | s |"
+    );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
     for r in rows(ran, entries) {
         let link = if ran.iter().any(|x| x.id == r.id) { format!("[{0}](#{0})", r.id) } else { r.id.clone() };
@@ -377,7 +379,12 @@ fn markdown(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Stri
                 for p in &o.plots {
                     let _ = writeln!(s, "![{}]({})\n", r.id, rel(&opts.out, p).display());
                 }
-                let _ = writeln!(s, "**Verdict: {}.** How obtained: {}.\n", verdict_text(o), link_docs(&o.obtained.sentence(), &prefix, false));
+                let _ = writeln!(
+                    s,
+                    "**Verdict: {}.** How obtained: {}.\n",
+                    verdict_text(o),
+                    link_docs(&o.obtained.sentence(), &prefix, false)
+                );
                 let _ = writeln!(s, "| what | paper says | paper | ours | ratio | rule | holds |");
                 let _ = writeln!(s, "|---|---|---|---|---|---|---|");
                 for c in &o.claims {

@@ -398,7 +398,15 @@ pub fn run_fig11(ctx: &Ctx) -> anyhow::Result<Outcome> {
              reply corrects the edge; docs/txn.md#gotthard-figure-11"
         )
     });
-    Ok(Outcome { claims, why, obtained: store_measured(), plots: vec![png], records: vec![jsonl], ran_on: Where::Sim, config })
+    Ok(Outcome {
+        claims,
+        why,
+        obtained: store_measured(),
+        plots: vec![png],
+        records: vec![jsonl],
+        ran_on: Where::Sim,
+        config,
+    })
 }
 
 // ------------------------------------------------------------- NOCC figures
@@ -541,7 +549,15 @@ pub fn run_nocc3(ctx: &Ctx) -> anyhow::Result<Outcome> {
         },
     ];
     let why = Some("see docs/txn.md#nocc-figure-3".to_string());
-    Ok(Outcome { claims, why, obtained: store_measured(), plots: vec![png], records: vec![jsonl], ran_on: Where::Sim, config })
+    Ok(Outcome {
+        claims,
+        why,
+        obtained: store_measured(),
+        plots: vec![png],
+        records: vec![jsonl],
+        ran_on: Where::Sim,
+        config,
+    })
 }
 
 /// NOCC Figure 4.
@@ -636,7 +652,15 @@ pub fn run_nocc4(ctx: &Ctx) -> anyhow::Result<Outcome> {
             ratio(0.4)
         )
     });
-    Ok(Outcome { claims, why, obtained: store_measured(), plots: vec![png], records: vec![jsonl], ran_on: Where::Sim, config })
+    Ok(Outcome {
+        claims,
+        why,
+        obtained: store_measured(),
+        plots: vec![png],
+        records: vec![jsonl],
+        ran_on: Where::Sim,
+        config,
+    })
 }
 
 /// Runs this module's entry `id` (`innet bench txn --figure`).
