@@ -65,7 +65,12 @@ impl Fabric {
         self.attach(pass.fd()?, ns, devs)?;
         if self.threaded {
             for d in all {
-                threaded_napi(ns, d)?;
+                // A device that is down has no NAPI instance to thread
+                // (a failed chain node reloaded before its links come
+                // back): the setting it had stays for when it comes up.
+                if is_up(ns, d)? {
+                    threaded_napi(ns, d)?;
+                }
             }
         }
         Ok(())
@@ -130,6 +135,13 @@ pub fn napi_threads_cpu_s() -> f64 {
         ticks += f.get(12).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
     }
     ticks as f64 / hz
+}
+
+/// Whether `dev` of `ns` is administratively up (`ip -j link show`'s flags).
+pub fn is_up(ns: &str, dev: &str) -> Result<bool> {
+    let out = crate::testbed::ip(&["-j", "-n", ns, "link", "show", "dev", dev])?;
+    let v: serde_json::Value = serde_json::from_str(&out).context("parse `ip -j link show`")?;
+    Ok(v[0]["flags"].as_array().is_some_and(|f| f.iter().any(|x| x == "UP")))
 }
 
 /// Whether `dev` of `ns` has a driver-mode or a generic XDP program
