@@ -13,7 +13,8 @@
  * the template (gen_config.frame: a whole Ethernet/IPv4/UDP frame, the
  * request a client or proposer would send) over the frame first, stamps a
  * running number at gen_config.stamp_at if asked (a request id, so
- * requests differ), then tail-calls the role's own program (gen_target[0],
+ * requests differ; masked with gen_config.stamp_mask where the field is a
+ * key of a bounded table), then tail-calls the role's own program (gen_target[0],
  * loaded and configured by the testbed), which decides as it does for a
  * frame from the wire: no copy of the role's logic here.
  */
@@ -34,16 +35,21 @@
 
 /* Map gen_config (array, 1 entry). */
 struct innet_gen_config {
-	__u32 len;	/* the template's own length (<= INNET_GEN_FRAME_LEN) */
-	__u32 stamp_at; /* offset of a big-endian u32 running number, 0: none */
+	__u32 len;	  /* the template's own length (<= INNET_GEN_FRAME_LEN) */
+	__u32 stamp_at;	  /* offset of a big-endian u32 running number, 0: none */
+	__u32 stamp_mask; /* the number stamped is (running number & stamp_mask) */
 	__u8 frame[INNET_GEN_FRAME_LEN];
 };
-#define INNET_GEN_CONFIG_SIZE 136
+#define INNET_GEN_CONFIG_SIZE 140
 _Static_assert(sizeof(struct innet_gen_config) == INNET_GEN_CONFIG_SIZE, "gen config size");
 
 MAP(gen_config, BPF_MAP_TYPE_ARRAY, 1, struct innet_gen_config);
 /* Frames written, and frames the tail call did not take (no target). */
 MAP(gen_counters, BPF_MAP_TYPE_PERCPU_ARRAY, 2, __u64);
+/* The running number: one for every CPU (a thread that moves between
+ * CPUs still stamps increasing numbers, which a switch that refuses stale
+ * request ids needs). */
+MAP(gen_stamp, BPF_MAP_TYPE_ARRAY, 1, __u64);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
@@ -58,17 +64,19 @@ int xdp_gen(struct xdp_md *ctx)
 	__u32 zero = 0, one = 1;
 	struct innet_gen_config *g = bpf_map_lookup_elem(&gen_config, &zero);
 	__u64 *written = bpf_map_lookup_elem(&gen_counters, &zero);
-	if (!g || !written)
+	__u64 *stamp = bpf_map_lookup_elem(&gen_stamp, &zero);
+	if (!g || !written || !stamp)
 		return XDP_ABORTED;
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	if (data + INNET_GEN_FRAME_LEN > end)
 		return XDP_ABORTED;
 	__builtin_memcpy(data, g->frame, INNET_GEN_FRAME_LEN);
-	__u64 n = ++*written;
+	*written += 1;
 	__u32 at = g->stamp_at;
 	if (at && at <= INNET_GEN_FRAME_LEN - 4) {
-		__u32 be = bpf_htonl((__u32)n);
+		__u64 n = __sync_fetch_and_add(stamp, 1) + 1;
+		__u32 be = bpf_htonl((__u32)n & g->stamp_mask);
 		__u8 *p = data;
 		p += at & (INNET_GEN_FRAME_LEN - 1);
 		if ((void *)(p + 4) <= end)

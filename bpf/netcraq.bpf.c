@@ -11,10 +11,20 @@
  * differential test (crates/xdp/tests/chain_differential.rs) holds it to
  * the reference: verdict, bytes, counters, craq_store and craq_index.
  *
- * The tail's ACK (Verdict::Multicast) leaves XDP with XDP_PASS; the tc
- * clsact ingress program tc_chain_multicast clones it to every member of
- * chain_group with bpf_clone_redirect (XDP cannot clone) and drops the
- * original.
+ * How the tail's ACK (Verdict::Multicast) reaches its group is the
+ * config's choice (mcast):
+ *  - INNET_CRAQ_MCAST_DEVMAP: bpf_redirect_map on the devmap
+ *    craq_group_ports with BPF_F_BROADCAST (Linux 5.13+): the kernel copies
+ *    the frame to every member's device (the ingress device too: the
+ *    predecessor is a member) and xdp_craq_egress, each entry's egress
+ *    program, rewrites each copy for the member on its device
+ *    (craq_member_at). One member per device; in driver mode the copies
+ *    stay xdp_frames, no skb, no tc.
+ *  - INNET_CRAQ_MCAST_TC: the ACK leaves XDP with XDP_PASS; the tc clsact
+ *    ingress program tc_chain_multicast clones it to every member of
+ *    chain_group with bpf_clone_redirect and drops the original. Any
+ *    number of members per device.
+ * Both rewrite a copy the same way (address_copy).
  *
  * Roles, writes_paused and the port table are the control plane's (config
  * maps). Promotion to tail (CraqNode::set_role committing the latest
@@ -50,6 +60,22 @@ MAP(craq_index, BPF_MAP_TYPE_ARRAY, INNET_CRAQ_OBJECTS_DEFAULT, __u8);
 
 /* The tail's ACK group (INNET_CHAIN_GROUP_ACK), used by tc_chain_multicast. */
 MAP(chain_group, BPF_MAP_TYPE_ARRAY, INNET_CHAIN_GROUP_MAX, struct innet_chain_member);
+
+/* INNET_CRAQ_MCAST_DEVMAP: the group's devices (ifindex -> { ifindex,
+ * xdp_craq_egress }), which a broadcast redirect copies the ACK to, and the
+ * member on each device, by ifindex, for the egress program's rewrite. */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, INNET_CHAIN_GROUP_MAX);
+	__type(key, __u32);
+	__type(value, struct bpf_devmap_val);
+} craq_group_ports SEC(".maps");
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, INNET_CHAIN_GROUP_MAX);
+	__type(key, __u32);
+	__type(value, struct innet_chain_member);
+} craq_member_at SEC(".maps");
 
 static __always_inline struct innet_craq_config *config(void)
 {
@@ -222,10 +248,57 @@ int xdp_netcraq(struct xdp_md *ctx)
 	if (len >= INNET_CRAQ_LEN && (void *)(p + 1) > end)
 		return XDP_DROP; /* cannot happen (len <= what the frame holds); for the verifier */
 	int verdict = craq_process(p, len < INNET_CRAQ_LEN ? 0 : len, cfg, chain_sender(ctx, l.eth));
+	if (verdict_code(verdict) == INNET_CHAIN_VERDICT_MULTICAST && cfg->mcast == INNET_CRAQ_MCAST_DEVMAP) {
+		l.udp->check = 0; /* optional in IPv4; the payload changed */
+		return bpf_redirect_map(&craq_group_ports, 0, BPF_F_BROADCAST);
+	}
 	return chain_emit(ctx, &l, verdict, cfg->node_ip, cfg->origin_port, 0);
 }
 
-/* ---- tc: the tail's ACK to every member of the group ------------------ */
+/* ---- the tail's ACK to every member of the group ---------------------- */
+
+/* Rewrites one copy of the ACK (headers `l`) for a member behind `port`:
+ * to the port's neighbour, keeping the writer as the source (as a Port
+ * verdict), or to the writer from this node (as an Origin verdict). */
+static __always_inline void address_copy(struct l234 *l, const struct innet_craq_config *cfg, int to_origin,
+					 const struct innet_chain_port *port, __be32 origin_ip, __be16 origin_port)
+{
+	__builtin_memcpy(l->eth->h_source, port->port_mac, ETH_ALEN);
+	__builtin_memcpy(l->eth->h_dest, port->peer_mac, ETH_ALEN);
+	l->ip->saddr = to_origin ? cfg->node_ip : origin_ip;
+	l->ip->daddr = to_origin ? origin_ip : port->ip;
+	l->udp->source = to_origin ? bpf_htons(cfg->udp_port) : origin_port;
+	l->udp->dest = to_origin ? origin_port : bpf_htons(cfg->udp_port);
+	l->udp->check = 0;
+	ip_checksum(l->ip);
+}
+
+/* The egress program of every craq_group_ports entry: the kernel runs it
+ * on each copy a broadcast redirect makes, as it leaves for
+ * `egress_ifindex`; it rewrites the copy for the member on that device. */
+SEC("xdp/devmap")
+int xdp_craq_egress(struct xdp_md *ctx)
+{
+	struct innet_craq_config *cfg = config();
+	__u32 ifindex = ctx->egress_ifindex;
+	struct innet_chain_member *m = bpf_map_lookup_elem(&craq_member_at, &ifindex);
+	struct l234 l;
+	if (!cfg || !m || !parse_l234_at((void *)(long)ctx->data, (void *)(long)ctx->data_end, &l)) {
+		count(INNET_CRAQ_CTR_XDP_NO_PORT);
+		return XDP_DROP;
+	}
+	int to_origin = m->kind == INNET_CHAIN_MEMBER_ORIGIN;
+	struct innet_chain_port *port = chain_port(to_origin ? cfg->origin_port : m->port);
+	if (!port) {
+		count(INNET_CRAQ_CTR_XDP_NO_PORT);
+		return XDP_DROP;
+	}
+	address_copy(&l, cfg, to_origin, port, l.ip->saddr, l.udp->source);
+	count(INNET_CRAQ_CTR_MULTICAST_COPIES);
+	return XDP_PASS;
+}
+
+/* ---- tc: the same by clones ------------------------------------------- */
 
 /* The headers and NetCRAQ payload of an IPv4/UDP frame (any ports), or 0. */
 static __always_inline int skb_parse(struct __sk_buff *skb, struct l234 *l, struct innet_craq_hdr **p)
@@ -265,14 +338,7 @@ int tc_chain_multicast(struct __sk_buff *skb)
 			count(INNET_CRAQ_CTR_XDP_NO_PORT);
 			continue;
 		}
-		__builtin_memcpy(l.eth->h_source, port->port_mac, ETH_ALEN);
-		__builtin_memcpy(l.eth->h_dest, port->peer_mac, ETH_ALEN);
-		l.ip->saddr = to_origin ? cfg->node_ip : origin_ip;
-		l.ip->daddr = to_origin ? origin_ip : port->ip;
-		l.udp->source = to_origin ? bpf_htons(cfg->udp_port) : origin_port;
-		l.udp->dest = to_origin ? origin_port : bpf_htons(cfg->udp_port);
-		l.udp->check = 0;
-		ip_checksum(l.ip);
+		address_copy(&l, cfg, to_origin, port, origin_ip, origin_port);
 		if (bpf_clone_redirect(skb, port->ifindex, 0) == 0)
 			count(INNET_CRAQ_CTR_MULTICAST_COPIES);
 	}

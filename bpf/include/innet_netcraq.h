@@ -76,6 +76,13 @@ _Static_assert(__builtin_offsetof(struct innet_craq_hdr, value) == INNET_CRAQ_OF
 _Static_assert(INNET_CRAQ_CTR_DROPPED_MALFORMED + INNET_CRAQ_ERR_COUNT == INNET_CRAQ_CTR_NODE_COUNT, "counters");
 
 /* Map craq_config (array, 1 entry): written by the control plane. */
+/* config.mcast: the tail's ACK group by tc clones (tc_chain_multicast:
+ * any number of members per device) or by a devmap broadcast
+ * (craq_group_ports, xdp_craq_egress: one member per device, the copies
+ * stay XDP frames). */
+#define INNET_CRAQ_MCAST_TC 0
+#define INNET_CRAQ_MCAST_DEVMAP 1
+
 struct innet_craq_config {
 	__u32 role;	     /* INNET_CHAIN_ROLE_* */
 	__u32 writes_paused; /* refuse writes (recovery) */
@@ -86,7 +93,7 @@ struct innet_craq_config {
 	__u32 origin_port;   /* chain_ports index towards the clients */
 	__u32 prev;	     /* the predecessor's chain index (its writes), or INNET_CHAIN_PEER_NONE */
 	__u32 tail;	     /* the tail's chain index (its ACKs), or INNET_CHAIN_PEER_NONE */
-	__u32 pad;
+	__u32 mcast;	     /* how the tail's ACK reaches its group: INNET_CRAQ_MCAST_* */
 };
 #define INNET_CRAQ_CONFIG_SIZE 40
 _Static_assert(sizeof(struct innet_craq_config) == INNET_CRAQ_CONFIG_SIZE, "config size");

@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PROGRAMS: &[&str] = &["txn_switch", "netcraq", "netchain", "paxos", "paxos_learner", "forward", "gen", "upcall"];
+const PROGRAMS: &[&str] =
+    &["txn_switch", "netcraq", "netchain", "paxos", "paxos_learner", "forward", "gen", "upcall", "sink"];
 const HEADERS: &[&str] = &[
     "innet_txn.h",
     "innet_txn_switch.h",

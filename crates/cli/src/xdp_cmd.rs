@@ -7,6 +7,8 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use innet_chain::deploy::ChainRole;
+use innet_exp::xdp_fabric::FabricArgs;
+use innet_exp::xdp_paxos::{McastArg, OnOff};
 use innet_paxos::deploy::PaxosRole;
 use innet_topology::Service;
 use innet_txn::switch::Mode;
@@ -22,8 +24,11 @@ pub enum TestbedCmd {
     /// Clients then run in the client namespace, e.g.
     /// `ip netns exec innet-client innet client txn --to 10.77.0.1:9999 --increment 1`.
     /// Topology `chain` (`--protocol netcraq|netchain --nodes N`): N XDP
-    /// chain nodes innet-n0.. (10.78.0.1..) and innet-client (10.78.0.100)
-    /// on one bridge; the tail's ACKs are multicast by tc.
+    /// chain nodes innet-n0.. (10.78.0.1..) and innet-client (10.78.0.100),
+    /// a veth between every two of them; the NetCRAQ tail's ACKs go to
+    /// their group by devmap broadcast (or tc clones: `--multicast tc`).
+    /// Every XDP data plane runs in driver mode with threaded NAPI unless
+    /// `--xdp-mode generic` / `--threaded-napi off` say otherwise.
     Up(TestbedUpArgs),
     /// Remove everything a testbed made: recorded processes, `innet-*`
     /// namespaces and links, pinned maps and programs (also after a crash).
@@ -105,6 +110,13 @@ pub struct TestbedUpArgs {
     /// leaving the testbed up.
     #[arg(long)]
     drill: bool,
+    #[command(flatten)]
+    fabric: FabricArgs,
+    /// Chain topology, NetCRAQ: how the tail's ACK reaches its group,
+    /// `devmap` broadcast (copies stay XDP frames) or `tc` clones (driver
+    /// mode only). Paxos: how the coordinator's copies leave.
+    #[arg(long, value_enum, default_value = "devmap")]
+    multicast: McastArg,
 }
 
 /// What a topology file asks of a testbed: the file's deployment, read
@@ -134,7 +146,7 @@ fn run_txn_topology(d: &innet_txn::deploy::TxnDeployment, a: &TestbedUpArgs) -> 
         "--topology builds the XDP data plane; the software switches of a topology run with \
          `innet up txn --topology FILE` (loopback) or `innet mininet --topology FILE`"
     );
-    let st = tt::up(d, &innet_exe()?, !a.no_store)?;
+    let st = tt::up(d, &innet_exe()?, !a.no_store, a.fabric.fabric())?;
     println!("testbed up: namespaces {}", st.state.namespaces.join(" "));
     if let Some(store) = st.store {
         println!("  store {store} (netns {})", st.state.namespaces.first().map_or("", |s| s.as_str()));
@@ -207,18 +219,27 @@ fn run_txn_topology(d: &innet_txn::deploy::TxnDeployment, a: &TestbedUpArgs) -> 
 /// from one).
 fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
     match a.service.as_str() {
-        "chain" if a.drill => crate::xdp_chain_cmd::run_drill(a.protocol, a.nodes),
         "chain" => {
-            use innet_xdp::chain_testbed::ReplyTo;
+            use innet_xdp::chain_testbed::{ChainUp, ReplyTo};
             let reply = if a.reply_to_source_port { ReplyTo::SourcePort } else { ReplyTo::ReferencePort };
-            let st = innet_xdp::chain_testbed::up(a.protocol, a.nodes, Some(a.data_plane), reply)?;
+            let o = ChainUp {
+                fabric: a.fabric.fabric(),
+                multicast: a.multicast.into(),
+                reply,
+                ..ChainUp::new(a.protocol, a.nodes)
+            };
+            if a.drill {
+                return crate::xdp_chain_cmd::run_drill(&o);
+            }
+            let st = innet_xdp::chain_testbed::up(&o, Some(a.data_plane))?;
             println!("testbed up: {}: namespaces {}", st.topology, st.namespaces.join(" "));
+            println!("  {}", fabric_line(&o.fabric));
             for i in 0..a.nodes {
                 let ip = innet_xdp::chain_testbed::node_ip(i);
                 println!(
                     "  node {i} {ip}:{} in {}",
                     innet_xdp::chain_testbed::udp_port(a.protocol),
-                    st.namespaces[2 + i]
+                    st.namespaces[1 + i]
                 );
             }
             println!("  client namespace {} ({})", testbed::NS_CLIENT, innet_xdp::chain_testbed::CLIENT_IP);
@@ -228,7 +249,10 @@ fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
-        "paxos" => crate::xdp_paxos_cmd::run_up(innet_exe()?),
+        "paxos" => crate::xdp_paxos_cmd::run_up_with(
+            PaxosUp { fabric: a.fabric.fabric(), multicast: a.multicast.into(), ..PaxosUp::default() },
+            innet_exe()?,
+        ),
         _ => {
             let opts = UpOptions {
                 topology: a.service,
@@ -237,6 +261,7 @@ fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
                 start_store: !a.no_store,
                 store_delay_ms: a.store_delay_ms,
                 innet_exe: innet_exe()?,
+                fabric: a.fabric.fabric(),
             };
             let st = testbed::up(&opts)?;
             println!("testbed up: namespaces {}", st.namespaces.join(" "));
@@ -249,6 +274,7 @@ fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
             }
             if let Some(dir) = &st.pin_dir {
                 println!("  xdp_txn_switch ({}) on innet-sc and innet-ss, maps pinned in {dir}", opts.mode);
+                println!("  {}", fabric_line(&opts.fabric));
             }
             println!("  service address {}", testbed::service_addr());
             println!(
@@ -260,6 +286,19 @@ fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// How a testbed's XDP programs run, in one line.
+fn fabric_line(f: &innet_xdp::fabric::Fabric) -> String {
+    format!(
+        "XDP in {} mode{}",
+        f.mode,
+        if f.mode == innet_xdp::fabric::XdpMode::Native && f.threaded != innet_xdp::fabric::ThreadedNapi::Off {
+            ", threaded NAPI"
+        } else {
+            ""
+        }
+    )
 }
 
 fn innet_exe() -> anyhow::Result<PathBuf> {
@@ -377,9 +416,15 @@ pub struct RoundsArgs {
     /// Length of the packet-rate phase per data plane per round, ms (0: none).
     #[arg(long, default_value_t = 1000, value_parser = innet_exp::parse::whole_ms)]
     rate_ms: u64,
+    #[command(flatten)]
+    fabric: FabricArgs,
 }
 
 impl RoundsArgs {
+    pub fn fabric_args(&self) -> FabricArgs {
+        self.fabric
+    }
+
     pub fn config(&self) -> BenchConfig {
         BenchConfig {
             requests: self.requests,
@@ -387,6 +432,7 @@ impl RoundsArgs {
             rounds: self.rounds,
             window: self.window,
             rate_ms: self.rate_ms,
+            fabric: self.fabric.fabric(),
         }
     }
 }
@@ -463,12 +509,43 @@ pub struct BenchXdpTxnArgs {
     store_delay_ms: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Rounds; the data planes take turns within each.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    runs: u32,
+    #[command(flatten)]
+    fabric: FabricArgs,
+    /// The switch alone: an in-kernel generator injects requests at the
+    /// XDP switch's client port, sinks on the store's and the client's
+    /// devices count what arrives, no end host (decisions/s, and per
+    /// CPU-second of the threads doing the work).
+    #[arg(long)]
+    fabric_only: bool,
+    /// `--fabric-only`: requests per path per round.
+    #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000_000))]
+    frames: u32,
+    /// `--fabric-only`: the kernel's BPF run-time statistics (ns per
+    /// program) on, or off (no clock reads around every program run).
+    #[arg(long, value_enum, default_value = "on")]
+    bpf_stats: OnOff,
     /// Output folder for xdp-txn.jsonl.
     #[arg(long, default_value = "results/xdp", value_parser = innet_exp::parse::out_dir)]
     out: PathBuf,
 }
 
 pub fn run_bench_xdp_txn(a: BenchXdpTxnArgs) -> anyhow::Result<i32> {
+    if a.fabric_only {
+        let (recs, path) = innet_exp::xdp_fabric::txn_fabric_only(
+            a.fabric,
+            &innet_exe()?,
+            a.runs as usize,
+            a.frames,
+            a.bpf_stats == OnOff::On,
+            &a.out,
+        )?;
+        crate::xdp_chain_cmd::print_fabric_only(&recs, "decisions");
+        println!("wrote {}", path.display());
+        return Ok(0);
+    }
     let cfg = TxnExperimentConfig {
         mode: a.mode,
         clients: a.clients,
@@ -478,51 +555,65 @@ pub fn run_bench_xdp_txn(a: BenchXdpTxnArgs) -> anyhow::Result<i32> {
         client_delay_ms: a.client_delay_ms,
         store_delay_ms: a.store_delay_ms,
         seed: a.seed,
+        fabric: a.fabric.fabric(),
     };
-    let (recs, path) = innet_exp::xdp::bench_txn(&cfg, &innet_exe()?, &a.out)?;
+    let (recs, path) = innet_exp::xdp::bench_txn(&cfg, a.runs as usize, &innet_exe()?, &a.out)?;
     println!(
-        "{:<16} {:>12} {:>8} {:>9} {:>9} {:>16} {:>15}",
-        "data plane", "committed/s", "p50_ms", "p99_ms", "gave_up", "aborts_by_switch", "aborts_by_store"
+        "{} (commit {}, seed {}; {}, load average at the end {:.2})",
+        cfg.mode,
+        recs[0].git_commit,
+        recs[0].seed,
+        fabric_line(&cfg.fabric),
+        recs.last().map_or(0.0, |r| r.load_average[0])
+    );
+    println!(
+        "{:>3} {:<16} {:>12} {:>8} {:>9} {:>9} {:>16} {:>15} {:>10} {:>9} {:>12}",
+        "run",
+        "data plane",
+        "committed/s",
+        "p50_ms",
+        "p99_ms",
+        "gave_up",
+        "aborts_by_switch",
+        "aborts_by_store",
+        "cpu_us/txn",
+        "busy_cpus",
+        "of_ceiling"
     );
     for r in &recs {
         println!(
-            "{:<16} {:>12.0} {:>8.3} {:>9.3} {:>9} {:>16} {:>15}",
+            "{:>3} {:<16} {:>12.0} {:>8.3} {:>9.3} {:>9} {:>16} {:>15} {:>10.1} {:>9.2} {:>11.0}%{}",
+            r.run,
             r.data_plane,
             r.num("committed_per_s"),
             r.num("p50_latency_ms"),
             r.num("p99_latency_ms"),
             r.num("gave_up"),
             r.num("aborts_by_switch"),
-            r.num("aborts_by_store")
+            r.num("aborts_by_store"),
+            r.cpu.machine_us,
+            r.cpu.busy_cpus,
+            r.ceiling.of_ceiling * 1e2,
+            if r.ceiling.generator_bound { " (generator-bound)" } else { "" }
         );
     }
     let c = &recs[0].ceiling.ceiling;
     println!(
-        "generator's ceiling (commit {}, seed {}): {:.0} round trips/s at {} clients ({} B requests answered by \
-         xdp_bounce on the switch's client port: the same veth path, answered by the cheapest program there is), \
-         p50 {:.0} us",
-        recs[0].git_commit,
-        recs[0].seed,
+        "generator's ceiling (round 0): {:.0} round trips/s at {} clients ({} B requests answered by xdp_bounce on \
+         the switch's client port: the same veth path, answered by the cheapest program there is), p50 {:.0} us",
         c.ops_per_s,
         c.clients,
         innet_exp::txn_client::request_len(),
         c.p50_us
     );
-    for r in &recs {
-        println!(
-            "  {}: {:.0} replies/s = {:.0}% of the ceiling{}",
-            r.data_plane,
-            r.ceiling.replies_per_s,
-            r.ceiling.of_ceiling * 1e2,
-            if r.ceiling.generator_bound { " (generator-bound)" } else { "" }
-        );
-    }
-    let (x, s) = (&recs[0], &recs[1]);
+    let ratios = innet_exp::xdp::txn_ratios(&recs);
+    let median = |f: fn(&(f64, f64, f64)) -> f64| innet_exp::xdp_paxos::median(ratios.iter().map(f).collect());
+    let (commit, p50, p99) = (median(|r| r.0), median(|r| r.1), median(|r| r.2));
     println!(
-        "xdp / software: committed/s {:.2}x, p50 latency {:.2}x, p99 latency {:.2}x",
-        x.num("committed_per_s") / s.num("committed_per_s"),
-        x.num("p50_latency_ms") / s.num("p50_latency_ms"),
-        x.num("p99_latency_ms") / s.num("p99_latency_ms")
+        "xdp / software, median of {} rounds: committed/s {commit:.2}x, p50 latency {p50:.2}x, p99 latency {p99:.2}x \
+         (per round: {})",
+        ratios.len(),
+        ratios.iter().map(|r| format!("{:.2}x", r.0)).collect::<Vec<_>>().join(", ")
     );
     println!("wrote {}", path.display());
     Ok(0)

@@ -301,12 +301,6 @@ fn run_fabric_only(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// `innet testbed up paxos`: the topology with the backup coordinator as a
-/// process of this program.
-pub fn run_up(exe: PathBuf) -> anyhow::Result<i32> {
-    run_up_with(PaxosUp::default(), exe)
-}
-
 /// `innet testbed up paxos` with `up`'s numbers of roles (a topology file's).
 /// The backup runs as a process of its own, so the acceptors vote to
 /// every role's own port (one vote per machine needs every role of the

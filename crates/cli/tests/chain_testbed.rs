@@ -120,7 +120,22 @@ fn counter(status: &str, node: usize, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no counter {name} of node {node} in {status}"))
 }
 
+/// Every device of every node runs its program in driver mode (the
+/// default fabric), so the NetCRAQ tail's ACK copies are devmap broadcast
+/// copies: XDP frames from end to end.
+fn nodes_in_driver_mode() {
+    use innet_xdp::chain_testbed::{node_devs, node_ns};
+    use innet_xdp::fabric::{attached_mode, XdpMode};
+    for i in 0..NODES {
+        for dev in node_devs(i, NODES) {
+            let mode = attached_mode(&node_ns(i), &dev).expect("ip link show");
+            assert_eq!(mode, Some(XdpMode::Native), "node {i} {dev}");
+        }
+    }
+}
+
 fn netcraq_reads_and_writes() {
+    nodes_in_driver_mode();
     let port = innet_wire::netcraq::DEFAULT_PORT;
     for (i, text) in ["a", "bb"].into_iter().enumerate() {
         let value = Value::from_str_padded(text).unwrap();
@@ -179,7 +194,7 @@ fn reads_and_writes_go_through_an_xdp_chain_and_down_leaves_nothing() {
         run(INNET, &["testbed", "down"]);
         assert_eq!(wait_clean(), Vec::<String>::new(), "testbed down left things behind ({protocol})");
         let how = if protocol == "netcraq" {
-            "the tail's ACKs multicast by tc"
+            "driver mode, the tail's ACKs by devmap broadcast to the writer and every other node"
         } else {
             "stack popped per node; the reference client's requests to 8888 answered on 8889"
         };

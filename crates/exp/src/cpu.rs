@@ -100,6 +100,18 @@ impl CpuSnapshot {
     }
 }
 
+impl std::ops::AddAssign for CpuUse {
+    /// Two windows' CPU as one (a plane measured in several rounds).
+    fn add_assign(&mut self, o: CpuUse) {
+        self.wall_s += o.wall_s;
+        self.machine_user_s += o.machine_user_s;
+        self.machine_system_s += o.machine_system_s;
+        self.machine_irq_s += o.machine_irq_s;
+        self.process_user_s += o.process_user_s;
+        self.process_system_s += o.process_system_s;
+    }
+}
+
 impl CpuUse {
     /// Per one of `values` committed values.
     pub fn per_value(&self, values: u64) -> CpuPerValue {

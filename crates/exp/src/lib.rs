@@ -40,6 +40,8 @@ pub mod up;
 #[cfg(feature = "xdp")]
 pub mod xdp;
 #[cfg(feature = "xdp")]
+pub mod xdp_fabric;
+#[cfg(feature = "xdp")]
 pub mod xdp_paxos;
 
 /// Where an experiment runs.

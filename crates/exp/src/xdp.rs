@@ -19,13 +19,15 @@ use innet_chain::Protocol;
 use innet_txn::switch::Mode;
 use innet_xdp::bench::{self, summarize, BenchConfig, DownOnDrop, Summary, TxnExperimentConfig};
 use innet_xdp::chain_bench::{probe, ChainBenchConfig, Workload, KEYS};
-use innet_xdp::chain_testbed::{self as tb, CLIENT_IP};
+use innet_xdp::chain_testbed::{self as tb, ChainUp, Multicast, CLIENT_IP};
 use innet_xdp::testbed::{in_netns, NS_CLIENT};
 use innet_xdp::txn::{Ports, Program, Tables, TxnXdp};
 
+use crate::cpu::{CpuPerValue, CpuSnapshot, CpuUse};
 use crate::loadgen::{self, EchoService, LoadConfig, LoadReport};
 use crate::results;
 use crate::txn_client::{self, ClientLoad};
+use crate::xdp_paxos::load_average;
 
 const _: () = assert!(KEYS <= tb::NETCHAIN_KEYS_INSTALLED);
 
@@ -81,15 +83,23 @@ pub fn bench_rtt(cfg: &BenchConfig, innet_exe: &Path, out: &Path) -> anyhow::Res
     Ok((rec, path))
 }
 
-/// One line of `xdp-txn.jsonl`: a data plane's load result.
+/// One line of `xdp-txn.jsonl`: a data plane's load result in one round.
 #[derive(Debug, Serialize)]
 pub struct TxnRecord {
     pub experiment: &'static str,
+    /// The round (the planes take turns within each).
+    pub run: usize,
     pub config: TxnExperimentConfig,
     pub seed: u64,
     pub git_commit: String,
     /// `xdp-switch` or `software-switch`.
     pub data_plane: String,
+    /// CPU per committed transaction over the load (the whole machine from
+    /// /proc/stat: clients, switch, store, kernel; this process: the
+    /// clients).
+    pub cpu: CpuPerValue,
+    /// The load average when the round ended (1, 5, 15 minutes).
+    pub load_average: [f64; 3],
     /// The load client's summary (`innet client txn --load`'s JSON).
     pub result: serde_json::Value,
     /// The generator's ceiling measured in the same run
@@ -119,6 +129,20 @@ pub fn txn_ceiling(clients: u32, to: SocketAddr, duration_s: f64) -> anyhow::Res
     Ok(loadgen::run(&cfg, vec![EchoService { len: txn_client::request_len(), targets: 1 }])?.0)
 }
 
+/// Per round of `recs` ([`bench_txn`]'s): the XDP switch over the
+/// software switch in committed/s, p50 and p99 latency.
+pub fn txn_ratios(recs: &[TxnRecord]) -> Vec<(f64, f64, f64)> {
+    let runs = recs.iter().map(|r| r.run).max().map_or(0, |m| m + 1);
+    (0..runs)
+        .filter_map(|run| {
+            let plane = |name: &str| recs.iter().find(|r| r.run == run && r.data_plane == name);
+            let (x, s) = (plane("xdp-switch")?, plane("software-switch")?);
+            let over = |k: &str| x.num(k) / s.num(k);
+            Some((over("committed_per_s"), over("p50_latency_ms"), over("p99_latency_ms")))
+        })
+        .collect()
+}
+
 impl TxnRecord {
     /// A number of the result (NaN if absent).
     pub fn num(&self, key: &str) -> f64 {
@@ -126,11 +150,18 @@ impl TxnRecord {
     }
 }
 
-/// `innet bench xdp-txn`: the closed-loop clients through the XDP switch,
-/// then the software switch, each on a fresh `txn` testbed, the load run
-/// on threads in the client namespace; the records (XDP first), appended
-/// to `out/xdp-txn.jsonl`, and that path.
-pub fn bench_txn(cfg: &TxnExperimentConfig, innet_exe: &Path, out: &Path) -> anyhow::Result<(Vec<TxnRecord>, PathBuf)> {
+/// `innet bench xdp-txn`: `runs` rounds of the closed-loop clients
+/// through the XDP switch, then the software switch, each on a fresh `txn`
+/// testbed, the load run on threads in the client namespace, then the
+/// generator's ceiling; the records (per round, XDP first), appended to
+/// `out/xdp-txn.jsonl`, and that path.
+pub fn bench_txn(
+    cfg: &TxnExperimentConfig,
+    runs: usize,
+    innet_exe: &Path,
+    out: &Path,
+) -> anyhow::Result<(Vec<TxnRecord>, PathBuf)> {
+    anyhow::ensure!(runs >= 1, "--runs must be at least 1");
     let load = |to: SocketAddr| {
         let d = ClientLoad::new(to);
         let mut sending = d.sending.clone();
@@ -144,22 +175,47 @@ pub fn bench_txn(cfg: &TxnExperimentConfig, innet_exe: &Path, out: &Path) -> any
             seed: cfg.seed,
             ..d
         };
-        Ok(txn_client::load(&l, &innet_live::Stop::new())?.json)
+        let before = CpuSnapshot::now();
+        let json = txn_client::load(&l, &innet_live::Stop::new())?.json;
+        let cpu = before.used().per_value(json["committed"].as_u64().unwrap_or(0));
+        Ok((json, cpu))
     };
-    let runs = bench::run_txn_experiment(cfg, innet_exe, load)?;
+    let mut recs = vec![];
+    for run in 0..runs {
+        recs.extend(txn_round(cfg, run, innet_exe, &load)?);
+    }
+    let path = out.join("xdp-txn.jsonl");
+    results::append_jsonl(&path, &recs)?;
+    Ok((recs, path))
+}
+
+type TxnLoad<'a> = dyn Fn(SocketAddr) -> anyhow::Result<(serde_json::Value, CpuPerValue)> + Sync + 'a;
+
+/// One round of `bench xdp-txn`: both planes, then the ceiling.
+fn txn_round(
+    cfg: &TxnExperimentConfig,
+    run: usize,
+    innet_exe: &Path,
+    load: &TxnLoad<'_>,
+) -> anyhow::Result<Vec<TxnRecord>> {
+    let planes = bench::run_txn_experiment(cfg, innet_exe, load)?;
     let ceiling = bench::run_txn_ceiling(cfg, innet_exe, |to| txn_ceiling(cfg.clients, to, cfg.duration_s))?;
     let commit = results::git_commit();
-    let recs: Vec<TxnRecord> = runs
+    let load_average = load_average();
+    Ok(planes
         .into_iter()
-        .map(|(name, r)| {
+        .map(|(name, (r, cpu))| {
             let replies_per_s =
                 r["packets_received"].as_f64().unwrap_or(0.0) / r["run_seconds"].as_f64().unwrap_or(f64::NAN).max(1e-9);
             TxnRecord {
                 experiment: "xdp-txn",
+                run,
                 config: cfg.clone(),
                 seed: cfg.seed,
                 git_commit: commit.clone(),
                 data_plane: name,
+                cpu,
+                load_average,
                 result: r,
                 ceiling: TxnCeiling {
                     ceiling: ceiling.clone(),
@@ -169,10 +225,7 @@ pub fn bench_txn(cfg: &TxnExperimentConfig, innet_exe: &Path, out: &Path) -> any
                 },
             }
         })
-        .collect();
-    let path = out.join("xdp-txn.jsonl");
-    results::append_jsonl(&path, &recs)?;
-    Ok((recs, path))
+        .collect())
 }
 
 /// The `innet bench xdp-chain` record (`xdp-chain.jsonl`).
@@ -186,6 +239,11 @@ pub struct ChainRecord {
     /// `xdp-bounce`, `xdp-chain-write`, `xdp-chain-read`,
     /// `software-chain-write`, `software-chain-read`.
     pub planes: Vec<Summary>,
+    /// CPU per completed request of each plane over its rounds (the
+    /// whole machine; this process: the probe, and the software chain's
+    /// switches, which run as its threads).
+    pub cpu: Vec<(String, CpuPerValue)>,
+    pub load_average: [f64; 3],
     pub ratio_median_xdp_write_over_bounce: f64,
     pub ratio_median_software_write_over_xdp_write: f64,
     pub ratio_median_software_read_over_xdp_read: f64,
@@ -216,18 +274,29 @@ fn chain_workloads(
 }
 
 /// `innet bench xdp-chain`: the software chain (innet-live's switches on
-/// loopback) and the XDP chain on the chain testbed (removed after), with a
-/// bare bounce on the head's port, in interleaved rounds; the record,
-/// appended to `out/xdp-chain.jsonl`, and that path.
+/// loopback) and the XDP chain on the chain testbed (removed after; the
+/// NetCRAQ tail's ACKs by `multicast`), with a bare bounce on the head's
+/// port, in interleaved rounds; the record, appended to
+/// `out/xdp-chain.jsonl`, and that path.
 pub fn bench_chain(
     protocol: Protocol,
     nodes: usize,
+    multicast: Multicast,
     rounds: &BenchConfig,
     out: &Path,
 ) -> anyhow::Result<(ChainRecord, PathBuf)> {
     let max = tb::NODES_MAX.min(innet_wire::netchain::MAX_CHAIN_NODES);
     anyhow::ensure!((1..=max).contains(&nodes), "--nodes must be 1..={max}");
-    let cfg = ChainBenchConfig { protocol: protocol.name().into(), nodes, rounds: rounds.clone() };
+    let multicast_name = match multicast {
+        Multicast::Devmap => "devmap",
+        Multicast::Tc => "tc",
+    };
+    let cfg = ChainBenchConfig {
+        protocol: protocol.name().into(),
+        nodes,
+        multicast: multicast_name.into(),
+        rounds: rounds.clone(),
+    };
     let port = tb::udp_port(protocol);
 
     // The software chain: innet-live's switches on loopback.
@@ -238,9 +307,10 @@ pub fn bench_chain(
     let sw = live.addrs();
 
     // The XDP chain on the testbed, and the bounce for the head's port.
-    tb::up(protocol, nodes, None, tb::ReplyTo::SourcePort)?;
+    let o = ChainUp { fabric: rounds.fabric, multicast, ..ChainUp::new(protocol, nodes) };
+    tb::up(&o, None)?;
     let _down = DownOnDrop;
-    let xdp_nodes = tb::attach_nodes(protocol, nodes, tb::ReplyTo::SourcePort)?;
+    let xdp_nodes = tb::attach_nodes(&o)?;
     let bounce = TxnXdp::load(Tables { cache_slots: 4, client_slots: 4 })?;
     let unused = Ipv4Addr::UNSPECIFIED;
     let ports = Ports {
@@ -271,18 +341,31 @@ pub fn bench_chain(
     let bounce_w = Workload { any_reply: true, ..xdp_write.clone() };
     let in_client = |w: &Workload| in_netns(NS_CLIENT, || probe(&cfg.rounds, w, CLIENT_IP));
     let mut parts: Vec<Vec<_>> = vec![vec![]; 5];
+    let mut cpu = [CpuUse::default(); 5];
+    let mut ops = [0u64; 5];
+    let rc = &cfg.rounds;
+    let mut measure = |k: usize, f: &dyn Fn() -> anyhow::Result<innet_xdp::bench::ProbeResult>| {
+        let before = CpuSnapshot::now();
+        let r = f()?;
+        cpu[k] += before.used();
+        ops[k] += (rc.warmup + rc.requests).saturating_sub(r.lost) as u64 + r.rate_replies;
+        parts[k].push(r);
+        anyhow::Ok(())
+    };
     for _ in 0..cfg.rounds.rounds {
-        tb::attach_to_node(0, bounce.program_fd(Program::Bounce)?)?;
-        parts[0].push(in_client(&bounce_w).context("bounce")?);
-        tb::attach_to_node(0, xdp_nodes[0].xdp_fd()?)?;
-        parts[1].push(in_client(xdp_write).context("xdp chain writes")?);
-        parts[2].push(in_client(xdp_read).context("xdp chain reads")?);
-        parts[3].push(probe(&cfg.rounds, sw_write, Ipv4Addr::LOCALHOST).context("software chain writes")?);
-        parts[4].push(probe(&cfg.rounds, sw_read, Ipv4Addr::LOCALHOST).context("software chain reads")?);
+        tb::attach_to_node(&o.fabric, 0, bounce.program_fd(Program::Bounce)?)?;
+        measure(0, &|| in_client(&bounce_w).context("bounce"))?;
+        tb::attach_to_node(&o.fabric, 0, xdp_nodes[0].xdp_fd()?)?;
+        measure(1, &|| in_client(xdp_write).context("xdp chain writes"))?;
+        measure(2, &|| in_client(xdp_read).context("xdp chain reads"))?;
+        measure(3, &|| probe(rc, sw_write, Ipv4Addr::LOCALHOST).context("software chain writes"))?;
+        measure(4, &|| probe(rc, sw_read, Ipv4Addr::LOCALHOST).context("software chain reads"))?;
     }
     live.shutdown()?;
     let names = ["xdp-bounce", "xdp-chain-write", "xdp-chain-read", "software-chain-write", "software-chain-read"];
     let planes: Vec<Summary> = names.iter().zip(&parts).map(|(n, p)| summarize(n, p)).collect();
+    let cpu: Vec<(String, CpuPerValue)> =
+        names.iter().zip(cpu.iter().zip(ops)).map(|(n, (u, k))| (n.to_string(), u.per_value(k))).collect();
     let (b, xw, xr, sww, swr) = (&planes[0], &planes[1], &planes[2], &planes[3], &planes[4]);
     let rec = ChainRecord {
         experiment: "xdp-chain",
@@ -295,6 +378,8 @@ pub fn bench_chain(
         ratio_rate_xdp_read_over_software_read: xr.replies_per_s / swr.replies_per_s,
         config: cfg,
         planes,
+        cpu,
+        load_average: load_average(),
     };
     let path = out.join("xdp-chain.jsonl");
     results::append_jsonl(&path, std::slice::from_ref(&rec))?;

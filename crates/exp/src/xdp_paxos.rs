@@ -145,6 +145,15 @@ pub enum McastArg {
     Tc,
 }
 
+impl From<McastArg> for Multicast {
+    fn from(m: McastArg) -> Multicast {
+        match m {
+            McastArg::Devmap => Multicast::Devmap,
+            McastArg::Tc => Multicast::Tc,
+        }
+    }
+}
+
 /// Whether the XDP deployment counts votes in the kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -183,10 +192,7 @@ impl XdpPaxosLoad {
             backup_exe: None,
             vote_counters: self.vote_counters != VoteCounters::Off,
             fabric: Fabric { mode: self.fabric.xdp_mode, threaded: self.fabric.threaded_napi },
-            multicast: match self.fabric.multicast {
-                McastArg::Devmap => Multicast::Devmap,
-                McastArg::Tc => Multicast::Tc,
-            },
+            multicast: self.fabric.multicast.into(),
             decisions: self.fabric.decisions,
             ring: RingOpts { bytes: self.fabric.ring_bytes, wakeup: self.fabric.ring_wakeup },
             sink: false,
@@ -410,7 +416,8 @@ pub fn load_average() -> [f64; 3] {
     [v.next().unwrap_or(0.0), v.next().unwrap_or(0.0), v.next().unwrap_or(0.0)]
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median of `v` (the upper one of an even count; NaN if empty).
+pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }

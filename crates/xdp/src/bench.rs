@@ -29,7 +29,8 @@ use serde::{Deserialize, Serialize};
 use innet_txn::switch::Mode;
 use innet_wire::txn::{Op, Status, TxnMsg, Value};
 
-use crate::testbed::{self, DataPlaneAt, UpOptions, IF_SWITCH_CLIENT_SIDE, IF_SWITCH_STORE_SIDE, NS_CLIENT, NS_SWITCH};
+use crate::fabric::Fabric;
+use crate::testbed::{self, DataPlaneAt, UpOptions, NS_CLIENT, NS_SWITCH};
 use crate::txn::{Program, Tables, TxnXdp};
 
 /// The key the primed pending write holds.
@@ -156,6 +157,9 @@ pub struct BenchConfig {
     /// Requests in flight in the rate phase, and its length per round.
     pub window: usize,
     pub rate_ms: u64,
+    /// The fabric the XDP planes run on (the software planes run on plain
+    /// veths).
+    pub fabric: Fabric,
 }
 
 /// Summary of one data plane's round trips.
@@ -229,6 +233,7 @@ pub fn run(cfg: &BenchConfig, innet_exe: &Path) -> Result<Vec<Summary>> {
         start_store: false,
         store_delay_ms: 0.0,
         innet_exe: innet_exe.to_path_buf(),
+        fabric: cfg.fabric,
     };
     testbed::up(&opts)?;
     let _down = DownOnDrop;
@@ -248,17 +253,12 @@ pub fn run(cfg: &BenchConfig, innet_exe: &Path) -> Result<Vec<Summary>> {
     let (mut bounce, mut xdp, mut software, mut echo) = (vec![], vec![], vec![], vec![]);
     for round in 0..cfg.rounds as u32 {
         let id = 1000 + 10 * round;
-        testbed::attach(&switch, Program::Bounce, IF_SWITCH_CLIENT_SIDE)?;
+        testbed::attach_plane(&switch, Some(Program::Bounce), &cfg.fabric)?;
         bounce.push(run_probe(&probe_cfg(id, false, None))?);
-        testbed::detach(&switch, IF_SWITCH_CLIENT_SIDE)?;
 
-        for dev in [IF_SWITCH_CLIENT_SIDE, IF_SWITCH_STORE_SIDE] {
-            testbed::attach(&switch, Program::TxnSwitch, dev)?;
-        }
+        testbed::attach_plane(&switch, Some(Program::TxnSwitch), &cfg.fabric)?;
         xdp.push(run_probe(&probe_cfg(id + 1, true, abort))?);
-        for dev in [IF_SWITCH_CLIENT_SIDE, IF_SWITCH_STORE_SIDE] {
-            testbed::detach(&switch, dev)?;
-        }
+        testbed::attach_plane(&switch, None, &cfg.fabric)?;
 
         let args = [
             "switch",
@@ -307,6 +307,9 @@ pub struct TxnExperimentConfig {
     /// One-way switch <-> store delay, emulated by the store.
     pub store_delay_ms: f64,
     pub seed: u64,
+    /// The fabric the XDP switch runs on (the software switch runs on
+    /// plain veths).
+    pub fabric: Fabric,
 }
 
 fn mode_name<S: serde::Serializer>(m: &Mode, s: S) -> Result<S::Ok, S::Error> {
@@ -330,6 +333,7 @@ pub fn run_txn_experiment<R: Send>(
             start_store: true,
             store_delay_ms: cfg.store_delay_ms,
             innet_exe: innet_exe.to_path_buf(),
+            fabric: cfg.fabric,
         };
         testbed::up(&opts)?;
         let _down = DownOnDrop;
@@ -363,15 +367,16 @@ pub fn run_txn_ceiling<R: Send>(
         start_store: false,
         store_delay_ms: 0.0,
         innet_exe: innet_exe.to_path_buf(),
+        fabric: cfg.fabric,
     };
     testbed::up(&opts)?;
     let _down = DownOnDrop;
     // Not pinned: the bounce lives as long as this object.
     let switch = TxnXdp::load(Tables::default())?;
     switch.configure(cfg.mode, &testbed::txn_ports()?)?;
-    testbed::attach(&switch, Program::Bounce, IF_SWITCH_CLIENT_SIDE)?;
+    testbed::attach_plane(&switch, Some(Program::Bounce), &cfg.fabric)?;
     let r = testbed::in_netns(NS_CLIENT, || ceiling(SocketAddr::V4(testbed::service_addr())))
         .context("the generator's ceiling in the client namespace");
-    testbed::detach(&switch, IF_SWITCH_CLIENT_SIDE)?;
+    testbed::attach_plane(&switch, None, &cfg.fabric)?;
     r
 }

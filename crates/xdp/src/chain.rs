@@ -30,6 +30,7 @@ use innet_wire::txn::{Value, VALUE_LEN};
 use crate::layout::consts as c;
 use crate::layout::same;
 use crate::object::{lookup, BpfObject};
+pub use crate::paxos::Multicast;
 
 pub use crate::object::{XDP_DROP, XDP_PASS, XDP_REDIRECT, XDP_TX};
 
@@ -103,6 +104,8 @@ const _: () = assert!(c::NC_CTR_NODE_COUNT as usize + NC_XDP_COUNTERS.len() == c
 
 pub const CRAQ_PROGRAM: &str = "xdp_netcraq";
 pub const CRAQ_MULTICAST_PROGRAM: &str = "tc_chain_multicast";
+/// The egress program of every `craq_group_ports` entry (devmap multicast).
+pub const CRAQ_EGRESS_PROGRAM: &str = "xdp_craq_egress";
 pub const NC_PROGRAM: &str = "xdp_netchain";
 
 /// `INNET_CHAIN_ROLE_*`.
@@ -182,16 +185,17 @@ impl Node {
     }
 
     /// Both configs are ten words: role, writes_paused, three of the
-    /// program's own (`middle`), node_ip, origin_port, prev, tail, and
-    /// NetChain's reply port (NetCRAQ's padding: 0).
-    fn write_config(&self, map: &str, size: usize, middle: [u32; 3]) -> Result<()> {
+    /// program's own (`middle`), node_ip, origin_port, prev, tail, and one
+    /// more of the program's own (`last`: NetCRAQ's multicast, NetChain's
+    /// reply port).
+    fn write_config(&self, map: &str, size: usize, middle: [u32; 3], last: u32) -> Result<()> {
         let words = [role_code(self.role), self.writes_paused as u32, middle[0], middle[1], middle[2]];
         let mut b: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
         b.extend_from_slice(&self.addr.node_ip.octets());
         b.extend_from_slice(&(self.addr.origin_port as u32).to_ne_bytes());
         b.extend_from_slice(&peer_code(self.prev).to_ne_bytes());
         b.extend_from_slice(&peer_code(self.tail).to_ne_bytes());
-        b.extend_from_slice(&(self.addr.reply_port as u32).to_ne_bytes());
+        b.extend_from_slice(&last.to_ne_bytes());
         assert_eq!(b.len(), size, "{map}: config struct layout");
         self.obj.write(map, 0, &b)
     }
@@ -283,6 +287,9 @@ pub const MAP_GROUP: &str = "chain_group";
 pub const CRAQ_MAP_CONFIG: &str = "craq_config";
 pub const CRAQ_MAP_STORE: &str = "craq_store";
 pub const CRAQ_MAP_INDEX: &str = "craq_index";
+/// The ACK group's devices (devmap) and the member on each.
+pub const CRAQ_MAP_GROUP_PORTS: &str = "craq_group_ports";
+pub const CRAQ_MAP_MEMBER_AT: &str = "craq_member_at";
 pub const NC_MAP_CONFIG: &str = "nc_config";
 pub const NC_MAP_NEIGHBOURS: &str = "nc_neighbours";
 pub const NC_MAP_KEYS: &str = "nc_keys";
@@ -317,6 +324,65 @@ pub struct CraqXdp {
     node: Node,
     objects: usize,
     versions: usize,
+    multicast: Multicast,
+}
+
+/// Writes the devmap side of a NetCRAQ tail's ACK group
+/// ([`CraqXdp::group_writer`]): which device each member leaves by. A
+/// devmap entry names its device by ifindex in the writer's network
+/// namespace, so [`GroupWriter::write`] runs on a thread in the node's
+/// namespace ([`crate::testbed::in_netns`]).
+pub struct GroupWriter {
+    egress: RawFd,
+    ports: RawFd,
+    member_at: RawFd,
+}
+
+impl GroupWriter {
+    /// Makes `members` (each with the device it leaves by) the group's
+    /// devices: their entries go in (or are replaced) first, then the
+    /// devices no member uses any more come out, so a broadcast meanwhile
+    /// reaches every member of the old group or of the new one.
+    pub fn write(&self, members: &[(u32, Member)]) -> Result<()> {
+        if members.len() > GROUP_MAX {
+            bail!("{} members, at most {GROUP_MAX}", members.len());
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (ifindex, m) in members {
+            if !seen.insert(*ifindex) {
+                bail!(
+                    "two members leave by device {ifindex} (ifindex): a devmap broadcast makes one copy per \
+                     device; use the tc multicast for several members behind one device"
+                );
+            }
+            // struct bpf_devmap_val: ifindex, then the egress program's fd.
+            let mut v = ifindex.to_ne_bytes().to_vec();
+            v.extend_from_slice(&self.egress.to_ne_bytes());
+            let key = ifindex.to_ne_bytes();
+            crate::object::update_raw(self.ports, &key, &v).context("write craq_group_ports")?;
+            crate::object::update_raw(self.member_at, &key, &member_bytes(Some(m))).context("write craq_member_at")?;
+        }
+        for fd in [self.ports, self.member_at] {
+            for k in crate::object::u32_keys(fd)? {
+                if !seen.contains(&k) {
+                    crate::object::delete_raw(fd, &k.to_ne_bytes())?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `struct innet_chain_member` for `m` (none: an empty slot).
+fn member_bytes(m: Option<&Member>) -> Vec<u8> {
+    let (kind, port) = match m {
+        None => (c::CHAIN_MEMBER_NONE as u32, 0),
+        Some(Member::Port(p)) => (c::CHAIN_MEMBER_PORT as u32, *p as u32),
+        Some(Member::Origin) => (c::CHAIN_MEMBER_ORIGIN as u32, 0),
+    };
+    let b: Vec<u8> = [kind, port].iter().flat_map(|w| w.to_ne_bytes()).collect();
+    assert_eq!(b.len(), c::CHAIN_MEMBER_SIZE as usize, "struct innet_chain_member layout");
+    b
 }
 
 impl CraqXdp {
@@ -329,14 +395,35 @@ impl CraqXdp {
             CRAQ_OBJECT,
             &[(CRAQ_MAP_STORE, (objects * versions) as u32), (CRAQ_MAP_INDEX, objects as u32)],
         )?;
-        let x = CraqXdp { node: Node::new(obj, addr), objects, versions };
+        let x = CraqXdp { node: Node::new(obj, addr), objects, versions, multicast: Multicast::Tc };
         x.write_config()?;
         Ok(x)
     }
 
+    /// How the tail's ACK reaches its group: tc clones of `chain_group`
+    /// (the default), or a devmap broadcast to the devices
+    /// [`CraqXdp::group_writer`] wrote.
+    pub fn set_multicast(&mut self, m: Multicast) -> Result<()> {
+        self.multicast = m;
+        self.write_config()
+    }
+
+    /// The writer of the group's devices (devmap multicast).
+    pub fn group_writer(&self) -> Result<GroupWriter> {
+        Ok(GroupWriter {
+            egress: self.node.obj.program_fd(CRAQ_EGRESS_PROGRAM)?,
+            ports: self.node.obj.map_fd(CRAQ_MAP_GROUP_PORTS)?,
+            member_at: self.node.obj.map_fd(CRAQ_MAP_MEMBER_AT)?,
+        })
+    }
+
     fn write_config(&self) -> Result<()> {
         let middle = [self.objects as u32, self.versions as u32, self.node.addr.udp_port as u32];
-        self.node.write_config(CRAQ_MAP_CONFIG, c::CRAQ_CONFIG_SIZE as usize, middle)
+        let mcast = match self.multicast {
+            Multicast::Tc => c::CRAQ_MCAST_TC,
+            Multicast::Devmap => c::CRAQ_MCAST_DEVMAP,
+        };
+        self.node.write_config(CRAQ_MAP_CONFIG, c::CRAQ_CONFIG_SIZE as usize, middle, mcast as u32)
     }
 
     /// `CraqNode::set_role`: a node that becomes the tail makes each
@@ -382,14 +469,7 @@ impl CraqXdp {
             bail!("{} members, at most {GROUP_MAX}", members.len());
         }
         for i in 0..GROUP_MAX {
-            let (kind, port) = match members.get(i) {
-                None => (c::CHAIN_MEMBER_NONE as u32, 0),
-                Some(Member::Port(p)) => (c::CHAIN_MEMBER_PORT as u32, *p as u32),
-                Some(Member::Origin) => (c::CHAIN_MEMBER_ORIGIN as u32, 0),
-            };
-            let b: Vec<u8> = [kind, port].iter().flat_map(|w| w.to_ne_bytes()).collect();
-            assert_eq!(b.len(), c::CHAIN_MEMBER_SIZE as usize, "struct innet_chain_member layout");
-            self.node.obj.write(MAP_GROUP, i as u32, &b)?;
+            self.node.obj.write(MAP_GROUP, i as u32, &member_bytes(members.get(i)))?;
         }
         Ok(())
     }
@@ -488,7 +568,7 @@ impl NcXdp {
 
     fn write_config(&self) -> Result<()> {
         let middle = [self.keys as u32, self.node.addr.udp_port as u32, self.chain_addr];
-        self.node.write_config(NC_MAP_CONFIG, c::NC_CONFIG_SIZE as usize, middle)
+        self.node.write_config(NC_MAP_CONFIG, c::NC_CONFIG_SIZE as usize, middle, self.node.addr.reply_port as u32)
     }
 
     pub fn set_role(&mut self, role: Option<Role>) -> Result<()> {
@@ -661,6 +741,8 @@ mod tests {
                 (CRAQ_MAP_STORE, n(c::CRAQ_OBJECTS_DEFAULT * c::CRAQ_VERSIONS_DEFAULT), n(c::CRAQ_VALUE_LEN)),
                 (CRAQ_MAP_INDEX, n(c::CRAQ_OBJECTS_DEFAULT), Some(1)),
                 (MAP_GROUP, n(c::CHAIN_GROUP_MAX), n(c::CHAIN_MEMBER_SIZE)),
+                (CRAQ_MAP_GROUP_PORTS, n(c::CHAIN_GROUP_MAX), Some(8)),
+                (CRAQ_MAP_MEMBER_AT, n(c::CHAIN_GROUP_MAX), n(c::CHAIN_MEMBER_SIZE)),
                 ports,
                 peers,
                 (MAP_COUNTERS, n(c::CRAQ_CTR_COUNT), Some(8)),

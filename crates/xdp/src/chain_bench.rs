@@ -36,6 +36,8 @@ pub const KEYS: u32 = 256;
 pub struct ChainBenchConfig {
     pub protocol: String,
     pub nodes: usize,
+    /// How the NetCRAQ tail's ACKs reach their group (`devmap`, `tc`).
+    pub multicast: String,
     #[serde(flatten)]
     pub rounds: BenchConfig,
 }

@@ -14,7 +14,7 @@
 //!   or not, counts as truncated (`dropped_malformed_truncated`) and drops;
 //!   clients never send such packets. A node answers the heartbeat when
 //!   that counter moved since the previous one: the probe crossed the
-//!   bridge and the node's XDP program ran. The report's other fields are
+//!   node's link from the client and the node's XDP program ran. The report's other fields are
 //!   map reads, as a P4 controller reads registers: configured = the
 //!   config map's role is set; full objects = NetCRAQ's `craq_index`.
 //! * **Apply** writes every node's role, pause, ports, ACK group and
@@ -25,8 +25,8 @@
 //!   version; NetChain: installed keys, values, sequence numbers) and
 //!   writes them into the others' maps.
 //!
-//! A failure is the node's link going down (`ip link set ... down`): a
-//! switch that crashed or lost power forwards nothing and answers nothing,
+//! A failure is the node's links going down (`ip link set ... down`, every
+//! device of its namespace at once): a switch that crashed or lost power forwards nothing and answers nothing,
 //! which is what the control plane's timeout is for. (Detaching the XDP
 //! program instead would leave the node's kernel on the wire, answering
 //! ARP and sending ICMP port unreachable for chain packets: a live host
@@ -58,8 +58,10 @@ use innet_wire::netchain::key_from_u32;
 use innet_wire::txn::Value;
 
 use crate::chain_testbed::{
-    self as tb, apply_layout, load_node, node_ip, set_node_link, udp_port, NodeProgram, NodeXdp, ReplyTo, CLIENT_IP,
+    self as tb, apply_layout, load_node, node_ip, set_node_link, udp_port, ChainUp, Multicast, NodeProgram, NodeXdp,
+    CLIENT_IP,
 };
+use crate::fabric::Fabric;
 use crate::testbed::{in_netns, NS_CLIENT};
 
 /// The counter a heartbeat probe moves on every node program.
@@ -83,8 +85,9 @@ impl XdpChain {
     /// Loads, wires and attaches every node of a built chain topology
     /// (`chain_testbed::up` with no data plane) and applies the
     /// initial layout.
-    pub fn start(protocol: Protocol, nodes: usize) -> Result<XdpChain> {
-        let xs = tb::attach_nodes(protocol, nodes, ReplyTo::SourcePort)?;
+    pub fn start(o: &ChainUp) -> Result<XdpChain> {
+        let (protocol, nodes) = (o.protocol, o.nodes);
+        let xs = tb::attach_nodes(o)?;
         let probe = in_netns(NS_CLIENT, || Ok(UdpSocket::bind((CLIENT_IP, 0))?)).context("probe socket")?;
         let chain =
             XdpChain { protocol, nodes: xs, probe, probes_seen: vec![0; nodes], copies: vec![], errors: vec![] };
@@ -221,6 +224,9 @@ pub struct DrillConfig {
     pub client_timeout: Duration,
     pub control: ControlConfig,
     pub seed: u64,
+    /// The testbed's fabric and the NetCRAQ tail's multicast.
+    pub fabric: Fabric,
+    pub multicast: Multicast,
 }
 
 impl DrillConfig {
@@ -248,6 +254,8 @@ impl DrillConfig {
                 full_heartbeats: 3,
             },
             seed: 5,
+            fabric: Fabric::default(),
+            multicast: Multicast::Devmap,
         }
     }
 }
@@ -309,10 +317,11 @@ pub fn run_drill(cfg: &DrillConfig, stop: &Stop) -> Result<DrillReport> {
     ensure!(cfg.nodes <= most, "{protocol} chains on the testbed have at most {most} nodes");
     ensure!(cfg.keys >= 1 && cfg.keys <= tb::NETCHAIN_KEYS_INSTALLED, "keys in 1..={}", tb::NETCHAIN_KEYS_INSTALLED);
 
-    tb::up(protocol, cfg.nodes, None, ReplyTo::SourcePort)?;
+    let chain_up = ChainUp { fabric: cfg.fabric, multicast: cfg.multicast, ..ChainUp::new(protocol, cfg.nodes) };
+    tb::up(&chain_up, None)?;
     let (control, layout) = ChainControl::new(cfg.control.clone(), cfg.nodes, clock::now());
     ensure!(layout == deploy::initial_layout(cfg.nodes), "the control plane starts from the testbed's layout");
-    let chain = Arc::new(Mutex::new(XdpChain::start(protocol, cfg.nodes)?));
+    let chain = Arc::new(Mutex::new(XdpChain::start(&chain_up)?));
     let view: ChainView = Arc::new(Mutex::new((0, layout.chain.clone())));
     let stop = stop.child();
     let _guard = StopOnDrop(stop.clone());
@@ -350,12 +359,12 @@ pub fn run_drill(cfg: &DrillConfig, stop: &Stop) -> Result<DrillReport> {
         .context("client sockets")?;
 
     sleep_until(t0 + cfg.fail_after);
-    set_node_link(cfg.victim, false).context("fail the node")?;
+    set_node_link(cfg.victim, cfg.nodes, false).context("fail the node")?;
     let failed = clock::now();
     sleep_until(failed + cfg.restart_after);
     let members_after_failure = view.lock().unwrap_or_else(|e| e.into_inner()).1.clone();
-    let fresh = load_node(protocol, cfg.victim, cfg.nodes, ReplyTo::SourcePort).context("restart the node")?;
-    set_node_link(cfg.victim, true).context("restart the node")?;
+    let fresh = load_node(&chain_up, cfg.victim).context("restart the node")?;
+    set_node_link(cfg.victim, cfg.nodes, true).context("restart the node")?;
     let restarted = clock::now();
     chain.lock().unwrap_or_else(|e| e.into_inner()).replace(cfg.victim, fresh);
     sleep_until(end);

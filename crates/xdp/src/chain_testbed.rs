@@ -1,21 +1,30 @@
-//! Topology `chain`: a chain of N XDP nodes and a client namespace on one
-//! Ethernet segment (a bridge in its own namespace), like the NetCRAQ
-//! paper's Mininet testbed where every switch and host hangs off one L2
-//! fabric.
+//! Topology `chain`: a chain of N XDP nodes and a client namespace, every
+//! pair of them joined by a veth of its own, as the ports of switches in
+//! a fabric are: each node has one device towards the clients and one
+//! towards every other node.
 //!
 //! ```text
-//!  netns innet-client   innet-c0 10.78.0.100 --+
-//!  netns innet-n0       innet-e0 10.78.0.1   --+-- innet-br (netns innet-fabric)
-//!  ...                                          |
-//!  netns innet-n{N-1}   innet-e{N-1} 10.78.0.N --+
+//!  netns innet-client                         netns innet-n<i>
+//!  innet-c<i> 10.78.0.100 ------------------- innet-e<i> 10.78.0.<i+1>    (one per node)
+//!  netns innet-n<i>                           netns innet-n<j>
+//!  innet-e<i>n<j> --------------------------- innet-e<j>n<i>              (one per pair i < j)
 //! ```
 //!
-//! Node i runs `xdp_netcraq` or `xdp_netchain` (generic mode) on its only
-//! interface. Every port of a node is that interface: a Port / Origin
-//! verdict rewrites the MACs and addresses to the neighbour and sends the
-//! frame back out (`XDP_TX`); the bridge delivers it. NetCRAQ nodes also get
-//! `tc_chain_multicast` on clsact ingress: at the tail it clones each ACK to
-//! the writer and to every other node (`bpf_clone_redirect`). NetChain chain
+//! The client reaches node i at 10.78.0.<i+1> over `innet-c<i>` (a /32
+//! route, fixed MACs and neighbour entries: no ARP); node-to-node devices
+//! carry no address, only the programs' frames.
+//!
+//! Node i runs `xdp_netcraq` or `xdp_netchain` on every device of its
+//! namespace, on a [`Fabric`] (driver mode and threaded NAPI by default,
+//! `xdp_pass` on the client's devices in driver mode: they receive the
+//! nodes' redirected frames). A Port / Origin verdict rewrites the MACs
+//! and addresses to the neighbour and redirects the frame to the device
+//! towards it. The NetCRAQ tail's ACK to its group (the writer and every
+//! other node: one member per device here) leaves by a devmap broadcast
+//! ([`Multicast::Devmap`], the default: `xdp_craq_egress` rewrites each
+//! copy) or by tc clones (`tc_chain_multicast` on clsact ingress,
+//! [`Multicast::Tc`]: driver mode only here, since a clone another
+//! program redirected skips generic XDP at the next node). NetChain chain
 //! addresses are the nodes' IPv4 addresses; keys
 //! 0..[`NETCHAIN_KEYS_INSTALLED`] and [`REFERENCE_KEYS`] (as
 //! `key_from_u32`) are installed. NetChain requests go to UDP port 8888,
@@ -43,7 +52,7 @@
 use std::net::Ipv4Addr;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 
 use innet_chain::control::Layout;
 use innet_chain::deploy;
@@ -54,15 +63,16 @@ use innet_chain::Protocol;
 use innet_core::Member as DeployMember;
 use innet_wire::netchain::key_from_u32;
 
+pub use crate::chain::Multicast;
 use crate::chain::{ChainPort, CraqXdp, Member, NcXdp, NodeAddr, CRAQ_MULTICAST_PROGRAM, CRAQ_PROGRAM, PORTS_MAX};
+use crate::fabric::{Fabric, PassProgram, XdpMode};
 use crate::object;
 use crate::testbed::{self, ifindex, in_netns, ip, mac_str, DataPlaneAt, State, NS_CLIENT, PIN_DIR};
 
+/// The namespace of the bridge an earlier layout of this topology hung
+/// every host off; `testbed::down` still removes it by name.
 pub const NS_FABRIC: &str = "innet-fabric";
-pub const BRIDGE: &str = "innet-br";
-pub const CLIENT_DEV: &str = "innet-c0";
 pub const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 78, 0, 100);
-const CLIENT_MAC: [u8; 6] = [0x02, 0x78, 0, 0, 0, 100];
 /// The port towards the clients on every node.
 pub const PORT_CLIENTS: u16 = 2;
 /// Ports 3.. are the other nodes ([`node_port`]).
@@ -76,17 +86,67 @@ pub const NETCHAIN_KEYS_INSTALLED: u32 = 256;
 /// installed too.
 pub const REFERENCE_KEYS: std::ops::Range<u32> = 2018..2218;
 
+/// How the chain testbed is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainUp {
+    pub protocol: Protocol,
+    pub nodes: usize,
+    /// Driver or generic XDP, threaded NAPI.
+    pub fabric: Fabric,
+    /// How the NetCRAQ tail's ACK reaches its group.
+    pub multicast: Multicast,
+    /// Where NetChain's replies go.
+    pub reply: ReplyTo,
+}
+
+impl ChainUp {
+    /// `nodes` nodes of `protocol` on the default fabric (driver mode,
+    /// threaded NAPI), ACKs by devmap broadcast, NetChain's replies to the
+    /// request's source port.
+    pub fn new(protocol: Protocol, nodes: usize) -> ChainUp {
+        ChainUp { protocol, nodes, fabric: Fabric::default(), multicast: Multicast::Devmap, reply: ReplyTo::SourcePort }
+    }
+
+    fn validate(&self) -> Result<()> {
+        ensure!((1..=NODES_MAX).contains(&self.nodes), "a chain of 1..={NODES_MAX} nodes (got {})", self.nodes);
+        ensure!(
+            !(self.protocol == Protocol::NetCraq
+                && self.multicast == Multicast::Tc
+                && self.fabric.mode == XdpMode::Generic),
+            "--multicast tc with --xdp-mode generic: the tail's tc clones would skip generic XDP at the next \
+             node; use --multicast devmap (or driver mode)"
+        );
+        Ok(())
+    }
+}
+
 pub fn node_ns(i: usize) -> String {
     format!("innet-n{i}")
 }
+/// Node i's device towards the clients.
 pub fn node_dev(i: usize) -> String {
     format!("innet-e{i}")
+}
+/// Node i's device towards node j.
+pub fn link_dev(i: usize, j: usize) -> String {
+    format!("innet-e{i}n{j}")
+}
+/// The client's device towards node i.
+pub fn client_dev(i: usize) -> String {
+    format!("innet-c{i}")
 }
 pub fn node_ip(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, 78, 0, 1 + i as u8)
 }
 fn node_mac(i: usize) -> [u8; 6] {
     [0x02, 0x78, 0, 0, 0, 1 + i as u8]
+}
+fn client_mac(i: usize) -> [u8; 6] {
+    [0x02, 0x78, 0, 0, 100, 1 + i as u8]
+}
+/// The MAC of node i's device towards node j.
+fn link_mac(i: usize, j: usize) -> [u8; 6] {
+    [0x02, 0x78, 1, 0, 1 + i as u8, 1 + j as u8]
 }
 /// Node i's port leading to node j (j != i): 3.. for the other nodes in
 /// index order, so 14 nodes fit 16 ports.
@@ -129,36 +189,37 @@ pub fn udp_port(protocol: Protocol) -> u16 {
     }
 }
 
-/// Builds the chain topology with `nodes` nodes; with `Some(DataPlaneAt::Xdp)`
-/// the node programs are attached (NetChain's replies going as `reply`
-/// says), with `None` nothing is.
-pub fn up(protocol: Protocol, nodes: usize, data_plane: Option<DataPlaneAt>, reply: ReplyTo) -> Result<State> {
-    if !(1..=NODES_MAX).contains(&nodes) {
-        bail!("a chain of 1..={NODES_MAX} nodes (got {nodes})");
-    }
+/// Builds the chain topology of `o`; with `Some(DataPlaneAt::Xdp)` the
+/// node programs are attached, with `None` nothing is (the caller attaches
+/// them: [`attach_nodes`]).
+pub fn up(o: &ChainUp, data_plane: Option<DataPlaneAt>) -> Result<State> {
+    o.validate()?;
     if let Some(dp @ (DataPlaneAt::Switch | DataPlaneAt::Process)) = data_plane {
         bail!(
             "--data-plane {dp}: the chain testbed runs XDP nodes; the software chain runs on loopback: \
-             `innet up chain --protocol {protocol} --nodes {nodes}`"
+             `innet up chain --protocol {} --nodes {}`",
+            o.protocol,
+            o.nodes
         );
     }
-    testbed::guarded(testbed::STATE_FILE, || build(protocol, nodes, data_plane, reply), testbed::down_unlocked)
+    testbed::guarded(testbed::STATE_FILE, || build(o, data_plane), testbed::down_unlocked)
 }
 
-fn build(protocol: Protocol, nodes: usize, data_plane: Option<DataPlaneAt>, reply: ReplyTo) -> Result<State> {
+fn build(o: &ChainUp, data_plane: Option<DataPlaneAt>) -> Result<State> {
     testbed::remove_own_leftovers()?;
-    let mut namespaces = vec![NS_CLIENT.to_string(), NS_FABRIC.to_string()];
-    namespaces.extend((0..nodes).map(node_ns));
+    let mut namespaces = vec![NS_CLIENT.to_string()];
+    namespaces.extend((0..o.nodes).map(node_ns));
     let state = State {
-        topology: format!("chain-{protocol}-{nodes}"),
+        topology: format!("chain-{}-{}", o.protocol, o.nodes),
         namespaces,
         pin_dir: None, // the nodes' pins: node_pin_dir(i), which down removes by name
         processes: vec![],
+        fabric: Some(o.fabric),
     };
     testbed::save(&state)?;
-    build_links(nodes).context("build namespaces, links and the bridge")?;
+    build_links(o.nodes).context("build namespaces and links")?;
     if data_plane == Some(DataPlaneAt::Xdp) {
-        attach_nodes(protocol, nodes, reply)?;
+        attach_nodes(o)?;
     }
     Ok(state)
 }
@@ -168,8 +229,10 @@ fn build(protocol: Protocol, nodes: usize, data_plane: Option<DataPlaneAt>, repl
 /// control plane to write its maps).
 pub struct NodeXdp {
     pub program: NodeProgram,
-    /// The node's interface (every port's).
-    pub ifindex: u32,
+    /// The node's devices: towards the clients, and towards node j
+    /// (`peers[j]`; 0 for the node itself).
+    pub client_ifindex: u32,
+    pub peers: Vec<u32>,
 }
 
 pub enum NodeProgram {
@@ -188,83 +251,97 @@ impl NodeXdp {
 }
 
 /// Loads, wires, pins and attaches every node's programs on a built chain
-/// topology, and applies the initial layout (node i at position i).
-pub fn attach_nodes(protocol: Protocol, nodes: usize, reply: ReplyTo) -> Result<Vec<NodeXdp>> {
-    let layout = deploy::initial_layout(nodes);
+/// topology, applies the initial layout (node i at position i), and puts
+/// the fabric's finishing touches on (`xdp_pass` on the client's devices
+/// in driver mode, threaded NAPI).
+pub fn attach_nodes(o: &ChainUp) -> Result<Vec<NodeXdp>> {
+    let layout = deploy::initial_layout(o.nodes);
     let mut xs = vec![];
-    for i in 0..nodes {
-        let mut x = load_node(protocol, i, nodes, reply).with_context(|| format!("node {i}"))?;
-        apply_layout(&mut x, protocol, &layout, nodes, i).with_context(|| format!("node {i}: initial layout"))?;
+    for i in 0..o.nodes {
+        let mut x = load_node(o, i).with_context(|| format!("node {i}"))?;
+        apply_layout(&mut x, o.protocol, &layout, o.nodes, i).with_context(|| format!("node {i}: initial layout"))?;
         xs.push(x);
     }
+    let pass = PassProgram::load()?;
+    let client_devs: Vec<String> = (0..o.nodes).map(client_dev).collect();
+    let client_devs: Vec<&str> = client_devs.iter().map(String::as_str).collect();
+    // Every device counts as an entry here (`entry` is `on`).
+    o.fabric.finish(&pass, NS_CLIENT, &client_devs, &client_devs, &client_devs)?;
     Ok(xs)
 }
 
-/// Attaches XDP program `fd` to node `i`'s interface, replacing what is there.
-pub fn attach_to_node(i: usize, fd: std::os::fd::RawFd) -> Result<()> {
-    let index = ifindex(&node_ns(i), &node_dev(i))?;
-    in_netns(&node_ns(i), || object::attach_fd(fd, index))
+/// Node i's devices: towards the clients first, then towards every other node.
+pub fn node_devs(i: usize, nodes: usize) -> Vec<String> {
+    std::iter::once(node_dev(i)).chain((0..nodes).filter(|&j| j != i).map(|j| link_dev(i, j))).collect()
 }
 
-/// Sets node `i`'s interface up or down (`ip link set`).
-pub fn set_node_link(i: usize, up: bool) -> Result<()> {
-    ip(&["-n", &node_ns(i), "link", "set", &node_dev(i), if up { "up" } else { "down" }])?;
-    Ok(())
+/// Attaches XDP program `fd` to node `i`'s device towards the clients
+/// (in `fabric`'s mode), replacing what is there.
+pub fn attach_to_node(fabric: &Fabric, i: usize, fd: std::os::fd::RawFd) -> Result<()> {
+    fabric.attach(fd, &node_ns(i), &[&node_dev(i)])
+}
+
+/// Sets every device of node `i` up or down at once (one `ip -batch`):
+/// the node's ports go dark together, as a failed switch's do.
+pub fn set_node_link(i: usize, nodes: usize, up: bool) -> Result<()> {
+    let batch: String =
+        node_devs(i, nodes).iter().map(|d| format!("link set {d} {}\n", if up { "up" } else { "down" })).collect();
+    testbed::ip_batch(Some(&node_ns(i)), &batch)
 }
 
 fn build_links(nodes: usize) -> Result<()> {
-    ip(&["netns", "add", NS_FABRIC])?;
-    ip(&["-n", NS_FABRIC, "link", "add", BRIDGE, "type", "bridge"])?;
-    ip(&["-n", NS_FABRIC, "link", "set", BRIDGE, "up"])?;
-    let mut hosts =
-        vec![(NS_CLIENT.to_string(), CLIENT_DEV.to_string(), CLIENT_MAC, CLIENT_IP, "innet-fc".to_string())];
-    hosts.extend((0..nodes).map(|i| (node_ns(i), node_dev(i), node_mac(i), node_ip(i), format!("innet-f{i}"))));
-    for (ns, dev, mac, addr, fabric_dev) in hosts {
-        ip(&["netns", "add", &ns])?;
-        ip(&["-n", &ns, "link", "set", "lo", "up"])?;
-        ip(&[
-            "link",
-            "add",
-            &dev,
-            "address",
-            &mac_str(mac),
-            "netns",
-            &ns,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &fabric_dev,
-            "netns",
-            NS_FABRIC,
-        ])?;
-        ip(&["-n", &ns, "addr", "add", &format!("{addr}/24"), "dev", &dev])?;
-        ip(&["-n", &ns, "link", "set", &dev, "up"])?;
-        ip(&["-n", NS_FABRIC, "link", "set", &fabric_dev, "master", BRIDGE])?;
-        // Wiring, not a learning switch: every host's MAC is fixed to its
-        // port and unknown unicast is not flooded, so a frame reaches only
-        // the host it is addressed to. (Flooded, a frame for a node whose
-        // link is down would reach every node program, which processes
-        // whatever arrives, as a switch does, and answers in the dead
-        // node's name.)
-        ip(&["-n", NS_FABRIC, "link", "set", &fabric_dev, "type", "bridge_slave", "learning", "off", "flood", "off"])?;
-        bridge(&["-n", NS_FABRIC, "fdb", "replace", &mac_str(mac), "dev", &fabric_dev, "master", "static"])?;
-        ip(&["-n", NS_FABRIC, "link", "set", &fabric_dev, "up"])?;
+    let mut nss = vec![NS_CLIENT.to_string()];
+    nss.extend((0..nodes).map(node_ns));
+    for ns in &nss {
+        ip(&["netns", "add", ns])?;
+    }
+    let veth = |a: &str, mac_a: [u8; 6], ns_a: &str, b: &str, mac_b: [u8; 6], ns_b: &str| {
+        format!(
+            "link add {a} address {} netns {ns_a} type veth peer name {b} address {} netns {ns_b}\n",
+            mac_str(mac_a),
+            mac_str(mac_b)
+        )
+    };
+    let mut links = String::new();
+    for i in 0..nodes {
+        links += &veth(&client_dev(i), client_mac(i), NS_CLIENT, &node_dev(i), node_mac(i), &node_ns(i));
+        for j in i + 1..nodes {
+            links += &veth(&link_dev(i, j), link_mac(i, j), &node_ns(i), &link_dev(j, i), link_mac(j, i), &node_ns(j));
+        }
+    }
+    testbed::ip_batch(None, &links)?;
+    // The client: one /32 route per node over its own device, the nodes'
+    // MACs fixed (no ARP across a device a program owns).
+    let mut client = String::from("link set lo up\n");
+    for i in 0..nodes {
+        let (dev, node) = (client_dev(i), node_ip(i));
+        client += &format!("addr add {CLIENT_IP}/32 dev {dev}\nlink set {dev} up\n");
+        client += &format!("route add {node}/32 dev {dev} src {CLIENT_IP}\n");
+        client += &format!("neigh replace {node} lladdr {} dev {dev} nud permanent\n", mac_str(node_mac(i)));
+    }
+    testbed::ip_batch(Some(NS_CLIENT), &client)?;
+    for i in 0..nodes {
+        let dev = node_dev(i);
+        let mut node = format!("link set lo up\naddr add {}/32 dev {dev}\n", node_ip(i));
+        for d in node_devs(i, nodes) {
+            node += &format!("link set {d} up\n");
+        }
+        node += &format!("route add {CLIENT_IP}/32 dev {dev}\n");
+        node += &format!("neigh replace {CLIENT_IP} lladdr {} dev {dev} nud permanent\n", mac_str(client_mac(i)));
+        testbed::ip_batch(Some(&node_ns(i)), &node)?;
     }
     Ok(())
 }
 
-fn bridge(args: &[&str]) -> Result<()> {
-    let out = std::process::Command::new("bridge").args(args).output().context("run `bridge` (package iproute2)")?;
-    if !out.status.success() {
-        bail!("bridge {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
-    }
-    Ok(())
+/// A port entry: out of `ifindex` from node `i`'s MAC there to `peer`
+/// (its address and MAC).
+fn port_to(ifindex: u32, port_mac: [u8; 6], peer: (Ipv4Addr, [u8; 6])) -> ChainPort {
+    ChainPort { ifindex, ip: peer.0, port_mac, peer_mac: peer.1 }
 }
 
-/// A port entry: out of node `i`'s interface (`ifindex`) to `peer`.
-fn port_to(i: usize, ifindex: u32, peer: (Ipv4Addr, [u8; 6])) -> ChainPort {
-    ChainPort { ifindex, ip: peer.0, port_mac: node_mac(i), peer_mac: peer.1 }
+/// Node `i`'s port towards node `j`, through its device there (`peers[j]`).
+fn toward(peers: &[u32], i: usize, j: usize) -> ChainPort {
+    port_to(peers[j], link_mac(i, j), (node_ip(j), link_mac(j, i)))
 }
 
 /// A port that leads nowhere (the program drops and counts `xdp_no_port`).
@@ -272,23 +349,27 @@ const NO_PORT: ChainPort = ChainPort { ifindex: 0, ip: Ipv4Addr::UNSPECIFIED, po
 
 /// Loads a fresh node `i` (no role, empty registers) with its wiring, pins
 /// its maps (replacing pins of an earlier program of the node) and attaches
-/// it (NetCRAQ: and the multicast tc program), replacing what runs there.
-pub fn load_node(protocol: Protocol, i: usize, nodes: usize, reply: ReplyTo) -> Result<NodeXdp> {
-    let (ns, dev) = (node_ns(i), node_dev(i));
-    let index = ifindex(&ns, &dev)?;
-    let reply_port = reply.port(protocol);
+/// it to every device of the node in the fabric's mode (NetCRAQ with tc
+/// multicast: and the multicast tc program), replacing what runs there.
+pub fn load_node(o: &ChainUp, i: usize) -> Result<NodeXdp> {
+    let (protocol, nodes) = (o.protocol, o.nodes);
+    let ns = node_ns(i);
+    let client_ifindex = ifindex(&ns, &node_dev(i))?;
+    let peers: Vec<u32> =
+        (0..nodes).map(|j| if j == i { Ok(0) } else { ifindex(&ns, &link_dev(i, j)) }).collect::<Result<_>>()?;
+    let reply_port = o.reply.port(protocol);
     let addr = NodeAddr { udp_port: udp_port(protocol), node_ip: node_ip(i), origin_port: PORT_CLIENTS, reply_port };
-    let clients = port_to(i, index, (CLIENT_IP, CLIENT_MAC));
-    // Every other node's port, and its frames known by this interface and
-    // its MAC (the program takes writes and ACKs only from chain nodes the
-    // layout names; everything else is from outside).
+    let clients = port_to(client_ifindex, node_mac(i), (CLIENT_IP, client_mac(i)));
+    // Every other node's port, and its frames known by the device towards
+    // it and its MAC there (the program takes writes and ACKs only from
+    // chain nodes the layout names; everything else is from outside).
     type SetPort<'a> = &'a dyn Fn(u16, &ChainPort) -> Result<()>;
     type SetPeer<'a> = &'a dyn Fn(u32, [u8; 6], Option<u16>) -> Result<()>;
     let wire = |set: SetPort, peer: SetPeer| -> Result<()> {
         set(PORT_CLIENTS, &clients)?;
         for j in (0..nodes).filter(|&j| j != i) {
-            set(node_port(i, j), &port_to(i, index, (node_ip(j), node_mac(j))))?;
-            peer(index, node_mac(j), Some(j as u16))?;
+            set(node_port(i, j), &toward(&peers, i, j))?;
+            peer(peers[j], link_mac(j, i), Some(j as u16))?;
         }
         Ok(())
     };
@@ -296,17 +377,23 @@ pub fn load_node(protocol: Protocol, i: usize, nodes: usize, reply: ReplyTo) -> 
     if pins.exists() {
         std::fs::remove_dir_all(&pins).with_context(|| format!("remove {}", pins.display()))?;
     }
-    match protocol {
+    let devs = node_devs(i, nodes);
+    let devs: Vec<&str> = devs.iter().map(String::as_str).collect();
+    let program = match protocol {
         Protocol::NetCraq => {
             let mut x = CraqXdp::load(OBJECTS_DEFAULT, VERSIONS_DEFAULT, addr)?;
             wire(&|p, c| x.set_port(p, c), &|f, m, j| x.set_peer(f, m, j))?;
+            x.set_multicast(o.multicast)?;
             x.pin_maps(&pins)?;
-            let (xdp_fd, tc_fd) = (x.program_fd(CRAQ_PROGRAM)?, x.program_fd(CRAQ_MULTICAST_PROGRAM)?);
-            in_netns(&ns, || {
-                object::attach_fd(xdp_fd, index)?;
-                object::attach_tc_ingress(tc_fd, index)
-            })?;
-            Ok(NodeXdp { program: NodeProgram::Craq(x), ifindex: index })
+            o.fabric.attach(x.program_fd(CRAQ_PROGRAM)?, &ns, &devs)?;
+            if o.multicast == Multicast::Tc {
+                let tc_fd = x.program_fd(CRAQ_MULTICAST_PROGRAM)?;
+                let indexes: Vec<u32> = std::iter::once(client_ifindex).chain(peers.iter().copied()).collect();
+                in_netns(&ns, || {
+                    indexes.iter().filter(|&&k| k != 0).try_for_each(|&k| object::attach_tc_ingress(tc_fd, k))
+                })?;
+            }
+            NodeProgram::Craq(x)
         }
         Protocol::NetChain => {
             let mut x = NcXdp::load(u32::from(node_ip(i)), KEYS_DEFAULT, addr)?;
@@ -315,11 +402,12 @@ pub fn load_node(protocol: Protocol, i: usize, nodes: usize, reply: ReplyTo) -> 
                 x.install_key(key_from_u32(k))?.with_context(|| format!("install key {k}"))?;
             }
             x.pin_maps(&pins)?;
-            let fd = x.program_fd()?;
-            in_netns(&ns, || object::attach_fd(fd, index))?;
-            Ok(NodeXdp { program: NodeProgram::Nc(x), ifindex: index })
+            o.fabric.attach(x.program_fd()?, &ns, &devs)?;
+            NodeProgram::Nc(x)
         }
-    }
+    };
+    o.fabric.finish(&PassProgram::load()?, &ns, &[], &devs, &devs)?;
+    Ok(NodeXdp { program, client_ifindex, peers })
 }
 
 /// Writes node `i`'s tables for `layout` into its maps: what
@@ -329,23 +417,27 @@ pub fn load_node(protocol: Protocol, i: usize, nodes: usize, reply: ReplyTo) -> 
 pub fn apply_layout(x: &mut NodeXdp, protocol: Protocol, layout: &Layout, nodes: usize, i: usize) -> Result<()> {
     let t = layout.tables(i);
     let (ports, groups) = deploy::node_tables(protocol, layout, nodes, i);
-    let index = x.ifindex;
-    let to = |j: usize| port_to(i, index, (node_ip(j), node_mac(j)));
+    let to = |j: usize| toward(&x.peers, i, j);
+    let next = [PORT_NEXT, PORT_TAIL].map(|p| ports.get(&p).map_or(NO_PORT, |&j| to(j)));
+    // Each member of the ACK group and the device it leaves by.
+    let members: Vec<(u32, Member)> = groups
+        .get(&GROUP_ACK)
+        .into_iter()
+        .flatten()
+        .map(|m| match m {
+            DeployMember::Node(j) => (x.peers[*j], Member::Port(node_port(i, *j))),
+            DeployMember::Origin => (x.client_ifindex, Member::Origin),
+        })
+        .collect();
     match &mut x.program {
         NodeProgram::Craq(x) => {
-            for p in [PORT_NEXT, PORT_TAIL] {
-                x.set_port(p, &ports.get(&p).map_or(NO_PORT, |&j| to(j)))?;
+            for (p, port) in [PORT_NEXT, PORT_TAIL].into_iter().zip(&next) {
+                x.set_port(p, port)?;
             }
-            let group: Vec<Member> = groups
-                .get(&GROUP_ACK)
-                .into_iter()
-                .flatten()
-                .map(|m| match m {
-                    DeployMember::Node(j) => Member::Port(node_port(i, *j)),
-                    DeployMember::Origin => Member::Origin,
-                })
-                .collect();
+            let group: Vec<Member> = members.iter().map(|(_, m)| *m).collect();
             x.set_group(&group)?;
+            let w = x.group_writer()?;
+            in_netns(&node_ns(i), || w.write(&members))?;
             x.set_peers(t.prev.map(|j| j as u16), t.tail.map(|j| j as u16))?;
             x.set_writes_paused(t.writes_paused)?;
             x.set_role(t.role)
@@ -367,6 +459,16 @@ pub fn apply_layout(x: &mut NodeXdp, protocol: Protocol, layout: &Layout, nodes:
             x.set_role(t.role)
         }
     }
+}
+
+/// `payload` as the client sends it from UDP port 40000 to node `i`,
+/// arriving on the node's device towards the clients: the in-kernel
+/// generator's template.
+pub fn client_frame(protocol: Protocol, i: usize, payload: &[u8]) -> Vec<u8> {
+    use crate::frame::{udp_frame, Endpoint};
+    let from = Endpoint { mac: client_mac(i), ip: CLIENT_IP, port: 40_000 };
+    let to = Endpoint { mac: node_mac(i), ip: node_ip(i), port: udp_port(protocol) };
+    udp_frame(from, to, payload, 0)
 }
 
 /// The protocol and node count of a running chain testbed, from its topology name.

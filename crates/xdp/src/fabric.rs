@@ -95,7 +95,9 @@ impl Fabric {
                 ThreadedNapi::Off => false,
                 ThreadedNapi::Entry => entry.contains(d),
             };
-            if threaded {
+            // A device that is down has no NAPI instance to thread (a
+            // failed chain node reloaded before its links come back).
+            if threaded && is_up(ns, d)? {
                 threaded_napi(ns, d)?;
             }
         }
@@ -161,6 +163,13 @@ pub fn napi_threads_cpu_s() -> f64 {
         ticks += f.get(12).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
     }
     ticks as f64 / hz
+}
+
+/// Whether `dev` of `ns` is administratively up (`ip -j link show`'s flags).
+pub fn is_up(ns: &str, dev: &str) -> Result<bool> {
+    let out = crate::testbed::ip(&["-j", "-n", ns, "link", "show", "dev", dev])?;
+    let v: serde_json::Value = serde_json::from_str(&out).context("parse `ip -j link show`")?;
+    Ok(v[0]["flags"].as_array().is_some_and(|f| f.iter().any(|x| x == "UP")))
 }
 
 /// Whether `dev` of `ns` has a driver-mode or a generic XDP program

@@ -32,7 +32,7 @@ static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/gen.bpf.o"));
 /// Every generated frame's length: the template padded with zeros (the
 /// roles read the UDP length; padding is no payload).
 pub const FRAME_LEN: usize = 128;
-const CONFIG_SIZE: usize = 8 + FRAME_LEN;
+const CONFIG_SIZE: usize = 12 + FRAME_LEN;
 /// The device `xdp_gen` stays attached to ([`Generator::load`]).
 pub const DISPATCHER_DEV: &str = "innet-gen0";
 /// `BPF_F_TEST_XDP_LIVE_FRAMES` (linux/bpf.h).
@@ -44,18 +44,56 @@ pub struct Generator {
     _target: OwnedFd,
 }
 
+/// What the generator writes over every frame: a whole Ethernet/IPv4/UDP
+/// frame (at most [`FRAME_LEN`] bytes), and where to stamp the running
+/// number (a big-endian u32, ANDed with `mask`), if anywhere.
+#[derive(Clone, Debug)]
+pub struct Template {
+    pub frame: Vec<u8>,
+    pub stamp_at: Option<usize>,
+    pub mask: u32,
+}
+
+impl Template {
+    /// `frame` with the running number at `stamp_at`, unmasked.
+    pub fn stamped(frame: Vec<u8>, stamp_at: Option<usize>) -> Template {
+        Template { frame, stamp_at, mask: u32::MAX }
+    }
+
+    fn config(&self) -> Result<Vec<u8>> {
+        if self.frame.len() > FRAME_LEN {
+            bail!("a template of {} bytes: at most {FRAME_LEN}", self.frame.len());
+        }
+        if self.stamp_at.is_some_and(|at| at == 0 || at + 4 > self.frame.len()) {
+            bail!("stamp offset {:?} outside the {}-byte template", self.stamp_at, self.frame.len());
+        }
+        let mut cfg = Vec::with_capacity(CONFIG_SIZE);
+        cfg.extend_from_slice(&(self.frame.len() as u32).to_ne_bytes());
+        cfg.extend_from_slice(&(self.stamp_at.unwrap_or(0) as u32).to_ne_bytes());
+        cfg.extend_from_slice(&self.mask.to_ne_bytes());
+        cfg.extend_from_slice(&self.frame);
+        cfg.resize(CONFIG_SIZE, 0);
+        Ok(cfg)
+    }
+}
+
 /// What one [`Generator::run`] did.
 #[derive(Clone, Copy, Debug)]
 pub struct GenRun {
     pub frames: u64,
     pub elapsed: Duration,
+    /// CPU seconds of the generator's thread (user + system): its system
+    /// calls run `xdp_gen` and the program it tail-calls, and whatever
+    /// the verdicts start in its softirq.
+    pub thread_cpu_s: f64,
 }
 
 impl Generator {
     /// Loads the generator with `template` (a whole Ethernet/IPv4/UDP
     /// frame, at most [`FRAME_LEN`] bytes), a running number at byte
     /// `stamp_at` if given, and the program pinned at `target` as what
-    /// every frame goes to; it will run in namespace `ns`.
+    /// every frame goes to; it will run in namespace `ns`. The running
+    /// number goes on across [`Generator::set_template`].
     ///
     /// A test run of more than one frame puts the program into the
     /// kernel's XDP dispatcher and takes it out again after, each change
@@ -65,22 +103,21 @@ impl Generator {
     /// `xdp_gen` to a veth pair of its own in `ns` (`innet-gen0`, which
     /// receives nothing; it goes with the namespace).
     pub fn load(template: &[u8], stamp_at: Option<usize>, target: &Path, ns: &str) -> Result<Generator> {
-        if template.len() > FRAME_LEN {
-            bail!("a template of {} bytes: at most {FRAME_LEN}", template.len());
-        }
-        if stamp_at.is_some_and(|at| at == 0 || at + 4 > template.len()) {
-            bail!("stamp offset {stamp_at:?} outside the {}-byte template", template.len());
-        }
+        Generator::load_template(&Template::stamped(template.to_vec(), stamp_at), target, ns)
+    }
+
+    /// [`Generator::load`] with a [`Template`].
+    pub fn load_template(template: &Template, target: &Path, ns: &str) -> Result<Generator> {
+        Generator::load_for(template, pinned_program(target)?, ns)
+    }
+
+    /// [`Generator::load_template`] aimed at the program `target` (a
+    /// descriptor of it the generator keeps) rather than a pinned one.
+    pub fn load_for(template: &Template, target: OwnedFd, ns: &str) -> Result<Generator> {
+        let cfg = template.config()?;
         let obj = BpfObject::load(OBJECT, &[])?;
-        let mut cfg = Vec::with_capacity(CONFIG_SIZE);
-        cfg.extend_from_slice(&(template.len() as u32).to_ne_bytes());
-        cfg.extend_from_slice(&(stamp_at.unwrap_or(0) as u32).to_ne_bytes());
-        cfg.extend_from_slice(template);
-        cfg.resize(CONFIG_SIZE, 0);
         obj.write("gen_config", 0, &cfg)?;
-        let target = pinned_program(target)?;
-        crate::object::update_raw(obj.map_fd("gen_target")?, &0u32.to_ne_bytes(), &target.as_raw_fd().to_ne_bytes())
-            .context("aim the generator at the role's program")?;
+        aim(&obj, &target)?;
         let _ = crate::testbed::ip(&["-n", ns, "link", "del", DISPATCHER_DEV]);
         crate::testbed::ip(&["-n", ns, "link", "add", DISPATCHER_DEV, "type", "veth", "peer", "name", "innet-gen1"])?;
         crate::testbed::ip(&["-n", ns, "link", "set", DISPATCHER_DEV, "up"])?;
@@ -88,6 +125,20 @@ impl Generator {
         let fabric = crate::fabric::Fabric::native(crate::fabric::ThreadedNapi::Off);
         fabric.attach(obj.program_fd("xdp_gen")?, ns, &[DISPATCHER_DEV]).context("keep xdp_gen in the dispatcher")?;
         Ok(Generator { obj, _target: target })
+    }
+
+    /// Aims the next frames at `target` instead (the generator keeps it
+    /// open): e.g. at `xdp_sink`, which counts and drops, for the
+    /// generator's own ceiling.
+    pub fn aim(&mut self, target: OwnedFd) -> Result<()> {
+        aim(&self.obj, &target)?;
+        self._target = target;
+        Ok(())
+    }
+
+    /// What the next frames carry (the running number goes on).
+    pub fn set_template(&self, template: &Template) -> Result<()> {
+        self.obj.write("gen_config", 0, &template.config()?)
     }
 
     /// Runs `repeat` frames as if received on `dev` of namespace `ns`,
@@ -98,8 +149,12 @@ impl Generator {
         let mut frame = vec![0u8; FRAME_LEN];
         let len = FRAME_LEN as u32;
         let t = Instant::now();
-        in_netns(ns, || live_frames(fd, &mut frame, len, index, repeat))?;
-        Ok(GenRun { frames: repeat as u64, elapsed: t.elapsed() })
+        let thread_cpu_s = in_netns(ns, || {
+            let cpu0 = thread_cpu_s();
+            live_frames(fd, &mut frame, len, index, repeat)?;
+            Ok(thread_cpu_s() - cpu0)
+        })?;
+        Ok(GenRun { frames: repeat as u64, elapsed: t.elapsed(), thread_cpu_s })
     }
 
     /// Runs `total` frames in bursts of `burst`, keeping at most `window`
@@ -136,7 +191,7 @@ impl Generator {
             }
             Ok((stalls, sent, thread_cpu_s() - cpu0))
         })?;
-        Ok(PacedRun { run: GenRun { frames: sent, elapsed: t.elapsed() }, stalls, thread_cpu_s })
+        Ok(PacedRun { run: GenRun { frames: sent, elapsed: t.elapsed(), thread_cpu_s }, stalls, thread_cpu_s })
     }
 
     /// Frames written, and frames no target took (both summed over CPUs).
@@ -186,6 +241,12 @@ fn thread_cpu_s() -> f64 {
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Makes `target` the program the generator `obj` tail-calls.
+fn aim(obj: &BpfObject, target: &OwnedFd) -> Result<()> {
+    crate::object::update_raw(obj.map_fd("gen_target")?, &0u32.to_ne_bytes(), &target.as_raw_fd().to_ne_bytes())
+        .context("aim the generator at the role's program")
 }
 
 /// The program pinned at `path`.

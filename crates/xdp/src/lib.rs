@@ -29,6 +29,11 @@
 //!   (`tests/chain_differential.rs`). [`chain_control`] is the chain
 //!   control plane (`innet_chain::ChainControl`) driving the testbed's
 //!   nodes through their maps, and its failure drill.
+//! * [`fabric`] is how a testbed's devices run their programs (driver or
+//!   generic mode, `xdp_pass` where frames arrive, threaded NAPI), shared
+//!   by the three services' testbeds; [`generator`] is the in-kernel load
+//!   generator of the fabric-only benchmarks and [`sink`] the counting
+//!   drop program at their far ends.
 //! * [`upcall`] is `innet bench xdp-upcall`: decided instances handed from
 //!   XDP to a user-space learner by socket, batch datagram, BPF ring buffer
 //!   or AF_XDP (`bpf/upcall.bpf.c`), with an in-kernel generator.
@@ -55,6 +60,7 @@ pub mod paxos_hosts;
 pub mod paxos_learner;
 pub mod paxos_testbed;
 pub mod privileged;
+pub mod sink;
 pub mod testbed;
 pub mod txn;
 pub mod txn_topology;

@@ -5,8 +5,9 @@
 //!   before load (table capacities are a load-time choice), load it;
 //! * [`BpfObject::test_run`]: one packet through a program with
 //!   `BPF_PROG_TEST_RUN`, for differential tests;
-//! * [`attach_fd`] / [`detach_fd`]: generic-mode XDP attach by netlink, from
-//!   whichever network namespace the calling thread is in;
+//! * [`attach_fd_in`] / [`detach_any`]: XDP attach (driver or generic
+//!   mode) and detach by netlink, from whichever network namespace the
+//!   calling thread is in;
 //! * pinning of maps and programs, and reading maps by index.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
@@ -289,9 +290,9 @@ pub fn attach_fd_in(fd: RawFd, ifindex: u32, mode: XdpMode) -> Result<()> {
     // that returned `fd` for the duration of the call).
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };
     Xdp::new(fd)
-        .attach(ifindex as i32, mode.flags() | XdpFlags::REPLACE)
+        .attach(ifindex as i32, mode.flags())
         .or_else(|_| {
-            // A program in the other mode (or a replace refused): off, then on.
+            // A program in the other mode (one mode at a time): off, then on.
             for m in [XdpMode::Native, XdpMode::Generic] {
                 let _ = Xdp::new(fd).detach(ifindex as i32, m.flags());
             }
@@ -300,14 +301,29 @@ pub fn attach_fd_in(fd: RawFd, ifindex: u32, mode: XdpMode) -> Result<()> {
         .with_context(|| format!("attach XDP ({mode} mode) to ifindex {ifindex}"))
 }
 
-/// Detaches the generic-mode XDP program of `ifindex` (calling thread's
-/// namespace); `fd` is any open program (netlink needs one to build the request).
-pub fn detach_fd(fd: RawFd, ifindex: u32) -> Result<()> {
+/// Detaches the XDP program of `ifindex` (calling thread's namespace) in
+/// whichever mode it runs; `fd` is any open program (netlink needs one to
+/// build the request). Nothing attached is no error.
+pub fn detach_any(fd: RawFd, ifindex: u32) -> Result<()> {
     // SAFETY: as in attach_fd.
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-    Xdp::new(fd)
-        .detach(ifindex as i32, XdpFlags::SKB_MODE)
-        .with_context(|| format!("detach XDP from ifindex {ifindex}"))
+    let mut last = None;
+    for m in [XdpMode::Native, XdpMode::Generic] {
+        // Only the mode a program runs in (a detach in the other mode is
+        // refused, and libbpf logs the kernel's refusal).
+        if Xdp::new(fd).query_id(ifindex as i32, m.flags()).unwrap_or(1) == 0 {
+            continue;
+        }
+        if let Err(e) = Xdp::new(fd).detach(ifindex as i32, m.flags()) {
+            last = Some(e);
+        }
+    }
+    let attached = Xdp::new(fd).query_id(ifindex as i32, XdpFlags::NONE).unwrap_or(0);
+    match (attached, last) {
+        (0, _) => Ok(()),
+        (_, Some(e)) => Err(e).with_context(|| format!("detach XDP from ifindex {ifindex}")),
+        (id, None) => bail!("XDP program {id} still attached to ifindex {ifindex}"),
+    }
 }
 
 /// Writes `key` -> `value` into the map `fd` from the calling thread: for
@@ -322,6 +338,41 @@ pub fn update_raw(fd: RawFd, key: &[u8], value: &[u8]) -> Result<()> {
         bail!("bpf_map_update_elem: {}", std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Removes `key` from the map `fd` (any thread; see [`update_raw`]).
+pub fn delete_raw(fd: RawFd, key: &[u8]) -> Result<()> {
+    // SAFETY: the caller keeps the map open; the key is valid for its size.
+    let rc = unsafe { libbpf_rs::libbpf_sys::bpf_map_delete_elem(fd, key.as_ptr().cast()) };
+    if rc != 0 {
+        bail!("bpf_map_delete_elem: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Every key of the map `fd`, whose keys are u32s (a hash or devmap hash).
+pub fn u32_keys(fd: RawFd) -> Result<Vec<u32>> {
+    let mut keys = vec![];
+    let mut key = 0u32;
+    let mut first = true;
+    loop {
+        let mut next = 0u32;
+        let prev: *const u32 = if first { std::ptr::null() } else { &key };
+        // SAFETY: the caller keeps the map open; both keys are u32s, the
+        // map's key size.
+        let rc =
+            unsafe { libbpf_rs::libbpf_sys::bpf_map_get_next_key(fd, prev.cast(), (&mut next as *mut u32).cast()) };
+        if rc != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::ENOENT) {
+                return Ok(keys);
+            }
+            bail!("bpf_map_get_next_key: {e}");
+        }
+        keys.push(next);
+        key = next;
+        first = false;
+    }
 }
 
 /// Element `index` of an array map.

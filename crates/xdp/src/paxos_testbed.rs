@@ -466,6 +466,7 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
         namespaces: nss.clone(),
         pin_dir: Some(dir.display().to_string()),
         processes: vec![],
+        fabric: Some(o.fabric),
     };
     testbed::save_to(Path::new(STATE_FILE), &state)?;
     let ls = build(o, &nss).context("build namespaces and links")?;
@@ -682,19 +683,7 @@ pub fn fail_coordinator() -> Result<Vec<String>> {
         .collect();
     // One `ip` for every link: the ports go dark together.
     let batch: String = down.iter().map(|n| format!("link set {n} down\n")).collect();
-    let mut child = std::process::Command::new("ip")
-        .args(["-n", NS_COORDINATOR, "-batch", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .context("run `ip` (package iproute2)")?;
-    std::io::Write::write_all(&mut child.stdin.take().expect("piped"), batch.as_bytes())?;
-    let done = child.wait_with_output()?;
-    anyhow::ensure!(
-        done.status.success(),
-        "set the links of {NS_COORDINATOR} down: {}",
-        String::from_utf8_lossy(&done.stderr).trim()
-    );
+    testbed::ip_batch(Some(NS_COORDINATOR), &batch).context("set the coordinator's links down")?;
     anyhow::ensure!(!down.is_empty(), "no links in {NS_COORDINATOR}");
     Ok(down)
 }

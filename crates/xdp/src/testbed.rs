@@ -14,8 +14,16 @@
 //! store and redirects them to `innet-ss`, reflects aborts out of `innet-sc`,
 //! and `xdp_txn_switch` on `innet-ss` sends store replies back to the
 //! client with the service address as source. With the software data plane
-//! an `innet switch txn` process listens on 10.77.0.1:9999 instead. MACs are
-//! fixed at creation so the switch's config needs no discovery.
+//! an `innet switch txn` process listens on 10.77.0.1:9999 instead, on
+//! plain veths (no XDP anywhere). MACs are fixed at creation so the
+//! switch's config needs no discovery.
+//!
+//! The XDP data plane runs on a [`Fabric`] ([`UpOptions::fabric`], recorded
+//! in the state file): driver mode by default, the switch's programs in
+//! the mode chosen, `xdp_pass` on the client's and the store's ends
+//! (`innet-c0`, `innet-s0`: they receive the switch's `XDP_TX` and
+//! redirected frames, which a driver-mode veth delivers only to a peer with
+//! a program), and threaded NAPI on the four devices if asked.
 //!
 //! Everything made is named `innet-*` and recorded in a state file
 //! ([`STATE_FILE`]) *before* it is made; [`down`] reads it, and also removes
@@ -42,6 +50,7 @@ use serde::{Deserialize, Serialize};
 
 use innet_txn::switch::Mode;
 
+use crate::fabric::{Fabric, PassProgram, XdpMode};
 use crate::object;
 use crate::txn::{Ports, Program, Tables, TxnXdp};
 
@@ -110,6 +119,9 @@ pub struct UpOptions {
     pub store_delay_ms: f64,
     /// The `innet` program to start end hosts with.
     pub innet_exe: PathBuf,
+    /// How the XDP data plane's devices run their programs (driver mode
+    /// and threaded NAPI by default); the software switch ignores it.
+    pub fabric: Fabric,
 }
 
 /// What `up` made, as recorded in [`STATE_FILE`].
@@ -120,6 +132,32 @@ pub struct State {
     pub pin_dir: Option<String>,
     /// `(name, pid)` of processes started.
     pub processes: Vec<(String, u32)>,
+    /// The fabric the XDP programs run on (none: no XDP data plane).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<Fabric>,
+}
+
+/// Runs `ip [-n ns] -batch -` on `lines`.
+pub(crate) fn ip_batch(ns: Option<&str>, lines: &str) -> Result<()> {
+    let mut cmd = std::process::Command::new("ip");
+    if let Some(ns) = ns {
+        cmd.args(["-n", ns]);
+    }
+    let mut child = cmd
+        .args(["-batch", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .context("run `ip` (package iproute2)")?;
+    std::io::Write::write_all(&mut child.stdin.take().expect("piped"), lines.as_bytes())?;
+    let done = child.wait_with_output()?;
+    anyhow::ensure!(
+        done.status.success(),
+        "ip {}-batch: {}",
+        ns.map(|n| format!("-n {n} ")).unwrap_or_default(),
+        String::from_utf8_lossy(&done.stderr).trim()
+    );
+    Ok(())
 }
 
 pub(crate) fn ip(args: &[&str]) -> Result<String> {
@@ -194,6 +232,7 @@ fn build_txn(o: &UpOptions) -> Result<State> {
         namespaces: vec![NS_CLIENT.into(), NS_SWITCH.into(), NS_STORE.into()],
         pin_dir: None,
         processes: vec![],
+        fabric: None,
     };
     save(&state)?;
     build_links().context("build namespaces and links")?;
@@ -201,8 +240,10 @@ fn build_txn(o: &UpOptions) -> Result<State> {
         Some(DataPlaneAt::Xdp) => {
             let dir = Path::new(PIN_DIR).join("txn_switch");
             state.pin_dir = Some(dir.display().to_string());
+            state.fabric = Some(o.fabric);
             save(&state)?;
-            attach_txn_switch(o.mode, &dir)?;
+            let xdp = load_pinned(o.mode, &dir)?;
+            attach_plane(&xdp, Some(Program::TxnSwitch), &o.fabric)?;
         }
         Some(DataPlaneAt::Switch) => {
             let args = [
@@ -289,6 +330,22 @@ pub fn txn_ports() -> Result<Ports> {
     })
 }
 
+/// `payload` (a transaction request) as the client sends it to the
+/// service address, arriving at the switch on `innet-sc`: the in-kernel
+/// generator's template. The client's UDP port is 40000.
+pub fn request_frame(payload: &[u8]) -> Vec<u8> {
+    use crate::frame::{udp_frame, Endpoint};
+    let from = Endpoint { mac: MAC_CLIENT, ip: CLIENT_IP, port: 40_000 };
+    let to = Endpoint { mac: MAC_SWITCH_CLIENT_SIDE, ip: SERVICE_IP, port: PORT };
+    udp_frame(from, to, payload, 0)
+}
+
+/// Where [`up`] pins the XDP switch's program (the in-kernel generator's
+/// target).
+pub fn switch_program_pin() -> PathBuf {
+    Path::new(PIN_DIR).join("txn_switch").join(Program::TxnSwitch.section_name())
+}
+
 /// Loads the switch object configured for this topology, pins its maps and
 /// both programs under `dir` (so they outlive this process and can be read
 /// and attached by path).
@@ -321,23 +378,53 @@ pub fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> Result<T> + Send) -> Resu
     })
 }
 
-/// Attaches `prog` (generic mode) to `dev` in the switch namespace,
-/// replacing what is there.
-pub fn attach(xdp: &TxnXdp, prog: Program, dev: &str) -> Result<()> {
+/// Attaches `prog` in `mode` to `dev` in the switch namespace, replacing
+/// what is there.
+pub fn attach(xdp: &TxnXdp, prog: Program, dev: &str, mode: XdpMode) -> Result<()> {
     let (index, fd) = (ifindex(NS_SWITCH, dev)?, xdp.program_fd(prog)?);
-    in_netns(NS_SWITCH, || object::attach_fd(fd, index))
+    in_netns(NS_SWITCH, || object::attach_fd_in(fd, index, mode))
 }
 
-/// Removes any XDP program from `dev` in the switch namespace.
-pub fn detach(xdp: &TxnXdp, dev: &str) -> Result<()> {
-    let (index, fd) = (ifindex(NS_SWITCH, dev)?, xdp.program_fd(Program::Bounce)?);
-    in_netns(NS_SWITCH, || object::detach_fd(fd, index))
+/// Removes any XDP program (either mode) from `dev` of `ns`; `fd` is any
+/// open program (netlink needs one to build the request).
+pub fn detach_in(fd: std::os::fd::RawFd, ns: &str, dev: &str) -> Result<()> {
+    let index = ifindex(ns, dev)?;
+    in_netns(ns, || object::detach_any(fd, index))
 }
 
-fn attach_txn_switch(mode: Mode, dir: &Path) -> Result<()> {
-    let xdp = load_pinned(mode, dir)?;
-    for dev in [IF_SWITCH_CLIENT_SIDE, IF_SWITCH_STORE_SIDE] {
-        attach(&xdp, Program::TxnSwitch, dev)?;
+/// Puts what carries the switch role of the `txn` topology on its
+/// devices, in `fabric`'s mode: the bare bounce on the switch's client
+/// port, the switch on both its ports, or (`None`) nothing (the software
+/// planes run on plain veths). In driver mode the end devices that receive
+/// the programs' frames get `xdp_pass` (the client's for the bounce, the
+/// client's and the store's for the switch), and threaded NAPI goes on
+/// every device with a program, if asked.
+pub fn attach_plane(xdp: &TxnXdp, plane: Option<Program>, fabric: &Fabric) -> Result<()> {
+    let fd = xdp.program_fd(Program::Bounce)?;
+    let (switch_devs, ends): (&[&str], &[(&str, &str)]) = match plane {
+        Some(Program::Bounce) => (&[IF_SWITCH_CLIENT_SIDE], &[(NS_CLIENT, IF_CLIENT)]),
+        Some(Program::TxnSwitch) => {
+            (&[IF_SWITCH_CLIENT_SIDE, IF_SWITCH_STORE_SIDE], &[(NS_CLIENT, IF_CLIENT), (NS_STORE, IF_STORE)])
+        }
+        None => (&[], &[]),
+    };
+    for (ns, dev) in [
+        (NS_CLIENT, IF_CLIENT),
+        (NS_SWITCH, IF_SWITCH_CLIENT_SIDE),
+        (NS_SWITCH, IF_SWITCH_STORE_SIDE),
+        (NS_STORE, IF_STORE),
+    ] {
+        if !switch_devs.contains(&dev) && !ends.contains(&(ns, dev)) {
+            detach_in(fd, ns, dev)?;
+        }
+    }
+    if let Some(p) = plane {
+        fabric.attach(xdp.program_fd(p)?, NS_SWITCH, switch_devs)?;
+        let pass = PassProgram::load()?;
+        for (ns, dev) in ends {
+            fabric.finish(&pass, ns, &[dev], &[dev], &[dev])?;
+        }
+        fabric.finish(&pass, NS_SWITCH, &[], switch_devs, switch_devs)?;
     }
     Ok(())
 }

@@ -22,6 +22,12 @@
 //! cannot be emulated (no netem; the packet never leaves the kernel):
 //! [`TopologyState::unemulated`] lists them and the CLI says so.
 //!
+//! The programs run on a [`Fabric`] (driver mode and threaded NAPI by
+//! default): the switches' programs in its mode, `xdp_pass` on every
+//! device of the store's and the client groups' namespaces in driver mode
+//! (they receive the switches' redirected and `XDP_TX` frames), threaded
+//! NAPI on every device if asked.
+//!
 //! State file [`STATE_FILE`], namespaces `innet-t*`, pins under
 //! `/sys/fs/bpf/innet/txn-topology`: [`down`] removes exactly these, and
 //! `testbed::down` (everything `innet-*`) removes them too.
@@ -39,8 +45,8 @@ use innet_live::Stop;
 use innet_txn::deploy::{validate, TxnDeployment, TxnRole};
 use innet_txn::workload::{LoadStats, Workload};
 
+use crate::fabric::{Fabric, PassProgram};
 use crate::netns::Net;
-use crate::object;
 use crate::testbed::{self, ifindex, in_netns, State, PIN_DIR};
 use crate::txn::{Ports, Program, Route, Tables, TxnXdp};
 
@@ -124,15 +130,16 @@ fn upstream_machine(d: &TxnDeployment, net: &Net, n: NodeIx) -> Option<usize> {
     d.nodes[n].upstream.map(|u| net.node_machine[u])
 }
 
-/// Builds `d` on namespaces with the XDP switch on every switch, starts the
-/// store (`innet_exe store`, unless `start_store` is false).
-pub fn up(d: &TxnDeployment, innet_exe: &Path, start_store: bool) -> Result<TopologyState> {
+/// Builds `d` on namespaces with the XDP switch on every switch (on
+/// `fabric`), starts the store (`innet_exe store`, unless `start_store` is
+/// false).
+pub fn up(d: &TxnDeployment, innet_exe: &Path, start_store: bool, fabric: Fabric) -> Result<TopologyState> {
     validate(d).map_err(|e| anyhow::anyhow!("{e}"))?;
     let net = Net::plan(d, PREFIX, OCTET)?;
-    testbed::guarded(STATE_FILE, || build(d, &net, innet_exe, start_store), down_unlocked)
+    testbed::guarded(STATE_FILE, || build(d, &net, innet_exe, start_store, fabric), down_unlocked)
 }
 
-fn build(d: &TxnDeployment, net: &Net, innet_exe: &Path, start_store: bool) -> Result<TopologyState> {
+fn build(d: &TxnDeployment, net: &Net, innet_exe: &Path, start_store: bool, fabric: Fabric) -> Result<TopologyState> {
     let removed = down_unlocked()?;
     if !removed.is_empty() {
         eprintln!("testbed: removed leftovers of an earlier topology testbed: {}", removed.join(", "));
@@ -143,6 +150,7 @@ fn build(d: &TxnDeployment, net: &Net, innet_exe: &Path, start_store: bool) -> R
             namespaces: net.namespaces.clone(),
             pin_dir: Some(pin_root().display().to_string()),
             processes: vec![],
+            fabric: Some(fabric),
         },
         unemulated: net
             .unemulated_delays()
@@ -225,11 +233,8 @@ fn build(d: &TxnDeployment, net: &Net, innet_exe: &Path, start_store: bool) -> R
         }
         let dir = pin_root().join(&node.name);
         xdp.pin_maps(&dir)?;
-        let fd = xdp.program_fd(Program::TxnSwitch)?;
-        for iface in net.ifaces(m) {
-            let index = ifindex(&ns, &iface.dev)?;
-            in_netns(&ns, || object::attach_fd(fd, index))?;
-        }
+        let devs: Vec<&str> = net.ifaces(m).iter().map(|i| i.dev.as_str()).collect();
+        fabric.attach(xdp.program_fd(Program::TxnSwitch)?, &ns, &devs)?;
         st.switches.push(SwitchAt {
             name: node.name.clone(),
             namespace: ns,
@@ -239,6 +244,8 @@ fn build(d: &TxnDeployment, net: &Net, innet_exe: &Path, start_store: bool) -> R
         });
         save(&st)?;
     }
+
+    finish_fabric(net, fabric)?;
 
     if start_store {
         // The store emulates its link's delay (a store has one link: to the
@@ -255,6 +262,19 @@ fn build(d: &TxnDeployment, net: &Net, innet_exe: &Path, start_store: bool) -> R
         testbed::wait_for_log_line(name, "store ", Duration::from_secs(10))?;
     }
     Ok(st)
+}
+
+/// Driver mode: `xdp_pass` on every device of the end hosts' namespaces
+/// (the store's, the client groups': the switches' frames reach them only
+/// with a program there), then threaded NAPI on every device, if asked.
+fn finish_fabric(net: &Net, fabric: Fabric) -> Result<()> {
+    let pass = PassProgram::load()?;
+    for (m, ns) in net.namespaces.iter().enumerate() {
+        let devs: Vec<&str> = net.ifaces(m).iter().map(|i| i.dev.as_str()).collect();
+        let pass_on: &[&str] = if net.switch_machine[m] { &[] } else { &devs };
+        fabric.finish(&pass, ns, pass_on, &devs, &devs)?;
+    }
+    Ok(())
 }
 
 fn ms(d: Duration) -> f64 {

@@ -1,5 +1,5 @@
-//! Hostile input to the XDP chain testbed (3 nodes on one bridge, the
-//! client namespace beside them): writes sent from the client straight to
+//! Hostile input to the XDP chain testbed (3 nodes, the client namespace
+//! linked to each): writes sent from the client straight to
 //! a node below the head, a NetChain write with sequence 30000 to the tail,
 //! ACKs not from the tail. The programs know chain nodes by ingress
 //! interface and Ethernet source (`chain_peers`); each forged frame is
@@ -149,9 +149,10 @@ static TESTBED: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// the client namespace, and takes the testbed down again.
 fn with_chain(protocol: Protocol, f: impl FnOnce(&[NodeXdp], &Client) + std::panic::UnwindSafe) -> Result<()> {
     let _turn = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
-    tb::up(protocol, NODES, None, tb::ReplyTo::SourcePort).context("testbed up")?;
+    let o = tb::ChainUp::new(protocol, NODES);
+    tb::up(&o, None).context("testbed up")?;
     let run = std::panic::catch_unwind(move || {
-        let nodes = tb::attach_nodes(protocol, NODES, tb::ReplyTo::SourcePort).expect("attach");
+        let nodes = tb::attach_nodes(&o).expect("attach");
         let socket = in_netns(NS_CLIENT, || Ok(UdpSocket::bind((CLIENT_IP, 0))?)).expect("client socket");
         socket.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
         f(&nodes, &Client { protocol, socket });
