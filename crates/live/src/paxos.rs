@@ -171,15 +171,25 @@ impl LiveConfig {
     pub fn proposer_config(&self, id: u32) -> ProposerConfig {
         self.roles().proposer(id)
     }
-    /// The configuration of proposer `i` of this process, with an id drawn
-    /// afresh per process: learners filter duplicates by (proposer, request)
-    /// and key-value replicas remember that across restarts, so a new
-    /// process must not reuse an earlier one's id (its requests would be
-    /// dropped as duplicates).
+    /// The configuration of the deployment's proposer `i`: an id of its
+    /// block (the coordinators take no other from its address, see
+    /// `innet_paxos::envelope`) with an incarnation drawn afresh per
+    /// process: learners filter duplicates by (proposer, request) and
+    /// key-value replicas remember that across restarts, so a new process
+    /// must not reuse an earlier one's id (its requests would be dropped as
+    /// duplicates).
     pub fn fresh_proposer_config(&self, i: usize) -> ProposerConfig {
-        self.proposer_config(crate::txn::fresh_client_id_base(self.proposers as u32 + 1) + i as u32)
+        self.proposer_config(innet_paxos::envelope::proposer_id(i, fresh_incarnation()))
     }
 }
+
+/// A proposer incarnation drawn from the clock and the process id
+/// (below `innet_paxos::envelope::INCARNATIONS`).
+pub fn fresh_incarnation() -> u32 {
+    crate::txn::fresh_client_id_base(1) % innet_paxos::envelope::INCARNATIONS
+}
+
+impl LiveConfig {}
 
 /// A coordinator or acceptor: a software switch or a process.
 pub enum ProgramNode<P> {
@@ -394,6 +404,8 @@ pub fn spawn_backup(
         vec![
             ("instances_started", b.instances_started),
             ("values_repeated", b.values_repeated),
+            ("requests_before_takeover", b.requests_before_takeover),
+            ("queue_full", b.queue_full),
             ("took_over", u64::from(b.active_since().is_some())),
         ]
     };

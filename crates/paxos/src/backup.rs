@@ -18,6 +18,15 @@
 //! that learners fill with `recover`. Taking over while the coordinator is
 //! still alive (a false suspicion) is safe: two coordinators in different
 //! rounds are ordinary Paxos.
+//!
+//! Requests (issue 21): a proposer sends to the backup only after its
+//! TAKEOVER, which the backup sends once it is in charge; so a request that
+//! arrives before is not a proposer's and is dropped and counted
+//! (`requests_before_takeover`) instead of waiting to be ordered first.
+//! After the takeover, requests wait for an instance in a queue of at most
+//! [`BACKUP_QUEUE_MAX`] (beyond: dropped, counted `queue_full`; their
+//! proposers resubmit). Who may send a request at all, and in whose name,
+//! is the runtime's admission rule (`crate::trust`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -27,6 +36,10 @@ use innet_wire::paxos::{MsgType, PaxosMsg, Value};
 
 use crate::prepare::{Phase2, Prepare};
 use crate::votes::Votes;
+
+/// Requests waiting for an instance after the takeover: many times what
+/// the window hands out at once, and what proposers keep in flight.
+pub const BACKUP_QUEUE_MAX: usize = 4096;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BackupConfig {
@@ -74,6 +87,10 @@ pub struct BackupCoordinator {
     votes: Votes,
     pub instances_started: u64,
     pub values_repeated: u64,
+    /// Requests that came before the takeover (dropped).
+    pub requests_before_takeover: u64,
+    /// Requests dropped with [`BACKUP_QUEUE_MAX`] waiting.
+    pub queue_full: u64,
 }
 
 impl BackupCoordinator {
@@ -92,6 +109,8 @@ impl BackupCoordinator {
             votes: Votes::new(config.quorum),
             instances_started: 0,
             values_repeated: 0,
+            requests_before_takeover: 0,
+            queue_full: 0,
         }
     }
 
@@ -141,13 +160,12 @@ impl Host for BackupCoordinator {
         let Ok(m) = PaxosMsg::decode(packet) else { return };
         match m.msgtype {
             MsgType::Heartbeat if m.inst == self.heartbeat_seq => self.last_reply = now,
+            // Proposers only send here after TAKEOVER (see the module doc).
+            MsgType::Request if self.active_since.is_none() => self.requests_before_takeover += 1,
+            MsgType::Request if self.queue.len() >= BACKUP_QUEUE_MAX => self.queue_full += 1,
             MsgType::Request => {
-                // Proposers only send here after TAKEOVER; a request that
-                // arrives earlier waits for the takeover.
                 self.queue.push_back(m.value);
-                if self.active_since.is_some() {
-                    self.fill(now, out);
-                }
+                self.fill(now, out);
             }
             // A vote, or a decision from a vote counter in front of the
             // backup (crate::vote_counter).
@@ -338,6 +356,31 @@ mod tests {
         assert_eq!(b.values_repeated, 1);
     }
 
+    /// Issue 21: requests before the takeover are not a proposer's (they
+    /// used to wait and be ordered first after it); after it, the queue
+    /// holds at most BACKUP_QUEUE_MAX, and both drops are counted.
+    #[test]
+    fn requests_before_the_takeover_are_dropped_and_the_queue_is_bounded() {
+        let mut b = backup();
+        let mut out = Outbox::new();
+        let req = |k: u32| {
+            let mut m = PaxosMsg::new(MsgType::Request);
+            m.value = crate::envelope::Envelope::new(7, k, b"r").unwrap().to_value();
+            m.encode()
+        };
+        for k in 0..100 {
+            b.on_packet(ms(0), &req(k), &mut out);
+        }
+        assert_eq!((b.requests_before_takeover, b.queue.len()), (100, 0));
+        b.take_over(ms(1), &mut out);
+        assert_eq!(b.instances_started, 0, "nothing queued to order first");
+        for k in 0..BACKUP_QUEUE_MAX as u32 + 2 + 10 {
+            b.on_packet(ms(2), &req(k), &mut out);
+        }
+        // A window of 2 in phase 1, BACKUP_QUEUE_MAX waiting, 10 dropped.
+        assert_eq!((b.instances_started, b.queue.len(), b.queue_full), (2, BACKUP_QUEUE_MAX, 10));
+    }
+
     /// A vote for the last instance (only a trusted acceptor could send
     /// one; `crate::trust` refuses it from anyone else) leaves nothing to
     /// hand out: the takeover must not overflow.
@@ -348,10 +391,10 @@ mod tests {
         let mut vote = PaxosMsg::new(MsgType::Phase2B);
         vote.inst = u32::MAX;
         b.on_packet(Time(1), &vote.encode(), &mut out);
+        b.take_over(Time(2), &mut out);
         let mut req = PaxosMsg::new(MsgType::Request);
         req.value = crate::envelope::Envelope::new(1, 1, b"v").unwrap().to_value();
-        b.on_packet(Time(2), &req.encode(), &mut out);
-        b.take_over(Time(3), &mut out);
+        b.on_packet(Time(3), &req.encode(), &mut out);
         assert!(out.sends.iter().all(|s| PaxosMsg::decode(&s.1).unwrap().msgtype != MsgType::Phase1A));
     }
 }

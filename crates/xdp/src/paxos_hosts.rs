@@ -138,6 +138,12 @@ impl Host for TimedLearner {
 }
 
 /// A socket on `port` of every address of the hosts namespace.
+/// The id of the testbed's proposer `i` (its block, incarnation 0: one
+/// run per testbed).
+pub fn proposer_id(i: usize) -> u32 {
+    innet_paxos::envelope::proposer_id(i, 0)
+}
+
 fn bind_in_hosts(port: u16) -> Result<UdpSocket> {
     in_netns(tb::NS_HOSTS, || {
         let addr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port));
@@ -198,7 +204,7 @@ pub fn run(r: &HostsRun) -> Result<HostsReport> {
     let mut proposers = vec![];
     for i in 0..r.up.proposers {
         let (_, socket, o) = node(&d, &addrs, PaxosRole::Proposer { index: i as u16 })?;
-        let (cfg, outstanding, record) = (r.roles.proposer(i as u32 + 1), r.outstanding, r.record);
+        let (cfg, outstanding, record) = (r.roles.proposer(proposer_id(i)), r.outstanding, r.record);
         proposers.push(spawn_host(
             &format!("proposer{i}"),
             socket,
