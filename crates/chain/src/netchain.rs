@@ -148,8 +148,9 @@ pub struct NcNode {
     /// The predecessor's chain index (control plane).
     prev: Option<u16>,
     /// The addresses of the chain's members after this node, in chain
-    /// order, then zeros (control plane); all zeros at the tail.
-    successors: [Addr; MAX_CHAIN_NODES],
+    /// order (control plane; fewer than [`MAX_CHAIN_NODES`]); none at the
+    /// tail.
+    successors: Vec<Addr>,
     writes_paused: bool,
     neighbours: [(Addr, Hop); NEIGHBOURS_MAX],
     /// Exact-match key table: slot `i` holds the key stored in register `i`.
@@ -172,7 +173,7 @@ impl NcNode {
             addr,
             role: None,
             prev: None,
-            successors: [0; MAX_CHAIN_NODES],
+            successors: Vec::new(),
             writes_paused: false,
             neighbours: [(0, Hop::Skip); NEIGHBOURS_MAX],
             keys: vec![None; keys],
@@ -206,13 +207,11 @@ impl NcNode {
     pub fn set_successors(&mut self, successors: &[Addr]) {
         assert!(successors.len() < MAX_CHAIN_NODES, "{} successors in a chain", successors.len());
         assert!(!successors.contains(&0), "address 0 ends a chain stack");
-        self.successors = [0; MAX_CHAIN_NODES];
-        self.successors[..successors.len()].copy_from_slice(successors);
+        self.successors = successors.to_vec();
     }
 
     pub fn successors(&self) -> &[Addr] {
-        let n = self.successors.iter().position(|a| *a == 0).unwrap_or(MAX_CHAIN_NODES);
-        &self.successors[..n]
+        &self.successors
     }
 
     /// The stack left after this node, without removed nodes' addresses,
@@ -225,11 +224,11 @@ impl NcNode {
             }
             match self.neighbour(p.addr(i)) {
                 Some(Hop::Skip) => {}
-                Some(Hop::Port(_)) if k < MAX_CHAIN_NODES && self.successors[k] == p.addr(i) => k += 1,
+                Some(Hop::Port(_)) if self.successors.get(k) == Some(&p.addr(i)) => k += 1,
                 _ => return false,
             }
         }
-        k == MAX_CHAIN_NODES || self.successors[k] == 0
+        k == self.successors.len()
     }
 
     /// Control plane: the head drops writes while set (recovery).
