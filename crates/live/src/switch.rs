@@ -131,6 +131,9 @@ pub struct SwitchStats {
     pub reflected: u64,
     /// `Drop` verdicts (the program counts why).
     pub dropped: u64,
+    /// Requests of a flow bound to another neighbour (another sender's
+    /// client id): answered with the program's refusal, or dropped.
+    pub refused_other_sender: u64,
     /// `Downstream` verdicts for a flow with no known origin, and `Port`
     /// verdicts for a port with nothing configured.
     pub dropped_no_route: u64,
@@ -160,6 +163,7 @@ impl SwitchStats {
             ("live_to_ports", self.to_ports),
             ("live_dropped_bad_shim", self.dropped_bad_shim),
             ("live_rx_overflow", self.rx_overflow),
+            ("live_refused_other_sender", self.refused_other_sender),
             ("live_send_errors", self.send_errors),
         ]
     }
@@ -303,6 +307,17 @@ impl SwitchLoop<'_> {
             Some(&p) => Ingress::Peer(p),
             None => Ingress::Downstream,
         };
+        if ingress != Ingress::Upstream {
+            if let Some(flow) = st.program.request_flow(bytes).filter(|&f| !self.routes.admits(f, from)) {
+                tracing::debug!(%from, flow, "request of a flow bound to another sender refused");
+                st.stats.refused_other_sender += 1;
+                if let Some(len) = st.program.refuse(bytes) {
+                    let bytes = &bytes[..len.min(bytes.len())];
+                    self.send(st, from, origin, bytes, now);
+                }
+                return;
+            }
+        }
         let (verdict, len) = st.program.process_from(bytes, ingress);
         let bytes = &bytes[..len.min(bytes.len())];
         self.targets(st, verdict, from, origin);

@@ -553,6 +553,23 @@ impl DataPlane for TxnSwitch {
         let len = packet.len();
         (self.decide(packet, ingress), len)
     }
+
+    /// A request's client id: its replies go back as `Downstream { flow:
+    /// cl_id }`, so runtimes bind the client id to the neighbour its first
+    /// request came from and refuse it from any other (issue 21).
+    fn request_flow(&self, packet: &[u8]) -> Option<u32> {
+        use innet_wire::txn::{Flags, HEADER_LEN};
+        let header = packet.get(..HEADER_LEN)?;
+        (header[0] & Flags::RESPONSE == 0).then(|| u32::from_be_bytes([header[1], header[2], header[3], header[4]]))
+    }
+
+    /// A request with another neighbour's client id is answered BADREQ
+    /// ("not executed"), as a request the switch will not judge is.
+    fn refuse(&self, packet: &mut [u8]) -> Option<usize> {
+        let len = packet.len();
+        TxnPacket::parse(packet).ok()?.make_switch_reply(Status::BadRequest);
+        Some(len)
+    }
 }
 
 impl TxnSwitch {
