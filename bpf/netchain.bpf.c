@@ -5,14 +5,16 @@
  * writes, the others apply newer sequence numbers (serial arithmetic, RFC
  * 1982) and drop older ones, a write is applied only if the rest of its
  * stack is the rest of the chain, each node pops its address and the
- * addresses of removed nodes (Hop::Skip), the tail answers the origin. Read that module's essay first;
+ * addresses of removed nodes (Hop::Skip), the tail answers the origin (at
+ * config.reply_port, the reference's 8889, when set). Read that module's essay first;
  * comments here only say where BPF differs.
  *
  * nc_process() is NcNode::process_len on a copy of the payload in a per-CPU
  * scratch map (the stack's depth makes every offset variable; masked
  * offsets into scratch keep the verifier content). It returns the verdict
- * and how many addresses were popped. Popping shrinks the packet at its
- * front, as NcPacket::pop: the payload is written back, the Ethernet / IPv4 /
+ * and how many stack entries were popped (a write reply loses all of
+ * them). Popping shrinks the packet at its front, as NcPacket::pop: the
+ * payload is written back, the Ethernet / IPv4 /
  * UDP headers are moved forward by 4 bytes per pop (bpf_xdp_adjust_head),
  * and bytes after the fixed part are cut (bpf_xdp_adjust_tail), since the
  * reference's packet length is the parsed length. IPv4 and UDP lengths
@@ -70,9 +72,18 @@ static __always_inline struct innet_nc_config *config(void)
 	return bpf_map_lookup_elem(&nc_config, &zero);
 }
 
-/* NcPacket's validate: the depth, or -1 - INNET_NC_ERR_*. */
+/* NcPacket's validate: the stack's entries (addresses and terminator; 0
+ * for a stackless write reply), or -1 - INNET_NC_ERR_*. */
 static __always_inline int nc_validate(__u8 *buf, __u32 len)
 {
+	if (len == INNET_NC_FIXED_LEN) {
+		__u8 op = *AT(buf, INNET_NC_OFF_OP);
+		if (op < INNET_NC_OP_READ_REQ || op > INNET_NC_OP_WRITE_REPLY)
+			return -1 - INNET_NC_ERR_UNKNOWN_OP;
+		if (op != INNET_NC_OP_WRITE_REPLY || *AT(buf, INNET_NC_OFF_SC) != 0)
+			return -1 - INNET_NC_ERR_CHAIN_COUNT_MISMATCH;
+		return 0;
+	}
 	int depth = -1;
 	for (__u32 i = 0; i <= INNET_NC_MAX_CHAIN_NODES; i++) {
 		if (len < (i + 1) * INNET_NC_ADDR_LEN)
@@ -84,14 +95,16 @@ static __always_inline int nc_validate(__u8 *buf, __u32 len)
 	}
 	if (depth < 0)
 		return -1 - INNET_NC_ERR_CHAIN_TOO_LONG;
-	__u32 fixed = ((__u32)depth + 1) * INNET_NC_ADDR_LEN;
+	__u32 entries = (__u32)depth + 1;
+	__u32 fixed = entries * INNET_NC_ADDR_LEN;
 	if (len < fixed + INNET_NC_FIXED_LEN)
 		return -1 - INNET_NC_ERR_TRUNCATED;
-	if (*AT(buf, fixed + INNET_NC_OFF_OP) > INNET_NC_OP_WRITE_REPLY)
+	__u8 op = *AT(buf, fixed + INNET_NC_OFF_OP);
+	if (op < INNET_NC_OP_READ_REQ || op > INNET_NC_OP_WRITE_REPLY)
 		return -1 - INNET_NC_ERR_UNKNOWN_OP;
-	if (*AT(buf, fixed + INNET_NC_OFF_SC) != depth)
+	if (op == INNET_NC_OP_WRITE_REPLY || *AT(buf, fixed + INNET_NC_OFF_SC) != entries)
 		return -1 - INNET_NC_ERR_CHAIN_COUNT_MISMATCH;
-	return depth;
+	return (int)entries;
 }
 
 /* FNV-1a, as the reference's key_hash. */
@@ -215,24 +228,33 @@ static __always_inline int nc_stack_follows_chain(__u8 *buf, __u32 depth, __u32 
 	return k >= INNET_NC_MAX_CHAIN_NODES || cfg->successors[k] == 0;
 }
 
-/* The tail's answer to the origin, in the fixed part `f`. */
-static __always_inline void nc_answer(__u8 *f, struct innet_nc_register *r)
+/* NcNode::answer: the tail's reply; a write pops every entry left (the
+ * reply is stackless), a read keeps them. `*pops` counts this node's too. */
+static __always_inline int nc_answer(__u8 *f, __u32 depth, struct innet_nc_register *r, __u32 *pops)
 {
 	if (f[INNET_NC_OFF_OP] == INNET_NC_OP_WRITE_REQ) {
 		f[INNET_NC_OFF_OP] = INNET_NC_OP_WRITE_REPLY;
-		return;
+		*pops = depth + 1;
+	} else {
+		__builtin_memcpy(f + INNET_NC_OFF_VALUE, r->value, INNET_NC_VALUE_LEN);
+		store_be16(f + INNET_NC_OFF_SEQ, r->seq);
+		f[INNET_NC_OFF_OP] = INNET_NC_OP_READ_REPLY;
+		count(INNET_NC_CTR_READS_ANSWERED);
 	}
-	__builtin_memcpy(f + INNET_NC_OFF_VALUE, r->value, INNET_NC_VALUE_LEN);
-	store_be16(f + INNET_NC_OFF_SEQ, r->seq);
-	f[INNET_NC_OFF_OP] = INNET_NC_OP_READ_REPLY;
-	count(INNET_NC_CTR_READS_ANSWERED);
+	return INNET_CHAIN_VERDICT_ORIGIN;
 }
 
-/* NcNode::decide, after the checks of nc_process. */
+/* NcNode::decide, after the checks of nc_process: `depth` addresses before
+ * the terminator; the tail answers once it has popped itself, any other
+ * node goes to the hop of the next address. `*pops` is how many entries
+ * went. */
 static __always_inline int nc_decide(__u8 *buf, __u32 depth, __u8 *f, struct innet_nc_register *r,
 				     struct innet_nc_config *cfg, __u32 *pops)
 {
-	int next = nc_next_hop(buf, depth, pops);
+	int next = NC_NEXT_END;
+	*pops = 1;
+	if (!is_tail(cfg->role))
+		next = nc_next_hop(buf, depth, pops);
 	if (next == NC_NEXT_NO_ROUTE) {
 		count(INNET_NC_CTR_DROPPED_NO_ROUTE);
 		return INNET_CHAIN_VERDICT_DROP;
@@ -253,28 +275,28 @@ static __always_inline int nc_decide(__u8 *buf, __u32 depth, __u8 *f, struct inn
 		count(INNET_NC_CTR_FORWARDED);
 		return verdict_port(INNET_CHAIN_VERDICT_PORT, (__u32)next);
 	}
-	nc_answer(f, r);
-	return INNET_CHAIN_VERDICT_ORIGIN;
+	return nc_answer(f, depth, r, pops);
 }
 
 /* NcNode::process_len on `len` payload bytes in scratch `buf`. The packet
- * becomes buf[4 * pops .. (depth + 1) * 4 + INNET_NC_FIXED_LEN]. */
+ * becomes buf[4 * pops .. entries * 4 + INNET_NC_FIXED_LEN]. */
 static __always_inline int nc_process(__u8 *buf, __u32 len, struct innet_nc_config *cfg, __u32 sender, __u32 *pops,
 				      __u32 *end)
 {
-	int depth = nc_validate(buf, len);
-	if (depth < 0) {
-		count(INNET_NC_CTR_DROPPED_MALFORMED + (__u32)(-1 - depth));
+	int entries = nc_validate(buf, len);
+	if (entries < 0) {
+		count(INNET_NC_CTR_DROPPED_MALFORMED + (__u32)(-1 - entries));
 		return INNET_CHAIN_VERDICT_DROP;
 	}
 	if (cfg->role == INNET_CHAIN_ROLE_NONE) {
 		count(INNET_NC_CTR_DROPPED_UNCONFIGURED);
 		return INNET_CHAIN_VERDICT_DROP;
 	}
-	__u32 fixed = ((__u32)depth + 1) * INNET_NC_ADDR_LEN;
+	__u32 fixed = (__u32)entries * INNET_NC_ADDR_LEN;
 	__u8 *f = AT(buf, fixed);
 	__u8 op = f[INNET_NC_OFF_OP];
-	if ((op != INNET_NC_OP_READ_REQ && op != INNET_NC_OP_WRITE_REQ) || depth == 0) {
+	/* A request has its terminator: entries >= 1, so depth below is >= 0. */
+	if ((op != INNET_NC_OP_READ_REQ && op != INNET_NC_OP_WRITE_REQ) || entries <= 1) {
 		count(INNET_NC_CTR_DROPPED_UNEXPECTED);
 		return INNET_CHAIN_VERDICT_DROP;
 	}
@@ -293,8 +315,8 @@ static __always_inline int nc_process(__u8 *buf, __u32 len, struct innet_nc_conf
 		count(INNET_NC_CTR_DROPPED_WRITE_NOT_FROM_PREV);
 		return INNET_CHAIN_VERDICT_DROP;
 	}
-	int verdict = nc_decide(buf, (__u32)depth, f, r, cfg, pops);
-	f[INNET_NC_OFF_SC] = (__u8)((__u32)depth - *pops);
+	int verdict = nc_decide(buf, (__u32)entries - 1, f, r, cfg, pops);
+	f[INNET_NC_OFF_SC] = (__u8)((__u32)entries - *pops);
 	*end = fixed + INNET_NC_FIXED_LEN;
 	return verdict;
 }
@@ -307,7 +329,7 @@ struct headers {
 #define HEADERS_LEN (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
 _Static_assert(sizeof(struct headers) == HEADERS_LEN, "Ethernet + IPv4 + UDP");
 
-/* Drops the first `pops` addresses and everything after byte `end` of the
+/* Drops the first `pops` stack entries and everything after byte `end` of the
  * payload at HEADERS_LEN; fixes the IPv4 and UDP lengths. 0 on failure. */
 static __always_inline int shrink(struct xdp_md *ctx, __u32 pops, __u32 end)
 {
@@ -323,6 +345,9 @@ static __always_inline int shrink(struct xdp_md *ctx, __u32 pops, __u32 end)
 	if (bpf_xdp_store_bytes(ctx, 0, &h, sizeof(h)) < 0)
 		return 0;
 	int frame = (int)((long)ctx->data_end - (long)ctx->data);
+	/* A scalar from here on: folded into the pointers, the subtraction
+	 * became 32-bit pointer arithmetic, which the verifier refuses. */
+	asm volatile("" : "+r"(frame));
 	int excess = frame - (int)(HEADERS_LEN + len);
 	return excess <= 0 || bpf_xdp_adjust_tail(ctx, -excess) == 0;
 }
@@ -361,7 +386,7 @@ int xdp_netchain(struct xdp_md *ctx)
 		return XDP_DROP;
 	if (end > copy || !shrink(ctx, pops, end) || !parse_l234(ctx, cfg->udp_port, &l))
 		return XDP_DROP;
-	return chain_emit(ctx, &l, verdict, cfg->node_ip, cfg->origin_port);
+	return chain_emit(ctx, &l, verdict, cfg->node_ip, cfg->origin_port, (__u16)cfg->reply_port);
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

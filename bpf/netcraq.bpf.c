@@ -222,7 +222,7 @@ int xdp_netcraq(struct xdp_md *ctx)
 	if (len >= INNET_CRAQ_LEN && (void *)(p + 1) > end)
 		return XDP_DROP; /* cannot happen (len <= what the frame holds); for the verifier */
 	int verdict = craq_process(p, len < INNET_CRAQ_LEN ? 0 : len, cfg, chain_sender(ctx, l.eth));
-	return chain_emit(ctx, &l, verdict, cfg->node_ip, cfg->origin_port);
+	return chain_emit(ctx, &l, verdict, cfg->node_ip, cfg->origin_port, 0);
 }
 
 /* ---- tc: the tail's ACK to every member of the group ------------------ */

@@ -25,12 +25,18 @@
  *    (acceptor: 1B back to whoever sent the 1A) swap addresses and XDP_TX;
  *    Multicast puts 4 bytes of XDP metadata (magic, group) in front of the
  *    frame and returns XDP_PASS.
- *  - tc_paxos (tc clsact ingress, same device) sees that metadata and sends
- *    one copy per paxos_members entry with bpf_clone_redirect, each
- *    rewritten to the member's MAC/IP/port, then drops the original. XDP
- *    cannot clone a packet; tc can (machine facts: every copy arrives).
- *    Copies made that way skip generic XDP on the next hop, so tc_paxos also
- *    runs the role itself on Paxos frames XDP did not see (see below).
+ *  - How a Multicast verdict leaves is the config's choice (mcast):
+ *    INNET_PAXOS_MCAST_DEVMAP redirects the frame to the devmap
+ *    paxos_ports with BPF_F_BROADCAST (Linux 5.13+): the kernel copies it
+ *    to every member's device, xdp_paxos_egress (each entry's egress
+ *    program) rewrites each copy to the member's MAC/IP/port, and the
+ *    copies stay xdp_frames, meeting the next hop's XDP program in driver
+ *    mode: no skb, no tc. INNET_PAXOS_MCAST_TC (several members behind
+ *    one device, the per-port votes of old): the XDP program marks the
+ *    frame and passes it; tc_paxos (tc clsact ingress, same device) sends
+ *    one bpf_clone_redirect copy per paxos_members entry, then drops the
+ *    original. Copies made that way skip generic XDP on the next hop, so
+ *    tc_paxos also runs the role itself on Paxos frames XDP did not see.
  *
  * State is shared by all CPUs without locks, as in the transaction switch:
  * exact equivalence with the sequential reference holds one packet at a time
@@ -65,6 +71,23 @@ MAP(paxos_counters, BPF_MAP_TYPE_ARRAY, INNET_PAXOS_CTR_COUNT, __u64);
 
 /* Where this role's multicast copies go (config.members entries). */
 MAP(paxos_members, BPF_MAP_TYPE_ARRAY, INNET_PAXOS_MAX_MEMBERS, struct innet_paxos_member);
+
+/* INNET_PAXOS_MCAST_DEVMAP: the members' egress devices (ifindex ->
+ * { ifindex, xdp_paxos_egress }), which a broadcast redirect copies the
+ * frame to, and the member on each device, by ifindex, for the egress
+ * program's rewrite. */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, INNET_PAXOS_MAX_MEMBERS);
+	__type(key, __u32);
+	__type(value, struct bpf_devmap_val);
+} paxos_ports SEC(".maps");
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, INNET_PAXOS_MAX_MEMBERS);
+	__type(key, __u32);
+	__type(value, struct innet_paxos_member);
+} paxos_member_at SEC(".maps");
 
 /* Who sends this role what (innet_paxos_trust.h; the loader fills it from
  * the deployment), and the frames refused, by trust::Reject::index. */
@@ -381,6 +404,8 @@ static __always_inline int xdp_role(struct xdp_md *ctx, __u32 role)
 		return XDP_TX;
 	case INNET_PAXOS_VERDICT_MULTICAST: {
 		l.udp->check = 0;
+		if (cfg->mcast == INNET_PAXOS_MCAST_DEVMAP)
+			return bpf_redirect_map(&paxos_ports, 0, BPF_F_BROADCAST);
 		__u16 group = cfg->group;
 		if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct meta)) < 0)
 			return XDP_DROP;
@@ -408,13 +433,12 @@ int xdp_paxos_acceptor(struct xdp_md *ctx)
 	return xdp_role(ctx, INNET_PAXOS_ROLE_ACCEPTOR);
 }
 
-/* ---- multicast (tc clsact ingress) ------------------------------------ */
+/* ---- multicast by devmap broadcast ----------------------------------- */
 
-/* Rewrites the frame for member `m`: 0 if the headers are not there. */
-static __always_inline int address_to(struct __sk_buff *skb, const struct innet_paxos_member *m)
+/* Rewrites the frame in [data, end) for member `m` (a copy of a
+ * multicast): 0 if the headers are not there. */
+static __always_inline int address_to(void *data, void *end, const struct innet_paxos_member *m)
 {
-	void *data = (void *)(long)skb->data;
-	void *end = (void *)(long)skb->data_end;
 	struct ethhdr *eth = data;
 	struct iphdr *ip = (void *)(eth + 1);
 	struct udphdr *udp = (void *)(ip + 1);
@@ -430,6 +454,25 @@ static __always_inline int address_to(struct __sk_buff *skb, const struct innet_
 	return 1;
 }
 
+/* The egress program of every paxos_ports entry: the kernel runs it on
+ * each copy a broadcast redirect makes, as it leaves for `egress_ifindex`;
+ * it rewrites the copy to the member on that device (the rewrite
+ * tc_paxos makes of each clone). */
+SEC("xdp/devmap")
+int xdp_paxos_egress(struct xdp_md *ctx)
+{
+	__u32 ifindex = ctx->egress_ifindex;
+	struct innet_paxos_member *m = bpf_map_lookup_elem(&paxos_member_at, &ifindex);
+	if (!m || !address_to((void *)(long)ctx->data, (void *)(long)ctx->data_end, m)) {
+		count(INNET_PAXOS_CTR_MULTICAST_ERRORS);
+		return XDP_DROP;
+	}
+	count(INNET_PAXOS_CTR_EGRESS_COPIES);
+	return XDP_PASS;
+}
+
+/* ---- multicast (tc clsact ingress) ------------------------------------ */
+
 /* Sends one copy per paxos_members entry, each rewritten to the member. */
 static __always_inline int multicast(struct __sk_buff *skb, const struct innet_paxos_config *cfg)
 {
@@ -440,7 +483,7 @@ static __always_inline int multicast(struct __sk_buff *skb, const struct innet_p
 	for (__u32 i = 0; i < INNET_PAXOS_MAX_MEMBERS; i++) {
 		__u32 k = i;
 		struct innet_paxos_member *m = i < members ? bpf_map_lookup_elem(&paxos_members, &k) : 0;
-		if (!m || !address_to(skb, m))
+		if (!m || !address_to((void *)(long)skb->data, (void *)(long)skb->data_end, m))
 			continue;
 		if (bpf_clone_redirect(skb, m->ifindex, 0) == 0)
 			count(INNET_PAXOS_CTR_MULTICAST_COPIES);

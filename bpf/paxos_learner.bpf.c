@@ -63,8 +63,20 @@ MAP(counter_counters, BPF_MAP_TYPE_ARRAY, INNET_PAXOS_COUNTER_CTR_COUNT, __u64);
 PAXOS_SENDERS_MAP(counter_senders);
 MAP(counter_rejected, BPF_MAP_TYPE_ARRAY, INNET_PAXOS_REJECT_COUNT, __u64);
 
+/* Decisions up to the host in batches (config.ring): one record per
+ * decision (struct innet_paxos_decision); the host reads them from the
+ * mapped ring, so one wake-up covers every record that waits. Resized by
+ * the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, INNET_PAXOS_COUNTER_RING_BYTES_DEFAULT);
+} counter_ring SEC(".maps");
+
 #define PASS 1
 #define DROP 0
+/* counter_process: the vote decided its instance (the packet now holds
+ * the DECIDED). */
+#define DECIDED 2
 
 static __always_inline void count(__u32 index)
 {
@@ -145,7 +157,8 @@ static __always_inline enum outcome on_vote_locked(struct innet_paxos_counter_sl
 }
 
 /* VoteCounter::process on the Paxos header `h` (`len` bytes of payload)
- * sent to counted port `k`: PASS or DROP. */
+ * sent to counted port `k`: PASS, DROP, or DECIDED (pass the rewritten
+ * packet up, or its record). */
 static __always_inline int counter_process(const struct innet_paxos_counter_config *cfg, __u32 k,
 					   struct innet_paxos_hdr *h, __u32 len)
 {
@@ -195,8 +208,34 @@ static __always_inline int counter_process(const struct innet_paxos_counter_conf
 		h->msgtype = bpf_htons(INNET_PAXOS_MSG_DECIDED);
 		h->acptid = bpf_htons(INNET_PAXOS_COUNTER_ACPTID);
 		count(INNET_PAXOS_COUNTER_CTR_DECISIONS);
+		return DECIDED;
+	}
+}
+
+/* Hands the decision in `h` (for counted port `k`) to the host through
+ * counter_ring: DROP once it is there (the vote's work is done), PASS if
+ * the ring is full (the DECIDED packet goes up instead: the socket path
+ * takes over, counted). */
+static __always_inline int ring_up(const struct innet_paxos_counter_config *cfg, __u32 k,
+				   const struct innet_paxos_hdr *h)
+{
+	struct innet_paxos_decision *d = bpf_ringbuf_reserve(&counter_ring, sizeof(*d), 0);
+	if (!d) {
+		count(INNET_PAXOS_COUNTER_CTR_RING_FULL);
 		return PASS;
 	}
+	d->port_index = k;
+	d->pad = 0;
+	__builtin_memcpy(&d->hdr, h, sizeof(d->hdr));
+	__u64 flags = 0;
+	if (cfg->wakeup) {
+		/* Bytes waiting, this record included (8-byte record headers). */
+		__u64 waiting = bpf_ringbuf_query(&counter_ring, BPF_RB_AVAIL_DATA);
+		flags = waiting >= (__u64)cfg->wakeup * (sizeof(*d) + 8) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	}
+	bpf_ringbuf_submit(d, flags);
+	count(INNET_PAXOS_COUNTER_CTR_RING);
+	return DROP;
 }
 
 /* Which counted port `port` (network order) is, or -1. */
@@ -243,11 +282,17 @@ static __always_inline int frame_verdict(void *data, void *end, struct l234 *l, 
 			__sync_fetch_and_add(c, 1);
 		return DROP;
 	}
-	__u16 before = h->msgtype;
 	int v = counter_process(cfg, (__u32)k, h, len);
-	if (h->msgtype != before)
-		l->udp->check = 0; /* optional in IPv4; the payload changed */
-	return v;
+	if (v != DECIDED)
+		return v;
+	if (cfg->ring == INNET_PAXOS_COUNTER_RING_SINK) {
+		count(INNET_PAXOS_COUNTER_CTR_SUNK);
+		return DROP;
+	}
+	if (cfg->ring == INNET_PAXOS_COUNTER_RING_ON && ring_up(cfg, (__u32)k, h) == DROP)
+		return DROP;
+	l->udp->check = 0; /* optional in IPv4; the payload changed */
+	return PASS;
 }
 
 SEC("xdp")

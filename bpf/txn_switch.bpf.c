@@ -329,10 +329,13 @@ __noinline int client_room(__u32 cl_id)
 	return CLIENT_SLOT_FOR(s, cl_id, st->client_clock, (__u16)st->generation) >= 0;
 }
 
-/* TxnSwitch::decided: SetAssoc::entry_if with `unpinned`; -1 (nothing
- * recorded) when the set holds only other clients' pinned slots. `pinned`:
- * the switch aborted a request with writes (the slot's pin then holds until
- * a later request of the client is forwarded). */
+/* TxnSwitch::decided: SetAssoc::entry_if with `unpinned` on the client
+ * table (a new slot is zeroed, as Rust's default entry); -1 (nothing
+ * recorded) when the set holds only other clients' pinned slots. Forwarded,
+ * the request is the one awaited; answered here, the wait for an earlier
+ * one goes on. `pinned`: the switch aborted a request with writes (the
+ * slot's pin then holds until a later request of the client is
+ * forwarded). */
 __noinline int client_decided(__u32 cl_id, __s32 req_id, __u32 forwarded, __u32 pinned)
 {
 	struct innet_txn_state *st;
@@ -352,13 +355,21 @@ __noinline int client_decided(__u32 cl_id, __s32 req_id, __u32 forwarded, __u32 
 		s->way[w].key = cl_id;
 	}
 	s->way[w].stamp = now;
+	struct innet_client_entry *e = &s->way[w].e;
+	int current = e->generation == (__u16)st->generation;
+	__u8 awaiting = forwarded ? 1 : 0;
+	if (!forwarded && current && e->awaiting) {
+		__s32 later = (__s32)((__u32)req_id - (__u32)e->req_id);
+		if (later > 0 && later <= INNET_AWAITING_SPAN_MAX - e->awaiting)
+			awaiting = (__u8)(later + e->awaiting);
+	}
 	/* A pin holds until a later request of the client is forwarded. */
-	pinned |= !forwarded && s->way[w].e.pinned && s->way[w].e.generation == (__u16)st->generation;
-	s->way[w].e.generation = (__u16)st->generation;
-	s->way[w].e.req_id = req_id;
-	s->way[w].e.forwarded = forwarded;
-	s->way[w].e.awaiting = forwarded;
-	s->way[w].e.pinned = pinned;
+	pinned |= !forwarded && current && e->pinned;
+	e->generation = (__u16)st->generation;
+	e->req_id = req_id;
+	e->forwarded = forwarded;
+	e->awaiting = awaiting;
+	e->pinned = pinned;
 	return 0;
 }
 
@@ -375,10 +386,11 @@ __noinline int client_awaited(__u32 cl_id, __s32 req_id)
 	if (w < 0 || w >= INNET_WAYS)
 		return 0;
 	s->way[w].stamp = ++st->client_clock;
-	if (s->way[w].e.generation != (__u16)st->generation || !s->way[w].e.awaiting ||
-	    s->way[w].e.req_id != req_id)
+	struct innet_client_entry *e = &s->way[w].e;
+	if (e->generation != (__u16)st->generation || !e->awaiting ||
+	    (__s32)((__u32)e->req_id - (__u32)(e->awaiting - 1)) != req_id)
 		return 0;
-	s->way[w].e.awaiting = 0;
+	e->awaiting = 0;
 	return 1;
 }
 

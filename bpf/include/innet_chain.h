@@ -11,8 +11,9 @@
  *   REFLECT   -> swap addresses, XDP_TX
  *   PORT p    -> MACs and destination IP of chain_ports[p], redirect to its
  *                ifindex (the IP source, the origin, is kept)
- *   ORIGIN    -> destination = the packet's IP/UDP source, source = this
- *                node, out of chain_ports[config.origin_port]
+ *   ORIGIN    -> destination = the packet's IP/UDP source (NetChain: at
+ *                config.reply_port if set), source = this node, out of
+ *                chain_ports[config.origin_port]
  *   MULTICAST -> XDP_PASS with the rewritten payload: the tc clsact program
  *                of the same object (tc_chain_multicast) clones it to every
  *                member of chain_group

@@ -86,9 +86,11 @@ static __always_inline int chain_port_out(struct xdp_md *ctx, struct l234 *l, st
 	return out_port(ctx, p->ifindex);
 }
 
-/* The XDP action for the payload logic's `verdict` (innet_chain.h). */
+/* The XDP action for the payload logic's `verdict` (innet_chain.h). An
+ * ORIGIN reply goes to the origin's address at `reply_port` (host order),
+ * or, if 0, at the request's source port. */
 static __always_inline int chain_emit(struct xdp_md *ctx, struct l234 *l, int verdict, __be32 node_ip,
-				      __u32 origin_port)
+				      __u32 origin_port, __u16 reply_port)
 {
 	l->udp->check = 0; /* optional in IPv4; the payload changed */
 	switch (verdict_code(verdict)) {
@@ -105,7 +107,7 @@ static __always_inline int chain_emit(struct xdp_md *ctx, struct l234 *l, int ve
 		__be16 port = l->udp->dest;
 		l->ip->daddr = l->ip->saddr;
 		l->ip->saddr = node_ip;
-		l->udp->dest = l->udp->source;
+		l->udp->dest = reply_port ? bpf_htons(reply_port) : l->udp->source;
 		l->udp->source = port;
 		return chain_port_out(ctx, l, chain_port(origin_port));
 	}

@@ -8,9 +8,14 @@
  * equal to innet_wire::netchain's and innet_chain::netchain's at compile
  * time, and crates/xdp/tests/chain_differential.rs runs the golden vectors.
  *
- * UDP payload (network byte order): a stack of depth node addresses (4 bytes
+ * UDP payload (network byte order), as NetChain's P4 reference
+ * (netx-repo/netchain-p4) speaks it: a stack of node addresses (4 bytes
  * each, at most INNET_NC_MAX_CHAIN_NODES), a zero address ending it, then
- * the fixed part: op(1) sc(1) seq(2) key(16) value(16) vgroup(2), sc == depth.
+ * the fixed part: op(1) sc(1) seq(2) key(16) value(16) vgroup(2); sc counts
+ * the stack's entries, the terminator included. A write reply has no stack
+ * at all: exactly INNET_NC_FIXED_LEN bytes, sc 0. Requests go to UDP port
+ * INNET_NC_DEFAULT_PORT (the reference's NC_PORT), replies to the client's
+ * INNET_NC_REPLY_PORT (REPLY_PORT) when the node is configured so.
  */
 #ifndef INNET_NETCHAIN_H
 #define INNET_NETCHAIN_H
@@ -23,7 +28,8 @@
 #define INNET_NC_VALUE_LEN 16
 #define INNET_NC_FIXED_LEN 38
 #define INNET_NC_MAX_LEN 82
-#define INNET_NC_DEFAULT_PORT 9202
+#define INNET_NC_DEFAULT_PORT 8888
+#define INNET_NC_REPLY_PORT 8889
 #define INNET_NC_OFF_OP 0
 #define INNET_NC_OFF_SC 1
 #define INNET_NC_OFF_SEQ 2
@@ -31,11 +37,14 @@
 #define INNET_NC_OFF_VALUE 20
 #define INNET_NC_OFF_VGROUP 36
 
-/* innet_wire::netchain::NcOp */
-#define INNET_NC_OP_READ_REQ 0
-#define INNET_NC_OP_READ_REPLY 1
-#define INNET_NC_OP_WRITE_REQ 2
-#define INNET_NC_OP_WRITE_REPLY 3
+/* innet_wire::netchain::NcOp: the reference's NC_READ_REQUEST .. NC_WRITE_REPLY */
+#define INNET_NC_OP_READ_REQ 10
+#define INNET_NC_OP_READ_REPLY 11
+#define INNET_NC_OP_WRITE_REQ 12
+#define INNET_NC_OP_WRITE_REPLY 13
+_Static_assert(INNET_NC_OP_READ_REPLY == INNET_NC_OP_READ_REQ + 1 && INNET_NC_OP_WRITE_REQ == INNET_NC_OP_READ_REQ + 2 &&
+		       INNET_NC_OP_WRITE_REPLY == INNET_NC_OP_READ_REQ + 3,
+	       "op codes 10..13: nc_validate checks a range");
 
 /* innet_wire::netchain::DecodeError */
 #define INNET_NC_ERR_TRUNCATED 0
@@ -68,6 +77,8 @@ _Static_assert(INNET_NC_MAX_LEN == (INNET_NC_MAX_CHAIN_NODES + 1) * INNET_NC_ADD
 	       "max packet: full stack, terminator, fixed part");
 /* golden write_req_4_chain: 4 addresses + terminator + fixed part = 58 bytes */
 _Static_assert(5 * INNET_NC_ADDR_LEN + INNET_NC_FIXED_LEN == 58, "58-byte header of a 4-node chain");
+/* golden reference_write_reply: the stackless write reply */
+_Static_assert(INNET_NC_FIXED_LEN == 38, "a write reply is the fixed part alone");
 
 /* Counters, in the order of NcCounters::counters(); then XDP-only ones. */
 #define INNET_NC_CTR_WRITES_SEQUENCED 0
@@ -96,13 +107,15 @@ struct innet_nc_config {
 	__u32 role;	     /* INNET_CHAIN_ROLE_* */
 	__u32 writes_paused; /* the head drops writes (recovery) */
 	__u32 keys;	     /* nc_keys / nc_registers max_entries */
-	__u32 udp_port;	     /* host order; 9202 */
+	__u32 udp_port;	     /* host order; INNET_NC_DEFAULT_PORT */
 	__u32 addr;	     /* this node's chain address (host order, non-zero) */
 	__be32 node_ip;	     /* source of Origin replies */
 	__u32 origin_port;   /* chain_ports index towards the clients */
 	__u32 prev;	     /* the predecessor's chain index (its writes), or INNET_CHAIN_PEER_NONE */
 	__u32 tail;	     /* unused (NetChain has no ACKs); INNET_CHAIN_PEER_NONE */
-	__u32 pad;
+	__u32 reply_port;    /* host order: replies go to the client's address at this
+			      * port (INNET_NC_REPLY_PORT, the reference's); 0: to the
+			      * request's source port */
 	/* NcNode.successors: the addresses (host order) of the members after
 	 * this node in chain order, then zeros; the stack a write must carry on. */
 	__u32 successors[INNET_NC_MAX_CHAIN_NODES];

@@ -86,6 +86,7 @@
 #define INNET_PAXOS_CTR_XDP_PASSED_OTHER 12 /* not Paxos traffic: XDP_PASS */
 #define INNET_PAXOS_CTR_MULTICAST_COPIES 13 /* clones sent by tc_paxos */
 #define INNET_PAXOS_CTR_MULTICAST_ERRORS 14 /* bpf_clone_redirect failures */
+#define INNET_PAXOS_CTR_EGRESS_COPIES 15    /* devmap copies rewritten by xdp_paxos_egress */
 #define INNET_PAXOS_CTR_COUNT 16
 _Static_assert(INNET_PAXOS_ACC_CTR_COUNT <= INNET_PAXOS_CTR_XDP_PASSED_OTHER, "counter layout");
 _Static_assert(INNET_PAXOS_COORD_CTR_COUNT <= INNET_PAXOS_CTR_XDP_PASSED_OTHER, "counter layout");
@@ -139,13 +140,29 @@ _Static_assert(sizeof(struct innet_paxos_sender_key) == INNET_PAXOS_SENDER_KEY_S
 struct innet_paxos_sender {
 	__u8 class;	/* INNET_PAXOS_CLASS_* */
 	__u8 issuer;	/* the round issuer it uses (0: none) */
+	__u8 flags;	/* INNET_PAXOS_SENDER_* */
+	__u8 pad;
 	__u16 proposer; /* the block of the proposer ids it may submit (trust::block_of) */
+	__u16 pad2;
 };
-#define INNET_PAXOS_SENDER_SIZE 4
+/* In an any-port entry: the map holds no per-port entry for this
+ * interface and address, so the lookup can stop here (the data-plane
+ * roles' copies, which are known by address only, cost one lookup). */
+#define INNET_PAXOS_SENDER_ADDRESS_ONLY 1
+#define INNET_PAXOS_SENDER_SIZE 8
 _Static_assert(sizeof(struct innet_paxos_sender) == INNET_PAXOS_SENDER_SIZE, "sender size");
 
 /* Multicast group members one role instance sends to (paxos_members). */
 #define INNET_PAXOS_MAX_MEMBERS 16
+/* How a role's multicast verdict leaves (config.mcast):
+ *  - TC: XDP metadata + XDP_PASS, tc_paxos clones one skb per member
+ *    (any number of members per device; the generic-mode path of old);
+ *  - DEVMAP: bpf_redirect_map(paxos_ports, BPF_F_BROADCAST): the kernel
+ *    copies the frame to every device of paxos_ports, whose egress program
+ *    (xdp_paxos_egress) rewrites each copy to the member on that device
+ *    (paxos_member_at): one member per device, no skb, no tc. */
+#define INNET_PAXOS_MCAST_TC 0
+#define INNET_PAXOS_MCAST_DEVMAP 1
 /* XDP metadata in front of a frame the XDP program multicasts: tells
  * tc_paxos (same device, ingress) to clone it to the group. */
 #define INNET_PAXOS_META_MAGIC 0x9a05
@@ -175,8 +192,9 @@ struct innet_paxos_config {
 	/* Classes that may send each message type to this role
 	 * (trust::allowed for its kind, written by the loader). */
 	__u8 allowed[INNET_PAXOS_ALLOWED_LEN];
+	__u32 mcast; /* INNET_PAXOS_MCAST_* */
 };
-#define INNET_PAXOS_CONFIG_SIZE 44
+#define INNET_PAXOS_CONFIG_SIZE 48
 _Static_assert(sizeof(struct innet_paxos_config) == INNET_PAXOS_CONFIG_SIZE, "config size");
 
 /* Map paxos_state (array, 1 entry): the scalar registers. */

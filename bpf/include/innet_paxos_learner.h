@@ -33,7 +33,19 @@
 #define INNET_PAXOS_COUNTER_CTR_REFERENCE_COUNT 9
 /* BPF-only: traffic that is not UDP to a counted port, passed up. */
 #define INNET_PAXOS_COUNTER_CTR_PASSED_OTHER 12
+/* BPF-only: decisions handed up through counter_ring (config.ring), and
+ * decisions passed up as a DECIDED packet instead because the ring was
+ * full (the socket path takes over: nothing is lost, and it is counted). */
+#define INNET_PAXOS_COUNTER_CTR_RING 13
+#define INNET_PAXOS_COUNTER_CTR_RING_FULL 14
+/* BPF-only: decisions counted and dropped (config.ring == SINK: the
+ * fabric-only benchmark, which measures the data plane without hosts). */
+#define INNET_PAXOS_COUNTER_CTR_SUNK 15
 #define INNET_PAXOS_COUNTER_CTR_COUNT 16
+/* config.ring: decisions up as packets, through the ring, or sunk. */
+#define INNET_PAXOS_COUNTER_RING_OFF 0
+#define INNET_PAXOS_COUNTER_RING_ON 1
+#define INNET_PAXOS_COUNTER_RING_SINK 2
 _Static_assert(INNET_PAXOS_COUNTER_CTR_REFERENCE_COUNT <= INNET_PAXOS_COUNTER_CTR_PASSED_OTHER, "counter layout");
 
 /* Map counter_config (array, 1 entry): written by the loader before attach. */
@@ -46,8 +58,18 @@ struct innet_paxos_counter_config {
 	/* Classes that may send each message type to port[k]'s role
 	 * (trust::allowed for its kind, written by the loader). */
 	__u8 allowed[INNET_PAXOS_COUNTER_MAX_PORTS][INNET_PAXOS_ALLOWED_LEN];
+	/* INNET_PAXOS_COUNTER_RING_ON: a decision goes up as a record of
+	 * counter_ring (struct innet_paxos_decision) and the vote is dropped;
+	 * OFF: as the rewritten packet (XDP_PASS / TC_ACT_OK); SINK: counted
+	 * (sunk) and dropped, no host involved. */
+	__u32 ring;
+	/* How a record wakes the reader: 0, the kernel's adaptive rule (wake
+	 * only a reader that has caught up: one wake-up per burst); n > 0,
+	 * wake once n records wait, else not (BPF_RB_NO_WAKEUP: the reader
+	 * must poll with a timeout). */
+	__u32 wakeup;
 };
-#define INNET_PAXOS_COUNTER_CONFIG_SIZE 240
+#define INNET_PAXOS_COUNTER_CONFIG_SIZE 248
 _Static_assert(sizeof(struct innet_paxos_counter_config) == INNET_PAXOS_COUNTER_CONFIG_SIZE, "config size");
 
 /* One acceptor's latest vote in a slot (CountedVote). */
@@ -78,5 +100,21 @@ struct innet_paxos_counter_slot {
 _Static_assert(sizeof(struct innet_paxos_counter_slot) == INNET_PAXOS_COUNTER_SLOT_SIZE, "slot size");
 _Static_assert(__builtin_offsetof(struct innet_paxos_counter_slot, votes) == INNET_PAXOS_COUNTER_OFF_VOTES,
 	       "votes offset");
+
+/* A record of counter_ring (BPF_MAP_TYPE_RINGBUF, sized by the loader):
+ * one decision, the DECIDED exactly as it would have gone up as a packet,
+ * and the counted port it was for. */
+struct innet_paxos_decision {
+	__u32 port_index; /* index into config.port */
+	__u32 pad;
+	struct innet_paxos_hdr hdr;
+};
+#define INNET_PAXOS_DECISION_SIZE 56
+#define INNET_PAXOS_DECISION_OFF_HDR 8
+_Static_assert(sizeof(struct innet_paxos_decision) == INNET_PAXOS_DECISION_SIZE, "decision size");
+_Static_assert(__builtin_offsetof(struct innet_paxos_decision, hdr) == INNET_PAXOS_DECISION_OFF_HDR, "hdr offset");
+/* counter_ring's default size (bytes, a power of two of pages): 4,096
+ * records of 64 bytes with the ring's 8-byte record header. */
+#define INNET_PAXOS_COUNTER_RING_BYTES_DEFAULT 262144
 
 #endif /* INNET_PAXOS_LEARNER_H */

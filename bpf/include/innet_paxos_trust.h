@@ -24,19 +24,25 @@
 
 /* What the sender map `senders` says of a frame that came in on `ifindex`
  * from `ip`:`port` (network order): its own entry, else its address's
- * any-port entry, else an outside sender. */
+ * any-port entry, else an outside sender. The any-port entry is looked up
+ * first: one flagged INNET_PAXOS_SENDER_ADDRESS_ONLY (no per-port entry
+ * exists for the address) answers with one lookup, as the votes and 2As
+ * of the data-plane roles are known; otherwise the frame's own entry. */
 static __always_inline struct innet_paxos_sender paxos_sender(void *senders, __u32 ifindex, __be32 ip, __be16 port)
 {
-	struct innet_paxos_sender_key k = { .ifindex = ifindex, .ip = ip, .port = bpf_ntohs(port), .pad = 0 };
-	struct innet_paxos_sender *s = bpf_map_lookup_elem(senders, &k);
-	if (!s) {
-		k.port = 0;
-		s = bpf_map_lookup_elem(senders, &k);
-	}
+	struct innet_paxos_sender_key k = { .ifindex = ifindex, .ip = ip, .port = 0, .pad = 0 };
 	/* Outside senders share proposer block 0 (envelope::OUTSIDE_BLOCK). */
-	struct innet_paxos_sender out = { .class = INNET_PAXOS_CLASS_OUTSIDE, .issuer = 0, .proposer = 0 };
-	if (s)
-		out = *s;
+	struct innet_paxos_sender out = { .class = INNET_PAXOS_CLASS_OUTSIDE, .issuer = 0, .flags = 0, .pad = 0, .proposer = 0, .pad2 = 0 };
+	struct innet_paxos_sender *any = bpf_map_lookup_elem(senders, &k);
+	if (any) {
+		out = *any;
+		if (any->flags & INNET_PAXOS_SENDER_ADDRESS_ONLY)
+			return out;
+	}
+	k.port = bpf_ntohs(port);
+	struct innet_paxos_sender *own = bpf_map_lookup_elem(senders, &k);
+	if (own)
+		out = *own;
 	return out;
 }
 

@@ -124,11 +124,14 @@ struct innet_cache_entry {
 struct innet_client_entry {
 	__s32 req_id;
 	__u8 forwarded;
-	__u8 awaiting; /* req_id forwarded, its reply not learned yet */
+	__u8 awaiting; /* 0, or request req_id - (awaiting - 1) was forwarded and its reply
+			* is awaited (later requests answered by the switch keep the wait) */
 	__u16 generation; /* low 16 bits of the reset generation */
 	__u8 pinned; /* the switch aborted req_id, a request with writes: kept */
 	__u8 pad[3];
 };
+/* innet_txn::switch::AWAITING_SPAN_MAX: the most `awaiting` holds */
+#define INNET_AWAITING_SPAN_MAX 255
 
 /* One SetAssoc slot: valid, key, LRU stamp, value. */
 struct innet_cache_slot {

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PROGRAMS: &[&str] = &["txn_switch", "netcraq", "netchain", "paxos", "paxos_learner", "forward"];
+const PROGRAMS: &[&str] = &["txn_switch", "netcraq", "netchain", "paxos", "paxos_learner", "forward", "gen", "upcall"];
 const HEADERS: &[&str] = &[
     "innet_txn.h",
     "innet_txn_switch.h",
@@ -18,6 +18,7 @@ const HEADERS: &[&str] = &[
     "innet_netchain.h",
     "innet_paxos.h",
     "innet_paxos_learner.h",
+    "innet_upcall.h",
 ];
 
 fn main() {

@@ -50,7 +50,8 @@ local CRAQ_PORT = 9201              -- netcraq::DEFAULT_PORT
 local CRAQ_LEN = 21                 -- netcraq::LEN
 local CRAQ_VALUE_LEN = TXN_VALUE_LEN -- netcraq::VALUE_LEN (txn's Value)
 
-local NC_PORT = 9202                -- netchain::DEFAULT_PORT
+local NC_PORT = 8888                -- netchain::DEFAULT_PORT (requests; NetChain's P4 reference's NC_PORT)
+local NC_REPLY_PORT = 8889          -- netchain::REPLY_PORT (replies; the reference's REPLY_PORT)
 local NC_MAX_CHAIN_NODES = 10       -- netchain::MAX_CHAIN_NODES
 local NC_ADDR_LEN = 4               -- netchain::ADDR_LEN
 local NC_KEY_LEN = 16               -- netchain::KEY_LEN
@@ -420,7 +421,8 @@ end
 
 local nc = Proto("innet_netchain", "innet NetChain")
 
-local NC_OP = { [0] = "READ_REQ", [1] = "READ_REPLY", [2] = "WRITE_REQ", [3] = "WRITE_REPLY" }
+local NC_OP = { [10] = "READ_REQ", [11] = "READ_REPLY", [12] = "WRITE_REQ", [13] = "WRITE_REPLY" }
+local NC_WRITE_REPLY = 13
 
 local nf = {
     stack = ProtoField.none("innet_netchain.stack", "Chain stack"),
@@ -435,9 +437,23 @@ local nf = {
 }
 local nc_malformed = declare(nc, "innet_netchain", nf, "NetChain")
 
--- netchain::validate: the error, or nil, the stack depth and the bytes used.
+-- netchain::validate: the error, or nil, the stack's entries (addresses and
+-- terminator; 0 for a write reply, which is the fixed part alone) and the
+-- bytes used.
 local function nc_check(tvb)
     local n = tvb:len()
+    if n == NC_FIXED_LEN then
+        local op = tvb(0, 1):uint()
+        if NC_OP[op] == nil then
+            return "unknown_op", "op " .. op
+        end
+        local sc = tvb(1, 1):uint()
+        if op ~= NC_WRITE_REPLY or sc ~= 0 then
+            return "chain_count_mismatch", "38 bytes without a stack: only a write reply with sc 0 (op " .. op
+                .. ", sc " .. sc .. ")"
+        end
+        return nil, 0, NC_FIXED_LEN
+    end
     local depth = nil
     for i = 0, NC_MAX_CHAIN_NODES do
         if n < (i + 1) * NC_ADDR_LEN then
@@ -459,18 +475,21 @@ local function nc_check(tvb)
     if NC_OP[op] == nil then
         return "unknown_op", "op " .. op
     end
-    local sc = tvb(fixed + 1, 1):uint()
-    if sc ~= depth then
-        return "chain_count_mismatch", "sc " .. sc .. ", the stack holds " .. depth
+    if op == NC_WRITE_REPLY then
+        return "chain_count_mismatch", "a write reply carries no stack"
     end
-    return nil, depth, fixed + NC_FIXED_LEN
+    local sc = tvb(fixed + 1, 1):uint()
+    if sc ~= depth + 1 then
+        return "chain_count_mismatch", "sc " .. sc .. ", the stack holds " .. depth .. " addresses and the terminator"
+    end
+    return nil, depth + 1, fixed + NC_FIXED_LEN
 end
 
--- The key an application names by number (netchain::key_from_u32): the
--- number big-endian in the first four bytes, the rest zero.
+-- The key an application names by number (netchain::key_from_u32): a
+-- 128-bit big-endian integer below 2^32.
 local function nc_key_number(range)
-    if range:raw(4, NC_KEY_LEN - 4) == string.rep("\0", NC_KEY_LEN - 4) then
-        return range(0, 4):uint()
+    if range:raw(0, NC_KEY_LEN - 4) == string.rep("\0", NC_KEY_LEN - 4) then
+        return range(NC_KEY_LEN - 4, 4):uint()
     end
     return nil
 end
@@ -481,10 +500,12 @@ local function nc_dissect(tvb, pinfo, tree)
     local root = tree:add(nc, tvb())
     local info = {}
 
-    -- The stack: addresses up to the terminator, at most MAX_CHAIN_NODES + 1 words.
+    -- The stack: addresses up to the terminator, at most MAX_CHAIN_NODES + 1
+    -- words; none in a packet of exactly the fixed part (a write reply).
+    local stackless = tvb:len() == NC_FIXED_LEN
     local words = 0
-    local terminated = false
-    while words <= NC_MAX_CHAIN_NODES and fits(tvb, words * NC_ADDR_LEN, NC_ADDR_LEN) do
+    local terminated = stackless
+    while not stackless and words <= NC_MAX_CHAIN_NODES and fits(tvb, words * NC_ADDR_LEN, NC_ADDR_LEN) do
         local is_end = tvb(words * NC_ADDR_LEN, NC_ADDR_LEN):uint() == 0
         words = words + 1
         if is_end then
@@ -492,18 +513,20 @@ local function nc_dissect(tvb, pinfo, tree)
             break
         end
     end
-    local depth = terminated and words - 1 or words
-    local stack = root:add(nf.stack, tvb(0, words * NC_ADDR_LEN))
-    stack:set_text(string.format("Chain stack: %d address%s, next first%s", depth, depth == 1 and "" or "es",
-        terminated and "" or " (no terminator)"))
+    local depth = (terminated and not stackless) and words - 1 or words
     local hops = {}
-    for i = 0, depth - 1 do
-        local item = stack:add(nf.addr, tvb(i * NC_ADDR_LEN, NC_ADDR_LEN))
-        item:prepend_text("S" .. i .. ": ")
-        hops[#hops + 1] = tostring(tvb(i * NC_ADDR_LEN, NC_ADDR_LEN):ipv4())
-    end
-    if terminated then
-        stack:add(nf.stack_end, tvb(depth * NC_ADDR_LEN, NC_ADDR_LEN))
+    if not stackless then
+        local stack = root:add(nf.stack, tvb(0, words * NC_ADDR_LEN))
+        stack:set_text(string.format("Chain stack: %d address%s, next first%s", depth, depth == 1 and "" or "es",
+            terminated and "" or " (no terminator)"))
+        for i = 0, depth - 1 do
+            local item = stack:add(nf.addr, tvb(i * NC_ADDR_LEN, NC_ADDR_LEN))
+            item:prepend_text("S" .. i .. ": ")
+            hops[#hops + 1] = tostring(tvb(i * NC_ADDR_LEN, NC_ADDR_LEN):ipv4())
+        end
+        if terminated then
+            stack:add(nf.stack_end, tvb(depth * NC_ADDR_LEN, NC_ADDR_LEN))
+        end
     end
 
     if terminated then
@@ -528,7 +551,7 @@ local function nc_dissect(tvb, pinfo, tree)
             info[1] = string.format("%s seq=%u", name_of(NC_OP, tvb(f, 1):uint()), tvb(f + 2, 2):uint())
         end
     end
-    info[#info + 1] = "chain [" .. table.concat(hops, " ") .. "]"
+    info[#info + 1] = stackless and "no stack" or "chain [" .. table.concat(hops, " ") .. "]"
     return finish(tvb, pinfo, root, nf, nc_malformed, err, detail, used, info)
 end
 
@@ -537,7 +560,7 @@ end
 
 -- Each format: its checker, its dissector, and the byte count a valid packet
 -- has (the formats' lengths do not overlap: txn 13 + 21k, NetCRAQ 21, Paxos
--- 48, NetChain 42 + 4k).
+-- 48, NetChain 38 or 42 + 4k).
 local FORMATS = {
     { name = "txn", check = txn_check, dissect = txn_dissect,
         used = function(tvb) return select(2, txn_check(tvb)) end },
@@ -688,6 +711,7 @@ udp_port:add(PAXOS_DATAPLANE_PORT, paxos)
 udp_port:add(PAXOS_LEARNER_PORT, paxos)
 udp_port:add(CRAQ_PORT, craq)
 udp_port:add(NC_PORT, nc)
+udp_port:add(NC_REPLY_PORT, nc)
 
 local function heuristic(format)
     return function(tvb, pinfo, tree)

@@ -259,7 +259,7 @@ impl ChainClient {
             }
             Protocol::NetChain => {
                 let m = NcMsg::decode(bytes).ok()?;
-                let key = u32::from_be_bytes(m.key[..4].try_into().expect("4 bytes"));
+                let key = netchain::key_to_u32(&m.key);
                 match m.op {
                     NcOp::ReadReply => (OpKind::Read, key, m.value, false),
                     NcOp::WriteReply => (OpKind::Write, key, m.value, false),

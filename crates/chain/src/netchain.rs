@@ -5,7 +5,9 @@
 //! Each node handles the packet addressed to it, pops its own address and
 //! sends the packet to the next address (`neighbours`: address -> port, a
 //! table the control plane writes). The last node, the tail, answers the
-//! packet's origin.
+//! packet's origin as soon as it has popped itself, whatever addresses
+//! follow (the reference's client sends reads to the tail with the rest
+//! of the chain reversed behind it); a write reply carries no stack.
 //!
 //! * WRITE_REQ: the head assigns the key's next sequence number; every node
 //!   applies a write only if its sequence is newer than the one it holds
@@ -343,8 +345,16 @@ impl NcNode {
     }
 
     /// Decides a request addressed to this node whose key is register `i`.
+    /// The tail answers as soon as it has popped itself, whatever follows
+    /// (a write only if nothing but removed nodes follows, below); any
+    /// other node passes the packet to the next address.
     fn decide(&mut self, mut p: NcPacket, role: Role, i: usize) -> (Verdict, usize) {
-        let hop = self.next_hop(&mut p);
+        let hop = if role.is_tail() {
+            p.pop();
+            NextHop::End
+        } else {
+            self.next_hop(&mut p)
+        };
         match hop {
             NextHop::NoRoute => {
                 self.counters.dropped_no_route += 1;
@@ -369,8 +379,21 @@ impl NcNode {
             self.counters.forwarded += 1;
             return (Verdict::Port { port }, p.len());
         }
+        self.answer(p, i)
+    }
+
+    /// The tail's reply, whatever addresses follow its own (the reference
+    /// client sends reads to the tail with the chain reversed behind it):
+    /// a write reply drops the rest of the stack and its terminator, a read
+    /// reply keeps them (netchain-p4's `pop_chain_again`, `gen_reply`).
+    fn answer(&mut self, mut p: NcPacket, i: usize) -> (Verdict, usize) {
         match p.op() {
-            NcOp::WriteReq => p.set_op(NcOp::WriteReply),
+            NcOp::WriteReq => {
+                p.set_op(NcOp::WriteReply);
+                for _ in 0..=p.depth() {
+                    p.pop();
+                }
+            }
             _ => {
                 let slot = self.registers[i];
                 p.set_value(slot.value);
@@ -615,5 +638,21 @@ mod tests {
         assert_eq!(c[0].process(&mut b), Verdict::Drop);
         let mut b = msg(NcOp::ReadReq, &A[1..], 0);
         assert_eq!(c[0].process(&mut b), Verdict::Drop, "addressed to another node");
+    }
+
+    #[test]
+    fn the_tail_answers_the_reference_clients_reversed_read() {
+        // netchain-p4 client/nc_socket.py sends reads to the tail with the
+        // chain reversed behind it; its tail pops itself and replies.
+        let mut c = chain();
+        let (_, w) = through(&mut c, 0, msg(NcOp::WriteReq, &A, 5));
+        assert_eq!((w.op, w.chain.len()), (NcOp::WriteReply, 0));
+        let reversed: Vec<Addr> = A.iter().rev().copied().collect();
+        let mut b = msg(NcOp::ReadReq, &reversed, 0);
+        let (v, len) = c[2].process_from(&mut b, Ingress::Downstream);
+        b.truncate(len);
+        let m = NcMsg::decode(&b).unwrap();
+        assert_eq!((v, m.op, m.value, m.seq), (Verdict::Origin, NcOp::ReadReply, Value::from_counter(5), 1));
+        assert_eq!(m.chain, vec![A[1], A[0]], "the rest of the stack stays, as the reference's");
     }
 }

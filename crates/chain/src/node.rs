@@ -213,8 +213,11 @@ mod tests {
                             CraqMsg { op, key: rng.below(10) as u32, value: Value::from_counter(i as u64) }.encode()
                         }
                         Protocol::NetChain => {
-                            let chain = (0..rng.below(5)).map(|_| node_addr(rng.below(4) as u32)).collect();
+                            let mut chain: Vec<_> = (0..rng.below(5)).map(|_| node_addr(rng.below(4) as u32)).collect();
                             let op = NcOp::ALL[rng.below(4) as usize];
+                            if op == NcOp::WriteReply {
+                                chain.clear(); // a write reply carries no stack
+                            }
                             let key = key_from_u32(rng.below(3) as u32);
                             NcMsg { chain, op, seq: rng.below(65_536) as u16, key, value: Value::ZERO, vgroup: 0 }
                                 .encode()

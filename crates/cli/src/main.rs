@@ -15,8 +15,10 @@ mod xdp_chain_cmd;
 mod xdp_cmd;
 #[cfg(feature = "xdp")]
 mod xdp_paxos_cmd;
+#[cfg(feature = "xdp")]
+mod xdp_upcall_cmd;
 #[cfg(not(feature = "xdp"))]
-use no_xdp::{xdp_chain_cmd, xdp_cmd, xdp_paxos_cmd};
+use no_xdp::{xdp_chain_cmd, xdp_cmd, xdp_paxos_cmd, xdp_upcall_cmd};
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -65,10 +67,11 @@ XDP data plane (root; namespaces and veths on this machine):
   innet bench xdp | xdp-paxos | xdp-chain
                                   XDP vs bare XDP bounce vs user-space software, side by side
   innet bench xdp-paxos-table1    CAANS Table 1: the BPF coordinator and acceptor vs XDP forwarding, ns/packet
+  innet bench xdp-upcall          decisions from XDP to a learner: socket vs batch datagram vs ring buffer vs AF_XDP
   innet testbed down              remove everything the testbed made";
 
 #[derive(Parser, Debug)]
-#[command(name = "innet", version, about = ABOUT, long_about = ABOUT)]
+#[command(name = "innet", version = innet_exp::results::VERSION, about = ABOUT, long_about = ABOUT)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -68,3 +68,13 @@ pub mod xdp_paxos_cmd {
         refuse()
     }
 }
+
+pub mod xdp_upcall_cmd {
+    use super::{refuse, Anything};
+
+    pub type BenchXdpUpcallArgs = Anything;
+
+    pub fn run(_: BenchXdpUpcallArgs) -> anyhow::Result<i32> {
+        refuse()
+    }
+}

@@ -142,6 +142,10 @@ pub enum BenchService {
     /// CAANS Table 1: ns per packet of the XDP coordinator and acceptor
     /// against plain XDP forwarding (BPF_PROG_TEST_RUN; needs root).
     XdpPaxosTable1(crate::xdp_paxos_cmd::BenchTable1Args),
+    /// Decided Paxos instances from an XDP program to a user-space learner:
+    /// one datagram each (today), batch datagrams, a BPF ring buffer, an
+    /// AF_XDP socket; in-kernel and socket senders (needs root).
+    XdpUpcall(crate::xdp_upcall_cmd::BenchXdpUpcallArgs),
     /// The end hosts of a running `innet testbed up paxos` (learners, load
     /// proposers; run it in the hosts namespace: `ip netns exec innet-px-hosts
     /// innet bench xdp-paxos-hosts ...`), printing one JSON result line;
@@ -290,6 +294,7 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
         BenchService::XdpChain(a) => return crate::xdp_chain_cmd::run(a),
         BenchService::XdpPaxos(a) => return crate::xdp_paxos_cmd::run_bench(a),
         BenchService::XdpPaxosTable1(a) => return crate::xdp_paxos_cmd::run_table1(a),
+        BenchService::XdpUpcall(a) => return crate::xdp_upcall_cmd::run(a),
         BenchService::XdpPaxosHosts(a) => return crate::xdp_paxos_cmd::run_hosts(a),
         BenchService::Paxos(a) => return crate::paxos_cmd::run_bench(a),
         BenchService::Tpcc(a) => return crate::tpcc_cmd::run_bench(a),

@@ -77,6 +77,12 @@ pub struct TestbedUpArgs {
     /// Chain topology: nodes in the chain.
     #[arg(long, default_value_t = 3)]
     nodes: usize,
+    /// Chain topology, NetChain: the tail replies to the request's source
+    /// port instead of the client's port 8889 (NetChain's P4 reference's
+    /// REPLY_PORT, the default), so that many clients can share the client
+    /// namespace's address.
+    #[arg(long)]
+    reply_to_source_port: bool,
     /// Where the switch role runs: xdp (the BPF program on the switch's
     /// ports) or switch (an `innet switch txn` user-space software switch
     /// process in the switch namespace; `software` is accepted too). The
@@ -203,7 +209,9 @@ fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
     match a.service.as_str() {
         "chain" if a.drill => crate::xdp_chain_cmd::run_drill(a.protocol, a.nodes),
         "chain" => {
-            let st = innet_xdp::chain_testbed::up(a.protocol, a.nodes, Some(a.data_plane))?;
+            use innet_xdp::chain_testbed::ReplyTo;
+            let reply = if a.reply_to_source_port { ReplyTo::SourcePort } else { ReplyTo::ReferencePort };
+            let st = innet_xdp::chain_testbed::up(a.protocol, a.nodes, Some(a.data_plane), reply)?;
             println!("testbed up: {}: namespaces {}", st.topology, st.namespaces.join(" "));
             for i in 0..a.nodes {
                 let ip = innet_xdp::chain_testbed::node_ip(i);
@@ -214,6 +222,10 @@ fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
                 );
             }
             println!("  client namespace {} ({})", testbed::NS_CLIENT, innet_xdp::chain_testbed::CLIENT_IP);
+            match reply.port(a.protocol) {
+                0 => println!("  replies go to the request's source port"),
+                p => println!("  replies go to the client's port {p} (NetChain's P4 reference)"),
+            }
             Ok(0)
         }
         "paxos" => crate::xdp_paxos_cmd::run_up(innet_exe()?),
@@ -266,8 +278,7 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
                         learners: count(|r| matches!(r, PaxosRole::Learner { .. })),
                         proposers: count(|r| matches!(r, PaxosRole::Proposer { .. })),
                         slots: p.params.slots,
-                        backup_exe: None,
-                        vote_counters: true,
+                        ..PaxosUp::default()
                     };
                     return crate::xdp_paxos_cmd::run_up_with(up, innet_exe()?);
                 }

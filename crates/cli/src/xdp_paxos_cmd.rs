@@ -26,6 +26,14 @@ pub struct BenchXdpPaxosArgs {
     /// Output folder for xdp-paxos.jsonl.
     #[arg(long, default_value = "results/xdp")]
     out: PathBuf,
+    /// The fabric alone: an in-kernel generator injects REQUESTs at the
+    /// BPF coordinator and the vote counter counts the decisions, no end
+    /// host (instances/s, and per CPU-second the machine was busy).
+    #[arg(long)]
+    fabric_only: bool,
+    /// `--fabric-only`: REQUESTs per round.
+    #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000_000))]
+    frames: u32,
 }
 
 #[derive(Args, Debug)]
@@ -115,6 +123,9 @@ pub fn run_hosts(a: XdpPaxosHostsArgs) -> anyhow::Result<i32> {
 }
 
 pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
+    if a.fabric_only {
+        return run_fabric_only(a);
+    }
     let report = xdp_paxos::bench(&a.load, a.runs, &a.out, |e| {
         match e {
         BenchEvent::Cost(cost) => println!(
@@ -126,13 +137,18 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
                 eprintln!("{line}");
             }
             println!(
-                "run {} (commit {}, seed {}, {} proposers x {} in flight, pack {}): committed/s XDP {:.0} (p50 {:.0} us), software processes {:.0} (p50 {:.0} us), software switches {:.0} (p50 {:.0} us); XDP/software {:.2}x, XDP/switches {:.2}x",
+                "run {} (commit {}, seed {}, {} proposers x {} in flight, pack {}; XDP {} mode, threaded NAPI {:?}, {:?} multicast, decisions {}; load average {:.1}): committed/s XDP {:.0} (p50 {:.0} us), software processes {:.0} (p50 {:.0} us), software switches {:.0} (p50 {:.0} us); XDP/software {:.2}x, XDP/switches {:.2}x",
                 r.run,
                 r.git_commit,
                 r.seed,
                 r.config.proposers,
                 r.config.outstanding,
                 r.config.pack,
+                r.fabric.xdp_mode,
+                r.fabric.threaded_napi,
+                r.fabric.multicast,
+                r.fabric.decisions.name(),
+                r.load_average[0],
                 r.xdp.committed_per_s,
                 r.xdp.p50_latency_us,
                 r.software.committed_per_s,
@@ -163,6 +179,38 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
                 c("software processes", &r.software_vs_ceiling),
                 c("software switches", &r.software_switch_vs_ceiling)
             );
+            let cpu = |name: &str, c: &innet_exp::cpu::CpuPerValue| {
+                format!(
+                    "{name} {:.1} (user {:.1}, kernel {:.1}; this process {:.1} + {:.1}; {:.2} CPUs busy)",
+                    c.machine_us, c.user_us, c.kernel_us, c.process_user_us, c.process_system_us, c.busy_cpus
+                )
+            };
+            println!(
+                "  CPU us per committed value (machine, /proc/stat): {}; {}; {}",
+                cpu("XDP", &r.cpu_xdp),
+                cpu("software processes", &r.cpu_software),
+                cpu("software switches", &r.cpu_software_switch)
+            );
+            if !r.xdp_programs.is_empty() {
+                println!(
+                    "  BPF programs per committed value (run-time statistics): {}",
+                    r.xdp_programs
+                        .iter()
+                        .map(|c| format!("{} {:.2} runs x {:.0} ns = {:.0} ns", c.program, c.runs_per_unit, c.ns_per_run, c.ns_per_unit))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+            if let Some(m) = &r.xdp_machine {
+                println!(
+                    "  hosts machine: {} decisions from the ring in {} batches ({:.1} per wake-up), {} as packets on the decision socket (overflow {})",
+                    m.fed,
+                    m.feed_batches,
+                    m.fed as f64 / m.feed_batches.max(1) as f64,
+                    m.received,
+                    m.rx_overflow
+                );
+            }
             if let Some(w) = &r.xdp_without_counters {
                 println!(
                     "  XDP without vote counters {:.0}/s (p50 {:.0} us); with/without {:.2}x",
@@ -174,8 +222,10 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
             if let Some(k) = &r.xdp_vote_counter {
                 let n = |name: &str| k.get(name).copied().unwrap_or(0);
                 println!(
-                    "  vote counter: decisions passed up {}, votes absorbed {} (counted {}, duplicates {}, late {}), passed stale {}, evicted {}, other traffic passed {}",
+                    "  vote counter: decisions passed up {} (into the ring {}, ring full {}), votes absorbed {} (counted {}, duplicates {}, late {}), passed stale {}, evicted {}, other traffic passed {}",
                     n("decisions"),
+                    n("ring"),
+                    n("ring_full"),
                     n("counted") + n("duplicates") + n("late"),
                     n("counted"),
                     n("duplicates"),
@@ -196,6 +246,61 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// `innet bench xdp-paxos --fabric-only`.
+fn run_fabric_only(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
+    let records = xdp_paxos::fabric_only(&a.load, a.runs, a.frames)?;
+    for r in &records {
+        println!(
+            "run {} (commit {}; XDP {} mode, threaded NAPI {:?}, {:?} multicast; {} acceptors; load average {:.1}): {} requests injected, {} instances decided in {:.3} s: {:.0} instances/s, {:.2} CPUs busy, {:.0} instances per CPU-second; generator thread {:.3} s + NAPI threads {:.3} s of CPU: {:.0} instances per fabric CPU-second (window full {}, acceptor ring full or trimmed {}, stalled bursts {})",
+            r.run,
+            r.git_commit,
+            r.fabric.xdp_mode,
+            r.fabric.threaded_napi,
+            r.fabric.multicast,
+            r.acceptors,
+            r.load_average[0],
+            r.requests,
+            r.decisions,
+            r.seconds,
+            r.instances_per_s,
+            (r.cpu.machine_user_s + r.cpu.machine_system_s + r.cpu.machine_irq_s) / r.cpu.wall_s.max(1e-9),
+            r.instances_per_cpu_s,
+            r.generator_thread_cpu_s,
+            r.napi_threads_cpu_s,
+            r.instances_per_fabric_cpu_s,
+            r.window_full,
+            r.acceptor_ring_full,
+            r.stalls
+        );
+    }
+    if let Some(r) = records.last() {
+        println!(
+            "  last round, per instance: {:.0} ns of fabric CPU = {} + transport {:.0} ns",
+            r.fabric_ns_per_instance,
+            r.programs
+                .iter()
+                .map(|c| format!("{} {:.2} runs x {:.0} ns", c.program, c.runs_per_unit, c.ns_per_run))
+                .collect::<Vec<_>>()
+                .join(" + "),
+            r.transport_ns_per_instance
+        );
+    }
+    let mut per_core: Vec<f64> = records.iter().map(|r| r.instances_per_fabric_cpu_s).collect();
+    per_core.sort_by(f64::total_cmp);
+    let mut per_s: Vec<f64> = records.iter().map(|r| r.instances_per_s).collect();
+    per_s.sort_by(f64::total_cmp);
+    println!(
+        "median of {} rounds: {:.0} instances/s, {:.0} instances per fabric CPU-second",
+        records.len(),
+        per_s[per_s.len() / 2],
+        per_core[per_core.len() / 2]
+    );
+    let path = a.out.join("xdp-paxos-fabric-only.jsonl");
+    innet_exp::results::append_jsonl(&path, &records)?;
+    println!("wrote {}", path.display());
+    Ok(0)
+}
+
 /// `innet testbed up paxos`: the topology with the backup coordinator as a
 /// process of this program.
 pub fn run_up(exe: PathBuf) -> anyhow::Result<i32> {
@@ -203,8 +308,11 @@ pub fn run_up(exe: PathBuf) -> anyhow::Result<i32> {
 }
 
 /// `innet testbed up paxos` with `up`'s numbers of roles (a topology file's).
+/// The backup runs as a process of its own, so the acceptors vote to
+/// every role's own port (one vote per machine needs every role of the
+/// machine in the one process that reads its decisions).
 pub fn run_up_with(up: PaxosUp, exe: PathBuf) -> anyhow::Result<i32> {
-    let st = tb::up(&PaxosUp { backup_exe: Some(exe), ..up })?;
+    let st = tb::up(&PaxosUp { backup_exe: Some(exe), decisions: tb::Decisions::PerPort, ..up })?;
     println!("testbed up: namespaces {}", st.namespaces.join(" "));
     print_up(&st);
     Ok(0)

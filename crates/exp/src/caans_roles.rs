@@ -366,6 +366,16 @@ pub fn run_xdp(cfg: &PaxosConfig, experiment: &'static str) -> Result<RolesRecor
         kill_coordinator_at_s: None,
         vote_counters: VoteCounters::Off,
         pack: 1,
+        // The fabric this figure was measured on (generic XDP, tc
+        // multicast, every learner its own votes): the per-role CPU
+        // estimate below prices the XDP and tc entries of that path.
+        fabric: crate::xdp_paxos::PaxosFabricArgs {
+            xdp_mode: innet_xdp::fabric::XdpMode::Generic,
+            threaded_napi: crate::xdp_paxos::OnOff::Off,
+            multicast: crate::xdp_paxos::McastArg::Tc,
+            decisions: innet_xdp::paxos_testbed::Decisions::PerPort,
+            ..Default::default()
+        },
     };
     let cost: std::collections::BTreeMap<&str, f64> = innet_xdp::paxos::cost_ns(20_000)?.into_iter().collect();
     let (warmup, window) = windows(cfg.duration_s);

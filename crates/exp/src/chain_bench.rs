@@ -178,9 +178,7 @@ impl Host for RateClient {
                 _ => return,
             },
             Protocol::NetChain => match NcMsg::decode(packet) {
-                Ok(m) if matches!(m.op, NcOp::ReadReply | NcOp::WriteReply) => {
-                    u32::from_be_bytes(m.key[..4].try_into().expect("4 bytes"))
-                }
+                Ok(m) if matches!(m.op, NcOp::ReadReply | NcOp::WriteReply) => innet_wire::netchain::key_to_u32(&m.key),
                 _ => return,
             },
         };

@@ -7,6 +7,7 @@ pub mod chain_bench;
 pub mod chain_etcd;
 pub mod chain_load;
 pub mod chain_sim;
+pub mod cpu;
 pub mod etcd;
 pub mod gotthard_micro;
 pub mod loadgen;

@@ -3,28 +3,18 @@
 use std::io::Write;
 use std::path::Path;
 
-/// The git commit of the working tree (with `-dirty` if modified), or
-/// "unknown" outside a checkout.
+/// The commit the binary was built from (12 hex digits, `-dirty` when its
+/// sources differed from it), or "unknown" when built without a checkout
+/// (a source tarball): embedded by `build.rs` at build time, so it does
+/// not depend on the folder the binary runs in.
+pub const GIT_COMMIT: &str = env!("INNET_GIT_COMMIT");
+
+/// `innet --version`: the package version and [`GIT_COMMIT`].
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("INNET_GIT_COMMIT"), ")");
+
+/// [`GIT_COMMIT`] as every result record carries it.
 pub fn git_commit() -> String {
-    let run = |args: &[&str]| {
-        std::process::Command::new("git")
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
-    match run(&["rev-parse", "--short=12", "HEAD"]) {
-        Some(c) if !c.is_empty() => {
-            let dirty = run(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
-            if dirty {
-                format!("{c}-dirty")
-            } else {
-                c
-            }
-        }
-        _ => "unknown".into(),
-    }
+    GIT_COMMIT.to_string()
 }
 
 /// Appends one JSON object per line to `path`, creating parent folders.

@@ -238,9 +238,9 @@ pub fn bench_chain(
     let sw = live.addrs();
 
     // The XDP chain on the testbed, and the bounce for the head's port.
-    tb::up(protocol, nodes, None)?;
+    tb::up(protocol, nodes, None, tb::ReplyTo::SourcePort)?;
     let _down = DownOnDrop;
-    let xdp_nodes = tb::attach_nodes(protocol, nodes)?;
+    let xdp_nodes = tb::attach_nodes(protocol, nodes, tb::ReplyTo::SourcePort)?;
     let bounce = TxnXdp::load(Tables { cache_slots: 4, client_slots: 4 })?;
     let unused = Ipv4Addr::UNSPECIFIED;
     let ports = Ports {
@@ -297,6 +297,32 @@ pub fn bench_chain(
         planes,
     };
     let path = out.join("xdp-chain.jsonl");
+    results::append_jsonl(&path, std::slice::from_ref(&rec))?;
+    Ok((rec, path))
+}
+
+/// The `innet bench xdp-upcall` record (`xdp-upcall.jsonl`): how decided
+/// instances get from XDP to a user-space learner (`innet_xdp::upcall`).
+#[derive(Debug, Serialize)]
+pub struct UpcallRecord {
+    pub experiment: &'static str,
+    /// No randomness in this benchmark; recorded for the common schema.
+    pub seed: u64,
+    pub git_commit: String,
+    #[serde(flatten)]
+    pub report: innet_xdp::upcall::UpcallReport,
+}
+
+/// Runs `innet bench xdp-upcall` (root) and appends its record to
+/// `out/xdp-upcall.jsonl`; `say` hears one line per run.
+pub fn bench_upcall(
+    cfg: &innet_xdp::upcall::UpcallConfig,
+    out: &Path,
+    say: impl FnMut(&str),
+) -> anyhow::Result<(UpcallRecord, PathBuf)> {
+    let report = innet_xdp::upcall::run(cfg, say)?;
+    let rec = UpcallRecord { experiment: "xdp-upcall", seed: 0, git_commit: results::git_commit(), report };
+    let path = out.join("xdp-upcall.jsonl");
     results::append_jsonl(&path, std::slice::from_ref(&rec))?;
     Ok((rec, path))
 }

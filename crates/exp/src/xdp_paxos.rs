@@ -27,12 +27,16 @@ use serde::Serialize;
 
 use innet_live::Stop;
 use innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT;
+use innet_xdp::fabric::{Fabric, XdpMode};
+use innet_xdp::paxos::Multicast;
 use innet_xdp::paxos_hosts::{self, BackupAt, HostsRun};
-use innet_xdp::paxos_testbed::{self as tb, PaxosUp};
+use innet_xdp::paxos_learner::RingOpts;
+use innet_xdp::paxos_testbed::{self as tb, Decisions, PaxosUp};
 use innet_xdp::testbed::in_netns;
 
 use innet_wire::paxos::{MsgType, PaxosMsg, Value};
 
+use crate::cpu::CpuPerValue;
 use crate::loadgen::{self, LoadReport, Reply, Service, TAG_LEN};
 use crate::paxos::{DataPlaneAt, PaxosConfig, PaxosResult};
 use crate::paxos_bench::{ceiling_config, loopback_ceiling, AgainstCeiling};
@@ -75,6 +79,67 @@ pub struct XdpPaxosLoad {
     /// submits 2-byte values.
     #[arg(long, default_value_t = 1, value_parser = crate::parse::pack)]
     pub pack: usize,
+    #[command(flatten)]
+    pub fabric: PaxosFabricArgs,
+}
+
+/// How the XDP deployment's fabric runs (issue 20's levers; every record
+/// carries them).
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct PaxosFabricArgs {
+    /// Driver-mode (`native`) or `generic` XDP on every device.
+    #[arg(long, value_enum, default_value = "native")]
+    pub xdp_mode: XdpMode,
+    /// Threaded NAPI on every veth (driver mode): the pipeline spreads
+    /// over the CPUs instead of running in the sender's softirq.
+    #[arg(long, value_enum, default_value = "on")]
+    pub threaded_napi: OnOff,
+    /// How multicast copies leave the coordinator (and, with one vote per
+    /// machine, the acceptors): `devmap` broadcast or `tc` clones.
+    #[arg(long, value_enum, default_value = "devmap")]
+    pub multicast: McastArg,
+    /// How the acceptors' votes reach the end hosts and decisions go up:
+    /// `ring` (one vote per machine, counted once, decisions through a BPF
+    /// ring buffer), `socket` (the same, decisions as packets) or
+    /// `per-port` (every role its own votes, as before).
+    #[arg(long, value_enum, default_value = "ring")]
+    pub decisions: Decisions,
+    /// The decision ring's size in bytes (a power of two, 64 per decision).
+    #[arg(long, default_value_t = innet_xdp::paxos_learner::RING_BYTES_DEFAULT)]
+    pub ring_bytes: usize,
+    /// Wake the ring's reader once this many decisions wait (0: the
+    /// kernel's adaptive rule, waking only a reader that has caught up).
+    #[arg(long, default_value_t = 0)]
+    pub ring_wakeup: u32,
+}
+
+impl Default for PaxosFabricArgs {
+    fn default() -> Self {
+        PaxosFabricArgs {
+            xdp_mode: XdpMode::Native,
+            threaded_napi: OnOff::On,
+            multicast: McastArg::Devmap,
+            decisions: Decisions::Ring,
+            ring_bytes: innet_xdp::paxos_learner::RING_BYTES_DEFAULT,
+            ring_wakeup: 0,
+        }
+    }
+}
+
+/// On or off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+/// `--multicast`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum McastArg {
+    Devmap,
+    Tc,
 }
 
 /// Whether the XDP deployment counts votes in the kernel.
@@ -114,6 +179,14 @@ impl XdpPaxosLoad {
             slots: self.slots,
             backup_exe: None,
             vote_counters: self.vote_counters != VoteCounters::Off,
+            fabric: Fabric { mode: self.fabric.xdp_mode, threaded: self.fabric.threaded_napi == OnOff::On },
+            multicast: match self.fabric.multicast {
+                McastArg::Devmap => Multicast::Devmap,
+                McastArg::Tc => Multicast::Tc,
+            },
+            decisions: self.fabric.decisions,
+            ring: RingOpts { bytes: self.fabric.ring_bytes, wakeup: self.fabric.ring_wakeup },
+            sink: false,
         }
     }
 }
@@ -137,6 +210,14 @@ pub struct HostsOutcome {
     pub coordinator_failed: Option<(f64, f64)>,
     /// The vote counter's counters at the end of the run, if it had one.
     pub vote_counter: Option<BTreeMap<&'static str, u64>>,
+    /// CPU per committed value over the end hosts' run.
+    pub cpu: CpuPerValue,
+    /// With one vote per machine: what the machine's decision socket and
+    /// ring delivered.
+    pub machine: Option<innet_live::SharedStats>,
+    /// What each BPF program cost per committed value (the kernel's
+    /// run-time statistics over the run).
+    pub programs: Vec<innet_xdp::bpf_stats::ProgCost>,
 }
 
 impl HostsOutcome {
@@ -163,7 +244,14 @@ pub fn hosts(load: &XdpPaxosLoad, backup: BackupAt) -> anyhow::Result<HostsOutco
         fail_coordinator_at: cfg.coordinator_fail_at_s.map(Duration::from_secs_f64),
         record: false,
     };
-    let r = paxos_hosts::run(&run)?;
+    let stats = innet_xdp::bpf_stats::enable().ok();
+    let progs0 = innet_xdp::bpf_stats::snapshot(PAXOS_PROGRAMS);
+    let (r, cpu) = crate::cpu::measured(
+        || paxos_hosts::run(&run),
+        |r| r.proposers.iter().map(|p| p.latencies_ns.len() as u64).sum(),
+    )?;
+    let progs1 = innet_xdp::bpf_stats::snapshot(PAXOS_PROGRAMS);
+    drop(stats);
     let coordinator_failed = match (r.failed_at_ns, r.fail_took_ns) {
         (Some(at), Some(took)) => Some((at.saturating_sub(r.start_ns) as f64 / 1e9, took as f64 / 1e6)),
         _ => None,
@@ -173,7 +261,9 @@ pub fn hosts(load: &XdpPaxosLoad, backup: BackupAt) -> anyhow::Result<HostsOutco
     let result =
         make_result(&cfg, "xdp-testbed", &refs, r.start_ns, &r.learners[0].stats, takeover, cfg.duration_s, r.wall_s);
     let vote_counter = tb::vote_counter_counters()?.map(|c| c.into_iter().collect());
-    Ok(HostsOutcome { result, coordinator_failed, vote_counter })
+    let cpu = CpuPerValue { values: result.committed, ..cpu };
+    let programs = innet_xdp::bpf_stats::costs(&progs0, &progs1, result.committed);
+    Ok(HostsOutcome { result, coordinator_failed, vote_counter, cpu, machine: r.machine.clone(), programs })
 }
 
 /// Only the backup coordinator of a running `paxos` testbed, until `stop`
@@ -259,6 +349,20 @@ pub struct XdpPaxosRecord {
     pub xdp: PaxosResult,
     /// Its vote counter's counters (decisions passed up, votes absorbed ...).
     pub xdp_vote_counter: Option<BTreeMap<&'static str, u64>>,
+    /// With one vote per machine: what the hosts machine's decision socket
+    /// and ring delivered.
+    pub xdp_machine: Option<innet_live::SharedStats>,
+    /// The fabric the XDP deployment ran on.
+    pub fabric: PaxosFabricArgs,
+    /// CPU per committed value of each deployment (whole machine from
+    /// /proc/stat, this process from getrusage; `docs/xdp.md`).
+    pub cpu_xdp: CpuPerValue,
+    pub cpu_software: CpuPerValue,
+    pub cpu_software_switch: CpuPerValue,
+    /// What each BPF program of the XDP deployment cost per committed value.
+    pub xdp_programs: Vec<innet_xdp::bpf_stats::ProgCost>,
+    /// The load average when the round ended (1, 5, 15 minutes).
+    pub load_average: [f64; 3],
     /// With `--vote-counters both`: the XDP deployment without them, in the same round.
     pub xdp_without_counters: Option<PaxosResult>,
     pub software: PaxosResult,
@@ -296,6 +400,13 @@ pub struct BenchReport {
     pub path: PathBuf,
 }
 
+/// `/proc/loadavg`'s three figures (zeros if unreadable).
+pub fn load_average() -> [f64; 3] {
+    let s = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut v = s.split_whitespace().map(|x| x.parse().unwrap_or(0.0));
+    [v.next().unwrap_or(0.0), v.next().unwrap_or(0.0), v.next().unwrap_or(0.0)]
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
@@ -326,9 +437,13 @@ pub fn bench(
         let ceiling_xdp = ceiling_xdp.expect("measured");
         let ceiling_loopback = loopback_ceiling(load.proposers * load.outstanding, load.duration_s)?;
         let failure = xdp.failure_line();
+        let (cpu_xdp, xdp_machine, xdp_programs) = (xdp.cpu, xdp.machine, xdp.programs);
         let (xdp, xdp_vote_counter) = (xdp.result, xdp.vote_counter);
-        let software = run_point_live(&load.config(DataPlaneAt::Process))?;
-        let switch = run_point_live(&load.config(DataPlaneAt::Switch))?;
+        let committed = |r: &PaxosResult| r.committed;
+        let (software, cpu_software) =
+            crate::cpu::measured(|| run_point_live(&load.config(DataPlaneAt::Process)), committed)?;
+        let (switch, cpu_software_switch) =
+            crate::cpu::measured(|| run_point_live(&load.config(DataPlaneAt::Switch)), committed)?;
         let ratio = |b: &PaxosResult| xdp.committed_per_s / b.committed_per_s.max(1e-9);
         let rec = XdpPaxosRecord {
             experiment: "xdp-paxos",
@@ -345,6 +460,13 @@ pub fn bench(
             ceiling_loopback,
             xdp,
             xdp_vote_counter,
+            xdp_machine,
+            fabric: load.fabric.clone(),
+            cpu_xdp,
+            cpu_software,
+            cpu_software_switch,
+            xdp_programs,
+            load_average: load_average(),
             xdp_without_counters: without,
             software,
             software_switch: switch,
@@ -361,4 +483,194 @@ pub fn bench(
         records,
         path,
     })
+}
+
+/// The programs of the Paxos fabric (kernel names keep 15 characters).
+const PAXOS_PROGRAMS: &[&str] = &["xdp_paxos", "tc_paxos", "xdp_gen", "xdp_pass"];
+
+/// One round of `bench xdp-paxos --fabric-only`: the in-kernel generator
+/// injects REQUESTs at the BPF coordinator (as if from proposer 0, on the
+/// coordinator's device) and the vote counter in the hosts namespace
+/// counts the decisions and drops them: the fabric alone, no socket, no
+/// end host (learner TRIMs keep the rings open: one packet per
+/// millisecond from a thread of this process).
+#[derive(Debug, Serialize)]
+pub struct FabricOnlyRecord {
+    pub experiment: &'static str,
+    pub run: usize,
+    pub git_commit: String,
+    pub fabric: PaxosFabricArgs,
+    pub acceptors: usize,
+    pub slots: usize,
+    /// REQUESTs the generator injected.
+    pub requests: u64,
+    /// Instances the vote counter decided (and dropped).
+    pub decisions: u64,
+    pub seconds: f64,
+    pub instances_per_s: f64,
+    /// The machine's CPU over the round (every CPU: the generator's, the
+    /// NAPI threads', anything else running).
+    pub cpu: crate::cpu::CpuUse,
+    /// Instances per CPU-second the machine was busy (other work on the
+    /// machine included: on a quiet machine, the fabric's capacity per core).
+    pub instances_per_cpu_s: f64,
+    /// CPU seconds of the generator's thread (its system calls run the
+    /// coordinator, and without threaded NAPI the hops after it) and of
+    /// the devices' NAPI threads (with threaded NAPI, the hops after it).
+    pub generator_thread_cpu_s: f64,
+    pub napi_threads_cpu_s: f64,
+    /// Instances per CPU-second of those threads: the fabric's capacity
+    /// per core, whatever else runs on the machine (with threaded NAPI;
+    /// without it, softirq work on other tasks' time is missed).
+    pub instances_per_fabric_cpu_s: f64,
+    /// Those threads' CPU per instance (ns), what the BPF programs spent of
+    /// it (the kernel's run-time statistics, per program: `xdp_gen`'s runs
+    /// include the coordinator it tail-calls), and the rest: the frames'
+    /// transport (veth transmit, NAPI, devmap copies, thread wake-ups).
+    pub fabric_ns_per_instance: f64,
+    pub transport_ns_per_instance: f64,
+    pub programs: Vec<innet_xdp::bpf_stats::ProgCost>,
+    /// Requests the coordinator refused for a full window, votes the
+    /// acceptors could not place (trimmed, ring full): capacity lost to
+    /// back-pressure, not to speed.
+    pub window_full: u64,
+    pub acceptor_ring_full: u64,
+    /// Bursts the generator sent after waiting in vain for decisions
+    /// (instances lost on the way).
+    pub stalls: u64,
+    /// How the generator injected.
+    pub pace: innet_xdp::generator::Pace,
+    pub load_average: [f64; 3],
+}
+
+/// `bench xdp-paxos --fabric-only`: `runs` rounds of `frames` REQUESTs each.
+pub fn fabric_only(load: &XdpPaxosLoad, runs: usize, frames: u32) -> anyhow::Result<Vec<FabricOnlyRecord>> {
+    anyhow::ensure!(
+        innet_xdp::object::euid() == 0,
+        "bench xdp-paxos --fabric-only needs root (network namespaces, BPF)"
+    );
+    anyhow::ensure!(runs >= 1 && frames >= 1, "--runs and the frames per round at least 1");
+    let up = PaxosUp { sink: true, vote_counters: true, decisions: Decisions::Socket, backup_exe: None, ..load.up() };
+    anyhow::ensure!(up.per_machine(), "--fabric-only counts one vote per machine: not with --decisions per-port");
+    tb::up(&up)?;
+    let out = fabric_rounds(load, &up, runs, frames);
+    let removed = tb::down();
+    let out = out?;
+    removed?;
+    Ok(out)
+}
+
+fn fabric_rounds(load: &XdpPaxosLoad, up: &PaxosUp, runs: usize, frames: u32) -> anyhow::Result<Vec<FabricOnlyRecord>> {
+    use innet_xdp::generator::Generator;
+    let (template, stamp_at) = tb::request_template(0);
+    let generator = Generator::load(&template, Some(stamp_at), &tb::coordinator_program_pin(), tb::NS_COORDINATOR)?;
+    let counter = |name: &str| -> anyhow::Result<u64> {
+        let c = tb::vote_counter_counters()?.unwrap_or_default();
+        Ok(c.into_iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| v))
+    };
+    let pins = std::path::Path::new(innet_xdp::testbed::PIN_DIR).join("paxos");
+    let role_counter = |role: innet_xdp::paxos::Role, dir: &str, name: &str| -> anyhow::Result<u64> {
+        let c = innet_xdp::paxos::pinned_counters(role, &pins.join(dir))?;
+        Ok(c.into_iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| v))
+    };
+    let acceptor_drops = || -> anyhow::Result<u64> {
+        let mut n = 0;
+        for i in 0..up.acceptors {
+            for name in ["ring_full", "trimmed"] {
+                n += role_counter(innet_xdp::paxos::Role::Acceptor, &format!("acceptor{i}"), name)?;
+            }
+        }
+        Ok(n)
+    };
+    use std::sync::atomic::Ordering::Relaxed;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let sunk = innet_xdp::paxos_learner::PinnedCounter::open(&pins.join(tb::COUNTER_PINS), "sunk")?;
+    let _stats = innet_xdp::bpf_stats::enable()?;
+    std::thread::scope(|s| {
+        let trimmer = s.spawn(|| trim_while(up, &stop, || sunk.get()));
+        let mut records = vec![];
+        let result = (|| -> anyhow::Result<()> {
+            for run in 0..runs {
+                let (d0, w0, a0) = (
+                    counter("sunk")?,
+                    role_counter(innet_xdp::paxos::Role::Coordinator, "coordinator", "window_full")?,
+                    acceptor_drops()?,
+                );
+                let progs0 = innet_xdp::bpf_stats::snapshot(PAXOS_PROGRAMS);
+                let before = crate::cpu::CpuSnapshot::now();
+                let napi0 = innet_xdp::fabric::napi_threads_cpu_s();
+                let pace = innet_xdp::generator::Pace::new(frames as u64);
+                let p = generator.run_paced(tb::NS_COORDINATOR, "innet-ch", pace, || sunk.get())?;
+                let g = p.run;
+                // The last frames' copies are still in flight.
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                let cpu = before.used();
+                let napi_cpu_s = innet_xdp::fabric::napi_threads_cpu_s() - napi0;
+                let decisions = counter("sunk")? - d0;
+                let busy = cpu.machine_user_s + cpu.machine_system_s + cpu.machine_irq_s;
+                let fabric_cpu_s = p.thread_cpu_s + napi_cpu_s;
+                let programs =
+                    innet_xdp::bpf_stats::costs(&progs0, &innet_xdp::bpf_stats::snapshot(PAXOS_PROGRAMS), decisions);
+                let in_programs: f64 = programs.iter().map(|c| c.ns_per_unit).sum();
+                records.push(FabricOnlyRecord {
+                    experiment: "xdp-paxos-fabric-only",
+                    run,
+                    git_commit: results::git_commit(),
+                    fabric: load.fabric.clone(),
+                    acceptors: up.acceptors,
+                    slots: up.slots,
+                    requests: g.frames,
+                    decisions,
+                    seconds: cpu.wall_s,
+                    instances_per_s: decisions as f64 / cpu.wall_s.max(1e-9),
+                    instances_per_cpu_s: decisions as f64 / busy.max(1e-9),
+                    generator_thread_cpu_s: p.thread_cpu_s,
+                    napi_threads_cpu_s: napi_cpu_s,
+                    instances_per_fabric_cpu_s: decisions as f64 / fabric_cpu_s.max(1e-9),
+                    fabric_ns_per_instance: fabric_cpu_s * 1e9 / decisions.max(1) as f64,
+                    transport_ns_per_instance: fabric_cpu_s * 1e9 / decisions.max(1) as f64 - in_programs,
+                    programs,
+                    cpu,
+                    window_full: role_counter(innet_xdp::paxos::Role::Coordinator, "coordinator", "window_full")? - w0,
+                    stalls: p.stalls,
+                    pace,
+                    acceptor_ring_full: acceptor_drops()? - a0,
+                    load_average: load_average(),
+                });
+            }
+            Ok(())
+        })();
+        stop.store(true, Relaxed);
+        trimmer.join().map_err(|_| anyhow::anyhow!("the trimming thread panicked"))??;
+        result.map(|()| records)
+    })
+}
+
+/// Until `stop`: every millisecond, both learners report to the
+/// coordinator and every acceptor that they checkpointed everything below
+/// `decided() - slots / 4` (TRIM, from their own ports in the hosts
+/// namespace), so the rings keep room while the generator runs.
+fn trim_while(up: &PaxosUp, stop: &std::sync::atomic::AtomicBool, decided: impl Fn() -> u64) -> anyhow::Result<()> {
+    let sockets: Vec<std::net::UdpSocket> = (0..up.learners)
+        .map(|i| {
+            in_netns(tb::NS_HOSTS, || {
+                let a = std::net::SocketAddr::from(([0, 0, 0, 0], tb::learner_port(i)));
+                Ok(std::net::UdpSocket::bind(a)?)
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let mut to = vec![std::net::SocketAddr::V4(tb::coordinator_addr())];
+    to.extend((0..up.acceptors).map(|i| std::net::SocketAddr::V4(tb::acceptor_addr(i))));
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let floor = decided().saturating_sub(up.slots as u64 / 4).min(u32::MAX as u64) as u32;
+        for (i, s) in sockets.iter().enumerate() {
+            let mut m = PaxosMsg::new(MsgType::Trim);
+            (m.inst, m.acptid) = (floor, i as u16);
+            for t in &to {
+                let _ = s.send_to(&m.encode(), t);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    Ok(())
 }

@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::BorrowedFd;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -176,6 +177,68 @@ pub fn peer_of(addr: SocketAddr) -> Peer {
     Peer(b)
 }
 
+/// Records for the hosts of one event loop from a source other than a
+/// socket: e.g. the decisions a BPF vote counter hands up through a ring
+/// buffer (`innet_xdp::paxos_learner::DecisionRing`), read from memory the
+/// kernel shares, with no system call and no wake-up per record. The loop
+/// waits on [`Feed::fd`] with its sockets and drains the feed every turn.
+pub trait Feed {
+    /// A descriptor that polls readable while records wait (an epoll fd
+    /// is fine).
+    fn fd(&self) -> BorrowedFd<'_>;
+    /// Hands every waiting record to `each` as `(key, packet)`; how many.
+    /// The key says which hosts get it ([`Shared::feed`]).
+    fn drain(&mut self, each: &mut dyn FnMut(u32, &[u8])) -> usize;
+    /// Longest the loop may sleep while records could wait unsignalled
+    /// (a feed that wakes its reader only every so many records).
+    fn poll_every(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// Builds a [`Feed`] in the event loop's own thread (a ring buffer's
+/// mapping belongs to the thread that reads it).
+pub type MakeFeed = Box<dyn FnOnce() -> io::Result<Box<dyn Feed>> + Send>;
+
+/// A socket of an event loop that is no single host's: what arrives there
+/// goes to every host in `to` (a machine's decision port, where a vote
+/// counter passes up decisions for every role on the machine).
+pub struct SharedSocket {
+    pub socket: UdpSocket,
+    /// Indexes of the loop's hosts that get each datagram.
+    pub to: Vec<usize>,
+    /// Who may send what (every datagram passes without one).
+    pub admit: Option<Admission>,
+}
+
+/// What an event loop runs besides its hosts' own sockets: shared sockets
+/// and a feed, each delivering to several hosts (every role of one machine
+/// learning from one count).
+#[derive(Default)]
+pub struct Shared {
+    pub sockets: Vec<SharedSocket>,
+    /// The feed, and for each record key the hosts that get it (a key
+    /// beyond the list: counted as `unrouted`, dropped).
+    pub feed: Option<(MakeFeed, Vec<Vec<usize>>)>,
+}
+
+/// What the runtime did for the shared sockets and the feed of a loop.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SharedStats {
+    /// Datagrams received on the shared sockets.
+    pub received: u64,
+    /// Datagrams the kernel dropped at a shared socket's full buffer.
+    pub rx_overflow: u64,
+    /// Records read from the feed.
+    pub fed: u64,
+    /// Loop turns on which the feed had records (each covers a batch).
+    pub feed_batches: u64,
+    /// Feed records with a key no host listens to.
+    pub unrouted: u64,
+    /// Shared-socket datagrams refused by their admission rule, by reason.
+    pub rejected: Rejected,
+}
+
 type Held = DelayLine<(SocketAddr, Vec<u8>)>;
 
 struct Slot {
@@ -244,6 +307,18 @@ impl<H: Host> HostLoop<'_, H> {
         self.collect(i, Some(from), now);
     }
 
+    /// Hands a packet that arrived for several hosts (a shared socket's, or
+    /// a feed record: `from` is `None`) to each of `to`, in order, without
+    /// their links' delay or admission (the shared socket has its own).
+    fn deliver_to(&mut self, to: &[usize], from: Option<SocketAddr>, bytes: &[u8], now: Time) {
+        let peer = from.map_or(Peer([0; 18]), peer_of);
+        for &i in to {
+            let upstream = from.is_some() && self.slots[i].opts.upstream == from;
+            self.hosts[i].on_packet_from(now, bytes, Sender { peer, upstream }, &mut self.out);
+            self.collect(i, from, now);
+        }
+    }
+
     /// Hands a received batch of host `i` to the host (or to its delayed link).
     fn incoming(&mut self, i: usize, rx: &mut RxBatch) {
         let now = clock::now();
@@ -305,18 +380,37 @@ pub fn run_hosts<H: Host>(
     stop: &Stop,
     until: Option<Time>,
 ) -> io::Result<Vec<HostStats>> {
-    run_loop(hosts, endpoints, stop, until, None)
+    Ok(run_loop(hosts, endpoints, Shared::default(), stop, until, None)?.0)
 }
 
-/// [`run_hosts`], publishing host 0's counters to `publish` as it runs.
+/// [`run_hosts`] with `shared` sockets and a feed besides the hosts' own
+/// sockets: the roles of one machine in one loop, learning from one count.
+pub fn run_machine<H: Host>(
+    hosts: &mut [H],
+    endpoints: Vec<(UdpSocket, HostOptions)>,
+    shared: Shared,
+    stop: &Stop,
+    until: Option<Time>,
+) -> io::Result<(Vec<HostStats>, SharedStats)> {
+    run_loop(hosts, endpoints, shared, stop, until, None)
+}
+
+/// [`run_machine`], publishing host 0's counters to `publish` as it runs.
 fn run_loop<H: Host>(
     hosts: &mut [H],
     endpoints: Vec<(UdpSocket, HostOptions)>,
+    shared: Shared,
     stop: &Stop,
     until: Option<Time>,
     publish: Option<(&LiveCounters, OwnCounters<H>)>,
-) -> io::Result<Vec<HostStats>> {
+) -> io::Result<(Vec<HostStats>, SharedStats)> {
     assert_eq!(hosts.len(), endpoints.len(), "one endpoint per host");
+    let n = hosts.len();
+    for t in shared.sockets.iter().flat_map(|s| &s.to).chain(shared.feed.iter().flat_map(|f| f.1.iter().flatten())) {
+        if *t >= n {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("shared delivery to host {t} of {n}")));
+        }
+    }
     let mut sockets = vec![];
     let mut slots = vec![];
     for (s, opts) in endpoints {
@@ -328,7 +422,22 @@ fn run_loop<H: Host>(
             stats: HostStats::default(),
         });
     }
+    let mut shared_to = vec![];
+    for s in shared.sockets {
+        sockets.push(s.socket);
+        shared_to.push((s.to, s.admit));
+    }
     let mut ports = Ports::new(sockets)?;
+    let (mut feed, routes) = match shared.feed {
+        Some((make, routes)) => {
+            let f = make()?;
+            ports.watch(f.fd())?;
+            (Some(f), routes)
+        }
+        None => (None, vec![]),
+    };
+    let max_wait = feed.as_ref().and_then(|f| f.poll_every()).map_or(MAX_WAIT, |p| p.min(MAX_WAIT));
+    let mut sstats = SharedStats::default();
     let mut lp = HostLoop { hosts, slots, out: Outbox::new(), tx: TxBatch::new() };
     let mut rx = RxBatch::new();
     let mut ready = Vec::new();
@@ -351,17 +460,44 @@ fn run_loop<H: Host>(
         if let Some(u) = until {
             next = Some(next.map_or(u, |n| n.min(u)));
         }
-        ports.wait(next, MAX_WAIT);
-        ports.take_ready(&mut ready);
-        for &i in &ready {
-            if ports.recv(i, &mut rx) > 0 {
-                lp.incoming(i, &mut rx);
+        ports.wait(next, max_wait);
+        if let Some(f) = feed.as_mut() {
+            let now = clock::now();
+            let got = f.drain(&mut |key, bytes| match routes.get(key as usize) {
+                Some(to) => lp.deliver_to(to, None, bytes, now),
+                None => sstats.unrouted += 1,
+            });
+            if got > 0 {
+                sstats.fed += got as u64;
+                sstats.feed_batches += 1;
                 lp.flush(&mut ports);
             }
         }
+        ports.take_ready(&mut ready);
+        for &i in &ready {
+            if ports.recv(i, &mut rx) == 0 {
+                continue;
+            }
+            if i < n {
+                lp.incoming(i, &mut rx);
+            } else {
+                let (to, admit) = &shared_to[i - n];
+                let now = clock::now();
+                sstats.received += rx.len() as u64;
+                for k in 0..rx.len() {
+                    let (from, bytes) = rx.get_mut(k);
+                    if Admission::admit(admit, from, bytes, &mut sstats.rejected) {
+                        lp.deliver_to(to, Some(from), bytes, now);
+                    }
+                }
+            }
+            lp.flush(&mut ports);
+        }
     }
     publish_now(&lp, &ports);
-    Ok(lp.slots.into_iter().enumerate().map(|(i, s)| HostStats { rx_overflow: ports.overflow(i), ..s.stats }).collect())
+    sstats.rx_overflow = (n..n + shared_to.len()).map(|i| ports.overflow(i)).sum();
+    let stats = lp.slots.into_iter().enumerate().map(|(i, s)| HostStats { rx_overflow: ports.overflow(i), ..s.stats });
+    Ok((stats.collect(), sstats))
 }
 
 /// Runs one host on `socket` in the calling thread until `stop` is set.
@@ -376,7 +512,8 @@ fn run_host_published<H: Host>(
     stop: &Stop,
     publish: Option<(&LiveCounters, OwnCounters<H>)>,
 ) -> io::Result<HostStats> {
-    let mut stats = run_loop(std::slice::from_mut(host), vec![(socket, opts.clone())], stop, None, publish)?;
+    let (mut stats, _) =
+        run_loop(std::slice::from_mut(host), vec![(socket, opts.clone())], Shared::default(), stop, None, publish)?;
     Ok(stats.pop().expect("one host"))
 }
 

@@ -50,8 +50,8 @@ use std::sync::Arc;
 
 pub use delay::DelayLine;
 pub use host::{
-    run_host, run_hosts, spawn_host, spawn_host_counted, Admission, HostOptions, HostStats, LiveCounters, NodeHandle,
-    Rejected,
+    run_host, run_hosts, run_machine, spawn_host, spawn_host_counted, Admission, Feed, HostOptions, HostStats,
+    LiveCounters, MakeFeed, NodeHandle, Rejected, Shared, SharedSocket, SharedStats,
 };
 pub use switch::{
     run_switch, spawn_switch, spawn_switch_with_tables, SwitchNode, SwitchOptions, SwitchState, SwitchStats,

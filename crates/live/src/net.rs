@@ -57,6 +57,8 @@ pub const MAX_DATAGRAM: usize = 65536;
 pub const RCVBUF: usize = 8 << 20;
 /// epoll token of the timer.
 const TIMER: u64 = u64::MAX;
+/// epoll token of a watched descriptor ([`Ports::watch`]).
+const WATCHED: u64 = u64::MAX - 1;
 /// Most datagrams one segmented send (UDP GSO) carries: the kernel's
 /// `UDP_MAX_SEGMENTS` on older kernels (newer ones allow 128).
 const GSO_SEGMENTS: usize = 64;
@@ -229,6 +231,12 @@ impl Ports {
         })
     }
 
+    /// Adds `fd` to what [`Ports::wait`] waits for (a feed of records:
+    /// the wait returns when it polls readable; the caller reads it).
+    pub fn watch(&mut self, fd: std::os::fd::BorrowedFd<'_>) -> io::Result<()> {
+        self.epoll.add(fd, EpollEvent::new(EpollFlags::EPOLLIN, WATCHED)).map_err(to_io)
+    }
+
     /// Waits until a socket is readable, `deadline` has come or `max_wait`
     /// has passed, whichever is first. Returns at once if a socket is still
     /// known to hold datagrams.
@@ -264,6 +272,8 @@ impl Ports {
             if token == TIMER {
                 let _ = self.timer.wait(); // clears it (non-blocking)
                 self.armed = None;
+            } else if token == WATCHED {
+                // The caller drains it after every wait.
             } else if let Some(p) = self.pending.get_mut(token as usize) {
                 if !*p {
                     *p = true;

@@ -82,7 +82,7 @@ impl Format {
             Format::Txn => &[txn::DEFAULT_PORT],
             Format::Paxos => &[paxos::DATAPLANE_PORT, paxos::LEARNER_PORT],
             Format::Craq => &[netcraq::DEFAULT_PORT],
-            Format::Chain => &[netchain::DEFAULT_PORT],
+            Format::Chain => &[netchain::DEFAULT_PORT, netchain::REPLY_PORT],
         }
     }
 
@@ -95,9 +95,7 @@ impl Format {
             }
             Format::Paxos => paxos::PaxosMsg::decode(b).map(|_| paxos::PACKET_LEN).map_err(|e| e.name()),
             Format::Craq => netcraq::CraqMsg::decode(b).map(|_| netcraq::LEN).map_err(|e| e.name()),
-            Format::Chain => netchain::NcMsg::decode(b)
-                .map(|m| (m.chain.len() + 1) * netchain::ADDR_LEN + netchain::FIXED_LEN)
-                .map_err(|e| e.name()),
+            Format::Chain => netchain::NcMsg::decode(b).map(|m| m.encode().len()).map_err(|e| e.name()),
         }
     }
 
@@ -668,11 +666,18 @@ fn check_chain(p: &Packet, b: &[u8], at: usize) -> Result<(), String> {
     for (i, a) in m.chain.iter().enumerate() {
         addrs[i].text(&Ipv4Addr::from(*a).to_string(), at + i * netchain::ADDR_LEN, netchain::ADDR_LEN)?;
     }
-    p.one("innet_netchain.stack")?.at(at, (depth + 1) * netchain::ADDR_LEN)?;
-    p.one("innet_netchain.stack_end")?.num(0, at + depth * netchain::ADDR_LEN, netchain::ADDR_LEN)?;
-    let f = at + (depth + 1) * netchain::ADDR_LEN;
+    // A write reply has no stack; anything else its addresses and terminator.
+    let entries = if m.op == netchain::NcOp::WriteReply { 0 } else { depth + 1 };
+    if entries == 0 {
+        p.absent("innet_netchain.stack")?;
+        p.absent("innet_netchain.stack_end")?;
+    } else {
+        p.one("innet_netchain.stack")?.at(at, entries * netchain::ADDR_LEN)?;
+        p.one("innet_netchain.stack_end")?.num(0, at + depth * netchain::ADDR_LEN, netchain::ADDR_LEN)?;
+    }
+    let f = at + entries * netchain::ADDR_LEN;
     p.one("innet_netchain.op")?.named(m.op as i128, m.op.name(), f, 1)?;
-    p.one("innet_netchain.sc")?.num(depth as i128, f + 1, 1)?;
+    p.one("innet_netchain.sc")?.num(entries as i128, f + 1, 1)?;
     p.one("innet_netchain.seq")?.num(m.seq.into(), f + 2, 2)?;
     p.one("innet_netchain.key")?.bytes(&m.key, f + 4)?;
     p.one("innet_netchain.value")?.bytes(&m.value.0, f + 20)?;

@@ -70,6 +70,10 @@ use innet_wire::txn::{DecodeError, OpType, Status, TxnPacket, Value, MAX_OPS_PER
 pub const CACHE_SLOTS_DEFAULT: usize = 4096;
 /// Default number of client slots for duplicate detection. Power of two.
 pub const CLIENT_SLOTS_DEFAULT: usize = 1024;
+/// A forwarded request stays awaited while the client's later requests the
+/// switch answered itself are fewer than this ([`ClientEntry::awaiting`] is
+/// a byte).
+pub const AWAITING_SPAN_MAX: i32 = 255;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Mode {
@@ -138,8 +142,13 @@ pub struct ClientEntry {
     pub generation: u16,
     pub req_id: i32,
     pub forwarded: bool,
-    /// `req_id` was forwarded and its store reply has not been learned yet.
-    pub awaiting: bool,
+    /// 0, or the forwarded request whose store reply the switch waits for
+    /// (not learned yet) is `req_id - (awaiting - 1)`: `req_id` itself
+    /// (1), or one the client sent before later requests that the switch
+    /// answered itself (the reference's switch learns every store reply,
+    /// and its clients send the next request before the reply to one
+    /// forwarded: test_read_cache.py, test_early_abort.py).
+    pub awaiting: u8,
     /// The switch aborted `req_id` itself and it holds writes: the slot is
     /// not replaced by another client (deviation 4).
     pub pinned: bool,
@@ -374,8 +383,10 @@ impl TxnSwitch {
     fn awaited(&mut self, cl_id: u32, req_id: i32) -> bool {
         let g = self.generation as u16;
         match self.clients.get_mut(cl_id) {
-            Some(e) if e.generation == g && e.awaiting && e.req_id == req_id => {
-                e.awaiting = false;
+            Some(e)
+                if e.generation == g && e.awaiting > 0 && e.req_id.wrapping_sub(e.awaiting as i32 - 1) == req_id =>
+            {
+                e.awaiting = 0;
                 true
             }
             _ => false,
@@ -440,18 +451,35 @@ impl TxnSwitch {
         }
     }
 
-    /// Records the decision on `req_id` of `cl_id` in its slot, unless its
-    /// set holds only pinned slots of other clients (then the request was
-    /// forwarded: nothing needs remembering). `aborted_write` pins the slot;
-    /// a pin holds until a later request of the client is forwarded, for
-    /// from then on the store refuses the aborted one as stale (a request
-    /// the switch answers itself teaches the store nothing).
+    /// Records the client's latest request in its slot, unless its set
+    /// holds only pinned slots of other clients (then the request was
+    /// forwarded: nothing needs remembering). Forwarded, it is the one
+    /// awaited; answered here, the wait for an earlier forwarded request
+    /// goes on (moving with `req_id`). `aborted_write` pins the slot; a pin
+    /// holds until a later request of the client is forwarded, for from
+    /// then on the store refuses the aborted one as stale (a request the
+    /// switch answers itself teaches the store nothing).
     fn decided(&mut self, cl_id: u32, req_id: i32, forwarded: bool, aborted_write: bool) {
         let generation = self.generation as u16;
-        if let Some(e) = self.clients.entry_if(cl_id, unpinned(generation)) {
-            let pinned = aborted_write || (!forwarded && e.pinned && e.generation == generation);
-            *e = ClientEntry { generation, req_id, forwarded, awaiting: forwarded, pinned };
-        }
+        let Some(e) = self.clients.entry_if(cl_id, unpinned(generation)) else {
+            return;
+        };
+        let current = e.generation == generation;
+        let awaiting = match forwarded {
+            true => 1,
+            false if current && e.awaiting > 0 => {
+                let later = req_id.wrapping_sub(e.req_id);
+                let span = later.saturating_add(e.awaiting as i32);
+                if later > 0 && span <= AWAITING_SPAN_MAX {
+                    span as u8
+                } else {
+                    0
+                }
+            }
+            false => 0,
+        };
+        let pinned = aborted_write || (!forwarded && current && e.pinned);
+        *e = ClientEntry { generation, req_id, forwarded, awaiting, pinned };
     }
 
     fn forward(&mut self, cl_id: u32, req_id: i32) -> Verdict {

@@ -608,3 +608,48 @@ fn a_pin_holds_while_the_switch_answers_the_clients_later_requests() {
     assert_eq!(store_reply(copy).status, Status::BadRequest, "stale at the store");
     assert_eq!(net.store.get(1), v("a"));
 }
+
+// Gotthard section 3.1 (Figure 3, step 4): "The switch logs the result of
+// the execution". The reference's clients send their next request before
+// the reply to a forwarded one (pygotthard test_read_cache.py: W(2,'newer')
+// and R(2) at once, then R(2) expects 'newer' from the cache;
+// test_early_abort.py: T1 then T2 at once, then an abort must correct with
+// T1's value). A reply to the forwarded request is still awaited, and
+// learned, after the switch answered the later request itself.
+#[test]
+fn a_forwarded_requests_reply_is_learned_after_the_switch_answered_a_later_request() {
+    let mut net = Net::new(Mode::ReadCache);
+    learn(&mut net, 2, "bb", 1);
+    let write = net.via_switch(&req(7, 2, vec![Op::write(2, v("newer"))])).expect("a write is forwarded");
+    let read = switch_reply(net.send(&req(7, 3, vec![Op::read(2)])));
+    assert_eq!(read.ops, vec![Op::value(2, v("bb"))], "the write is in flight: the old value");
+    assert_eq!(net.deliver_to_store(&write).status, Status::Ok);
+    let read = switch_reply(net.send(&req(7, 4, vec![Op::read(2)])));
+    assert_eq!(read.ops, vec![Op::value(2, v("newer"))], "the write's reply was learned");
+    assert_eq!(net.sw.counters.unlearned_reply_not_awaited, 0);
+
+    // Early abort: 254 answers later the wait still holds; a second copy of
+    // the reply is not learned again.
+    let mut net = Net::new(Mode::EarlyAbort);
+    learn(&mut net, 1, "a", 1);
+    let t1 = net.via_switch(&req(7, 10, vec![Op::value(1, v("a")), Op::write(1, v("b"))])).expect("forwarded");
+    for id in 11..11 + 254 {
+        let m = switch_reply(net.send(&req(7, id, vec![Op::value(1, v("b")), Op::write(1, v("c"))])));
+        assert_eq!(m.status, Status::Abort);
+    }
+    let reply = net.deliver_to_store(&t1);
+    assert_eq!(reply.status, Status::Ok);
+    assert_eq!(net.cached(1).map(|e| e.value), Some(v("b")), "T1's UPDATED learned");
+    let mut copy = reply.encode();
+    net.sw.process_from(&mut copy, Ingress::Upstream);
+    assert_eq!(net.sw.counters.unlearned_reply_not_awaited, 1, "a second copy is not news");
+
+    // Beyond AWAITING_SPAN_MAX the wait is dropped: learning less is safe.
+    let t = net.via_switch(&req(7, 300, vec![Op::value(1, v("b")), Op::write(1, v("d"))])).expect("forwarded");
+    for id in 301..301 + 255 {
+        switch_reply(net.send(&req(7, id, vec![Op::value(1, v("x")), Op::write(1, v("e"))])));
+    }
+    net.deliver_to_store(&t);
+    assert_eq!(net.cached(1).map(|e| e.value), Some(v("b")), "not learned");
+    assert_eq!(net.sw.counters.unlearned_reply_not_awaited, 2);
+}

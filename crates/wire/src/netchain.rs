@@ -1,10 +1,12 @@
-//! The NetChain format (Jin et al., NSDI 2018, section 4; the layout of its
-//! public P4 reference as the NetCRAQ paper describes it in section II-B2),
+//! The NetChain format (Jin et al., NSDI 2018, section 4) as its public P4
+//! reference speaks it (GitHub netx-repo/netchain-p4: `nc_hdr_t` and
+//! `overlay_t` in `p4src/includes/headers.p4`, the codes and ports in
+//! `p4src/includes/defines.p4`, the packets `client/nc_socket.py` builds),
 //! network byte order:
 //!
 //! ```text
 //! +-----------+-----------+-----+-----------+-----------+
-//! | S0 (u32)  | S1 (u32)  | ... | Sk (u32)  | 0 (u32)   |   the chain: node addresses,
+//! | S0 (u32)  | S1 (u32)  | ... | Sk (u32)  | 0 (u32)   |   the stack: node addresses,
 //! +-----------+-----------+-----+-----------+-----------+   at most MAX_CHAIN_NODES, 0-terminated
 //! +------+------+-----------+------------------+------------------+-------------+
 //! | op   | sc   | seq (u16) | key (16 bytes)   | value (16 bytes) | vgroup (u16)|
@@ -13,9 +15,17 @@
 //!
 //! `S0` is the node the packet is going to; each chain node pops its own
 //! address and sends the packet on to the next one (the packet shrinks by 4
-//! bytes per hop, as the reference's `remove_header` does). `sc` counts the
-//! addresses still in the stack. A 4-node chain makes a 58-byte header, the
-//! size the NetCRAQ paper gives. Bytes after `vgroup` are ignored.
+//! bytes per hop, as the reference's `pop_chain` does). `sc` counts the
+//! stack's entries, the terminator included (the reference's client sends
+//! `sc = 4` with three addresses). The tail pops itself and answers: a read
+//! reply keeps what is left of the stack; a write reply has none, the tail
+//! popping the terminator too (the reference's `pop_chain_again`), so it is
+//! exactly the 38-byte fixed part with `sc = 0`. Requests go to UDP port
+//! [`DEFAULT_PORT`] (8888), replies to the client's [`REPLY_PORT`] (8889).
+//! A key is a 128-bit big-endian integer ([`key_from_u32`]). A 4-node
+//! chain makes a 58-byte header, the size the NetCRAQ paper gives (section
+//! II-B2). Bytes after `vgroup` are ignored, except that a packet of exactly
+//! [`FIXED_LEN`] bytes is a stackless write reply.
 
 pub use crate::txn::{Value, VALUE_LEN};
 
@@ -30,8 +40,10 @@ pub const KEY_LEN: usize = 16;
 pub const FIXED_LEN: usize = 1 + 1 + 2 + KEY_LEN + VALUE_LEN + 2;
 /// Largest valid packet.
 pub const MAX_LEN: usize = (MAX_CHAIN_NODES + 1) * ADDR_LEN + FIXED_LEN;
-/// UDP port our runtimes use for NetChain.
-pub const DEFAULT_PORT: u16 = 9202;
+/// UDP port of requests (the reference's `NC_PORT`).
+pub const DEFAULT_PORT: u16 = 8888;
+/// UDP port replies go to on the client (the reference's `REPLY_PORT`).
+pub const REPLY_PORT: u16 = 8889;
 
 const _: () = assert!(FIXED_LEN == 38);
 const _: () = assert!(4 * ADDR_LEN + ADDR_LEN + FIXED_LEN == 58);
@@ -51,21 +63,24 @@ pub type Addr = u32;
 /// NetChain's 16-byte key.
 pub type ChainKey = [u8; KEY_LEN];
 
-/// The key an application names by number: the number big-endian in the
-/// first four bytes, the rest zero.
+/// The key an application names by number: the number as a 128-bit
+/// big-endian integer, as the reference's client packs its keys (2018..).
 pub fn key_from_u32(k: u32) -> ChainKey {
-    let mut key = [0u8; KEY_LEN];
-    key[..4].copy_from_slice(&k.to_be_bytes());
-    key
+    (k as u128).to_be_bytes()
+}
+
+/// The number of a key made by [`key_from_u32`] (its low 32 bits).
+pub fn key_to_u32(key: &ChainKey) -> u32 {
+    u128::from_be_bytes(*key) as u32
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum NcOp {
-    ReadReq = 0,
-    ReadReply = 1,
-    WriteReq = 2,
-    WriteReply = 3,
+    ReadReq = 10,
+    ReadReply = 11,
+    WriteReq = 12,
+    WriteReply = 13,
 }
 
 impl NcOp {
@@ -90,9 +105,11 @@ pub enum DecodeError {
     Truncated,
     /// More than [`MAX_CHAIN_NODES`] addresses before a terminator.
     ChainTooLong,
-    /// An `op` outside 0..=3.
+    /// An `op` outside 10..=13.
     UnknownOp,
-    /// `sc` differs from the number of addresses in the stack.
+    /// `sc` differs from the stack's entries (addresses and terminator),
+    /// or the stack does not fit the op: a write reply has none (exactly
+    /// [`FIXED_LEN`] bytes, `sc` 0), every other message a terminator.
     ChainCountMismatch,
 }
 
@@ -115,8 +132,16 @@ fn addr_at(bytes: &[u8], i: usize) -> Addr {
     u32::from_be_bytes(bytes[i * ADDR_LEN..(i + 1) * ADDR_LEN].try_into().expect("4 bytes"))
 }
 
-/// Checks `bytes` and returns the stack depth (addresses before the 0).
+/// Checks `bytes` and returns the stack's entries (addresses and the
+/// terminator; 0 for a stackless write reply).
 fn validate(bytes: &[u8]) -> Result<usize, DecodeError> {
+    if bytes.len() == FIXED_LEN {
+        let op = NcOp::from_u8(bytes[offset::OP]).ok_or(DecodeError::UnknownOp)?;
+        if op != NcOp::WriteReply || bytes[offset::SC] != 0 {
+            return Err(DecodeError::ChainCountMismatch);
+        }
+        return Ok(0);
+    }
     let mut depth = None;
     for i in 0..=MAX_CHAIN_NODES {
         if bytes.len() < (i + 1) * ADDR_LEN {
@@ -127,22 +152,23 @@ fn validate(bytes: &[u8]) -> Result<usize, DecodeError> {
             break;
         }
     }
-    let depth = depth.ok_or(DecodeError::ChainTooLong)?;
-    let fixed = (depth + 1) * ADDR_LEN;
+    let entries = depth.ok_or(DecodeError::ChainTooLong)? + 1;
+    let fixed = entries * ADDR_LEN;
     if bytes.len() < fixed + FIXED_LEN {
         return Err(DecodeError::Truncated);
     }
-    NcOp::from_u8(bytes[fixed + offset::OP]).ok_or(DecodeError::UnknownOp)?;
-    if bytes[fixed + offset::SC] as usize != depth {
+    let op = NcOp::from_u8(bytes[fixed + offset::OP]).ok_or(DecodeError::UnknownOp)?;
+    if op == NcOp::WriteReply || bytes[fixed + offset::SC] as usize != entries {
         return Err(DecodeError::ChainCountMismatch);
     }
-    Ok(depth)
+    Ok(entries)
 }
 
 /// An owned, decoded message (end hosts).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct NcMsg {
-    /// The addresses still to visit, next first (`sc` is their number).
+    /// The addresses still to visit, next first (`sc` is their number plus
+    /// one, the terminator; a write reply has none and no terminator).
     pub chain: Vec<Addr>,
     pub op: NcOp,
     pub seq: u16,
@@ -159,10 +185,10 @@ impl NcMsg {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<NcMsg, DecodeError> {
-        let depth = validate(bytes)?;
-        let f = &bytes[(depth + 1) * ADDR_LEN..];
+        let entries = validate(bytes)?;
+        let f = &bytes[entries * ADDR_LEN..];
         Ok(NcMsg {
-            chain: (0..depth).map(|i| addr_at(bytes, i)).collect(),
+            chain: (0..entries.saturating_sub(1)).map(|i| addr_at(bytes, i)).collect(),
             op: NcOp::from_u8(f[offset::OP]).expect("validated"),
             seq: u16::from_be_bytes([f[offset::SEQ], f[offset::SEQ + 1]]),
             key: f[offset::KEY..offset::VALUE].try_into().expect("16 bytes"),
@@ -171,17 +197,23 @@ impl NcMsg {
         })
     }
 
-    /// Panics if the chain is longer than [`MAX_CHAIN_NODES`] or holds a 0.
+    /// A write reply without its stack; anything else with its stack and
+    /// terminator. Panics if the chain is longer than [`MAX_CHAIN_NODES`]
+    /// or holds a 0, or if a write reply has a chain.
     pub fn encode(&self) -> Vec<u8> {
         assert!(self.chain.len() <= MAX_CHAIN_NODES, "chain too long");
         assert!(self.chain.iter().all(|a| *a != 0), "address 0 ends the stack");
+        let stackless = self.op == NcOp::WriteReply;
+        assert!(!stackless || self.chain.is_empty(), "a write reply carries no stack");
         let mut out = Vec::with_capacity((self.chain.len() + 1) * ADDR_LEN + FIXED_LEN);
         for a in &self.chain {
             out.extend_from_slice(&a.to_be_bytes());
         }
-        out.extend_from_slice(&[0; ADDR_LEN]);
+        if !stackless {
+            out.extend_from_slice(&[0; ADDR_LEN]);
+        }
         out.push(self.op as u8);
-        out.push(self.chain.len() as u8);
+        out.push(if stackless { 0 } else { self.chain.len() as u8 + 1 });
         out.extend_from_slice(&self.seq.to_be_bytes());
         out.extend_from_slice(&self.key);
         out.extend_from_slice(&self.value.0);
@@ -193,24 +225,25 @@ impl NcMsg {
 /// A validated in-place view for data-plane programs.
 pub struct NcPacket<'a> {
     buf: &'a mut [u8],
-    depth: usize,
+    /// Stack entries: addresses and the terminator (0: stackless).
+    entries: usize,
 }
 
 impl<'a> NcPacket<'a> {
     pub fn parse(buf: &'a mut [u8]) -> Result<NcPacket<'a>, DecodeError> {
-        let depth = validate(buf)?;
-        Ok(NcPacket { buf, depth })
+        let entries = validate(buf)?;
+        Ok(NcPacket { buf, entries })
     }
     fn fixed(&self) -> usize {
-        (self.depth + 1) * ADDR_LEN
+        self.entries * ADDR_LEN
     }
-    /// Addresses still in the stack (`sc`).
+    /// Addresses still in the stack.
     pub fn depth(&self) -> usize {
-        self.depth
+        self.entries.saturating_sub(1)
     }
     /// The `i`-th address still in the stack (`i < depth`).
     pub fn addr(&self, i: usize) -> Addr {
-        assert!(i < self.depth);
+        assert!(i < self.depth());
         addr_at(self.buf, i)
     }
     /// Bytes the packet occupies now (after any pops).
@@ -247,16 +280,17 @@ impl<'a> NcPacket<'a> {
         let f = self.fixed();
         self.buf[f + offset::VALUE..f + offset::VGROUP].copy_from_slice(&v.0);
     }
-    /// Removes the first address (NetChain's pop): the rest of the packet
-    /// moves 4 bytes forward and `sc` drops by one. The caller truncates the
-    /// packet to [`NcPacket::len`]. Panics on an empty stack.
+    /// Removes the first entry of the stack, an address or the terminator
+    /// (the reference's `pop_chain`): the rest of the packet moves 4 bytes
+    /// forward and `sc` drops by one. The caller truncates the packet to
+    /// [`NcPacket::len`]. Panics on a stackless packet.
     pub fn pop(&mut self) {
-        assert!(self.depth > 0, "pop from an empty chain");
+        assert!(self.entries > 0, "pop from a stackless packet");
         let end = self.len();
         self.buf.copy_within(ADDR_LEN..end, 0);
-        self.depth -= 1;
+        self.entries -= 1;
         let f = self.fixed();
-        self.buf[f + offset::SC] = self.depth as u8;
+        self.buf[f + offset::SC] = self.entries as u8;
     }
 }
 
@@ -285,6 +319,34 @@ mod tests {
     }
 
     #[test]
+    fn the_reference_clients_sc_and_keys() {
+        // netchain-p4 client/nc_socket.py: sc = 4 with three addresses and
+        // the terminator; key 2018 packed as two big-endian u64 halves.
+        let m = msg(vec![1, 2, 3]);
+        let b = m.encode();
+        assert_eq!(b[16 + offset::SC], 4);
+        assert_eq!(key_from_u32(2018), [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x07, 0xe2]);
+        assert_eq!(key_to_u32(&key_from_u32(2018)), 2018);
+    }
+
+    #[test]
+    fn the_tail_pops_a_write_down_to_its_fixed_part() {
+        // The reference's tail: pop_chain (itself), pop_chain_again (the terminator).
+        let mut b = msg(vec![4]).encode();
+        let mut p = NcPacket::parse(&mut b).unwrap();
+        p.pop();
+        assert_eq!((p.depth(), p.len()), (0, ADDR_LEN + FIXED_LEN));
+        p.set_op(NcOp::WriteReply);
+        p.pop();
+        let len = p.len();
+        b.truncate(len);
+        assert_eq!((b.len(), b[offset::OP], b[offset::SC]), (FIXED_LEN, 13, 0));
+        let reply = NcMsg::decode(&b).unwrap();
+        assert_eq!(reply, NcMsg { chain: vec![], op: NcOp::WriteReply, ..msg(vec![]) });
+        assert_eq!(reply.encode(), b);
+    }
+
+    #[test]
     fn malformed_bytes_are_named() {
         let b = msg(vec![1, 2]).encode();
         assert_eq!(NcMsg::decode(&b[..b.len() - 1]), Err(DecodeError::Truncated));
@@ -293,8 +355,16 @@ mod tests {
         bad[12] = 9;
         assert_eq!(NcMsg::decode(&bad), Err(DecodeError::UnknownOp));
         let mut bad = b.clone();
-        bad[13] = 3;
-        assert_eq!(NcMsg::decode(&bad), Err(DecodeError::ChainCountMismatch));
+        bad[13] = 2;
+        assert_eq!(NcMsg::decode(&bad), Err(DecodeError::ChainCountMismatch), "sc counts the terminator too");
+        let mut bad = b.clone();
+        bad[12] = NcOp::WriteReply as u8;
+        assert_eq!(NcMsg::decode(&bad), Err(DecodeError::ChainCountMismatch), "a write reply with a stack");
+        let mut bad = b[12..].to_vec();
+        assert_eq!(bad.len(), FIXED_LEN);
+        assert_eq!(NcMsg::decode(&bad), Err(DecodeError::ChainCountMismatch), "a stackless write request");
+        bad[0] = NcOp::WriteReply as u8;
+        assert_eq!(NcMsg::decode(&bad), Err(DecodeError::ChainCountMismatch), "a stackless reply with sc 3");
         let deep = vec![1u8; (MAX_CHAIN_NODES + 1) * ADDR_LEN + FIXED_LEN];
         assert_eq!(NcMsg::decode(&deep), Err(DecodeError::ChainTooLong));
     }

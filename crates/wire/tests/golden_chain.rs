@@ -1,6 +1,7 @@
 //! Golden vectors of the chain formats (`golden/netcraq.json`,
 //! `golden/netchain.json`), written from the layouts in `docs/wire.md`
-//! (NetCRAQ `!B I 16s`; NetChain `!I`* `0` then `!B B H 16s 16s H`) with
+//! (NetCRAQ `!B I 16s`; NetChain `!I`* `0` then `!B B H 16s 16s H`, the
+//! `reference_*` ones as netchain-p4's `client/nc_socket.py` packs them) with
 //! Python's `struct`, not with our encoder. Valid vectors decode to the listed
 //! fields and re-encode byte-exact (minus ignored trailing bytes); malformed
 //! ones fail with exactly the named error, in the owned and in-place parsers.
@@ -61,10 +62,10 @@ fn craq_code(name: &str) -> u8 {
 
 fn nc_code(name: &str) -> u8 {
     match name {
-        "READ_REQ" => 0,
-        "READ_REPLY" => 1,
-        "WRITE_REQ" => 2,
-        "WRITE_REPLY" => 3,
+        "READ_REQ" => 10,
+        "READ_REPLY" => 11,
+        "WRITE_REQ" => 12,
+        "WRITE_REPLY" => 13,
         _ => panic!("unknown op {name}"),
     }
 }
@@ -167,10 +168,15 @@ fn netchain_vectors() {
 
 /// The head's pop (NetChain section 4) turns the client's 4-node write into
 /// the next vector byte for byte, once the head has written its sequence.
+/// The bytes of the NetChain vector `name`.
+fn nc_vector(name: &str) -> Vec<u8> {
+    let vs: Vec<NcVector> = load("netchain.json");
+    unhex(&vs.iter().find(|v| v.name == name).expect(name).hex)
+}
+
 #[test]
 fn netchain_pop_turns_one_vector_into_the_next() {
-    let vs: Vec<NcVector> = load("netchain.json");
-    let hex = |name: &str| unhex(&vs.iter().find(|v| v.name == name).expect(name).hex);
+    let hex = nc_vector;
     let mut b = hex("write_req_4_chain");
     let mut p = NcPacket::parse(&mut b).unwrap();
     p.pop();
@@ -178,4 +184,33 @@ fn netchain_pop_turns_one_vector_into_the_next() {
     let len = p.len();
     b.truncate(len);
     assert_eq!(b, hex("write_req_after_head"));
+}
+
+/// The reference's tail (netchain-p4 `p4src/netchain.p4`: `pop_chain`,
+/// `pop_chain_again`, `gen_reply`) turns the write that reached it into the
+/// 38-byte write reply, and the reversed-stack read into the read reply
+/// that keeps the rest of its stack.
+#[test]
+fn netchain_the_tails_pops_make_the_reference_replies() {
+    let hex = nc_vector;
+    let mut w = hex("reference_write_request");
+    let mut p = NcPacket::parse(&mut w).unwrap();
+    p.set_seq(1);
+    for _ in 0..3 {
+        p.pop();
+    }
+    p.set_op(netchain::NcOp::WriteReply);
+    p.pop();
+    let len = p.len();
+    w.truncate(len);
+    assert_eq!(w, hex("reference_write_reply"));
+    let mut r = hex("reference_read_request");
+    let mut p = NcPacket::parse(&mut r).unwrap();
+    p.pop();
+    p.set_op(netchain::NcOp::ReadReply);
+    p.set_seq(1);
+    p.set_value(NcMsg::decode(&hex("reference_write_reply")).unwrap().value);
+    let len = p.len();
+    r.truncate(len);
+    assert_eq!(r, hex("reference_read_reply"));
 }

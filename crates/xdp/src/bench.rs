@@ -200,6 +200,10 @@ pub fn summarize(name: &str, parts: &[ProbeResult]) -> Summary {
     }
 }
 
+/// Where under the testbed's pin root a run pins its switch (`testbed::down`
+/// removes it).
+pub const PIN_SUBDIR: &str = "bench";
+
 /// Removes the testbed when dropped, so a failed run leaves nothing behind.
 pub struct DownOnDrop;
 
@@ -228,7 +232,7 @@ pub fn run(cfg: &BenchConfig, innet_exe: &Path) -> Result<Vec<Summary>> {
     };
     testbed::up(&opts)?;
     let _down = DownOnDrop;
-    let dir = PathBuf::from(testbed::PIN_DIR).join("bench");
+    let dir = PathBuf::from(testbed::PIN_DIR).join(PIN_SUBDIR);
     let switch = testbed::load_pinned(Mode::OptimisticAbort, &dir)?;
     let probe_cfg = |client_id: u32, prime: bool, expect: Option<u8>| ProbeConfig {
         to: SocketAddr::V4(testbed::service_addr()),

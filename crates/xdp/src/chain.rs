@@ -64,6 +64,7 @@ same!(c::NC_VALUE_LEN, VALUE_LEN);
 same!(c::NC_FIXED_LEN, ncw::FIXED_LEN);
 same!(c::NC_MAX_LEN, ncw::MAX_LEN);
 same!(c::NC_DEFAULT_PORT, ncw::DEFAULT_PORT);
+same!(c::NC_REPLY_PORT, ncw::REPLY_PORT);
 same!(c::NC_OFF_OP, ncw::offset::OP);
 same!(c::NC_OFF_SC, ncw::offset::SC);
 same!(c::NC_OFF_SEQ, ncw::offset::SEQ);
@@ -154,6 +155,9 @@ pub struct NodeAddr {
     pub node_ip: Ipv4Addr,
     /// The port towards the clients.
     pub origin_port: u16,
+    /// NetChain: replies go to the client's address at this UDP port (the
+    /// reference's [`ncw::REPLY_PORT`]); 0: to the request's source port.
+    pub reply_port: u16,
 }
 
 /// What both programs' loaders share.
@@ -178,8 +182,9 @@ impl Node {
     }
 
     /// Both configs start with ten words: role, writes_paused, three of the
-    /// program's own (`middle`), node_ip, origin_port, prev, tail, padding;
-    /// then the program's own `tail_words`.
+    /// program's own (`middle`), node_ip, origin_port, prev, tail, and
+    /// NetChain's reply port (NetCRAQ's padding: 0); then the program's own
+    /// `tail_words`.
     fn write_config(&self, map: &str, size: usize, middle: [u32; 3], tail_words: &[u32]) -> Result<()> {
         let words = [role_code(self.role), self.writes_paused as u32, middle[0], middle[1], middle[2]];
         let mut b: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
@@ -187,7 +192,7 @@ impl Node {
         b.extend_from_slice(&(self.addr.origin_port as u32).to_ne_bytes());
         b.extend_from_slice(&peer_code(self.prev).to_ne_bytes());
         b.extend_from_slice(&peer_code(self.tail).to_ne_bytes());
-        b.extend_from_slice(&[0; 4]);
+        b.extend_from_slice(&(self.addr.reply_port as u32).to_ne_bytes());
         b.extend(tail_words.iter().flat_map(|w| w.to_ne_bytes()));
         assert_eq!(b.len(), size, "{map}: config struct layout");
         self.obj.write(map, 0, &b)
@@ -636,7 +641,7 @@ pub fn unavailable() -> Option<String> {
     if euid != 0 {
         return Some(format!("not root (euid {euid}): loading BPF programs needs CAP_BPF and CAP_NET_ADMIN"));
     }
-    let addr = NodeAddr { udp_port: craqw::DEFAULT_PORT, node_ip: Ipv4Addr::LOCALHOST, origin_port: 0 };
+    let addr = NodeAddr { udp_port: craqw::DEFAULT_PORT, node_ip: Ipv4Addr::LOCALHOST, origin_port: 0, reply_port: 0 };
     CraqXdp::load(2, 2, addr)
         .and_then(|_| NcXdp::load(1, 2, addr))
         .err()

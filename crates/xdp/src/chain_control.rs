@@ -58,7 +58,7 @@ use innet_wire::netchain::key_from_u32;
 use innet_wire::txn::Value;
 
 use crate::chain_testbed::{
-    self as tb, apply_layout, load_node, node_ip, set_node_link, udp_port, NodeProgram, NodeXdp, CLIENT_IP,
+    self as tb, apply_layout, load_node, node_ip, set_node_link, udp_port, NodeProgram, NodeXdp, ReplyTo, CLIENT_IP,
 };
 use crate::testbed::{in_netns, NS_CLIENT};
 
@@ -84,7 +84,7 @@ impl XdpChain {
     /// (`chain_testbed::up` with no data plane) and applies the
     /// initial layout.
     pub fn start(protocol: Protocol, nodes: usize) -> Result<XdpChain> {
-        let xs = tb::attach_nodes(protocol, nodes)?;
+        let xs = tb::attach_nodes(protocol, nodes, ReplyTo::SourcePort)?;
         let probe = in_netns(NS_CLIENT, || Ok(UdpSocket::bind((CLIENT_IP, 0))?)).context("probe socket")?;
         let chain =
             XdpChain { protocol, nodes: xs, probe, probes_seen: vec![0; nodes], copies: vec![], errors: vec![] };
@@ -309,7 +309,7 @@ pub fn run_drill(cfg: &DrillConfig, stop: &Stop) -> Result<DrillReport> {
     ensure!(cfg.nodes <= most, "{protocol} chains on the testbed have at most {most} nodes");
     ensure!(cfg.keys >= 1 && cfg.keys <= tb::NETCHAIN_KEYS_INSTALLED, "keys in 1..={}", tb::NETCHAIN_KEYS_INSTALLED);
 
-    tb::up(protocol, cfg.nodes, None)?;
+    tb::up(protocol, cfg.nodes, None, ReplyTo::SourcePort)?;
     let (control, layout) = ChainControl::new(cfg.control.clone(), cfg.nodes, clock::now());
     ensure!(layout == deploy::initial_layout(cfg.nodes), "the control plane starts from the testbed's layout");
     let chain = Arc::new(Mutex::new(XdpChain::start(protocol, cfg.nodes)?));
@@ -354,7 +354,7 @@ pub fn run_drill(cfg: &DrillConfig, stop: &Stop) -> Result<DrillReport> {
     let failed = clock::now();
     sleep_until(failed + cfg.restart_after);
     let members_after_failure = view.lock().unwrap_or_else(|e| e.into_inner()).1.clone();
-    let fresh = load_node(protocol, cfg.victim, cfg.nodes).context("restart the node")?;
+    let fresh = load_node(protocol, cfg.victim, cfg.nodes, ReplyTo::SourcePort).context("restart the node")?;
     set_node_link(cfg.victim, true).context("restart the node")?;
     let restarted = clock::now();
     chain.lock().unwrap_or_else(|e| e.into_inner()).replace(cfg.victim, fresh);

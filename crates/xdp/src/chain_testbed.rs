@@ -17,7 +17,10 @@
 //! `tc_chain_multicast` on clsact ingress: at the tail it clones each ACK to
 //! the writer and to every other node (`bpf_clone_redirect`). NetChain chain
 //! addresses are the nodes' IPv4 addresses; keys
-//! 0..[`NETCHAIN_KEYS_INSTALLED`] (as `key_from_u32`) are installed.
+//! 0..[`NETCHAIN_KEYS_INSTALLED`] and [`REFERENCE_KEYS`] (as
+//! `key_from_u32`) are installed. NetChain requests go to UDP port 8888,
+//! and by default its tail replies to the client's port 8889, as NetChain's
+//! P4 reference does ([`ReplyTo`]).
 //!
 //! A node is configured in two parts, as a P4 switch is:
 //!
@@ -68,6 +71,10 @@ const PORT_FIRST_NODE: u16 = 3;
 pub const NODES_MAX: usize = PORTS_MAX - PORT_FIRST_NODE as usize + 1;
 /// NetChain keys installed on every node.
 pub const NETCHAIN_KEYS_INSTALLED: u32 = 256;
+/// The keys NetChain's P4 reference's client uses (netchain-p4
+/// `controller/nc_config.py`: `ENTRY = 2018 + i for i in range(200)`),
+/// installed too.
+pub const REFERENCE_KEYS: std::ops::Range<u32> = 2018..2218;
 
 pub fn node_ns(i: usize) -> String {
     format!("innet-n{i}")
@@ -92,6 +99,28 @@ pub fn node_pin_dir(i: usize) -> std::path::PathBuf {
     Path::new(PIN_DIR).join(format!("chain-n{i}"))
 }
 
+/// Where a NetChain tail's replies go on the client's address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyTo {
+    /// UDP port [`innet_wire::netchain::REPLY_PORT`] (8889), as NetChain's
+    /// P4 reference does: its client sends from one socket and receives on
+    /// another (`client/nc_socket.py`, `client/receiver.py`).
+    ReferencePort,
+    /// The request's source port: many clients on the one client address
+    /// (the drill, the benchmarks, the hostile-input tests).
+    SourcePort,
+}
+
+impl ReplyTo {
+    /// The node's `reply_port` (0: the source port; NetCRAQ always 0).
+    pub fn port(self, protocol: Protocol) -> u16 {
+        match (protocol, self) {
+            (Protocol::NetChain, ReplyTo::ReferencePort) => innet_wire::netchain::REPLY_PORT,
+            _ => 0,
+        }
+    }
+}
+
 /// The UDP port of a protocol's packets.
 pub fn udp_port(protocol: Protocol) -> u16 {
     match protocol {
@@ -101,8 +130,9 @@ pub fn udp_port(protocol: Protocol) -> u16 {
 }
 
 /// Builds the chain topology with `nodes` nodes; with `Some(DataPlaneAt::Xdp)`
-/// the node programs are attached, with `None` nothing is.
-pub fn up(protocol: Protocol, nodes: usize, data_plane: Option<DataPlaneAt>) -> Result<State> {
+/// the node programs are attached (NetChain's replies going as `reply`
+/// says), with `None` nothing is.
+pub fn up(protocol: Protocol, nodes: usize, data_plane: Option<DataPlaneAt>, reply: ReplyTo) -> Result<State> {
     if !(1..=NODES_MAX).contains(&nodes) {
         bail!("a chain of 1..={NODES_MAX} nodes (got {nodes})");
     }
@@ -112,10 +142,10 @@ pub fn up(protocol: Protocol, nodes: usize, data_plane: Option<DataPlaneAt>) -> 
              `innet up chain --protocol {protocol} --nodes {nodes}`"
         );
     }
-    testbed::guarded(testbed::STATE_FILE, || build(protocol, nodes, data_plane), testbed::down_unlocked)
+    testbed::guarded(testbed::STATE_FILE, || build(protocol, nodes, data_plane, reply), testbed::down_unlocked)
 }
 
-fn build(protocol: Protocol, nodes: usize, data_plane: Option<DataPlaneAt>) -> Result<State> {
+fn build(protocol: Protocol, nodes: usize, data_plane: Option<DataPlaneAt>, reply: ReplyTo) -> Result<State> {
     testbed::remove_own_leftovers()?;
     let mut namespaces = vec![NS_CLIENT.to_string(), NS_FABRIC.to_string()];
     namespaces.extend((0..nodes).map(node_ns));
@@ -128,7 +158,7 @@ fn build(protocol: Protocol, nodes: usize, data_plane: Option<DataPlaneAt>) -> R
     testbed::save(&state)?;
     build_links(nodes).context("build namespaces, links and the bridge")?;
     if data_plane == Some(DataPlaneAt::Xdp) {
-        attach_nodes(protocol, nodes)?;
+        attach_nodes(protocol, nodes, reply)?;
     }
     Ok(state)
 }
@@ -159,11 +189,11 @@ impl NodeXdp {
 
 /// Loads, wires, pins and attaches every node's programs on a built chain
 /// topology, and applies the initial layout (node i at position i).
-pub fn attach_nodes(protocol: Protocol, nodes: usize) -> Result<Vec<NodeXdp>> {
+pub fn attach_nodes(protocol: Protocol, nodes: usize, reply: ReplyTo) -> Result<Vec<NodeXdp>> {
     let layout = deploy::initial_layout(nodes);
     let mut xs = vec![];
     for i in 0..nodes {
-        let mut x = load_node(protocol, i, nodes).with_context(|| format!("node {i}"))?;
+        let mut x = load_node(protocol, i, nodes, reply).with_context(|| format!("node {i}"))?;
         apply_layout(&mut x, protocol, &layout, nodes, i).with_context(|| format!("node {i}: initial layout"))?;
         xs.push(x);
     }
@@ -243,10 +273,11 @@ const NO_PORT: ChainPort = ChainPort { ifindex: 0, ip: Ipv4Addr::UNSPECIFIED, po
 /// Loads a fresh node `i` (no role, empty registers) with its wiring, pins
 /// its maps (replacing pins of an earlier program of the node) and attaches
 /// it (NetCRAQ: and the multicast tc program), replacing what runs there.
-pub fn load_node(protocol: Protocol, i: usize, nodes: usize) -> Result<NodeXdp> {
+pub fn load_node(protocol: Protocol, i: usize, nodes: usize, reply: ReplyTo) -> Result<NodeXdp> {
     let (ns, dev) = (node_ns(i), node_dev(i));
     let index = ifindex(&ns, &dev)?;
-    let addr = NodeAddr { udp_port: udp_port(protocol), node_ip: node_ip(i), origin_port: PORT_CLIENTS };
+    let reply_port = reply.port(protocol);
+    let addr = NodeAddr { udp_port: udp_port(protocol), node_ip: node_ip(i), origin_port: PORT_CLIENTS, reply_port };
     let clients = port_to(i, index, (CLIENT_IP, CLIENT_MAC));
     // Every other node's port, and its frames known by this interface and
     // its MAC (the program takes writes and ACKs only from chain nodes the
@@ -280,7 +311,7 @@ pub fn load_node(protocol: Protocol, i: usize, nodes: usize) -> Result<NodeXdp> 
         Protocol::NetChain => {
             let mut x = NcXdp::load(u32::from(node_ip(i)), KEYS_DEFAULT, addr)?;
             wire(&|p, c| x.set_port(p, c), &|f, m, j| x.set_peer(f, m, j))?;
-            for k in 0..NETCHAIN_KEYS_INSTALLED {
+            for k in (0..NETCHAIN_KEYS_INSTALLED).chain(REFERENCE_KEYS) {
                 x.install_key(key_from_u32(k))?.with_context(|| format!("install key {k}"))?;
             }
             x.pin_maps(&pins)?;

@@ -76,6 +76,7 @@ same!(c::VERDICT_REFLECT, Verdict::Reflect.code());
 same!(c::WAYS, innet_core::table::WAYS);
 same!(c::CACHE_SLOTS_DEFAULT, innet_txn::switch::CACHE_SLOTS_DEFAULT);
 same!(c::CLIENT_SLOTS_DEFAULT, innet_txn::switch::CLIENT_SLOTS_DEFAULT);
+same!(c::AWAITING_SPAN_MAX, innet_txn::switch::AWAITING_SPAN_MAX);
 
 /// Slots per set.
 pub const WAYS: usize = c::WAYS as usize;
@@ -232,7 +233,7 @@ pub fn decode_client_slot(b: &[u8]) -> Slot<ClientEntry> {
         value: ClientEntry {
             req_id: u32_at(b, 12) as i32,
             forwarded: b[16] != 0,
-            awaiting: b[17] != 0,
+            awaiting: b[17],
             generation: u16::from_ne_bytes([b[18], b[19]]),
             pinned: b[20] != 0,
         },

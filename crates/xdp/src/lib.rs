@@ -29,18 +29,24 @@
 //!   (`tests/chain_differential.rs`). [`chain_control`] is the chain
 //!   control plane (`innet_chain::ChainControl`) driving the testbed's
 //!   nodes through their maps, and its failure drill.
+//! * [`upcall`] is `innet bench xdp-upcall`: decided instances handed from
+//!   XDP to a user-space learner by socket, batch datagram, BPF ring buffer
+//!   or AF_XDP (`bpf/upcall.bpf.c`), with an in-kernel generator.
 //!
 //! The Rust reference for every program is the state machine in the
 //! protocol crate (`innet_txn::TxnSwitch`); `tests/txn_differential.rs`
 //! holds the two to identical verdicts, bytes, counters and table contents.
 
 pub mod bench;
+pub mod bpf_stats;
 pub mod chain;
 pub mod chain_bench;
 pub mod chain_control;
 pub mod chain_testbed;
+pub mod fabric;
 pub mod forward;
 pub mod frame;
+pub mod generator;
 pub mod layout;
 pub mod netns;
 pub mod object;
@@ -52,3 +58,4 @@ pub mod privileged;
 pub mod testbed;
 pub mod txn;
 pub mod txn_topology;
+pub mod upcall;

@@ -102,6 +102,43 @@ impl BpfObject {
         Ok((action, out))
     }
 
+    /// Runs program `name` on `repeat` copies of `frame` received on
+    /// `ingress_ifindex` (queue 0) of the calling thread's network
+    /// namespace, in live frame mode (`BPF_F_TEST_XDP_LIVE_FRAMES`): the
+    /// program's actions take effect (`XDP_TX` and `XDP_REDIRECT` send the
+    /// frames, `XDP_PASS` hands them to the stack). The kernel copies
+    /// `frame` into a page once and recycles the page without copying it
+    /// again, so a program that must see fresh contents writes them itself.
+    /// Returns the kernel's time per frame (the program, and whatever its
+    /// actions set off in this CPU's softirq, e.g. the receiving end of a
+    /// veth; time given to other tasks at a reschedule not included).
+    ///
+    /// Each run with `repeat > 1` adds the program to the XDP dispatcher
+    /// and removes it after, two image updates that each wait for an RCU
+    /// grace period (~24 ms per run measured here) unless the program is
+    /// in the dispatcher already, i.e. attached somewhere in driver mode.
+    pub fn test_run_live(
+        &self,
+        name: &str,
+        frame: &[u8],
+        ingress_ifindex: u32,
+        repeat: u32,
+    ) -> Result<std::time::Duration> {
+        let prog = self.program(name)?;
+        // struct xdp_md: data, data_end, data_meta, ingress_ifindex, rx_queue_index, egress_ifindex.
+        let mut ctx = [0u8; 24];
+        ctx[4..8].copy_from_slice(&(frame.len() as u32).to_ne_bytes());
+        ctx[12..16].copy_from_slice(&ingress_ifindex.to_ne_bytes());
+        let input = libbpf_rs::ProgramInput {
+            data_in: Some(frame),
+            context_in: Some(&mut ctx[..]),
+            flags: test_run_flags::TEST_XDP_LIVE_FRAMES,
+            repeat,
+            ..Default::default()
+        };
+        Ok(prog.test_run(input).context("BPF_PROG_TEST_RUN in live frame mode")?.duration)
+    }
+
     /// Runs `frame` through program `name` `repeat` times in the kernel
     /// (`BPF_PROG_TEST_RUN`): the mean time of one run.
     pub fn test_run_repeat(&self, name: &str, frame: &[u8], repeat: u32) -> Result<std::time::Duration> {
@@ -126,6 +163,11 @@ impl BpfObject {
         let mut ns: Vec<u64> = (0..runs.max(1)).map(|_| self.test_run_once_ns(name, frame)).collect::<Result<_>>()?;
         ns.sort_unstable();
         Ok(ns[ns.len() / 2])
+    }
+
+    /// Map `name`'s file descriptor (valid while `self` lives).
+    pub fn map_fd(&self, name: &str) -> Result<RawFd> {
+        Ok(self.map(name)?.as_fd().as_raw_fd())
     }
 
     /// Program `name`'s file descriptor (valid while `self` lives), for
@@ -155,6 +197,12 @@ impl BpfObject {
         }
         self.program(name)?.pin(path).with_context(|| format!("pin {}", path.display()))
     }
+}
+
+/// Flags of `BPF_PROG_TEST_RUN` (`include/uapi/linux/bpf.h`).
+mod test_run_flags {
+    /// `BPF_F_TEST_XDP_LIVE_FRAMES`.
+    pub const TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
 }
 
 /// Where the BPF filesystem is conventionally mounted.
@@ -195,16 +243,61 @@ fn is_bpffs(dir: &Path) -> bool {
 /// calling thread's network namespace, replacing what is there. The
 /// attachment (netlink, not a bpf_link) outlives this process.
 pub fn attach_fd(fd: RawFd, ifindex: u32) -> Result<()> {
+    attach_fd_in(fd, ifindex, XdpMode::Generic)
+}
+
+/// Where an XDP program runs on a device: in the driver (`native`: on a
+/// veth, frames pass between devices as `xdp_frame`s, a devmap broadcast
+/// copies without skbs, and the receiving veth's NAPI, threaded if asked,
+/// can run on another CPU; the peer of a veth needs an XDP program for
+/// frames to reach it) or after the kernel built an skb (`generic`: works
+/// on any device and needs nothing on the peer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum XdpMode {
+    #[default]
+    Native,
+    Generic,
+}
+
+impl XdpMode {
+    fn flags(self) -> XdpFlags {
+        match self {
+            XdpMode::Native => XdpFlags::DRV_MODE,
+            XdpMode::Generic => XdpFlags::SKB_MODE,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            XdpMode::Native => "native",
+            XdpMode::Generic => "generic",
+        }
+    }
+}
+
+impl std::fmt::Display for XdpMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Attaches the XDP program `fd` in `mode` to `ifindex` of the calling
+/// thread's network namespace, replacing what is there (in either mode).
+/// The attachment (netlink, not a bpf_link) outlives this process.
+pub fn attach_fd_in(fd: RawFd, ifindex: u32, mode: XdpMode) -> Result<()> {
     // SAFETY: the caller keeps the program open (it borrows the BpfObject
     // that returned `fd` for the duration of the call).
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };
     Xdp::new(fd)
-        .attach(ifindex as i32, XdpFlags::SKB_MODE | XdpFlags::REPLACE)
+        .attach(ifindex as i32, mode.flags() | XdpFlags::REPLACE)
         .or_else(|_| {
-            let _ = Xdp::new(fd).detach(ifindex as i32, XdpFlags::SKB_MODE);
-            Xdp::new(fd).attach(ifindex as i32, XdpFlags::SKB_MODE)
+            // A program in the other mode (or a replace refused): off, then on.
+            for m in [XdpMode::Native, XdpMode::Generic] {
+                let _ = Xdp::new(fd).detach(ifindex as i32, m.flags());
+            }
+            Xdp::new(fd).attach(ifindex as i32, mode.flags())
         })
-        .with_context(|| format!("attach XDP to ifindex {ifindex}"))
+        .with_context(|| format!("attach XDP ({mode} mode) to ifindex {ifindex}"))
 }
 
 /// Detaches the generic-mode XDP program of `ifindex` (calling thread's
@@ -215,6 +308,20 @@ pub fn detach_fd(fd: RawFd, ifindex: u32) -> Result<()> {
     Xdp::new(fd)
         .detach(ifindex as i32, XdpFlags::SKB_MODE)
         .with_context(|| format!("detach XDP from ifindex {ifindex}"))
+}
+
+/// Writes `key` -> `value` into the map `fd` from the calling thread: for
+/// maps whose values name devices (a devmap entry's ifindex is looked up in
+/// the writer's network namespace), written from a thread in the
+/// devices' namespace ([`crate::testbed::in_netns`]).
+pub fn update_raw(fd: RawFd, key: &[u8], value: &[u8]) -> Result<()> {
+    // SAFETY: the caller keeps the map open; key and value are valid for
+    // the map's key and value sizes, which the kernel checks.
+    let rc = unsafe { libbpf_rs::libbpf_sys::bpf_map_update_elem(fd, key.as_ptr().cast(), value.as_ptr().cast(), 0) };
+    if rc != 0 {
+        bail!("bpf_map_update_elem: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Element `index` of an array map.

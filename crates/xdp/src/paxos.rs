@@ -101,10 +101,15 @@ pub const MAP_COUNTERS: &str = "paxos_counters";
 pub const MAP_MEMBERS: &str = "paxos_members";
 pub const MAP_SENDERS: &str = "paxos_senders";
 pub const MAP_REJECTED: &str = "paxos_rejected";
-pub const PINNED_MAPS: [&str; 7] =
-    [MAP_CONFIG, MAP_STATE, MAP_SLOTS, MAP_COUNTERS, MAP_MEMBERS, MAP_SENDERS, MAP_REJECTED];
+/// [`Multicast::Devmap`]: the members' devices (a devmap) and the member on each.
+pub const MAP_PORTS: &str = "paxos_ports";
+pub const MAP_MEMBER_AT: &str = "paxos_member_at";
+pub const PINNED_MAPS: [&str; 8] =
+    [MAP_CONFIG, MAP_STATE, MAP_SLOTS, MAP_COUNTERS, MAP_MEMBERS, MAP_SENDERS, MAP_REJECTED, MAP_MEMBER_AT];
 /// The tc program: the copies of a multicast verdict, and the role for frames generic XDP skipped.
 pub const TC_PROGRAM: &str = "tc_paxos";
+/// The egress program of every [`MAP_PORTS`] entry: rewrites a broadcast copy to its member.
+pub const EGRESS_PROGRAM: &str = "xdp_paxos_egress";
 /// Bytes of XDP metadata in front of a multicast frame: magic, group.
 pub const META_LEN: usize = 4;
 pub const META_MAGIC: u16 = c::PAXOS_META_MAGIC as u16;
@@ -118,11 +123,37 @@ pub const COORDINATOR_COUNTERS: [&str; c::PAXOS_COORD_CTR_COUNT as usize] =
 pub const ACCEPTOR_COUNTERS: [&str; c::PAXOS_ACC_CTR_COUNT as usize] =
     ["promises", "votes", "stale_round", "trimmed", "ring_full", "trims", "conflicting", "ignored", "decode_errors"];
 /// Counters only the BPF side has, at their map indices.
-pub const BPF_COUNTERS: [(&str, u32); 3] = [
+pub const BPF_COUNTERS: [(&str, u32); 4] = [
     ("xdp_passed_other", c::PAXOS_CTR_XDP_PASSED_OTHER as u32),
     ("multicast_copies", c::PAXOS_CTR_MULTICAST_COPIES as u32),
     ("multicast_errors", c::PAXOS_CTR_MULTICAST_ERRORS as u32),
+    ("egress_copies", c::PAXOS_CTR_EGRESS_COPIES as u32),
 ];
+
+/// How a role's multicast verdict (2A to the acceptors, 2B to the voters)
+/// leaves the program (`config.mcast`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Multicast {
+    /// XDP metadata and `XDP_PASS`; `tc_paxos` clones one skb per member.
+    /// Any number of members per device; the copies skip generic XDP at
+    /// the next hop, where `tc_paxos` runs the role instead.
+    #[default]
+    Tc,
+    /// `bpf_redirect_map` with `BPF_F_BROADCAST` on the devmap
+    /// [`MAP_PORTS`]: the kernel copies the frame to every member's
+    /// device and [`EGRESS_PROGRAM`] rewrites each copy. One member per
+    /// device; the copies stay XDP frames (driver mode), no tc.
+    Devmap,
+}
+
+impl Multicast {
+    fn code(self) -> u32 {
+        match self {
+            Multicast::Tc => c::PAXOS_MCAST_TC as u32,
+            Multicast::Devmap => c::PAXOS_MCAST_DEVMAP as u32,
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -228,8 +259,14 @@ pub(crate) fn write_senders(obj: &BpfObject, map: &str, by_addr: &HashMap<Sender
         if s.class == 0 {
             bail!("sender {k:?} has no class");
         }
-        let mut v = vec![s.class, s.issuer];
+        // An any-port entry whose address has no per-port entry: the
+        // program's lookup stops at it (`paxos_sender`).
+        let address_only =
+            k.port == 0 && !by_addr.keys().any(|o| o.port != 0 && (o.ifindex, o.ip) == (k.ifindex, k.ip));
+        let flags = if address_only { c::PAXOS_SENDER_ADDRESS_ONLY as u8 } else { 0 };
+        let mut v = vec![s.class, s.issuer, flags, 0];
         v.extend_from_slice(&s.proposer.to_ne_bytes());
+        v.extend_from_slice(&[0; 2]);
         assert_eq!(v.len(), c::PAXOS_SENDER_SIZE as usize, "struct innet_paxos_sender layout");
         m.update(&k.encode(), &v, MapFlags::ANY).with_context(|| format!("write {map} {k:?}"))?;
     }
@@ -258,6 +295,8 @@ pub struct Config {
     pub acceptor_id: u16,
     /// The group of the role's multicast verdict.
     pub group: u16,
+    /// How the multicast verdict's copies leave.
+    pub mcast: Multicast,
 }
 
 impl Config {
@@ -272,6 +311,7 @@ impl Config {
             round: cfg.round,
             acceptor_id: 0,
             group: cfg.acceptor_group,
+            mcast: Multicast::Tc,
         }
     }
     /// The XDP acceptor configured as the reference `cfg`.
@@ -285,6 +325,7 @@ impl Config {
             round: 0,
             acceptor_id: cfg.id,
             group: cfg.learner_group,
+            mcast: Multicast::Tc,
         }
     }
 }
@@ -312,6 +353,40 @@ impl Member {
         b.extend_from_slice(&[0, 0]);
         assert_eq!(b.len(), c::PAXOS_MEMBER_SIZE as usize, "struct innet_paxos_member layout");
         b
+    }
+}
+
+/// The descriptors [`Multicast::Devmap`]'s maps are written with
+/// ([`PaxosXdp::ports_writer`]): plain numbers, so a thread that entered
+/// the devices' network namespace can use them while the role is loaded.
+#[derive(Clone, Copy, Debug)]
+pub struct PortsWriter {
+    egress: RawFd,
+    ports: RawFd,
+    member_at: RawFd,
+}
+
+impl PortsWriter {
+    /// Writes every member's device (with the egress program) and the
+    /// member by device; call it in the devices' namespace.
+    pub fn write(&self, members: &[Member]) -> Result<()> {
+        let mut seen = std::collections::HashSet::new();
+        for m in members {
+            if !seen.insert(m.ifindex) {
+                bail!(
+                    "two members leave by device {} (ifindex): a devmap broadcast makes one copy per device; \
+                     use the tc multicast for several members behind one device",
+                    m.ifindex
+                );
+            }
+            // struct bpf_devmap_val: ifindex, then the egress program's fd.
+            let mut v = m.ifindex.to_ne_bytes().to_vec();
+            v.extend_from_slice(&self.egress.to_ne_bytes());
+            let key = m.ifindex.to_ne_bytes();
+            crate::object::update_raw(self.ports, &key, &v).context("write paxos_ports")?;
+            crate::object::update_raw(self.member_at, &key, &m.encode()).context("write paxos_member_at")?;
+        }
+        Ok(())
     }
 }
 
@@ -377,6 +452,7 @@ impl PaxosXdp {
         for (i, m) in members.iter().enumerate() {
             self.obj.write(MAP_MEMBERS, i as u32, &m.encode())?;
         }
+
         let mut b = Vec::with_capacity(c::PAXOS_CONFIG_SIZE as usize);
         for v in [
             self.role.id(),
@@ -392,12 +468,33 @@ impl PaxosXdp {
             b.extend_from_slice(&v.to_ne_bytes());
         }
         b.extend_from_slice(&allowed_row(self.role.kind()));
+        b.extend_from_slice(&cfg.mcast.code().to_ne_bytes());
         assert_eq!(b.len(), c::PAXOS_CONFIG_SIZE as usize, "struct innet_paxos_config layout");
         self.obj.write(MAP_CONFIG, 0, &b)?;
         // The instance counter starts at first_instance (Coordinator::new).
         let mut st = vec![0u8; c::PAXOS_STATE_SIZE as usize];
         st[..4].copy_from_slice(&cfg.first_instance.to_ne_bytes());
         self.obj.write(MAP_STATE, 0, &st)
+    }
+
+    /// [`Multicast::Devmap`]'s maps: every member's device in the devmap
+    /// with [`EGRESS_PROGRAM`] as its egress program, and the member by
+    /// its device. One member per device (the egress program knows a copy
+    /// only by the device it leaves on). The devmap names devices by
+    /// ifindex in the writer's network namespace: call it from a thread in
+    /// the members' devices' namespace (`testbed::in_netns`).
+    pub fn set_ports(&self, members: &[Member]) -> Result<()> {
+        self.ports_writer()?.write(members)
+    }
+
+    /// What [`PaxosXdp::set_ports`] writes with, as descriptors a thread
+    /// in another namespace can use.
+    pub fn ports_writer(&self) -> Result<PortsWriter> {
+        Ok(PortsWriter {
+            egress: self.obj.program_fd(EGRESS_PROGRAM)?,
+            ports: self.obj.map_fd(MAP_PORTS)?,
+            member_at: self.obj.map_fd(MAP_MEMBER_AT)?,
+        })
     }
 
     /// Writes who may send the role what: `s` (of the role's kind) into
@@ -444,6 +541,11 @@ impl PaxosXdp {
 
     pub fn pin_maps(&mut self, dir: &Path) -> Result<()> {
         self.obj.pin_maps(dir, &PINNED_MAPS)
+    }
+
+    /// Pins the role's XDP program at `path`.
+    pub fn pin_program(&mut self, path: &Path) -> Result<()> {
+        self.obj.pin_program(self.role.program(), path)
     }
 
     pub fn counters(&self) -> Result<Vec<(&'static str, u64)>> {
@@ -631,6 +733,8 @@ mod tests {
                 (MAP_MEMBERS, n(c::PAXOS_MAX_MEMBERS), n(c::PAXOS_MEMBER_SIZE)),
                 (MAP_SENDERS, n(c::PAXOS_MAX_SENDERS), n(c::PAXOS_SENDER_SIZE)),
                 (MAP_REJECTED, n(c::PAXOS_REJECT_COUNT), Some(8)),
+                (MAP_PORTS, n(c::PAXOS_MAX_MEMBERS), Some(8)),
+                (MAP_MEMBER_AT, n(c::PAXOS_MAX_MEMBERS), n(c::PAXOS_MEMBER_SIZE)),
             ],
         );
     }

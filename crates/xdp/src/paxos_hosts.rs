@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use innet_core::deploy::NodeIx;
 use innet_core::{Host, Outbox, Time};
 use innet_live::deploy::host_options;
-use innet_live::{clock, spawn_host, HostOptions, NodeHandle, Stop};
+use innet_live::{clock, spawn_host, HostOptions, HostStats, NodeHandle, Shared, SharedSocket, SharedStats, Stop};
 use innet_paxos::deploy::{PaxosDeployment, PaxosRole, Roles};
 use innet_paxos::learner::LearnerStats;
 use innet_paxos::workload::LoadProposer;
@@ -88,6 +88,12 @@ pub struct HostsReport {
     /// The backup, if it ran here.
     pub backup: Option<BackupCoordinator>,
     pub wall_s: f64,
+    /// One vote per machine: what the machine's shared decision socket
+    /// and ring delivered (`None`: every role on its own socket).
+    pub machine: Option<SharedStats>,
+    /// What the runtime did for each role's own socket (learners, then
+    /// proposers, then the backup if here), with one vote per machine.
+    pub net: Vec<HostStats>,
 }
 
 impl HostsReport {
@@ -137,13 +143,45 @@ impl Host for TimedLearner {
     }
 }
 
-/// A socket on `port` of every address of the hosts namespace.
+/// Every role of the hosts machine, in one event loop (one vote per
+/// machine: they learn from one count).
+enum EndHost {
+    Learner(TimedLearner),
+    Proposer(LoadProposer),
+    Backup(BackupCoordinator),
+}
+
+impl Host for EndHost {
+    fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox) {
+        match self {
+            EndHost::Learner(h) => h.on_packet(now, packet, out),
+            EndHost::Proposer(h) => h.on_packet(now, packet, out),
+            EndHost::Backup(h) => h.on_packet(now, packet, out),
+        }
+    }
+    fn on_tick(&mut self, now: Time, out: &mut Outbox) {
+        match self {
+            EndHost::Learner(h) => h.on_tick(now, out),
+            EndHost::Proposer(h) => h.on_tick(now, out),
+            EndHost::Backup(h) => h.on_tick(now, out),
+        }
+    }
+    fn next_tick(&self) -> Option<Time> {
+        match self {
+            EndHost::Learner(h) => h.next_tick(),
+            EndHost::Proposer(h) => h.next_tick(),
+            EndHost::Backup(h) => h.next_tick(),
+        }
+    }
+}
+
 /// The id of the testbed's proposer `i` (its block, incarnation 0: one
 /// run per testbed).
 pub fn proposer_id(i: usize) -> u32 {
     innet_paxos::envelope::proposer_id(i, 0)
 }
 
+/// A socket on `port` of every address of the hosts namespace.
 fn bind_in_hosts(port: u16) -> Result<UdpSocket> {
     in_netns(tb::NS_HOSTS, || {
         let addr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port));
@@ -178,6 +216,9 @@ pub fn spawn_backup(up: &PaxosUp, roles: &Roles, stop: &Stop) -> Result<NodeHand
 /// testbed, fails the coordinator if asked, and reports every delivery.
 pub fn run(r: &HostsRun) -> Result<HostsReport> {
     anyhow::ensure!(r.outstanding >= 1, "at least one request in flight per proposer");
+    if r.up.per_machine() {
+        return run_machine(r);
+    }
     let d = r.up.deployment();
     let addrs = tb::host_addrs(&d);
     let stop = Stop::new();
@@ -214,29 +255,90 @@ pub fn run(r: &HostsRun) -> Result<HostsReport> {
             |p, _| p,
         )?);
     }
-    let (mut failed_at, mut fail_took) = (None, None);
-    if let Some(at) = r.fail_coordinator_at {
-        sleep_until(start + at);
-        let t = clock::now();
-        tb::fail_coordinator().context("fail the coordinator")?;
-        (failed_at, fail_took) = (Some(t), Some(clock::now().since(t).as_nanos() as u64));
-    }
+    let (failed_at, fail_took) = fail_at(start, r.fail_coordinator_at)?;
     sleep_until(end + r.drain);
     let proposers: Vec<LoadProposer> = proposers.into_iter().map(|p| p.shutdown()).collect::<Result<_, _>>()?;
     let learners: Vec<LearnerRecord> = learners.into_iter().map(|l| l.shutdown()).collect::<Result<_, _>>()?;
     let backup = backup.map(|b| b.shutdown()).transpose()?;
     stop.stop();
-    Ok(HostsReport {
-        start_ns: start.as_nanos(),
-        load_end_ns: end.as_nanos(),
-        failed_at_ns: failed_at.map(|t| t.as_nanos()),
-        fail_took_ns: fail_took,
-        takeover_ns: backup.as_ref().and_then(|b| b.active_since()).map(|t| t.as_nanos()),
-        proposers,
-        learners,
-        backup,
-        wall_s: wall.elapsed().as_secs_f64(),
-    })
+    let times = Times { start, end, failed: (failed_at, fail_took), wall };
+    Ok(times.report(proposers, learners, backup, None, vec![]))
+}
+
+/// [`run`] with one vote per machine ([`PaxosUp::per_machine`]): every
+/// role of the hosts machine in one event loop, each on its own socket
+/// for its own traffic, all learning every decision from the machine's
+/// decision socket and (with [`tb::Decisions::Ring`]) the vote counter's
+/// ring, read as a feed.
+fn run_machine(r: &HostsRun) -> Result<HostsReport> {
+    anyhow::ensure!(
+        r.backup == BackupAt::Here,
+        "one vote per machine: the backup coordinator must run in the process that reads the machine's decisions \
+         (`--backup here`); a testbed with a backup process of its own counts votes per port"
+    );
+    let d = r.up.deployment();
+    let addrs = tb::host_addrs(&d);
+    let mut hosts = vec![];
+    let mut endpoints = vec![];
+    for i in 0..r.up.learners {
+        let (_, socket, o) = node(&d, &addrs, PaxosRole::Learner { id: i as u16 })?;
+        let learner = Learner::new(r.roles.learner(i as u16));
+        hosts.push(EndHost::Learner(TimedLearner { learner, deliveries: vec![] }));
+        endpoints.push((socket, o));
+    }
+    let start = clock::now();
+    let wall = Instant::now();
+    let end = start + r.duration;
+    for i in 0..r.up.proposers {
+        let (_, socket, o) = node(&d, &addrs, PaxosRole::Proposer { index: i as u16 })?;
+        let p = LoadProposer::new(Proposer::new(r.roles.proposer(proposer_id(i))), r.outstanding, end, r.record);
+        hosts.push(EndHost::Proposer(p));
+        endpoints.push((socket, o));
+    }
+    let (_, socket, o) = node(&d, &addrs, PaxosRole::Backup)?;
+    hosts.push(EndHost::Backup(BackupCoordinator::new(r.roles.backup())));
+    endpoints.push((socket, o));
+    // Decisions that go up as packets (all of them, or the ring's
+    // overflow), under the learners' rules (a DECIDED from an acceptor).
+    let learner0 = *d.with_role(|r| *r == PaxosRole::Learner { id: 0 }).first().context("no learner")?;
+    let admit = Some(innet_live::paxos::admission_programs_by_ip(&d, &addrs, learner0));
+    let all: Vec<usize> = (0..hosts.len()).collect();
+    let shared_socket = SharedSocket { socket: bind_in_hosts(tb::DECISION_PORT)?, to: all.clone(), admit };
+    let feed: Option<(innet_live::MakeFeed, Vec<Vec<usize>>)> = (r.up.decisions == tb::Decisions::Ring).then(|| {
+        let dir = std::path::Path::new(crate::testbed::PIN_DIR).join("paxos").join(tb::COUNTER_PINS);
+        let poll = (r.up.ring.wakeup > 0).then_some(crate::paxos_learner::RING_POLL);
+        let make: innet_live::MakeFeed = Box::new(move || {
+            let mut ring = crate::paxos_learner::DecisionRing::open_pinned(&dir).map_err(std::io::Error::other)?;
+            ring.poll_every = poll;
+            Ok(Box::new(ring) as Box<dyn innet_live::Feed>)
+        });
+        (make, vec![all])
+    });
+    let shared = Shared { sockets: vec![shared_socket], feed };
+    let stop = Stop::new();
+    let until = end + r.drain;
+    let s = stop.clone();
+    let machine = std::thread::Builder::new().name("innet-hosts".into()).spawn(move || {
+        let mut hosts = hosts;
+        let (net, shared) = innet_live::run_machine(&mut hosts, endpoints, shared, &s, Some(until))?;
+        Ok::<_, std::io::Error>((hosts, net, shared))
+    })?;
+    let (failed_at, fail_took) = fail_at(start, r.fail_coordinator_at)?;
+    let joined = machine.join().map_err(|_| anyhow::anyhow!("the hosts' event loop panicked"))?;
+    stop.stop();
+    let (hosts, net, shared) = joined?;
+    let (mut learners, mut proposers, mut backup) = (vec![], vec![], None);
+    for h in hosts {
+        match h {
+            EndHost::Learner(l) => {
+                learners.push(LearnerRecord { stats: l.learner.stats, deliveries: l.deliveries });
+            }
+            EndHost::Proposer(p) => proposers.push(p),
+            EndHost::Backup(b) => backup = Some(b),
+        }
+    }
+    let times = Times { start, end, failed: (failed_at, fail_took), wall };
+    Ok(times.report(proposers, learners, backup, Some(shared), net))
 }
 
 /// Runs the backup coordinator alone until `stop` (the process `innet
@@ -252,6 +354,50 @@ pub fn run_backup(up: &PaxosUp, roles: &Roles, stop: &Stop, mut say: impl FnMut(
         say(&format!("backup took over at {:.3} s on the live clock", t.as_nanos() as f64 / 1e9));
     }
     Ok(())
+}
+
+/// When a run started, stopped submitting and failed the coordinator.
+struct Times {
+    start: Time,
+    end: Time,
+    /// When the coordinator failed and how long setting its links down took (ns).
+    failed: (Option<Time>, Option<u64>),
+    wall: Instant,
+}
+
+impl Times {
+    fn report(
+        self,
+        proposers: Vec<LoadProposer>,
+        learners: Vec<LearnerRecord>,
+        backup: Option<BackupCoordinator>,
+        machine: Option<SharedStats>,
+        net: Vec<HostStats>,
+    ) -> HostsReport {
+        HostsReport {
+            start_ns: self.start.as_nanos(),
+            load_end_ns: self.end.as_nanos(),
+            failed_at_ns: self.failed.0.map(|t| t.as_nanos()),
+            fail_took_ns: self.failed.1,
+            takeover_ns: backup.as_ref().and_then(|b| b.active_since()).map(|t| t.as_nanos()),
+            proposers,
+            learners,
+            backup,
+            wall_s: self.wall.elapsed().as_secs_f64(),
+            machine,
+            net,
+        }
+    }
+}
+
+/// Fails the coordinator `at` after `start`, if asked: when (on the live
+/// clock) and how long setting its links down took (ns).
+fn fail_at(start: Time, at: Option<Duration>) -> Result<(Option<Time>, Option<u64>)> {
+    let Some(at) = at else { return Ok((None, None)) };
+    sleep_until(start + at);
+    let t = clock::now();
+    tb::fail_coordinator().context("fail the coordinator")?;
+    Ok((Some(t), Some(clock::now().since(t).as_nanos() as u64)))
 }
 
 fn sleep_until(t: Time) {

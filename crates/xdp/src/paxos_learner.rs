@@ -21,12 +21,14 @@
 //! The header's constants are asserted here, at compile time, to equal
 //! `innet_paxos::vote_counter`'s.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
-use std::os::fd::RawFd;
+use std::os::fd::{BorrowedFd, RawFd};
 use std::path::Path;
+use std::rc::Rc;
 
 use anyhow::{bail, Context, Result};
-use libbpf_rs::MapCore;
+use libbpf_rs::{MapCore, RingBuffer, RingBufferBuilder};
 
 use innet_paxos::trust::{self, Kind, Sender};
 use innet_paxos::vote_counter::{
@@ -55,7 +57,13 @@ pub const MAP_SLOTS: &str = "counter_slots";
 pub const MAP_COUNTERS: &str = "counter_counters";
 pub const MAP_SENDERS: &str = "counter_senders";
 pub const MAP_REJECTED: &str = "counter_rejected";
-pub const PINNED_MAPS: [&str; 5] = [MAP_CONFIG, MAP_SLOTS, MAP_COUNTERS, MAP_SENDERS, MAP_REJECTED];
+/// Decisions up in batches ([`Config::ring`], [`DecisionRing`]).
+pub const MAP_RING: &str = "counter_ring";
+pub const PINNED_MAPS: [&str; 6] = [MAP_CONFIG, MAP_SLOTS, MAP_COUNTERS, MAP_SENDERS, MAP_REJECTED, MAP_RING];
+/// The ring's default size in bytes (4,096 decisions).
+pub const RING_BYTES_DEFAULT: usize = c::PAXOS_COUNTER_RING_BYTES_DEFAULT as usize;
+/// Bytes of one decision record (`struct innet_paxos_decision`).
+pub const DECISION_SIZE: usize = c::PAXOS_DECISION_SIZE as usize;
 pub const XDP_PROGRAM: &str = "xdp_paxos_counter";
 pub const TC_PROGRAM: &str = "tc_paxos_counter";
 /// Most UDP ports one program counts for.
@@ -74,7 +82,34 @@ pub const COUNTER_NAMES: [&str; c::PAXOS_COUNTER_CTR_REFERENCE_COUNT as usize] =
     "passed",
     "decode_errors",
 ];
-pub const BPF_COUNTERS: [(&str, u32); 1] = [("passed_other", c::PAXOS_COUNTER_CTR_PASSED_OTHER as u32)];
+pub const BPF_COUNTERS: [(&str, u32); 4] = [
+    ("passed_other", c::PAXOS_COUNTER_CTR_PASSED_OTHER as u32),
+    ("ring", c::PAXOS_COUNTER_CTR_RING as u32),
+    ("ring_full", c::PAXOS_COUNTER_CTR_RING_FULL as u32),
+    ("sunk", c::PAXOS_COUNTER_CTR_SUNK as u32),
+];
+
+/// How decisions go up through the ring ([`Config::ring`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingOpts {
+    /// The ring's size in bytes: a power of two, at least a page. Each
+    /// decision takes 64 (its record and the ring's header).
+    pub bytes: usize,
+    /// 0: the kernel's adaptive wake-up (only a reader that has caught up
+    /// is woken: one wake-up per burst); n: wake the reader once n
+    /// records wait, else not (it polls every [`RING_POLL`]).
+    pub wakeup: u32,
+}
+
+impl Default for RingOpts {
+    fn default() -> Self {
+        RingOpts { bytes: RING_BYTES_DEFAULT, wakeup: 0 }
+    }
+}
+
+/// How often a reader of a ring with a wake-up threshold looks without
+/// being woken (records below the threshold wait at most this long).
+pub const RING_POLL: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// `struct innet_paxos_counter_config`: the reference's configuration and
 /// the UDP destination ports counted (one ring each), each with the kind
@@ -83,9 +118,22 @@ pub const BPF_COUNTERS: [(&str, u32); 1] = [("passed_other", c::PAXOS_COUNTER_CT
 pub struct Config {
     pub counter: VoteCounterConfig,
     pub ports: Vec<(u16, Kind)>,
+    /// Decisions up through `counter_ring` (a [`DecisionRing`] reads
+    /// them), the vote dropped; a full ring passes the DECIDED packet up
+    /// instead (counted `ring_full`). `None`: every decision goes up as a
+    /// packet.
+    pub ring: Option<RingOpts>,
+    /// Count decisions and drop them (`sunk`): the fabric-only benchmark,
+    /// no host behind the counter. Overrides `ring`.
+    pub sink: bool,
 }
 
 impl Config {
+    /// Counting for `ports`, decisions up as packets.
+    pub fn new(counter: VoteCounterConfig, ports: Vec<(u16, Kind)>) -> Config {
+        Config { counter, ports, ring: None, sink: false }
+    }
+
     fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(c::PAXOS_COUNTER_CONFIG_SIZE as usize);
         for v in [self.counter.acceptors, self.counter.quorum, self.counter.slots, self.ports.len()] {
@@ -97,6 +145,13 @@ impl Config {
         for k in 0..MAX_PORTS {
             b.extend_from_slice(&self.ports.get(k).map_or([0; c::PAXOS_ALLOWED_LEN as usize], |p| allowed_row(p.1)));
         }
+        let ring = match (self.sink, self.ring) {
+            (true, _) => c::PAXOS_COUNTER_RING_SINK,
+            (false, Some(_)) => c::PAXOS_COUNTER_RING_ON,
+            (false, None) => c::PAXOS_COUNTER_RING_OFF,
+        };
+        b.extend_from_slice(&(ring as u32).to_ne_bytes());
+        b.extend_from_slice(&self.ring.map_or(0, |r| r.wakeup).to_ne_bytes());
         assert_eq!(b.len(), c::PAXOS_COUNTER_CONFIG_SIZE as usize, "struct innet_paxos_counter_config layout");
         b
     }
@@ -152,7 +207,11 @@ impl VoteCounterXdp {
         }
         let entries = k.slots.checked_mul(config.ports.len()).filter(|n| *n <= u32::MAX as usize);
         let entries = entries.context("ring too large")? as u32;
-        let obj = BpfObject::load(OBJECT, &[(MAP_SLOTS, entries)])?;
+        let ring = config.ring.unwrap_or_default().bytes;
+        if !ring.is_power_of_two() || !(4096..=1 << 30).contains(&ring) {
+            bail!("decision ring of {ring} bytes: a power of two from 4096 (a page) to 2^30");
+        }
+        let obj = BpfObject::load(OBJECT, &[(MAP_SLOTS, entries), (MAP_RING, ring as u32)])?;
         obj.write(MAP_CONFIG, 0, &config.encode())?;
         Ok(VoteCounterXdp { obj, config: config.clone() })
     }
@@ -214,6 +273,85 @@ impl VoteCounterXdp {
     }
 }
 
+/// One record of the decision ring: the counted port's index and the
+/// DECIDED packet.
+pub type Decision = (u32, [u8; innet_wire::paxos::PACKET_LEN]);
+
+/// The decisions a vote counter hands up through its ring
+/// ([`Config::ring`]), read in the end hosts' event loop as an
+/// [`innet_live::Feed`]: each record becomes the DECIDED packet it stands
+/// for, keyed by the counted port's index. The ring is mapped into this
+/// process (libbpf's `ring_buffer`): reading a record is a few loads, and
+/// one wake-up (epoll on the ring) covers every record waiting.
+pub struct DecisionRing {
+    rb: RingBuffer<'static>,
+    got: Rc<RefCell<Vec<Decision>>>,
+    /// How often the reader looks without being woken (a ring with a
+    /// wake-up threshold: [`RING_POLL`]); `None`: only when woken.
+    pub poll_every: Option<std::time::Duration>,
+    /// Records whose size was not a decision's (none, unless the program
+    /// and this reader disagree).
+    pub malformed: Rc<RefCell<u64>>,
+}
+
+impl DecisionRing {
+    /// Reads the ring of the vote counter whose maps are pinned under `dir`.
+    pub fn open_pinned(dir: &Path) -> Result<DecisionRing> {
+        DecisionRing::over(&pinned(dir, MAP_RING)?)
+    }
+
+    /// Reads the ring of a loaded counter.
+    pub fn of(k: &VoteCounterXdp) -> Result<DecisionRing> {
+        DecisionRing::over(&k.obj.map(MAP_RING)?)
+    }
+
+    fn over(map: &dyn MapCore) -> Result<DecisionRing> {
+        let got = Rc::new(RefCell::new(Vec::with_capacity(4096)));
+        let malformed = Rc::new(RefCell::new(0u64));
+        let (g, bad) = (got.clone(), malformed.clone());
+        let mut b = RingBufferBuilder::new();
+        b.add(map, move |rec: &[u8]| {
+            match (rec.get(..4), rec.get(c::PAXOS_DECISION_OFF_HDR as usize..DECISION_SIZE)) {
+                (Some(k), Some(h)) if rec.len() == DECISION_SIZE => {
+                    let key = u32::from_ne_bytes(k.try_into().expect("4 bytes"));
+                    g.borrow_mut().push((key, h.try_into().expect("a header")));
+                }
+                _ => *bad.borrow_mut() += 1,
+            }
+            0
+        })
+        .context("read the decision ring")?;
+        Ok(DecisionRing { rb: b.build().context("map the decision ring")?, got, malformed, poll_every: None })
+    }
+
+    /// Reads every waiting decision.
+    pub fn take(&mut self) -> Vec<Decision> {
+        self.rb.consume_raw();
+        std::mem::take(&mut *self.got.borrow_mut())
+    }
+}
+
+impl innet_live::Feed for DecisionRing {
+    fn fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the epoll descriptor lives as long as the ring buffer,
+        // which `self` owns for the borrow's lifetime.
+        unsafe { BorrowedFd::borrow_raw(self.rb.epoll_fd()) }
+    }
+    fn poll_every(&self) -> Option<std::time::Duration> {
+        self.poll_every
+    }
+    fn drain(&mut self, each: &mut dyn FnMut(u32, &[u8])) -> usize {
+        self.rb.consume_raw();
+        let mut got = self.got.borrow_mut();
+        for (k, h) in got.iter() {
+            each(*k, h);
+        }
+        let n = got.len();
+        got.clear();
+        n
+    }
+}
+
 /// Mean nanoseconds per vote of the counter in the kernel
 /// (`BPF_PROG_TEST_RUN`, `repeat` runs of one vote through each entry:
 /// after the first, every run is the path most votes take, a slot looked
@@ -229,7 +367,7 @@ pub fn cost_ns(repeat: u32) -> Result<Vec<(&'static str, f64)>> {
     (m.inst, m.rnd, m.vrnd, m.acptid) = (7, 1, 1, 0);
     m.value = Value::new(b"value").expect("short");
     let frame = udp_frame(from, to, &m.encode(), 0);
-    let cfg = Config { counter: VoteCounterConfig::new(3), ports: vec![(LEARNER_PORT, Kind::Learner)] };
+    let cfg = Config::new(VoteCounterConfig::new(3), vec![(LEARNER_PORT, Kind::Learner)]);
     // The vote from acceptor 0 (BPF_PROG_TEST_RUN receives on lo).
     let acceptor = trust::sender_of(innet_paxos::deploy::PaxosRole::Acceptor { id: 0 });
     let senders =
@@ -258,6 +396,28 @@ pub fn read_counters(m: &impl MapCore) -> Result<Vec<(&'static str, u64)>> {
     Ok(v)
 }
 
+/// One counter of a vote counter whose maps were pinned under `dir`, read
+/// with one map lookup (the fabric-only benchmark polls `sunk`).
+pub struct PinnedCounter {
+    map: libbpf_rs::MapHandle,
+    index: u32,
+}
+
+impl PinnedCounter {
+    pub fn open(dir: &Path, name: &str) -> Result<PinnedCounter> {
+        let index = COUNTER_NAMES
+            .iter()
+            .position(|n| *n == name)
+            .map(|i| i as u32)
+            .or_else(|| BPF_COUNTERS.iter().find(|(n, _)| *n == name).map(|(_, i)| *i))
+            .with_context(|| format!("no vote counter counter named {name}"))?;
+        Ok(PinnedCounter { map: pinned(dir, MAP_COUNTERS)?, index })
+    }
+    pub fn get(&self) -> u64 {
+        lookup(&self.map, self.index).map_or(0, |b| u64::from_ne_bytes(b[..8].try_into().expect("u64")))
+    }
+}
+
 /// Counters of a vote counter whose maps were pinned under `dir`.
 pub fn pinned_counters(dir: &Path) -> Result<Vec<(&'static str, u64)>> {
     read_counters(&pinned(dir, MAP_COUNTERS)?)
@@ -274,10 +434,7 @@ pub fn unavailable() -> Option<String> {
     if euid != 0 {
         return Some(format!("not root (euid {euid}): loading BPF programs needs CAP_BPF and CAP_NET_ADMIN"));
     }
-    let cfg = Config {
-        counter: VoteCounterConfig { slots: 4, ..VoteCounterConfig::new(3) },
-        ports: vec![(1, Kind::Learner)],
-    };
+    let cfg = Config::new(VoteCounterConfig { slots: 4, ..VoteCounterConfig::new(3) }, vec![(1, Kind::Learner)]);
     match VoteCounterXdp::load(&cfg) {
         Ok(_) => None,
         Err(e) => Some(format!("the kernel refused the BPF program: {e:#}")),
@@ -319,6 +476,7 @@ mod tests {
                 (MAP_COUNTERS, n(c::PAXOS_COUNTER_CTR_COUNT), Some(8)),
                 (MAP_SENDERS, n(c::PAXOS_MAX_SENDERS), n(c::PAXOS_SENDER_SIZE)),
                 (MAP_REJECTED, n(c::PAXOS_REJECT_COUNT), Some(8)),
+                (MAP_RING, n(c::PAXOS_COUNTER_RING_BYTES_DEFAULT), Some(0)),
             ],
         );
     }

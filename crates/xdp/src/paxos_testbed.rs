@@ -7,39 +7,49 @@
 //!  netns innet-px-hosts   innet-ch 10.78.0.1   innet-ca<i> ---- innet-ac<i>       innet-ah<i> ----+
 //!  innet-hc 10.78.0.2 ---- XDP coordinator     10.78.1<i>.1     10.78.1<i>.2      10.78.2<i>.1    |
 //!  innet-ha<i> 10.78.2<i>.2 ---------------------------------------------------------------------+
-//!  learners, proposers, backup (processes)       XDP acceptor + tc multicast on innet-ac<i>, innet-ah<i>
+//!  learners, proposers, backup (one process)     XDP acceptor on innet-ac<i>, innet-ah<i>
+//!  vote counter (XDP) on innet-ha<i>
 //! ```
 //!
 //! Who sends to whom is [`innet_paxos::deploy`]'s (the one description of
 //! the wiring): [`PaxosUp::deployment`] builds it, [`host_addrs`] gives each node
 //! its address as seen from the hosts namespace, and the BPF programs'
 //! multicast members are that deployment's groups mapped onto the veths.
-//! Proposers send REQUESTs to 10.78.0.1:34953. `xdp_paxos_coordinator` on
-//! `innet-ch` turns each into a 2A and passes it up with XDP metadata;
-//! `tc_paxos` on the same device's ingress clones it to every acceptor (one
-//! `innet-ca<i>` each). Those copies skip generic XDP at `innet-ac<i>` (the
-//! kernel does not run generic XDP on packets a tc program redirected), so
-//! the acceptor's `tc_paxos` votes on them, and clones the 2B to every
-//! learner, proposer and the backup coordinator in the hosts namespace over
-//! `innet-ah<i>`. Learners send TRIMs to the coordinator, to the backup and
-//! to the acceptors' host-side addresses 10.78.2<i>.1:34953 (the acceptor
-//! programs run on both of an acceptor's devices). The end hosts are
-//! processes in `innet-px-hosts`: no delay, no user-space hop between them
-//! and the data plane.
 //!
-//! With [`PaxosUp::vote_counters`] (the default) the votes are counted in
-//! the kernel before they reach a socket: one vote counter
-//! (`bpf/paxos_learner.bpf.c`, [`crate::paxos_learner`]) on every
-//! `innet-ha<i>` of the hosts namespace keeps a ring per learner, proposer
-//! and backup port, drops the votes and passes up one DECIDED per instance
-//! (the vote that completed the quorum, rewritten); its maps are pinned
-//! under `paxos/counter`.
+//! **The fabric** ([`crate::fabric`], issue 20): driver-mode XDP on every
+//! veth by default (`xdp_pass` on the ends that run no role), threaded
+//! NAPI, so each device's receive path runs in a kernel thread the
+//! scheduler can place on any CPU; generic mode stays available
+//! ([`Fabric::generic`]). Proposers send REQUESTs to 10.78.0.1:34953.
+//! `xdp_paxos_coordinator` on `innet-ch` turns each into a 2A and
+//! broadcasts it through a devmap to every acceptor's link
+//! ([`Multicast::Devmap`]: the kernel copies the frame, `xdp_paxos_egress`
+//! rewrites each copy; no skb, no tc), where `xdp_paxos_acceptor` votes.
+//!
+//! **One vote per machine** ([`Decisions::Ring`], the default): every end
+//! host of the testbed is on one machine (the hosts namespace), so each
+//! acceptor sends one 2B there, to the machine's [`DECISION_PORT`], not one
+//! per learner, proposer and backup. The vote counter on `innet-ha<i>`
+//! (`bpf/paxos_learner.bpf.c`, [`crate::paxos_learner`]) counts it once
+//! for every role of the machine and hands the decision up through a BPF
+//! ring buffer, read by the one process that runs all of the machine's
+//! roles ([`crate::paxos_hosts`]): one wake-up covers every decision that
+//! waits. A full ring passes the DECIDED up as a packet to the decision
+//! port instead (counted `ring_full`): nothing is lost.
+//! [`Decisions::Socket`] sends every decision that way;
+//! [`Decisions::PerPort`] is the path of old (each role's own votes by tc
+//! clones, counted per port), which `innet testbed up paxos` uses since it
+//! runs the backup as a process of its own.
+//!
+//! Learners send TRIMs to the coordinator, to the backup and to the
+//! acceptors' host-side addresses 10.78.2<i>.1:34953 (the acceptor
+//! programs run on both of an acceptor's devices).
 //!
 //! The backup coordinator ([`BACKUP_PORT`] in the hosts namespace) sends
 //! HEARTBEATs to 10.78.0.1, which the coordinator reflects. When they go
 //! unanswered it takes over: 1As and 2As in its own round go to the
 //! acceptors' host-side addresses, where the XDP acceptor answers a 1A
-//! with a 1B back to its sender (`XDP_TX`) and multicasts its 2B votes as
+//! with a 1B back to its sender (`XDP_TX`) and sends its 2B votes as
 //! for the coordinator's 2As; TAKEOVER goes to the proposers, which resubmit
 //! to the backup. The backup's round (epoch 1, issuer 2) is above the round
 //! 1 the acceptors were pre-initialised to.
@@ -76,8 +86,9 @@ use innet_paxos::deploy::{self as paxos_deploy, PaxosDeployment, PaxosParams, Pa
 use innet_paxos::{GROUP_ACCEPTORS, GROUP_LEARNERS};
 use innet_wire::paxos::{DATAPLANE_PORT, LEARNER_PORT};
 
-use crate::object;
-use crate::paxos::{senders_at, Config, Member, PaxosXdp, Role, SenderKey};
+use crate::fabric::{Fabric, PassProgram, XdpMode};
+use crate::paxos::{senders_at, Config, Member, Multicast, PaxosXdp, Role, SenderKey};
+use crate::paxos_learner::RingOpts;
 use crate::testbed::{self, ifindex, in_netns, ip, mac_str, State, PIN_DIR};
 
 /// Where `up` records what it made (its own file, so that a `txn` or chain
@@ -99,6 +110,41 @@ pub const BACKUP_PORT: u16 = 34_954;
 pub const BACKUP_PROCESS: &str = "paxos-backup";
 /// Most acceptors the topology builds (10.78.1<i>, 10.78.2<i>).
 pub const MAX_ACCEPTORS: usize = 9;
+/// The hosts machine's decision port ([`Decisions::Ring`],
+/// [`Decisions::Socket`]): the acceptors' one vote per machine goes here,
+/// the vote counter counts it once for every role of the machine, and a
+/// decision that goes up as a packet arrives here.
+pub const DECISION_PORT: u16 = 34_959;
+
+/// How the acceptors' votes reach the roles of the hosts machine (the
+/// learners, the proposers, the backup), and how decisions go up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decisions {
+    /// One vote per acceptor per machine, to [`DECISION_PORT`]; the vote
+    /// counter counts it once for every role of the machine and hands the
+    /// decision up through its ring buffer (a DECIDED packet to the
+    /// decision port when the ring is full, counted `ring_full`). Every role
+    /// of the machine must run in the one process that reads the ring.
+    #[default]
+    Ring,
+    /// As `ring`, every decision up as a DECIDED packet to the decision port.
+    Socket,
+    /// The path of old: every acceptor votes to every learner's,
+    /// proposer's and the backup's own port (one tc clone each), counted
+    /// per port, each decision up as a packet to each port.
+    PerPort,
+}
+
+impl Decisions {
+    pub fn name(self) -> &'static str {
+        match self {
+            Decisions::Ring => "ring",
+            Decisions::Socket => "socket",
+            Decisions::PerPort => "per-port",
+        }
+    }
+}
 
 pub fn acceptor_ns(i: usize) -> String {
     format!("innet-px-acc{i}")
@@ -143,6 +189,19 @@ pub struct PaxosUp {
     /// proposers ([`crate::paxos_learner`] on every `innet-ha<i>`): each
     /// gets one DECIDED per instance instead of the acceptors' votes.
     pub vote_counters: bool,
+    /// Driver or generic XDP, threaded NAPI.
+    pub fabric: Fabric,
+    /// How the coordinator's 2As reach the acceptors (and, unless
+    /// [`Decisions::PerPort`], the acceptors' votes the hosts machine).
+    pub multicast: Multicast,
+    /// How votes reach the hosts machine and decisions go up (with vote
+    /// counters; without, every role gets every vote on its own port).
+    pub decisions: Decisions,
+    /// The decision ring ([`Decisions::Ring`]).
+    pub ring: RingOpts,
+    /// No end hosts: the vote counter counts decisions and drops them
+    /// (the fabric-only benchmark, [`crate::generator`]).
+    pub sink: bool,
 }
 
 impl Default for PaxosUp {
@@ -154,6 +213,11 @@ impl Default for PaxosUp {
             slots: ACCEPTOR_SLOTS_DEFAULT,
             backup_exe: None,
             vote_counters: true,
+            fabric: Fabric::default(),
+            multicast: Multicast::Devmap,
+            decisions: Decisions::Ring,
+            ring: RingOpts::default(),
+            sink: false,
         }
     }
 }
@@ -173,6 +237,20 @@ impl PaxosUp {
     /// Every role's configuration (the default parameters, with this ring).
     pub fn roles(&self) -> Roles {
         Roles::new(PaxosParams { slots: self.slots, ..PaxosParams::default() }, self.acceptors, self.learners)
+    }
+    /// Whether the acceptors send one vote per machine (to
+    /// [`DECISION_PORT`]), counted once there for every role of it.
+    pub fn per_machine(&self) -> bool {
+        self.vote_counters && self.decisions != Decisions::PerPort
+    }
+    /// How the acceptors' votes leave: a devmap broadcast needs one member
+    /// per device, which only one vote per machine gives.
+    fn vote_multicast(&self) -> Multicast {
+        if self.per_machine() {
+            self.multicast
+        } else {
+            Multicast::Tc
+        }
     }
 }
 
@@ -271,19 +349,23 @@ fn member(from: &End, to: &End, port: u16) -> Result<Member> {
     })
 }
 
-/// Attaches the role's XDP program (generic mode) and its tc multicast
-/// program (clsact ingress) to `devs` of `ns`.
-fn attach(xdp: &PaxosXdp, ns: &str, devs: &[&str]) -> Result<()> {
-    attach_fds(xdp.program_fd(false)?, xdp.program_fd(true)?, ns, devs)
+/// Attaches the role's XDP program in the fabric's mode to `devs` of `ns`,
+/// and its tc program (clsact ingress) where it needs one: for a tc
+/// multicast, and in generic mode (copies a tc program redirected skip
+/// generic XDP at the next hop, where `tc_paxos` runs the role instead).
+fn attach(xdp: &PaxosXdp, fabric: &Fabric, mcast: Multicast, ns: &str, devs: &[&str]) -> Result<()> {
+    fabric.attach(xdp.program_fd(false)?, ns, devs)?;
+    if mcast == Multicast::Tc || fabric.mode == XdpMode::Generic {
+        attach_tc(xdp.program_fd(true)?, ns, devs)?;
+    }
+    Ok(())
 }
 
-/// Attaches the XDP program `prog` (generic mode) and the tc program `tc`
-/// (clsact ingress) to `devs` of `ns`.
-fn attach_fds(prog: std::os::fd::RawFd, tc: std::os::fd::RawFd, ns: &str, devs: &[&str]) -> Result<()> {
+/// Attaches the tc program `tc` (clsact ingress) to `devs` of `ns`.
+fn attach_tc(tc: std::os::fd::RawFd, ns: &str, devs: &[&str]) -> Result<()> {
     let indexes: Vec<u32> = devs.iter().map(|d| ifindex(ns, d)).collect::<Result<_>>()?;
     in_netns(ns, || {
         for &index in &indexes {
-            object::attach_fd(prog, index)?;
             // SAFETY: `xdp` keeps the program open for the duration of the call.
             let fd = unsafe { BorrowedFd::borrow_raw(tc) };
             let mut hook =
@@ -402,21 +484,39 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
                     Ok((ls[1 + 2 * i].0.clone(), ls[1 + 2 * i].1.clone()))
                 })?;
                 let mut coord = PaxosXdp::load(Role::Coordinator, o.slots)?;
-                coord.configure(&Config::coordinator(&roles.coordinator()), &to_acceptors)?;
+                let cfg = Config { mcast: o.multicast, ..Config::coordinator(&roles.coordinator()) };
+                coord.configure(&cfg, &to_acceptors)?;
+                if cfg.mcast == Multicast::Devmap {
+                    let w = coord.ports_writer()?;
+                    in_netns(NS_COORDINATOR, || w.write(&to_acceptors))?;
+                }
                 coord.set_senders(&senders_at(d, &arrivals(d, Some(n))?, n))?;
                 coord.pin_maps(&dir.join("coordinator"))?;
-                attach(&coord, NS_COORDINATOR, &["innet-ch"])?;
+                // For the in-kernel generator (`bench xdp-paxos --fabric-only`).
+                coord.pin_program(&coordinator_program_pin())?;
+                attach(&coord, &o.fabric, o.multicast, NS_COORDINATOR, &["innet-ch"])?;
             }
             PaxosRole::Acceptor { id } => {
                 let i = id as usize;
-                // Every voter sits in the hosts namespace, behind innet-ah<i>.
+                // Every voter sits in the hosts namespace, behind innet-ah<i>:
+                // one copy to its decision port, or one to each voter's port.
                 let (ah, ha) = (ls[2 + 2 * i].0.clone(), ls[2 + 2 * i].1.clone());
-                let to_voters = group_members(d, n, GROUP_LEARNERS, &addrs, |_| Ok((ah.clone(), ha.clone())))?;
+                let to_voters = if o.per_machine() {
+                    vec![member(&ah, &ha, DECISION_PORT)?]
+                } else {
+                    group_members(d, n, GROUP_LEARNERS, &addrs, |_| Ok((ah.clone(), ha.clone())))?
+                };
                 let mut acc = PaxosXdp::load(Role::Acceptor, o.slots)?;
-                acc.configure(&Config::acceptor(&roles.acceptor(id)), &to_voters)?;
+                let cfg = Config { mcast: o.vote_multicast(), ..Config::acceptor(&roles.acceptor(id)) };
+                acc.configure(&cfg, &to_voters)?;
+                if cfg.mcast == Multicast::Devmap {
+                    let w = acc.ports_writer()?;
+                    in_netns(&acceptor_ns(i), || w.write(&to_voters))?;
+                }
                 acc.set_senders(&senders_at(d, &arrivals(d, Some(n))?, n))?;
                 acc.pin_maps(&dir.join(format!("acceptor{i}")))?;
-                attach(&acc, &acceptor_ns(i), &[&format!("innet-ac{i}"), &format!("innet-ah{i}")])?;
+                let devs = [format!("innet-ac{i}"), format!("innet-ah{i}")];
+                attach(&acc, &o.fabric, o.vote_multicast(), &acceptor_ns(i), &[&devs[0], &devs[1]])?;
             }
             _ => {}
         }
@@ -424,6 +524,7 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
     if o.vote_counters {
         attach_vote_counter(o, d, &roles, &dir)?;
     }
+    finish_fabric(o)?;
     if let Some(exe) = &o.backup_exe {
         let args: Vec<String> = [
             "bench",
@@ -451,6 +552,58 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
     Ok(state)
 }
 
+/// Driver mode: `xdp_pass` on the devices that receive frames but run no
+/// role (the hosts' end of the coordinator's link gets its reflected
+/// HEARTBEATs and WINDOWs by `XDP_TX`; without vote counters, the hosts'
+/// ends of the acceptors' links get their votes), then threaded NAPI on
+/// every device.
+fn finish_fabric(o: &PaxosUp) -> Result<()> {
+    fn strs(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+    let pass = PassProgram::load()?;
+    let has = |dev: &'static str| (0..o.acceptors).map(move |i| format!("{dev}{i}"));
+    let mut hosts_pass = vec!["innet-hc".to_string()];
+    if !o.vote_counters {
+        hosts_pass.extend(has("innet-ha"));
+    }
+    let hosts_all: Vec<String> = std::iter::once("innet-hc".to_string()).chain(has("innet-ha")).collect();
+    o.fabric.finish(&pass, NS_HOSTS, &strs(&hosts_pass), &strs(&hosts_all))?;
+    let coord_pass: Vec<String> = has("innet-ca").collect();
+    let coord_all: Vec<String> = std::iter::once("innet-ch".to_string()).chain(has("innet-ca")).collect();
+    o.fabric.finish(&pass, NS_COORDINATOR, &strs(&coord_pass), &strs(&coord_all))?;
+    for i in 0..o.acceptors {
+        let devs = [format!("innet-ac{i}"), format!("innet-ah{i}")];
+        o.fabric.finish(&pass, &acceptor_ns(i), &[], &strs(&devs))?;
+    }
+    Ok(())
+}
+
+/// A REQUEST from proposer `index` (its id, incarnation 0, request 0,
+/// a one-byte payload) as it arrives at the coordinator on `innet-ch`
+/// (the in-kernel generator's template), and the offset of its request
+/// number (the generator stamps a running number there).
+pub fn request_template(index: usize) -> (Vec<u8>, usize) {
+    use crate::frame::{udp_frame, Endpoint, PAYLOAD_OFFSET};
+    let ls = links(1);
+    let (hc, ch) = (&ls[0].0, &ls[0].1);
+    let from = Endpoint { mac: hc.mac, ip: hc.ip, port: proposer_port(index) };
+    let to = Endpoint { mac: ch.mac, ip: ch.ip, port: DATAPLANE_PORT };
+    let mut m = innet_wire::paxos::PaxosMsg::new(innet_wire::paxos::MsgType::Request);
+    m.value = innet_paxos::envelope::Envelope::new(innet_paxos::envelope::proposer_id(index, 0), 0, b"v")
+        .expect("fits")
+        .to_value();
+    // The envelope's request number: after the proposer id, in the value.
+    let request_at = PAYLOAD_OFFSET + innet_wire::paxos::offset::VALUE + 4;
+    (udp_frame(from, to, &m.encode(), 0), request_at)
+}
+
+/// Where `up` pins the coordinator's XDP program (the in-kernel
+/// generator's target).
+pub fn coordinator_program_pin() -> PathBuf {
+    Path::new(PIN_DIR).join("paxos").join("coordinator").join(Role::Coordinator.program())
+}
+
 /// Where the vote counter's maps are pinned, under the testbed's pin directory.
 pub const COUNTER_PINS: &str = "counter";
 
@@ -464,17 +617,31 @@ fn attach_vote_counter(o: &PaxosUp, d: &PaxosDeployment, roles: &Roles, dir: &Pa
     use crate::paxos_learner::{Config as CounterConfig, VoteCounterXdp};
     use innet_paxos::trust::Kind;
     use innet_paxos::vote_counter::{VoteCounterConfig, COUNTER_SLOTS_DEFAULT};
-    let mut ports: Vec<(u16, Kind)> = (0..o.learners).map(|i| (learner_port(i), Kind::Learner)).collect();
-    ports.extend((0..o.proposers).map(|i| (proposer_port(i), Kind::Proposer)));
-    ports.push((BACKUP_PORT, Kind::Backup));
+    let ports: Vec<(u16, Kind)> = if o.per_machine() {
+        // The machine's one count: the learners' rules (a 2B from an
+        // acceptor), which the proposers' and the backup's equal for votes.
+        vec![(DECISION_PORT, Kind::Learner)]
+    } else {
+        let mut p: Vec<(u16, Kind)> = (0..o.learners).map(|i| (learner_port(i), Kind::Learner)).collect();
+        p.extend((0..o.proposers).map(|i| (proposer_port(i), Kind::Proposer)));
+        p.push((BACKUP_PORT, Kind::Backup));
+        p
+    };
     let counter =
         VoteCounterConfig { acceptors: o.acceptors, quorum: roles.quorum(), slots: COUNTER_SLOTS_DEFAULT.max(o.slots) };
-    let mut k = VoteCounterXdp::load(&CounterConfig { counter, ports })?;
+    let ring = (o.per_machine() && o.decisions == Decisions::Ring).then_some(o.ring);
+    let mut k = VoteCounterXdp::load(&CounterConfig { counter, ports, ring, sink: o.sink })?;
     k.set_senders(&crate::paxos::all_senders(d, &arrivals(d, None)?))?;
     k.pin_maps(&dir.join(COUNTER_PINS))?;
     let devs: Vec<String> = (0..o.acceptors).map(|i| format!("innet-ha{i}")).collect();
     let devs: Vec<&str> = devs.iter().map(String::as_str).collect();
-    attach_fds(k.program_fd(false)?, k.program_fd(true)?, NS_HOSTS, &devs)
+    o.fabric.attach(k.program_fd(false)?, NS_HOSTS, &devs)?;
+    // Generic mode: the votes are tc copies, which skip generic XDP; and
+    // a tc multicast of votes (per port) in either mode.
+    if o.fabric.mode == XdpMode::Generic || o.vote_multicast() == Multicast::Tc {
+        attach_tc(k.program_fd(true)?, NS_HOSTS, &devs)?;
+    }
+    Ok(())
 }
 
 /// The vote counter's counters, if the running testbed has one.

@@ -414,15 +414,21 @@ pub struct Lock(#[allow(dead_code)] std::fs::File);
 /// Takes the testbed lock, waiting up to 60 s for another `innet testbed`
 /// command to finish.
 pub fn lock() -> Result<Lock> {
+    lock_at(Path::new(LOCK_FILE), "another `innet testbed` command")
+}
+
+/// Takes the `flock` on `path` (made if missing), waiting up to 60 s for
+/// `holder` (named in the error) to let it go.
+pub fn lock_at(path: &Path, holder: &str) -> Result<Lock> {
     use std::os::fd::AsRawFd;
-    let dir = Path::new(LOCK_FILE).parent().expect("has a parent");
+    let dir = path.parent().expect("has a parent");
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(LOCK_FILE)
-        .with_context(|| format!("open {LOCK_FILE}"))?;
+        .open(path)
+        .with_context(|| format!("open {}", path.display()))?;
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         // SAFETY: `f` is an open file for the duration of the call.
@@ -430,7 +436,7 @@ pub fn lock() -> Result<Lock> {
             return Ok(Lock(f));
         }
         if Instant::now() > deadline {
-            bail!("another `innet testbed` command holds {LOCK_FILE} (for over 60 s): wait for it to finish");
+            bail!("{holder} holds {} (for over 60 s): wait for it to finish", path.display());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -531,7 +537,10 @@ pub(crate) fn down_unlocked() -> Result<Vec<String>> {
         ip(&["link", "del", &link])?;
         removed.push(format!("link {link}"));
     }
-    let mut pins: Vec<PathBuf> = vec![Path::new(PIN_DIR).join("txn_switch")];
+    // `innet bench xdp` pins its switch under "bench" on this testbed (its
+    // programs too: left behind, every later testbed test saw leftovers).
+    let mut pins: Vec<PathBuf> =
+        vec![Path::new(PIN_DIR).join("txn_switch"), Path::new(PIN_DIR).join(crate::bench::PIN_SUBDIR)];
     pins.extend((0..crate::chain_testbed::NODES_MAX).map(crate::chain_testbed::node_pin_dir));
     pins.extend(state.pin_dir.iter().map(PathBuf::from).filter(|p| p != Path::new(PIN_DIR)));
     for p in pins {

@@ -117,7 +117,7 @@ fn port(i: u16) -> ChainPort {
 }
 
 fn node_addr(udp_port: u16) -> NodeAddr {
-    NodeAddr { udp_port, node_ip: NODE_IP, origin_port: ORIGIN_PORT }
+    NodeAddr { udp_port, node_ip: NODE_IP, origin_port: ORIGIN_PORT, reply_port: 0 }
 }
 
 /// What the XDP program did with a frame `from` CLIENT's address (through
@@ -602,6 +602,9 @@ impl NcGen {
             90..=94 => NcOp::ReadReply,
             _ => NcOp::WriteReply,
         };
+        if op == NcOp::WriteReply {
+            chain.clear(); // a write reply carries no stack
+        }
         if self.rng.chance(0.3) {
             self.seq_base = self.seq_base.wrapping_add(1);
         }
@@ -625,8 +628,8 @@ impl NcGen {
 
     fn malformed(&mut self) -> Vec<u8> {
         let mut b = self.msg().encode();
-        let depth = (b.len() - ncw::FIXED_LEN) / ncw::ADDR_LEN - 1;
-        let fixed = (depth + 1) * ncw::ADDR_LEN;
+        let entries = (b.len() - ncw::FIXED_LEN) / ncw::ADDR_LEN;
+        let fixed = entries * ncw::ADDR_LEN;
         match self.rng.below(6) {
             0 => {
                 let below = b.len() as u64;
@@ -638,8 +641,12 @@ impl NcGen {
                 s.extend_from_slice(&b[fixed..]);
                 b = s;
             }
-            2 => b[fixed + ncw::offset::OP] = 4 + self.rng.below(252) as u8,
-            3 => b[fixed + ncw::offset::SC] = (depth as u8).wrapping_add(1 + self.rng.below(20) as u8),
+            2 => {
+                // 0..=9 or 14..=255: any code but 10..=13.
+                let op = self.rng.below(252) as u8;
+                b[fixed + ncw::offset::OP] = if op < 10 { op } else { op + 4 };
+            }
+            3 => b[fixed + ncw::offset::SC] = (entries as u8).wrapping_add(1 + self.rng.below(20) as u8),
             4 => b = self.rng.bytes(0, 100),
             _ => b.extend(self.rng.bytes(1, 30)), // trailing: valid, cut
         }
@@ -691,8 +698,20 @@ fn netchain_golden_vectors_give_the_reference_verdicts_and_bytes_at_every_place_
     for i in 0..4 {
         let neighbours: Vec<(Addr, Hop)> =
             chain.iter().filter(|a| **a != chain[i]).map(|a| (*a, Hop::Port((*a % 2) as u16))).collect();
+        let successors = &chain[i + 1..4];
         let mut n =
-            Nc::load(Some(Role::at(i, 4)), chain[i], KEYS_DEFAULT, &neighbours, &chain[i + 1..4], &[0, 1, 2, 7]);
+            Nc::load(Some(Role::at(i, 4)), chain[i], KEYS_DEFAULT, &neighbours, successors, &[0, 1, 2, 7, 2018]);
+        n.golden(&golden, 3);
+        report_golden(&n.finish());
+    }
+    // The reference_* vectors' chain (netchain-p4 controller/config/vring.txt):
+    // 10.0.100.1 .. 10.0.100.3, key 2018.
+    let reference: Vec<Addr> = (1..=3).map(|i| 0x0a00_6400 + i).collect();
+    for i in 0..3 {
+        let neighbours: Vec<(Addr, Hop)> =
+            reference.iter().filter(|a| **a != reference[i]).map(|a| (*a, Hop::Port((*a % 2) as u16))).collect();
+        let successors = &reference[i + 1..3];
+        let mut n = Nc::load(Some(Role::at(i, 3)), reference[i], KEYS_DEFAULT, &neighbours, successors, &[2018]);
         n.golden(&golden, 3);
         report_golden(&n.finish());
     }

@@ -149,9 +149,9 @@ static TESTBED: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// the client namespace, and takes the testbed down again.
 fn with_chain(protocol: Protocol, f: impl FnOnce(&[NodeXdp], &Client) + std::panic::UnwindSafe) -> Result<()> {
     let _turn = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
-    tb::up(protocol, NODES, None).context("testbed up")?;
+    tb::up(protocol, NODES, None, tb::ReplyTo::SourcePort).context("testbed up")?;
     let run = std::panic::catch_unwind(move || {
-        let nodes = tb::attach_nodes(protocol, NODES).expect("attach");
+        let nodes = tb::attach_nodes(protocol, NODES, tb::ReplyTo::SourcePort).expect("attach");
         let socket = in_netns(NS_CLIENT, || Ok(UdpSocket::bind((CLIENT_IP, 0))?)).expect("client socket");
         socket.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
         f(&nodes, &Client { protocol, socket });

@@ -21,6 +21,13 @@
 //! configured member (whose device does not exist, so the copy is counted as
 //! an error and nothing is sent), Drop `TC_ACT_SHOT` without one.
 //!
+//! And through the XDP entry with the devmap multicast (the testbed's
+//! default, `Multicast::Devmap`): there a Multicast verdict is the
+//! program's `XDP_REDIRECT` (a broadcast to the devmap `paxos_ports`, whose
+//! egress program rewrites each copy; `BPF_PROG_TEST_RUN` reports the
+//! action without sending) with the frame's addresses unchanged and no
+//! metadata; every other verdict as through the XDP entry.
+//!
 //! Who may send what ([`innet_paxos::trust`]): each test runs in a private
 //! network namespace with a veth pair, and every frame is received on one
 //! of its ends from one sender (`common::paxos_sources`): a node of a
@@ -57,8 +64,8 @@ use innet_paxos::trust::{Senders, REJECT_NAMES};
 use innet_paxos::{Acceptor, AcceptorConfig, Coordinator, CoordinatorConfig};
 use innet_wire::paxos::{MsgType, PaxosMsg, Value, DATAPLANE_PORT, PACKET_LEN, VALUE_LEN};
 use innet_xdp::frame::{self, hex, Endpoint};
-use innet_xdp::object::{XDP_DROP, XDP_PASS, XDP_TX};
-use innet_xdp::paxos::{self, senders_at, Config, Member, PaxosXdp, Role, SenderKey, META_LEN, META_MAGIC};
+use innet_xdp::object::{XDP_DROP, XDP_PASS, XDP_REDIRECT, XDP_TX};
+use innet_xdp::paxos::{self, senders_at, Config, Member, Multicast, PaxosXdp, Role, SenderKey, META_LEN, META_MAGIC};
 
 const RANDOM_PACKETS_SMALL_RING: usize = 100_000;
 const RANDOM_PACKETS_DEFAULT_RING: usize = 25_000;
@@ -126,6 +133,7 @@ fn xdp_verdict(
     action: u32,
     input_len: usize,
     out: &[u8],
+    group: u16,
 ) -> Result<(Verdict, Vec<u8>), String> {
     let (meta, f) = if action == XDP_PASS && out.len() == input_len + META_LEN {
         (Some(&out[..META_LEN]), &out[META_LEN..])
@@ -149,6 +157,9 @@ fn xdp_verdict(
             }
             Verdict::Multicast { group: u16::from_ne_bytes([m[2], m[3]]) }
         }
+        // The devmap broadcast: the configured group, addresses rewritten
+        // per copy by the egress program (not run here).
+        (XDP_REDIRECT, None) if (src, dst) == (from, NODE) => Verdict::Multicast { group },
         _ => return Err(format!("action {action} meta {meta:?} to {dst:?} from {src:?}")),
     };
     Ok((v, f.to_vec()))
@@ -195,6 +206,8 @@ fn member() -> Member {
 enum Entry {
     Xdp,
     Tc,
+    /// The XDP entry, multicast by devmap broadcast.
+    Devmap,
 }
 
 /// A role's BPF program through one entry, and the reference program
@@ -219,13 +232,22 @@ impl Node {
     fn load(entry: Entry, ifaces: [u32; 2], cfg: Config, rust: Reference, role: Role) -> Differential<Node> {
         let xdp = PaxosXdp::load(role, cfg.slots).expect("load");
         let members = if entry == Entry::Tc { vec![member()] } else { vec![] };
+        let cfg = if entry == Entry::Devmap { Config { mcast: Multicast::Devmap, ..cfg } } else { cfg };
         xdp.configure(&cfg, &members).expect("configure");
+        if entry == Entry::Devmap {
+            // One member, on the other end of the test's veth pair.
+            xdp.set_ports(&[Member { ifindex: ifaces[1], ..member() }]).expect("devmap");
+        }
         let (d, keys, sources) = paxos_sources(ifaces);
         // The coordinator, or the acceptor with the reference's id.
         let name = if role == Role::Coordinator { "coordinator".to_string() } else { format!("acceptor{ACCEPTOR_ID}") };
         let senders = senders_at(&d, &keys, d.find(&name).expect("in the deployment"));
         xdp.set_senders(&senders).expect("senders");
-        let prefix = if entry == Entry::Tc { "tc " } else { "" };
+        let prefix = match entry {
+            Entry::Tc => "tc ",
+            Entry::Devmap => "devmap ",
+            Entry::Xdp => "",
+        };
         let label = match rust {
             Reference::Coordinator(_) => format!(
                 "paxos-coordinator slots={} learners={LEARNERS} first={} senders={}",
@@ -282,9 +304,9 @@ impl Pair for Node {
         let (from, ifindex) = (self.from().from, self.from().ifindex);
         let before = self.bpf_rejected();
         let r = match self.entry {
-            Entry::Xdp => {
+            Entry::Xdp | Entry::Devmap => {
                 let (action, out) = self.xdp.test_run_on(input, ifindex).expect("test run");
-                xdp_verdict(self.role, from, action, input.len(), &out)
+                xdp_verdict(self.role, from, action, input.len(), &out, self.group)
             }
             Entry::Tc => {
                 let failed = self.copies_failed();
@@ -535,7 +557,7 @@ fn golden_vectors_give_the_reference_verdicts_and_bytes_for_both_roles() {
         return;
     }
     in_private_netns(|ifaces| {
-        for entry in [Entry::Xdp, Entry::Tc] {
+        for entry in [Entry::Xdp, Entry::Tc, Entry::Devmap] {
             for mut d in [
                 Node::coordinator(entry, ifaces, ACCEPTOR_SLOTS_DEFAULT, 5),
                 Node::acceptor(entry, ifaces, ACCEPTOR_SLOTS_DEFAULT),
@@ -561,6 +583,7 @@ fn random_packets_match_the_reference_coordinator() {
             0xC0_0E,
         );
         run(Node::coordinator(Entry::Tc, ifaces, 16, 0), RANDOM_PACKETS_SMALL_RING, 0xC0_0F);
+        run(Node::coordinator(Entry::Devmap, ifaces, 16, 0), RANDOM_PACKETS_SMALL_RING, 0xC0_11);
     });
 }
 
@@ -589,5 +612,6 @@ fn random_packets_match_the_reference_acceptor() {
         run(Node::acceptor(Entry::Xdp, ifaces, 16), RANDOM_PACKETS_SMALL_RING, 0xACC0);
         run(Node::acceptor(Entry::Xdp, ifaces, ACCEPTOR_SLOTS_DEFAULT), RANDOM_PACKETS_DEFAULT_RING, 0xACC1);
         run(Node::acceptor(Entry::Tc, ifaces, 16), RANDOM_PACKETS_SMALL_RING, 0xACC2);
+        run(Node::acceptor(Entry::Devmap, ifaces, 16), RANDOM_PACKETS_SMALL_RING, 0xACC3);
     });
 }

@@ -18,6 +18,14 @@
 //! default ring. Frames to a port the program does not count pass up
 //! unchanged and are counted as `passed_other`.
 //!
+//! With the decision ring on (`Config::ring`, the testbed's default), a
+//! decision does not go up as a packet: the vote is dropped and the
+//! DECIDED goes into the ring as a record; the test reads the ring after
+//! every packet and takes a dropped frame plus exactly one record (with the
+//! frame's port and the reference's bytes) as the reference's pass-up. A
+//! full ring passes the DECIDED up as a packet instead (counted
+//! `ring_full`): `a_full_ring_passes_decisions_up_as_packets_and_loses_none`.
+//!
 //! Who may send what ([`innet_paxos::trust`]): the two ports are a
 //! learner's and a proposer's, each with its kind's rules; the test runs in
 //! a private network namespace with a veth pair and every frame is
@@ -51,7 +59,7 @@ use innet_wire::paxos::{MsgType, PaxosMsg, Value, LEARNER_PORT, PACKET_LEN, VALU
 use innet_xdp::frame::{self, hex, Endpoint};
 use innet_xdp::object::{XDP_DROP, XDP_PASS};
 use innet_xdp::paxos::{self, all_senders, SenderKey};
-use innet_xdp::paxos_learner::{self, Config, VoteCounterXdp};
+use innet_xdp::paxos_learner::{self, Config, DecisionRing, RingOpts, VoteCounterXdp};
 
 const RANDOM_PACKETS: usize = 100_000;
 const ACCEPTORS: usize = 3;
@@ -71,6 +79,8 @@ const HOST_IP: Ipv4Addr = Ipv4Addr::new(10, 98, 20, 2);
 enum Entry {
     Xdp,
     Tc,
+    /// The XDP entry with decisions up through the ring.
+    XdpRing,
 }
 
 /// The BPF counter through one entry, and one reference per counted port
@@ -90,24 +100,33 @@ struct Counter {
     rejected: [u64; REJECT_NAMES.len()],
     /// Why the program refused the last frame, if it did.
     bpf_reason: Option<&'static str>,
+    /// [`Entry::XdpRing`]: the decision ring, read after every packet.
+    ring: Option<DecisionRing>,
 }
 
 impl Counter {
     fn load(entry: Entry, ifaces: [u32; 2], slots: usize) -> Differential<Counter> {
         let cfg = VoteCounterConfig { slots, ..VoteCounterConfig::new(ACCEPTORS) };
-        let xdp = VoteCounterXdp::load(&Config { counter: cfg, ports: PORTS.to_vec() }).expect("load");
+        let ring = (entry == Entry::XdpRing).then(RingOpts::default);
+        let xdp =
+            VoteCounterXdp::load(&Config { counter: cfg, ports: PORTS.to_vec(), ring, sink: false }).expect("load");
         let (d, keys, sources) = paxos_sources(ifaces);
         let senders = all_senders(&d, &keys);
         xdp.set_senders(&senders).expect("senders");
         let rust = PORTS.iter().map(|_| VoteCounter::new(cfg)).collect();
-        let prefix = if entry == Entry::Tc { "tc " } else { "" };
+        let prefix = match entry {
+            Entry::Tc => "tc ",
+            Entry::XdpRing => "ring ",
+            Entry::Xdp => "",
+        };
+        let ring = ring.map(|_| DecisionRing::of(&xdp).expect("map the ring"));
         let label = format!(
             "{prefix}paxos-vote-counter slots={slots} acceptors={ACCEPTORS} quorum={} senders={}",
             cfg.quorum,
             senders.len()
         );
         let rejected = [0; REJECT_NAMES.len()];
-        let c = Counter { xdp, entry, rust, port: 0, sources, source: 0, senders, rejected, bpf_reason: None };
+        let c = Counter { xdp, entry, rust, port: 0, sources, source: 0, senders, rejected, bpf_reason: None, ring };
         Differential::new(c, label, SLOTS_EVERY)
     }
 
@@ -151,20 +170,36 @@ impl Pair for Counter {
         let (from, ifindex) = (self.from().from, self.from().ifindex);
         let before = self.bpf_rejected();
         let (action, out) = match self.entry {
-            Entry::Xdp => self.xdp.test_run_on(input, ifindex).expect("test run"),
+            Entry::Xdp | Entry::XdpRing => self.xdp.test_run_on(input, ifindex).expect("test run"),
             Entry::Tc => self.xdp.test_run_tc_on(input, ifindex).expect("test run"),
         };
+        let records = self.ring.as_mut().map(DecisionRing::take).unwrap_or_default();
         self.bpf_reason = rejected_reason(&before, &self.bpf_rejected());
         let (src, dst, _, checksum_ok) = frame::parse(&out).ok_or("output is not an IPv4/UDP frame")?;
         if !checksum_ok || (src, dst) != (from, self.dst()) {
             return Err(format!("addresses or IPv4 checksum changed: {src:?} -> {dst:?}"));
         }
         let v = match (self.entry, action) {
-            (Entry::Xdp, XDP_PASS) | (Entry::Tc, TC_ACT_OK) => Verdict::Port { port: COUNTER_PORT_HOST },
-            (Entry::Xdp, XDP_DROP) | (Entry::Tc, TC_ACT_SHOT) => Verdict::Drop,
+            (_, XDP_PASS) if self.entry != Entry::Tc => Verdict::Port { port: COUNTER_PORT_HOST },
+            (Entry::Tc, TC_ACT_OK) => Verdict::Port { port: COUNTER_PORT_HOST },
+            (_, XDP_DROP) if self.entry != Entry::Tc => Verdict::Drop,
+            (Entry::Tc, TC_ACT_SHOT) => Verdict::Drop,
             _ => return Err(format!("action {action}")),
         };
-        Ok((v, out))
+        // A decision in the ring is the reference's pass-up: the frame
+        // dropped, one record of this port with the DECIDED's bytes.
+        match (records.as_slice(), v) {
+            ([], _) => Ok((v, out)),
+            ([(k, hdr)], Verdict::Drop) => {
+                let (_, _, payload, _) = frame::parse(&out).ok_or("output is not an IPv4/UDP frame")?;
+                let payload = payload.get(..PACKET_LEN).ok_or("a decision shorter than a header")?;
+                if *k as usize != self.port || hdr[..] != *payload {
+                    return Err(format!("ring record for port index {k}: {} (frame: {})", hex(hdr), hex(payload)));
+                }
+                Ok((Verdict::Port { port: COUNTER_PORT_HOST }, out))
+            }
+            (r, v) => Err(format!("{} ring records with verdict {v:?}", r.len())),
+        }
     }
 
     /// The rules of the port's kind, then the port's counter; the reason
@@ -358,7 +393,7 @@ fn golden_vectors_and_scenarios_give_the_reference_verdicts_and_bytes() {
         return;
     }
     in_private_netns(|ifaces| {
-        for entry in [Entry::Xdp, Entry::Tc] {
+        for entry in [Entry::Xdp, Entry::Tc, Entry::XdpRing] {
             let mut d = Counter::load(entry, ifaces, 16);
             for p in 0..=PORTS.len() {
                 d.pair.port = p;
@@ -394,5 +429,64 @@ fn random_packets_match_the_reference_counter() {
         run(Counter::load(Entry::Xdp, ifaces, 16), 0x1EA5);
         run(Counter::load(Entry::Xdp, ifaces, COUNTER_SLOTS_DEFAULT), 0x1EA6);
         run(Counter::load(Entry::Tc, ifaces, 16), 0x1EA7);
+        run(Counter::load(Entry::XdpRing, ifaces, 16), 0x1EA8);
+    });
+}
+
+/// The ring has room for 64 records (4,096 bytes); nobody reads it while
+/// 200 instances are decided (two votes each). The first decisions go into
+/// the ring until it is full (their votes dropped), the others go up as
+/// DECIDED packets (`ring_full`); reading the ring then gives the first in order:
+/// every instance delivered once, by one path or the other, none lost.
+#[test]
+fn a_full_ring_passes_decisions_up_as_packets_and_loses_none() {
+    if !bpf_or_skip("a_full_ring_passes_decisions_up_as_packets_and_loses_none", paxos_learner::unavailable) {
+        return;
+    }
+    in_private_netns(|ifaces| {
+        let cfg = VoteCounterConfig::new(ACCEPTORS);
+        let ring = Some(RingOpts { bytes: 4096, wakeup: 0 });
+        let xdp =
+            VoteCounterXdp::load(&Config { counter: cfg, ports: PORTS.to_vec(), ring, sink: false }).expect("load");
+        let (d, keys, sources) = paxos_sources(ifaces);
+        xdp.set_senders(&all_senders(&d, &keys)).expect("senders");
+        let mut reader = DecisionRing::of(&xdp).expect("map the ring");
+        let dst = Endpoint { mac: HOST_MAC, ip: HOST_IP, port: PORTS[0].0 };
+        let mut passed = vec![];
+        for inst in 0..200u32 {
+            for a in 0..2u16 {
+                let s = sources.iter().find(|s| s.name == format!("acceptor{a}")).expect("acceptor source");
+                let input = frame::udp_frame(s.from, dst, &vote(inst, a, 1, b"v"), 0);
+                let (action, out) = xdp.test_run_on(&input, s.ifindex).expect("test run");
+                if action == XDP_PASS {
+                    let (_, _, payload, _) = frame::parse(&out).expect("an IPv4/UDP frame");
+                    let m = PaxosMsg::decode(payload).expect("a DECIDED");
+                    assert_eq!((m.msgtype, m.inst, a), (MsgType::Decided, inst, 1), "only a deciding vote passes");
+                    passed.push(inst);
+                } else {
+                    assert_eq!(action, XDP_DROP);
+                }
+            }
+        }
+        let c = xdp.counters().expect("counters");
+        let ringed: Vec<u32> = reader
+            .take()
+            .into_iter()
+            .map(|(k, h)| {
+                assert_eq!(k, 0, "the learner's port");
+                PaxosMsg::decode(&h).expect("a DECIDED").inst
+            })
+            .collect();
+        // 4,096 bytes of 64-byte records: 63 or 64 fit (the kernel may keep
+        // room for its own bookkeeping).
+        let r = counter(&c, "ring") as u32;
+        assert!((60..=64).contains(&r), "{r} decisions in a ring of 64 records");
+        assert_eq!(ringed, (0..r).collect::<Vec<u32>>(), "the ring holds the first {r}, in order");
+        assert_eq!(passed, (r..200).collect::<Vec<u32>>(), "the rest went up as packets, in order");
+        assert_eq!((counter(&c, "ring_full"), counter(&c, "decisions")), (200 - r as u64, 200));
+        eprintln!(
+            "DIFFERENTIAL paxos-vote-counter ring of 64 records unread: {r} decisions in the ring, {} passed up as packets (ring_full), 0 lost",
+            200 - r
+        );
     });
 }

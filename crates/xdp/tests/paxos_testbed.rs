@@ -1,9 +1,13 @@
 //! The `paxos` testbed end to end (CAANS Figure 1 on network namespaces):
-//! * a proposer's REQUEST through the BPF coordinator becomes a 2A that
-//!   `bpf_clone_redirect` copies to the three BPF acceptors, whose 2B votes
-//!   come back to the proposer's port, one per acceptor; with the vote
-//!   counter in the hosts namespace (the default) the proposer gets one
-//!   DECIDED instead, and the counter absorbed the other two votes; then
+//! * a proposer's REQUEST through the BPF coordinator becomes a 2A that a
+//!   devmap broadcast (driver mode; generic too) copies to the three BPF
+//!   acceptors, whose 2B votes come back to the proposer's port, one per
+//!   acceptor; with the vote counter in the hosts namespace counting per
+//!   port the proposer gets one DECIDED instead, and the counter absorbed
+//!   the other two votes; with one vote per machine (the default) the
+//!   acceptors send one vote each to the machine's decision port and the
+//!   decision goes up once, through the counter's ring (or, with
+//!   `Decisions::Socket`, as one DECIDED to the decision port); then
 //!   `down` leaves no namespace, pin, state file or program of the
 //!   topology behind;
 //! * failover (section 3.1): values are submitted continuously, the
@@ -38,8 +42,11 @@ use innet_paxos::trust::forged;
 use innet_paxos::vote_counter::COUNTER_ACPTID;
 use innet_paxos::DeliveryKind;
 use innet_wire::paxos::{MsgType, PaxosMsg, Value};
+use innet_xdp::fabric::{self, Fabric};
+use innet_xdp::paxos::Multicast;
 use innet_xdp::paxos_hosts::{self, BackupAt, HostsRun};
-use innet_xdp::paxos_testbed::{self as tb, PaxosUp};
+use innet_xdp::paxos_learner::{DecisionRing, RingOpts};
+use innet_xdp::paxos_testbed::{self as tb, Decisions, PaxosUp};
 use innet_xdp::privileged::{self, say};
 use innet_xdp::{paxos, testbed};
 
@@ -58,46 +65,96 @@ fn a_request_is_ordered_through_the_bpf_roles_and_down_leaves_nothing() {
         return;
     }
     let _one = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
-    for vote_counters in [false, true] {
-        a_request_is_ordered(vote_counters);
+    let generic = Fabric::generic();
+    for up in [
+        PaxosUp { vote_counters: false, ..PaxosUp::default() },
+        PaxosUp { decisions: Decisions::PerPort, ..PaxosUp::default() },
+        PaxosUp { decisions: Decisions::Socket, ..PaxosUp::default() },
+        PaxosUp::default(),
+        PaxosUp { vote_counters: false, fabric: generic, ..PaxosUp::default() },
+        PaxosUp { fabric: generic, ..PaxosUp::default() },
+        PaxosUp { fabric: generic, multicast: Multicast::Tc, decisions: Decisions::PerPort, ..PaxosUp::default() },
+    ] {
+        a_request_is_ordered(&up);
     }
 }
 
-fn a_request_is_ordered(vote_counters: bool) {
+/// Where the test listens for what a request leads to.
+fn listen_port(up: &PaxosUp) -> u16 {
+    if up.per_machine() {
+        tb::DECISION_PORT
+    } else {
+        tb::proposer_port(0)
+    }
+}
+
+fn a_request_is_ordered(up: &PaxosUp) {
     let before = paxos_programs();
-    tb::up(&PaxosUp { vote_counters, ..PaxosUp::default() }).expect("testbed up paxos");
-    let want = if vote_counters { 1 } else { 3 };
-    let votes = testbed::in_netns(tb::NS_HOSTS, || {
-        let s = UdpSocket::bind(SocketAddr::from(([0, 0, 0, 0], tb::proposer_port(0))))?;
-        s.set_read_timeout(Some(Duration::from_millis(if vote_counters { 500 } else { 2000 })))?;
+    tb::up(up).expect("testbed up paxos");
+    let mode = |dev: &str, ns: &str| fabric::attached_mode(ns, dev).expect("ip link show");
+    let modes = (mode("innet-ch", tb::NS_COORDINATOR), mode("innet-ac0", &tb::acceptor_ns(0)));
+    let ring = up.per_machine() && up.decisions == Decisions::Ring;
+    let want = match (up.vote_counters, ring) {
+        (false, _) => 3,
+        (true, true) => 0,
+        (true, false) => 1,
+    };
+    let got = testbed::in_netns(tb::NS_HOSTS, || {
+        let s = UdpSocket::bind(SocketAddr::from(([0, 0, 0, 0], listen_port(up))))?;
+        s.set_read_timeout(Some(Duration::from_millis(if want == 3 { 2000 } else { 500 })))?;
         let mut m = PaxosMsg::new(MsgType::Request);
         m.value = Envelope::new(paxos_hosts::proposer_id(0), 7, b"put k v").expect("fits").to_value();
-        s.send_to(&m.encode(), tb::coordinator_addr())?;
+        // The proposer's port: the coordinator takes requests from proposers.
+        let p = UdpSocket::bind(SocketAddr::from(([0, 0, 0, 0], tb::proposer_port(0))));
+        let from = if listen_port(up) == tb::proposer_port(0) {
+            &s
+        } else {
+            p.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?
+        };
+        from.send_to(&m.encode(), tb::coordinator_addr())?;
         let mut votes = vec![];
         let mut buf = [0u8; 128];
-        // With counters: wait for more than the one decision (none may come).
+        // Wait for more than expected (none more may come).
         while votes.len() < 3 {
             let Ok((n, _)) = s.recv_from(&mut buf) else { break };
             votes.push(PaxosMsg::decode(&buf[..n]).map_err(anyhow::Error::msg)?);
         }
         Ok(votes)
     });
+    let ringed: Vec<PaxosMsg> = if ring {
+        let dir = Path::new(testbed::PIN_DIR).join("paxos").join(tb::COUNTER_PINS);
+        let mut r = DecisionRing::open_pinned(&dir).expect("the decision ring");
+        r.take()
+            .into_iter()
+            .map(|(k, h)| {
+                assert_eq!(k, 0, "the machine's one counted port");
+                PaxosMsg::decode(&h).expect("a DECIDED")
+            })
+            .collect()
+    } else {
+        vec![]
+    };
     let counted = tb::vote_counter_counters().expect("vote counter counters");
     let removed = tb::down().expect("testbed down");
-    let votes = votes.expect("proposer in the hosts namespace");
+    let votes = votes_or(got);
+    assert_eq!(modes, (Some(up.fabric.mode), Some(up.fabric.mode)), "programs attached in {} mode", up.fabric.mode);
     assert_eq!(votes.len(), want, "{votes:?}");
-    for v in &votes {
+    let decided = if ring { &ringed } else { &votes };
+    for v in decided {
         assert_eq!(Envelope::from_value(&v.value).expect("envelope").request, 7);
     }
-    if vote_counters {
+    if up.vote_counters {
         // The quorum's second vote, rewritten: instance 0, round 1.
-        let d = &votes[0];
+        assert_eq!(decided.len(), 1, "one decision: {decided:?}");
+        let d = &decided[0];
         assert_eq!((d.msgtype, d.inst, d.vrnd, d.acptid), (MsgType::Decided, 0, 1, COUNTER_ACPTID));
         let c: BTreeMap<_, _> = counted.expect("the counter's pins").into_iter().collect();
         // One decision, one counted and one late vote for each counted
-        // port: both learners', the proposer's and the backup's.
-        let ports = (PaxosUp::default().learners + 2) as u64;
+        // port: both learners', the proposer's and the backup's; or the
+        // machine's one.
+        let ports = if up.per_machine() { 1 } else { (up.learners + 2) as u64 };
         assert_eq!((c["decisions"], c["counted"], c["late"]), (ports, ports, ports), "{c:?}");
+        assert_eq!((c["ring"], c["ring_full"]), (u64::from(ring), 0), "{c:?}");
     } else {
         assert!(counted.is_none(), "no counter without vote_counters");
         // Section 3 / Figure 1: the coordinator's first instance, round 1,
@@ -118,11 +175,22 @@ fn a_request_is_ordered(vote_counters: bool) {
     // them a moment later.
     std::thread::sleep(Duration::from_millis(500));
     assert!(paxos_programs() <= before, "paxos programs left after down");
-    let path = if vote_counters { "1 decision through the vote counter" } else { "3 votes" };
+    let path = match (up.vote_counters, up.per_machine(), ring) {
+        (false, _, _) => "3 votes".to_string(),
+        (true, false, _) => "1 decision per counted port through the vote counter".to_string(),
+        (true, true, false) => "1 vote per acceptor to the machine, 1 decision up as a packet".to_string(),
+        (true, true, true) => "1 vote per acceptor to the machine, 1 decision up through the ring".to_string(),
+    };
     say(&format!(
-        "TESTBED paxos: a request through xdp_paxos_coordinator -> 3 x xdp/tc acceptor -> {path}; down removed {}",
+        "TESTBED paxos ({} XDP, {:?} multicast): a request through xdp_paxos_coordinator -> 3 acceptors -> {path}; down removed {}",
+        up.fabric.mode,
+        up.multicast,
         removed.len()
     ));
+}
+
+fn votes_or(got: anyhow::Result<Vec<PaxosMsg>>) -> Vec<PaxosMsg> {
+    got.expect("sockets in the hosts namespace")
 }
 
 fn counters(role: paxos::Role, name: &str) -> BTreeMap<&'static str, u64> {
@@ -207,6 +275,46 @@ fn the_backup_takes_over_when_the_coordinator_fails_and_deliveries_go_on() {
     ));
 }
 
+/// One vote per machine with a decision ring of 63 records (4,096 bytes)
+/// and 2 x 256 requests in flight: the ring fills while the hosts' loop is
+/// busy, the vote counter passes those decisions up as DECIDED packets to
+/// the machine's decision socket instead (counted `ring_full`), and the
+/// learners still deliver every submitted value once, in one order.
+#[test]
+fn a_full_decision_ring_hands_over_to_the_socket_and_nothing_is_lost() {
+    let name = "a_full_decision_ring_hands_over_to_the_socket_and_nothing_is_lost";
+    if !privileged::proceed(name, paxos::unavailable()) {
+        return;
+    }
+    let _one = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
+    let up = PaxosUp { proposers: 2, ring: RingOpts { bytes: 4096, wakeup: 0 }, ..PaxosUp::default() };
+    tb::up(&up).expect("testbed up paxos");
+    let run = HostsRun {
+        roles: up.roles(),
+        up: up.clone(),
+        outstanding: 256,
+        duration: Duration::from_millis(1500),
+        drain: Duration::from_millis(1500),
+        backup: BackupAt::Here,
+        fail_coordinator_at: None,
+        record: true,
+    };
+    let report = paxos_hosts::run(&run);
+    let c: BTreeMap<_, _> =
+        tb::vote_counter_counters().expect("counters").expect("a vote counter").into_iter().collect();
+    tb::down().expect("testbed down");
+    let r = report.expect("end hosts on the testbed");
+    let (delivered, submitted) = every_value_delivered_once_in_one_order(&r);
+    let m = r.machine.clone().expect("one vote per machine");
+    assert!(c["ring"] > 0 && c["ring_full"] > 0, "the ring was used and overflowed: {c:?}");
+    assert_eq!(m.fed, c["ring"], "every decision put in the ring was read from it: {m:?} {c:?}");
+    assert!(m.received + m.rx_overflow >= c["ring_full"], "every overflowing decision reached the socket: {m:?} {c:?}");
+    say(&format!(
+        "TESTBED paxos ring full: {} decisions through a 63-record ring, {} handed to the decision socket when it was full; learners delivered {delivered} instances in one order, every one of {submitted} submitted values once",
+        c["ring"], c["ring_full"]
+    ));
+}
+
 /// Every submitted value delivered exactly once, in one order at both
 /// learners, and no value nobody submitted (a forged one): the length of
 /// that order and how many values were submitted.
@@ -256,8 +364,13 @@ fn forged_1a_2a_trim_decided_and_2b_are_refused_by_the_bpf_programs_and_delivery
         return;
     }
     let _one = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
-    let up = PaxosUp::default();
-    let (r, next, refused) = under_attack(&up, attack);
+    for up in [PaxosUp::default(), PaxosUp { decisions: Decisions::PerPort, ..PaxosUp::default() }] {
+        forged_packets_are_refused(&up);
+    }
+}
+
+fn forged_packets_are_refused(up: &PaxosUp) {
+    let (r, next, refused) = under_attack(up, || attack(up));
     let coordinator = refused["coordinator"].clone();
     let acceptors: Vec<_> = (0..up.acceptors).map(|i| refused[&format!("acceptor{i}")].clone()).collect();
     let counter = refused[tb::COUNTER_PINS].clone();
@@ -277,7 +390,8 @@ fn forged_1a_2a_trim_decided_and_2b_are_refused_by_the_bpf_programs_and_delivery
         "delivered {delivered} instances: not past the {FORGED_1A} the forged 1As named from {next}"
     );
     say(&format!(
-        "TESTBED paxos attacks: refused by the coordinator {coordinator:?}, acceptors {acceptors:?}, the vote counter {counter:?}; forged from instance {next}; learners delivered {delivered} instances in one order, every one of {submitted} submitted values once, nothing forged"
+        "TESTBED paxos attacks ({} decisions): refused by the coordinator {coordinator:?}, acceptors {acceptors:?}, the vote counter {counter:?}; forged from instance {next}; learners delivered {delivered} instances in one order, every one of {submitted} submitted values once, nothing forged",
+        up.decisions.name()
     ));
 }
 
@@ -341,9 +455,11 @@ fn send_all(s: &UdpSocket, packets: impl IntoIterator<Item = (Vec<u8>, SocketAdd
 
 /// Once values flow: the forged packets of the test, from a socket in the
 /// hosts namespace on a port the deployment does not name, and from
-/// 10.78.20.9 on acceptor 0's link towards the learners' side. The
+/// 10.78.20.9 on acceptor 0's link towards the learners' side (their own
+/// ports, or with one vote per machine the machine's decision port). The
 /// instance the forged 1As and 2As start at.
-fn attack() -> anyhow::Result<u32> {
+fn attack(up: &PaxosUp) -> anyhow::Result<u32> {
+    let per_machine = up.per_machine();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let votes = || counters(paxos::Role::Acceptor, "acceptor0")["votes"];
     while votes() < 50 {
@@ -377,7 +493,10 @@ fn attack() -> anyhow::Result<u32> {
     anyhow::ensure!(added.success(), "ip addr add in {ns}");
     testbed::in_netns(&ns, || {
         let s = UdpSocket::bind(SocketAddr::from(([10, 78, 20, 9], 0)))?;
-        let learner = |i: usize| SocketAddr::from(([10, 78, 20, 2], tb::learner_port(i)));
+        let learner = |i: usize| {
+            let port = if per_machine { tb::DECISION_PORT } else { tb::learner_port(i) };
+            SocketAddr::from(([10, 78, 20, 2], port))
+        };
         let forged_to_learners = (0..FORGED_TO_LEARNERS as u32).flat_map(|i| {
             let mut vote = PaxosMsg::decode(&forged(MsgType::Phase2B, next + i, 1, b"forged")).expect("a 2B");
             vote.acptid = (i % 3) as u16;

@@ -62,3 +62,38 @@ pub fn wait_clean() -> Vec<String> {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// A running `innet` process, killed when dropped (also when an assertion
+/// fails), and the address its first line of output named.
+pub struct Innet {
+    child: std::process::Child,
+    pub addr: std::net::SocketAddr,
+}
+
+impl Drop for Innet {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `innet ARGS` whose first line of output is `ROLE HOST:PORT`
+/// (`innet store`, `innet switch ...`).
+pub fn spawn_innet(role: &str, args: &[&str]) -> Innet {
+    use std::io::BufRead;
+    let mut child = Command::new(INNET)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("innet runs");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix(&format!("{role} "))
+        .unwrap_or_else(|| panic!("expected '{role} ADDR' first, got {line:?}"))
+        .parse()
+        .unwrap();
+    Innet { child, addr }
+}
