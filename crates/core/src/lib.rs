@@ -15,6 +15,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod deploy;
 pub mod rng;
 pub mod table;

@@ -52,6 +52,9 @@ pub struct SwitchOptions {
     pub reverse_path_capacity: usize,
     /// Who may send what to the program (every packet passes without one).
     pub admit: Option<crate::host::Admission>,
+    /// `--auth-key`: seals what the switch sends to covered addresses and
+    /// refuses what comes from them unsealed ([`crate::auth`]).
+    pub auth: Option<std::sync::Arc<crate::auth::PeerAuth>>,
 }
 
 impl SwitchOptions {
@@ -62,6 +65,7 @@ impl SwitchOptions {
             downstream_delay: Duration::ZERO,
             reverse_path_capacity: REVERSE_PATH_DEFAULT,
             admit: None,
+            auth: None,
         }
     }
     pub fn with_delays(mut self, upstream: Duration, downstream: Duration) -> SwitchOptions {
@@ -329,6 +333,10 @@ impl SwitchLoop<'_> {
 
     /// One received datagram (after the shim, if any, is taken off).
     fn incoming<P: DataPlane>(&mut self, st: &mut SwitchState<P>, from: SocketAddr, bytes: &mut [u8], now: Time) {
+        let Some(len) = crate::auth::PeerAuth::open(&self.opts.auth, from, bytes, &mut st.stats.rejected) else {
+            return;
+        };
+        let bytes = &mut bytes[..len];
         let up = from == self.opts.upstream;
         if up {
             st.stats.from_upstream += 1;
@@ -423,7 +431,7 @@ pub fn run_switch<P: DataPlane>(
         in_down: DelayLine::new(opts.downstream_delay),
         out_up: DelayLine::new(opts.upstream_delay),
         out_down: DelayLine::new(opts.downstream_delay),
-        tx: TxBatch::new(),
+        tx: TxBatch::sealed(opts.auth.clone()),
         targets: Vec::new(),
     };
     let mut rx = RxBatch::new();

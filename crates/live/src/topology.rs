@@ -300,11 +300,19 @@ fn start_paxos(
             i,
             socket,
             Coordinator::new(roles.coordinator()),
+            None,
             stop,
         )?),
-        PaxosRole::Acceptor { id } => {
-            RunningNode::Acceptor(spawn_program(d, at, addrs, i, socket, Acceptor::new(roles.acceptor(id)), stop)?)
-        }
+        PaxosRole::Acceptor { id } => RunningNode::Acceptor(spawn_program(
+            d,
+            at,
+            addrs,
+            i,
+            socket,
+            Acceptor::new(roles.acceptor(id)),
+            None,
+            stop,
+        )?),
         PaxosRole::Backup => {
             let o = crate::paxos::options(d, addrs, i);
             RunningNode::Backup(crate::paxos::spawn_backup(&name, socket, o, roles.backup(), stop)?)
