@@ -3,9 +3,10 @@
  * The NetChain node in XDP (Jin et al., NSDI 2018, sections 4-5) as
  * crates/chain/src/netchain.rs (the reference) runs it: the head sequences
  * writes, the others apply newer sequence numbers (serial arithmetic, RFC
- * 1982), each node pops its address and the addresses of removed nodes
- * (Hop::Skip), the tail answers the origin (at config.reply_port, the
- * reference's 8889, when set). Read that module's essay first;
+ * 1982) and drop older ones, a write is applied only if the rest of its
+ * stack is the rest of the chain, each node pops its address and the
+ * addresses of removed nodes (Hop::Skip), the tail answers the origin (at
+ * config.reply_port, the reference's 8889, when set). Read that module's essay first;
  * comments here only say where BPF differs.
  *
  * nc_process() is NcNode::process_len on a copy of the payload in a per-CPU
@@ -36,7 +37,8 @@
 #define CHAIN_CTR_XDP_NO_PORT INNET_NC_CTR_XDP_NO_PORT
 #include "innet_chain_node.h"
 
-/* Role, pause flag, this node's address, key capacity (control plane). */
+/* Role, pause flag, this node's address, key capacity, the members after
+ * it (control plane). */
 MAP(nc_config, BPF_MAP_TYPE_ARRAY, 1, struct innet_nc_config);
 
 /* Where each next address goes (NcNode.neighbours): a hash map by address,
@@ -173,14 +175,57 @@ static __always_inline int nc_write(__u8 *f, struct innet_nc_register *r, struct
 		return 1;
 	}
 	__u16 d = (__u16)(load_be16(seq) - r->seq);
-	if (d != 0 && d < 0x8000) {
-		r->seq = load_be16(seq);
-		__builtin_memcpy(r->value, f + INNET_NC_OFF_VALUE, INNET_NC_VALUE_LEN);
-		count(INNET_NC_CTR_WRITES_APPLIED);
-	} else {
+	if (d == 0 || d >= 0x8000) {
 		count(INNET_NC_CTR_WRITES_STALE);
+		return 0;
 	}
+	r->seq = load_be16(seq);
+	__builtin_memcpy(r->value, f + INNET_NC_OFF_VALUE, INNET_NC_VALUE_LEN);
+	count(INNET_NC_CTR_WRITES_APPLIED);
 	return 1;
+}
+
+/* NcNode::next_hop's outcomes besides a port. */
+#define NC_NEXT_END (-1)
+#define NC_NEXT_NO_ROUTE (-2)
+
+/* NcNode::next_hop: pops this node and removed nodes (`*pops` addresses in
+ * all); the port of the next address, NC_NEXT_END or NC_NEXT_NO_ROUTE. */
+static __always_inline int nc_next_hop(__u8 *buf, __u32 depth, __u32 *pops)
+{
+	*pops = 1;
+	for (__u32 hop = 0; hop < INNET_NC_MAX_CHAIN_NODES; hop++) {
+		if (*pops >= depth)
+			break;
+		__u32 addr = load_be32(AT(buf, *pops * INNET_NC_ADDR_LEN));
+		struct innet_nc_hop *h = bpf_map_lookup_elem(&nc_neighbours, &addr);
+		if (!h)
+			return NC_NEXT_NO_ROUTE;
+		if (h->hop == INNET_NC_HOP_PORT)
+			return h->port;
+		(*pops)++;
+	}
+	return NC_NEXT_END;
+}
+
+/* NcNode::stack_follows_chain on the addresses from index `pops` on. */
+static __always_inline int nc_stack_follows_chain(__u8 *buf, __u32 depth, __u32 pops, struct innet_nc_config *cfg)
+{
+	__u32 k = 0;
+	for (__u32 i = 0; i < INNET_NC_MAX_CHAIN_NODES; i++) {
+		if (pops + i >= depth)
+			break;
+		__u32 addr = load_be32(AT(buf, (pops + i) * INNET_NC_ADDR_LEN));
+		struct innet_nc_hop *h = bpf_map_lookup_elem(&nc_neighbours, &addr);
+		if (!h)
+			return 0;
+		if (h->hop != INNET_NC_HOP_PORT)
+			continue;
+		if (k >= INNET_NC_MAX_CHAIN_NODES || cfg->successors[k] != addr)
+			return 0;
+		k++;
+	}
+	return k >= INNET_NC_MAX_CHAIN_NODES || cfg->successors[k] == 0;
 }
 
 /* NcNode::answer: the tail's reply; a write pops every entry left (the
@@ -199,32 +244,38 @@ static __always_inline int nc_answer(__u8 *f, __u32 depth, struct innet_nc_regis
 	return INNET_CHAIN_VERDICT_ORIGIN;
 }
 
-/* NcNode::route: pops this node; the tail answers, any other node pops
- * removed nodes and goes to the hop of the next address. `*pops` is how
- * many entries went. */
-static __always_inline int nc_route(__u8 *buf, __u32 depth, struct innet_nc_register *r, struct innet_nc_config *cfg,
-				    __u32 *pops)
+/* NcNode::decide, after the checks of nc_process: `depth` addresses before
+ * the terminator; the tail answers once it has popped itself, any other
+ * node goes to the hop of the next address. `*pops` is how many entries
+ * went. */
+static __always_inline int nc_decide(__u8 *buf, __u32 depth, __u8 *f, struct innet_nc_register *r,
+				     struct innet_nc_config *cfg, __u32 *pops)
 {
+	int next = NC_NEXT_END;
 	*pops = 1;
-	if (is_tail(cfg->role))
-		return nc_answer(AT(buf, (depth + 1) * INNET_NC_ADDR_LEN), depth, r, pops);
-	for (__u32 hop = 0; hop < INNET_NC_MAX_CHAIN_NODES; hop++) {
-		if (*pops >= depth)
-			break;
-		__u32 addr = load_be32(AT(buf, *pops * INNET_NC_ADDR_LEN));
-		struct innet_nc_hop *h = bpf_map_lookup_elem(&nc_neighbours, &addr);
-		if (!h) {
-			count(INNET_NC_CTR_DROPPED_NO_ROUTE);
+	if (!is_tail(cfg->role))
+		next = nc_next_hop(buf, depth, pops);
+	if (next == NC_NEXT_NO_ROUTE) {
+		count(INNET_NC_CTR_DROPPED_NO_ROUTE);
+		return INNET_CHAIN_VERDICT_DROP;
+	}
+	if (next == NC_NEXT_END && !is_tail(cfg->role)) {
+		count(INNET_NC_CTR_DROPPED_NOT_TAIL);
+		return INNET_CHAIN_VERDICT_DROP;
+	}
+	if (f[INNET_NC_OFF_OP] == INNET_NC_OP_WRITE_REQ) {
+		if (!nc_stack_follows_chain(buf, depth, *pops, cfg)) {
+			count(INNET_NC_CTR_DROPPED_WRITE_OFF_CHAIN);
 			return INNET_CHAIN_VERDICT_DROP;
 		}
-		if (h->hop == INNET_NC_HOP_PORT) {
-			count(INNET_NC_CTR_FORWARDED);
-			return verdict_port(INNET_CHAIN_VERDICT_PORT, h->port);
-		}
-		(*pops)++;
+		if (!nc_write(f, r, cfg))
+			return INNET_CHAIN_VERDICT_DROP;
 	}
-	count(INNET_NC_CTR_DROPPED_NOT_TAIL);
-	return INNET_CHAIN_VERDICT_DROP;
+	if (next >= 0) {
+		count(INNET_NC_CTR_FORWARDED);
+		return verdict_port(INNET_CHAIN_VERDICT_PORT, (__u32)next);
+	}
+	return nc_answer(f, depth, r, pops);
 }
 
 /* NcNode::process_len on `len` payload bytes in scratch `buf`. The packet
@@ -264,9 +315,7 @@ static __always_inline int nc_process(__u8 *buf, __u32 len, struct innet_nc_conf
 		count(INNET_NC_CTR_DROPPED_WRITE_NOT_FROM_PREV);
 		return INNET_CHAIN_VERDICT_DROP;
 	}
-	if (op == INNET_NC_OP_WRITE_REQ && !nc_write(f, r, cfg))
-		return INNET_CHAIN_VERDICT_DROP;
-	int verdict = nc_route(buf, (__u32)entries - 1, r, cfg, pops);
+	int verdict = nc_decide(buf, (__u32)entries - 1, f, r, cfg, pops);
 	f[INNET_NC_OFF_SC] = (__u8)((__u32)entries - *pops);
 	*end = fixed + INNET_NC_FIXED_LEN;
 	return verdict;

@@ -289,30 +289,87 @@ __noinline int client_get(__u32 key)
 	return (int)(set * INNET_WAYS + w);
 }
 
-/* TxnSwitch::decided: SetAssoc::entry on the client table (a new slot is
- * zeroed, as Rust's default entry). Forwarded, the request is the one
- * awaited; answered here, the wait for an earlier one goes on. */
-__noinline int client_decided(__u32 cl_id, __s32 req_id, __u32 forwarded)
+/* switch.rs `unpinned`: way `w_` of client set `s_` may be replaced (it is
+ * not a pinned slot of generation `g_`). */
+#define CLIENT_UNPINNED(s_, w_, g_) (!(s_)->way[w_].e.pinned || (s_)->way[w_].e.generation != (g_))
+
+/* SetAssoc::slot_for on a client set at clock `clock_`: the way holding
+ * `key_`, else the first free one, else the least recently used unpinned
+ * one (the last on ties); -1 if every way is a pinned slot of another
+ * client. */
+#define CLIENT_SLOT_FOR(s_, key_, clock_, g_)                                          \
+	({                                                                             \
+		int way_ = SET_FIND(s_, key_);                                         \
+		for (int w_ = 0; w_ < INNET_WAYS; w_++) {                              \
+			if (way_ < 0 && !(s_)->way[w_].valid)                          \
+				way_ = w_;                                             \
+		}                                                                      \
+		if (way_ < 0) {                                                        \
+			__u32 best_ = 0;                                               \
+			for (int w_ = 0; w_ < INNET_WAYS; w_++) {                      \
+				__u32 age_ = (clock_) - (s_)->way[w_].stamp;           \
+				if (CLIENT_UNPINNED(s_, w_, g_) && (way_ < 0 || age_ >= best_)) { \
+					best_ = age_;                                  \
+					way_ = w_;                                     \
+				}                                                      \
+			}                                                              \
+		}                                                                      \
+		way_;                                                                  \
+	})
+
+/* SetAssoc::has_room with `unpinned`: 1 if `cl_id` is held or would find a
+ * free or unpinned slot (recency unchanged). */
+__noinline int client_room(__u32 cl_id)
+{
+	struct innet_txn_state *st;
+	__u32 set;
+	struct innet_client_set *s = client_set_of(cl_id, &set, &st);
+	if (!s || !st)
+		return 0;
+	return CLIENT_SLOT_FOR(s, cl_id, st->client_clock, (__u16)st->generation) >= 0;
+}
+
+/* TxnSwitch::decided: SetAssoc::entry_if with `unpinned` on the client
+ * table (a new slot is zeroed, as Rust's default entry); -1 (nothing
+ * recorded) when the set holds only other clients' pinned slots. Forwarded,
+ * the request is the one awaited; answered here, the wait for an earlier
+ * one goes on. `pinned`: the switch aborted a request with writes (the
+ * slot's pin then holds until a later request of the client is
+ * forwarded). */
+__noinline int client_decided(__u32 cl_id, __s32 req_id, __u32 forwarded, __u32 pinned)
 {
 	struct innet_txn_state *st;
 	__u32 set;
 	struct innet_client_set *s = client_set_of(cl_id, &set, &st);
 	if (!s || !st)
 		return -1;
-	int w = SET_ENTRY(s, cl_id, &st->client_clock, &st->client_evictions);
+	__u32 now = ++st->client_clock;
+	int w = CLIENT_SLOT_FOR(s, cl_id, now, (__u16)st->generation);
 	if (w < 0 || w >= INNET_WAYS)
 		return -1;
+	if (!s->way[w].valid || s->way[w].key != cl_id) {
+		if (s->way[w].valid)
+			st->client_evictions++;
+		__builtin_memset(&s->way[w], 0, sizeof(s->way[w]));
+		s->way[w].valid = 1;
+		s->way[w].key = cl_id;
+	}
+	s->way[w].stamp = now;
 	struct innet_client_entry *e = &s->way[w].e;
+	int current = e->generation == (__u16)st->generation;
 	__u8 awaiting = forwarded ? 1 : 0;
-	if (!forwarded && e->generation == (__u16)st->generation && e->awaiting) {
+	if (!forwarded && current && e->awaiting) {
 		__s32 later = (__s32)((__u32)req_id - (__u32)e->req_id);
 		if (later > 0 && later <= INNET_AWAITING_SPAN_MAX - e->awaiting)
 			awaiting = (__u8)(later + e->awaiting);
 	}
+	/* A pin holds until a later request of the client is forwarded. */
+	pinned |= !forwarded && current && e->pinned;
 	e->generation = (__u16)st->generation;
 	e->req_id = req_id;
 	e->forwarded = forwarded;
 	e->awaiting = awaiting;
+	e->pinned = pinned;
 	return 0;
 }
 
@@ -463,7 +520,7 @@ __noinline int handle_response(__u32 n, __u32 from_upstream)
 
 static __always_inline int forward(__u8 *buf)
 {
-	client_decided(hdr_cl_id(buf), hdr_req_id(buf), 1);
+	client_decided(hdr_cl_id(buf), hdr_req_id(buf), 1, 0);
 	count(INNET_TXN_CTR_FORWARDED);
 	return INNET_VERDICT_UPSTREAM;
 }
@@ -478,11 +535,12 @@ static __always_inline int switch_reply(__u8 *buf, __u8 status)
 	return INNET_VERDICT_REFLECT;
 }
 
-/* TxnPacket::make_switch_reply, then remember the answer. */
-static __always_inline int reflect(__u8 *buf, __u8 status)
+/* TxnPacket::make_switch_reply, then remember the answer (`pinned`: an
+ * abort of a request with writes). */
+static __always_inline int reflect(__u8 *buf, __u8 status, __u32 pinned)
 {
 	switch_reply(buf, status);
-	client_decided(hdr_cl_id(buf), hdr_req_id(buf), 0);
+	client_decided(hdr_cl_id(buf), hdr_req_id(buf), 0, pinned);
 	return INNET_VERDICT_REFLECT;
 }
 
@@ -530,7 +588,7 @@ __noinline int read_cache(__u32 n)
 		value_store(op_value(buf, i), value_load(slot->e.value));
 	}
 	count(INNET_TXN_CTR_SERVED_FROM_CACHE);
-	return reflect(buf, INNET_TXN_STATUS_OK);
+	return reflect(buf, INNET_TXN_STATUS_OK, 0);
 }
 
 /* Pass 1 for one VALUE op: 0 ok, 1 bad against the store's value, 2 bad
@@ -568,10 +626,11 @@ __noinline int validate_compares(__u32 n, __u32 optimistic)
 	if (!buf)
 		return INNET_VERDICT_DROP;
 	__u8 checks[INNET_TXN_MAX_OPS_PER_PACKET + 1] = {};
-	int miss = 0, bad = 0, bad_pending = 0, only_values = n > 0;
+	int miss = 0, bad = 0, bad_pending = 0, only_values = n > 0, writes = 0;
 	/* Pass 1: check every compare, rewrite nothing (NOCC section 3). */
 	for (__u32 i = 0; i < INNET_TXN_MAX_OPS_PER_PACKET && i < n; i++) {
 		__u8 kind = op_type(buf, i);
+		writes |= kind == INNET_TXN_OP_WRITE;
 		if (kind != INNET_TXN_OP_VALUE) {
 			only_values &= kind == INNET_TXN_OP_NOP || kind == INNET_TXN_OP_CPU_PCT;
 			continue;
@@ -599,14 +658,14 @@ __noinline int validate_compares(__u32 n, __u32 optimistic)
 		}
 		if (bad_pending) {
 			count(INNET_TXN_CTR_OPTIMISTICALLY_ABORTED);
-			return reflect(buf, INNET_TXN_STATUS_OPTIMISTIC_ABORT);
+			return reflect(buf, INNET_TXN_STATUS_OPTIMISTIC_ABORT, writes);
 		}
 		count(INNET_TXN_CTR_ABORTED);
-		return reflect(buf, INNET_TXN_STATUS_ABORT);
+		return reflect(buf, INNET_TXN_STATUS_ABORT, writes);
 	}
 	if (only_values && !miss && snapshot_ok(INNET_TXN_OP_VALUE, n)) {
 		count(INNET_TXN_CTR_CONFIRMED);
-		return reflect(buf, INNET_TXN_STATUS_OK);
+		return reflect(buf, INNET_TXN_STATUS_OK, 0);
 	}
 	if (optimistic) {
 		for (__u32 i = 0; i < INNET_TXN_MAX_OPS_PER_PACKET && i < n; i++) {
@@ -693,6 +752,12 @@ __noinline int txn_process(__u32 len, __u32 from_upstream)
 			count(INNET_TXN_CTR_REFUSED_STALE);
 			return switch_reply(buf, INNET_TXN_STATUS_BAD_REQUEST);
 		}
+	}
+	if (!client_room(hdr_cl_id(buf))) {
+		/* Pinned slots (deviation 4): a client the switch could not remember is not judged. */
+		count(INNET_TXN_CTR_PASSED_UNTRACKED);
+		count(INNET_TXN_CTR_FORWARDED);
+		return INNET_VERDICT_UPSTREAM;
 	}
 	if (mode == INNET_TXN_MODE_READ_CACHE)
 		return read_cache(n);

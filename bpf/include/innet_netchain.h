@@ -94,11 +94,12 @@ _Static_assert(INNET_NC_FIXED_LEN == 38, "a write reply is the fixed part alone"
 #define INNET_NC_CTR_DROPPED_NOT_TAIL 10
 #define INNET_NC_CTR_DROPPED_UNEXPECTED 11
 #define INNET_NC_CTR_DROPPED_WRITE_NOT_FROM_PREV 12
-#define INNET_NC_CTR_DROPPED_MALFORMED 13 /* + INNET_NC_ERR_* */
-#define INNET_NC_CTR_NODE_COUNT 17	  /* counters the Rust reference has */
-#define INNET_NC_CTR_XDP_PASSED_OTHER 17 /* not NetChain traffic: XDP_PASS */
-#define INNET_NC_CTR_XDP_NO_PORT 18	  /* a verdict's port has no ifindex: dropped */
-#define INNET_NC_CTR_COUNT 19
+#define INNET_NC_CTR_DROPPED_WRITE_OFF_CHAIN 13
+#define INNET_NC_CTR_DROPPED_MALFORMED 14 /* + INNET_NC_ERR_* */
+#define INNET_NC_CTR_NODE_COUNT 18	  /* counters the Rust reference has */
+#define INNET_NC_CTR_XDP_PASSED_OTHER 18 /* not NetChain traffic: XDP_PASS */
+#define INNET_NC_CTR_XDP_NO_PORT 19	  /* a verdict's port has no ifindex: dropped */
+#define INNET_NC_CTR_COUNT 20
 _Static_assert(INNET_NC_CTR_DROPPED_MALFORMED + INNET_NC_ERR_COUNT == INNET_NC_CTR_NODE_COUNT, "counters");
 
 /* Map nc_config (array, 1 entry): written by the control plane. */
@@ -115,8 +116,11 @@ struct innet_nc_config {
 	__u32 reply_port;    /* host order: replies go to the client's address at this
 			      * port (INNET_NC_REPLY_PORT, the reference's); 0: to the
 			      * request's source port */
+	/* NcNode.successors: the addresses (host order) of the members after
+	 * this node in chain order, then zeros; the stack a write must carry on. */
+	__u32 successors[INNET_NC_MAX_CHAIN_NODES];
 };
-#define INNET_NC_CONFIG_SIZE 40
+#define INNET_NC_CONFIG_SIZE 80
 _Static_assert(sizeof(struct innet_nc_config) == INNET_NC_CONFIG_SIZE, "config size");
 
 /* Map nc_neighbours (hash, INNET_NC_NEIGHBOURS_MAX): chain address (host

@@ -108,7 +108,13 @@ _Static_assert(INNET_PAXOS_COORD_CTR_COUNT <= INNET_PAXOS_CTR_XDP_PASSED_OTHER, 
 #define INNET_PAXOS_KIND_LEARNER 3
 #define INNET_PAXOS_KIND_PROPOSER 4
 #define INNET_PAXOS_REJECT_FOREIGN_ROUND 11
-#define INNET_PAXOS_REJECT_COUNT 12
+#define INNET_PAXOS_REJECT_FOREIGN_PROPOSER 12
+#define INNET_PAXOS_REJECT_COUNT 13
+/* innet_paxos::envelope: a value is an envelope from ENVELOPE_HEADER_LEN
+ * bytes on; its first 4 (big-endian) are the proposer id, whose bits above
+ * PROPOSER_INCARNATION_BITS are the proposer's block. */
+#define INNET_PAXOS_ENVELOPE_HEADER_LEN 8
+#define INNET_PAXOS_PROPOSER_INCARNATION_BITS 20
 /* A row of allowed classes, one byte per message type (padded). */
 #define INNET_PAXOS_ALLOWED_LEN 12
 _Static_assert(INNET_PAXOS_ALLOWED_LEN >= INNET_PAXOS_MSG_COUNT, "allowed row");
@@ -132,16 +138,18 @@ struct innet_paxos_sender_key {
 _Static_assert(sizeof(struct innet_paxos_sender_key) == INNET_PAXOS_SENDER_KEY_SIZE, "sender key size");
 
 struct innet_paxos_sender {
-	__u8 class;  /* INNET_PAXOS_CLASS_* */
-	__u8 issuer; /* the round issuer it uses (0: none) */
-	__u8 flags;  /* INNET_PAXOS_SENDER_* */
+	__u8 class;	/* INNET_PAXOS_CLASS_* */
+	__u8 issuer;	/* the round issuer it uses (0: none) */
+	__u8 flags;	/* INNET_PAXOS_SENDER_* */
 	__u8 pad;
+	__u16 proposer; /* the block of the proposer ids it may submit (trust::block_of) */
+	__u16 pad2;
 };
 /* In an any-port entry: the map holds no per-port entry for this
  * interface and address, so the lookup can stop here (the data-plane
  * roles' copies, which are known by address only, cost one lookup). */
 #define INNET_PAXOS_SENDER_ADDRESS_ONLY 1
-#define INNET_PAXOS_SENDER_SIZE 4
+#define INNET_PAXOS_SENDER_SIZE 8
 _Static_assert(sizeof(struct innet_paxos_sender) == INNET_PAXOS_SENDER_SIZE, "sender size");
 
 /* Multicast group members one role instance sends to (paxos_members). */

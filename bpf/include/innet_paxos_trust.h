@@ -31,7 +31,8 @@
 static __always_inline struct innet_paxos_sender paxos_sender(void *senders, __u32 ifindex, __be32 ip, __be16 port)
 {
 	struct innet_paxos_sender_key k = { .ifindex = ifindex, .ip = ip, .port = 0, .pad = 0 };
-	struct innet_paxos_sender out = { .class = INNET_PAXOS_CLASS_OUTSIDE, .issuer = 0, .flags = 0, .pad = 0 };
+	/* Outside senders share proposer block 0 (envelope::OUTSIDE_BLOCK). */
+	struct innet_paxos_sender out = { .class = INNET_PAXOS_CLASS_OUTSIDE, .issuer = 0, .flags = 0, .pad = 0, .proposer = 0, .pad2 = 0 };
 	struct innet_paxos_sender *any = bpf_map_lookup_elem(senders, &k);
 	if (any) {
 		out = *any;
@@ -45,11 +46,22 @@ static __always_inline struct innet_paxos_sender paxos_sender(void *senders, __u
 	return out;
 }
 
+/* A REQUEST's envelope names a proposer of `block` (or the value is no
+ * envelope: it names none). envelope::proposer_of_packet. */
+static __always_inline int paxos_proposer_in_block(const struct innet_paxos_hdr *h, __u16 block)
+{
+	if (bpf_ntohl(h->value_len) < INNET_PAXOS_ENVELOPE_HEADER_LEN)
+		return 1;
+	__u32 id = ((__u32)h->value[0] << 24) | ((__u32)h->value[1] << 16) | ((__u32)h->value[2] << 8) | h->value[3];
+	return (id >> INNET_PAXOS_PROPOSER_INCARNATION_BITS) == block;
+}
+
 /* trust::check for the Paxos header `h` (`len` bytes of payload): -1 if
  * the role whose row is `allowed` takes it from the frame's sender, else
  * the reason (trust::Reject::index). `acceptor`: the role is an acceptor,
- * which takes 1A/2A only in the sender's own rounds. Too short a packet
- * or an unknown type passes: the role's decoder counts it. */
+ * which takes 1A/2A only in the sender's own rounds. A REQUEST must name
+ * a proposer of its sender's block. Too short a packet or an unknown type
+ * passes: the role's decoder counts it. */
 static __always_inline int paxos_admit(void *senders, const __u8 *allowed, int acceptor,
 				       const struct innet_paxos_hdr *h, __u32 len, __u32 ifindex, __be32 ip,
 				       __be16 port)
@@ -60,7 +72,8 @@ static __always_inline int paxos_admit(void *senders, const __u8 *allowed, int a
 	if (t >= INNET_PAXOS_MSG_COUNT)
 		return -1;
 	__u8 may = allowed[t];
-	if (may == INNET_PAXOS_CLASS_ANY) /* every class has a bit here */
+	/* Every class has a bit here; a REQUEST still needs its sender's block. */
+	if (may == INNET_PAXOS_CLASS_ANY && t != INNET_PAXOS_MSG_REQUEST)
 		return -1;
 	if (may == 0)
 		return t;
@@ -70,6 +83,8 @@ static __always_inline int paxos_admit(void *senders, const __u8 *allowed, int a
 	if (acceptor && (t == INNET_PAXOS_MSG_1A || t == INNET_PAXOS_MSG_2A) &&
 	    (__u8)(bpf_ntohs(h->rnd) & 0xff) != s.issuer)
 		return INNET_PAXOS_REJECT_FOREIGN_ROUND;
+	if (t == INNET_PAXOS_MSG_REQUEST && !paxos_proposer_in_block(h, s.proposer))
+		return INNET_PAXOS_REJECT_FOREIGN_PROPOSER;
 	return -1;
 }
 

@@ -52,10 +52,11 @@
 #define INNET_TXN_CTR_DROPPED_REPLY_FROM_DOWNSTREAM 14
 #define INNET_TXN_CTR_UNLEARNED_REPLY_NOT_AWAITED 15
 #define INNET_TXN_CTR_FORGOT_ON_UPSTREAM_SWITCH_ABORT 16
-#define INNET_TXN_CTR_DROPPED_MALFORMED 17 /* + INNET_TXN_ERR_* */
-#define INNET_TXN_CTR_SWITCH_COUNT 23	   /* counters the Rust reference has */
-#define INNET_TXN_CTR_XDP_PASSED_OTHER 23 /* not transaction traffic: XDP_PASS */
-#define INNET_TXN_CTR_COUNT 24
+#define INNET_TXN_CTR_PASSED_UNTRACKED 17
+#define INNET_TXN_CTR_DROPPED_MALFORMED 18 /* + INNET_TXN_ERR_* */
+#define INNET_TXN_CTR_SWITCH_COUNT 24	   /* counters the Rust reference has */
+#define INNET_TXN_CTR_XDP_PASSED_OTHER 24 /* not transaction traffic: XDP_PASS */
+#define INNET_TXN_CTR_COUNT 25
 _Static_assert(INNET_TXN_CTR_DROPPED_MALFORMED + INNET_TXN_ERR_COUNT == INNET_TXN_CTR_SWITCH_COUNT, "counter layout");
 
 /* Map txn_config (array, 1 entry): written by the loader before attach. */
@@ -126,6 +127,8 @@ struct innet_client_entry {
 	__u8 awaiting; /* 0, or request req_id - (awaiting - 1) was forwarded and its reply
 			* is awaited (later requests answered by the switch keep the wait) */
 	__u16 generation; /* low 16 bits of the reset generation */
+	__u8 pinned; /* the switch aborted req_id, a request with writes: kept */
+	__u8 pad[3];
 };
 /* innet_txn::switch::AWAITING_SPAN_MAX: the most `awaiting` holds */
 #define INNET_AWAITING_SPAN_MAX 255
@@ -152,7 +155,7 @@ struct innet_client_set {
 	struct innet_client_slot way[INNET_WAYS];
 };
 #define INNET_CACHE_SLOT_SIZE 56
-#define INNET_CLIENT_SLOT_SIZE 20
+#define INNET_CLIENT_SLOT_SIZE 24
 _Static_assert(sizeof(struct innet_cache_slot) == INNET_CACHE_SLOT_SIZE, "cache slot size");
 _Static_assert(sizeof(struct innet_client_slot) == INNET_CLIENT_SLOT_SIZE, "client slot size");
 _Static_assert(sizeof(struct innet_cache_set) == INNET_WAYS * INNET_CACHE_SLOT_SIZE, "cache set size");

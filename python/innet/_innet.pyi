@@ -168,8 +168,11 @@ def up_txn(
     store_delay_ms: float = 0.0,
     client_delay_ms: float = 0.0,
     cache_slots: int = 4096,
+    store_clients: bool = False,
 ) -> TxnDeployment:
-    """A store and a switch on loopback, or a transaction topology file's nodes."""
+    """A store and a switch on loopback, or a transaction topology file's nodes.
+
+    The store takes requests only from its switch unless ``store_clients``."""
 
 def up_chain(
     topology: Union[str, "PathLike[str]", None] = None,

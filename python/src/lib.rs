@@ -28,7 +28,9 @@ use innet_live::chain::{LiveChain, LiveChainConfig};
 use innet_live::paxos::app::PaxosApp;
 use innet_live::paxos::LiveConfig;
 use innet_live::topology::{resolve, RunningNode, Topology};
-use innet_live::txn::{fresh_client_id_base, run_txn_with, start_local, wall_clock_req_id, LocalConfig, LocalTxn};
+use innet_live::txn::{
+    bind, bind_addr_for, fresh_client_id_base, run_txn_with, start_local, wall_clock_req_id, LocalConfig, LocalTxn,
+};
 use innet_live::Stop;
 use innet_topology::Service;
 use innet_txn::client::{Attempt, AttemptResult, Completed, GiveUp};
@@ -213,6 +215,9 @@ struct Client {
     max_resends: u32,
     delay: Duration,
     inner: Mutex<Option<TxnClient>>,
+    /// Every transaction goes out from this socket: a switch binds the
+    /// client id to the address of its first request.
+    socket: std::net::UdpSocket,
 }
 
 impl Client {
@@ -233,7 +238,7 @@ impl Client {
         let r = py.detach(|| {
             let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             let client = guard.take().unwrap_or_else(|| self.fresh());
-            match run_txn_with(target, client, txn, delay, &Stop::new()) {
+            match run_txn_with(self.socket.try_clone()?, target, client, txn, delay, &Stop::new()) {
                 Ok((mut client, done)) => {
                     let last = client.history.as_mut().and_then(|h| std::mem::take(h).pop());
                     *guard = Some(client);
@@ -326,8 +331,10 @@ impl Client {
             if timeout.is_zero() {
                 return Err(config_error("timeout_ms must be > 0"));
             }
+            let target = address(target)?;
             let c = Client {
-                target: address(target)?,
+                target,
+                socket: bind(bind_addr_for(target)).map_err(io_error)?,
                 cl_id: client_id.unwrap_or_else(|| fresh_client_id_base(1)),
                 timeout,
                 max_resends,
@@ -978,11 +985,14 @@ impl TxnDeployment {
 }
 
 /// `up_txn(topology=None, *, mode="optimistic-abort", store_delay_ms=0,
-/// client_delay_ms=0, cache_slots=4096)`: a store and a switch on loopback
-/// (ephemeral ports, store in memory), or every node of a transaction
-/// topology file; a context manager.
+/// client_delay_ms=0, cache_slots=4096, store_clients=False)`: a store and
+/// a switch on loopback (ephemeral ports, store in memory), or every node
+/// of a transaction topology file; a context manager. The store takes
+/// requests only from its switch unless `store_clients` (then clients may
+/// also use it directly, and a request the switch aborted could be
+/// committed by sending it there).
 #[pyfunction]
-#[pyo3(signature = (topology=None, *, mode="optimistic-abort", store_delay_ms=0.0, client_delay_ms=0.0, cache_slots=4096))]
+#[pyo3(signature = (topology=None, *, mode="optimistic-abort", store_delay_ms=0.0, client_delay_ms=0.0, cache_slots=4096, store_clients=false))]
 fn up_txn(
     py: Python<'_>,
     topology: Option<std::path::PathBuf>,
@@ -990,6 +1000,7 @@ fn up_txn(
     store_delay_ms: f64,
     client_delay_ms: f64,
     cache_slots: usize,
+    store_clients: bool,
 ) -> PyResult<Py<TxnDeployment>> {
     guard(|| {
         if let Some(path) = topology {
@@ -1019,6 +1030,7 @@ fn up_txn(
             )));
         }
         cfg.switch.cache_slots = cache_slots;
+        cfg.store_clients = store_clients;
         let l = py.detach(|| start_local(&cfg, &Stop::new())).map_err(io_error)?;
         let (switch, store) = (l.switch_addr(), l.store_addr());
         let addresses = vec![("store".to_string(), store), ("switch".to_string(), switch)];

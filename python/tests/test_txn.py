@@ -31,7 +31,7 @@ def test_begin_read_write_commit(txn):
     assert r.writes == {1: b"alpha", 2: b"beta", 3: b"42"}
     with pytest.raises(innet.InnetError):
         t.commit()
-    assert innet.Client(txn.store).read([1, 2, 3]) == {1: b"alpha", 2: b"beta", 3: b"42"}
+    assert innet.Client(txn.switch).read([1, 2, 3]) == {1: b"alpha", 2: b"beta", 3: b"42"}
 
 
 def test_stale_compare_aborts_with_the_current_value(txn):
@@ -85,13 +85,20 @@ def test_optimistic_abort_seen_from_python():
         assert t.read(5) == b"from-a"
         t.write(5, b"from-b")
         assert t.commit().committed
-        assert innet.Client(d.store).read([5]) == {5: b"from-b"}
+        assert innet.Client(d.switch).read([5]) == {5: b"from-b"}
 
 
-def test_client_against_the_store_directly(txn):
-    c = innet.Client(txn.store)
-    assert c.increment(11).committed
-    assert c.increment(11).writes == {11: b"2"}
+def test_client_against_the_store_directly():
+    """Only a deployment that lets clients use its store takes them there;
+    by default the store takes requests from its switch alone (a request
+    the switch aborted, sent to the store, would otherwise commit)."""
+    with innet.up_txn(store_clients=True) as d:
+        c = innet.Client(d.store)
+        assert c.increment(11).committed
+        assert c.increment(11).writes == {11: b"2"}
+    with innet.up_txn() as d:
+        with pytest.raises(innet.TimeoutError):
+            innet.Client(d.store, timeout_ms=20, max_resends=1).increment(11)
 
 
 def test_no_answer_raises_timeout():
@@ -137,7 +144,7 @@ upstream = "store"
         c = innet.Client(d.switch)
         for _ in range(3):
             assert c.increment(1).committed
-        assert innet.Client(d.store).read([1]) == {1: b"3"}
+        assert innet.Client(d.switch).read([1]) == {1: b"3"}
     with pytest.raises(innet.ConfigError):
         innet.up_chain(f)
 
@@ -157,4 +164,4 @@ def test_clients_in_threads_each_commit_every_increment(txn):
         t.start()
     for t in threads:
         t.join()
-    assert innet.Client(txn.store).read([3]) == {3: str(n * per).encode()}
+    assert innet.Client(txn.switch).read([3]) == {3: str(n * per).encode()}

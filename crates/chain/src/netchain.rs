@@ -11,16 +11,30 @@
 //!
 //! * WRITE_REQ: the head assigns the key's next sequence number; every node
 //!   applies a write only if its sequence is newer than the one it holds
-//!   (NetChain section 4.2: out-of-order delivery), then passes it on. The
-//!   tail answers WRITE_REPLY.
+//!   and passes it on; an older one (a reordered or duplicated copy) is
+//!   dropped (NetChain section 4.2: the sequence number "mitigates
+//!   out-of-order deliveries"), so the tail never acknowledges a write it
+//!   did not apply. The tail answers WRITE_REPLY.
 //! * READ_REQ: passed on untouched; the tail answers READ_REPLY with its
 //!   value and sequence (only the tail answers reads, section 2).
 //! * Sequence numbers are 16 bits (the NetCRAQ paper, section II-B2, notes
 //!   that this allows only 65,536 writes per key). We compare them as serial
 //!   numbers (RFC 1982): `a` is newer than `b` iff `a - b mod 2^16` is in
 //!   `1..2^15`. So a key keeps working past 65,535 writes, provided no
-//!   replica falls 32,768 writes behind another, which the chain's order
-//!   (and recovery by copying state) rules out.
+//!   replica falls 32,768 writes behind another. The chain's order (and
+//!   recovery by copying state) rules that out only if every write a node
+//!   applies goes on through all the nodes after it: a node applies (the
+//!   head: sequences) a write only if the rest of its stack, without the
+//!   addresses of removed nodes, is exactly the chain's members after this
+//!   node (`successors`, from the control plane), ending at the tail.
+//!   Before, writes whose stack ended at the head or at a middle node, or
+//!   skipped a member, advanced the head's sequence without reaching the
+//!   tail; after 32,768 of them the tail took the next real write for an
+//!   old one and acknowledged it unapplied (issue 21). Such a write is now
+//!   dropped before any register changes and counted (`dropped_not_tail`,
+//!   `dropped_no_route`, `dropped_write_off_chain`). Only loss between the
+//!   nodes can still let the head run ahead, and a node drops, never passes
+//!   on or acknowledges, a write it takes for an old one.
 //! * Failure handling (section 5): the control plane maps a removed node's
 //!   address to `Hop::Skip`: a node pops it too and sends the packet on to
 //!   the address after it.
@@ -31,9 +45,10 @@
 //! * Trust (`docs/chain.md`): a WRITE_REQ is taken only from the node's
 //!   predecessor in the chain, or, at the head, from a sender that is not a
 //!   chain node (a client), whose sequence number the head overwrites. So
-//!   no sequence number from outside the chain is ever applied. READ_REQs
-//!   are taken from anyone. Rejections are counted
-//!   (`dropped_write_not_from_prev`).
+//!   no sequence number from outside the chain is ever applied, and a
+//!   write goes on only along the chain (above). READ_REQs are taken from
+//!   anyone and may take any stack (they change nothing). Rejections are
+//!   counted (`dropped_write_not_from_prev`, `dropped_write_off_chain`).
 //!
 //! NetChain's 16-byte keys map to register indices through an exact-match
 //! table (`keys`), filled by the control plane; registers hold a value and a
@@ -83,6 +98,9 @@ pub struct NcCounters {
     /// A WRITE_REQ from a sender other than the predecessor (or, at the
     /// head, from another chain node).
     pub dropped_write_not_from_prev: u64,
+    /// A WRITE_REQ whose stack after this node is not the chain after this
+    /// node: it would not traverse the chain to the tail.
+    pub dropped_write_off_chain: u64,
     pub dropped_malformed: [u64; DecodeError::ALL.len()],
 }
 
@@ -102,6 +120,7 @@ impl Counters for NcCounters {
             ("dropped_not_tail", self.dropped_not_tail),
             ("dropped_unexpected", self.dropped_unexpected),
             ("dropped_write_not_from_prev", self.dropped_write_not_from_prev),
+            ("dropped_write_off_chain", self.dropped_write_off_chain),
         ];
         for e in DecodeError::ALL {
             let name = match e {
@@ -130,6 +149,10 @@ pub struct NcNode {
     role: Option<Role>,
     /// The predecessor's chain index (control plane).
     prev: Option<u16>,
+    /// The addresses of the chain's members after this node, in chain
+    /// order (control plane; fewer than [`MAX_CHAIN_NODES`]); none at the
+    /// tail.
+    successors: Vec<Addr>,
     writes_paused: bool,
     neighbours: [(Addr, Hop); NEIGHBOURS_MAX],
     /// Exact-match key table: slot `i` holds the key stored in register `i`.
@@ -152,6 +175,7 @@ impl NcNode {
             addr,
             role: None,
             prev: None,
+            successors: Vec::new(),
             writes_paused: false,
             neighbours: [(0, Hop::Skip); NEIGHBOURS_MAX],
             keys: vec![None; keys],
@@ -177,6 +201,36 @@ impl NcNode {
 
     pub fn prev(&self) -> Option<u16> {
         self.prev
+    }
+
+    /// Control plane: the addresses of the members after this node, in
+    /// chain order (empty at the tail): the only stack a write may carry on
+    /// from here. Panics beyond a chain's length or on address 0.
+    pub fn set_successors(&mut self, successors: &[Addr]) {
+        assert!(successors.len() < MAX_CHAIN_NODES, "{} successors in a chain", successors.len());
+        assert!(!successors.contains(&0), "address 0 ends a chain stack");
+        self.successors = successors.to_vec();
+    }
+
+    pub fn successors(&self) -> &[Addr] {
+        &self.successors
+    }
+
+    /// The stack left after this node, without removed nodes' addresses,
+    /// is the chain after this node (a bounded loop, as in BPF).
+    fn stack_follows_chain(&self, p: &NcPacket) -> bool {
+        let mut k = 0;
+        for i in 0..MAX_CHAIN_NODES {
+            if i >= p.depth() {
+                break;
+            }
+            match self.neighbour(p.addr(i)) {
+                Some(Hop::Skip) => {}
+                Some(Hop::Port(_)) if self.successors.get(k) == Some(&p.addr(i)) => k += 1,
+                _ => return false,
+            }
+        }
+        k == self.successors.len()
     }
 
     /// Control plane: the head drops writes while set (recovery).
@@ -249,6 +303,8 @@ impl NcNode {
         }
     }
 
+    /// Applies (the head: sequences) a write that will go on along the
+    /// chain; `false` if it is dropped.
     fn write(&mut self, p: &mut NcPacket, role: Role, i: usize) -> bool {
         let slot = &mut self.registers[i];
         if role.is_head() {
@@ -266,33 +322,64 @@ impl NcNode {
             self.counters.writes_applied += 1;
         } else {
             self.counters.writes_stale += 1;
+            return false;
         }
         true
     }
 
-    fn route(&mut self, mut p: NcPacket, role: Role, i: usize) -> (Verdict, usize) {
+    /// Pops this node's address and those of removed nodes: where the
+    /// packet goes next. Changes nothing but the packet.
+    fn next_hop(&self, p: &mut NcPacket) -> NextHop {
         p.pop();
-        if role.is_tail() {
-            return self.answer(p, i);
-        }
         for _ in 0..MAX_CHAIN_NODES {
             if p.depth() == 0 {
                 break;
             }
             match self.neighbour(p.addr(0)) {
-                Some(Hop::Port(port)) => {
-                    self.counters.forwarded += 1;
-                    return (Verdict::Port { port }, p.len());
-                }
+                Some(Hop::Port(port)) => return NextHop::Port { port },
                 Some(Hop::Skip) => p.pop(),
-                None => {
-                    self.counters.dropped_no_route += 1;
-                    return (Verdict::Drop, p.len());
-                }
+                None => return NextHop::NoRoute,
             }
         }
-        self.counters.dropped_not_tail += 1;
-        (Verdict::Drop, p.len())
+        NextHop::End
+    }
+
+    /// Decides a request addressed to this node whose key is register `i`.
+    /// The tail answers as soon as it has popped itself, whatever follows
+    /// (a write only if nothing but removed nodes follows, below); any
+    /// other node passes the packet to the next address.
+    fn decide(&mut self, mut p: NcPacket, role: Role, i: usize) -> (Verdict, usize) {
+        let hop = if role.is_tail() {
+            p.pop();
+            NextHop::End
+        } else {
+            self.next_hop(&mut p)
+        };
+        match hop {
+            NextHop::NoRoute => {
+                self.counters.dropped_no_route += 1;
+                return (Verdict::Drop, p.len());
+            }
+            NextHop::End if !role.is_tail() => {
+                self.counters.dropped_not_tail += 1;
+                return (Verdict::Drop, p.len());
+            }
+            _ => {}
+        }
+        if p.op() == NcOp::WriteReq {
+            if !self.stack_follows_chain(&p) {
+                self.counters.dropped_write_off_chain += 1;
+                return (Verdict::Drop, p.len());
+            }
+            if !self.write(&mut p, role, i) {
+                return (Verdict::Drop, p.len());
+            }
+        }
+        if let NextHop::Port { port } = hop {
+            self.counters.forwarded += 1;
+            return (Verdict::Port { port }, p.len());
+        }
+        self.answer(p, i)
     }
 
     /// The tail's reply, whatever addresses follow its own (the reference
@@ -319,6 +406,17 @@ impl NcNode {
     }
 }
 
+/// Where a packet goes after this node ([`NcNode::next_hop`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum NextHop {
+    /// Out of `port`, to the stack's next address.
+    Port { port: u16 },
+    /// The stack ends here: the tail answers.
+    End,
+    /// The next address is not in the neighbour table.
+    NoRoute,
+}
+
 impl DataPlane for NcNode {
     /// A packet from a sender that is not a chain node (see
     /// [`DataPlane::process_from`]).
@@ -332,7 +430,7 @@ impl DataPlane for NcNode {
 
     fn process_from(&mut self, packet: &mut [u8], ingress: Ingress) -> (Verdict, usize) {
         let len = packet.len();
-        let mut p = match NcPacket::parse(packet) {
+        let p = match NcPacket::parse(packet) {
             Ok(p) => p,
             Err(e) => {
                 self.counters.dropped_malformed[e.index()] += 1;
@@ -359,10 +457,7 @@ impl DataPlane for NcNode {
             self.counters.dropped_write_not_from_prev += 1;
             return (Verdict::Drop, len);
         }
-        if p.op() == NcOp::WriteReq && !self.write(&mut p, role, i) {
-            return (Verdict::Drop, len);
-        }
-        self.route(p, role, i)
+        self.decide(p, role, i)
     }
 }
 
@@ -379,6 +474,7 @@ mod tests {
                 let mut n = NcNode::new(A[i], 16);
                 n.set_role(Some(Role::at(i, 3)));
                 n.set_prev(i.checked_sub(1).map(|p| p as u16));
+                n.set_successors(&A[i + 1..]);
                 for (j, a) in A.iter().enumerate() {
                     n.set_neighbour(*a, Hop::Port(j as u16));
                 }
@@ -422,15 +518,21 @@ mod tests {
     }
 
     #[test]
-    fn replicas_ignore_older_sequences() {
+    fn replicas_drop_older_sequences_and_the_tail_never_acknowledges_them() {
+        // NetChain section 4.2: the sequence number mitigates out-of-order
+        // delivery; an older write is dropped, so the tail acknowledges only
+        // writes it applied (issue 21: a skipped write used to be answered).
         let mut c = chain();
         through(&mut c, 0, msg(NcOp::WriteReq, &A, 5));
-        // A reordered copy of an older write (seq 0 < 1) reaching a replica.
-        let mut b = msg(NcOp::WriteReq, &A[1..], 4);
-        let (v, _) = c[1].process_from(&mut b, Ingress::Peer(0));
-        assert_eq!(v, Verdict::Port { port: 2 }, "passed on, not applied");
-        assert_eq!(c[1].get(&key_from_u32(1)).unwrap().value, Value::from_counter(5));
-        assert_eq!(c[1].counters.writes_stale, 1);
+        // A reordered copy of an older write (seq 0 < 1) reaching a replica
+        // and the tail.
+        for node in [1, 2] {
+            let mut b = msg(NcOp::WriteReq, &A[node..], 4);
+            let (v, _) = c[node].process_from(&mut b, Ingress::Peer(node as u16 - 1));
+            assert_eq!(v, Verdict::Drop, "node {node}: dropped, not passed on or answered");
+            assert_eq!(c[node].get(&key_from_u32(1)).unwrap().value, Value::from_counter(5));
+            assert_eq!(c[node].counters.writes_stale, 1);
+        }
     }
 
     #[test]
@@ -452,6 +554,7 @@ mod tests {
         // NetChain section 5: neighbours of a failed node route around it.
         let mut c = chain();
         c[0].set_neighbour(A[1], Hop::Skip);
+        c[0].set_successors(&A[2..]);
         c[2].set_prev(Some(0));
         let (v, m) = through(&mut c, 0, msg(NcOp::WriteReq, &A, 9));
         assert_eq!((v, m.op), (Verdict::Origin, NcOp::WriteReply));
@@ -492,6 +595,32 @@ mod tests {
         for n in &c {
             assert_eq!(n.get(&key_from_u32(1)).unwrap(), Slot { value: Value::from_counter(7), seq: 3 });
         }
+    }
+
+    #[test]
+    fn writes_that_do_not_traverse_the_chain_advance_no_sequence_number() {
+        // Hostile round 2 (issue 21): any client could send the head writes
+        // whose stack ends at the head, or goes on to a node that is not
+        // the head's successor. The head sequenced them (and a middle node
+        // applied some) though they never reached the tail; once the head
+        // ran 32,768 or more ahead of the tail, the next legitimate write
+        // looked older there (serial arithmetic), was skipped, and was
+        // still acknowledged: put succeeded, get returned the old value.
+        let mut c = chain();
+        through(&mut c, 0, msg(NcOp::WriteReq, &A, 1));
+        let stacks: [&[Addr]; 3] = [&A[..1], &A[..2], &[A[0], A[2]]];
+        for i in 0..40_000 {
+            let (v, _) = through(&mut c, 0, msg(NcOp::WriteReq, stacks[i % 3], 666));
+            assert_eq!(v, Verdict::Drop, "stack {:?} is not the chain", stacks[i % 3]);
+        }
+        let (v, m) = through(&mut c, 0, msg(NcOp::WriteReq, &A, 7));
+        assert_eq!((v, m.op), (Verdict::Origin, NcOp::WriteReply), "the put is acknowledged");
+        let (_, m) = through(&mut c, 0, msg(NcOp::ReadReq, &A, 0));
+        assert_eq!(m.value, Value::from_counter(7), "an acknowledged put is read back");
+        for n in &c {
+            assert_eq!(n.get(&key_from_u32(1)).unwrap(), Slot { value: Value::from_counter(7), seq: 2 });
+        }
+        assert_eq!(c[2].counters.writes_stale, 0);
     }
 
     #[test]

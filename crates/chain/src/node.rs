@@ -29,6 +29,9 @@ pub struct NodeTables {
     pub ack_group: Vec<usize>,
     /// The chain's members (NetChain skips the others).
     pub members: Vec<usize>,
+    /// The members after this node, in chain order: the stack a NetChain
+    /// write must carry on from here.
+    pub successors: Vec<usize>,
 }
 
 impl Layout {
@@ -45,6 +48,7 @@ impl Layout {
             tail: self.chain.last().copied(),
             ack_group: if is_tail { self.chain[..n - 1].to_vec() } else { vec![] },
             members: self.chain.clone(),
+            successors: pos.map_or(vec![], |p| self.chain[p + 1..].to_vec()),
         }
     }
 }
@@ -87,6 +91,7 @@ impl ChainNode {
             ChainNode::Chain(p) => {
                 p.set_role(t.role);
                 p.set_prev(prev);
+                p.set_successors(&t.successors.iter().map(|&j| node_addr(j as u32)).collect::<Vec<_>>());
                 p.set_writes_paused(t.writes_paused);
                 for j in 0..nodes {
                     let hop = if t.members.contains(&j) { Hop::Port(j as u16) } else { Hop::Skip };

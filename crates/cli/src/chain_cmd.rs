@@ -39,8 +39,9 @@ pub fn run_check(a: CheckChainArgs) -> anyhow::Result<i32> {
             println!("network: {:?}", run.net);
             println!("operations {} removals {} resyncs {}", run.ops, run.removals, run.resyncs);
             println!(
-                "outside sender: {:?}; rejected: {} writes not from the predecessor, {} ACKs not from the tail",
-                run.forger, run.rejected_writes, run.rejected_acks
+                "outside sender: {:?}; rejected: {} writes not from the predecessor, {} ACKs not from the tail, {} \
+                 writes off the chain",
+                run.forger, run.rejected_writes, run.rejected_acks, run.rejected_off_chain
             );
         }
     })?;
@@ -59,8 +60,9 @@ pub fn run_check(a: CheckChainArgs) -> anyhow::Result<i32> {
     println!(
         "checked {} runs ({} seeds x {} protocols, {} s simulated each; loss, reordering, jitter, node crashes and \
          restarts, an outside sender) in {:.1} s: {} operations ({} reads checked), {} node removals, {} resyncs; \
-         outside sender: {} writes at the head, {} forged writes elsewhere, {} early ACKs, {} replays; rejected: {} \
-         writes not from the predecessor, {} ACKs not from the tail; {} violations",
+         outside sender: {} writes at the head, {} NetChain writes at the head off the chain, {} forged writes \
+         elsewhere, {} early ACKs, {} replays; rejected: {} writes not from the predecessor, {} ACKs not from the \
+         tail, {} writes off the chain; {} violations",
         r.runs,
         r.seeds,
         r.protocols,
@@ -71,11 +73,13 @@ pub fn run_check(a: CheckChainArgs) -> anyhow::Result<i32> {
         r.removals,
         r.resyncs,
         f.writes_at_head,
+        f.short_writes,
         f.forged_writes,
         f.forged_acks,
         f.replays,
         r.rejected_writes,
         r.rejected_acks,
+        r.rejected_off_chain,
         r.violations.len()
     );
     Ok(if r.violations.is_empty() { 0 } else { 1 })

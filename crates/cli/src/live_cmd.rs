@@ -395,6 +395,14 @@ pub struct StoreArgs {
     /// serializability). The log grows with every request: for checks only.
     #[arg(long, requires = "data_dir")]
     record_decisions: bool,
+    /// Take packets only from these addresses, HOST:PORT (repeat the flag
+    /// or separate with commas): the switches in front of the store, or
+    /// clients that use it directly. Without it every sender is taken, and
+    /// a request a switch aborted, sent straight to the store, is decided
+    /// here: leave it out only where nothing but the switch can reach the
+    /// store (the XDP testbed).
+    #[arg(long, value_delimiter = ',', value_parser = parse_addr)]
+    downstream: Vec<SocketAddr>,
     #[command(flatten)]
     metrics: MetricsArgs,
 }
@@ -407,7 +415,8 @@ pub fn run_store(a: StoreArgs) -> anyhow::Result<i32> {
         Some(d) => StoreData::Dir(d.clone()),
     };
     let delay = Duration::from_secs_f64(a.link_delay_ms / 1e3);
-    let node = spawn_store_delayed("store", a.listen, &data, delay, a.allow_reset, &stop)?;
+    let peers = (!a.downstream.is_empty()).then_some(a.downstream.clone());
+    let node = spawn_store_delayed("store", a.listen, &data, delay, a.allow_reset, peers, &stop)?;
     let sources = Sources::default();
     sources.node("store", "store", &node);
     let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;

@@ -352,6 +352,11 @@ pub struct UpPaxosArgs {
     /// Where the coordinator and acceptors run: switch (user-space software switches) or process.
     #[arg(long, default_value = "switch")]
     data_plane: String,
+    /// Key file (lines `ID HEX`, 32 hex digits; the first seals, at most 2):
+    /// every datagram between the nodes carries a SipHash-2-4 MAC trailer,
+    /// and one without is refused (docs/security.md).
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<std::path::PathBuf>,
     #[arg(long, default_value_t = 3, value_parser = innet_exp::parse::acceptors)]
     acceptors: usize,
     #[arg(long, default_value_t = 2, value_parser = innet_exp::parse::learners)]
@@ -397,8 +402,20 @@ pub struct UpPaxosArgs {
     metrics: crate::live_cmd::MetricsArgs,
 }
 
+/// `--auth-key FILE` read and checked: one line naming the file and the fault.
+fn auth_keys(file: &Option<std::path::PathBuf>) -> anyhow::Result<Option<std::sync::Arc<innet_live::auth::PeerAuth>>> {
+    let Some(f) = file else { return Ok(None) };
+    let keys = innet_live::auth::read_key_file(f).map_err(anyhow::Error::msg)?;
+    Ok(Some(innet_live::auth::PeerAuth::all(keys)))
+}
+
 pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
+    let auth = auth_keys(&a.auth_key)?;
     if a.deployment.topology.is_some() {
+        anyhow::ensure!(
+            auth.is_none(),
+            "--auth-key is not supported with --topology yet: start the deployment from flags to use it"
+        );
         let load = innet_exp::up::UpLoad {
             duration: a.duration_s.map(std::time::Duration::from_secs_f64),
             outstanding: a.outstanding.max(1),
@@ -417,6 +434,7 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
             base_port: a.base_port,
             external_learners: a.external_learners,
             pack: a.pack,
+            auth,
             ..innet_live::paxos::LiveConfig::default()
         },
         outstanding: a.outstanding,
@@ -469,6 +487,9 @@ pub struct KvReplicaArgs {
     /// Print `applied N next I digest H keys K` this often (ms).
     #[arg(long, default_value_t = 200)]
     status_ms: u64,
+    /// The deployment's --auth-key file.
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<std::path::PathBuf>,
     #[command(flatten)]
     metrics: crate::live_cmd::MetricsArgs,
 }
@@ -479,6 +500,7 @@ pub fn run_kv_replica(a: KvReplicaArgs) -> anyhow::Result<i32> {
         acceptors: a.acceptors,
         learners: a.learners,
         base_port: a.base_port,
+        auth: auth_keys(&a.auth_key)?,
         ..innet_live::paxos::LiveConfig::default()
     };
     #[cfg(feature = "leveldb")]

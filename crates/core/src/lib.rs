@@ -15,6 +15,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod deploy;
 pub mod limits;
 pub mod rng;
@@ -195,6 +196,22 @@ pub trait DataPlane {
         let _ = ingress;
         self.process_len(packet)
     }
+    /// The flow of `packet` if it is a request whose replies the program
+    /// sends back with [`Verdict::Downstream`] for that flow. A runtime
+    /// that routes such replies ([`ReversePath`]) asks before the program
+    /// sees a packet from downstream, and refuses a request of a flow bound
+    /// to another neighbour. `None` (the default): not such a request.
+    fn request_flow(&self, packet: &[u8]) -> Option<u32> {
+        let _ = packet;
+        None
+    }
+    /// Rewrites a request the runtime refuses (its flow belongs to another
+    /// neighbour) into the program's answer to its sender, and returns its
+    /// length; `None` (the default): the runtime drops it.
+    fn refuse(&self, packet: &mut [u8]) -> Option<usize> {
+        let _ = packet;
+        None
+    }
 }
 
 /// Which side of a switch a packet arrived from: its configured upstream
@@ -211,32 +228,68 @@ pub enum Ingress {
 }
 
 /// The reverse-path table a runtime keeps for [`Verdict::Upstream`] /
-/// [`Verdict::Downstream`]: which neighbour a flow came from. In an IP network
-/// this is routing; runtimes without IP routing (UDP overlay, simulator) keep
-/// it beside the program. Bounded: the oldest entries go first.
+/// [`Verdict::Downstream`]: which neighbour a flow's requests come from. In
+/// an IP network this is routing (a reply goes to its request's source);
+/// runtimes without IP routing (UDP overlay, simulator) keep it beside the
+/// program.
+///
+/// A flow is bound to the first neighbour that sends it and keeps it: a
+/// request of a bound flow from another neighbour is refused
+/// ([`ReversePath::admits`]). (It used to follow the last sender, so any
+/// socket that sent one request with a client's id received that client's
+/// replies: issue 21.) Bounded: at most `capacity` flows, the least recently
+/// used one forgotten first (a flow in use stays bound).
 #[derive(Debug)]
 pub struct ReversePath<A> {
     capacity: usize,
-    map: std::collections::HashMap<u32, A>,
-    order: std::collections::VecDeque<u32>,
+    /// Flow -> (neighbour, last use).
+    map: std::collections::HashMap<u32, (A, u64)>,
+    /// Last use -> flow.
+    by_use: std::collections::BTreeMap<u64, u32>,
+    clock: u64,
 }
 
-impl<A: Copy> ReversePath<A> {
+impl<A: Copy + PartialEq> ReversePath<A> {
     pub fn new(capacity: usize) -> Self {
         assert!(capacity > 0);
-        ReversePath { capacity, map: Default::default(), order: Default::default() }
+        ReversePath { capacity, map: Default::default(), by_use: Default::default(), clock: 0 }
     }
+    /// Whether a request of `flow` from `from` may pass: the flow is not
+    /// bound, or bound to `from`.
+    pub fn admits(&self, flow: u32, from: A) -> bool {
+        self.map.get(&flow).is_none_or(|(a, _)| *a == from)
+    }
+    /// A request of `flow` from `from` went upstream: binds the flow to
+    /// `from` if it is not bound (the first request fixes it; a bound flow
+    /// keeps its neighbour) and marks it used.
     pub fn learn(&mut self, flow: u32, from: A) {
-        if self.map.insert(flow, from).is_none() {
-            self.order.push_back(flow);
-            if self.order.len() > self.capacity {
-                let old = self.order.pop_front().expect("non-empty");
-                self.map.remove(&old);
+        self.clock += 1;
+        let clock = self.clock;
+        match self.map.get_mut(&flow) {
+            Some((_, used)) => {
+                self.by_use.remove(used);
+                *used = clock;
+            }
+            None => {
+                if self.map.len() >= self.capacity {
+                    if let Some((_, old)) = self.by_use.pop_first() {
+                        self.map.remove(&old);
+                    }
+                }
+                self.map.insert(flow, (from, clock));
             }
         }
+        self.by_use.insert(clock, flow);
     }
     pub fn lookup(&self, flow: u32) -> Option<A> {
-        self.map.get(&flow).copied()
+        self.map.get(&flow).map(|(a, _)| *a)
+    }
+    /// Flows bound now.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
     }
 }
 
@@ -244,4 +297,25 @@ impl<A: Copy> ReversePath<A> {
 pub trait Counters {
     /// `(name, value)` pairs in a fixed order.
     fn counters(&self) -> Vec<(&'static str, u64)>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReversePath;
+
+    /// Issue 21: a flow keeps the neighbour its first request came from; a
+    /// request from elsewhere is not admitted and moves nothing; the table
+    /// forgets the least recently used flow, never one in use.
+    #[test]
+    fn a_flow_is_bound_to_its_first_sender_within_a_bounded_table() {
+        let mut p: ReversePath<u8> = ReversePath::new(2);
+        p.learn(7, 1);
+        assert!(p.admits(7, 1) && !p.admits(7, 2) && p.admits(8, 2));
+        p.learn(7, 2);
+        assert_eq!(p.lookup(7), Some(1), "a bound flow keeps its neighbour");
+        p.learn(8, 2);
+        p.learn(7, 1); // 7 used again: 8 is now the least recently used
+        p.learn(9, 3);
+        assert_eq!((p.lookup(7), p.lookup(8), p.lookup(9), p.len()), (Some(1), None, Some(3), 2));
+    }
 }

@@ -99,6 +99,41 @@ impl<V: Copy + Default> SetAssoc<V> {
         &mut self.slots[i].value
     }
 
+    /// The slot [`SetAssoc::entry_if`] gives `key` at table clock `clock`:
+    /// its own, else a free one, else the least recently used one whose
+    /// value `evictable` allows (the last on ties, as `entry`).
+    fn slot_for(&self, key: u32, clock: u32, evictable: &impl Fn(&V) -> bool) -> Option<usize> {
+        if let Some(i) = self.find(key) {
+            return Some(i);
+        }
+        let range = self.set_range(key);
+        range.clone().find(|&i| !self.slots[i].valid).or_else(|| {
+            range.filter(|&i| evictable(&self.slots[i].value)).max_by_key(|&i| clock.wrapping_sub(self.slots[i].stamp))
+        })
+    }
+
+    /// Whether `key` is held or would find a slot that is free or whose
+    /// value `evictable` allows replacing (recency unchanged).
+    pub fn has_room(&self, key: u32, evictable: impl Fn(&V) -> bool) -> bool {
+        self.slot_for(key, self.clock, &evictable).is_some()
+    }
+
+    /// [`SetAssoc::entry`] that replaces only a slot whose value `evictable`
+    /// allows; `None` when every slot of the set is valid and kept (the
+    /// clock advances either way).
+    pub fn entry_if(&mut self, key: u32, evictable: impl Fn(&V) -> bool) -> Option<&mut V> {
+        self.clock = self.clock.wrapping_add(1);
+        let i = self.slot_for(key, self.clock, &evictable)?;
+        if self.slots[i].key != key || !self.slots[i].valid {
+            if self.slots[i].valid {
+                self.evictions += 1;
+            }
+            self.slots[i] = Slot { valid: true, key, stamp: 0, value: V::default() };
+        }
+        self.slots[i].stamp = self.clock;
+        Some(&mut self.slots[i].value)
+    }
+
     pub fn remove(&mut self, key: u32) {
         if let Some(i) = self.find(key) {
             self.slots[i].valid = false;
@@ -136,6 +171,22 @@ mod tests {
         assert_eq!(t.peek(0), Some(&0));
         assert_eq!(t.peek(99), Some(&990));
         assert_eq!(t.evictions(), 1);
+    }
+
+    #[test]
+    fn entry_if_keeps_what_it_must_and_has_room_says_so() {
+        let mut t: SetAssoc<u32> = SetAssoc::new(4); // one set
+        for k in 0..4 {
+            *t.entry_if(k, |_| true).unwrap() = k;
+        }
+        let odd_may_go = |v: &u32| v % 2 == 1;
+        assert!(t.has_room(9, odd_may_go) && t.has_room(2, |_| false), "an odd value may go; a held key has room");
+        *t.entry_if(9, odd_may_go).unwrap() = 9; // replaces 1, the older odd one
+        assert_eq!((t.peek(1), t.peek(3), t.peek(9)), (None, Some(&3), Some(&9)));
+        let keep_all = |_: &u32| false;
+        assert!(!t.has_room(11, keep_all));
+        assert!(t.entry_if(11, keep_all).is_none());
+        assert_eq!((t.len(), t.evictions()), (4, 1));
     }
 
     #[test]

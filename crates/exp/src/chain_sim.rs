@@ -271,6 +271,10 @@ pub struct ForgerStats {
     /// Writes to the head, as any client may send (recorded as write
     /// attempts that may take effect at any time, or never).
     pub writes_at_head: u64,
+    /// NetChain writes to the head whose stack stops short of the tail or
+    /// leaves a member out (issue 21: they used to advance the head's
+    /// sequence number); recorded as write attempts too.
+    pub short_writes: u64,
     /// Writes with fresh values sent to a node that is not the head
     /// (NetChain: with a made-up sequence number, half of them 30000).
     pub forged_writes: u64,
@@ -331,15 +335,30 @@ impl Forger {
     /// A write of `value` to chain position `pos` (NetChain: the stack from
     /// there to the tail, with sequence `seq`).
     fn write(&self, pos: usize, key: u32, value: innet_wire::netcraq::Value, seq: u16) -> Vec<u8> {
-        use innet_wire::netchain::{NcMsg, NcOp};
         use innet_wire::netcraq::CraqMsg;
         match self.protocol {
             Protocol::NetCraq => CraqMsg::write(key, value).encode(),
-            Protocol::NetChain => {
-                let chain = self.chain[pos..].iter().map(|&i| innet_chain::client::node_addr(i as u32)).collect();
-                NcMsg { chain, op: NcOp::WriteReq, seq, key: key_from_u32(key), value, vgroup: 0 }.encode()
-            }
+            Protocol::NetChain => Self::netchain_write(&self.chain[pos..], key, value, seq),
         }
+    }
+
+    fn netchain_write(stack: &[usize], key: u32, value: innet_wire::netcraq::Value, seq: u16) -> Vec<u8> {
+        use innet_wire::netchain::{NcMsg, NcOp};
+        let chain = stack.iter().map(|&i| innet_chain::client::node_addr(i as u32)).collect();
+        NcMsg { chain, op: NcOp::WriteReq, seq, key: key_from_u32(key), value, vgroup: 0 }.encode()
+    }
+
+    /// A NetChain write for the head whose stack stops short of the tail or
+    /// leaves out a member after the head.
+    fn short_write(&mut self, key: u32, value: innet_wire::netcraq::Value) -> Vec<u8> {
+        let n = self.chain.len();
+        let mut stack = self.chain.clone();
+        if self.rng.chance(0.5) {
+            stack.truncate(1 + self.rng.below(n as u64 - 1) as usize);
+        } else {
+            stack.remove(1 + self.rng.below(n as u64 - 1) as usize);
+        }
+        Self::netchain_write(&stack, key, value, 0)
     }
 }
 
@@ -363,7 +382,12 @@ impl innet_core::Host for Forger {
         let key = self.rng.below(self.keys as u64) as u32;
         let pick = self.rng.below(4);
         let n = self.chain.len();
-        if pick == 0 || n == 1 {
+        if (pick == 0 || n == 1) && self.protocol == Protocol::NetChain && n > 1 && self.rng.chance(0.5) {
+            let value = self.fresh(now, key);
+            let p = self.short_write(key, value);
+            out.send(Dest::Port(self.chain[0] as u16), p);
+            self.stats.short_writes += 1;
+        } else if pick == 0 || n == 1 {
             let value = self.fresh(now, key);
             out.send(Dest::Port(self.chain[0] as u16), self.write(0, key, value, 0));
             self.last_write = Some((key, value));
@@ -401,9 +425,11 @@ pub struct ChainCheckedRun {
     pub resyncs: u64,
     pub forger: ForgerStats,
     /// Chain nodes' rejections of the forger's packets: writes not from the
-    /// predecessor, ACKs not from the tail (their counters, summed).
+    /// predecessor, ACKs not from the tail, NetChain writes whose stack is
+    /// not the chain (their counters, summed).
     pub rejected_writes: u64,
     pub rejected_acks: u64,
+    pub rejected_off_chain: u64,
 }
 
 /// Builds and runs `cfg` with histories on, and checks them.
@@ -478,6 +504,7 @@ pub fn run_checked(cfg: &ChainCheckConfig) -> Result<ChainCheckedRun, String> {
         forger: f.stats,
         rejected_writes: counter("dropped_write_not_from_prev"),
         rejected_acks: counter("dropped_ack_not_from_tail"),
+        rejected_off_chain: counter("dropped_write_off_chain"),
     })
 }
 
@@ -534,6 +561,7 @@ pub struct CheckReport {
     pub forger: ForgerStats,
     pub rejected_writes: u64,
     pub rejected_acks: u64,
+    pub rejected_off_chain: u64,
     /// `(seed, protocol, errors (empty: nondeterminism), replay command)`.
     pub violations: Vec<(u64, Protocol, Vec<String>, String)>,
     pub wall_seconds: f64,
@@ -570,11 +598,13 @@ pub fn check_seeds(
             r.removals += run.removals;
             r.resyncs += run.resyncs;
             r.forger.writes_at_head += run.forger.writes_at_head;
+            r.forger.short_writes += run.forger.short_writes;
             r.forger.forged_writes += run.forger.forged_writes;
             r.forger.forged_acks += run.forger.forged_acks;
             r.forger.replays += run.forger.replays;
             r.rejected_writes += run.rejected_writes;
             r.rejected_acks += run.rejected_acks;
+            r.rejected_off_chain += run.rejected_off_chain;
             let replay = format!("innet check chain --seed {seed} --protocols {p} --duration-s {duration_s}");
             match &run.result {
                 Ok(s) => r.reads += s.reads,

@@ -88,7 +88,7 @@ pub fn build(cfg: &PaxosConfig, record: bool) -> Result<PaxosTopology, String> {
         PaxosRole::Backup => behind(cfg, counter, BackupCoordinator::new(roles.backup())),
         PaxosRole::Learner { id } => behind(cfg, counter, Learner::new(learner_config(cfg, id, record))),
         PaxosRole::Proposer { index } => {
-            let pc = roles.proposer(index as u32 + 1);
+            let pc = roles.proposer(innet_paxos::envelope::proposer_id(index as usize, 0));
             behind(cfg, counter, LoadProposer::new(Proposer::new(pc), cfg.outstanding, stop, record))
         }
     };
@@ -350,11 +350,17 @@ pub fn run_checked(cfg: &PaxosConfig) -> Result<CheckedRun, String> {
 /// `u32::MAX`, values with real proposer ids) and replays the votes it
 /// overhears (it is a member of the acceptors' vote group, a sniffer on
 /// the segment), changed into 2As, DECIDEDs or 1As, or sent as they are.
-/// Every node's admission rule must refuse all of it. It sends no
-/// REQUESTs: anyone may submit a value.
+/// It also sends REQUESTs to the coordinator and the backup in the names
+/// of the deployment's proposers (their ids, request numbers ahead of
+/// theirs: issue 21's attack on the learners' duplicate filter). Every
+/// node's admission rule must refuse all of it.
 struct Forger {
     rng: Rng,
     targets: u16,
+    /// The coordinator's and the backup's ports.
+    request_targets: Vec<u16>,
+    /// The proposer ids of the deployment's proposers.
+    proposers: Vec<u32>,
     heard: Vec<Vec<u8>>,
     next: Time,
     stop: Time,
@@ -373,7 +379,14 @@ impl innet_core::Host for Forger {
     fn on_tick(&mut self, now: Time, out: &mut innet_core::Outbox) {
         use innet_wire::paxos::{MsgType, PaxosMsg, PACKET_LEN};
         let r = &mut self.rng;
-        let bytes = if !self.heard.is_empty() && r.chance(0.5) {
+        let mut port = None;
+        let bytes = if r.chance(0.15) && !self.proposers.is_empty() {
+            let id = self.proposers[r.below(self.proposers.len() as u64) as usize];
+            let mut m = PaxosMsg::new(MsgType::Request);
+            m.value = innet_paxos::Envelope::new(id, 1 + r.below(4096) as u32, b"forged").expect("fits").to_value();
+            port = Some(self.request_targets[r.below(self.request_targets.len() as u64) as usize]);
+            m.encode()
+        } else if !self.heard.is_empty() && r.chance(0.5) {
             let mut b = self.heard[r.below(self.heard.len() as u64) as usize].clone();
             if b.len() >= PACKET_LEN && r.chance(0.6) {
                 let t = [MsgType::Phase2A, MsgType::Decided, MsgType::Phase1A][r.below(3) as usize];
@@ -381,8 +394,7 @@ impl innet_core::Host for Forger {
             }
             b
         } else {
-            // Every type but REQUEST: anyone may submit a value (a
-            // proposer outside the deployment), so a request is no forgery.
+            // Every type but REQUEST (above).
             let types: Vec<MsgType> = MsgType::ALL.into_iter().filter(|&t| t != MsgType::Request).collect();
             let mut m = PaxosMsg::new(types[r.below(types.len() as u64) as usize]);
             m.inst = match r.below(4) {
@@ -397,7 +409,7 @@ impl innet_core::Host for Forger {
             m.value = e.to_value();
             m.encode()
         };
-        let port = self.rng.below(self.targets as u64) as u16;
+        let port = port.unwrap_or_else(|| self.rng.below(self.targets as u64) as u16);
         out.send(innet_core::Dest::Port(port), bytes);
         self.sent += 1;
         self.next = now + Duration::from_micros(100 + self.rng.below(900));
@@ -413,7 +425,18 @@ fn add_forger(t: &mut PaxosTopology, stop: Time) {
     let d = t.config.deployment();
     let ids: Vec<NodeId> = (0..d.nodes.len()).collect();
     let rng = Rng::new(t.config.seed ^ 0xF0_46E5);
-    let forger = Forger { rng, targets: ids.len() as u16, heard: vec![], next: Time::ZERO, stop, sent: 0 };
+    let request_targets = ["coordinator", "backup"].iter().filter_map(|n| d.find(n)).map(|n| n as u16).collect();
+    let proposers = (0..t.proposers.len()).map(|i| t.proposer(i).proposer.id()).collect();
+    let forger = Forger {
+        rng,
+        targets: ids.len() as u16,
+        request_targets,
+        proposers,
+        heard: vec![],
+        next: Time::ZERO,
+        stop,
+        sent: 0,
+    };
     let f = t.sim.add_host("forger", forger);
     for &n in &ids {
         t.sim.set_port(f, n as u16, Some(n));

@@ -5,12 +5,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use innet_core::rng::Rng;
 use innet_live::host::{run_hosts, HostOptions, HostStats};
-use innet_live::txn::{bind, bind_addr_for, run_txn, start_local, wall_clock_req_id, LocalConfig};
+use innet_live::txn::{bind, bind_addr_for, run_txn_on, start_local, wall_clock_req_id, LocalConfig};
 use innet_live::{clock, Stop};
 use innet_txn::client::Completed;
 use innet_txn::{ClientConfig, Txn, TxnClient};
@@ -28,12 +29,34 @@ pub struct LiveSending {
     pub client_delay: Duration,
     pub timeout: Duration,
     pub max_resends: u32,
+    /// The socket [`populate`] and [`read_db`] send from (a store that takes
+    /// only its peers is reached from `LocalTxn::operator`); `None`: a fresh
+    /// one per transaction.
+    pub socket: Option<Arc<UdpSocket>>,
 }
 
 impl LiveSending {
     pub fn new(target: SocketAddr) -> LiveSending {
         let c = ClientConfig::new(1);
-        LiveSending { target, client_delay: Duration::ZERO, timeout: c.timeout, max_resends: c.max_resends }
+        LiveSending {
+            target,
+            client_delay: Duration::ZERO,
+            timeout: c.timeout,
+            max_resends: c.max_resends,
+            socket: None,
+        }
+    }
+    /// Sends from `socket`.
+    pub fn from_socket(self, socket: UdpSocket) -> LiveSending {
+        LiveSending { socket: Some(Arc::new(socket)), ..self }
+    }
+    /// The socket one client's transactions go out from (the same for all
+    /// of them: a switch binds a client id to its first request's address).
+    fn socket(&self) -> io::Result<UdpSocket> {
+        match &self.socket {
+            Some(s) => s.try_clone(),
+            None => bind(bind_addr_for(self.target)),
+        }
     }
     fn client(&self, cl_id: u32, retry_limit: u32) -> ClientConfig {
         let mut c = ClientConfig::new(cl_id);
@@ -45,11 +68,12 @@ impl LiveSending {
     }
 }
 
-/// Runs one transaction with client `cl_id` (no access-link delay: loading
-/// and reading back are not measured); an error unless it committed.
-fn one(s: &LiveSending, cl_id: u32, txn: Txn, stop: &Stop) -> io::Result<Completed> {
-    let done = run_txn(s.target, txn, s.client(cl_id, 1000), Duration::ZERO, stop)?
-        .ok_or_else(|| io::Error::new(io::ErrorKind::Interrupted, "stopped"))?;
+/// Runs one transaction with client `cl_id` from `socket` (no access-link
+/// delay: loading and reading back are not measured); an error unless it
+/// committed.
+fn one(s: &LiveSending, socket: &UdpSocket, cl_id: u32, txn: Txn, stop: &Stop) -> io::Result<Completed> {
+    let done = run_txn_on(socket.try_clone()?, s.target, txn, s.client(cl_id, 1000), Duration::ZERO, stop)?;
+    let done = done.ok_or_else(|| io::Error::new(io::ErrorKind::Interrupted, "stopped"))?;
     if !done.committed() {
         return Err(io::Error::other(format!(
             "transaction of client {cl_id} to {} did not commit ({:?}, {} attempts)",
@@ -66,11 +90,13 @@ fn one(s: &LiveSending, cl_id: u32, txn: Txn, stop: &Stop) -> io::Result<Complet
 pub fn populate(s: &LiveSending, scale: &Scale, seed: u64, cl_id: u32, stop: &Stop) -> io::Result<(usize, usize)> {
     scale.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let db: Vec<(Key, Value)> = initial_db(scale, seed).into_iter().collect();
+    let socket = s.socket()?;
     let mut txns = 0;
     for chunk in db.chunks(MAX_OPS_PER_PACKET) {
         let writes = chunk.to_vec();
         one(
             s,
+            &socket,
             cl_id,
             Txn::body(move |t| {
                 for &(k, v) in &writes {
@@ -134,13 +160,14 @@ fn implied_keys(scale: &Scale, db: &BTreeMap<Key, Value>) -> BTreeSet<Key> {
 pub fn read_db(s: &LiveSending, scale: &Scale, cl_id: u32, stop: &Stop) -> io::Result<BTreeMap<Key, Value>> {
     let mut db = BTreeMap::new();
     let mut asked: BTreeSet<Key> = BTreeSet::new();
+    let socket = s.socket()?;
     loop {
         let new: Vec<Key> = implied_keys(scale, &db).difference(&asked).copied().collect();
         if new.is_empty() {
             return Ok(db);
         }
         for batch in new.chunks(READ_BATCH) {
-            let done = one(s, cl_id, Txn::Read(batch.to_vec()), stop)?;
+            let done = one(s, &socket, cl_id, Txn::Read(batch.to_vec()), stop)?;
             for (k, v) in done.reads {
                 if v != Value::ZERO {
                     db.insert(k, v);
@@ -246,9 +273,11 @@ pub fn run_point_live(cfg: &TpccConfig, stop: &Stop) -> anyhow::Result<TpccResul
     sending.timeout = net_cfg.timeout();
     // Client ids: terminals 1..=clients, the loader and reader above them.
     let loader = cfg.clients + 1;
-    let direct = LiveSending { target: net.store_addr(), ..sending.clone() };
+    // Loading and reading back go straight to the store, from the socket
+    // it takes requests from beside its switch.
+    let direct = LiveSending { target: net.store_addr(), ..sending.clone() }.from_socket(net.operator()?);
     populate(&direct, &cfg.scale(), cfg.seed, loader, stop)?;
-    crate::txn_live::store_cpu_pct(net.store_addr())?;
+    crate::txn_live::store_cpu_pct(&net)?;
     let terminals = TerminalsConfig {
         sending: LiveSending { client_delay: net_cfg.client_switch_delay(), ..sending.clone() },
         scale: cfg.scale(),
@@ -260,7 +289,7 @@ pub fn run_point_live(cfg: &TpccConfig, stop: &Stop) -> anyhow::Result<TpccResul
         only: cfg.only,
     };
     let r = run_terminals(&terminals, stop);
-    let cpu = crate::txn_live::store_cpu_pct(net.store_addr());
+    let cpu = crate::txn_live::store_cpu_pct(&net);
     // Let requests still in flight land before reading the database back.
     std::thread::sleep(Duration::from_secs_f64(cfg.rtt_ms / 1e3 * 2.0 + 0.05));
     let snapshot = read_db(&direct, &cfg.scale(), loader, stop);
@@ -318,7 +347,9 @@ pub fn client_run(c: &ClientRun, stop: &Stop) -> anyhow::Result<TpccResult> {
     if c.populate {
         populate(&direct, &p.scale(), p.seed, helper, stop)?;
     }
-    crate::txn_live::store_cpu_pct(direct.target)?;
+    // A store started with --downstream must list this machine's socket.
+    let probe = bind(bind_addr_for(direct.target))?;
+    crate::txn_live::store_cpu_pct_from(&probe, direct.target)?;
     let terminals = TerminalsConfig {
         sending: c.sending.clone(),
         scale: p.scale(),
@@ -330,7 +361,7 @@ pub fn client_run(c: &ClientRun, stop: &Stop) -> anyhow::Result<TpccResult> {
         only: p.only,
     };
     let r = run_terminals(&terminals, stop)?;
-    let cpu = crate::txn_live::store_cpu_pct(direct.target)?;
+    let cpu = crate::txn_live::store_cpu_pct_from(&probe, direct.target)?;
     std::thread::sleep(c.sending.client_delay * 2 + c.sending.timeout.min(Duration::from_millis(200)));
     let snapshot = read_db(&direct, &p.scale(), helper, stop)?;
     let cfg = TpccConfig { mode: "target".into(), rtt_ms: c.sending.client_delay.as_secs_f64() * 2e3, ..p.clone() };

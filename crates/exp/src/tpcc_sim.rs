@@ -265,6 +265,7 @@ pub fn build(cfg: &TpccConfig, record: bool) -> Result<TpccTopology, String> {
     if let Some(model) = crate::txn::store_service(cfg.store_us_per_packet) {
         sim.set_service(store, model);
     }
+    crate::txn_sim::admit_store_peers(&mut sim, &deployment, &nodes);
     let switches = of(|r| matches!(r, TxnRole::Switch(_)));
     let clients = of(TxnRole::is_client);
     let cl_ids = deployment.with_role(TxnRole::is_client).into_iter().map(|i| ids[i]).collect();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::json;
 
-use innet_live::txn::{fresh_client_id_base, raw_request, run_load, run_txn, LoadConfig};
+use innet_live::txn::{bind, bind_addr_for, fresh_client_id_base, raw_request_on, run_load, run_txn, LoadConfig};
 use innet_live::Stop;
 use innet_txn::client::Completed;
 use innet_txn::workload::Workload;
@@ -134,7 +134,8 @@ pub fn raw(s: &Sending, ops: Vec<Op>) -> anyhow::Result<Outcome> {
         innet_wire::txn::MAX_OPS_PER_PACKET
     );
     let cl_id = s.client_id.unwrap_or_else(|| fresh_client_id_base(1));
-    let reply = raw_request(s.to, cl_id, ops, delay(s.timeout_ms), s.max_resends, delay(s.client_delay_ms))
+    let sock = bind(bind_addr_for(s.to)).with_context(|| format!("sending to {}", s.to))?;
+    let reply = raw_request_on(&sock, s.to, cl_id, ops, delay(s.timeout_ms), s.max_resends, delay(s.client_delay_ms))
         .with_context(|| format!("sending to {}", s.to))?;
     let Some(r) = reply else {
         eprintln!(

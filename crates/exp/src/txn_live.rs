@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, UdpSocket};
 
-use innet_live::txn::{fresh_client_id_base, raw_request, run_load, start_local, LoadConfig, LocalConfig};
+use innet_live::txn::{fresh_client_id_base, raw_request_on, run_load, start_local, LoadConfig, LocalConfig, LocalTxn};
 use innet_live::Stop;
 use innet_wire::txn::{Op, OpType, Status, Value};
 
@@ -46,7 +46,7 @@ pub fn run_point_live_until(cfg: &TxnPointConfig, stop: &Stop) -> anyhow::Result
     local.switch.cache_slots = cfg.cache_slots;
     local.switch.store_delay = cfg.switch_store_delay();
     let net = start_local(&local, stop)?;
-    store_cpu_pct(net.store_addr())?;
+    store_cpu_pct(&net)?;
     let mut load = LoadConfig::new(net.switch_addr(), cfg.workload());
     load.clients = cfg.clients;
     load.first_client_id = 1;
@@ -56,7 +56,7 @@ pub fn run_point_live_until(cfg: &TxnPointConfig, stop: &Stop) -> anyhow::Result
     load.timeout = cfg.timeout();
     load.retry_limit = cfg.retry_limit;
     let r = run_load(&load, stop);
-    let cpu = store_cpu_pct(net.store_addr());
+    let cpu = store_cpu_pct(&net);
     let report = net.shutdown()?;
     let r = r?;
     let run_s = r.run.as_secs_f64().max(1e-9);
@@ -66,13 +66,22 @@ pub fn run_point_live_until(cfg: &TxnPointConfig, stop: &Stop) -> anyhow::Result
     Ok(out)
 }
 
-/// Asks the store at `store` for its CPU use since the previous query
+/// Asks the store of `net` for its CPU use since the previous query
 /// (CPU_PCT, op 5: percent of one core as a big-endian IEEE-754 single in
-/// the value's first four bytes), with a fresh client id; `None` if it did
-/// not answer or answered out of range.
-pub fn store_cpu_pct(store: SocketAddr) -> std::io::Result<Option<f64>> {
+/// the value's first four bytes), with a fresh client id, from the
+/// harness's own socket (`LocalTxn::operator`: the store takes requests
+/// only from its peers); `None` if it did not answer or answered out of
+/// range.
+pub fn store_cpu_pct(net: &LocalTxn) -> std::io::Result<Option<f64>> {
+    store_cpu_pct_from(&net.operator()?, net.store_addr())
+}
+
+/// [`store_cpu_pct`] of the store at `store`, asked from `sock` (one the
+/// store takes requests from).
+pub fn store_cpu_pct_from(sock: &UdpSocket, store: SocketAddr) -> std::io::Result<Option<f64>> {
     let ops = vec![Op::new(OpType::CpuPct, 0, Value::ZERO)];
-    let reply = raw_request(store, fresh_client_id_base(1), ops, Duration::from_millis(500), 4, Duration::ZERO)?;
+    let wait = Duration::from_millis(500);
+    let reply = raw_request_on(sock, store, fresh_client_id_base(1), ops, wait, 4, Duration::ZERO)?;
     Ok(reply.and_then(|r| {
         let op = r.msg.ops.iter().find(|o| o.kind == OpType::CpuPct)?;
         let pct = f32::from_bits(u32::from_be_bytes(op.value.0[..4].try_into().ok()?)) as f64;

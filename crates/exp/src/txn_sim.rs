@@ -154,9 +154,24 @@ pub fn build_deployment(cfg: &TxnPointConfig, deployment: TxnDeployment, record:
     if let Some(model) = crate::txn::store_service(cfg.store_us_per_packet) {
         sim.set_service(store, model);
     }
+    admit_store_peers(&mut sim, &deployment, &nodes);
     let switches = of(|r| matches!(r, TxnRole::Switch(_)));
     let clients = of(TxnRole::is_client);
     Ok(TxnTopology { sim, deployment, nodes, store, switches, clients })
+}
+
+/// The store takes packets only from its downstream peers, the nodes whose
+/// upstream it is (issue 21: a request a switch aborted, sent straight to
+/// the store, was committed): anything else is refused before the store
+/// sees it (`not_a_downstream_peer` in its `NodeStats::rejected`).
+pub fn admit_store_peers(sim: &mut Sim, deployment: &TxnDeployment, nodes: &[NodeId]) {
+    for s in deployment.with_role(|r| *r == TxnRole::Store) {
+        let peers: Vec<NodeId> = deployment.downstream_of(s).into_iter().map(|j| nodes[j]).collect();
+        sim.set_admit(
+            nodes[s],
+            Box::new(move |from, _| if peers.contains(&from) { Ok(()) } else { Err("not_a_downstream_peer") }),
+        );
+    }
 }
 
 /// Builds `cfg`'s deployment (see [`TxnPointConfig::deployment`]).
@@ -294,8 +309,10 @@ impl innet_core::Host for Forger {
 /// An outside sender that replays the clients' real past requests (their
 /// exact bytes, captured from the clients' histories as the run goes on),
 /// now and then as a `store_commit` resend, to a switch or straight to the
-/// store. Neither may apply a request twice, answer it with a recorded reply
-/// to anyone but the request's sender, or teach a switch an old value.
+/// store, including requests a switch answered itself (aborted). Neither
+/// may apply a request twice, commit one a switch aborted, answer it with a
+/// recorded reply to anyone but the request's sender, or teach a switch an
+/// old value.
 struct Replayer {
     rng: Rng,
     /// Each request's fragments, and whether the store decided it.
@@ -318,13 +335,10 @@ impl innet_core::Host for Replayer {
         // latest, which the store holds a record of), half of any.
         let i = if self.rng.chance(0.5) { n - 1 - self.rng.below(n.min(8)) } else { self.rng.below(n) };
         let resend = self.rng.chance(0.3);
-        // Straight to the store only requests the store decided: the store
-        // takes no trust decision on a request it never saw, so replaying one
-        // the switch answered itself there is beyond this check (see the
-        // threat model in docs/security.md).
-        let (frags, decided) = &self.captured[i as usize];
-        let dest =
-            if self.rng.chance(0.3) && *decided { innet_core::Dest::Port(0) } else { innet_core::Dest::Upstream };
+        // Straight to the store any request, also one the switch answered
+        // itself (issue 21: the store used to commit it).
+        let (frags, _decided) = &self.captured[i as usize];
+        let dest = if self.rng.chance(0.3) { innet_core::Dest::Port(0) } else { innet_core::Dest::Upstream };
         for frag in frags {
             let mut m = frag.clone();
             m.flags = m.flags.with(Flags::STORE_COMMIT, resend);

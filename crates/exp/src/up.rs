@@ -297,12 +297,20 @@ fn run_group(
         Service::Paxos(p) => {
             let d = &p.deployment;
             let roles = Roles::of(d, innet_paxos::deploy::PaxosParams { pack: load.pack, ..p.params.clone() });
-            let base = fresh_client_id_base(nodes.len() as u32 + 1);
-            let mut hosts: Vec<LoadProposer> = (0..nodes.len())
-                .map(|k| {
-                    LoadProposer::new(Proposer::new(roles.proposer(base + k as u32)), load.outstanding, stop_at, false)
+            // Each proposer submits with an id of its own block (the
+            // coordinators take no other from its address).
+            let incarnation = innet_live::paxos::fresh_incarnation();
+            let index = |i: NodeIx| match d.nodes[i].role {
+                innet_paxos::deploy::PaxosRole::Proposer { index } => Ok(index as usize),
+                r => Err(anyhow::anyhow!("load node {} is a {}, not a proposer", d.nodes[i].name, r.name())),
+            };
+            let mut hosts: Vec<LoadProposer> = nodes
+                .iter()
+                .map(|(i, _)| {
+                    let id = innet_paxos::envelope::proposer_id(index(*i)?, incarnation);
+                    Ok(LoadProposer::new(Proposer::new(roles.proposer(id)), load.outstanding, stop_at, false))
                 })
-                .collect();
+                .collect::<anyhow::Result<_>>()?;
             let net = run_hosts(&mut hosts, endpoints(&|i| innet_live::paxos::options(d, addrs, i)), stop, until)?;
             report.committed = hosts.iter().map(|h| h.latencies_ns.len() as u64).sum();
             net

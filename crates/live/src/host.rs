@@ -76,6 +76,9 @@ pub struct HostOptions {
     pub groups: HashMap<u16, Vec<SocketAddr>>,
     /// Who may send what (every packet passes without one).
     pub admit: Option<Admission>,
+    /// `--auth-key`: seals what the host sends to covered addresses and
+    /// refuses what comes from them unsealed ([`crate::auth`]).
+    pub auth: Option<Arc<crate::auth::PeerAuth>>,
 }
 
 impl HostOptions {
@@ -301,6 +304,10 @@ impl<H: Host> HostLoop<'_, H> {
 
     fn deliver(&mut self, i: usize, from: SocketAddr, bytes: &[u8], now: Time) {
         let slot = &mut self.slots[i];
+        let Some(len) = crate::auth::PeerAuth::open(&slot.opts.auth, from, bytes, &mut slot.stats.rejected) else {
+            return;
+        };
+        let bytes = &bytes[..len];
         if !Admission::admit(&slot.opts.admit, from, bytes, &mut slot.stats.rejected) {
             return;
         }
@@ -443,7 +450,10 @@ fn run_loop<H: Host>(
     };
     let max_wait = feed.as_ref().and_then(|f| f.poll_every()).map_or(MAX_WAIT, |p| p.min(MAX_WAIT));
     let mut sstats = SharedStats::default();
-    let mut lp = HostLoop { hosts, slots, out: Outbox::new(), tx: TxBatch::new() };
+    // One batch for every host of the loop: the first host's keys seal (a
+    // process runs the nodes of one deployment).
+    let seal = slots.iter().find_map(|s| s.opts.auth.clone());
+    let mut lp = HostLoop { hosts, slots, out: Outbox::new(), tx: TxBatch::sealed(seal) };
     let mut rx = RxBatch::new();
     let mut ready = Vec::new();
     let mut next_publish = clock::now();

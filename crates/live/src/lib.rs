@@ -35,6 +35,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod chain;
 pub mod delay;
 pub mod deploy;

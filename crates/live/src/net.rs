@@ -126,11 +126,19 @@ struct TxMsg {
 pub struct TxBatch {
     data: Vec<u8>,
     items: Vec<TxItem>,
+    /// Seals datagrams to the addresses it covers (`--auth-key`).
+    seal: Option<std::sync::Arc<crate::auth::PeerAuth>>,
 }
 
 impl TxBatch {
     pub fn new() -> TxBatch {
-        TxBatch { data: Vec::with_capacity(BATCH * 2048), items: Vec::with_capacity(BATCH) }
+        TxBatch::sealed(None)
+    }
+
+    /// A batch whose datagrams to the addresses `seal` covers carry its
+    /// MAC trailer ([`crate::auth`]).
+    pub fn sealed(seal: Option<std::sync::Arc<crate::auth::PeerAuth>>) -> TxBatch {
+        TxBatch { data: Vec::with_capacity(BATCH * 2048), items: Vec::with_capacity(BATCH), seal }
     }
 
     /// Queues `bytes` to `to` from socket `port`.
@@ -143,6 +151,9 @@ impl TxBatch {
         let start = self.data.len();
         self.data.extend_from_slice(head);
         self.data.extend_from_slice(bytes);
+        if let Some(a) = self.seal.as_ref().filter(|a| a.covers(to)) {
+            a.keys.seal_in_place(&mut self.data, start);
+        }
         self.items.push(TxItem { port, to, start, end: self.data.len() });
     }
 

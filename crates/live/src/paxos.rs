@@ -28,6 +28,7 @@ pub mod app;
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::sync::Arc;
 use std::time::Duration;
 
 use innet_core::deploy::DataPlaneAt;
@@ -38,6 +39,7 @@ use innet_paxos::learner::LearnerStats;
 use innet_paxos::software::SoftwareNode;
 use innet_paxos::{BackupConfig, BackupCoordinator, Coordinator, Learner, LearnerConfig, ProposerConfig};
 
+use crate::auth::PeerAuth;
 use crate::deploy::{host_options, switch_setup};
 use crate::host::{spawn_host_counted, Admission, HostOptions, NodeHandle};
 use crate::switch::{spawn_switch_with_tables, SwitchNode};
@@ -72,6 +74,10 @@ pub struct LiveConfig {
     pub external_learners: bool,
     /// Most client values a proposer packs into one instance's value (1: off).
     pub pack: usize,
+    /// `--auth-key`: every datagram between the nodes carries the keys' MAC
+    /// trailer and one without is refused ([`crate::auth`]); every party of
+    /// a Paxos deployment is a node, so it covers every address.
+    pub auth: Option<Arc<PeerAuth>>,
 }
 
 impl Default for LiveConfig {
@@ -92,6 +98,7 @@ impl Default for LiveConfig {
             base_port: 0,
             external_learners: false,
             pack: p.pack,
+            auth: None,
         }
     }
 }
@@ -171,15 +178,25 @@ impl LiveConfig {
     pub fn proposer_config(&self, id: u32) -> ProposerConfig {
         self.roles().proposer(id)
     }
-    /// The configuration of proposer `i` of this process, with an id drawn
-    /// afresh per process: learners filter duplicates by (proposer, request)
-    /// and key-value replicas remember that across restarts, so a new
-    /// process must not reuse an earlier one's id (its requests would be
-    /// dropped as duplicates).
+    /// The configuration of the deployment's proposer `i`: an id of its
+    /// block (the coordinators take no other from its address, see
+    /// `innet_paxos::envelope`) with an incarnation drawn afresh per
+    /// process: learners filter duplicates by (proposer, request) and
+    /// key-value replicas remember that across restarts, so a new process
+    /// must not reuse an earlier one's id (its requests would be dropped as
+    /// duplicates).
     pub fn fresh_proposer_config(&self, i: usize) -> ProposerConfig {
-        self.proposer_config(crate::txn::fresh_client_id_base(self.proposers as u32 + 1) + i as u32)
+        self.proposer_config(innet_paxos::envelope::proposer_id(i, fresh_incarnation()))
     }
 }
+
+/// A proposer incarnation drawn from the clock and the process id
+/// (below `innet_paxos::envelope::INCARNATIONS`).
+pub fn fresh_incarnation() -> u32 {
+    crate::txn::fresh_client_id_base(1) % innet_paxos::envelope::INCARNATIONS
+}
+
+impl LiveConfig {}
 
 /// A coordinator or acceptor: a software switch or a process.
 pub enum ProgramNode<P> {
@@ -281,7 +298,7 @@ impl Plan {
     /// Learner `i`'s ports and groups.
     pub fn learner_options(&self, i: usize) -> HostOptions {
         let n = self.node(|r| *r == PaxosRole::Learner { id: i as u16 });
-        options(&self.deployment, &self.addrs, n)
+        HostOptions { auth: self.config.auth.clone(), ..options(&self.deployment, &self.addrs, n) }
     }
 
     /// A proposer's ports: the coordinator and the backup.
@@ -295,7 +312,7 @@ impl Plan {
             addrs.push(SocketAddr::new(self.config.ip, 0));
         }
         let p = d.with_role(|r| matches!(r, PaxosRole::Proposer { .. }))[0];
-        options(&d, &addrs, p)
+        HostOptions { auth: self.config.auth.clone(), ..options(&d, &addrs, p) }
     }
 
     /// Takes learner `i`'s socket (once).
@@ -334,7 +351,8 @@ impl Plan {
                     acceptors.push(self.spawn_program(n, socket, Acceptor::new(roles.acceptor(id)), stop)?)
                 }
                 PaxosRole::Backup => {
-                    let (o, bcfg) = (options(d, &self.addrs, n), roles.backup());
+                    let o = HostOptions { auth: self.config.auth.clone(), ..options(d, &self.addrs, n) };
+                    let bcfg = roles.backup();
                     backup = Some(spawn_backup(&name, socket, o, bcfg, stop)?);
                 }
                 _ => unreachable!("core roles only"),
@@ -347,13 +365,15 @@ impl Plan {
     where
         P: innet_core::DataPlane + innet_core::Counters + Send + 'static,
     {
-        spawn_program(&self.deployment, self.config.data_plane, &self.addrs, n, socket, program, stop)
+        let (d, auth) = (&self.deployment, self.config.auth.clone());
+        spawn_program(d, self.config.data_plane, &self.addrs, n, socket, program, auth, stop)
     }
 }
 
 /// Starts the coordinator or acceptor at node `n` of `d` (every node's
 /// address in `addrs`): in a software switch, or (`Process`) as a process
-/// running the same program.
+/// running the same program; `auth` seals and checks its datagrams.
+#[allow(clippy::too_many_arguments)]
 pub fn spawn_program<P>(
     d: &PaxosDeployment,
     at: DataPlaneAt,
@@ -361,6 +381,7 @@ pub fn spawn_program<P>(
     n: usize,
     socket: UdpSocket,
     program: P,
+    auth: Option<Arc<PeerAuth>>,
     stop: &Stop,
 ) -> io::Result<ProgramNode<P>>
 where
@@ -369,13 +390,14 @@ where
     let name = d.nodes[n].name.clone();
     Ok(match at {
         DataPlaneAt::Process => {
-            let o = options(d, addrs, n);
+            let o = HostOptions { auth, ..options(d, addrs, n) };
             let (make, own) = (move || SoftwareNode::new(program), |n: &SoftwareNode<P>| n.program.counters());
             ProgramNode::Process(spawn_host_counted(&name, socket, o, stop, make, own, |_, _| ())?)
         }
         DataPlaneAt::Switch | DataPlaneAt::Xdp => {
             let (mut o, t) = switch_setup(d, DataPlaneAt::Switch, addrs, n, Duration::ZERO);
             o.admit = Some(admission(d, addrs, n));
+            o.auth = auth;
             ProgramNode::Switch(spawn_switch_with_tables(&name, program, socket, o, t, stop)?)
         }
     })
@@ -395,6 +417,8 @@ pub fn spawn_backup(
         vec![
             ("instances_started", b.instances_started),
             ("values_repeated", b.values_repeated),
+            ("requests_before_takeover", b.requests_before_takeover),
+            ("requests_dropped_full", b.requests_dropped_full),
             ("took_over", u64::from(b.active_since().is_some())),
             ("requests_before_takeover", b.requests_before_takeover),
             ("requests_dropped_full", b.requests_dropped_full),

@@ -52,6 +52,9 @@ pub struct SwitchOptions {
     pub reverse_path_capacity: usize,
     /// Who may send what to the program (every packet passes without one).
     pub admit: Option<crate::host::Admission>,
+    /// `--auth-key`: seals what the switch sends to covered addresses and
+    /// refuses what comes from them unsealed ([`crate::auth`]).
+    pub auth: Option<std::sync::Arc<crate::auth::PeerAuth>>,
 }
 
 impl SwitchOptions {
@@ -62,6 +65,7 @@ impl SwitchOptions {
             downstream_delay: Duration::ZERO,
             reverse_path_capacity: REVERSE_PATH_DEFAULT,
             admit: None,
+            auth: None,
         }
     }
     pub fn with_delays(mut self, upstream: Duration, downstream: Duration) -> SwitchOptions {
@@ -131,6 +135,9 @@ pub struct SwitchStats {
     pub reflected: u64,
     /// `Drop` verdicts (the program counts why).
     pub dropped: u64,
+    /// Requests of a flow bound to another neighbour (another sender's
+    /// client id): answered with the program's refusal, or dropped.
+    pub refused_other_sender: u64,
     /// `Downstream` verdicts for a flow with no known origin, and `Port`
     /// verdicts for a port with nothing configured.
     pub dropped_no_route: u64,
@@ -160,6 +167,7 @@ impl SwitchStats {
             ("live_to_ports", self.to_ports),
             ("live_dropped_bad_shim", self.dropped_bad_shim),
             ("live_rx_overflow", self.rx_overflow),
+            ("live_refused_other_sender", self.refused_other_sender),
             ("live_send_errors", self.send_errors),
         ]
     }
@@ -303,6 +311,17 @@ impl SwitchLoop<'_> {
             Some(&p) => Ingress::Peer(p),
             None => Ingress::Downstream,
         };
+        if ingress != Ingress::Upstream {
+            if let Some(flow) = st.program.request_flow(bytes).filter(|&f| !self.routes.admits(f, from)) {
+                tracing::debug!(%from, flow, "request of a flow bound to another sender refused");
+                st.stats.refused_other_sender += 1;
+                if let Some(len) = st.program.refuse(bytes) {
+                    let bytes = &bytes[..len.min(bytes.len())];
+                    self.send(st, from, origin, bytes, now);
+                }
+                return;
+            }
+        }
         let (verdict, len) = st.program.process_from(bytes, ingress);
         let bytes = &bytes[..len.min(bytes.len())];
         self.targets(st, verdict, from, origin);
@@ -314,6 +333,10 @@ impl SwitchLoop<'_> {
 
     /// One received datagram (after the shim, if any, is taken off).
     fn incoming<P: DataPlane>(&mut self, st: &mut SwitchState<P>, from: SocketAddr, bytes: &mut [u8], now: Time) {
+        let Some(len) = crate::auth::PeerAuth::open(&self.opts.auth, from, bytes, &mut st.stats.rejected) else {
+            return;
+        };
+        let bytes = &mut bytes[..len];
         let up = from == self.opts.upstream;
         if up {
             st.stats.from_upstream += 1;
@@ -408,7 +431,7 @@ pub fn run_switch<P: DataPlane>(
         in_down: DelayLine::new(opts.downstream_delay),
         out_up: DelayLine::new(opts.upstream_delay),
         out_down: DelayLine::new(opts.downstream_delay),
-        tx: TxBatch::new(),
+        tx: TxBatch::sealed(opts.auth.clone()),
         targets: Vec::new(),
     };
     let mut rx = RxBatch::new();

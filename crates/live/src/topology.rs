@@ -255,7 +255,10 @@ pub fn start(topo: &Topology, only: Option<&str>, stop: &Stop) -> anyhow::Result
                 match &d.nodes[i].role {
                     TxnRole::Store => {
                         let data = topo.places[i].data_dir.clone().map_or(StoreData::Memory, StoreData::Dir);
-                        let s = spawn_store_on(name, socket, &data, Duration::ZERO, topo.places[i].allow_reset, stop)
+                        // Its downstream peers: the nodes whose upstream it is.
+                        let peers = d.downstream_of(i).into_iter().map(|j| b.addrs[j]).collect();
+                        let reset = topo.places[i].allow_reset;
+                        let s = spawn_store_on(name, socket, &data, Duration::ZERO, reset, Some(peers), stop)
                             .with_context(|| format!("starting store '{name}'"))?;
                         RunningNode::Store(s)
                     }
@@ -304,11 +307,19 @@ fn start_paxos(
             i,
             socket,
             Coordinator::new(roles.coordinator()),
+            None,
             stop,
         )?),
-        PaxosRole::Acceptor { id } => {
-            RunningNode::Acceptor(spawn_program(d, at, addrs, i, socket, Acceptor::new(roles.acceptor(id)), stop)?)
-        }
+        PaxosRole::Acceptor { id } => RunningNode::Acceptor(spawn_program(
+            d,
+            at,
+            addrs,
+            i,
+            socket,
+            Acceptor::new(roles.acceptor(id)),
+            None,
+            stop,
+        )?),
         PaxosRole::Backup => {
             let o = crate::paxos::options(d, addrs, i);
             RunningNode::Backup(crate::paxos::spawn_backup(&name, socket, o, roles.backup(), stop)?)

@@ -1,5 +1,14 @@
 //! The transaction service on the live runtime: store and switch nodes, load
 //! clients, and single transactions.
+//!
+//! A store takes packets only from its downstream peers when it is given
+//! them ([`StorePeers`]: the switches in front of it, or the clients that
+//! send to it directly; a deployment says who): a request a switch aborted,
+//! sent straight to the store from anywhere else, is refused
+//! (`not_a_downstream_peer`) instead of committed (issue 21). [`LocalTxn`]
+//! gives harnesses that must reach the store itself (loading a database,
+//! reading it back, asking its CPU use) a socket of their own that the store
+//! counts among its peers ([`LocalTxn::operator`]).
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
@@ -16,7 +25,7 @@ use innet_txn::workload::{LoadClient, LoadStats, Workload};
 use innet_txn::{ClientConfig, Mode, Txn, TxnClient, TxnStore, TxnSwitch};
 
 use crate::clock;
-use crate::host::{run_host, run_hosts, spawn_host_counted, HostOptions, HostStats, NodeHandle};
+use crate::host::{run_host, run_hosts, spawn_host_counted, Admission, HostOptions, HostStats, NodeHandle};
 use crate::switch::{spawn_switch, SwitchNode, SwitchOptions};
 use crate::Stop;
 
@@ -47,9 +56,20 @@ pub enum StoreData {
     Recorded(PathBuf),
 }
 
+/// Who may send to a store: the addresses of its downstream peers, or
+/// `None` for anyone (a store the network lets only its switch reach, as on
+/// the XDP testbed, where requests keep their clients' addresses; or one
+/// the reference clients use directly).
+pub type StorePeers = Option<Vec<SocketAddr>>;
+
+/// The admission rule of a store whose downstream peers are `peers`.
+pub fn store_admission(peers: Vec<SocketAddr>) -> Admission {
+    Admission::new(move |from, _| if peers.contains(&from) { Ok(()) } else { Err("not_a_downstream_peer") })
+}
+
 /// Starts a transaction store on `listen` in its own thread.
 pub fn spawn_store(name: &str, listen: SocketAddr, data: &StoreData, stop: &Stop) -> io::Result<StoreNode> {
-    spawn_store_delayed(name, listen, data, Duration::ZERO, false, stop)
+    spawn_store_delayed(name, listen, data, Duration::ZERO, false, None, stop)
 }
 
 /// As [`spawn_store`], emulating a one-way delay `link_delay` on the store's
@@ -61,20 +81,22 @@ pub fn spawn_store_delayed(
     data: &StoreData,
     link_delay: Duration,
     allow_reset: bool,
+    peers: StorePeers,
     stop: &Stop,
 ) -> io::Result<StoreNode> {
-    spawn_store_on(name, bind(listen)?, data, link_delay, allow_reset, stop)
+    spawn_store_on(name, bind(listen)?, data, link_delay, allow_reset, peers, stop)
 }
 
 /// As [`spawn_store_delayed`], on a socket the caller bound. `allow_reset`:
 /// a request with the `reset` flag clears the store
-/// ([`TxnStore::with_allow_reset`]).
+/// ([`TxnStore::with_allow_reset`]); `peers`: who may send to it.
 pub fn spawn_store_on(
     name: &str,
     socket: UdpSocket,
     data: &StoreData,
     link_delay: Duration,
     allow_reset: bool,
+    peers: StorePeers,
     stop: &Stop,
 ) -> io::Result<StoreNode> {
     // Open the database here, so that errors are reported to the caller.
@@ -88,7 +110,7 @@ pub fn spawn_store_on(
     spawn_host_counted(
         name,
         socket,
-        HostOptions::default().with_delay(link_delay),
+        HostOptions { admit: peers.map(store_admission), ..HostOptions::default().with_delay(link_delay) },
         stop,
         move || {
             let backend: Box<dyn Backend + Send> = match redb {
@@ -143,8 +165,18 @@ pub fn spawn_txn_switch(
     cfg: &SwitchConfig,
     stop: &Stop,
 ) -> io::Result<SwitchNode<TxnSwitch>> {
+    spawn_txn_switch_on(name, bind(listen)?, upstream, cfg, stop)
+}
+
+/// As [`spawn_txn_switch`], on a socket the caller bound.
+pub fn spawn_txn_switch_on(
+    name: &str,
+    socket: UdpSocket,
+    upstream: SocketAddr,
+    cfg: &SwitchConfig,
+    stop: &Stop,
+) -> io::Result<SwitchNode<TxnSwitch>> {
     cfg.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let socket = bind(listen)?;
     let program = TxnSwitch::new(cfg.mode, cfg.cache_slots, innet_txn::switch::CLIENT_SLOTS_DEFAULT);
     let opts = SwitchOptions::new(upstream).with_delays(cfg.store_delay, cfg.client_delay);
     spawn_switch(name, program, socket, opts, stop)
@@ -159,6 +191,11 @@ pub struct LocalConfig {
     pub switch_listen: SocketAddr,
     /// The store honours the `reset` flag.
     pub allow_reset: bool,
+    /// Clients may also send to the store directly: it takes requests from
+    /// anyone, as a store with no switch in front does. Off by default:
+    /// then only the switch and [`LocalTxn::operator`] reach it, so a
+    /// request the switch aborted is never committed by sending it there.
+    pub store_clients: bool,
 }
 
 impl LocalConfig {
@@ -171,6 +208,7 @@ impl LocalConfig {
             store_listen: any,
             switch_listen: any,
             allow_reset: false,
+            store_clients: false,
         }
     }
 }
@@ -179,6 +217,9 @@ impl LocalConfig {
 pub struct LocalTxn {
     pub store: StoreNode,
     pub switch: SwitchNode<TxnSwitch>,
+    /// A socket the store counts among its downstream peers, beside the
+    /// switch ([`LocalTxn::operator`]).
+    operator: UdpSocket,
 }
 
 /// What a stopped [`LocalTxn`] reports.
@@ -194,6 +235,12 @@ impl LocalTxn {
     }
     pub fn switch_addr(&self) -> SocketAddr {
         self.switch.addr()
+    }
+    /// The harness's own way to the store (loading or reading back its
+    /// data, asking its CPU use): a socket the store takes requests from,
+    /// as it does from its switch. Every other address is refused.
+    pub fn operator(&self) -> io::Result<UdpSocket> {
+        self.operator.try_clone()
     }
     /// The switch's counters (program, then runtime `live_*`).
     pub fn switch_counters(&self) -> Vec<(String, u64)> {
@@ -219,14 +266,25 @@ impl LocalTxn {
 
 /// Starts a store and a switch in front of it (threads of this process).
 pub fn start_local(cfg: &LocalConfig, stop: &Stop) -> io::Result<LocalTxn> {
-    let store = spawn_store_delayed("store", cfg.store_listen, &cfg.data, Duration::ZERO, cfg.allow_reset, stop)?;
-    let mut upstream = store.addr();
-    if upstream.ip().is_unspecified() {
-        // Bound to every address: reach it over loopback.
-        upstream.set_ip(loopback_like(upstream.ip()));
+    let store_socket = bind(cfg.store_listen)?;
+    let upstream = reachable(store_socket.local_addr()?);
+    // The store's peers: the switch and the harness's operator socket.
+    let switch_socket = bind(cfg.switch_listen)?;
+    let operator = bind(bind_addr_for(upstream))?;
+    let peers = vec![reachable(switch_socket.local_addr()?), reachable(operator.local_addr()?)];
+    let peers = (!cfg.store_clients).then_some(peers);
+    let store = spawn_store_on("store", store_socket, &cfg.data, Duration::ZERO, cfg.allow_reset, peers, stop)?;
+    let switch = spawn_txn_switch_on("switch", switch_socket, upstream, &cfg.switch, stop)?;
+    Ok(LocalTxn { store, switch, operator })
+}
+
+/// `addr` as its peers on this machine see it: bound to every address, it
+/// is reached (and sends) over loopback.
+fn reachable(mut addr: SocketAddr) -> SocketAddr {
+    if addr.ip().is_unspecified() {
+        addr.set_ip(loopback_like(addr.ip()));
     }
-    let switch = spawn_txn_switch("switch", cfg.switch_listen, upstream, &cfg.switch, stop)?;
-    Ok(LocalTxn { store, switch })
+    addr
 }
 
 fn loopback_like(ip: IpAddr) -> IpAddr {
@@ -427,23 +485,39 @@ pub fn run_txn(
     delay: Duration,
     stop: &Stop,
 ) -> io::Result<Option<Completed>> {
-    let cfg = ClientConfig { first_req_id: wall_clock_req_id(), ..cfg };
-    let (_, done) = run_txn_with(target, TxnClient::new(cfg), txn, delay, stop)?;
-    Ok(done)
+    run_txn_on(bind(bind_addr_for(target))?, target, txn, cfg, delay, stop)
 }
 
-/// As [`run_txn`], on a client the caller keeps between transactions (its
-/// request ids and the values it learned carry over): returns the client
-/// with the outcome. Its `first_req_id` should come from
-/// [`wall_clock_req_id`].
+/// As [`run_txn`], from `socket` (e.g. [`LocalTxn::operator`], the one way
+/// to a store that takes only its peers).
+pub fn run_txn_on(
+    socket: UdpSocket,
+    target: SocketAddr,
+    txn: Txn,
+    cfg: ClientConfig,
+    delay: Duration,
+    stop: &Stop,
+) -> io::Result<Option<Completed>> {
+    let cfg = ClientConfig { first_req_id: wall_clock_req_id(), ..cfg };
+    let own = stop.child();
+    let mut host = OneShot::new(TxnClient::new(cfg), txn, own.clone());
+    run_host(&mut host, socket, &HostOptions::upstream(target).with_delay(delay), &own)?;
+    Ok(host.take())
+}
+
+/// As [`run_txn`], on a client and a socket the caller keeps between
+/// transactions (its request ids and the values it learned carry over, and
+/// its address stays the one its client id is bound to at the switch):
+/// returns the client with the outcome. Its `first_req_id` should come
+/// from [`wall_clock_req_id`].
 pub fn run_txn_with(
+    socket: UdpSocket,
     target: SocketAddr,
     client: TxnClient,
     txn: Txn,
     delay: Duration,
     stop: &Stop,
 ) -> io::Result<(TxnClient, Option<Completed>)> {
-    let socket = bind(bind_addr_for(target))?;
     let own = stop.child();
     let mut host = OneShot::new(client, txn, own.clone());
     run_host(&mut host, socket, &HostOptions::upstream(target).with_delay(delay), &own)?;
@@ -451,7 +525,7 @@ pub fn run_txn_with(
     Ok((host.client, done))
 }
 
-/// The answer to one raw request ([`raw_request`]).
+/// The answer to one raw request ([`raw_request_on`]).
 #[derive(Clone, Debug)]
 pub struct RawReply {
     pub msg: innet_wire::txn::TxnMsg,
@@ -462,12 +536,13 @@ pub struct RawReply {
     pub latency: Duration,
 }
 
-/// Sends `ops` as one request of client `cl_id` (request id 1) to `to`, and
-/// waits for its answer, resending up to `max_resends` times after
-/// `timeout` (resends carry `store_commit`, and after a resend only the
-/// store's answer counts, as the library client does); `delay` emulates
-/// the client's access link one way. `Ok(None)`: no answer.
-pub fn raw_request(
+/// Sends `ops` from `sock` as one request of client `cl_id` (request id 1)
+/// to `to`, and waits for its answer, resending up to `max_resends` times
+/// after `timeout` (resends carry `store_commit`, and after a resend only
+/// the store's answer counts, as the library client does); `delay`
+/// emulates the client's access link one way. `Ok(None)`: no answer.
+pub fn raw_request_on(
+    sock: &UdpSocket,
     to: SocketAddr,
     cl_id: u32,
     ops: Vec<innet_wire::txn::Op>,
@@ -476,7 +551,6 @@ pub fn raw_request(
     delay: Duration,
 ) -> io::Result<Option<RawReply>> {
     use innet_wire::txn::{Flags, TxnMsg};
-    let sock = bind(bind_addr_for(to))?;
     let mut req = TxnMsg::request(cl_id, 1, ops);
     let t0 = Instant::now();
     let mut buf = [0u8; 65536];

@@ -151,3 +151,38 @@ fn a_netchain_write_with_sequence_30000_sent_to_the_tail_is_rejected() {
     }
     chain.shutdown().unwrap();
 }
+
+#[test]
+fn netchain_writes_that_end_at_the_head_do_not_make_later_puts_vanish() {
+    // Hostile round 2 (issue 21): writes whose address stack ends at the
+    // head advanced the head's 16-bit sequence number without reaching the
+    // other nodes. After 32,768 of them the replicas judged the next
+    // legitimate put stale and skipped it, while the tail acknowledged it.
+    let p = Protocol::NetChain;
+    let chain = start(p);
+    let addrs = chain.addrs();
+    let first = Value::from_counter(1);
+    assert_eq!(put(&chain, p, first), first);
+    let short = NcMsg::write(vec![node_addr(0)], key_from_u32(KEY), Value::from_counter(666)).encode();
+    let s = outside();
+    // Sent in bursts the head's socket keeps up with, until 40,000 arrived.
+    const SHORT_WRITES: u64 = 40_000;
+    let mut sent = 0u64;
+    while counter(&chain, 0, "dropped_not_tail") < SHORT_WRITES {
+        for _ in 0..250 {
+            send(&s, addrs[0], &short);
+        }
+        sent += 250;
+        assert!(sent < 10 * SHORT_WRITES, "the head took too few of {sent} short writes");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let next = Value::from_counter(2);
+    assert_eq!(put(&chain, p, next), next, "the put is acknowledged");
+    assert_eq!(get(&chain, p, 2), next, "the acknowledged put is read back at the tail");
+    nodes_agree(&chain, 3, next);
+    for i in 0..3 {
+        let slot = chain.with_node(i, |n| n.as_netchain().unwrap().get(&key_from_u32(KEY)).unwrap()).unwrap();
+        assert_eq!(slot.seq, 2, "node {i}: only the two puts that traversed the chain were sequenced");
+    }
+    chain.shutdown().unwrap();
+}

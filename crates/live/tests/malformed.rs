@@ -44,7 +44,10 @@ fn malformed_to_switch_are_dropped_and_counted() {
 #[test]
 fn malformed_to_store_get_badreq_or_are_ignored() {
     let net = start_local(&LocalConfig::new(Mode::OptimisticAbort), &Stop::new()).unwrap();
-    let c = Raw::new(net.store_addr());
+    // From the harness's own socket: the store takes requests only from its
+    // peers (the switch and this one).
+    let c = Raw { sock: net.operator().unwrap(), to: net.store_addr() };
+    c.sock.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
     let [truncated, beyond, unknown] = bad_packets();
     c.send_bytes(&truncated);
     assert!(c.recv_within(Duration::from_millis(200)).is_none(), "a packet shorter than a header is ignored");

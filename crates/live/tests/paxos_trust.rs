@@ -11,7 +11,7 @@ use innet_live::paxos::{LiveConfig, Plan};
 use innet_live::{clock, spawn_host, HostStats, NodeHandle, Stop};
 use innet_paxos::trust::{forged, FORGED_PROPOSER};
 use innet_paxos::workload::LoadProposer;
-use innet_paxos::{Envelope, Learner, Proposer};
+use innet_paxos::{DeliveryKind, Envelope, Learner, Proposer};
 use innet_wire::paxos::{MsgType, PaxosMsg};
 
 struct Run {
@@ -19,6 +19,10 @@ struct Run {
     core: innet_live::paxos::Core,
     learners: Vec<NodeHandle<(Learner, HostStats)>>,
     proposer: NodeHandle<(LoadProposer, HostStats)>,
+    /// The proposer's id (what a sniffed packet shows).
+    proposer_id: u32,
+    /// When the proposer stops submitting.
+    end: innet_core::Time,
     outside: UdpSocket,
 }
 
@@ -40,7 +44,7 @@ fn start(run_s: f64) -> Run {
     let make = move || LoadProposer::new(Proposer::new(pcfg), 4, end, false);
     let proposer = spawn_host("proposer0", s, o, &stop, make, |p, st| (p, st)).unwrap();
     let outside = UdpSocket::bind("127.0.0.1:0").unwrap();
-    Run { plan, core, learners, proposer, outside }
+    Run { plan, core, learners, proposer, proposer_id: pcfg.id, end, outside }
 }
 
 fn send(r: &Run, to: SocketAddr, bytes: &[u8]) {
@@ -72,6 +76,13 @@ fn rejected(st: &HostStats, reason: &str) -> u64 {
     st.rejected.get(reason).copied().unwrap_or(0)
 }
 
+fn coordinator_rejected(r: &Run, reason: &str) -> u64 {
+    match &r.core.coordinator {
+        innet_live::paxos::ProgramNode::Switch(s) => s.stats().rejected.get(reason).copied().unwrap_or(0),
+        innet_live::paxos::ProgramNode::Process(_) => unreachable!("switch deployment"),
+    }
+}
+
 fn acceptor_rejected(r: &Run, i: usize, reason: &str) -> u64 {
     match &r.core.acceptors[i] {
         innet_live::paxos::ProgramNode::Switch(s) => s.stats().rejected.get(reason).copied().unwrap_or(0),
@@ -79,17 +90,35 @@ fn acceptor_rejected(r: &Run, i: usize, reason: &str) -> u64 {
     }
 }
 
-/// Stops everything; checks both learners delivered the same sequence,
-/// nothing forged ([`FORGED_PROPOSER`]) among it, and at least `min` values.
+/// The payload of forged REQUESTs.
+const FORGED_PAYLOAD: &[u8] = b"forged";
+
+/// Once the proposer stopped submitting and the learners caught up, stops
+/// everything; checks both learners delivered the same sequence, nothing
+/// forged ([`FORGED_PROPOSER`], [`FORGED_PAYLOAD`]) among it, at least
+/// `min` values, and every value the proposer committed.
 fn finish(r: Run, min: usize) -> (Vec<HostStats>, HostStats) {
-    std::thread::sleep(Duration::from_millis(300));
-    let Run { learners, proposer, core, plan: _plan, .. } = r;
+    let drained = r.end + Duration::from_millis(300);
+    while clock::now() < drained {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let Run { learners, proposer, core, plan: _plan, proposer_id, .. } = r;
     let (p, pst) = proposer.shutdown().unwrap();
     assert!(p.latencies_ns.len() >= min, "{} commits", p.latencies_ns.len());
     let mut logs = vec![];
     let mut stats = vec![];
-    for l in learners {
+    for (i, l) in learners.into_iter().enumerate() {
         let (l, st) = l.shutdown().unwrap();
+        let own = l.log.iter().filter(|d| d.kind == DeliveryKind::Value);
+        let own = own
+            .filter_map(|d| Envelope::from_value(&d.value))
+            .filter(|e| e.proposer == proposer_id && e.payload() != FORGED_PAYLOAD)
+            .count();
+        assert!(
+            own >= p.latencies_ns.len(),
+            "learner {i} delivered {own} of the proposer's {} commits",
+            p.latencies_ns.len()
+        );
         logs.push(l.log.iter().map(|d| (d.instance, d.value)).collect::<Vec<_>>());
         stats.push(st);
     }
@@ -97,7 +126,9 @@ fn finish(r: Run, min: usize) -> (Vec<HostStats>, HostStats) {
     assert!(n >= min, "{n} deliveries");
     assert_eq!(logs[0][..n], logs[1][..n], "the learners agree");
     for (_, v) in &logs[0] {
-        assert_ne!(Envelope::from_value(v).map(|e| e.proposer), Some(FORGED_PROPOSER), "a forged value was delivered");
+        let e = Envelope::from_value(v);
+        assert_ne!(e.map(|e| e.proposer), Some(FORGED_PROPOSER), "a forged value was delivered");
+        assert_ne!(e.as_ref().map(Envelope::payload), Some(FORGED_PAYLOAD), "a forged request was delivered");
     }
     core.backup.shutdown().expect("the backup ends without a panic");
     (stats, pst)
@@ -179,4 +210,65 @@ fn a_vote_for_the_last_instance_sent_to_the_backup_does_not_crash_its_takeover()
     assert!(clock::now().since(t0) < Duration::from_secs(5));
     assert!(!r.core.backup.is_finished(), "the backup is still running");
     finish(r, 100);
+}
+
+#[test]
+fn requests_in_a_proposers_name_from_an_outside_socket_do_not_make_learners_drop_its_values() {
+    // Hostile round 2 (issue 21): learners filter duplicates by the
+    // envelope's (proposer, request), which the sender writes. REQUESTs
+    // from any socket with the real proposer's id (one sniffed packet
+    // shows it) and request numbers ahead of its own were ordered and
+    // delivered, and both learners then dropped the proposer's own values
+    // with those numbers as duplicates.
+    const FORGED_REQUESTS: u32 = 3000;
+    let r = start(1.5);
+    wait_for_votes(&r, 50);
+    for k in 0..FORGED_REQUESTS {
+        let mut m = PaxosMsg::new(MsgType::Request);
+        m.value = Envelope::new(r.proposer_id, 1 + k, FORGED_PAYLOAD).unwrap().to_value();
+        send(&r, r.plan.coordinator, &m.encode());
+        if k % 100 == 99 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let refused = coordinator_rejected(&r, "foreign_proposer");
+    let (stats, _) = finish(r, 300);
+    assert_eq!(refused, FORGED_REQUESTS as u64, "the coordinator refuses every forged request");
+    for st in &stats {
+        assert_eq!(rejected(st, "foreign_proposer"), 0, "learners never see them");
+    }
+}
+
+#[test]
+fn requests_sent_to_the_backup_before_it_takes_over_are_not_ordered_after_failover() {
+    // Hostile round 2 (issue 21): the backup queued every REQUEST it got
+    // before a takeover, from anyone and without limit, and ordered them
+    // first once the coordinator failed. Proposers send to the backup only
+    // after its TAKEOVER, so these are not a proposer's: they are dropped
+    // and counted. (Sent with ids of the outsiders' block, which any
+    // sender may use.)
+    const EARLY: u64 = 500;
+    let r = start(1.5);
+    wait_for_votes(&r, 50);
+    for k in 0..EARLY as u32 {
+        let mut m = PaxosMsg::new(MsgType::Request);
+        m.value = Envelope::new(7, 1 + k, FORGED_PAYLOAD).unwrap().to_value();
+        send(&r, r.plan.backup, &m.encode());
+    }
+    let backup = |name: &str| {
+        let (own, _) = r.core.backup.live().read();
+        own.into_iter().find(|(k, _)| *k == name).map_or(0, |(_, v)| v)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while backup("requests_before_takeover") < EARLY && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    r.core.coordinator.stop();
+    let after = commits(&r);
+    wait_for_votes(&r, after + 100);
+    let (took_over, early) = (backup("took_over"), backup("requests_before_takeover"));
+    finish(r, 100);
+    assert_eq!(took_over, 1);
+    assert_eq!(early, EARLY, "every early request dropped and counted");
 }

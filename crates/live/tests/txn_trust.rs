@@ -73,13 +73,15 @@ fn a_replayed_store_reply_does_not_re_teach_the_old_value() {
         assert_eq!(ask(&c, 2, 1, vec![Op::value(7, v("old")), Op::write(7, v("new"))]).status, Status::Ok);
         let learned = net.switch_counter("learned_replies");
         assert_eq!(learned, 2, "{mode}: the switch learned both replies");
-        // The replayed old write passes the switch as a duplicate; the store
-        // answers it from its record (or refuses it), and the switch, no
-        // longer waiting for that reply, does not learn from it.
+        // The replayed old write, from another socket with client 1's id:
+        // the switch's runtime refuses it (client 1 is bound to its own
+        // address) with a BADREQ; nothing reaches the store, nothing is
+        // learned. (Before issue 21 it passed as a duplicate, the store
+        // answered from its record, and the switch did not learn.)
         let replayer = Raw::new(net.switch_addr());
-        replayer.send(1, 1, vec![Op::write(7, v("old"))]);
-        eventually("the replay passed", || net.switch_counter("passed_duplicate") == 1);
-        eventually("its reply came back", || net.switch_counter("responses") == 3);
+        let r = ask(&replayer, 1, 1, vec![Op::write(7, v("old"))]);
+        assert_eq!((r.status, r.flags.from_switch()), (Status::BadRequest, true), "{mode}");
+        assert_eq!(net.switch_counter("live_refused_other_sender"), 1, "{mode}");
         assert_eq!(net.switch_counter("learned_replies"), learned, "{mode}: nothing learned from the replay");
         let r = ask(&c, 3, 1, vec![Op::read(7)]);
         assert_eq!((r.status, r.ops[0].kind, r.ops[0].value), (Status::Ok, OpType::Value, v("new")), "{mode}");
@@ -105,7 +107,9 @@ fn a_restarted_client_reusing_old_request_ids_is_answered_not_left_hanging() {
         assert_eq!(r.status, Status::BadRequest, "{mode}: an old id is answered");
         let r = ask(&restarted, 9, 6, vec![only_switch]);
         assert_eq!(r.status, Status::BadRequest, "{mode}: a copy of a switch-answered request is answered");
-        assert_eq!((net.switch_counter("refused_stale"), net.switch_counter("refused_duplicate")), (1, 1));
+        // Refused before the switch judges them: client 9 is bound to the
+        // first process's address (issue 21).
+        assert_eq!(net.switch_counter("live_refused_other_sender"), 2, "{mode}");
         // A fresh client id starts afresh; the refused write was not applied.
         let r = ask(&restarted, 10, 1, vec![Op::read(7)]);
         assert_eq!((r.status, r.ops[0].value), (Status::Ok, v("a")), "{mode}");
@@ -125,7 +129,8 @@ fn a_replayed_write_from_another_socket_gets_no_recorded_reply_and_nothing_is_re
         assert_eq!(ask(&c, 1, 2, vec![Op::value(9, Value::ZERO)]).status, Status::Ok, "{mode}: client 1 moves on");
         let learned = net.switch_counter("learned_replies");
         // Client 1's old write replayed through the switch, plain and as a
-        // store_commit resend: refused by the switch, never forwarded.
+        // store_commit resend: refused by the switch (client 1 is bound to
+        // its own address), never forwarded.
         let replayer = Raw::new(net.switch_addr());
         let r = ask(&replayer, 1, 1, old.clone());
         assert_eq!((r.status, r.flags.from_switch()), (Status::BadRequest, true), "{mode}");
@@ -134,20 +139,19 @@ fn a_replayed_write_from_another_socket_gets_no_recorded_reply_and_nothing_is_re
         replayer.send_bytes(&resend.encode());
         let (r, _) = replayer.recv();
         assert_eq!((r.status, r.flags.from_switch()), (Status::BadRequest, true), "{mode}: store_commit copy");
-        // Straight to the store from another socket: the old write (stale)
-        // and client 2's latest request (recorded, but for the switch's
-        // address) both get BADREQ, never the recorded OK.
+        // Straight to the store from another socket: the old write and
+        // client 2's latest request are refused, unanswered (the store takes
+        // requests only from its switch; before issue 21 both got BADREQ).
         let direct = Raw::new(net.store_addr());
-        assert_eq!(ask(&direct, 1, 1, old.clone()).status, Status::BadRequest, "{mode}");
-        let r = ask(&direct, 2, 1, latest.clone());
-        assert_eq!((r.status, r.ops.len()), (Status::BadRequest, 0), "{mode}: no recorded reply");
+        direct.send(1, 1, old.clone());
+        direct.send(2, 1, latest.clone());
+        assert!(direct.recv_within(Duration::from_millis(200)).is_none(), "{mode}: no answer, no recorded reply");
         assert!(replayer.recv_within(Duration::from_millis(100)).is_none(), "{mode}: nothing else came back");
         assert_eq!(net.switch_counter("learned_replies"), learned, "{mode}: nothing learned");
         let r = ask(&c, 3, 1, vec![Op::read(7)]);
         assert_eq!((r.status, r.ops[0].value), (Status::Ok, v("new")), "{mode}");
         let report = net.shutdown().unwrap();
-        assert_eq!(report.store.counters.resend_refused_other_sender, 1, "{mode}");
-        assert_eq!(report.store.counters.stale_rejected, 1, "{mode}");
+        assert_eq!(report.store.net.rejected.get("not_a_downstream_peer"), Some(&2), "{mode}");
         assert_eq!(report.store.counters.duplicates_answered, 0, "{mode}: no recorded reply sent again");
     }
 }
@@ -220,4 +224,68 @@ fn reset_clears_store_switch_and_client_records_only_with_allow_reset() {
         let report = net.shutdown().unwrap();
         assert_eq!(report.store.counters.resets, 1);
     }
+}
+
+#[test]
+fn a_socket_that_knows_a_client_id_does_not_receive_that_clients_reply() {
+    // Hostile round 2 (issue 21): the switch routed a store reply by client
+    // id to the address that last sent with that id, so any socket that
+    // sent a request with a waiting client's id received its commit (and
+    // the client, told nothing, retried: an increment applied twice).
+    let mut cfg = LocalConfig::new(Mode::OptimisticAbort);
+    cfg.switch.store_delay = Duration::from_millis(30);
+    let net = start_local(&cfg, &Stop::new()).unwrap();
+    let victim = Raw::new(net.switch_addr());
+    let thief = Raw::new(net.switch_addr());
+    victim.send(5, 1, vec![Op::write(1, v("mine"))]);
+    std::thread::sleep(Duration::from_millis(10));
+    thief.send(5, 2, vec![Op::read(2)]);
+    let mine = victim.recv_within(Duration::from_secs(1));
+    let mut stolen = vec![];
+    while let Some((r, _)) = thief.recv_within(Duration::from_millis(150)) {
+        stolen.push((r.req_id, r.status));
+    }
+    let mine = mine.map(|(r, _)| (r.cl_id, r.req_id, r.status));
+    assert_eq!(mine, Some((5, 1, Status::Ok)), "the victim's commit; the thief got {stolen:?}");
+    assert_eq!(stolen, vec![(2, Status::BadRequest)], "the thief's own request is refused, nothing else");
+    assert_eq!(net.switch_counter("live_refused_other_sender"), 1);
+    net.shutdown().unwrap();
+}
+
+#[test]
+fn a_request_the_switch_aborted_replayed_straight_to_the_store_is_not_committed() {
+    // Hostile round 2 (issue 21; docs/security.md listed it as open): a
+    // request the switch aborted (optimistically: a pending write that the
+    // store then refused), sent again straight to the store from another
+    // socket, was committed; its client, told "optimistic abort", ran it
+    // again, and the write was applied twice.
+    let mut cfg = LocalConfig::new(Mode::OptimisticAbort);
+    cfg.switch.store_delay = Duration::from_millis(30);
+    let net = start_local(&cfg, &Stop::new()).unwrap();
+    let c = Raw::new(net.switch_addr());
+    assert_eq!(ask(&c, 1, 1, vec![Op::write(1, v("a"))]).status, Status::Ok);
+    // A write of "b" passes the switch (pending) but the store will refuse
+    // it (its compare on key 2 fails there).
+    let doomed = Raw::new(net.switch_addr());
+    doomed.send(3, 1, vec![Op::value(2, v("zzz")), Op::value(1, v("a")), Op::write(1, v("b"))]);
+    std::thread::sleep(Duration::from_millis(10));
+    let increment = vec![Op::value(1, v("a")), Op::write(1, v("a+1"))];
+    let r = ask(&c, 2, 1, increment.clone());
+    assert_eq!((r.status, r.flags.from_switch()), (Status::OptimisticAbort, true), "the switch aborts it");
+    let (r, _) = doomed.recv();
+    assert_eq!(r.status, Status::Abort, "the pending write failed at the store");
+    // The aborted increment, byte for byte, straight to the store.
+    let replayer = Raw::new(net.store_addr());
+    replayer.send(2, 1, increment.clone());
+    // ... and through the switch from the replayer's socket.
+    let via_switch = Raw::new(net.switch_addr());
+    let r = ask(&via_switch, 2, 1, increment);
+    assert_eq!((r.status, r.flags.from_switch()), (Status::BadRequest, true), "refused at the switch");
+    std::thread::sleep(Duration::from_millis(100));
+    let r = ask(&c, 4, 1, vec![Op::read(1)]);
+    assert_eq!((r.status, r.ops[0].value), (Status::Ok, v("a")), "the aborted increment was not applied");
+    assert!(replayer.recv_within(Duration::from_millis(50)).is_none(), "the store answered a stranger");
+    let report = net.shutdown().unwrap();
+    assert_eq!(report.store.net.rejected.get("not_a_downstream_peer"), Some(&1));
+    assert_eq!(report.store.counters.committed, 2, "the write of a and the read");
 }

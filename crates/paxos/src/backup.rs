@@ -18,6 +18,15 @@
 //! that learners fill with `recover`. Taking over while the coordinator is
 //! still alive (a false suspicion) is safe: two coordinators in different
 //! rounds are ordinary Paxos.
+//!
+//! Requests (issue 21): a proposer sends to the backup only after its
+//! TAKEOVER, which the backup sends once it is in charge; so a request that
+//! arrives before is not a proposer's and is dropped and counted
+//! (`requests_before_takeover`) instead of waiting to be ordered first.
+//! After the takeover, requests wait for an instance in a queue of at most
+//! [`QUEUE_MAX`] (beyond: dropped, counted `requests_dropped_full`; their
+//! proposers resubmit). Who may send a request at all, and in whose name,
+//! is the runtime's admission rule (`crate::trust`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;

@@ -283,6 +283,15 @@ pub fn validate(d: &PaxosDeployment) -> Result<(), DeployError> {
     if count(|r| *r == PaxosRole::Backup) > 1 {
         return err("a consensus deployment has at most one backup coordinator".into());
     }
+    // Each proposer owns a block of proposer ids (crate::envelope).
+    let max = crate::envelope::PROPOSERS_MAX;
+    for n in &d.nodes {
+        if let PaxosRole::Proposer { index } = n.role {
+            if index as usize >= max {
+                return err(format!("proposer {} has index {index}: a deployment has at most {max} proposers", n.name));
+            }
+        }
+    }
     let ids = |f: fn(&PaxosRole) -> Option<u16>| d.nodes.iter().filter_map(|n| f(&n.role)).collect::<Vec<u16>>();
     for (what, ids, max) in [
         (

@@ -13,6 +13,19 @@
 //! unpacked value is never read as a packed one whatever its payload bytes
 //! are. The data plane never looks; the learner unpacks ([`Contents::of`])
 //! and delivers each entry as the unpacked envelope it stands for.
+//!
+//! **Proposer ids belong to senders** (issue 21). Learners filter
+//! duplicates by `(proposer, request)`, which the sender writes, so a
+//! sender that could write another proposer's id could make learners drop
+//! that proposer's values as duplicates of its own. A proposer id is
+//! therefore `block << PROPOSER_INCARNATION_BITS | incarnation`: the
+//! deployment gives deployment proposer `index` block `index + 1`
+//! ([`proposer_id`]) and every sender it does not name the shared block
+//! [`OUTSIDE_BLOCK`]; the coordinators admit a REQUEST only if its
+//! envelope's block is the sending address's (`crate::trust::check`). The
+//! incarnation is the process's: drawn afresh per process where request
+//! ids restart (the live runtime), so a restarted proposer's values are not
+//! taken for an earlier process's.
 
 use innet_wire::paxos::{Value, VALUE_LEN};
 
@@ -30,6 +43,39 @@ pub const REQUEST_MAX: u32 = PACKED;
 pub const PACK_ENTRY_HEADER_LEN: usize = 1;
 /// Most client values one packed value holds (empty payloads).
 pub const PACK_MAX: usize = PAYLOAD_MAX / PACK_ENTRY_HEADER_LEN;
+/// The low bits of a proposer id: its process's incarnation.
+pub const PROPOSER_INCARNATION_BITS: u32 = 20;
+/// Incarnations of one proposer block.
+pub const INCARNATIONS: u32 = 1 << PROPOSER_INCARNATION_BITS;
+/// Proposer blocks: [`OUTSIDE_BLOCK`], then one per deployment proposer.
+pub const PROPOSER_BLOCKS: u32 = 1 << (32 - PROPOSER_INCARNATION_BITS);
+/// Most proposers a deployment names (a block each).
+pub const PROPOSERS_MAX: usize = PROPOSER_BLOCKS as usize - 1;
+/// The block of every sender the deployment does not name.
+pub const OUTSIDE_BLOCK: u16 = 0;
+
+/// The block of proposer id `id`.
+pub const fn proposer_block(id: u32) -> u16 {
+    (id >> PROPOSER_INCARNATION_BITS) as u16
+}
+
+/// The id of deployment proposer `index` in its `incarnation`. Panics
+/// beyond [`PROPOSERS_MAX`] proposers or [`INCARNATIONS`].
+pub fn proposer_id(index: usize, incarnation: u32) -> u32 {
+    assert!(index < PROPOSERS_MAX, "proposer {index}: a deployment has at most {PROPOSERS_MAX}");
+    assert!(incarnation < INCARNATIONS, "incarnation {incarnation} beyond {INCARNATIONS}");
+    ((index as u32 + 1) << PROPOSER_INCARNATION_BITS) | incarnation
+}
+
+/// The proposer id of a REQUEST's (or any message's) value, if it is an
+/// envelope: at least [`ENVELOPE_HEADER_LEN`] bytes. Reads the wire bytes
+/// of `packet` without decoding the rest; `None` for short packets.
+pub fn proposer_of_packet(packet: &[u8]) -> Option<u32> {
+    use innet_wire::paxos::offset;
+    let word = |at: usize| Some(u32::from_be_bytes(packet.get(at..at + 4)?.try_into().ok()?));
+    (word(offset::VALUE_LEN)? >= ENVELOPE_HEADER_LEN as u32).then_some(())?;
+    word(offset::VALUE)
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub struct Envelope {
@@ -205,6 +251,20 @@ impl Contents {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proposer_ids_carry_their_block() {
+        assert_eq!(proposer_id(0, 0), 1 << PROPOSER_INCARNATION_BITS);
+        assert_eq!(proposer_block(proposer_id(4094, INCARNATIONS - 1)), 4095);
+        assert_eq!(proposer_block(proposer_id(2, 77)), 3);
+        assert_eq!(proposer_block(INCARNATIONS - 1), OUTSIDE_BLOCK);
+        let mut m = innet_wire::paxos::PaxosMsg::new(innet_wire::paxos::MsgType::Request);
+        m.value = Envelope::new(proposer_id(1, 9), 4, b"x").unwrap().to_value();
+        assert_eq!(proposer_of_packet(&m.encode()), Some(proposer_id(1, 9)));
+        m.value = Value::new(b"short").unwrap();
+        assert_eq!(proposer_of_packet(&m.encode()), None, "not an envelope");
+        assert_eq!(proposer_of_packet(&[0; 10]), None);
+    }
 
     #[test]
     fn roundtrip_and_noop() {

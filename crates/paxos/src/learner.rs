@@ -9,7 +9,16 @@
 //! * Duplicates: a value resubmitted by its proposer can be chosen twice; the
 //!   second delivery is marked [`DeliveryKind::Duplicate`] and not given to
 //!   the application (section 3.1: "learners ... detect and discard
-//!   duplicated delivered values").
+//!   duplicated delivered values"). The filter keeps, per proposer id, a
+//!   low-water mark and the request ids delivered above it, within two
+//!   bounds (issue 21: it used to grow per distinct pair forever): at most
+//!   [`SEEN_AHEAD_MAX`] ids above the mark (beyond, the mark moves up to
+//!   the lowest recorded id, and an id below it that was never delivered
+//!   would be taken for a duplicate), and at most [`SEEN_PROPOSERS_MAX`]
+//!   proposer ids (beyond, the least recently delivered record goes,
+//!   outsiders' block first; that proposer's resubmitted values chosen
+//!   twice after that would be delivered twice). docs/paxos.md says what
+//!   this means for exactly-once delivery.
 //! * Gaps: when an instance below the highest one seen stays undecided for
 //!   `gap_timeout`, the learner runs `recover(instance, noop)` (phase 1 and 2
 //!   with a no-op, [`crate::prepare::Prepare`]) and asks its peers
@@ -44,6 +53,14 @@ pub const DECIDED_KEEP: u32 = 1 << 16;
 /// [`DECIDED_KEEP`] holds, so nothing a learner could still recover lies
 /// beyond it. Instance `u32::MAX` is never handed out and always refused.
 pub const MAX_AHEAD: u32 = 1 << 20;
+/// Request ids the duplicate filter holds above one proposer's low-water
+/// mark: far more than a proposer has in flight (outstanding values times
+/// [`crate::envelope::PACK_MAX`]).
+pub const SEEN_AHEAD_MAX: usize = 4096;
+/// Proposer ids whose duplicate records a learner keeps: every deployment
+/// proposer's block ([`crate::envelope::PROPOSERS_MAX`]) with room for
+/// restarts (incarnations).
+pub const SEEN_PROPOSERS_MAX: usize = 4096;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LearnerConfig {
@@ -107,21 +124,68 @@ pub struct Delivery {
 
 #[derive(Clone, Debug, Default)]
 struct Seen {
-    /// Every request below this was delivered.
+    /// Every request below this was delivered (or given up, see
+    /// [`SEEN_AHEAD_MAX`]).
     low: u32,
     above: BTreeSet<u32>,
+    /// When it last recorded a delivery (the learner's delivery count).
+    used: u64,
 }
 
 impl Seen {
-    /// Records `r`; false if it was already there.
-    fn insert(&mut self, r: u32) -> bool {
+    /// Records `r`; false if it was already there. The second value is
+    /// whether the low-water mark jumped past ids never delivered.
+    fn insert(&mut self, r: u32) -> (bool, bool) {
         if r < self.low || !self.above.insert(r) {
-            return false;
+            return (false, false);
         }
-        while self.above.remove(&self.low) {
-            self.low += 1;
+        let mut jumped = false;
+        loop {
+            while self.above.remove(&self.low) {
+                self.low = self.low.saturating_add(1);
+            }
+            if self.above.len() <= SEEN_AHEAD_MAX {
+                return (true, jumped);
+            }
+            jumped = true;
+            self.low = *self.above.first().expect("more than the bound");
         }
-        true
+    }
+}
+
+/// The duplicate filter: a [`Seen`] record per proposer id, at most
+/// [`SEEN_PROPOSERS_MAX`] of them, evicted least recently used first, those
+/// of the outsiders' block ([`crate::envelope::OUTSIDE_BLOCK`]) before
+/// those of the deployment's proposers.
+#[derive(Clone, Debug, Default)]
+struct SeenTable {
+    records: HashMap<u32, Seen>,
+    /// `(a deployment proposer's, last use, proposer)` of every record.
+    by_use: BTreeSet<(bool, u64, u32)>,
+    uses: u64,
+}
+
+impl SeenTable {
+    fn key(proposer: u32, s: &Seen) -> (bool, u64, u32) {
+        (crate::envelope::proposer_block(proposer) != crate::envelope::OUTSIDE_BLOCK, s.used, proposer)
+    }
+
+    /// Records `(proposer, request)`: false if it was delivered before.
+    fn insert(&mut self, proposer: u32, request: u32, stats: &mut LearnerStats) -> bool {
+        self.uses += 1;
+        if !self.records.contains_key(&proposer) && self.records.len() >= SEEN_PROPOSERS_MAX {
+            if let Some((_, _, old)) = self.by_use.pop_first() {
+                self.records.remove(&old);
+                stats.dedup_evicted += 1;
+            }
+        }
+        let s = self.records.entry(proposer).or_default();
+        self.by_use.remove(&Self::key(proposer, s));
+        s.used = self.uses;
+        let (fresh, jumped) = s.insert(request);
+        self.by_use.insert(Self::key(proposer, s));
+        stats.dedup_jumped += jumped as u64;
+        fresh
     }
 }
 
@@ -143,6 +207,10 @@ pub struct LearnerStats {
     /// Decided values flagged as packed that do not unpack
     /// ([`crate::envelope::Contents::Malformed`]): delivered as nothing.
     pub malformed: u64,
+    /// Duplicate records dropped at [`SEEN_PROPOSERS_MAX`].
+    pub dedup_evicted: u64,
+    /// Low-water marks moved past undelivered ids at [`SEEN_AHEAD_MAX`].
+    pub dedup_jumped: u64,
 }
 
 impl Counters for LearnerStats {
@@ -157,6 +225,8 @@ impl Counters for LearnerStats {
             ("decided_by_counter", self.decided_by_counter),
             ("too_far_ahead", self.too_far_ahead),
             ("malformed", self.malformed),
+            ("dedup_evicted", self.dedup_evicted),
+            ("dedup_jumped", self.dedup_jumped),
         ]
     }
 }
@@ -171,7 +241,7 @@ pub struct Learner {
     /// Unordered mode: delivered instances at or above `next`.
     delivered_ahead: BTreeSet<u32>,
     max_seen: Option<u32>,
-    seen: HashMap<u32, Seen>,
+    seen: SeenTable,
     recoveries: BTreeMap<u32, Prepare>,
     /// Missing instances already asked of the peers (CATCHUP) once.
     asked: BTreeSet<u32>,
@@ -193,7 +263,7 @@ impl Learner {
             next: 0,
             delivered_ahead: BTreeSet::new(),
             max_seen: None,
-            seen: HashMap::new(),
+            seen: SeenTable::default(),
             recoveries: BTreeMap::new(),
             asked: BTreeSet::new(),
             gap_since: None,
@@ -213,7 +283,7 @@ impl Learner {
         l.next = next;
         l.trim_sent = next;
         for (p, r) in applied {
-            l.seen.entry(p).or_default().insert(r);
+            l.seen.insert(p, r, &mut l.stats);
         }
         l
     }
@@ -322,7 +392,7 @@ impl Learner {
     fn deliver_one(&mut self, instance: u32, index: u8, value: Value, e: Option<&Envelope>) {
         let kind = match e {
             Some(e) if e.is_noop() => DeliveryKind::Noop,
-            Some(e) if !self.seen.entry(e.proposer).or_default().insert(e.request) => DeliveryKind::Duplicate,
+            Some(e) if !self.seen.insert(e.proposer, e.request, &mut self.stats) => DeliveryKind::Duplicate,
             _ => DeliveryKind::Value,
         };
         match kind {
@@ -496,6 +566,48 @@ mod tests {
         l.on_packet(Time(3), &vote(2, 1, 1, 7, 1), &mut out);
         assert_eq!(kinds(&mut l), vec![(2, DeliveryKind::Duplicate)]);
         assert_eq!(l.checkpoint(), 3);
+    }
+
+    /// Decides instance `inst` with `(p, r)` through a peer's DECIDED.
+    fn decide_pair(l: &mut Learner, inst: u32, p: u32, r: u32) -> DeliveryKind {
+        let mut out = Outbox::new();
+        l.on_packet(Time(1), &decided(inst, Envelope::new(p, r, b"v").unwrap().to_value()), &mut out);
+        l.take_deliveries().last().expect("delivered").kind
+    }
+
+    /// Issue 21: the duplicate filter is bounded per proposer
+    /// ([`SEEN_AHEAD_MAX`] ids above its mark) and in proposers
+    /// ([`SEEN_PROPOSERS_MAX`], outsiders' block evicted first), and goes
+    /// on filtering the deployment's proposers' duplicates.
+    #[test]
+    fn the_duplicate_filter_is_bounded() {
+        use crate::envelope::proposer_id;
+        let mut l = learner(true);
+        let own = proposer_id(0, 5);
+        let mut inst = 0;
+        let mut next = |l: &mut Learner, p, r| {
+            inst += 1;
+            decide_pair(l, inst - 1, p, r)
+        };
+        assert_eq!(next(&mut l, own, 1), DeliveryKind::Value);
+        // Requests from 1 (0 is never used): the mark stays at 0 until the
+        // record reaches its bound, then moves up; duplicates still found.
+        for r in 2..=SEEN_AHEAD_MAX as u32 + 10 {
+            assert_eq!(next(&mut l, own, r), DeliveryKind::Value);
+        }
+        let rec = &l.seen.records[&own];
+        assert!(rec.above.len() <= SEEN_AHEAD_MAX, "{} ids above the mark", rec.above.len());
+        assert_eq!((rec.low, l.stats.dedup_jumped), (SEEN_AHEAD_MAX as u32 + 11, 1));
+        assert_eq!(next(&mut l, own, 3), DeliveryKind::Duplicate);
+        // An outsider cycling through fresh ids evicts only outsiders.
+        for p in 1..=SEEN_PROPOSERS_MAX as u32 + 100 {
+            assert_eq!(next(&mut l, p, 1), DeliveryKind::Value);
+        }
+        assert_eq!(l.seen.records.len(), SEEN_PROPOSERS_MAX);
+        assert_eq!(l.seen.by_use.len(), SEEN_PROPOSERS_MAX);
+        assert_eq!(l.stats.dedup_evicted, 101);
+        assert_eq!(next(&mut l, own, 7), DeliveryKind::Duplicate, "the deployment proposer's record stays");
+        assert_eq!(next(&mut l, 1, 1), DeliveryKind::Value, "the oldest outsider's record went");
     }
 
     /// Learner quorums below the learner (crate::vote_counter): the votes go

@@ -14,7 +14,14 @@
 //! own round (issuer 1) comes only from the coordinator.
 //!
 //! REQUESTs are the service's entrance: the coordinator and the backup take
-//! them from anyone (proposers in other processes join freely). A vote
+//! them from anyone, but only with a proposer id of the sender's own block
+//! ([`crate::envelope`]): deployment proposer `i` owns block `i + 1`,
+//! senders the deployment does not name share block 0, other nodes own
+//! none. So no sender can submit in a deployment proposer's name and make
+//! learners drop that proposer's values as duplicates (issue 21:
+//! `foreign_proposer`). A value that is no envelope (shorter than its
+//! header) names no proposer and passes: learners deliver it without
+//! de-duplication, so it cannot poison it. A vote
 //! counter in front of a learner turns acceptors' 2Bs into a DECIDED that
 //! keeps the vote's source, so learners, proposers and the backup take
 //! DECIDED from acceptors as well as from their peer learners.
@@ -26,6 +33,7 @@ use innet_core::deploy::NodeIx;
 use innet_wire::paxos::{MsgType, PACKET_LEN};
 
 use crate::deploy::{PaxosDeployment, PaxosRole};
+use crate::envelope::{proposer_block, proposer_of_packet, OUTSIDE_BLOCK};
 
 /// Sender classes, one bit each.
 pub mod class {
@@ -77,6 +85,22 @@ pub fn class_of(role: PaxosRole) -> u8 {
     }
 }
 
+/// The proposer block of deployment nodes that propose nothing: no id is in it.
+pub const NO_BLOCK: u16 = u16::MAX;
+
+/// The proposer block a node with `role` owns ([`crate::envelope::proposer_id`]).
+pub fn block_of(role: PaxosRole) -> u16 {
+    match role {
+        PaxosRole::Proposer { index } => index + 1,
+        _ => NO_BLOCK,
+    }
+}
+
+/// What the rules know of a node with `role`.
+pub fn sender_of(role: PaxosRole) -> Sender {
+    Sender { class: class_of(role), issuer: issuer_of(role), proposer: block_of(role) }
+}
+
 /// The round issuer a node with `role` uses (0: it issues no rounds).
 pub fn issuer_of(role: PaxosRole) -> u8 {
     match role {
@@ -120,6 +144,8 @@ pub enum Reject {
     Untrusted(MsgType),
     /// A 1A or 2A whose round is not its sender's issuer's.
     ForeignRound,
+    /// A REQUEST whose envelope names a proposer outside its sender's block.
+    ForeignProposer,
 }
 
 impl Reject {
@@ -127,6 +153,7 @@ impl Reject {
     pub fn name(self) -> &'static str {
         match self {
             Reject::ForeignRound => "foreign_round",
+            Reject::ForeignProposer => "foreign_proposer",
             Reject::Untrusted(t) => UNTRUSTED_NAMES[t as usize],
         }
     }
@@ -136,6 +163,7 @@ impl Reject {
         match self {
             Reject::Untrusted(t) => t as usize,
             Reject::ForeignRound => MsgType::ALL.len(),
+            Reject::ForeignProposer => MsgType::ALL.len() + 1,
         }
     }
 }
@@ -155,7 +183,7 @@ const UNTRUSTED_NAMES: [&str; 11] = [
 ];
 
 /// Every reason, in [`Reject::index`] order.
-pub const REJECT_NAMES: [&str; 12] = [
+pub const REJECT_NAMES: [&str; 13] = [
     UNTRUSTED_NAMES[0],
     UNTRUSTED_NAMES[1],
     UNTRUSTED_NAMES[2],
@@ -168,6 +196,7 @@ pub const REJECT_NAMES: [&str; 12] = [
     UNTRUSTED_NAMES[9],
     UNTRUSTED_NAMES[10],
     "foreign_round",
+    "foreign_proposer",
 ];
 
 /// What the rules know of one sender.
@@ -177,10 +206,12 @@ pub struct Sender {
     pub class: u8,
     /// The round issuer it uses (0: none).
     pub issuer: u8,
+    /// The block of the proposer ids it may submit ([`block_of`]).
+    pub proposer: u16,
 }
 
 impl Sender {
-    pub const OUTSIDE: Sender = Sender { class: class::OUTSIDE, issuer: 0 };
+    pub const OUTSIDE: Sender = Sender { class: class::OUTSIDE, issuer: 0, proposer: OUTSIDE_BLOCK };
 }
 
 /// The admission rule for a packet from `from` at a `kind` role. Packets
@@ -196,6 +227,9 @@ pub fn check(kind: Kind, from: Sender, packet: &[u8]) -> Result<(), Reject> {
     }
     if kind == Kind::Acceptor && matches!(t, MsgType::Phase1A | MsgType::Phase2A) && packet[7] != from.issuer {
         return Err(Reject::ForeignRound);
+    }
+    if t == MsgType::Request && proposer_of_packet(packet).is_some_and(|p| proposer_block(p) != from.proposer) {
+        return Err(Reject::ForeignProposer);
     }
     Ok(())
 }
@@ -221,7 +255,7 @@ pub fn senders<A: Eq + Hash + Clone>(d: &PaxosDeployment, addrs: &[A], n: NodeIx
         .iter()
         .enumerate()
         .filter(|&(j, _)| j != n)
-        .map(|(j, node)| (addrs[j].clone(), Sender { class: class_of(node.role), issuer: issuer_of(node.role) }))
+        .map(|(j, node)| (addrs[j].clone(), sender_of(node.role)))
         .collect();
     Senders { kind: Kind::of(d.nodes[n].role), by_addr }
 }
@@ -283,6 +317,22 @@ mod tests {
         );
         // Requests are the service's entrance; short packets are the decoder's.
         assert_eq!(at("coordinator").check(&outsider, &msg(MsgType::Request, 0)), Ok(()));
+        // ... but only with proposer ids of the sender's own block.
+        let request = |proposer| {
+            let mut m = PaxosMsg::new(MsgType::Request);
+            m.value = crate::Envelope::new(proposer, 5, b"v").unwrap().to_value();
+            m.encode()
+        };
+        let own = crate::envelope::proposer_id(0, 3);
+        for kind in ["coordinator", "backup"] {
+            let c = at(kind);
+            assert_eq!(c.check(&find("proposer0"), &request(own)), Ok(()));
+            assert_eq!(c.check(&outsider, &request(own)), Err(Reject::ForeignProposer), "{kind}");
+            assert_eq!(c.check(&find("learner0"), &request(own)), Err(Reject::ForeignProposer));
+            assert_eq!(c.check(&find("proposer0"), &request(7)), Err(Reject::ForeignProposer), "block 0 is outsiders'");
+            assert_eq!(c.check(&outsider, &request(7)), Ok(()), "outsiders share block 0");
+        }
+        assert_eq!(Reject::ForeignProposer.name(), REJECT_NAMES[Reject::ForeignProposer.index()]);
         assert_eq!(learner.check(&outsider, &[9, 9]), Ok(()));
     }
 }

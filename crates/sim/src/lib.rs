@@ -671,6 +671,18 @@ impl Sim {
                     Some(p) => Ingress::Peer(p),
                     None => Ingress::Downstream,
                 };
+                if ingress != Ingress::Upstream && program.request_flow(&bytes).is_some_and(|f| !paths.admits(f, from))
+                {
+                    // A request of a flow bound to another neighbour
+                    // (ReversePath): the program's refusal goes back.
+                    let answer = program.refuse(&mut bytes);
+                    *self.nodes[to].stats.rejected.entry("refused_other_sender").or_default() += 1;
+                    if let Some(len) = answer {
+                        bytes.truncate(len);
+                        self.transmit(to, from, origin, bytes);
+                    }
+                    return;
+                }
                 let (verdict, len) = program.process_from(&mut bytes, ingress);
                 bytes.truncate(len);
                 match verdict {

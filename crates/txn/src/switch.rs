@@ -44,6 +44,20 @@
 //!    validates) only when every value used was learned from the store, none
 //!    is a pending write, and all come from one store reply (or there is one
 //!    key). Values learned from different replies may never have coexisted.
+//! 4. *An aborted write is never forgotten while its client has not moved
+//!    on* (issue 21). The switch is the store's only way in (the store takes
+//!    only its downstream peers), and it refuses any copy of a request it
+//!    answered itself by its client slot. So that slot must outlive the
+//!    client's next request: a slot whose last decision was the switch's
+//!    abort of a request with writes is *pinned* and never replaced by
+//!    another client until a later request of its client is forwarded (the
+//!    store, which refuses ids older than a client's last, then guards the
+//!    aborted one; a request the switch answers keeps the pin). A client
+//!    that finds its set full of pinned slots is not tracked, and its
+//!    requests are forwarded untouched (`passed_untracked`: the switch
+//!    answers nothing it could not remember). Before, flooding a set with
+//!    four other client ids evicted the slot, and a copy of the aborted
+//!    request was then forwarded and committed.
 //!
 //! Everything is switch-shaped: two fixed-size set-associative tables, loops
 //! bounded by [`MAX_OPS_PER_PACKET`], in-place rewrite, a verdict.
@@ -135,6 +149,9 @@ pub struct ClientEntry {
     /// and its clients send the next request before the reply to one
     /// forwarded: test_read_cache.py, test_early_abort.py).
     pub awaiting: u8,
+    /// The switch aborted `req_id` itself and it holds writes: the slot is
+    /// not replaced by another client (deviation 4).
+    pub pinned: bool,
 }
 
 /// Every decision the switch makes is counted.
@@ -167,6 +184,9 @@ pub struct SwitchCounters {
     /// An awaited abort an upstream switch built passed: the keys it names
     /// were forgotten (`TxnSwitch::forget_keys_of`).
     pub forgot_on_upstream_switch_abort: u64,
+    /// A request of a client with no slot, whose set holds only pinned
+    /// slots: forwarded untouched, not judged (deviation 4).
+    pub passed_untracked: u64,
     pub dropped_malformed: [u64; DecodeError::ALL.len()],
 }
 
@@ -196,6 +216,7 @@ impl Counters for SwitchCounters {
             ("dropped_reply_from_downstream", self.dropped_reply_from_downstream),
             ("unlearned_reply_not_awaited", self.unlearned_reply_not_awaited),
             ("forgot_on_upstream_switch_abort", self.forgot_on_upstream_switch_abort),
+            ("passed_untracked", self.passed_untracked),
         ];
         for e in DecodeError::ALL {
             v.push((malformed_counter_name(e), self.dropped_malformed[e.index()]));
@@ -213,6 +234,12 @@ fn malformed_counter_name(e: DecodeError) -> &'static str {
         DecodeError::UnknownStatus => "dropped_malformed_unknown_status",
         DecodeError::BadFragment => "dropped_malformed_bad_fragment",
     }
+}
+
+/// Which client slots may be replaced: any but a pinned one of the
+/// current generation (deviation 4).
+fn unpinned(generation: u16) -> impl Fn(&ClientEntry) -> bool {
+    move |e| !(e.pinned && e.generation == generation)
 }
 
 /// Serial-number comparison of request ids (they may wrap).
@@ -424,15 +451,23 @@ impl TxnSwitch {
         }
     }
 
-    /// Records the client's latest request. Forwarded, it is the one
+    /// Records the client's latest request in its slot, unless its set
+    /// holds only pinned slots of other clients (then the request was
+    /// forwarded: nothing needs remembering). Forwarded, it is the one
     /// awaited; answered here, the wait for an earlier forwarded request
-    /// goes on (moving with `req_id`).
-    fn decided(&mut self, cl_id: u32, req_id: i32, forwarded: bool) {
+    /// goes on (moving with `req_id`). `aborted_write` pins the slot; a pin
+    /// holds until a later request of the client is forwarded, for from
+    /// then on the store refuses the aborted one as stale (a request the
+    /// switch answers itself teaches the store nothing).
+    fn decided(&mut self, cl_id: u32, req_id: i32, forwarded: bool, aborted_write: bool) {
         let generation = self.generation as u16;
-        let e = self.clients.entry(cl_id);
+        let Some(e) = self.clients.entry_if(cl_id, unpinned(generation)) else {
+            return;
+        };
+        let current = e.generation == generation;
         let awaiting = match forwarded {
             true => 1,
-            false if e.generation == generation && e.awaiting > 0 => {
+            false if current && e.awaiting > 0 => {
                 let later = req_id.wrapping_sub(e.req_id);
                 let span = later.saturating_add(e.awaiting as i32);
                 if later > 0 && span <= AWAITING_SPAN_MAX {
@@ -443,18 +478,21 @@ impl TxnSwitch {
             }
             false => 0,
         };
-        *e = ClientEntry { generation, req_id, forwarded, awaiting };
+        let pinned = aborted_write || (!forwarded && current && e.pinned);
+        *e = ClientEntry { generation, req_id, forwarded, awaiting, pinned };
     }
 
     fn forward(&mut self, cl_id: u32, req_id: i32) -> Verdict {
-        self.decided(cl_id, req_id, true);
+        self.decided(cl_id, req_id, true, false);
         self.counters.forwarded += 1;
         Verdict::Upstream { flow: cl_id }
     }
 
-    fn reflect(&mut self, p: &mut TxnPacket<'_>, status: Status) -> Verdict {
+    /// Answers the request itself; `pinned`: an abort of a request with
+    /// writes (deviation 4).
+    fn reflect(&mut self, p: &mut TxnPacket<'_>, status: Status, pinned: bool) -> Verdict {
         p.make_switch_reply(status);
-        self.decided(p.cl_id(), p.req_id(), false);
+        self.decided(p.cl_id(), p.req_id(), false, pinned);
         Verdict::Reflect
     }
 
@@ -489,7 +527,7 @@ impl TxnSwitch {
             p.set_value(i, &v);
         }
         self.counters.served_from_cache += 1;
-        self.reflect(p, Status::Ok)
+        self.reflect(p, Status::Ok, false)
     }
 
     fn validate(&mut self, p: &mut TxnPacket<'_>) -> Verdict {
@@ -498,8 +536,10 @@ impl TxnSwitch {
         // Pass 1: check every compare, rewrite nothing (NOCC section 3).
         let mut checks = [OpCheck::default(); MAX_OPS_PER_PACKET];
         let (mut miss, mut bad, mut bad_pending, mut only_values) = (false, false, false, n > 0);
+        let mut writes = false;
         for (i, check) in checks.iter_mut().enumerate().take(n) {
             let kind = p.op_type(i);
+            writes |= kind == OpType::Write;
             if kind != OpType::Value {
                 only_values &= matches!(kind, OpType::Nop | OpType::CpuPct);
                 continue;
@@ -533,15 +573,15 @@ impl TxnSwitch {
             }
             return if bad_pending {
                 self.counters.optimistically_aborted += 1;
-                self.reflect(p, Status::OptimisticAbort)
+                self.reflect(p, Status::OptimisticAbort, writes)
             } else {
                 self.counters.aborted += 1;
-                self.reflect(p, Status::Abort)
+                self.reflect(p, Status::Abort, writes)
             };
         }
         if only_values && !miss && self.snapshot_ok(p, OpType::Value) {
             self.counters.confirmed += 1;
-            return self.reflect(p, Status::Ok);
+            return self.reflect(p, Status::Ok, false);
         }
         if optimistic {
             for i in 0..n {
@@ -581,6 +621,23 @@ impl DataPlane for TxnSwitch {
         let len = packet.len();
         (self.decide(packet, ingress), len)
     }
+
+    /// A request's client id: its replies go back as `Downstream { flow:
+    /// cl_id }`, so runtimes bind the client id to the neighbour its first
+    /// request came from and refuse it from any other (issue 21).
+    fn request_flow(&self, packet: &[u8]) -> Option<u32> {
+        use innet_wire::txn::{Flags, HEADER_LEN};
+        let header = packet.get(..HEADER_LEN)?;
+        (header[0] & Flags::RESPONSE == 0).then(|| u32::from_be_bytes([header[1], header[2], header[3], header[4]]))
+    }
+
+    /// A request with another neighbour's client id is answered BADREQ
+    /// ("not executed"), as a request the switch will not judge is.
+    fn refuse(&self, packet: &mut [u8]) -> Option<usize> {
+        let len = packet.len();
+        TxnPacket::parse(packet).ok()?.make_switch_reply(Status::BadRequest);
+        Some(len)
+    }
 }
 
 impl TxnSwitch {
@@ -617,6 +674,12 @@ impl TxnSwitch {
         }
         if let Some(v) = self.check_duplicate(&mut p) {
             return v;
+        }
+        if !self.clients.has_room(cl_id, unpinned(self.generation as u16)) {
+            // Pinned slots (deviation 4): a client the switch could not remember is not judged.
+            self.counters.passed_untracked += 1;
+            self.counters.forwarded += 1;
+            return Verdict::Upstream { flow: cl_id };
         }
         match self.mode {
             Mode::Forward => unreachable!("handled above"),

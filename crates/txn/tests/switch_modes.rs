@@ -532,6 +532,83 @@ fn an_abort_built_by_the_upstream_switch_makes_the_edge_forget_the_keys_it_names
     assert_eq!(store.get(1), v("b"));
 }
 
+/// A one-set client table (4 ways) in optimistic-abort mode, where client 2's
+/// increment of key 1 (`a` -> `a+1`) was aborted by the switch (a pending
+/// write of another client, which the store then refused), so the store
+/// still holds `a`. Returns the increment, to replay.
+fn optimistically_aborted_increment() -> (Net, TxnMsg) {
+    let sw = TxnSwitch::new(Mode::OptimisticAbort, innet_txn::switch::CACHE_SLOTS_DEFAULT, 4);
+    let mut net = Net { sw, store: TxnStore::in_memory() };
+    learn(&mut net, 1, "a", 1);
+    // A write of "b" passes (pending); the store will refuse it (key 2's compare).
+    let doomed = req(3, 1, vec![Op::value(2, v("zzz")), Op::value(1, v("a")), Op::write(1, v("b"))]);
+    let doomed = net.via_switch(&doomed).expect("forwarded: key 2 is not cached");
+    let increment = req(2, 1, vec![Op::value(1, v("a")), Op::write(1, v("a+1"))]);
+    assert_eq!(switch_reply(net.send(&increment)).status, Status::OptimisticAbort);
+    assert_eq!(net.deliver_to_store(&doomed).status, Status::Abort, "so the store still holds a");
+    (net, increment)
+}
+
+// Deviation 4 (issue 21): the switch, the store's only way in, refuses a copy
+// of a request it aborted by the client's slot, so the slot must stay. Four
+// other clients passing a one-set table used to evict it; the copy (a
+// network duplicate from the client's own address) was then judged afresh,
+// forwarded and committed, though the client had been told "abort".
+#[test]
+fn a_switch_aborted_write_stays_refused_after_other_clients_fill_its_set() {
+    let (mut net, increment) = optimistically_aborted_increment();
+    for c in 10..14 {
+        assert_eq!(store_reply(net.send(&req(c, 1, vec![Op::read(5)]))).status, Status::Ok);
+    }
+    let copy = net.send(&increment);
+    assert!(matches!(&copy, Outcome::Switch(m) if m.status == Status::BadRequest), "{copy:?}");
+    assert_eq!(net.store.get(1), v("a"), "the aborted increment was not applied");
+}
+
+// Deviation 4: a client that finds its set full of pinned slots is not
+// tracked, so the switch answers nothing for it: forwarded, judged by the store.
+#[test]
+fn a_client_whose_set_holds_only_pinned_slots_is_forwarded_unjudged() {
+    let sw = TxnSwitch::new(Mode::OptimisticAbort, innet_txn::switch::CACHE_SLOTS_DEFAULT, 4);
+    let mut net = Net { sw, store: TxnStore::in_memory() };
+    learn(&mut net, 1, "a", 1);
+    for c in 20..24 {
+        let o = req(c, 1, vec![Op::value(1, v("stale")), Op::write(1, v("x"))]);
+        assert!(switch_reply(net.send(&o)).status.is_abort(), "client {c}");
+    }
+    let untracked = net.send(&req(30, 1, vec![Op::value(1, v("stale")), Op::write(1, v("y"))]));
+    assert_eq!(store_reply(untracked).status, Status::Abort, "judged by the store");
+    assert_eq!(net.sw.counters.passed_untracked, 1);
+}
+
+// Deviation 4: the pin holds while the switch answers the client's later
+// requests itself, for the store has not seen a newer request of the client
+// (it would refuse the aborted one as stale). Released when the compare-only
+// read after the abort was confirmed by the switch, four other clients
+// evicted the slot and a copy of the aborted increment committed.
+#[test]
+fn a_pin_holds_while_the_switch_answers_the_clients_later_requests() {
+    let (mut net, increment) = optimistically_aborted_increment();
+    let confirmed = net.send(&req(2, 2, vec![Op::value(1, v("a"))]));
+    assert_eq!(switch_reply(confirmed).status, Status::Ok, "confirmed by the switch");
+    for c in 10..14 {
+        assert_eq!(store_reply(net.send(&req(c, 1, vec![Op::read(5)]))).status, Status::Ok);
+    }
+    let copy = net.send(&increment);
+    assert!(matches!(&copy, Outcome::Switch(m) if m.status == Status::BadRequest), "{copy:?}");
+    assert_eq!(net.store.get(1), v("a"), "the aborted increment was not applied");
+    // A forwarded request of the client releases the pin: the store now
+    // refuses the aborted id as older than the client's last.
+    assert_eq!(store_reply(net.send(&req(2, 3, vec![Op::read(7)]))).status, Status::Ok);
+    for c in 20..24 {
+        assert_eq!(store_reply(net.send(&req(c, 1, vec![Op::read(5)]))).status, Status::Ok);
+    }
+    assert!(net.sw.client_slots().all(|(c, _)| c != 2), "client 2 evicted");
+    let copy = net.send(&increment);
+    assert_eq!(store_reply(copy).status, Status::BadRequest, "stale at the store");
+    assert_eq!(net.store.get(1), v("a"));
+}
+
 // Gotthard section 3.1 (Figure 3, step 4): "The switch logs the result of
 // the execution". The reference's clients send their next request before
 // the reply to a forwarded one (pygotthard test_read_cache.py: W(2,'newer')

@@ -182,6 +182,12 @@ pub struct NcMsg {
 }
 
 impl NcMsg {
+    /// A client's WRITE_REQ of `value` to `key` along `chain` (the head
+    /// assigns the sequence number).
+    pub fn write(chain: Vec<Addr>, key: ChainKey, value: Value) -> NcMsg {
+        NcMsg { chain, op: NcOp::WriteReq, seq: 0, key, value, vgroup: 0 }
+    }
+
     pub fn decode(bytes: &[u8]) -> Result<NcMsg, DecodeError> {
         let entries = validate(bytes)?;
         let f = addr_offset(entries);

@@ -184,11 +184,11 @@ impl Node {
         Node { obj, addr, role: None, writes_paused: false, prev: None, tail: None }
     }
 
-    /// Both configs are ten words: role, writes_paused, three of the
+    /// Both configs start with ten words: role, writes_paused, three of the
     /// program's own (`middle`), node_ip, origin_port, prev, tail, and one
     /// more of the program's own (`last`: NetCRAQ's multicast, NetChain's
-    /// reply port).
-    fn write_config(&self, map: &str, size: usize, middle: [u32; 3], last: u32) -> Result<()> {
+    /// reply port); then the program's own `tail_words`.
+    fn write_config(&self, map: &str, size: usize, middle: [u32; 3], last: u32, tail_words: &[u32]) -> Result<()> {
         let words = [role_code(self.role), self.writes_paused as u32, middle[0], middle[1], middle[2]];
         let mut b: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
         b.extend_from_slice(&self.addr.node_ip.octets());
@@ -196,6 +196,7 @@ impl Node {
         b.extend_from_slice(&peer_code(self.prev).to_ne_bytes());
         b.extend_from_slice(&peer_code(self.tail).to_ne_bytes());
         b.extend_from_slice(&last.to_ne_bytes());
+        b.extend(tail_words.iter().flat_map(|w| w.to_ne_bytes()));
         assert_eq!(b.len(), size, "{map}: config struct layout");
         self.obj.write(map, 0, &b)
     }
@@ -423,7 +424,7 @@ impl CraqXdp {
             Multicast::Tc => c::CRAQ_MCAST_TC,
             Multicast::Devmap => c::CRAQ_MCAST_DEVMAP,
         };
-        self.node.write_config(CRAQ_MAP_CONFIG, c::CRAQ_CONFIG_SIZE as usize, middle, mcast as u32)
+        self.node.write_config(CRAQ_MAP_CONFIG, c::CRAQ_CONFIG_SIZE as usize, middle, mcast as u32, &[])
     }
 
     /// `CraqNode::set_role`: a node that becomes the tail makes each
@@ -551,6 +552,8 @@ pub struct NcXdp {
     node: Node,
     chain_addr: Addr,
     keys: usize,
+    /// `NcNode.successors`, zero-padded.
+    successors: [Addr; ncw::MAX_CHAIN_NODES],
 }
 
 impl NcXdp {
@@ -561,14 +564,20 @@ impl NcXdp {
             bail!("a non-zero address and key capacity");
         }
         let obj = BpfObject::load(NC_OBJECT, &[(NC_MAP_KEYS, keys as u32), (NC_MAP_REGISTERS, keys as u32)])?;
-        let x = NcXdp { node: Node::new(obj, addr), chain_addr, keys };
+        let x = NcXdp { node: Node::new(obj, addr), chain_addr, keys, successors: [0; ncw::MAX_CHAIN_NODES] };
         x.write_config()?;
         Ok(x)
     }
 
     fn write_config(&self) -> Result<()> {
         let middle = [self.keys as u32, self.node.addr.udp_port as u32, self.chain_addr];
-        self.node.write_config(NC_MAP_CONFIG, c::NC_CONFIG_SIZE as usize, middle, self.node.addr.reply_port as u32)
+        self.node.write_config(
+            NC_MAP_CONFIG,
+            c::NC_CONFIG_SIZE as usize,
+            middle,
+            self.node.addr.reply_port as u32,
+            &self.successors,
+        )
     }
 
     pub fn set_role(&mut self, role: Option<Role>) -> Result<()> {
@@ -578,6 +587,17 @@ impl NcXdp {
 
     pub fn set_writes_paused(&mut self, paused: bool) -> Result<()> {
         self.node.writes_paused = paused;
+        self.write_config()
+    }
+
+    /// `NcNode::set_successors`: the members after this node, in chain
+    /// order, the only stack a write may carry on from here.
+    pub fn set_successors(&mut self, successors: &[Addr]) -> Result<()> {
+        if successors.len() >= ncw::MAX_CHAIN_NODES || successors.contains(&0) {
+            bail!("{successors:?}: at most {} non-zero successor addresses", ncw::MAX_CHAIN_NODES - 1);
+        }
+        self.successors = [0; ncw::MAX_CHAIN_NODES];
+        self.successors[..successors.len()].copy_from_slice(successors);
         self.write_config()
     }
 

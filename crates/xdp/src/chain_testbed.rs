@@ -455,6 +455,7 @@ pub fn apply_layout(x: &mut NodeXdp, protocol: Protocol, layout: &Layout, nodes:
                 x.set_neighbour(u32::from(node_ip(j)), hop)?;
             }
             x.set_prev(t.prev.map(|j| j as u16))?;
+            x.set_successors(&t.successors.iter().map(|&j| u32::from(node_ip(j))).collect::<Vec<_>>())?;
             x.set_writes_paused(t.writes_paused)?;
             x.set_role(t.role)
         }

@@ -102,6 +102,7 @@ pub const COUNTER_NAMES: [&str; c::TXN_CTR_COUNT as usize] = [
     "dropped_reply_from_downstream",
     "unlearned_reply_not_awaited",
     "forgot_on_upstream_switch_abort",
+    "passed_untracked",
     "dropped_malformed_truncated",
     "dropped_malformed_too_many_ops",
     "dropped_malformed_ops_beyond_packet",
@@ -234,12 +235,13 @@ pub fn decode_client_slot(b: &[u8]) -> Slot<ClientEntry> {
             forwarded: b[16] != 0,
             awaiting: b[17],
             generation: u16::from_ne_bytes([b[18], b[19]]),
+            pinned: b[20] != 0,
         },
     }
 }
 
 const _: () = assert!(CACHE_SLOT_SIZE == 24 + 2 * VALUE_LEN);
-const _: () = assert!(CLIENT_SLOT_SIZE == 20);
+const _: () = assert!(CLIENT_SLOT_SIZE == 24);
 
 /// Asserts that every header constant `<prefix>NAME` (except the `*COUNT`s)
 /// is the index of counter `name` in `names` (the BPF program's counters

@@ -86,6 +86,9 @@ const _: () = {
     assert!(c::PAXOS_KIND_LEARNER == Kind::Learner.code() as i64);
     assert!(c::PAXOS_KIND_PROPOSER == Kind::Proposer.code() as i64);
     assert!(c::PAXOS_REJECT_FOREIGN_ROUND == Reject::ForeignRound.index() as i64);
+    assert!(c::PAXOS_REJECT_FOREIGN_PROPOSER == Reject::ForeignProposer.index() as i64);
+    assert!(c::PAXOS_ENVELOPE_HEADER_LEN == innet_paxos::envelope::ENVELOPE_HEADER_LEN as i64);
+    assert!(c::PAXOS_PROPOSER_INCARNATION_BITS == innet_paxos::envelope::PROPOSER_INCARNATION_BITS as i64);
     assert!(c::PAXOS_REJECT_COUNT == REJECT_NAMES.len() as i64);
     assert!(c::PAXOS_ALLOWED_LEN >= MsgType::ALL.len() as i64);
 };
@@ -234,12 +237,7 @@ pub fn senders_at(d: &PaxosDeployment, keys: &[Option<SenderKey>], n: NodeIx) ->
 /// program that is no node of the deployment (the vote counter in front
 /// of the learners, proposers and backup).
 pub fn all_senders(d: &PaxosDeployment, keys: &[Option<SenderKey>]) -> HashMap<SenderKey, Sender> {
-    keys.iter()
-        .zip(&d.nodes)
-        .filter_map(|(key, node)| {
-            Some((*key.as_ref()?, Sender { class: trust::class_of(node.role), issuer: trust::issuer_of(node.role) }))
-        })
-        .collect()
+    keys.iter().zip(&d.nodes).filter_map(|(key, node)| Some((*key.as_ref()?, trust::sender_of(node.role)))).collect()
 }
 
 /// A `kind` role's row of [`trust::allowed`], as the programs' configs hold it.
@@ -266,7 +264,9 @@ pub(crate) fn write_senders(obj: &BpfObject, map: &str, by_addr: &HashMap<Sender
         let address_only =
             k.port == 0 && !by_addr.keys().any(|o| o.port != 0 && (o.ifindex, o.ip) == (k.ifindex, k.ip));
         let flags = if address_only { c::PAXOS_SENDER_ADDRESS_ONLY as u8 } else { 0 };
-        let v = [s.class, s.issuer, flags, 0];
+        let mut v = vec![s.class, s.issuer, flags, 0];
+        v.extend_from_slice(&s.proposer.to_ne_bytes());
+        v.extend_from_slice(&[0; 2]);
         assert_eq!(v.len(), c::PAXOS_SENDER_SIZE as usize, "struct innet_paxos_sender layout");
         m.update(&k.encode(), &v, MapFlags::ANY).with_context(|| format!("write {map} {k:?}"))?;
     }
@@ -630,7 +630,7 @@ pub fn cost_setup(role: Role) -> Result<(PaxosXdp, Vec<u8>)> {
     let x = PaxosXdp::load(role, if role == Role::Acceptor { cfg.slots } else { 1 })?;
     x.configure(&cfg, &[nowhere])?;
     // The 2A from the coordinator (BPF_PROG_TEST_RUN receives on lo).
-    let coordinator = Sender { class: class::COORDINATOR, issuer: innet_paxos::ISSUER_COORDINATOR };
+    let coordinator = trust::sender_of(innet_paxos::deploy::PaxosRole::Coordinator);
     let key = SenderKey { ifindex: LOOPBACK_IFINDEX, ip: from.ip, port: 0 };
     x.set_senders(&Senders { kind: role.kind(), by_addr: HashMap::from([(key, coordinator)]) })?;
     Ok((x, frame))

@@ -175,6 +175,12 @@ impl Host for EndHost {
     }
 }
 
+/// The id of the testbed's proposer `i` (its block, incarnation 0: one
+/// run per testbed).
+pub fn proposer_id(i: usize) -> u32 {
+    innet_paxos::envelope::proposer_id(i, 0)
+}
+
 /// A socket on `port` of every address of the hosts namespace.
 fn bind_in_hosts(port: u16) -> Result<UdpSocket> {
     in_netns(tb::NS_HOSTS, || {
@@ -239,7 +245,7 @@ pub fn run(r: &HostsRun) -> Result<HostsReport> {
     let mut proposers = vec![];
     for i in 0..r.up.proposers {
         let (_, socket, o) = node(&d, &addrs, PaxosRole::Proposer { index: i as u16 })?;
-        let (cfg, outstanding, record) = (r.roles.proposer(i as u32 + 1), r.outstanding, r.record);
+        let (cfg, outstanding, record) = (r.roles.proposer(proposer_id(i)), r.outstanding, r.record);
         proposers.push(spawn_host(
             &format!("proposer{i}"),
             socket,
@@ -285,7 +291,7 @@ fn run_machine(r: &HostsRun) -> Result<HostsReport> {
     let end = start + r.duration;
     for i in 0..r.up.proposers {
         let (_, socket, o) = node(&d, &addrs, PaxosRole::Proposer { index: i as u16 })?;
-        let p = LoadProposer::new(Proposer::new(r.roles.proposer(i as u32 + 1)), r.outstanding, end, r.record);
+        let p = LoadProposer::new(Proposer::new(r.roles.proposer(proposer_id(i))), r.outstanding, end, r.record);
         hosts.push(EndHost::Proposer(p));
         endpoints.push((socket, o));
     }

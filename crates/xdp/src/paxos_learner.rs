@@ -376,7 +376,7 @@ pub fn cost_ns(repeat: u32) -> Result<Vec<(&'static str, f64)>> {
     let frame = udp_frame(from, to, &m.encode(), 0);
     let cfg = Config::new(VoteCounterConfig::new(3), vec![(LEARNER_PORT, Kind::Learner)]);
     // The vote from acceptor 0 (BPF_PROG_TEST_RUN receives on lo).
-    let acceptor = Sender { class: trust::class::ACCEPTOR, issuer: 0 };
+    let acceptor = trust::sender_of(innet_paxos::deploy::PaxosRole::Acceptor { id: 0 });
     let senders =
         HashMap::from([(SenderKey { ifindex: crate::paxos::LOOPBACK_IFINDEX, ip: from.ip, port: 0 }, acceptor)]);
     let mut out = vec![];

@@ -583,7 +583,7 @@ fn finish_fabric(o: &PaxosUp) -> Result<()> {
     Ok(())
 }
 
-/// A REQUEST from proposer `index` (proposer id `index + 1`, request 0,
+/// A REQUEST from proposer `index` (its id, incarnation 0, request 0,
 /// a one-byte payload) as it arrives at the coordinator on `innet-ch`
 /// (the in-kernel generator's template), and the offset of its request
 /// number (the generator stamps a running number there).
@@ -594,7 +594,9 @@ pub fn request_template(index: usize) -> (Vec<u8>, usize) {
     let from = Endpoint { mac: hc.mac, ip: hc.ip, port: proposer_port(index) };
     let to = Endpoint { mac: ch.mac, ip: ch.ip, port: DATAPLANE_PORT };
     let mut m = innet_wire::paxos::PaxosMsg::new(innet_wire::paxos::MsgType::Request);
-    m.value = innet_paxos::envelope::Envelope::new(index as u32 + 1, 0, b"v").expect("fits").to_value();
+    m.value = innet_paxos::envelope::Envelope::new(innet_paxos::envelope::proposer_id(index, 0), 0, b"v")
+        .expect("fits")
+        .to_value();
     // The envelope's request number: after the proposer id, in the value.
     let request_at = PAYLOAD_OFFSET + innet_wire::paxos::offset::VALUE + 4;
     (udp_frame(from, to, &m.encode(), 0), request_at)

@@ -14,7 +14,11 @@
 //! register, in slot order) every 1,024 packets and at the end. The
 //! control plane acts mid-run on both alike: writes paused and
 //! resumed, a NetCRAQ snapshot loaded (recovery) and a replica promoted to
-//! tail, a NetChain neighbour removed (its address skipped).
+//! tail, a NetChain neighbour removed (its address skipped) and the
+//! node's successors changed with it. NetChain writes carry stacks that
+//! follow the chain after the node (with removed nodes' addresses among
+//! them), stop short, skip a member or go on past the tail, so writes are
+//! applied or dropped (`dropped_write_off_chain`) alike.
 //!
 //! Senders: the program knows chain nodes by ingress interface and Ethernet
 //! source (`chain_peers`), the reference by `Ingress::Peer`. Random packets
@@ -411,6 +415,18 @@ const NC_SELF: Addr = 12;
 const NC_NEIGHBOURS: [(Addr, Hop); 5] =
     [(13, Hop::Port(0)), (14, Hop::Port(1)), (15, Hop::Skip), (16, Hop::Port(3)), (17, Hop::Skip)];
 const NC_POOL: [Addr; 8] = [11, 12, 13, 14, 15, 16, 17, 18];
+/// The members after the node (none at the tail), before and after 14 is
+/// removed.
+const NC_SUCCESSORS: [Addr; 3] = [13, 14, 16];
+const NC_SUCCESSORS_AFTER: [Addr; 2] = [13, 16];
+
+fn nc_successors(role: Option<Role>, all: &[Addr]) -> &[Addr] {
+    if role.is_some_and(Role::is_tail) {
+        &[]
+    } else {
+        all
+    }
+}
 
 struct Nc {
     xdp: NcXdp,
@@ -427,6 +443,7 @@ impl Nc {
         addr: Addr,
         keys: usize,
         neighbours: &[(Addr, Hop)],
+        successors: &[Addr],
         installed: &[u32],
     ) -> Differential<Nc> {
         let mut xdp = NcXdp::load(addr, keys, node_addr(ncw::DEFAULT_PORT)).expect("load");
@@ -445,6 +462,8 @@ impl Nc {
         learn_peers(|f, m, i| xdp.set_peer(f, m, i));
         xdp.set_prev(prev_of(role)).expect("prev");
         rust.set_prev(prev_of(role));
+        xdp.set_successors(successors).expect("successors");
+        rust.set_successors(successors);
         xdp.set_role(role).expect("role");
         rust.set_role(role);
         let label = format!("netchain role={role:?} addr={addr} keys={keys}");
@@ -456,6 +475,11 @@ impl Nc {
         self.xdp.set_writes_paused(paused).expect("pause");
         self.rust.set_writes_paused(paused);
         self.writes_paused = paused;
+    }
+
+    fn set_successors(&mut self, successors: &[Addr]) {
+        self.xdp.set_successors(successors).expect("successors");
+        self.rust.set_successors(successors);
     }
 }
 
@@ -499,6 +523,7 @@ impl Pair for Nc {
             "dropped_not_tail",
             "dropped_unexpected",
             "dropped_write_not_from_prev",
+            "dropped_write_off_chain",
             "dropped_malformed_truncated",
             "dropped_malformed_chain_too_long",
             "dropped_malformed_unknown_op",
@@ -520,13 +545,42 @@ struct NcGen {
     rng: Rng,
     keys: u64,
     seq_base: u16,
+    /// The node's successors: stacks that follow the chain use them.
+    successors: Vec<Addr>,
 }
 
 impl NcGen {
-    fn new(seed: u64, keys: u64) -> NcGen {
+    fn new(seed: u64, keys: u64, successors: &[Addr]) -> NcGen {
         let mut rng = Rng::new(seed);
         let seq_base = if rng.chance(0.5) { 0 } else { 0xfff0 };
-        NcGen { rng, keys, seq_base }
+        NcGen { rng, keys, seq_base, successors: successors.to_vec() }
+    }
+
+    /// The node, then its successors with removed nodes' addresses among
+    /// them; sometimes cut short, with a member left out or one too many.
+    fn chain_stack(&mut self) -> Vec<Addr> {
+        let mut chain = vec![NC_SELF];
+        for a in self.successors.clone() {
+            if self.rng.chance(0.2) {
+                chain.push(if self.rng.chance(0.5) { 15 } else { 17 });
+            }
+            chain.push(a);
+        }
+        match self.rng.below(10) {
+            0 if chain.len() > 1 => {
+                let cut = 1 + self.rng.below(chain.len() as u64 - 1) as usize;
+                chain.truncate(cut);
+            }
+            1 if chain.len() > 1 => {
+                let at = 1 + self.rng.below(chain.len() as u64 - 1) as usize;
+                chain.remove(at);
+            }
+            2 if chain.len() < ncw::MAX_CHAIN_NODES => {
+                chain.push(NC_POOL[self.rng.below(NC_POOL.len() as u64) as usize])
+            }
+            _ => {}
+        }
+        chain
     }
 
     fn msg(&mut self) -> NcMsg {
@@ -538,6 +592,9 @@ impl NcGen {
         let mut chain: Vec<Addr> = (0..depth).map(|_| NC_POOL[self.rng.below(NC_POOL.len() as u64) as usize]).collect();
         if depth > 0 && self.rng.chance(0.85) {
             chain[0] = NC_SELF;
+        }
+        if self.rng.chance(0.4) {
+            chain = self.chain_stack();
         }
         let op = match self.rng.below(100) {
             0..=39 => NcOp::ReadReq,
@@ -606,8 +663,9 @@ const NC_ROLES: [Role; 4] = [Role::Head, Role::Replica, Role::Tail, Role::HeadTa
 
 fn nc_run(role: Role, keys: usize, installed: u32, key_space: u64, seed: u64) -> String {
     let installed: Vec<u32> = (0..installed).collect();
-    let mut n = Nc::load(Some(role), NC_SELF, keys, &NC_NEIGHBOURS, &installed);
-    let mut gen = NcGen::new(seed, key_space);
+    let successors = nc_successors(Some(role), &NC_SUCCESSORS);
+    let mut n = Nc::load(Some(role), NC_SELF, keys, &NC_NEIGHBOURS, successors, &installed);
+    let mut gen = NcGen::new(seed, key_space, successors);
     for i in 0..RANDOM_PACKETS_PER_RUN {
         if gen.rng.chance(0.002) {
             let paused = n.pair.writes_paused;
@@ -617,6 +675,9 @@ fn nc_run(role: Role, keys: usize, installed: u32, key_space: u64, seed: u64) ->
             // Section 5: a failed neighbour is removed; its address is skipped.
             n.pair.xdp.set_neighbour(14, Hop::Skip).expect("neighbour");
             n.pair.rust.set_neighbour(14, Hop::Skip);
+            let successors = nc_successors(Some(role), &NC_SUCCESSORS_AFTER);
+            n.pair.set_successors(successors);
+            gen.successors = successors.to_vec();
         }
         let (p, pad) = gen.next();
         n.pair.sender = Some(random_sender(&mut gen.rng));
@@ -637,7 +698,9 @@ fn netchain_golden_vectors_give_the_reference_verdicts_and_bytes_at_every_place_
     for i in 0..4 {
         let neighbours: Vec<(Addr, Hop)> =
             chain.iter().filter(|a| **a != chain[i]).map(|a| (*a, Hop::Port((*a % 2) as u16))).collect();
-        let mut n = Nc::load(Some(Role::at(i, 4)), chain[i], KEYS_DEFAULT, &neighbours, &[0, 1, 2, 7, 2018]);
+        let successors = &chain[i + 1..4];
+        let mut n =
+            Nc::load(Some(Role::at(i, 4)), chain[i], KEYS_DEFAULT, &neighbours, successors, &[0, 1, 2, 7, 2018]);
         n.golden(&golden, 3);
         report_golden(&n.finish());
     }
@@ -647,7 +710,8 @@ fn netchain_golden_vectors_give_the_reference_verdicts_and_bytes_at_every_place_
     for i in 0..3 {
         let neighbours: Vec<(Addr, Hop)> =
             reference.iter().filter(|a| **a != reference[i]).map(|a| (*a, Hop::Port((*a % 2) as u16))).collect();
-        let mut n = Nc::load(Some(Role::at(i, 3)), reference[i], KEYS_DEFAULT, &neighbours, &[2018]);
+        let successors = &reference[i + 1..3];
+        let mut n = Nc::load(Some(Role::at(i, 3)), reference[i], KEYS_DEFAULT, &neighbours, successors, &[2018]);
         n.golden(&golden, 3);
         report_golden(&n.finish());
     }

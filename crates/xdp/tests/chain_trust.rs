@@ -253,3 +253,40 @@ fn xdp_netchain_write_with_sequence_30000_sent_to_the_tail_is_rejected() {
     })
     .unwrap();
 }
+
+#[test]
+fn xdp_netchain_writes_that_end_at_the_head_do_not_make_later_puts_vanish() {
+    let name = "xdp_netchain_writes_that_end_at_the_head_do_not_make_later_puts_vanish";
+    if !privileged::proceed(name, chain::unavailable()) {
+        return;
+    }
+    // Hostile round 2 (issue 21): as crates/live/tests/chain_trust.rs, in
+    // the kernel. Before, 32,768 writes whose stack ended at the head put
+    // its sequence number so far ahead that the next put was skipped by the
+    // replicas and still acknowledged by the tail.
+    const SHORT_WRITES: u64 = 40_000;
+    with_chain(Protocol::NetChain, |nodes, c| {
+        let first = Value::from_counter(1);
+        assert_eq!(c.put(first), first);
+        let short = NcMsg::write(Client::stack(0)[..1].to_vec(), key_from_u32(KEY), Value::from_counter(666)).encode();
+        let mut sent = 0u64;
+        while counter(&nodes[0], "dropped_not_tail") < SHORT_WRITES {
+            for _ in 0..250 {
+                c.send(0, &short);
+            }
+            sent += 250;
+            assert!(sent < 10 * SHORT_WRITES, "the head took too few of {sent} short writes");
+        }
+        let next = Value::from_counter(2);
+        assert_eq!(c.put(next), next, "the put is acknowledged");
+        assert_eq!(c.get(2), next, "the acknowledged put is read back at the tail");
+        nodes_agree(nodes, next);
+        let sequenced = counter(&nodes[0], "writes_sequenced");
+        assert_eq!(sequenced, 2, "only the puts that traversed the chain were sequenced");
+        say(&format!(
+            "TESTBED chain trust netchain: {SHORT_WRITES} writes ending at the head dropped (dropped_not_tail), \
+             {sequenced} sequenced; the next put acknowledged and read back at the tail"
+        ));
+    })
+    .unwrap();
+}

@@ -59,6 +59,7 @@ use common::{
 use innet_core::rng::Rng;
 use innet_core::{Counters, DataPlane, Verdict};
 use innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT;
+use innet_paxos::envelope::{Envelope, INCARNATIONS, PROPOSER_INCARNATION_BITS};
 use innet_paxos::trust::{Senders, REJECT_NAMES};
 use innet_paxos::{Acceptor, AcceptorConfig, Coordinator, CoordinatorConfig};
 use innet_wire::paxos::{MsgType, PaxosMsg, Value, DATAPLANE_PORT, PACKET_LEN, VALUE_LEN};
@@ -453,6 +454,15 @@ impl Gen {
         }
         if t == MsgType::Request && self.rng.chance(0.7) {
             (m.inst, m.rnd, m.vrnd, m.acptid) = (0, 0, 0, 0);
+        }
+        if t == MsgType::Request && self.rng.chance(0.6) {
+            // An envelope naming a proposer of proposer0's block, the
+            // outsiders' block or a block nobody owns (issue 21).
+            let block = self.rng.pick(&[(1u32, 50), (0, 30), (2, 20)]);
+            let incarnation = self.rng.below(INCARNATIONS as u64) as u32;
+            let id = (block << PROPOSER_INCARNATION_BITS) | incarnation;
+            let payload = self.rng.bytes(0, 4);
+            m.value = Envelope::new(id, self.rng.next_u64() as u32, &payload).expect("short").to_value();
         }
         m
     }

@@ -105,7 +105,7 @@ fn a_request_is_ordered(up: &PaxosUp) {
         let s = UdpSocket::bind(SocketAddr::from(([0, 0, 0, 0], listen_port(up))))?;
         s.set_read_timeout(Some(Duration::from_millis(if want == 3 { 2000 } else { 500 })))?;
         let mut m = PaxosMsg::new(MsgType::Request);
-        m.value = Envelope::new(1, 7, b"put k v").expect("fits").to_value();
+        m.value = Envelope::new(paxos_hosts::proposer_id(0), 7, b"put k v").expect("fits").to_value();
         // The proposer's port: the coordinator takes requests from proposers.
         let p = UdpSocket::bind(SocketAddr::from(([0, 0, 0, 0], tb::proposer_port(0))));
         let from = if listen_port(up) == tb::proposer_port(0) {
@@ -372,31 +372,10 @@ fn forged_1a_2a_trim_decided_and_2b_are_refused_by_the_bpf_programs_and_delivery
 }
 
 fn forged_packets_are_refused(up: &PaxosUp) {
-    tb::up(up).expect("testbed up paxos");
-    let run = HostsRun {
-        roles: up.roles(),
-        up: up.clone(),
-        outstanding: 4,
-        duration: Duration::from_millis(1500),
-        drain: Duration::from_millis(1000),
-        backup: BackupAt::Here,
-        fail_coordinator_at: None,
-        record: true,
-    };
-    let (report, attacked) = std::thread::scope(|s| {
-        let hosts = s.spawn(|| paxos_hosts::run(&run));
-        let attacked = attack(up);
-        (hosts.join().expect("end hosts thread"), attacked)
-    });
-    let refused = |program: &str| -> BTreeMap<&'static str, u64> {
-        tb::rejected(program).expect("pinned rejections").into_iter().filter(|(_, v)| *v > 0).collect()
-    };
-    let coordinator = refused("coordinator");
-    let acceptors: Vec<_> = (0..up.acceptors).map(|i| refused(&format!("acceptor{i}"))).collect();
-    let counter = refused(tb::COUNTER_PINS);
-    tb::down().expect("testbed down");
-    let next = attacked.expect("the attack");
-    let r = report.expect("end hosts on the testbed");
+    let (r, next, refused) = under_attack(up, || attack(up));
+    let coordinator = refused["coordinator"].clone();
+    let acceptors: Vec<_> = (0..up.acceptors).map(|i| refused[&format!("acceptor{i}")].clone()).collect();
+    let counter = refused[tb::COUNTER_PINS].clone();
 
     let want = |pairs: &[(&'static str, u64)]| pairs.iter().copied().collect::<BTreeMap<_, _>>();
     assert_eq!(coordinator, want(&[("untrusted_trim", FORGED_TRIMS)]), "coordinator");
@@ -416,6 +395,47 @@ fn forged_packets_are_refused(up: &PaxosUp) {
         "TESTBED paxos attacks ({} decisions): refused by the coordinator {coordinator:?}, acceptors {acceptors:?}, the vote counter {counter:?}; forged from instance {next}; learners delivered {delivered} instances in one order, every one of {submitted} submitted values once, nothing forged",
         up.decisions.name()
     ));
+}
+
+/// What each pinned program refused, by reason (the non-zero ones).
+type Refusals = BTreeMap<String, BTreeMap<&'static str, u64>>;
+
+/// Brings the testbed `up` up, runs its end hosts (1.5 s of load, recorded)
+/// while `attack` runs beside them, and takes it down: the end hosts'
+/// report, what `attack` returned, and what the coordinator, each acceptor
+/// and the vote counter ([`tb::COUNTER_PINS`]) refused.
+fn under_attack<T>(
+    up: &PaxosUp,
+    attack: impl FnOnce() -> anyhow::Result<T>,
+) -> (paxos_hosts::HostsReport, T, Refusals) {
+    tb::up(up).expect("testbed up paxos");
+    let run = HostsRun {
+        roles: up.roles(),
+        up: up.clone(),
+        outstanding: 4,
+        duration: Duration::from_millis(1500),
+        drain: Duration::from_millis(1000),
+        backup: BackupAt::Here,
+        fail_coordinator_at: None,
+        record: true,
+    };
+    let (report, attacked) = std::thread::scope(|s| {
+        let hosts = s.spawn(|| paxos_hosts::run(&run));
+        let attacked = attack();
+        (hosts.join().expect("end hosts thread"), attacked)
+    });
+    let mut programs = vec!["coordinator".to_string(), tb::COUNTER_PINS.to_string()];
+    programs.extend((0..up.acceptors).map(|i| format!("acceptor{i}")));
+    let refused = programs
+        .into_iter()
+        .map(|p| {
+            let r = tb::rejected(&p).expect("pinned rejections").into_iter().filter(|(_, v)| *v > 0).collect();
+            (p, r)
+        })
+        .collect();
+    tb::down().expect("testbed down");
+    let attacked = attacked.expect("the attack");
+    (report.expect("end hosts on the testbed"), attacked, refused)
 }
 
 const FORGED_2A: u64 = 200;
@@ -489,4 +509,51 @@ fn attack(up: &PaxosUp) -> anyhow::Result<u32> {
         send_all(&s, forged_to_learners)
     })?;
     Ok(next)
+}
+
+#[test]
+fn requests_in_a_proposers_name_are_refused_by_the_bpf_coordinator_and_its_values_delivered() {
+    let name = "requests_in_a_proposers_name_are_refused_by_the_bpf_coordinator_and_its_values_delivered";
+    if !privileged::proceed(name, paxos::unavailable()) {
+        return;
+    }
+    // Hostile round 2 (issue 21), as crates/live/tests/paxos_trust.rs
+    // makes it live: REQUESTs from a socket the deployment does not name,
+    // with proposer 0's id and request numbers ahead of its own. Before,
+    // the BPF coordinator ordered them, the learners delivered them and
+    // then dropped the proposer's own values with those numbers as
+    // duplicates.
+    let _one = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
+    let (r, (), refused) = under_attack(&PaxosUp::default(), || forge_requests(paxos_hosts::proposer_id(0)));
+    let coordinator = &refused["coordinator"];
+    let (delivered, submitted) = every_value_delivered_once_in_one_order(&r);
+    assert_eq!(*coordinator, BTreeMap::from([("foreign_proposer", FORGED_REQUESTS)]), "coordinator");
+    say(&format!(
+        "TESTBED paxos forged requests: {FORGED_REQUESTS} in proposer 0's name refused by the BPF coordinator \
+         {coordinator:?}; learners delivered {delivered} instances in one order, every one of {submitted} submitted \
+         values once"
+    ));
+}
+
+const FORGED_REQUESTS: u64 = 2000;
+
+/// Once values flow: [`FORGED_REQUESTS`] REQUESTs with proposer id `id`
+/// and requests 1, 2, ... to the coordinator, from a socket of the hosts
+/// namespace on a port the deployment does not name.
+fn forge_requests(id: u32) -> anyhow::Result<()> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while counters(paxos::Role::Acceptor, "acceptor0")["votes"] < 50 {
+        anyhow::ensure!(std::time::Instant::now() < deadline, "no votes");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let coordinator = SocketAddr::V4(tb::coordinator_addr());
+    testbed::in_netns(tb::NS_HOSTS, || {
+        let s = UdpSocket::bind(SocketAddr::from(([0, 0, 0, 0], 0)))?;
+        let requests = (1..=FORGED_REQUESTS as u32).map(|k| {
+            let mut m = PaxosMsg::new(MsgType::Request);
+            m.value = Envelope::new(id, k, b"forged").expect("fits").to_value();
+            (m.encode(), coordinator)
+        });
+        send_all(&s, requests)
+    })
 }

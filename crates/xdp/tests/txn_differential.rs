@@ -176,6 +176,7 @@ impl Pair for Switch {
                     "learned_replies",
                     "unlearned_reply_not_awaited",
                     "forgot_on_upstream_switch_abort",
+                    "passed_untracked",
                     "dropped_reply_from_downstream"
                 ]
             ),
