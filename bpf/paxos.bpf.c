@@ -13,6 +13,9 @@
  *  - coordinator_process() / acceptor_process() are the payload logic: the
  *    48-byte Paxos header in, rewritten exactly as the Rust program does,
  *    an INNET_PAXOS_VERDICT_* out.
+ *  - With --auth-key (paxos_auth on), a frame is taken only if the header
+ *    is followed by a MAC trailer (innet_auth.h) that checks, counted
+ *    under auth_refused otherwise; what the role sends on is sealed again.
  *  - Before either sees a header, paxos_admit (innet_paxos_trust.h) refuses
  *    a message type its sender may not send to the role, or a 1A/2A not in
  *    the sender's own round, as the runtimes do before the Rust roles
@@ -53,6 +56,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include "innet_auth.h"
 #include "innet_paxos.h"
 #include "innet_paxos_trust.h"
 #include "innet_xdp.h"
@@ -93,6 +97,9 @@ struct {
  * the deployment), and the frames refused, by trust::Reject::index. */
 PAXOS_SENDERS_MAP(paxos_senders);
 MAP(paxos_rejected, BPF_MAP_TYPE_ARRAY, INNET_PAXOS_REJECT_COUNT, __u64);
+
+/* --auth-key (innet_auth.h): off unless the loader turns it on. */
+MAP(paxos_auth, BPF_MAP_TYPE_ARRAY, 1, struct innet_auth);
 
 struct meta {
 	__u16 magic;
@@ -370,6 +377,21 @@ static __always_inline int role_verdict(struct l234 *l, void *end, __u32 role, _
 							   : INNET_PAXOS_ACC_CTR_DECODE_ERRORS);
 		return INNET_PAXOS_VERDICT_DROP;
 	}
+	/* --auth-key: the header and its trailer exactly, the tag checked
+	 * before anything else (innet_live::auth); the header that leaves is
+	 * sealed again, as the runtimes seal what they send. */
+	__u32 zero = 0;
+	struct innet_auth *auth = bpf_map_lookup_elem(&paxos_auth, &zero);
+	__u8 *trailer = (__u8 *)(h + 1);
+	if (auth && auth->on) {
+		if (len != INNET_PAXOS_PACKET_LEN + INNET_AUTH_TRAILER_LEN ||
+		    (void *)(trailer + INNET_AUTH_TRAILER_LEN) > end ||
+		    !innet_auth_open(auth, (const __u8 *)h, INNET_PAXOS_PACKET_LEN / 8, trailer)) {
+			count(INNET_PAXOS_CTR_AUTH_REFUSED);
+			return INNET_PAXOS_VERDICT_DROP;
+		}
+		len = INNET_PAXOS_PACKET_LEN;
+	}
 	int reason = paxos_admit(&paxos_senders, cfg->allowed, role == INNET_PAXOS_ROLE_ACCEPTOR, h, len, ifindex,
 				 l->ip->saddr, l->udp->source);
 	if (reason >= 0) {
@@ -379,7 +401,10 @@ static __always_inline int role_verdict(struct l234 *l, void *end, __u32 role, _
 			__sync_fetch_and_add(c, 1);
 		return INNET_PAXOS_VERDICT_DROP;
 	}
-	return role == INNET_PAXOS_ROLE_COORDINATOR ? coordinator_process(h, len) : acceptor_process(h, len);
+	int verdict = role == INNET_PAXOS_ROLE_COORDINATOR ? coordinator_process(h, len) : acceptor_process(h, len);
+	if (auth && auth->on && verdict != INNET_PAXOS_VERDICT_DROP && (void *)(trailer + INNET_AUTH_TRAILER_LEN) <= end)
+		innet_auth_seal(auth, (const __u8 *)h, INNET_PAXOS_PACKET_LEN / 8, trailer);
+	return verdict;
 }
 
 /* One role's XDP program: payload logic on the header, verdict to action. */
@@ -518,7 +543,8 @@ int tc_paxos(struct __sk_buff *skb)
 	}
 	/* Headers and Paxos header in the linear part (as much as there is:
 	 * a truncated packet is the payload logic's to count). */
-	__u32 want = skb->len < sizeof(struct l234_len) ? skb->len : sizeof(struct l234_len);
+	__u32 most = sizeof(struct l234_len) + INNET_AUTH_TRAILER_LEN;
+	__u32 want = skb->len < most ? skb->len : most;
 	if (bpf_skb_pull_data(skb, want) < 0)
 		return TC_ACT_OK;
 	void *data = (void *)(long)skb->data;

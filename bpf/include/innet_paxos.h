@@ -87,7 +87,8 @@
 #define INNET_PAXOS_CTR_MULTICAST_COPIES 13 /* clones sent by tc_paxos */
 #define INNET_PAXOS_CTR_MULTICAST_ERRORS 14 /* bpf_clone_redirect failures */
 #define INNET_PAXOS_CTR_EGRESS_COPIES 15    /* devmap copies rewritten by xdp_paxos_egress */
-#define INNET_PAXOS_CTR_COUNT 16
+#define INNET_PAXOS_CTR_AUTH_REFUSED 16	    /* --auth-key: no trailer, or one that does not check */
+#define INNET_PAXOS_CTR_COUNT 17
 _Static_assert(INNET_PAXOS_ACC_CTR_COUNT <= INNET_PAXOS_CTR_XDP_PASSED_OTHER, "counter layout");
 _Static_assert(INNET_PAXOS_COORD_CTR_COUNT <= INNET_PAXOS_CTR_XDP_PASSED_OTHER, "counter layout");
 

@@ -10,6 +10,7 @@ use std::process::Command;
 const PROGRAMS: &[&str] =
     &["txn_switch", "netcraq", "netchain", "paxos", "paxos_learner", "forward", "gen", "upcall", "sink"];
 const HEADERS: &[&str] = &[
+    "innet_auth.h",
     "innet_txn.h",
     "innet_txn_switch.h",
     "innet_xdp.h",

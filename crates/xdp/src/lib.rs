@@ -42,6 +42,7 @@
 //! protocol crate (`innet_txn::TxnSwitch`); `tests/txn_differential.rs`
 //! holds the two to identical verdicts, bytes, counters and table contents.
 
+pub mod auth;
 pub mod bench;
 pub mod bpf_stats;
 pub mod chain;

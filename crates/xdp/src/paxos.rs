@@ -104,6 +104,8 @@ pub const MAP_REJECTED: &str = "paxos_rejected";
 /// [`Multicast::Devmap`]: the members' devices (a devmap) and the member on each.
 pub const MAP_PORTS: &str = "paxos_ports";
 pub const MAP_MEMBER_AT: &str = "paxos_member_at";
+/// `--auth-key` ([`crate::auth`]): off unless written.
+pub const MAP_AUTH: &str = "paxos_auth";
 pub const PINNED_MAPS: [&str; 8] =
     [MAP_CONFIG, MAP_STATE, MAP_SLOTS, MAP_COUNTERS, MAP_MEMBERS, MAP_SENDERS, MAP_REJECTED, MAP_MEMBER_AT];
 /// The tc program: the copies of a multicast verdict, and the role for frames generic XDP skipped.
@@ -123,11 +125,12 @@ pub const COORDINATOR_COUNTERS: [&str; c::PAXOS_COORD_CTR_COUNT as usize] =
 pub const ACCEPTOR_COUNTERS: [&str; c::PAXOS_ACC_CTR_COUNT as usize] =
     ["promises", "votes", "stale_round", "trimmed", "ring_full", "trims", "conflicting", "ignored", "decode_errors"];
 /// Counters only the BPF side has, at their map indices.
-pub const BPF_COUNTERS: [(&str, u32); 4] = [
+pub const BPF_COUNTERS: [(&str, u32); 5] = [
     ("xdp_passed_other", c::PAXOS_CTR_XDP_PASSED_OTHER as u32),
     ("multicast_copies", c::PAXOS_CTR_MULTICAST_COPIES as u32),
     ("multicast_errors", c::PAXOS_CTR_MULTICAST_ERRORS as u32),
     ("egress_copies", c::PAXOS_CTR_EGRESS_COPIES as u32),
+    ("auth_refused", c::PAXOS_CTR_AUTH_REFUSED as u32),
 ];
 
 /// How a role's multicast verdict (2A to the acceptors, 2B to the voters)
@@ -504,6 +507,13 @@ impl PaxosXdp {
             bail!("senders of a {:?} for a {:?}", s.kind, self.role.kind());
         }
         write_senders(&self.obj, MAP_SENDERS, &s.by_addr)
+    }
+
+    /// `--auth-key`: takes only frames whose Paxos header carries a MAC
+    /// trailer that checks under `keys`, and seals what it sends on
+    /// (`None`: off).
+    pub fn set_auth(&self, keys: Option<&innet_core::auth::AuthKeys>) -> Result<()> {
+        self.obj.write(MAP_AUTH, 0, &crate::auth::encode(keys))
     }
 
     /// Runs `frame` through the role's XDP program once (`BPF_PROG_TEST_RUN`).
