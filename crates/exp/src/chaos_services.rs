@@ -51,7 +51,18 @@ pub fn txn(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> {
     let mut run = Run::new(cfg);
     let st = run.add(
         "store",
-        &[s("store"), s("--listen"), s(store), s("--data-dir"), s(data.display()), s("--record-decisions")],
+        &[
+            s("store"),
+            s("--listen"),
+            s(store),
+            s("--data-dir"),
+            s(data.display()),
+            s("--record-decisions"),
+            // Only the switch may reach the store (issue 21): a request the
+            // switch aborted, replayed to the store, is refused.
+            s("--downstream"),
+            s(switch),
+        ],
     );
     let sw = run.add(
         "switch",
@@ -255,7 +266,10 @@ pub fn paxos(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> 
     let tap = run.tap.clone();
     let params = p.params.clone();
     let (d2, addrs2) = (d.clone(), addrs.clone());
-    let proposer_base = innet_live::txn::fresh_client_id_base(CLIENTS);
+    // Proposer k speaks under an id of the deployment's block k (issue 21:
+    // an id outside a sender's block is refused), in a fresh incarnation.
+    let incarnation = innet_live::txn::fresh_client_id_base(1) % innet_paxos::envelope::INCARNATIONS;
+    let proposer_of = move |k: u32| innet_paxos::envelope::proposer_id(k as usize, incarnation);
     let clients = move |stop_at: Time, until: Time, stop: innet_live::Stop| {
         let _ = seed;
         let roles = Roles::of(&d2, params);
@@ -281,7 +295,7 @@ pub fn paxos(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> 
         // Each proposer on its node's address: TAKEOVER goes there.
         let proposer_ix = d2.with_role(|r| matches!(r, PaxosRole::Proposer { .. }));
         let proposers: Vec<LoadProposer> = (0..proposer_ix.len() as u32)
-            .map(|k| LoadProposer::new(Proposer::new(roles.proposer(proposer_base + k)), 8, stop_at, true))
+            .map(|k| LoadProposer::new(Proposer::new(roles.proposer(proposer_of(k))), 8, stop_at, true))
             .collect();
         let proposers = run_tapped(
             proposers,
@@ -299,7 +313,7 @@ pub fn paxos(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> 
     let out = run.drive(events, forge, targets, report, clients);
     run.finish(report);
     let (proposers, learners) = out?;
-    let real: Vec<u32> = (0..CLIENTS).map(|k| proposer_base + k).collect();
+    let real: Vec<u32> = (0..CLIENTS).map(proposer_of).collect();
     let mut h = History::default();
     for p in &proposers {
         h.submitted.extend(p.submitted.iter().map(|(k, v)| (*k, v.clone())));
