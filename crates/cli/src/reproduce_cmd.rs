@@ -120,11 +120,11 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<i32> {
                 Ok(o) => {
                     let c = &o.claims[0];
                     format!(
-                        "[{}/{total}] {:<15} {:>6.1} s  holds {:<3}  {}: ours {} vs paper {}",
+                        "[{}/{total}] {:<15} {:>6.1} s  {:<14}  {}: ours {} vs paper {}",
                         index + 1,
                         ran.id,
                         ran.seconds,
-                        if o.holds() { "yes" } else { "no" },
+                        o.verdict().name(),
                         c.what,
                         reproduce_report::fmt_value(c.ours, &c.unit),
                         c.paper.map_or("(direction)".to_string(), |v| reproduce_report::fmt_value(v, &c.unit))
@@ -151,11 +151,10 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<i32> {
     let wall = started.elapsed().as_secs_f64();
     let (md, html) = reproduce_report::write_report(&opts, &entries, &ran, wall)?;
     let failed: Vec<&str> = ran.iter().filter(|r| r.outcome.is_err()).map(|r| r.id.as_str()).collect();
-    let holds = ran.iter().filter(|r| r.outcome.as_ref().is_ok_and(|o| o.holds())).count();
     println!(
-        "{} results in {wall:.1} s: {holds} hold every claim, {} do not, {} failed{}; report: {} and {}",
+        "{} results in {wall:.1} s: {}; {} failed{}; report: {} and {}",
         ran.len(),
-        ran.len() - holds - failed.len(),
+        reproduce_report::counts_line(&ran),
         failed.len(),
         if failed.is_empty() { String::new() } else { format!(" ({})", failed.join(", ")) },
         md.display(),

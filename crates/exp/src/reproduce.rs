@@ -106,14 +106,132 @@ pub struct Claim {
     /// by the rule in `rule`.
     pub holds: bool,
     /// How `holds` was decided, e.g. "ours within 10% of the paper" or
-    /// "optimistic abort above forward".
+    /// "optimistic abort above forward"; an exception to [`VERDICT_RULE`]
+    /// names itself and its reason here.
     pub rule: String,
+    /// The paper's number was used to set a model parameter (e.g. the chain
+    /// model's `BMV2_PER_BYTE_NS` from NetCRAQ's "22%"): the claim is shown
+    /// as "calibration", never as holding, and is not counted either way.
+    pub calibration: bool,
 }
 
 impl Claim {
+    /// The claim's verdict cell: "calibration", "yes" or "no".
+    pub fn verdict_text(&self) -> &'static str {
+        if self.calibration {
+            "calibration"
+        } else if self.holds {
+            "yes"
+        } else {
+            "no"
+        }
+    }
+
     /// ours / paper, where the paper gives a number.
     pub fn ratio(&self) -> Option<f64> {
         self.paper.filter(|p| *p != 0.0).map(|p| self.ours / p)
+    }
+}
+
+/// The one verdict rule, stated at the top of the report.
+pub const VERDICT_RULE: &str = "A number the paper states holds when ours is within 10% of it. A direction the \
+    paper states holds when ours goes the same way by more than the run-to-run spread (shown in the row where the \
+    result has several seeds; a result with one seed states the margin it uses instead). Any other rule is an \
+    exception named in its row with its reason. A claim whose paper number set a model parameter reads \
+    \"calibration\" and counts neither way. A result whose claim follows from a chosen model parameter reads \
+    \"model only\" and is never counted as reproduced. A result holds when every compared claim holds, partly \
+    when some do, does not hold when none does.";
+
+/// How a result's numbers were obtained.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub enum Obtained {
+    /// Measured live: real processes on real UDP sockets (loopback).
+    Live,
+    /// Measured on the XDP data plane: the BPF programs in the kernel
+    /// (namespace testbed or `BPF_PROG_TEST_RUN`).
+    Xdp,
+    /// The simulator, with its costs measured on this machine;
+    /// `measurement` names the measurement and where it is described.
+    SimMeasured { measurement: String },
+    /// The simulator with a chosen model: `parameter` (its value) and
+    /// `source` (where the value comes from). `claim_follows`: the compared
+    /// claim is a consequence of that choice (e.g. CAANS's data-plane /
+    /// software ratio is the ratio of two chosen per-packet costs), so the
+    /// result is "model only" and never counts as reproduced.
+    SimChosen { parameter: String, source: String, claim_follows: bool },
+}
+
+impl Obtained {
+    /// The summary column's short name.
+    pub fn short(&self) -> &'static str {
+        match self {
+            Obtained::Live => "measured live",
+            Obtained::Xdp => "measured on XDP",
+            Obtained::SimMeasured { .. } => "sim, measured costs",
+            Obtained::SimChosen { claim_follows: true, .. } => "sim, chosen model (model only)",
+            Obtained::SimChosen { .. } => "sim, chosen model",
+        }
+    }
+
+    /// The section's sentence: how, with the measurement or the parameter
+    /// and its source.
+    pub fn sentence(&self) -> String {
+        match self {
+            Obtained::Live => "measured live on loopback (real processes, real UDP sockets)".into(),
+            Obtained::Xdp => "measured on the XDP data plane (the BPF programs in the kernel)".into(),
+            Obtained::SimMeasured { measurement } => {
+                format!("simulator with costs measured on this machine: {measurement}")
+            }
+            Obtained::SimChosen { parameter, source, claim_follows } => format!(
+                "simulator with a chosen model: {parameter} (source: {source}){}",
+                if *claim_follows {
+                    "; the paper's claim follows from this choice, so this result is a model only, not a reproduction"
+                } else {
+                    ""
+                }
+            ),
+        }
+    }
+}
+
+/// The transaction simulator's one measured cost: the store's time per
+/// packet, measured on the live store; its latencies are the papers' stated
+/// setups.
+pub fn store_measured() -> Obtained {
+    Obtained::SimMeasured {
+        measurement: "the store's 2 us per packet (STORE_US_PER_PACKET, measured on the live store, docs/txn.md); \
+                      link latencies are the paper's stated setup (Gotthard Table 2, NOCC Section 4)"
+            .into(),
+    }
+}
+
+/// A result's verdict under [`VERDICT_RULE`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Verdict {
+    /// Every compared claim holds.
+    Holds,
+    /// Some compared claims hold, some do not.
+    Partly,
+    /// No compared claim holds.
+    DoesNotHold,
+    /// Every claim was used to calibrate a parameter: nothing to compare.
+    Calibration,
+    /// The claim follows from a chosen model parameter.
+    ModelOnly,
+}
+
+impl Verdict {
+    pub const ALL: [Verdict; 5] =
+        [Verdict::Holds, Verdict::Partly, Verdict::DoesNotHold, Verdict::Calibration, Verdict::ModelOnly];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Holds => "holds",
+            Verdict::Partly => "partly",
+            Verdict::DoesNotHold => "does not hold",
+            Verdict::Calibration => "calibration",
+            Verdict::ModelOnly => "model only",
+        }
     }
 }
 
@@ -122,10 +240,12 @@ impl Claim {
 pub struct Outcome {
     /// The paper's numbers beside ours (at least one).
     pub claims: Vec<Claim>,
-    /// Why the paper's conclusion does not hold (or differs by how much and
-    /// why), with a link to the doc section, e.g. "docs/txn.md#figure-8".
-    /// `None` when every claim holds.
+    /// The caveat: how far ours differs from the paper and why, what the
+    /// model assumes, with a link to the doc section, e.g.
+    /// "docs/txn.md#figure-8". Printed whether the claims hold or not.
     pub why: Option<String>,
+    /// How the numbers were obtained.
+    pub obtained: Obtained,
     /// Plots written (PNG), relative to the report folder or absolute.
     pub plots: Vec<PathBuf>,
     /// Records written (JSON lines; each record carries configuration, seed
@@ -138,8 +258,33 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// The verdict under [`VERDICT_RULE`]: "model only" whenever the claim
+    /// follows from a chosen parameter, whatever the claims say; calibration
+    /// claims are left out of the count.
+    pub fn verdict(&self) -> Verdict {
+        if matches!(self.obtained, Obtained::SimChosen { claim_follows: true, .. }) {
+            return Verdict::ModelOnly;
+        }
+        let compared: Vec<&Claim> = self.claims.iter().filter(|c| !c.calibration).collect();
+        let holding = compared.iter().filter(|c| c.holds).count();
+        match (compared.len(), holding) {
+            (0, _) => Verdict::Calibration,
+            (n, h) if h == n => Verdict::Holds,
+            (_, 0) => Verdict::DoesNotHold,
+            _ => Verdict::Partly,
+        }
+    }
+
+    /// Whether the result counts as reproduced (its verdict is "holds").
     pub fn holds(&self) -> bool {
-        self.claims.iter().all(|c| c.holds)
+        self.verdict() == Verdict::Holds
+    }
+
+    /// (compared claims that hold, compared claims, calibration claims).
+    pub fn claim_counts(&self) -> (usize, usize, usize) {
+        let compared = self.claims.iter().filter(|c| !c.calibration);
+        let n = compared.clone().count();
+        (compared.filter(|c| c.holds).count(), n, self.claims.len() - n)
     }
 }
 

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
-use crate::reproduce::{result_dir, Claim, Ctx, Entry, Outcome, Paper, Where, ALL_RESULTS};
+use crate::reproduce::{result_dir, Claim, Ctx, Entry, Outcome, Paper, Verdict, Where, ALL_RESULTS, VERDICT_RULE};
 
 /// What `innet reproduce` was asked for.
 #[derive(Clone, Debug)]
@@ -150,9 +150,32 @@ fn ratio_text(c: &Claim) -> String {
     c.ratio().map_or_else(|| "-".to_string(), |r| format!("{r:.2}"))
 }
 
-fn holds_text(o: &Outcome) -> String {
-    let n = o.claims.iter().filter(|c| c.holds).count();
-    format!("{} ({n}/{})", if o.holds() { "yes" } else { "no" }, o.claims.len())
+/// The summary's verdict cell: "yes (3/3)" only for a result that holds;
+/// "partly (1/2)", "no (0/2)", "calibration", "model only (3/3 in the
+/// model)"; "+ k calibration" where claims were calibrations.
+pub fn verdict_text(o: &Outcome) -> String {
+    let (h, n, cal) = o.claim_counts();
+    let cal = if cal > 0 && n > 0 { format!(" + {cal} calibration") } else { String::new() };
+    match o.verdict() {
+        Verdict::Holds => format!("yes ({h}/{n}){cal}"),
+        Verdict::Partly => format!("partly ({h}/{n}){cal}"),
+        Verdict::DoesNotHold => format!("no ({h}/{n}){cal}"),
+        Verdict::Calibration => "calibration".to_string(),
+        Verdict::ModelOnly => format!("model only ({h}/{n} in the model){cal}"),
+    }
+}
+
+/// How many results have each verdict, in [`Verdict::ALL`] order.
+pub fn verdict_counts(ran: &[Ran]) -> Vec<(Verdict, usize)> {
+    Verdict::ALL
+        .iter()
+        .map(|v| (*v, ran.iter().filter(|r| r.outcome.as_ref().is_ok_and(|o| o.verdict() == *v)).count()))
+        .collect()
+}
+
+/// "14 holds, 3 partly, ..." for the header and the terminal.
+pub fn counts_line(ran: &[Ran]) -> String {
+    verdict_counts(ran).iter().map(|(v, n)| format!("{n} {}", v.name())).collect::<Vec<_>>().join(", ")
 }
 
 /// `p` relative to the report folder where it lies inside it.
@@ -214,6 +237,7 @@ struct Row {
     paper_num: String,
     ours: String,
     ratio: String,
+    obtained: String,
     holds: String,
     seconds: String,
 }
@@ -238,6 +262,7 @@ fn rows(ran: &[Ran], entries: &[Entry]) -> Vec<Row> {
                 paper_num: "-".into(),
                 ours: "-".into(),
                 ratio: "-".into(),
+                obtained: "-".into(),
                 holds: holds.into(),
                 seconds: "-".into(),
             };
@@ -253,7 +278,8 @@ fn rows(ran: &[Ran], entries: &[Entry]) -> Vec<Row> {
                             paper_num: paper_value(c),
                             ours: fmt_value(c.ours, &c.unit),
                             ratio: ratio_text(c),
-                            holds: holds_text(o),
+                            obtained: o.obtained.short().to_string(),
+                            holds: verdict_text(o),
                             seconds: format!("{:.1}", r.seconds),
                             ..blank("")
                         }
@@ -279,13 +305,13 @@ fn header_lines(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> 
     let commit = ran.first().map_or_else(crate::results::git_commit, |r| r.git_commit.clone());
     let load = std::fs::read_to_string("/proc/loadavg").map(|s| s.trim().to_string()).unwrap_or_default();
     let failed = ran.iter().filter(|r| r.outcome.is_err()).count();
-    let holds = ran.iter().filter(|r| r.outcome.as_ref().is_ok_and(|o| o.holds())).count();
     vec![
+        format!("**Verdict rule.** {VERDICT_RULE}"),
         format!(
-            "{} of the {} results run, {holds} hold every claim, {failed} failed, {} not registered; wall time \
-             {wall_s:.1} s",
+            "{} of the {} results run: {}; {failed} failed, {} not registered; wall time {wall_s:.1} s",
             ran.len(),
             ALL_RESULTS.len(),
+            counts_line(ran),
             ALL_RESULTS.iter().filter(|id| !entries.iter().any(|e| e.id == **id)).count()
         ),
         format!(
@@ -294,9 +320,11 @@ fn header_lines(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> 
             opts.seed,
             opts.runtime.name()
         ),
-        "\"holds\": whether the paper's conclusion behind each claim holds in our run, by the rule in the claim's \
-         row (yes only when every claim of the result holds; n/m counts the claims that hold). The summary shows each \
-         result's first claim; ratio = ours / paper's."
+        "\"holds\": the result's verdict (yes only when every compared claim holds; n/m counts the compared claims \
+         that hold; calibration claims are not compared). \"how obtained\": measured live, measured on the XDP data \
+         plane, the simulator with costs measured on this machine, or the simulator with a chosen model (each \
+         section names the measurement or the parameter and its source). The summary shows each result's first \
+         claim; ratio = ours / paper's."
             .to_string(),
     ]
 }
@@ -319,13 +347,16 @@ fn markdown(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Stri
         let _ = writeln!(s, "{l}\n");
     }
     let _ = writeln!(s, "## Summary\n");
-    let _ = writeln!(s, "| id | paper | figure | title | headline claim | paper | ours | ratio | holds | s |");
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "| id | paper | figure | title | headline claim | paper | ours | ratio | how obtained | holds | s |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
     for r in rows(ran, entries) {
         let link = if ran.iter().any(|x| x.id == r.id) { format!("[{0}](#{0})", r.id) } else { r.id.clone() };
         let _ = writeln!(
             s,
-            "| {link} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {link} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.paper,
             md_cell(&r.figure),
             md_cell(&r.title),
@@ -333,6 +364,7 @@ fn markdown(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Stri
             r.paper_num,
             r.ours,
             r.ratio,
+            r.obtained,
             r.holds,
             r.seconds
         );
@@ -347,6 +379,12 @@ fn markdown(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Stri
                 for p in &o.plots {
                     let _ = writeln!(s, "![{}]({})\n", r.id, rel(&opts.out, p).display());
                 }
+                let _ = writeln!(
+                    s,
+                    "**Verdict: {}.** How obtained: {}.\n",
+                    verdict_text(o),
+                    link_docs(&o.obtained.sentence(), &prefix, false)
+                );
                 let _ = writeln!(s, "| what | paper says | paper | ours | ratio | rule | holds |");
                 let _ = writeln!(s, "|---|---|---|---|---|---|---|");
                 for c in &o.claims {
@@ -359,11 +397,14 @@ fn markdown(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Stri
                         fmt_value(c.ours, &c.unit),
                         ratio_text(c),
                         md_cell(&c.rule),
-                        if c.holds { "yes" } else { "**no**" }
+                        match c.verdict_text() {
+                            "no" => "**no**",
+                            v => v,
+                        }
                     );
                 }
                 if let Some(w) = &o.why {
-                    let _ = writeln!(s, "\n**Why:** {}", link_docs(w, &prefix, false));
+                    let _ = writeln!(s, "\n**Caveat:** {}", link_docs(w, &prefix, false));
                 }
                 let _ = writeln!(s, "\n* Configuration: {}", o.config);
                 let ran_on = if o.ran_on == r.asked {
@@ -423,11 +464,11 @@ fn html_page(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Str
     for l in header_lines(opts, entries, ran, wall_s) {
         let _ = writeln!(s, "<p>{}</p>", escape(&l));
     }
-    s.push_str("<h2>Summary</h2>\n<table><tr><th>id</th><th>paper</th><th>figure</th><th>title</th><th>headline claim</th><th>paper</th><th>ours</th><th>ratio</th><th>holds</th><th>s</th></tr>\n");
+    s.push_str("<h2>Summary</h2>\n<table><tr><th>id</th><th>paper</th><th>figure</th><th>title</th><th>headline claim</th><th>paper</th><th>ours</th><th>ratio</th><th>how obtained</th><th>holds</th><th>s</th></tr>\n");
     for r in rows(ran, entries) {
         let class = if r.holds.starts_with("yes") {
             "yes"
-        } else if r.holds.starts_with("no") || r.holds == "failed" {
+        } else if r.holds.starts_with("no") || r.holds.starts_with("partly") || r.holds == "failed" {
             "no"
         } else {
             "gray"
@@ -439,7 +480,7 @@ fn html_page(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Str
         };
         let _ = writeln!(
             s,
-            "<tr class=\"{class}\"><td>{id}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr class=\"{class}\"><td>{id}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&r.paper),
             escape(&r.figure),
             escape(&r.title),
@@ -447,6 +488,7 @@ fn html_page(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Str
             escape(&r.paper_num),
             escape(&r.ours),
             escape(&r.ratio),
+            escape(&r.obtained),
             escape(&r.holds),
             escape(&r.seconds)
         );
@@ -487,24 +529,34 @@ fn html_page(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Str
                         }
                     }
                 }
+                let _ = writeln!(
+                    s,
+                    "<p><b>Verdict: {}.</b> How obtained: {}.</p>",
+                    escape(&verdict_text(o)),
+                    link_docs(&o.obtained.sentence(), &prefix, true)
+                );
                 s.push_str("<table><tr><th>what</th><th>paper says</th><th>paper</th><th>ours</th><th>ratio</th><th>rule</th><th>holds</th></tr>\n");
                 for c in &o.claims {
                     let _ = writeln!(
                         s,
                         "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                        if c.holds { "yes" } else { "no" },
+                        match c.verdict_text() {
+                            "yes" => "yes",
+                            "no" => "no",
+                            _ => "gray",
+                        },
                         escape(&c.what),
                         escape(&c.paper_text),
                         escape(&paper_value(c)),
                         escape(&fmt_value(c.ours, &c.unit)),
                         escape(&ratio_text(c)),
                         escape(&c.rule),
-                        if c.holds { "yes" } else { "no" }
+                        c.verdict_text()
                     );
                 }
                 s.push_str("</table>\n");
                 if let Some(w) = &o.why {
-                    let _ = writeln!(s, "<p><b>Why:</b> {}</p>", link_docs(w, &prefix, true));
+                    let _ = writeln!(s, "<p><b>Caveat:</b> {}</p>", link_docs(w, &prefix, true));
                 }
                 let recs: Vec<String> = o.records.iter().map(|p| rel(&opts.out, p).display().to_string()).collect();
                 let _ = writeln!(

@@ -15,7 +15,7 @@ use innet_core::Time;
 use innet_txn::Mode;
 use serde::Serialize;
 
-use crate::reproduce::{Claim, Ctx, Entry, Outcome, Paper, Where};
+use crate::reproduce::{store_measured, Claim, Ctx, Entry, Outcome, Paper, Where};
 use crate::txn::{summarize, TxnPointConfig, TxnPointResult};
 use crate::{plot, results, tpcc_bench, txn_sim};
 
@@ -363,15 +363,17 @@ pub fn run_fig11(ctx: &Ctx) -> anyhow::Result<Outcome> {
                 .into(),
             paper: Some(0.8),
             ours: cross,
+            calibration: false,
             unit: "locality".into(),
-            holds: (cross - 0.8).abs() <= 0.1,
-            rule: "ours within 0.1 of 0.8".into(),
+            holds: (cross / 0.8 - 1.0).abs() <= 0.1,
+            rule: "ours within 10% of 0.8".into(),
         },
         Claim {
             what: "Gotthard committed/s, locality 1.0 over 0.5".into(),
             paper_text: "\"as locality increases, so does Gotthard's performance\" (Section 5.3, Locality)".into(),
             paper: None,
             ours: rise,
+            calibration: false,
             unit: "x".into(),
             holds: rise > 1.0,
             rule: "above 1".into(),
@@ -383,19 +385,28 @@ pub fn run_fig11(ctx: &Ctx) -> anyhow::Result<Outcome> {
                 .into(),
             paper: None,
             ours: edge_gain,
+            calibration: false,
             unit: "x".into(),
             holds: edge_gain > 1.0,
             rule: "above 1".into(),
         },
     ];
-    let why = (!claims.iter().all(|c| c.holds)).then(|| {
+    let why = Some({
         format!(
             "Gotthard at the edges stays above forward and read cache down to locality 0.5 (crossover {cross:.2}, \
              paper ~0.8): a remote client's false positive costs one store round trip, and the store's ABORT \
              reply corrects the edge; docs/txn.md#gotthard-figure-11"
         )
     });
-    Ok(Outcome { claims, why, plots: vec![png], records: vec![jsonl], ran_on: Where::Sim, config })
+    Ok(Outcome {
+        claims,
+        why,
+        obtained: store_measured(),
+        plots: vec![png],
+        records: vec![jsonl],
+        ran_on: Where::Sim,
+        config,
+    })
 }
 
 // ------------------------------------------------------------- NOCC figures
@@ -509,6 +520,7 @@ pub fn run_nocc3(ctx: &Ctx) -> anyhow::Result<Outcome> {
                 .into(),
             paper: None,
             ours: nocc_over_occ,
+            calibration: false,
             unit: "x".into(),
             holds: fewer_everywhere,
             rule: "NOCC's store sends fewer aborts per commit than OCC's at every load of 2 clients or more".into(),
@@ -520,6 +532,7 @@ pub fn run_nocc3(ctx: &Ctx) -> anyhow::Result<Outcome> {
                 .into(),
             paper: None,
             ours: occ_growth,
+            calibration: false,
             unit: "x".into(),
             holds: occ_growth > 1.0,
             rule: "above 1".into(),
@@ -529,13 +542,22 @@ pub fn run_nocc3(ctx: &Ctx) -> anyhow::Result<Outcome> {
             paper_text: "\"the transaction latency scales linearly with the load\" (Section 4, Figure 3b)".into(),
             paper: None,
             ours: r2,
+            calibration: false,
             unit: "R^2".into(),
             holds: r2 >= 0.95,
             rule: "R^2 >= 0.95".into(),
         },
     ];
-    let why = (!claims.iter().all(|c| c.holds)).then(|| "see docs/txn.md#nocc-figure-3".to_string());
-    Ok(Outcome { claims, why, plots: vec![png], records: vec![jsonl], ran_on: Where::Sim, config })
+    let why = Some("see docs/txn.md#nocc-figure-3".to_string());
+    Ok(Outcome {
+        claims,
+        why,
+        obtained: store_measured(),
+        plots: vec![png],
+        records: vec![jsonl],
+        ran_on: Where::Sim,
+        config,
+    })
 }
 
 /// NOCC Figure 4.
@@ -584,6 +606,7 @@ pub fn run_nocc4(ctx: &Ctx) -> anyhow::Result<Outcome> {
             paper_text: "\"At 0.2 write ratio, NOCC's throughput is already 1.3x that of OCC\" (Section 4)".into(),
             paper: Some(1.3),
             ours: ratio(0.2),
+            calibration: false,
             unit: "x".into(),
             holds: within(ratio(0.2), 1.3, 0.1),
             rule: "ours within 10% of the paper's".into(),
@@ -593,6 +616,7 @@ pub fn run_nocc4(ctx: &Ctx) -> anyhow::Result<Outcome> {
             paper_text: "\"reaching 2.2x that of OCC at 1.0 write ratio\" (Section 4)".into(),
             paper: Some(2.2),
             ours: ratio(1.0),
+            calibration: false,
             unit: "x".into(),
             holds: within(ratio(1.0), 2.2, 0.1),
             rule: "ours within 10% of the paper's".into(),
@@ -602,21 +626,23 @@ pub fn run_nocc4(ctx: &Ctx) -> anyhow::Result<Outcome> {
             paper_text: "\"when the write ratio is 0, NOCC has no overhead compared to OCC\" (Section 4)".into(),
             paper: Some(1.0),
             ours: ratio(0.0),
+            calibration: false,
             unit: "x".into(),
-            holds: within(ratio(0.0), 1.0, 0.05),
-            rule: "ours within 5% of 1".into(),
+            holds: within(ratio(0.0), 1.0, 0.1),
+            rule: "ours within 10% of 1".into(),
         },
         Claim {
             what: format!("throughput kept from Zipf 0 to {z_hi}, NOCC's over OCC's"),
             paper_text: "NOCC \"is less affected by the increase in contention\" (Section 4, Figure 4b)".into(),
             paper: None,
             ours: less_affected,
+            calibration: false,
             unit: "x".into(),
             holds: less_affected > 1.0,
             rule: "above 1 (NOCC keeps a larger share of its Zipf-0 throughput)".into(),
         },
     ];
-    let why = (!claims.iter().all(|c| c.holds)).then(|| {
+    let why = Some({
         format!(
             "ours is a latency model: the store (2 us/packet) is under {:.0}% of a core, so NOCC's gain is the \
              shorter abort path alone and levels at {:.2}x from 0.4 writes, where the paper's Python store also \
@@ -626,7 +652,15 @@ pub fn run_nocc4(ctx: &Ctx) -> anyhow::Result<Outcome> {
             ratio(0.4)
         )
     });
-    Ok(Outcome { claims, why, plots: vec![png], records: vec![jsonl], ran_on: Where::Sim, config })
+    Ok(Outcome {
+        claims,
+        why,
+        obtained: store_measured(),
+        plots: vec![png],
+        records: vec![jsonl],
+        ran_on: Where::Sim,
+        config,
+    })
 }
 
 /// Runs this module's entry `id` (`innet bench txn --figure`).
