@@ -148,6 +148,16 @@ impl BackupCoordinator {
             if self.next_inst == u32::MAX {
                 break;
             }
+            // A coordinator suspected wrongly (a loaded machine) goes on
+            // deciding: an instance it has decided is no longer ours to
+            // start (learners may have trimmed it at the acceptors, which
+            // then drop our 1A for good).
+            if let Some(m) = self.max_seen {
+                self.next_inst = self.next_inst.max(m.saturating_add(1));
+            }
+            if self.next_inst == u32::MAX {
+                break;
+            }
             let Some(v) = self.queue.pop_front() else { break };
             let inst = self.next_inst;
             self.next_inst += 1;
@@ -329,6 +339,32 @@ mod tests {
         d.inst = 5;
         b.on_packet(ms(3), &d.encode(), &mut out);
         assert_eq!(b.instances_started, 3, "the decision of instance 5 made room for the third request");
+    }
+
+    /// A live coordinator suspected wrongly goes on deciding instances after
+    /// the takeover: the backup starts its requests past every instance it
+    /// has seen decided (the acceptors may have trimmed those, and would
+    /// drop its 1A for them for good).
+    #[test]
+    fn starts_past_what_a_wrongly_suspected_coordinator_went_on_deciding() {
+        let mut b = backup();
+        let mut out = Outbox::new();
+        let mut d = PaxosMsg::new(MsgType::Decided);
+        d.inst = 4;
+        d.acptid = crate::vote_counter::COUNTER_ACPTID;
+        b.on_packet(ms(0), &d.encode(), &mut out);
+        b.take_over(ms(1), &mut out);
+        // The old coordinator decides instances 5..=40 meanwhile.
+        d.inst = 40;
+        b.on_packet(ms(2), &d.encode(), &mut out);
+        out.sends.clear();
+        let mut req = PaxosMsg::new(MsgType::Request);
+        req.value = Value::new(b"late").unwrap();
+        b.on_packet(ms(3), &req.encode(), &mut out);
+        let started: Vec<u32> = b.slots.keys().copied().collect();
+        assert_eq!(started, vec![41], "the request goes past the last decided instance");
+        let p1a: Vec<u32> = out.sends.iter().map(|(_, m)| PaxosMsg::decode(m).unwrap()).map(|m| m.inst).collect();
+        assert!(!p1a.is_empty() && p1a.iter().all(|i| *i == 41), "phase 1 for instance 41 only: {p1a:?}");
     }
 
     /// Paxos phase 1 at takeover: a value voted under the old coordinator
