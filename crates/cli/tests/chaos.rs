@@ -77,7 +77,6 @@ fn chain_stays_linearizable_under_attack_and_kills() {
 /// id from another address is taken, and while a request a switch aborted,
 /// replayed, commits (issue 21 item 1, branch `hostile`).
 #[test]
-#[ignore = "still finds violations after the issue 21 fixes were merged (2026-11-27): open, see docs/security.md"]
 fn transactions_stay_serializable_under_attack_and_kills() {
     let out = chaos(ChaosService::Txn, 1);
     check_report(&out, ChaosService::Txn, &["store", "switch"], true);
@@ -88,7 +87,6 @@ fn transactions_stay_serializable_under_attack_and_kills() {
 /// and every message type forged. Fails while a REQUEST forged under a
 /// real proposer's id is delivered (issue 21 item 1, branch `hostile`).
 #[test]
-#[ignore = "still finds violations after the issue 21 fixes were merged (2026-11-27): open, see docs/security.md"]
 fn paxos_keeps_agreement_and_exactly_once_under_attack_and_kills() {
     let out = chaos(ChaosService::Paxos, 1);
     check_report(&out, ChaosService::Paxos, &["coordinator", "acceptor0", "acceptor1", "acceptor2", "backup"], false);

@@ -344,6 +344,16 @@ pub fn client_run(c: &ClientRun, stop: &Stop) -> anyhow::Result<TpccResult> {
     let helper = helper.ok_or_else(|| anyhow::anyhow!("client ids overflow: lower --client-id"))?;
     let direct =
         LiveSending { target: c.store.unwrap_or(c.sending.target), client_delay: Duration::ZERO, ..c.sending.clone() };
+    // The helper loads and reads back from one socket: a switch binds a
+    // client id to the address of its first request, and refuses the id
+    // from any other (a new socket for the read-back got BADREQ).
+    let direct = match &direct.socket {
+        Some(_) => direct,
+        None => {
+            let socket = bind(bind_addr_for(direct.target))?;
+            direct.from_socket(socket)
+        }
+    };
     if c.populate {
         populate(&direct, &p.scale(), p.seed, helper, stop)?;
     }
