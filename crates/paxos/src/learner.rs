@@ -13,8 +13,11 @@
 //!   low-water mark and the request ids delivered above it, within two
 //!   bounds (issue 21: it used to grow per distinct pair forever): at most
 //!   [`SEEN_AHEAD_MAX`] ids above the mark (beyond, the mark moves up to
-//!   the lowest recorded id, and an id below it that was never delivered
-//!   would be taken for a duplicate), and at most [`SEEN_PROPOSERS_MAX`]
+//!   the lowest recorded id, and remembers the ids it passed that were
+//!   never delivered, at most [`SEEN_MISSING_MAX`], so that a value
+//!   resubmitted and decided late is still delivered once: a loaded machine
+//!   decides thousands of a proposer's later requests before one whose
+//!   first REQUEST was lost), and at most [`SEEN_PROPOSERS_MAX`]
 //!   proposer ids (beyond, the least recently delivered record goes,
 //!   outsiders' block first; that proposer's resubmitted values chosen
 //!   twice after that would be delivered twice). docs/paxos.md says what
@@ -57,6 +60,12 @@ pub const MAX_AHEAD: u32 = 1 << 20;
 /// mark: far more than a proposer has in flight (outstanding values times
 /// [`crate::envelope::PACK_MAX`]).
 pub const SEEN_AHEAD_MAX: usize = 4096;
+/// Ids below one proposer's low-water mark that the mark passed without
+/// their delivery (requests still being resubmitted), remembered so they
+/// are delivered when they come: far more than a proposer has in flight.
+/// Beyond it the oldest is given up (`dedup_given_up`): should it come
+/// after all, it would be taken for a duplicate.
+pub const SEEN_MISSING_MAX: usize = 4096;
 /// Proposer ids whose duplicate records a learner keeps: every deployment
 /// proposer's block ([`crate::envelope::PROPOSERS_MAX`]) with room for
 /// restarts (incarnations).
@@ -128,27 +137,44 @@ struct Seen {
     /// [`SEEN_AHEAD_MAX`]).
     low: u32,
     above: BTreeSet<u32>,
+    /// Ids below `low` never delivered (the mark passed them at the bound).
+    missing: BTreeSet<u32>,
     /// When it last recorded a delivery (the learner's delivery count).
     used: u64,
 }
 
 impl Seen {
-    /// Records `r`; false if it was already there. The second value is
-    /// whether the low-water mark jumped past ids never delivered.
-    fn insert(&mut self, r: u32) -> (bool, bool) {
-        if r < self.low || !self.above.insert(r) {
-            return (false, false);
+    /// Records `r`; false if it was already there. Also returns how often
+    /// the low-water mark jumped past ids never delivered, and how many of
+    /// those it gave up (beyond [`SEEN_MISSING_MAX`]).
+    fn insert(&mut self, r: u32) -> (bool, u64, u64) {
+        if r < self.low {
+            return (self.missing.remove(&r), 0, 0);
         }
-        let mut jumped = false;
+        if !self.above.insert(r) {
+            return (false, 0, 0);
+        }
+        let (mut jumped, mut given_up) = (0, 0);
         loop {
             while self.above.remove(&self.low) {
                 self.low = self.low.saturating_add(1);
             }
             if self.above.len() <= SEEN_AHEAD_MAX {
-                return (true, jumped);
+                return (true, jumped, given_up);
             }
-            jumped = true;
-            self.low = *self.above.first().expect("more than the bound");
+            jumped += 1;
+            let first = *self.above.first().expect("more than the bound");
+            // The ids passed now were never delivered: the highest of them
+            // are remembered (a gap wider than the bound is a sender's
+            // choice, not requests in flight).
+            let from = self.low.max(first.saturating_sub(SEEN_MISSING_MAX as u32));
+            given_up += u64::from(from - self.low);
+            self.missing.extend(from..first);
+            while self.missing.len() > SEEN_MISSING_MAX {
+                self.missing.pop_first();
+                given_up += 1;
+            }
+            self.low = first;
         }
     }
 }
@@ -182,9 +208,10 @@ impl SeenTable {
         let s = self.records.entry(proposer).or_default();
         self.by_use.remove(&Self::key(proposer, s));
         s.used = self.uses;
-        let (fresh, jumped) = s.insert(request);
+        let (fresh, jumped, given_up) = s.insert(request);
         self.by_use.insert(Self::key(proposer, s));
-        stats.dedup_jumped += jumped as u64;
+        stats.dedup_jumped += jumped;
+        stats.dedup_given_up += given_up;
         fresh
     }
 }
@@ -209,8 +236,13 @@ pub struct LearnerStats {
     pub malformed: u64,
     /// Duplicate records dropped at [`SEEN_PROPOSERS_MAX`].
     pub dedup_evicted: u64,
-    /// Low-water marks moved past undelivered ids at [`SEEN_AHEAD_MAX`].
+    /// Low-water marks moved past undelivered ids at [`SEEN_AHEAD_MAX`]
+    /// (those ids are remembered, up to [`SEEN_MISSING_MAX`]).
     pub dedup_jumped: u64,
+    /// Undelivered ids the duplicate filter stopped remembering at
+    /// [`SEEN_MISSING_MAX`]: one that comes after all is dropped as a
+    /// duplicate.
+    pub dedup_given_up: u64,
 }
 
 impl Counters for LearnerStats {
@@ -227,6 +259,7 @@ impl Counters for LearnerStats {
             ("malformed", self.malformed),
             ("dedup_evicted", self.dedup_evicted),
             ("dedup_jumped", self.dedup_jumped),
+            ("dedup_given_up", self.dedup_given_up),
         ]
     }
 }
@@ -599,6 +632,25 @@ mod tests {
         assert!(rec.above.len() <= SEEN_AHEAD_MAX, "{} ids above the mark", rec.above.len());
         assert_eq!((rec.low, l.stats.dedup_jumped), (SEEN_AHEAD_MAX as u32 + 11, 1));
         assert_eq!(next(&mut l, own, 3), DeliveryKind::Duplicate);
+        // A request decided late, after more than the bound of its
+        // proposer's later ones (its first REQUEST lost, resubmitted): the
+        // mark moved past it, and it is still delivered, once.
+        let late = SEEN_AHEAD_MAX as u32 + 11;
+        for r in late + 1..=late + SEEN_AHEAD_MAX as u32 + 5 {
+            assert_eq!(next(&mut l, own, r), DeliveryKind::Value);
+        }
+        assert!(l.seen.records[&own].low > late && l.stats.dedup_jumped >= 2);
+        assert_eq!(next(&mut l, own, late), DeliveryKind::Value, "a late value is not lost");
+        assert_eq!(next(&mut l, own, late), DeliveryKind::Duplicate, "and delivered once");
+        assert_eq!(l.stats.dedup_given_up, 0);
+        // A gap a sender chose (ids far ahead) is remembered only up to
+        // its bound; the rest is given up and counted.
+        let far = late + 10 * SEEN_AHEAD_MAX as u32;
+        for r in far..=far + SEEN_AHEAD_MAX as u32 {
+            next(&mut l, own, r);
+        }
+        assert!(l.seen.records[&own].missing.len() <= SEEN_MISSING_MAX);
+        assert!(l.stats.dedup_given_up > 0);
         // An outsider cycling through fresh ids evicts only outsiders.
         for p in 1..=SEEN_PROPOSERS_MAX as u32 + 100 {
             assert_eq!(next(&mut l, p, 1), DeliveryKind::Value);
