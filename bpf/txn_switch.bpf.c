@@ -853,10 +853,12 @@ int xdp_txn_switch(struct xdp_md *ctx)
 		}
 	}
 	/* Bytes past the last op are never read (as the Rust parser): copy at
-	 * most one maximal packet into scratch, and back. */
+	 * most one maximal packet into scratch (a sealed one is there already),
+	 * and back. */
 	__u32 copy = len < INNET_TXN_MAX_PACKET_LEN ? len : INNET_TXN_MAX_PACKET_LEN;
 	barrier_var(copy); /* keep clang from folding the bound check below */
-	if (copy > 0 && copy <= INNET_TXN_MAX_PACKET_LEN && bpf_xdp_load_bytes(ctx, offset, buf, copy) < 0)
+	if (!(auth && from_store) && copy > 0 && copy <= INNET_TXN_MAX_PACKET_LEN &&
+	    bpf_xdp_load_bytes(ctx, offset, buf, copy) < 0)
 		return XDP_PASS;
 	int verdict = txn_process(len, from_store);
 	if (verdict == INNET_VERDICT_DROP)
