@@ -29,6 +29,16 @@
  * several CPUs a table update can be lost, which costs a cache miss or a
  * missed abort, never a wrong commit (the store still validates).
  *
+ * With --auth-key (txn_auth on, innet_auth.h): what arrives on the store
+ * port must end in a MAC trailer that checks (counted under auth_refused
+ * and dropped otherwise), and is processed without it; what the switch
+ * sends to the store port is sealed; what it sends towards the clients is
+ * not (the reference clients cannot carry a MAC: innet_live::txn). The
+ * store runs with `innet store --auth-key F` and no --downstream, so it
+ * seals its replies to the clients' addresses, which come back through
+ * this switch. A payload sealed here is its first INNET_TXN_MAX_PACKET_LEN
+ * bytes (the Rust parser never reads past the last op).
+ *
  * xdp_bounce() is the bare baseline: swap addresses of UDP to the configured
  * port and XDP_TX, no state.
  */
@@ -40,6 +50,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include "innet_auth.h"
 #include "innet_txn_switch.h"
 #include "innet_xdp.h"
 
@@ -63,6 +74,9 @@ struct {
 	__type(key, struct innet_txn_route_key);
 	__type(value, struct innet_txn_route);
 } txn_routes SEC(".maps");
+
+/* --auth-key (innet_auth.h): off unless the loader turns it on. */
+MAP(txn_auth, BPF_MAP_TYPE_ARRAY, 1, struct innet_auth);
 
 /* Every decision counted (INNET_TXN_CTR_*). */
 MAP(txn_counters, BPF_MAP_TYPE_ARRAY, INNET_TXN_CTR_COUNT, __u64);
@@ -764,6 +778,46 @@ __noinline int txn_process(__u32 len, __u32 from_upstream)
 	return validate_compares(n, mode == INNET_TXN_MODE_OPTIMISTIC_ABORT);
 }
 
+/* Words of the longest message the switch seals or opens. */
+#define AUTH_MAX_WORDS ((INNET_TXN_MAX_PACKET_LEN + 7) / 8)
+_Static_assert(8 * AUTH_MAX_WORDS + 7 <= SCRATCH_LEN, "innet_siphash_bytes_id reads within scratch");
+
+/* --auth-key: the keys, if on. */
+static __always_inline struct innet_auth *auth_keys(void)
+{
+	__u32 zero = 0;
+	struct innet_auth *a = bpf_map_lookup_elem(&txn_auth, &zero);
+	return a && a->on ? a : 0;
+}
+
+/* Makes the frame's UDP payload (at `offset`) `len` bytes long, fixing the
+ * IPv4 and UDP lengths and the IPv4 checksum; 0 if it cannot. */
+static __always_inline int set_payload_len(struct xdp_md *ctx, __u32 port, __u32 offset, __u32 len)
+{
+	int delta = (int)(offset + len) - (int)(ctx->data_end - ctx->data);
+	if (delta != 0 && bpf_xdp_adjust_tail(ctx, delta) < 0)
+		return 0;
+	struct l234 l;
+	if (!parse_l234(ctx, port, &l))
+		return 0;
+	l.ip->tot_len = bpf_htons((__u16)(sizeof(struct iphdr) + sizeof(struct udphdr) + len));
+	l.udp->len = bpf_htons((__u16)(sizeof(struct udphdr) + len));
+	ip_checksum(l.ip);
+	return 1;
+}
+
+/* The payload's first `len` bytes (in scratch, at `offset` in the frame)
+ * followed by their trailer under the sealing key. */
+static __always_inline int seal_payload(struct xdp_md *ctx, struct innet_auth *a, __u32 port, __u32 offset,
+					 const __u8 *buf, __u32 len)
+{
+	__u8 trailer[INNET_AUTH_TRAILER_LEN];
+	innet_auth_seal_bytes(a, buf, len, AUTH_MAX_WORDS, trailer);
+	if (!set_payload_len(ctx, port, offset, len + INNET_AUTH_TRAILER_LEN))
+		return 0;
+	return bpf_xdp_store_bytes(ctx, offset + len, trailer, INNET_AUTH_TRAILER_LEN) == 0;
+}
+
 SEC("xdp")
 int xdp_txn_switch(struct xdp_md *ctx)
 {
@@ -780,18 +834,46 @@ int xdp_txn_switch(struct xdp_md *ctx)
 	void *end = (void *)(long)ctx->data_end;
 	__u32 offset = (__u32)((void *)(l.udp + 1) - data);
 	__u32 len = udp_payload_len(&l, end);
+	__u32 from_store = ctx->ingress_ifindex == cfg->store_ifindex;
+	struct innet_auth *auth = auth_keys();
+	if (auth && from_store) {
+		/* The store's packets end in a trailer: checked below, then off. */
+		__u8 trailer[INNET_AUTH_TRAILER_LEN];
+		if (len < INNET_AUTH_TRAILER_LEN || len - INNET_AUTH_TRAILER_LEN > INNET_TXN_MAX_PACKET_LEN ||
+		    bpf_xdp_load_bytes(ctx, offset + len - INNET_AUTH_TRAILER_LEN, trailer, INNET_AUTH_TRAILER_LEN) < 0) {
+			count(INNET_TXN_CTR_AUTH_REFUSED);
+			return XDP_DROP;
+		}
+		len -= INNET_AUTH_TRAILER_LEN;
+		barrier_var(len);
+		if (len > INNET_TXN_MAX_PACKET_LEN || (len > 0 && bpf_xdp_load_bytes(ctx, offset, buf, len) < 0) ||
+		    !innet_auth_open_bytes(auth, buf, len, AUTH_MAX_WORDS, trailer)) {
+			count(INNET_TXN_CTR_AUTH_REFUSED);
+			return XDP_DROP;
+		}
+	}
 	/* Bytes past the last op are never read (as the Rust parser): copy at
-	 * most one maximal packet into scratch, and back. */
+	 * most one maximal packet into scratch (a sealed one is there already),
+	 * and back. */
 	__u32 copy = len < INNET_TXN_MAX_PACKET_LEN ? len : INNET_TXN_MAX_PACKET_LEN;
 	barrier_var(copy); /* keep clang from folding the bound check below */
-	if (copy > 0 && copy <= INNET_TXN_MAX_PACKET_LEN && bpf_xdp_load_bytes(ctx, offset, buf, copy) < 0)
+	if (!(auth && from_store) && copy > 0 && copy <= INNET_TXN_MAX_PACKET_LEN &&
+	    bpf_xdp_load_bytes(ctx, offset, buf, copy) < 0)
 		return XDP_PASS;
-	int verdict = txn_process(len, ctx->ingress_ifindex == cfg->store_ifindex);
+	int verdict = txn_process(len, from_store);
 	if (verdict == INNET_VERDICT_DROP)
 		return XDP_DROP;
 	barrier_var(copy);
 	if (copy > 0 && copy <= INNET_TXN_MAX_PACKET_LEN && bpf_xdp_store_bytes(ctx, offset, buf, copy) < 0)
 		return XDP_DROP;
+	if (auth) {
+		/* Sealed towards the store, bare towards the clients. */
+		int to_store = verdict == INNET_VERDICT_UPSTREAM || (verdict == INNET_VERDICT_REFLECT && from_store);
+		if (to_store && !seal_payload(ctx, auth, cfg->udp_port, offset, buf, copy))
+			return XDP_DROP;
+		if (!to_store && from_store && !set_payload_len(ctx, cfg->udp_port, offset, copy))
+			return XDP_DROP;
+	}
 	/* Headers again: the helpers invalidated packet pointers. */
 	if (!parse_l234(ctx, cfg->udp_port, &l))
 		return XDP_DROP;

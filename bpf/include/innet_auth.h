@@ -8,9 +8,11 @@
  *
  * SipHash-2-4 as in Aumasson and Bernstein, "SipHash: a fast short-input
  * PRF" (2012), section 2: 64-bit add, rotate and xor, two rounds per 8-byte
- * word, four to finish. Here for messages of a whole number of 8-byte
- * words, read from the packet (the Paxos header: 6 words), so the last
- * block holds only the key id and the length. Include after bpf_helpers.h.
+ * word, four to finish. Two forms: for messages of a whole number of
+ * 8-byte words read from the packet (the Paxos header: 6 words, so the last
+ * block holds only the key id and the length), and for messages of any
+ * length up to a bound in a buffer (the transaction header and its ops, in
+ * the switch's scratch map). Include after bpf_helpers.h.
  */
 #ifndef INNET_AUTH_H
 #define INNET_AUTH_H
@@ -58,50 +60,127 @@ _Static_assert(sizeof(struct innet_auth) == INNET_AUTH_SIZE, "auth config size")
 		v2 = INNET_ROTL(v2, 32);                                              \
 	} while (0)
 
+/* SipHash-2-4's state, its compression of one 8-byte word, and its
+ * finalization with the last block `b` (the input's last len % 8 bytes and
+ * its length mod 256 in the top byte). */
+struct innet_sip {
+	__u64 v0, v1, v2, v3;
+};
+
+static __always_inline void innet_sip_init(struct innet_sip *s, const struct innet_auth_key *k)
+{
+	s->v0 = k->k0 ^ 0x736f6d6570736575ULL;
+	s->v1 = k->k1 ^ 0x646f72616e646f6dULL;
+	s->v2 = k->k0 ^ 0x6c7967656e657261ULL;
+	s->v3 = k->k1 ^ 0x7465646279746573ULL;
+}
+
+static __always_inline void innet_sip_word(struct innet_sip *s, __u64 w)
+{
+	s->v3 ^= w;
+	INNET_SIPROUND(s->v0, s->v1, s->v2, s->v3);
+	INNET_SIPROUND(s->v0, s->v1, s->v2, s->v3);
+	s->v0 ^= w;
+}
+
+static __always_inline __u64 innet_sip_finish(struct innet_sip *s, __u64 b)
+{
+	innet_sip_word(s, b);
+	s->v2 ^= 0xff;
+	INNET_SIPROUND(s->v0, s->v1, s->v2, s->v3);
+	INNET_SIPROUND(s->v0, s->v1, s->v2, s->v3);
+	INNET_SIPROUND(s->v0, s->v1, s->v2, s->v3);
+	INNET_SIPROUND(s->v0, s->v1, s->v2, s->v3);
+	return s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
+}
+
 /* SipHash-2-4 under `k` of the `words` 8-byte words at `m` followed by the
  * byte `id` (`words` a constant: the loop unrolls). */
 static __always_inline __u64 innet_siphash_words_id(const struct innet_auth_key *k, const __u8 *m, __u32 words,
 						      __u8 id)
 {
-	__u64 v0 = k->k0 ^ 0x736f6d6570736575ULL;
-	__u64 v1 = k->k1 ^ 0x646f72616e646f6dULL;
-	__u64 v2 = k->k0 ^ 0x6c7967656e657261ULL;
-	__u64 v3 = k->k1 ^ 0x7465646279746573ULL;
+	struct innet_sip s;
+	innet_sip_init(&s, k);
 #pragma unroll
 	for (__u32 i = 0; i < words; i++) {
 		__u64 w;
 		__builtin_memcpy(&w, m + 8 * i, 8);
-		v3 ^= w;
-		INNET_SIPROUND(v0, v1, v2, v3);
-		INNET_SIPROUND(v0, v1, v2, v3);
-		v0 ^= w;
+		innet_sip_word(&s, w);
 	}
-	__u64 b = ((__u64)(8 * words + 1) << 56) | id;
-	v3 ^= b;
-	INNET_SIPROUND(v0, v1, v2, v3);
-	INNET_SIPROUND(v0, v1, v2, v3);
-	v0 ^= b;
-	v2 ^= 0xff;
-	INNET_SIPROUND(v0, v1, v2, v3);
-	INNET_SIPROUND(v0, v1, v2, v3);
-	INNET_SIPROUND(v0, v1, v2, v3);
-	INNET_SIPROUND(v0, v1, v2, v3);
-	return v0 ^ v1 ^ v2 ^ v3;
+	return innet_sip_finish(&s, ((__u64)(8 * words + 1) << 56) | id);
+}
+
+/* SipHash-2-4 under `k` of the `len` bytes at `m` followed by the byte
+ * `id`, for messages of any length up to 8 * `max_words` bytes (`m` a
+ * buffer, such as a map value, of at least 8 * `max_words` + 8 bytes;
+ * `max_words` a constant). Longer messages hash their first 8 *
+ * `max_words` bytes only: callers refuse them first. */
+static __always_inline __u64 innet_siphash_bytes_id(const struct innet_auth_key *k, const __u8 *m, __u32 len,
+						      __u32 max_words, __u8 id)
+{
+	struct innet_sip s;
+	innet_sip_init(&s, k);
+	__u32 words = len >> 3;
+	if (words > max_words)
+		words = max_words;
+	for (__u32 i = 0; i < max_words && i < words; i++) {
+		__u64 w;
+		__builtin_memcpy(&w, m + 8 * i, 8);
+		innet_sip_word(&s, w);
+	}
+	/* The message's last len % 8 bytes, then the key id. */
+	__u32 rest = len & 7;
+	const __u8 *t = m + 8 * words;
+	__u64 b = 0;
+	for (__u32 j = 0; j < 7; j++)
+		if (j < rest)
+			b |= (__u64)t[j] << (8 * j);
+	b |= (__u64)id << (8 * rest);
+	if (rest == 7) {
+		/* message || id fills a word: the last block holds only the length. */
+		innet_sip_word(&s, b);
+		b = 0;
+	}
+	return innet_sip_finish(&s, b | ((__u64)(len + 1) << 56));
+}
+
+/* The key whose id is `id`, or 0. */
+static __always_inline const struct innet_auth_key *innet_auth_key_of(const struct innet_auth *a, __u8 id)
+{
+#pragma unroll
+	for (int i = 0; i < INNET_AUTH_MAX_KEYS; i++)
+		if (a->keys[i].valid && a->keys[i].id == id)
+			return &a->keys[i];
+	return 0;
+}
+
+static __always_inline __u64 innet_auth_tag_of(const __u8 *t)
+{
+	__u64 tag;
+	__builtin_memcpy(&tag, t + 1, 8);
+	return tag;
 }
 
 /* AuthKeys::open for the `words`-word message at `m` and its trailer at
  * `t`: 1 if the tag checks under the key its id names. */
 static __always_inline int innet_auth_open(const struct innet_auth *a, const __u8 *m, __u32 words, const __u8 *t)
 {
-	__u64 tag;
-	__builtin_memcpy(&tag, t + 1, 8);
-#pragma unroll
-	for (int i = 0; i < INNET_AUTH_MAX_KEYS; i++) {
-		const struct innet_auth_key *k = &a->keys[i];
-		if (k->valid && k->id == t[0])
-			return innet_siphash_words_id(k, m, words, t[0]) == tag;
-	}
-	return 0;
+	const struct innet_auth_key *k = innet_auth_key_of(a, t[0]);
+	return k && innet_siphash_words_id(k, m, words, t[0]) == innet_auth_tag_of(t);
+}
+
+/* innet_auth_open for the `len`-byte message at `m` (innet_siphash_bytes_id). */
+static __always_inline int innet_auth_open_bytes(const struct innet_auth *a, const __u8 *m, __u32 len,
+						 __u32 max_words, const __u8 *t)
+{
+	const struct innet_auth_key *k = innet_auth_key_of(a, t[0]);
+	return k && innet_siphash_bytes_id(k, m, len, max_words, t[0]) == innet_auth_tag_of(t);
+}
+
+static __always_inline void innet_auth_trailer(__u8 *t, const struct innet_auth_key *k, __u64 tag)
+{
+	t[0] = (__u8)k->id;
+	__builtin_memcpy(t + 1, &tag, 8);
 }
 
 /* AuthKeys::seal_in_place: writes the trailer of the `words`-word message
@@ -109,9 +188,15 @@ static __always_inline int innet_auth_open(const struct innet_auth *a, const __u
 static __always_inline void innet_auth_seal(const struct innet_auth *a, const __u8 *m, __u32 words, __u8 *t)
 {
 	const struct innet_auth_key *k = &a->keys[0];
-	__u64 tag = innet_siphash_words_id(k, m, words, (__u8)k->id);
-	t[0] = (__u8)k->id;
-	__builtin_memcpy(t + 1, &tag, 8);
+	innet_auth_trailer(t, k, innet_siphash_words_id(k, m, words, (__u8)k->id));
+}
+
+/* innet_auth_seal for the `len`-byte message at `m` (innet_siphash_bytes_id). */
+static __always_inline void innet_auth_seal_bytes(const struct innet_auth *a, const __u8 *m, __u32 len,
+						  __u32 max_words, __u8 *t)
+{
+	const struct innet_auth_key *k = &a->keys[0];
+	innet_auth_trailer(t, k, innet_siphash_bytes_id(k, m, len, max_words, (__u8)k->id));
 }
 
 #endif /* INNET_AUTH_H */

@@ -56,7 +56,8 @@
 #define INNET_TXN_CTR_DROPPED_MALFORMED 18 /* + INNET_TXN_ERR_* */
 #define INNET_TXN_CTR_SWITCH_COUNT 24	   /* counters the Rust reference has */
 #define INNET_TXN_CTR_XDP_PASSED_OTHER 24 /* not transaction traffic: XDP_PASS */
-#define INNET_TXN_CTR_COUNT 25
+#define INNET_TXN_CTR_AUTH_REFUSED 25	   /* --auth-key: from the store port without a trailer that checks */
+#define INNET_TXN_CTR_COUNT 26
 _Static_assert(INNET_TXN_CTR_DROPPED_MALFORMED + INNET_TXN_ERR_COUNT == INNET_TXN_CTR_SWITCH_COUNT, "counter layout");
 
 /* Map txn_config (array, 1 entry): written by the loader before attach. */

@@ -297,7 +297,7 @@ pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
             chain_keys: a.keys,
             ..innet_exp::up::UpLoad::default()
         };
-        return crate::live_cmd::run_topology(&a.deployment, &a.metrics, "chain", load);
+        return crate::live_cmd::run_topology(&a.deployment, &a.metrics, "chain", None, load);
     }
     use innet_live::chain::{run_drill, DrillConfig, LiveChain, LiveChainConfig};
     let protocol: Protocol = a.protocol.parse().map_err(anyhow::Error::msg)?;

@@ -12,9 +12,10 @@ use clap::{ArgGroup, Args, Subcommand};
 use innet_core::Counters;
 use innet_exp::metrics::Sources;
 use innet_exp::txn_client;
+use innet_live::auth::PeerAuth;
 use innet_live::topology::{self, Topology};
 use innet_live::txn::{
-    spawn_store_delayed, spawn_txn_switch, start_local, LocalConfig, StoreData, StoreReport, SwitchConfig,
+    spawn_store_delayed, spawn_txn_switch, start_local, LocalConfig, StoreAccess, StoreData, StoreReport, SwitchConfig,
 };
 use innet_live::Stop;
 use innet_txn::switch::CACHE_SLOTS_DEFAULT;
@@ -66,6 +67,11 @@ pub(crate) fn print_line(s: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{s}");
     let _ = out.flush();
+}
+
+/// `--auth-key FILE` read and checked: one line naming the file and the fault.
+pub(crate) fn read_auth_key(file: Option<&std::path::Path>) -> anyhow::Result<Option<innet_core::auth::AuthKeys>> {
+    file.map(|f| innet_live::auth::read_key_file(f).map_err(anyhow::Error::msg)).transpose()
 }
 
 pub(crate) fn signals() -> anyhow::Result<Stop> {
@@ -150,6 +156,13 @@ struct UpTxnArgs {
     /// Switch cache slots (a power of two >= 4).
     #[arg(long, default_value_t = CACHE_SLOTS_DEFAULT, value_parser = innet_exp::parse::cache_slots)]
     cache_slots: usize,
+    /// Key file (lines `ID HEX`, 32 hex digits; the first seals, at most 2):
+    /// every datagram between store and switch(es) carries a SipHash-2-4 MAC
+    /// trailer, and one from a node's address without it is refused;
+    /// clients stay unsealed (docs/security.md). With --topology it
+    /// replaces the file's `auth_key`.
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<PathBuf>,
     #[command(flatten)]
     deployment: TopologyArgs,
     #[command(flatten)]
@@ -211,15 +224,20 @@ pub(crate) fn parse_place(s: &str) -> Result<(String, std::net::IpAddr), String>
 /// nodes, prints `NAME HOST:PORT` for each, runs load nodes for
 /// `load.duration` (or until Ctrl-C), then prints every counter and each
 /// load group's result.
+/// `auth_key` (`--auth-key`) replaces the file's `auth_key`.
 pub fn run_topology(
     t: &TopologyArgs,
     metrics: &MetricsArgs,
     service: &str,
+    auth_key: Option<&std::path::Path>,
     mut load: innet_exp::up::UpLoad,
 ) -> anyhow::Result<i32> {
     let path = t.topology.as_ref().expect("called with --topology");
     let mut topo = Topology::load(path)?;
     topo.place(&t.place)?;
+    if let Some(k) = auth_key {
+        topo.auth_key = Some(k.to_path_buf());
+    }
     anyhow::ensure!(
         topo.service.name() == service,
         "{} is a {} topology: run `innet up {}`",
@@ -269,7 +287,7 @@ pub fn run_up(a: UpCmd) -> anyhow::Result<i32> {
             workload,
             ..innet_exp::up::UpLoad::default()
         };
-        return run_topology(&a.deployment, &a.metrics, "txn", load);
+        return run_topology(&a.deployment, &a.metrics, "txn", a.auth_key.as_deref(), load);
     }
     let stop = signals()?;
     let mut cfg = LocalConfig::new(a.mode);
@@ -280,6 +298,7 @@ pub fn run_up(a: UpCmd) -> anyhow::Result<i32> {
     cfg.allow_reset = a.allow_reset;
     cfg.store_listen = a.store_listen;
     cfg.switch_listen = a.switch_listen;
+    cfg.auth = read_auth_key(a.auth_key.as_deref())?;
     let net = start_local(&cfg, &stop)?;
     let sources = Sources::default();
     sources.host("store", "store", "store", net.store.live());
@@ -403,6 +422,12 @@ pub struct StoreArgs {
     /// store (the XDP testbed).
     #[arg(long, value_delimiter = ',', value_parser = parse_addr)]
     downstream: Vec<SocketAddr>,
+    /// Key file (as `innet up txn --auth-key`): what the store sends to the
+    /// --downstream addresses is sealed, and what comes from them must be;
+    /// without --downstream, every sender's (a store only its switch
+    /// reaches, which seals, as an XDP switch with keys does).
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<PathBuf>,
     #[command(flatten)]
     metrics: MetricsArgs,
 }
@@ -416,7 +441,12 @@ pub fn run_store(a: StoreArgs) -> anyhow::Result<i32> {
     };
     let delay = Duration::from_secs_f64(a.link_delay_ms / 1e3);
     let peers = (!a.downstream.is_empty()).then_some(a.downstream.clone());
-    let node = spawn_store_delayed("store", a.listen, &data, delay, a.allow_reset, peers, &stop)?;
+    let auth = read_auth_key(a.auth_key.as_deref())?.map(|k| match &peers {
+        Some(p) => PeerAuth::peers(k, p.iter().copied()),
+        None => PeerAuth::all(k),
+    });
+    let access = StoreAccess { peers, auth };
+    let node = spawn_store_delayed("store", a.listen, &data, delay, a.allow_reset, access, &stop)?;
     let sources = Sources::default();
     sources.node("store", "store", &node);
     let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
@@ -497,6 +527,11 @@ struct SwitchTxnArgs {
     /// One-way switch <-> clients delay to emulate, ms (0 if clients emulate it).
     #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
     client_delay_ms: f64,
+    /// Key file (as `innet up txn --auth-key`): what the switch sends to
+    /// --upstream is sealed, and what comes from there must be; clients'
+    /// datagrams stay unsealed.
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<PathBuf>,
     #[command(flatten)]
     metrics: MetricsArgs,
 }
@@ -512,6 +547,7 @@ pub fn run_switch(a: SwitchCmd) -> anyhow::Result<i32> {
         cache_slots: a.cache_slots,
         store_delay: delay(a.store_delay_ms),
         client_delay: delay(a.client_delay_ms),
+        auth: read_auth_key(a.auth_key.as_deref())?.map(|k| PeerAuth::peers(k, [a.upstream])),
     };
     let node = spawn_txn_switch("switch", a.listen, a.upstream, &cfg, &stop)?;
     let sources = Sources::default();

@@ -354,7 +354,8 @@ pub struct UpPaxosArgs {
     data_plane: String,
     /// Key file (lines `ID HEX`, 32 hex digits; the first seals, at most 2):
     /// every datagram between the nodes carries a SipHash-2-4 MAC trailer,
-    /// and one without is refused (docs/security.md).
+    /// and one without is refused (docs/security.md). With --topology it
+    /// replaces the file's `auth_key`.
     #[arg(long, value_name = "FILE")]
     auth_key: Option<std::path::PathBuf>,
     #[arg(long, default_value_t = 3, value_parser = innet_exp::parse::acceptors)]
@@ -402,27 +403,21 @@ pub struct UpPaxosArgs {
     metrics: crate::live_cmd::MetricsArgs,
 }
 
-/// `--auth-key FILE` read and checked: one line naming the file and the fault.
+/// `--auth-key FILE` covering every address (every party is a node).
 fn auth_keys(file: &Option<std::path::PathBuf>) -> anyhow::Result<Option<std::sync::Arc<innet_live::auth::PeerAuth>>> {
-    let Some(f) = file else { return Ok(None) };
-    let keys = innet_live::auth::read_key_file(f).map_err(anyhow::Error::msg)?;
-    Ok(Some(innet_live::auth::PeerAuth::all(keys)))
+    Ok(crate::live_cmd::read_auth_key(file.as_deref())?.map(innet_live::auth::PeerAuth::all))
 }
 
 pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
     let auth = auth_keys(&a.auth_key)?;
     if a.deployment.topology.is_some() {
-        anyhow::ensure!(
-            auth.is_none(),
-            "--auth-key is not supported with --topology yet: start the deployment from flags to use it"
-        );
         let load = innet_exp::up::UpLoad {
             duration: a.duration_s.map(std::time::Duration::from_secs_f64),
             outstanding: a.outstanding.max(1),
             pack: a.pack,
             ..innet_exp::up::UpLoad::default()
         };
-        return crate::live_cmd::run_topology(&a.deployment, &a.metrics, "paxos", load);
+        return crate::live_cmd::run_topology(&a.deployment, &a.metrics, "paxos", a.auth_key.as_deref(), load);
     }
     let cfg = innet_exp::paxos_live::UpPaxos {
         live: innet_live::paxos::LiveConfig {

@@ -104,6 +104,11 @@ pub struct TestbedUpArgs {
     /// netem; clients emulate theirs with `innet client --client-delay-ms`).
     #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
     store_delay_ms: f64,
+    /// txn without --topology: key file (as `innet up txn --auth-key`): the
+    /// switch (XDP or software) and the store seal and check what they send
+    /// each other; the clients stay unsealed (docs/security.md).
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<PathBuf>,
     /// Chain topology: run the chain control plane and a failure drill
     /// (clients read and write while a middle node fails, is removed,
     /// restarts, is recovered by copy and re-added), report and exit,
@@ -262,6 +267,7 @@ fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
                 store_delay_ms: a.store_delay_ms,
                 innet_exe: innet_exe()?,
                 fabric: a.fabric.fabric(),
+                auth_key: a.auth_key.clone(),
             };
             let st = testbed::up(&opts)?;
             println!("testbed up: namespaces {}", st.namespaces.join(" "));
@@ -308,6 +314,15 @@ fn innet_exe() -> anyhow::Result<PathBuf> {
 pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
     match c {
         TestbedCmd::Up(mut a) => {
+            anyhow::ensure!(
+                a.auth_key.is_none() || (a.service == "txn" && a.topology.is_none()),
+                "--auth-key: the testbed wires keys for `innet testbed up txn` without --topology only so far"
+            );
+            if let Some(k) = &a.auth_key {
+                // Read now, so a bad file is one line before anything is built.
+                crate::live_cmd::read_auth_key(Some(k))?;
+                a.auth_key = Some(std::path::absolute(k)?);
+            }
             match load_topology(&a)?.map(|t| t.service) {
                 Some(Service::Txn(d)) => return run_txn_topology(&d, &a),
                 Some(Service::Paxos(p)) => {

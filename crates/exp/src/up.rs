@@ -148,12 +148,12 @@ impl Up {
         let mut threads = vec![];
         for (g, (machine, nodes)) in groups.into_iter().enumerate() {
             let (topo, addrs, view) = (self.topology.clone(), self.started.addrs.clone(), self.started.view.clone());
-            let (load, stop) = (load.clone(), stop.child());
+            let (load, stop, auth) = (load.clone(), stop.child(), self.started.auth.clone());
             let name = format!("innet-load-{machine}");
             threads.push(
-                std::thread::Builder::new()
-                    .name(name)
-                    .spawn(move || run_group(&topo, &addrs, view, machine, nodes, &load, g as u64, until, &stop))?,
+                std::thread::Builder::new().name(name).spawn(move || {
+                    run_group(&topo, &addrs, view, auth, machine, nodes, &load, g as u64, until, &stop)
+                })?,
             );
         }
         let mut loads = vec![];
@@ -261,6 +261,7 @@ fn run_group(
     topo: &Topology,
     addrs: &[SocketAddr],
     view: Option<ChainView>,
+    auth: Option<std::sync::Arc<innet_live::auth::PeerAuth>>,
     machine: String,
     nodes: Vec<(NodeIx, UdpSocket)>,
     load: &UpLoad,
@@ -311,7 +312,8 @@ fn run_group(
                     Ok(LoadProposer::new(Proposer::new(roles.proposer(id)), load.outstanding, stop_at, false))
                 })
                 .collect::<anyhow::Result<_>>()?;
-            let net = run_hosts(&mut hosts, endpoints(&|i| innet_live::paxos::options(d, addrs, i)), stop, until)?;
+            let options = |i| HostOptions { auth: auth.clone(), ..innet_live::paxos::options(d, addrs, i) };
+            let net = run_hosts(&mut hosts, endpoints(&options), stop, until)?;
             report.committed = hosts.iter().map(|h| h.latencies_ns.len() as u64).sum();
             net
         }

@@ -317,6 +317,7 @@ pub fn txn_fabric_only(
         store_delay_ms: 0.0,
         innet_exe: innet_exe.to_path_buf(),
         fabric: fabric.fabric(),
+        auth_key: None,
     };
     testbed::up(&opts)?;
     let _down = DownOnDrop;

@@ -31,13 +31,14 @@ use innet_txn::TxnSwitch;
 
 pub use innet_topology::{Placement, Topology, TopologyError};
 
+use crate::auth::PeerAuth;
 use crate::chain::manage::{self, Agent, AgentStats, RemoteNodes, ViewStats};
 use crate::chain::{control_step, fresh_node, spawn_chain_switch, ChainView};
 use crate::deploy::switch_setup;
-use crate::host::NodeHandle;
+use crate::host::{HostOptions, NodeHandle};
 use crate::paxos::{spawn_program, ProgramNode};
 use crate::switch::SwitchNode;
-use crate::txn::{bind, spawn_store_on, StoreData, StoreNode};
+use crate::txn::{bind, spawn_store_on, StoreAccess, StoreData, StoreNode};
 use crate::{clock, Stop};
 
 /// Resolves HOST:PORT (names allowed) to one socket address.
@@ -102,6 +103,23 @@ pub struct Started {
     /// The chain order clients follow (chain topologies whose control
     /// plane runs here).
     pub view: Option<ChainView>,
+    /// The topology's `auth_key`, as the load nodes must use it (Paxos
+    /// proposers seal; transaction clients are not covered).
+    pub auth: Option<Arc<PeerAuth>>,
+}
+
+/// The keys of `topo`'s `auth_key` and whom they cover at its nodes (every
+/// node's address is in `addrs`): transactions, the stores and switches
+/// (the clients stay unsealed: the reference clients cannot carry a MAC);
+/// Paxos, every address (every party is a node).
+pub fn auth_of(topo: &Topology, addrs: &[SocketAddr]) -> anyhow::Result<Option<Arc<PeerAuth>>> {
+    let Some(path) = &topo.auth_key else { return Ok(None) };
+    let keys = crate::auth::read_key_file(path).map_err(|e| anyhow!("auth_key: {e}"))?;
+    Ok(Some(match &topo.service {
+        Service::Txn(_) => PeerAuth::peers(keys, (0..addrs.len()).filter(|&i| !is_load(topo, i)).map(|i| addrs[i])),
+        Service::Paxos(_) => PeerAuth::all(keys),
+        Service::Chain(_) => bail!("auth_key: the chain service does not carry the authenticator yet: remove it"),
+    }))
 }
 
 /// Nodes that generate load rather than serve it.
@@ -234,6 +252,7 @@ pub fn start(topo: &Topology, only: Option<&str>, stop: &Stop) -> anyhow::Result
         crate::deploy::check(d).map_err(anyhow::Error::msg)?;
     }
     let mut b = bind_local(topo, &local)?;
+    let auth = auth_of(topo, &b.addrs)?;
     let mut nodes = vec![];
     let mut load = vec![];
     let mut view = None;
@@ -258,13 +277,15 @@ pub fn start(topo: &Topology, only: Option<&str>, stop: &Stop) -> anyhow::Result
                         // Its downstream peers: the nodes whose upstream it is.
                         let peers = d.downstream_of(i).into_iter().map(|j| b.addrs[j]).collect();
                         let reset = topo.places[i].allow_reset;
-                        let s = spawn_store_on(name, socket, &data, Duration::ZERO, reset, Some(peers), stop)
+                        let access = StoreAccess { peers: Some(peers), auth: auth.clone() };
+                        let s = spawn_store_on(name, socket, &data, Duration::ZERO, reset, access, stop)
                             .with_context(|| format!("starting store '{name}'"))?;
                         RunningNode::Store(s)
                     }
                     TxnRole::Switch(spec) => {
                         let down = topo.places[i].downstream_delay;
-                        let (o, t) = switch_setup(d, DataPlaneAt::Switch, &b.addrs, i, down);
+                        let (mut o, t) = switch_setup(d, DataPlaneAt::Switch, &b.addrs, i, down);
+                        o.auth = auth.clone();
                         let program =
                             TxnSwitch::new(spec.mode, spec.cache_slots, innet_txn::switch::CLIENT_SLOTS_DEFAULT);
                         RunningNode::TxnSwitch(crate::switch::spawn_switch_with_tables(
@@ -274,7 +295,7 @@ pub fn start(topo: &Topology, only: Option<&str>, stop: &Stop) -> anyhow::Result
                     TxnRole::Client => unreachable!("load nodes are the caller's"),
                 }
             }
-            Service::Paxos(p) => start_paxos(p, &b.addrs, i, socket, stop)?,
+            Service::Paxos(p) => start_paxos(p, &b.addrs, i, socket, auth.clone(), stop)?,
             Service::Chain(c) => {
                 let (n, v) = start_chain(c, &b.addrs, i, socket, b.manage[i].take(), stop)?;
                 view = view.or(v);
@@ -285,7 +306,7 @@ pub fn start(topo: &Topology, only: Option<&str>, stop: &Stop) -> anyhow::Result
     }
     nodes.sort_by_key(|(i, _)| *i);
     load.sort_by_key(|(i, _)| *i);
-    Ok(Started { nodes, addrs: b.addrs, load, view })
+    Ok(Started { nodes, addrs: b.addrs, load, view, auth })
 }
 
 fn start_paxos(
@@ -293,6 +314,7 @@ fn start_paxos(
     addrs: &[SocketAddr],
     i: NodeIx,
     socket: UdpSocket,
+    auth: Option<Arc<PeerAuth>>,
     stop: &Stop,
 ) -> anyhow::Result<RunningNode> {
     let d = &p.deployment;
@@ -307,7 +329,7 @@ fn start_paxos(
             i,
             socket,
             Coordinator::new(roles.coordinator()),
-            None,
+            auth,
             stop,
         )?),
         PaxosRole::Acceptor { id } => RunningNode::Acceptor(spawn_program(
@@ -317,15 +339,15 @@ fn start_paxos(
             i,
             socket,
             Acceptor::new(roles.acceptor(id)),
-            None,
+            auth,
             stop,
         )?),
         PaxosRole::Backup => {
-            let o = crate::paxos::options(d, addrs, i);
+            let o = HostOptions { auth, ..crate::paxos::options(d, addrs, i) };
             RunningNode::Backup(crate::paxos::spawn_backup(&name, socket, o, roles.backup(), stop)?)
         }
         PaxosRole::Learner { id } => {
-            let o = crate::paxos::options(d, addrs, i);
+            let o = HostOptions { auth, ..crate::paxos::options(d, addrs, i) };
             RunningNode::Learner(crate::paxos::spawn_learner(&name, socket, o, roles.learner(id), stop)?)
         }
         PaxosRole::Proposer { .. } => unreachable!("load nodes are the caller's"),

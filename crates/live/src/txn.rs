@@ -9,12 +9,20 @@
 //! gives harnesses that must reach the store itself (loading a database,
 //! reading it back, asking its CPU use) a socket of their own that the store
 //! counts among its peers ([`LocalTxn::operator`]).
+//!
+//! `--auth-key` ([`crate::auth`]): the service's nodes (store, switches)
+//! seal every datagram they send each other and refuse one from a node's
+//! address that does not check; the keys cover the nodes' addresses only,
+//! so the Gotthard reference clients, which cannot carry a MAC, still send
+//! and receive unsealed datagrams and meet the admission rules as clients.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use innet_core::auth::AuthKeys;
 use innet_core::rng::Rng;
 use innet_core::{Counters, Host, Outbox, Time};
 use innet_storage::RedbBackend;
@@ -24,6 +32,7 @@ use innet_txn::switch::CACHE_SLOTS_DEFAULT;
 use innet_txn::workload::{LoadClient, LoadStats, Workload};
 use innet_txn::{ClientConfig, Mode, Txn, TxnClient, TxnStore, TxnSwitch};
 
+use crate::auth::PeerAuth;
 use crate::clock;
 use crate::host::{run_host, run_hosts, spawn_host_counted, Admission, HostOptions, HostStats, NodeHandle};
 use crate::switch::{spawn_switch, SwitchNode, SwitchOptions};
@@ -62,6 +71,22 @@ pub enum StoreData {
 /// the reference clients use directly).
 pub type StorePeers = Option<Vec<SocketAddr>>;
 
+/// Who may send to a store, and the keys of its links.
+#[derive(Clone, Debug, Default)]
+pub struct StoreAccess {
+    pub peers: StorePeers,
+    /// `--auth-key`: what the store sends to the addresses the keys cover
+    /// is sealed, what comes from them must be.
+    pub auth: Option<Arc<PeerAuth>>,
+}
+
+impl StoreAccess {
+    /// Only `peers` may send (no keys).
+    pub fn peers(peers: StorePeers) -> StoreAccess {
+        StoreAccess { peers, auth: None }
+    }
+}
+
 /// The admission rule of a store whose downstream peers are `peers`.
 pub fn store_admission(peers: Vec<SocketAddr>) -> Admission {
     Admission::new(move |from, _| if peers.contains(&from) { Ok(()) } else { Err("not_a_downstream_peer") })
@@ -69,7 +94,7 @@ pub fn store_admission(peers: Vec<SocketAddr>) -> Admission {
 
 /// Starts a transaction store on `listen` in its own thread.
 pub fn spawn_store(name: &str, listen: SocketAddr, data: &StoreData, stop: &Stop) -> io::Result<StoreNode> {
-    spawn_store_delayed(name, listen, data, Duration::ZERO, false, None, stop)
+    spawn_store_delayed(name, listen, data, Duration::ZERO, false, StoreAccess::default(), stop)
 }
 
 /// As [`spawn_store`], emulating a one-way delay `link_delay` on the store's
@@ -81,22 +106,22 @@ pub fn spawn_store_delayed(
     data: &StoreData,
     link_delay: Duration,
     allow_reset: bool,
-    peers: StorePeers,
+    access: StoreAccess,
     stop: &Stop,
 ) -> io::Result<StoreNode> {
-    spawn_store_on(name, bind(listen)?, data, link_delay, allow_reset, peers, stop)
+    spawn_store_on(name, bind(listen)?, data, link_delay, allow_reset, access, stop)
 }
 
 /// As [`spawn_store_delayed`], on a socket the caller bound. `allow_reset`:
 /// a request with the `reset` flag clears the store
-/// ([`TxnStore::with_allow_reset`]); `peers`: who may send to it.
+/// ([`TxnStore::with_allow_reset`]); `access`: who may send to it.
 pub fn spawn_store_on(
     name: &str,
     socket: UdpSocket,
     data: &StoreData,
     link_delay: Duration,
     allow_reset: bool,
-    peers: StorePeers,
+    access: StoreAccess,
     stop: &Stop,
 ) -> io::Result<StoreNode> {
     // Open the database here, so that errors are reported to the caller.
@@ -110,7 +135,11 @@ pub fn spawn_store_on(
     spawn_host_counted(
         name,
         socket,
-        HostOptions { admit: peers.map(store_admission), ..HostOptions::default().with_delay(link_delay) },
+        HostOptions {
+            admit: access.peers.map(store_admission),
+            auth: access.auth,
+            ..HostOptions::default().with_delay(link_delay)
+        },
         stop,
         move || {
             let backend: Box<dyn Backend + Send> = match redb {
@@ -134,6 +163,9 @@ pub struct SwitchConfig {
     /// One-way switch <-> clients delay, emulated by the switch (leave zero
     /// when the clients emulate their own link).
     pub client_delay: Duration,
+    /// `--auth-key`: the keys and the addresses they cover (the store or
+    /// next switch up, other switches), never the clients'.
+    pub auth: Option<Arc<PeerAuth>>,
 }
 
 impl SwitchConfig {
@@ -143,6 +175,7 @@ impl SwitchConfig {
             cache_slots: CACHE_SLOTS_DEFAULT,
             store_delay: Duration::ZERO,
             client_delay: Duration::ZERO,
+            auth: None,
         }
     }
     pub fn validate(&self) -> Result<(), String> {
@@ -178,7 +211,10 @@ pub fn spawn_txn_switch_on(
 ) -> io::Result<SwitchNode<TxnSwitch>> {
     cfg.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let program = TxnSwitch::new(cfg.mode, cfg.cache_slots, innet_txn::switch::CLIENT_SLOTS_DEFAULT);
-    let opts = SwitchOptions::new(upstream).with_delays(cfg.store_delay, cfg.client_delay);
+    let opts = SwitchOptions {
+        auth: cfg.auth.clone(),
+        ..SwitchOptions::new(upstream).with_delays(cfg.store_delay, cfg.client_delay)
+    };
     spawn_switch(name, program, socket, opts, stop)
 }
 
@@ -196,6 +232,9 @@ pub struct LocalConfig {
     /// then only the switch and [`LocalTxn::operator`] reach it, so a
     /// request the switch aborted is never committed by sending it there.
     pub store_clients: bool,
+    /// `--auth-key`: switch and store seal and check what they send each
+    /// other (clients and the operator socket stay unsealed).
+    pub auth: Option<AuthKeys>,
 }
 
 impl LocalConfig {
@@ -209,6 +248,7 @@ impl LocalConfig {
             switch_listen: any,
             allow_reset: false,
             store_clients: false,
+            auth: None,
         }
     }
 }
@@ -271,10 +311,18 @@ pub fn start_local(cfg: &LocalConfig, stop: &Stop) -> io::Result<LocalTxn> {
     // The store's peers: the switch and the harness's operator socket.
     let switch_socket = bind(cfg.switch_listen)?;
     let operator = bind(bind_addr_for(upstream))?;
-    let peers = vec![reachable(switch_socket.local_addr()?), reachable(operator.local_addr()?)];
-    let peers = (!cfg.store_clients).then_some(peers);
-    let store = spawn_store_on("store", store_socket, &cfg.data, Duration::ZERO, cfg.allow_reset, peers, stop)?;
-    let switch = spawn_txn_switch_on("switch", switch_socket, upstream, &cfg.switch, stop)?;
+    let switch_addr = reachable(switch_socket.local_addr()?);
+    let peers = vec![switch_addr, reachable(operator.local_addr()?)];
+    let access = StoreAccess {
+        peers: (!cfg.store_clients).then_some(peers),
+        auth: cfg.auth.clone().map(|k| PeerAuth::peers(k, [switch_addr])),
+    };
+    let store = spawn_store_on("store", store_socket, &cfg.data, Duration::ZERO, cfg.allow_reset, access, stop)?;
+    let switch_cfg = SwitchConfig {
+        auth: cfg.auth.clone().map(|k| PeerAuth::peers(k, [upstream])).or(cfg.switch.auth.clone()),
+        ..cfg.switch.clone()
+    };
+    let switch = spawn_txn_switch_on("switch", switch_socket, upstream, &switch_cfg, stop)?;
     Ok(LocalTxn { store, switch, operator })
 }
 

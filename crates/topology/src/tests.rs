@@ -183,3 +183,21 @@ fn placing_machines_on_addresses_keeps_the_files_ports() {
     let e = t.place(&[("edge7".into(), ip("10.0.0.9"))]).unwrap_err().0;
     assert!(e.contains("no machine named 'edge7'") && e.contains("machines: store, core, edge0"), "{e}");
 }
+
+#[test]
+fn auth_key_names_a_file_beside_the_topology_and_the_chain_refuses_it() {
+    let dir = std::env::temp_dir().join(format!("innet-topology-auth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("t.toml");
+    let body = "[[node]]\nname = \"store\"\nrole = \"store\"\n[[node]]\nname = \"s\"\nrole = \"switch\"\nmode = \"forward\"\nupstream = \"store\"\n";
+    std::fs::write(&file, format!("auth_key = \"keys.txt\"\n{body}")).unwrap();
+    assert_eq!(Topology::load(&file).unwrap().auth_key, Some(dir.join("keys.txt")), "relative to the file");
+    std::fs::write(&file, format!("auth_key = \"/etc/innet/keys\"\n{body}")).unwrap();
+    assert_eq!(Topology::load(&file).unwrap().auth_key, Some(PathBuf::from("/etc/innet/keys")));
+    std::fs::write(&file, body).unwrap();
+    assert_eq!(Topology::load(&file).unwrap().auth_key, None);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let chain =
+        "auth_key = \"k\"\n[[node]]\nname = \"n0\"\nrole = \"node\"\n[[node]]\nname = \"n1\"\nrole = \"node\"\n";
+    assert!(err(chain).contains("auth_key: the chain service"), "{}", err(chain));
+}

@@ -234,6 +234,7 @@ pub fn run(cfg: &BenchConfig, innet_exe: &Path) -> Result<Vec<Summary>> {
         store_delay_ms: 0.0,
         innet_exe: innet_exe.to_path_buf(),
         fabric: cfg.fabric,
+        auth_key: None,
     };
     testbed::up(&opts)?;
     let _down = DownOnDrop;
@@ -334,6 +335,7 @@ pub fn run_txn_experiment<R: Send>(
             store_delay_ms: cfg.store_delay_ms,
             innet_exe: innet_exe.to_path_buf(),
             fabric: cfg.fabric,
+            auth_key: None,
         };
         testbed::up(&opts)?;
         let _down = DownOnDrop;
@@ -368,6 +370,7 @@ pub fn run_txn_ceiling<R: Send>(
         store_delay_ms: 0.0,
         innet_exe: innet_exe.to_path_buf(),
         fabric: cfg.fabric,
+        auth_key: None,
     };
     testbed::up(&opts)?;
     let _down = DownOnDrop;

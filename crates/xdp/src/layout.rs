@@ -110,6 +110,7 @@ pub const COUNTER_NAMES: [&str; c::TXN_CTR_COUNT as usize] = [
     "dropped_malformed_unknown_status",
     "dropped_malformed_bad_fragment",
     "xdp_passed_other",
+    "auth_refused",
 ];
 /// How many counters the Rust reference has.
 pub const SWITCH_COUNTERS: usize = c::TXN_CTR_SWITCH_COUNT as usize;

@@ -122,6 +122,9 @@ pub struct UpOptions {
     /// How the XDP data plane's devices run their programs (driver mode
     /// and threaded NAPI by default); the software switch ignores it.
     pub fabric: Fabric,
+    /// `--auth-key`: the key file switch and store seal and check what
+    /// they send each other with (the clients stay unsealed).
+    pub auth_key: Option<PathBuf>,
 }
 
 /// What `up` made, as recorded in [`STATE_FILE`].
@@ -243,6 +246,12 @@ fn build_txn(o: &UpOptions) -> Result<State> {
             state.fabric = Some(o.fabric);
             save(&state)?;
             let xdp = load_pinned(o.mode, &dir)?;
+            if let Some(f) = &o.auth_key {
+                let text = std::fs::read_to_string(f).with_context(|| format!("--auth-key {}", f.display()))?;
+                let keys = innet_core::auth::AuthKeys::parse(&text)
+                    .map_err(|e| anyhow::anyhow!("--auth-key {}: {e}", f.display()))?;
+                xdp.set_auth(Some(&keys))?;
+            }
             attach_plane(&xdp, Some(Program::TxnSwitch), &o.fabric)?;
         }
         Some(DataPlaneAt::Switch) => {
@@ -256,6 +265,7 @@ fn build_txn(o: &UpOptions) -> Result<State> {
                 "--upstream",
                 &store_addr().to_string(),
             ];
+            let args = [&args[..], &auth_args(o)].concat();
             let pid = spawn_in(NS_SWITCH, &o.innet_exe, &args, "switch")?;
             state.processes.push(("switch".into(), pid));
             save(&state)?;
@@ -264,12 +274,20 @@ fn build_txn(o: &UpOptions) -> Result<State> {
         None => {}
     }
     if o.start_store {
+        // Without --downstream its keys cover every sender: requests reach
+        // it with their clients' addresses, sealed by the switch.
         let args = ["store", "--listen", &store_addr().to_string(), "--link-delay-ms", &o.store_delay_ms.to_string()];
+        let args = [&args[..], &auth_args(o)].concat();
         let pid = spawn_in(NS_STORE, &o.innet_exe, &args, "store")?;
         state.processes.push(("store".into(), pid));
         save(&state)?;
     }
     Ok(state)
+}
+
+/// `--auth-key FILE` for the end hosts, if the testbed has keys.
+fn auth_args(o: &UpOptions) -> Vec<&str> {
+    o.auth_key.iter().flat_map(|f| ["--auth-key", f.to_str().unwrap_or_default()]).collect()
 }
 
 fn build_links() -> Result<()> {

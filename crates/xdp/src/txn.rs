@@ -28,6 +28,8 @@ pub const MAP_CACHE: &str = "txn_cache";
 pub const MAP_CLIENTS: &str = "txn_clients";
 pub const MAP_COUNTERS: &str = "txn_counters";
 pub const MAP_ROUTES: &str = "txn_routes";
+/// `--auth-key` ([`crate::auth`]): off unless written.
+pub const MAP_AUTH: &str = "txn_auth";
 /// Maps worth pinning for a running deployment (the scratch map is not).
 pub const PINNED_MAPS: [&str; 6] = [MAP_CONFIG, MAP_STATE, MAP_CACHE, MAP_CLIENTS, MAP_COUNTERS, MAP_ROUTES];
 
@@ -157,6 +159,14 @@ impl TxnXdp {
         self.obj.write(MAP_CONFIG, 0, &cfg.encode())
     }
 
+    /// `--auth-key`: takes from the store port only frames whose payload
+    /// ends in a MAC trailer that checks (and takes it off), seals what it
+    /// sends to the store port, leaves what goes to the clients bare
+    /// (`innet_core::auth`; `None`: off).
+    pub fn set_auth(&self, keys: Option<&innet_core::auth::AuthKeys>) -> Result<()> {
+        self.obj.write(MAP_AUTH, 0, &crate::auth::encode(keys))
+    }
+
     /// Adds (or replaces) a Downstream route.
     pub fn add_route(&self, r: &Route) -> Result<()> {
         anyhow::ensure!(r.prefix_len <= 32, "route prefix length {} > 32", r.prefix_len);
@@ -174,6 +184,12 @@ impl TxnXdp {
     /// [`TxnXdp::test_run`] with the frame received on `ingress_ifindex`.
     pub fn test_run_on(&self, p: Program, frame: &[u8], ingress_ifindex: u32) -> Result<(u32, Vec<u8>)> {
         self.obj.test_run_on(p.section_name(), frame, Some(ingress_ifindex))
+    }
+
+    /// [`crate::object::BpfObject::median_run_ns`] of `p` on `frame`
+    /// (received on the loopback device).
+    pub fn median_run_ns(&self, p: Program, frame: &[u8], runs: u32) -> Result<u64> {
+        self.obj.median_run_ns(p.section_name(), frame, runs)
     }
 
     /// The program's file descriptor (valid while `self` lives).
@@ -281,6 +297,7 @@ mod tests {
                 (MAP_CLIENTS, n(c::CLIENT_SLOTS_DEFAULT / c::WAYS), n(c::WAYS * c::CLIENT_SLOT_SIZE)),
                 (MAP_COUNTERS, n(c::TXN_CTR_COUNT), Some(8)),
                 (MAP_ROUTES, n(c::TXN_ROUTES_MAX), n(c::TXN_ROUTE_SIZE)),
+                (MAP_AUTH, Some(1), n(c::AUTH_SIZE)),
                 ("txn_scratch", Some(1), None),
             ],
         );

@@ -1,8 +1,12 @@
-//! Helpers shared by the live tests: raw UDP clients speaking the wire format.
+//! Helpers shared by the live tests: raw UDP clients speaking the wire
+//! format, and a raw IP socket that sends UDP from any address (spoofing).
 #![allow(dead_code)]
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
+
+use nix::sys::socket::{sendto, socket, AddressFamily, MsgFlags, SockFlag, SockProtocol, SockType, SockaddrIn};
 
 use innet_wire::txn::{Op, TxnMsg, Value};
 
@@ -50,4 +54,47 @@ pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
         assert!(t0.elapsed() < Duration::from_secs(5), "timed out waiting for: {what}");
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// A raw IPv4 socket (root), or `None` after saying on stderr why `test`
+/// skips (it fails instead under `CI=true`).
+pub fn raw_socket_or_skip(test: &str) -> Option<OwnedFd> {
+    match socket(AddressFamily::Inet, SockType::Raw, SockFlag::empty(), SockProtocol::Raw) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "a raw socket: {e}");
+            eprintln!("SKIPPED: {test}: no raw socket ({e}); run as root");
+            None
+        }
+    }
+}
+
+/// An IPv4/UDP datagram from `from` to `to` (the kernel fills in the IPv4
+/// checksum; a zero UDP checksum means none).
+pub fn ipv4_udp(from: SocketAddrV4, to: SocketAddrV4, payload: &[u8]) -> Vec<u8> {
+    let total = (20 + 8 + payload.len()) as u16;
+    let mut b = vec![0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0];
+    b[2..4].copy_from_slice(&total.to_be_bytes());
+    b.extend_from_slice(&from.ip().octets());
+    b.extend_from_slice(&to.ip().octets());
+    b.extend_from_slice(&from.port().to_be_bytes());
+    b.extend_from_slice(&to.port().to_be_bytes());
+    b.extend_from_slice(&(total - 20).to_be_bytes());
+    b.extend_from_slice(&[0, 0]);
+    b.extend_from_slice(payload);
+    b
+}
+
+pub fn v4(a: SocketAddr) -> SocketAddrV4 {
+    match a {
+        SocketAddr::V4(a) => a,
+        SocketAddr::V6(_) => unreachable!("loopback IPv4"),
+    }
+}
+
+/// Sends `payload` from `from` (any address: spoofed) to `to` through the
+/// raw socket `raw`.
+pub fn spoof(raw: &impl AsRawFd, from: SocketAddr, to: SocketAddr, payload: &[u8]) {
+    let (from, to) = (v4(from), v4(to));
+    sendto(raw.as_raw_fd(), &ipv4_udp(from, to, payload), &SockaddrIn::from(to), MsgFlags::empty()).expect("raw send");
 }
