@@ -8,7 +8,8 @@
 //! Needs root for the raw socket; without it the test says so on stderr
 //! (`SKIPPED: ...`) and fails under `CI=true`.
 
-use std::net::{SocketAddr, SocketAddrV4};
+mod common;
+
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
@@ -19,34 +20,10 @@ use innet_live::{clock, spawn_host, Stop};
 use innet_paxos::workload::LoadProposer;
 use innet_paxos::{DeliveryKind, Envelope, Learner, Proposer};
 use innet_wire::paxos::{MsgType, PaxosMsg};
-use nix::sys::socket::{sendto, socket, AddressFamily, MsgFlags, SockFlag, SockProtocol, SockType, SockaddrIn};
 
 /// Spoofed REQUESTs sent per run.
 const SPOOFED: u32 = 500;
 const SPOOFED_PAYLOAD: &[u8] = b"spoofed";
-
-/// An IPv4/UDP datagram from `from` to `to` (the kernel fills in the IPv4
-/// checksum; a zero UDP checksum means none).
-fn ipv4_udp(from: SocketAddrV4, to: SocketAddrV4, payload: &[u8]) -> Vec<u8> {
-    let total = (20 + 8 + payload.len()) as u16;
-    let mut b = vec![0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0];
-    b[2..4].copy_from_slice(&total.to_be_bytes());
-    b.extend_from_slice(&from.ip().octets());
-    b.extend_from_slice(&to.ip().octets());
-    b.extend_from_slice(&from.port().to_be_bytes());
-    b.extend_from_slice(&to.port().to_be_bytes());
-    b.extend_from_slice(&(total - 20).to_be_bytes());
-    b.extend_from_slice(&[0, 0]);
-    b.extend_from_slice(payload);
-    b
-}
-
-fn v4(a: SocketAddr) -> SocketAddrV4 {
-    match a {
-        SocketAddr::V4(a) => a,
-        SocketAddr::V6(_) => unreachable!("loopback IPv4"),
-    }
-}
 
 /// Runs a deployment (one proposer for 1 s, two learners) with `auth`,
 /// spoofs [`SPOOFED`] REQUESTs from the proposer's address once values
@@ -73,12 +50,10 @@ fn run(raw: &impl AsRawFd, auth: Option<AuthKeys>) -> (u64, usize, (usize, usize
         spawn_host("proposer0", s, o, &stop, move || LoadProposer::new(Proposer::new(pcfg), 4, end, false), |p, _| p)
             .unwrap();
     std::thread::sleep(Duration::from_millis(200));
-    let (from, to) = (v4(plan.proposers[0]), v4(plan.coordinator));
     for k in 0..SPOOFED {
         let mut m = PaxosMsg::new(MsgType::Request);
         m.value = Envelope::new(pcfg.id, 1_000_000 + k, SPOOFED_PAYLOAD).unwrap().to_value();
-        let frame = ipv4_udp(from, to, &m.encode());
-        sendto(raw.as_raw_fd(), &frame, &SockaddrIn::from(to), MsgFlags::empty()).expect("raw send");
+        common::spoof(raw, plan.proposers[0], plan.coordinator, &m.encode());
     }
     while clock::now() < end + Duration::from_millis(300) {
         std::thread::sleep(Duration::from_millis(10));
@@ -105,14 +80,7 @@ fn run(raw: &impl AsRawFd, auth: Option<AuthKeys>) -> (u64, usize, (usize, usize
 
 #[test]
 fn a_raw_socket_spoof_of_the_proposers_address_is_refused_with_auth_keys_and_ordered_without() {
-    let raw = match socket(AddressFamily::Inet, SockType::Raw, SockFlag::empty(), SockProtocol::Raw) {
-        Ok(s) => s,
-        Err(e) => {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "a raw socket: {e}");
-            eprintln!("SKIPPED: paxos_auth: no raw socket ({e}); run as root");
-            return;
-        }
-    };
+    let Some(raw) = common::raw_socket("paxos_auth") else { return };
     let (refused, unkeyed, (own, commits)) = run(&raw, None);
     assert_eq!(refused, 0);
     assert!(unkeyed > 0, "without keys the spoofed requests are ordered and delivered (the hole --auth-key closes)");

@@ -183,3 +183,27 @@ fn placing_machines_on_addresses_keeps_the_files_ports() {
     let e = t.place(&[("edge7".into(), ip("10.0.0.9"))]).unwrap_err().0;
     assert!(e.contains("no machine named 'edge7'") && e.contains("machines: store, core, edge0"), "{e}");
 }
+
+#[test]
+fn a_chains_auth_key_is_read_beside_the_file_and_a_bad_one_is_refused_in_one_line() {
+    let dir = std::env::temp_dir().join(format!("innet-topology-auth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let nodes = "[[node]]\nname='n0'\nrole='node'\n[[node]]\nname='control'\nrole='control'\n";
+    let key = "00112233445566778899aabbccddeeff";
+    std::fs::write(dir.join("two.key"), format!("# rotation\n3 {key}\n4 {}\n", "ab".repeat(16))).unwrap();
+    std::fs::write(dir.join("bad.key"), "3 0011\n").unwrap();
+    let topo = dir.join("chain.toml");
+    std::fs::write(&topo, format!("[chain]\nauth_key = 'two.key'\n{nodes}")).unwrap();
+    let t = Topology::load(&topo).unwrap();
+    let Service::Chain(c) = &t.service else { panic!("chain") };
+    let ids: Vec<u8> = c.auth.as_ref().expect("keys").keys().iter().map(|k| k.id).collect();
+    assert_eq!(ids, [3, 4], "both keys of a rotation, the first seals");
+    for (file, says) in [("bad.key", "line 1: key `0011` is not 32 hex digits"), ("missing.key", "missing.key: ")] {
+        std::fs::write(&topo, format!("[chain]\nauth_key = '{file}'\n{nodes}")).unwrap();
+        let e = Topology::load(&topo).unwrap_err().0;
+        assert!(e.contains("[chain] auth_key") && e.contains(says) && !e.contains('\n'), "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let e = err(&format!("[chain]\nauth_key = 7\n{nodes}"));
+    assert!(e.contains("auth_key"), "{e}");
+}

@@ -51,3 +51,65 @@ pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// A raw IPv4 socket, which can send with any source address; `None`
+/// (after `SKIPPED: {test}: ...` on stderr) without root, a failure under
+/// `CI=true`.
+pub fn raw_socket(test: &str) -> Option<std::os::fd::OwnedFd> {
+    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockProtocol, SockType};
+    match socket(AddressFamily::Inet, SockType::Raw, SockFlag::empty(), SockProtocol::Raw) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "a raw socket: {e}");
+            eprintln!("SKIPPED: {test}: no raw socket ({e}); run as root");
+            None
+        }
+    }
+}
+
+/// An IPv4/UDP datagram from `from` to `to` (the kernel fills in the IPv4
+/// checksum; a zero UDP checksum means none).
+pub fn ipv4_udp(from: std::net::SocketAddrV4, to: std::net::SocketAddrV4, payload: &[u8]) -> Vec<u8> {
+    let total = (20 + 8 + payload.len()) as u16;
+    let mut b = vec![0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0];
+    b[2..4].copy_from_slice(&total.to_be_bytes());
+    b.extend_from_slice(&from.ip().octets());
+    b.extend_from_slice(&to.ip().octets());
+    b.extend_from_slice(&from.port().to_be_bytes());
+    b.extend_from_slice(&to.port().to_be_bytes());
+    b.extend_from_slice(&(total - 20).to_be_bytes());
+    b.extend_from_slice(&[0, 0]);
+    b.extend_from_slice(payload);
+    b
+}
+
+pub fn v4(a: SocketAddr) -> std::net::SocketAddrV4 {
+    match a {
+        SocketAddr::V4(a) => a,
+        SocketAddr::V6(_) => unreachable!("loopback IPv4"),
+    }
+}
+
+/// Sends `payload` to `to` through the raw socket `raw` as if from `from`.
+pub fn spoof(raw: &impl std::os::fd::AsRawFd, from: SocketAddr, to: SocketAddr, payload: &[u8]) {
+    use nix::sys::socket::{sendto, MsgFlags, SockaddrIn};
+    let frame = ipv4_udp(v4(from), v4(to), payload);
+    sendto(raw.as_raw_fd(), &frame, &SockaddrIn::from(v4(to)), MsgFlags::empty()).expect("raw send");
+}
+
+/// `n` loopback ports `p` whose management ports `p + MANAGE_PORT_OFFSET`
+/// are free too (probed, then released).
+pub fn free_ports(n: usize) -> Vec<u16> {
+    use innet_live::chain::manage::MANAGE_PORT_OFFSET;
+    let mut ports = vec![];
+    let mut held = vec![];
+    while ports.len() < n {
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let p = s.local_addr().unwrap().port();
+        let Some(m) = p.checked_add(MANAGE_PORT_OFFSET) else { continue };
+        let Ok(ms) = UdpSocket::bind(("127.0.0.1", m)) else { continue };
+        ports.push(p);
+        held.push((s, ms));
+    }
+    ports
+}
