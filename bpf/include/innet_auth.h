@@ -8,9 +8,11 @@
  *
  * SipHash-2-4 as in Aumasson and Bernstein, "SipHash: a fast short-input
  * PRF" (2012), section 2: 64-bit add, rotate and xor, two rounds per 8-byte
- * word, four to finish. Here for messages of a whole number of 8-byte
- * words, read from the packet (the Paxos header: 6 words), so the last
- * block holds only the key id and the length. Include after bpf_helpers.h.
+ * word, four to finish. Two forms: for messages of a whole number of
+ * 8-byte words read from the packet (the Paxos header: 6 words), so the
+ * last block holds only the key id and the length; and for messages of any
+ * length up to INNET_AUTH_MSG_MAX from a scratch copy (the chain nodes).
+ * Include after bpf_helpers.h.
  */
 #ifndef INNET_AUTH_H
 #define INNET_AUTH_H
@@ -58,35 +60,126 @@ _Static_assert(sizeof(struct innet_auth) == INNET_AUTH_SIZE, "auth config size")
 		v2 = INNET_ROTL(v2, 32);                                              \
 	} while (0)
 
+/* SipHash-2-4's state: init from a key, one 8-byte word at a time, and
+ * the last block (length << 56 | the bytes left) to finish. */
+struct innet_sip {
+	__u64 v0, v1, v2, v3;
+};
+
+static __always_inline void innet_sip_init(struct innet_sip *s, const struct innet_auth_key *k)
+{
+	s->v0 = k->k0 ^ 0x736f6d6570736575ULL;
+	s->v1 = k->k1 ^ 0x646f72616e646f6dULL;
+	s->v2 = k->k0 ^ 0x6c7967656e657261ULL;
+	s->v3 = k->k1 ^ 0x7465646279746573ULL;
+}
+
+static __always_inline void innet_sip_word(struct innet_sip *s, __u64 w)
+{
+	s->v3 ^= w;
+	INNET_SIPROUND(s->v0, s->v1, s->v2, s->v3);
+	INNET_SIPROUND(s->v0, s->v1, s->v2, s->v3);
+	s->v0 ^= w;
+}
+
+static __always_inline __u64 innet_sip_finish(struct innet_sip *s, __u64 last)
+{
+	innet_sip_word(s, last);
+	s->v2 ^= 0xff;
+	INNET_SIPROUND(s->v0, s->v1, s->v2, s->v3);
+	INNET_SIPROUND(s->v0, s->v1, s->v2, s->v3);
+	INNET_SIPROUND(s->v0, s->v1, s->v2, s->v3);
+	INNET_SIPROUND(s->v0, s->v1, s->v2, s->v3);
+	return s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
+}
+
 /* SipHash-2-4 under `k` of the `words` 8-byte words at `m` followed by the
  * byte `id` (`words` a constant: the loop unrolls). */
 static __always_inline __u64 innet_siphash_words_id(const struct innet_auth_key *k, const __u8 *m, __u32 words,
 						      __u8 id)
 {
-	__u64 v0 = k->k0 ^ 0x736f6d6570736575ULL;
-	__u64 v1 = k->k1 ^ 0x646f72616e646f6dULL;
-	__u64 v2 = k->k0 ^ 0x6c7967656e657261ULL;
-	__u64 v3 = k->k1 ^ 0x7465646279746573ULL;
+	struct innet_sip s;
+	innet_sip_init(&s, k);
 #pragma unroll
 	for (__u32 i = 0; i < words; i++) {
 		__u64 w;
 		__builtin_memcpy(&w, m + 8 * i, 8);
-		v3 ^= w;
-		INNET_SIPROUND(v0, v1, v2, v3);
-		INNET_SIPROUND(v0, v1, v2, v3);
-		v0 ^= w;
+		innet_sip_word(&s, w);
 	}
-	__u64 b = ((__u64)(8 * words + 1) << 56) | id;
-	v3 ^= b;
-	INNET_SIPROUND(v0, v1, v2, v3);
-	INNET_SIPROUND(v0, v1, v2, v3);
-	v0 ^= b;
-	v2 ^= 0xff;
-	INNET_SIPROUND(v0, v1, v2, v3);
-	INNET_SIPROUND(v0, v1, v2, v3);
-	INNET_SIPROUND(v0, v1, v2, v3);
-	INNET_SIPROUND(v0, v1, v2, v3);
-	return v0 ^ v1 ^ v2 ^ v3;
+	return innet_sip_finish(&s, ((__u64)(8 * words + 1) << 56) | id);
+}
+
+/* Messages of any length up to INNET_AUTH_MSG_MAX bytes (the chain nodes':
+ * a NetCRAQ header and what a client put after it, a NetChain header with
+ * its stack) are hashed from a per-CPU scratch copy (struct
+ * innet_auth_scratch), which has room after the message for the key id and
+ * a whole last word. */
+#define INNET_AUTH_MSG_MAX 120
+#define INNET_AUTH_SCRATCH_LEN (INNET_AUTH_MSG_MAX + 16)
+struct innet_auth_scratch {
+	__u8 buf[INNET_AUTH_SCRATCH_LEN];
+};
+
+/* SipHash-2-4 under `k` of the `len`-byte message at `buf` (scratch)
+ * followed by the byte `id`, which is written to buf[len]. */
+static __always_inline __u64 innet_siphash_buf_id(const struct innet_auth_key *k, __u8 *buf, __u32 len, __u8 id)
+{
+	if (len > INNET_AUTH_MSG_MAX)
+		return 0;
+	buf[len] = id;
+	__u32 total = len + 1;
+	__u32 words = total / 8;
+	struct innet_sip s;
+	innet_sip_init(&s, k);
+	for (__u32 i = 0; i < (INNET_AUTH_MSG_MAX + 1) / 8 + 1; i++) {
+		if (i >= words)
+			break;
+		__u64 w;
+		__builtin_memcpy(&w, buf + 8 * i, 8);
+		innet_sip_word(&s, w);
+	}
+	__u64 last;
+	__builtin_memcpy(&last, buf + 8 * (words & 15), 8);
+	__u32 rest = total & 7;
+	last = rest ? last & ((1ULL << (8 * rest)) - 1) : 0;
+	return innet_sip_finish(&s, ((__u64)total << 56) | last);
+}
+
+/* The key `id` names among `a`'s, or 0. */
+static __always_inline const struct innet_auth_key *innet_auth_key_of(const struct innet_auth *a, __u8 id)
+{
+#pragma unroll
+	for (int i = 0; i < INNET_AUTH_MAX_KEYS; i++) {
+		const struct innet_auth_key *k = &a->keys[i];
+		if (k->valid && k->id == id)
+			return k;
+	}
+	return 0;
+}
+
+/* AuthKeys::open on a datagram of `len` bytes in scratch `buf`: 1 if it
+ * ends in a trailer that checks (its message is the first len - 9 bytes). */
+static __always_inline int innet_auth_open_buf(const struct innet_auth *a, __u8 *buf, __u32 len)
+{
+	if (len < INNET_AUTH_TRAILER_LEN || len > INNET_AUTH_MSG_MAX + INNET_AUTH_TRAILER_LEN)
+		return 0;
+	__u32 m = len - INNET_AUTH_TRAILER_LEN;
+	__u8 id = buf[m];
+	__u64 tag;
+	__builtin_memcpy(&tag, buf + m + 1, 8);
+	const struct innet_auth_key *k = innet_auth_key_of(a, id);
+	return k && innet_siphash_buf_id(k, buf, m, id) == tag;
+}
+
+/* The trailer of the `len`-byte message in scratch `buf` under the sealing
+ * key, written to `t`. */
+static __always_inline void innet_auth_seal_buf(const struct innet_auth *a, __u8 *buf, __u32 len,
+						__u8 t[INNET_AUTH_TRAILER_LEN])
+{
+	const struct innet_auth_key *k = &a->keys[0];
+	__u64 tag = innet_siphash_buf_id(k, buf, len, (__u8)k->id);
+	t[0] = (__u8)k->id;
+	__builtin_memcpy(t + 1, &tag, 8);
 }
 
 /* AuthKeys::open for the `words`-word message at `m` and its trailer at
@@ -95,13 +188,8 @@ static __always_inline int innet_auth_open(const struct innet_auth *a, const __u
 {
 	__u64 tag;
 	__builtin_memcpy(&tag, t + 1, 8);
-#pragma unroll
-	for (int i = 0; i < INNET_AUTH_MAX_KEYS; i++) {
-		const struct innet_auth_key *k = &a->keys[i];
-		if (k->valid && k->id == t[0])
-			return innet_siphash_words_id(k, m, words, t[0]) == tag;
-	}
-	return 0;
+	const struct innet_auth_key *k = innet_auth_key_of(a, t[0]);
+	return k && innet_siphash_words_id(k, m, words, t[0]) == tag;
 }
 
 /* AuthKeys::seal_in_place: writes the trailer of the `words`-word message

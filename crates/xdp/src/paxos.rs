@@ -745,6 +745,7 @@ mod tests {
                 (MAP_REJECTED, n(c::PAXOS_REJECT_COUNT), Some(8)),
                 (MAP_PORTS, n(c::PAXOS_MAX_MEMBERS), Some(8)),
                 (MAP_MEMBER_AT, n(c::PAXOS_MAX_MEMBERS), n(c::PAXOS_MEMBER_SIZE)),
+                (MAP_AUTH, Some(1), n(c::AUTH_SIZE)),
             ],
         );
     }
