@@ -125,6 +125,32 @@ static __always_inline int chain_auth_in(struct xdp_md *ctx, const struct innet_
 	return 1;
 }
 
+/* The Ethernet, IPv4 and UDP headers as bytes. */
+struct chain_headers {
+	__u8 b[CHAIN_HEADERS_LEN];
+};
+
+/* Grows the frame by `delta` bytes at its front and moves its headers and
+ * `payload` bytes of payload there, leaving `delta` bytes at the end: for
+ * a frame without tailroom (a veth's skb taken in place by driver-mode
+ * XDP has little), which always has XDP_PACKET_HEADROOM at its front. */
+static __always_inline int chain_grow_at_front(struct xdp_md *ctx, int delta, __u32 payload)
+{
+	struct chain_headers h;
+	__u32 zero = 0;
+	struct innet_auth_scratch *s = bpf_map_lookup_elem(&chain_auth_scratch, &zero);
+	/* Bounded after the barrier, so that both calls see the bound. */
+	asm volatile("" : "+r"(payload));
+	if (!s || payload == 0 || payload > INNET_AUTH_MSG_MAX + INNET_AUTH_TRAILER_LEN || delta <= 0 ||
+	    delta > INNET_AUTH_TRAILER_LEN)
+		return 0;
+	if (bpf_xdp_load_bytes(ctx, 0, &h, sizeof(h)) < 0 || bpf_xdp_load_bytes(ctx, CHAIN_HEADERS_LEN, s->buf, payload) < 0)
+		return 0;
+	if (bpf_xdp_adjust_head(ctx, -delta) < 0 || bpf_xdp_store_bytes(ctx, 0, &h, sizeof(h)) < 0)
+		return 0;
+	return bpf_xdp_store_bytes(ctx, CHAIN_HEADERS_LEN, s->buf, payload) == 0;
+}
+
 /* Makes the UDP payload exactly `want` bytes (the frame grows or shrinks
  * at its end); the IPv4 and UDP lengths and the IPv4 checksum follow.
  * Packet pointers are invalid afterwards. 0 on failure. */
@@ -134,7 +160,8 @@ static __always_inline int chain_payload_resize(struct xdp_md *ctx, __u32 want)
 	/* A scalar from here on (see netchain.bpf.c's shrink). */
 	asm volatile("" : "+r"(frame));
 	int delta = (int)(CHAIN_HEADERS_LEN + want) - frame;
-	if (delta != 0 && bpf_xdp_adjust_tail(ctx, delta) < 0)
+	if (delta != 0 && bpf_xdp_adjust_tail(ctx, delta) < 0 &&
+	    !(delta > 0 && chain_grow_at_front(ctx, delta, (__u32)(frame - (int)CHAIN_HEADERS_LEN))))
 		return 0;
 	struct l234 l;
 	if (!parse_l234_at((void *)(long)ctx->data, (void *)(long)ctx->data_end, &l))

@@ -117,6 +117,15 @@ pub struct TestbedUpArgs {
     /// mode only). Paxos: how the coordinator's copies leave.
     #[arg(long, value_enum, default_value = "devmap")]
     multicast: McastArg,
+    /// Chain topology: key file (lines `ID HEX`; the first seals, at most
+    /// 2): the nodes take frames from each other only with a SipHash-2-4
+    /// MAC trailer and seal what they send each other; clients carry none
+    /// (docs/security.md). With a chain --topology: its `auth_key`.
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<PathBuf>,
+    /// The keys of --auth-key or of the topology's `auth_key`.
+    #[arg(skip)]
+    auth: Option<innet_core::auth::AuthKeys>,
 }
 
 /// What a topology file asks of a testbed: the file's deployment, read
@@ -226,6 +235,7 @@ fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
                 fabric: a.fabric.fabric(),
                 multicast: a.multicast.into(),
                 reply,
+                auth: a.auth.clone(),
                 ..ChainUp::new(a.protocol, a.nodes)
             };
             if a.drill {
@@ -308,6 +318,14 @@ fn innet_exe() -> anyhow::Result<PathBuf> {
 pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
     match c {
         TestbedCmd::Up(mut a) => {
+            if let Some(f) = &a.auth_key {
+                anyhow::ensure!(
+                    a.service == "chain",
+                    "--auth-key: the {} testbed does not take keys yet (the chain testbed does)",
+                    a.service
+                );
+                a.auth = Some(innet_live::auth::read_key_file(f).map_err(anyhow::Error::msg)?);
+            }
             match load_topology(&a)?.map(|t| t.service) {
                 Some(Service::Txn(d)) => return run_txn_topology(&d, &a),
                 Some(Service::Paxos(p)) => {
@@ -322,6 +340,8 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
                     return crate::xdp_paxos_cmd::run_up_with(up, innet_exe()?);
                 }
                 Some(Service::Chain(c)) => {
+                    // The file's keys, else --auth-key's.
+                    a.auth = c.auth.or(a.auth.take());
                     a.protocol = c.protocol;
                     a.nodes = c.deployment.with_role(|r| matches!(r, ChainRole::Node { .. })).len();
                 }
