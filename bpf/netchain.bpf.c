@@ -18,7 +18,9 @@
  * UDP headers are moved forward by 4 bytes per pop (bpf_xdp_adjust_head),
  * and bytes after the fixed part are cut (bpf_xdp_adjust_tail), since the
  * reference's packet length is the parsed length. IPv4 and UDP lengths
- * follow.
+ * follow. Under --auth-key (innet_chain_node.h) a frame from a chain node
+ * is opened first, and the packet that leaves is sized for its trailer and
+ * sealed when it goes to the next node.
  *
  * The differential test (crates/xdp/tests/chain_differential.rs) holds it to
  * the reference: verdict, output bytes and length, counters, nc_registers.
@@ -35,6 +37,7 @@
 #include "innet_xdp.h"
 #define CHAIN_CTR_COUNT INNET_NC_CTR_COUNT
 #define CHAIN_CTR_XDP_NO_PORT INNET_NC_CTR_XDP_NO_PORT
+#define CHAIN_CTR_AUTH_REFUSED INNET_NC_CTR_AUTH_REFUSED
 #include "innet_chain_node.h"
 
 /* Role, pause flag, this node's address, key capacity, the members after
@@ -326,12 +329,13 @@ struct headers {
 	struct iphdr ip;
 	struct udphdr udp;
 } __attribute__((packed));
-#define HEADERS_LEN (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
-_Static_assert(sizeof(struct headers) == HEADERS_LEN, "Ethernet + IPv4 + UDP");
+_Static_assert(sizeof(struct headers) == CHAIN_HEADERS_LEN, "Ethernet + IPv4 + UDP");
 
 /* Drops the first `pops` stack entries and everything after byte `end` of the
- * payload at HEADERS_LEN; fixes the IPv4 and UDP lengths. 0 on failure. */
-static __always_inline int shrink(struct xdp_md *ctx, __u32 pops, __u32 end)
+ * payload at CHAIN_HEADERS_LEN; fixes the IPv4 and UDP lengths. Under --auth-key
+ * (`auth`) the rest is sealed for the next node (`to_node`). 0 on failure. */
+static __always_inline int shrink(struct xdp_md *ctx, __u32 pops, __u32 end, const struct innet_auth *auth,
+				  int to_node)
 {
 	struct headers h;
 	if (bpf_xdp_load_bytes(ctx, 0, &h, sizeof(h)) < 0)
@@ -340,16 +344,9 @@ static __always_inline int shrink(struct xdp_md *ctx, __u32 pops, __u32 end)
 	__u32 len = end - cut; /* payload bytes left */
 	if (bpf_xdp_adjust_head(ctx, (int)cut) < 0)
 		return 0;
-	h.udp.len = bpf_htons((__u16)(sizeof(struct udphdr) + len));
-	h.ip.tot_len = bpf_htons((__u16)(sizeof(struct iphdr) + sizeof(struct udphdr) + len));
 	if (bpf_xdp_store_bytes(ctx, 0, &h, sizeof(h)) < 0)
 		return 0;
-	int frame = (int)((long)ctx->data_end - (long)ctx->data);
-	/* A scalar from here on: folded into the pointers, the subtraction
-	 * became 32-bit pointer arithmetic, which the verifier refuses. */
-	asm volatile("" : "+r"(frame));
-	int excess = frame - (int)(HEADERS_LEN + len);
-	return excess <= 0 || bpf_xdp_adjust_tail(ctx, -excess) == 0;
+	return auth ? chain_auth_out(ctx, auth, to_node, len) : chain_payload_resize(ctx, len);
 }
 
 SEC("xdp")
@@ -369,8 +366,12 @@ int xdp_netchain(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	__u32 offset = (__u32)((void *)(l.udp + 1) - data);
 	__u32 len = udp_payload_len(&l, data_end);
-	if (offset != HEADERS_LEN)
+	if (offset != CHAIN_HEADERS_LEN)
 		return XDP_PASS; /* parse_l234 guarantees it; shrink() relies on it */
+	__u32 sender = chain_sender(ctx, l.eth);
+	struct innet_auth *auth = chain_auth_on();
+	if (!chain_auth_in(ctx, auth, sender, &len))
+		return XDP_DROP;
 	/* Nothing after the fixed part is ever read: copy at most a maximal packet. */
 	__u32 copy = len < INNET_NC_MAX_LEN ? len : INNET_NC_MAX_LEN;
 	/* The mask changes nothing for copy in 1..=INNET_NC_MAX_LEN; it shows
@@ -379,12 +380,12 @@ int xdp_netchain(struct xdp_md *ctx)
 	if (copy > 0 && bpf_xdp_load_bytes(ctx, offset, s->buf, bounded) < 0)
 		return XDP_PASS;
 	__u32 pops = 0, end = 0;
-	int verdict = nc_process(s->buf, copy, cfg, chain_sender(ctx, l.eth), &pops, &end);
+	int verdict = nc_process(s->buf, copy, cfg, sender, &pops, &end);
 	if (verdict_code(verdict) == INNET_CHAIN_VERDICT_DROP)
 		return XDP_DROP;
 	if (copy > 0 && bpf_xdp_store_bytes(ctx, offset, s->buf, bounded) < 0)
 		return XDP_DROP;
-	if (end > copy || !shrink(ctx, pops, end) || !parse_l234(ctx, cfg->udp_port, &l))
+	if (end > copy || !shrink(ctx, pops, end, auth, verdict_to_node(verdict)) || !parse_l234(ctx, cfg->udp_port, &l))
 		return XDP_DROP;
 	return chain_emit(ctx, &l, verdict, cfg->node_ip, cfg->origin_port, (__u16)cfg->reply_port);
 }

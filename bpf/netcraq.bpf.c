@@ -24,7 +24,10 @@
  *    ingress program tc_chain_multicast clones it to every member of
  *    chain_group with bpf_clone_redirect and drops the original. Any
  *    number of members per device.
- * Both rewrite a copy the same way (address_copy).
+ * Both rewrite a copy the same way (address_copy). Under --auth-key the
+ * ACK is sealed once, before it is copied: every copy carries the trailer,
+ * the writer's too (clients ignore bytes after the value; trimming it per
+ * copy would cost the egress program an adjust_tail).
  *
  * Roles, writes_paused and the port table are the control plane's (config
  * maps). Promotion to tail (CraqNode::set_role committing the latest
@@ -46,6 +49,7 @@
 #include "innet_xdp.h"
 #define CHAIN_CTR_COUNT INNET_CRAQ_CTR_COUNT
 #define CHAIN_CTR_XDP_NO_PORT INNET_CRAQ_CTR_XDP_NO_PORT
+#define CHAIN_CTR_AUTH_REFUSED INNET_CRAQ_CTR_AUTH_REFUSED
 #include "innet_chain_node.h"
 
 /* Role, pause flag, capacities, addresses (control plane). */
@@ -245,9 +249,16 @@ int xdp_netcraq(struct xdp_md *ctx)
 	void *end = (void *)(long)ctx->data_end;
 	struct innet_craq_hdr *p = (void *)(l.udp + 1);
 	__u32 len = udp_payload_len(&l, end);
+	__u32 sender = chain_sender(ctx, l.eth);
+	struct innet_auth *auth = chain_auth_on();
+	if (!chain_auth_in(ctx, auth, sender, &len))
+		return XDP_DROP;
 	if (len >= INNET_CRAQ_LEN && (void *)(p + 1) > end)
 		return XDP_DROP; /* cannot happen (len <= what the frame holds); for the verifier */
-	int verdict = craq_process(p, len < INNET_CRAQ_LEN ? 0 : len, cfg, chain_sender(ctx, l.eth));
+	int verdict = craq_process(p, len < INNET_CRAQ_LEN ? 0 : len, cfg, sender);
+	if (auth && verdict_code(verdict) != INNET_CHAIN_VERDICT_DROP &&
+	    (!chain_auth_out(ctx, auth, verdict_to_node(verdict), len) || !parse_l234(ctx, cfg->udp_port, &l)))
+		return XDP_DROP;
 	if (verdict_code(verdict) == INNET_CHAIN_VERDICT_MULTICAST && cfg->mcast == INNET_CRAQ_MCAST_DEVMAP) {
 		l.udp->check = 0; /* optional in IPv4; the payload changed */
 		return bpf_redirect_map(&craq_group_ports, 0, BPF_F_BROADCAST);

@@ -11,8 +11,9 @@
  * word, four to finish. Two forms: for messages of a whole number of
  * 8-byte words read from the packet (the Paxos header: 6 words, so the last
  * block holds only the key id and the length), and for messages of any
- * length up to a bound in a buffer (the transaction header and its ops, in
- * the switch's scratch map). Include after bpf_helpers.h.
+ * length up to a bound: in a buffer (the transaction header and its ops, in
+ * the switch's scratch map), or from a per-CPU scratch copy (the chain
+ * nodes). Include after bpf_helpers.h.
  */
 #ifndef INNET_AUTH_H
 #define INNET_AUTH_H
@@ -159,6 +160,66 @@ static __always_inline __u64 innet_auth_tag_of(const __u8 *t)
 	__u64 tag;
 	__builtin_memcpy(&tag, t + 1, 8);
 	return tag;
+}
+
+/* Messages of any length up to INNET_AUTH_MSG_MAX bytes (the chain nodes':
+ * a NetCRAQ header and what a client put after it, a NetChain header with
+ * its stack) are hashed from a per-CPU scratch copy (struct
+ * innet_auth_scratch), which has room after the message for the key id and
+ * a whole last word. */
+#define INNET_AUTH_MSG_MAX 120
+#define INNET_AUTH_SCRATCH_LEN (INNET_AUTH_MSG_MAX + 16)
+struct innet_auth_scratch {
+	__u8 buf[INNET_AUTH_SCRATCH_LEN];
+};
+
+/* SipHash-2-4 under `k` of the `len`-byte message at `buf` (scratch)
+ * followed by the byte `id`, which is written to buf[len]. */
+static __always_inline __u64 innet_siphash_buf_id(const struct innet_auth_key *k, __u8 *buf, __u32 len, __u8 id)
+{
+	if (len > INNET_AUTH_MSG_MAX)
+		return 0;
+	buf[len] = id;
+	__u32 total = len + 1;
+	__u32 words = total / 8;
+	struct innet_sip s;
+	innet_sip_init(&s, k);
+	for (__u32 i = 0; i < (INNET_AUTH_MSG_MAX + 1) / 8 + 1; i++) {
+		if (i >= words)
+			break;
+		__u64 w;
+		__builtin_memcpy(&w, buf + 8 * i, 8);
+		innet_sip_word(&s, w);
+	}
+	__u64 last;
+	__builtin_memcpy(&last, buf + 8 * (words & 15), 8);
+	__u32 rest = total & 7;
+	last = rest ? last & ((1ULL << (8 * rest)) - 1) : 0;
+	return innet_sip_finish(&s, ((__u64)total << 56) | last);
+}
+
+/* AuthKeys::open on a datagram of `len` bytes in scratch `buf`: 1 if it
+ * ends in a trailer that checks (its message is the first len - 9 bytes). */
+static __always_inline int innet_auth_open_buf(const struct innet_auth *a, __u8 *buf, __u32 len)
+{
+	if (len < INNET_AUTH_TRAILER_LEN || len > INNET_AUTH_MSG_MAX + INNET_AUTH_TRAILER_LEN)
+		return 0;
+	__u32 m = len - INNET_AUTH_TRAILER_LEN;
+	__u8 id = buf[m];
+	__u64 tag = innet_auth_tag_of(buf + m);
+	const struct innet_auth_key *k = innet_auth_key_of(a, id);
+	return k && innet_siphash_buf_id(k, buf, m, id) == tag;
+}
+
+/* The trailer of the `len`-byte message in scratch `buf` under the sealing
+ * key, written to `t`. */
+static __always_inline void innet_auth_seal_buf(const struct innet_auth *a, __u8 *buf, __u32 len,
+						__u8 t[INNET_AUTH_TRAILER_LEN])
+{
+	const struct innet_auth_key *k = &a->keys[0];
+	__u64 tag = innet_siphash_buf_id(k, buf, len, (__u8)k->id);
+	t[0] = (__u8)k->id;
+	__builtin_memcpy(t + 1, &tag, 8);
 }
 
 /* AuthKeys::open for the `words`-word message at `m` and its trailer at

@@ -2,12 +2,20 @@
 /*
  * The XDP side both chain node programs share: the port table, counting,
  * and turning a verdict into an action (see innet_chain.h for the mapping).
- * Include after innet_xdp.h, with CHAIN_CTR_COUNT and CHAIN_CTR_XDP_NO_PORT
- * defined to the program's counter layout.
+ * Include after innet_xdp.h, with CHAIN_CTR_COUNT, CHAIN_CTR_XDP_NO_PORT and
+ * CHAIN_CTR_AUTH_REFUSED defined to the program's counter layout.
+ *
+ * --auth-key (innet_auth.h, innet_live::chain's rule): with chain_auth on,
+ * a frame from a chain node (chain_sender) is taken only if its UDP payload
+ * ends in a MAC trailer that checks under either key (the payload logic
+ * sees the message before it); what goes to a chain node (a Port verdict,
+ * the tail's ACK group) leaves sealed, what goes to a client (Origin,
+ * Reflect) bare. Clients carry no key: their frames are never opened.
  */
 #ifndef INNET_CHAIN_NODE_H
 #define INNET_CHAIN_NODE_H
 
+#include "innet_auth.h"
 #include "innet_chain.h"
 
 /* The neighbour behind each port (PORT_NEXT, PORT_TAIL, the clients). */
@@ -65,6 +73,125 @@ static __always_inline int verdict_code(int verdict)
 static __always_inline __u32 verdict_arg(int verdict)
 {
 	return (__u32)verdict >> 8;
+}
+
+/* Whether a verdict sends to chain nodes (sealed under --auth-key). */
+static __always_inline int verdict_to_node(int verdict)
+{
+	return verdict_code(verdict) == INNET_CHAIN_VERDICT_PORT || verdict_code(verdict) == INNET_CHAIN_VERDICT_MULTICAST;
+}
+
+/* ---- --auth-key --------------------------------------------------------- */
+
+/* Off unless the loader turns it on (crates/xdp/src/auth.rs). */
+MAP(chain_auth, BPF_MAP_TYPE_ARRAY, 1, struct innet_auth);
+/* The payload being opened or sealed. */
+MAP(chain_auth_scratch, BPF_MAP_TYPE_PERCPU_ARRAY, 1, struct innet_auth_scratch);
+
+/* Ethernet, IPv4 without options (parse_l234), UDP: where the payload starts. */
+#define CHAIN_HEADERS_LEN (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
+
+/* The keys, if --auth-key is on. */
+static __always_inline struct innet_auth *chain_auth_on(void)
+{
+	__u32 zero = 0;
+	struct innet_auth *a = bpf_map_lookup_elem(&chain_auth, &zero);
+	return a && a->on ? a : 0;
+}
+
+/* The first `len` bytes of the UDP payload in the scratch buffer, or 0. */
+static __always_inline struct innet_auth_scratch *chain_payload_load(struct xdp_md *ctx, __u32 len)
+{
+	__u32 zero = 0;
+	struct innet_auth_scratch *s = bpf_map_lookup_elem(&chain_auth_scratch, &zero);
+	if (!s || len == 0 || len > INNET_AUTH_MSG_MAX + INNET_AUTH_TRAILER_LEN)
+		return 0;
+	return bpf_xdp_load_bytes(ctx, CHAIN_HEADERS_LEN, s->buf, len) == 0 ? s : 0;
+}
+
+/* A frame from chain node `sender` (not INNET_CHAIN_PEER_NONE) must end in
+ * a trailer that checks; `*len` (the payload's) becomes its message's. 0:
+ * refused (counted), drop it. */
+static __always_inline int chain_auth_in(struct xdp_md *ctx, const struct innet_auth *a, __u32 sender, __u32 *len)
+{
+	if (!a || sender == INNET_CHAIN_PEER_NONE)
+		return 1;
+	struct innet_auth_scratch *s = chain_payload_load(ctx, *len);
+	if (!s || !innet_auth_open_buf(a, s->buf, *len)) {
+		count(CHAIN_CTR_AUTH_REFUSED);
+		return 0;
+	}
+	*len -= INNET_AUTH_TRAILER_LEN;
+	return 1;
+}
+
+/* The Ethernet, IPv4 and UDP headers as bytes. */
+struct chain_headers {
+	__u8 b[CHAIN_HEADERS_LEN];
+};
+
+/* Grows the frame by `delta` bytes at its front and moves its headers and
+ * `payload` bytes of payload there, leaving `delta` bytes at the end: for
+ * a frame without tailroom (a veth's skb taken in place by driver-mode
+ * XDP has little), which always has XDP_PACKET_HEADROOM at its front. */
+static __always_inline int chain_grow_at_front(struct xdp_md *ctx, int delta, __u32 payload)
+{
+	struct chain_headers h;
+	__u32 zero = 0;
+	struct innet_auth_scratch *s = bpf_map_lookup_elem(&chain_auth_scratch, &zero);
+	/* Bounded after the barrier, so that both calls see the bound. */
+	asm volatile("" : "+r"(payload));
+	if (!s || payload == 0 || payload > INNET_AUTH_MSG_MAX + INNET_AUTH_TRAILER_LEN || delta <= 0 ||
+	    delta > INNET_AUTH_TRAILER_LEN)
+		return 0;
+	if (bpf_xdp_load_bytes(ctx, 0, &h, sizeof(h)) < 0 || bpf_xdp_load_bytes(ctx, CHAIN_HEADERS_LEN, s->buf, payload) < 0)
+		return 0;
+	if (bpf_xdp_adjust_head(ctx, -delta) < 0 || bpf_xdp_store_bytes(ctx, 0, &h, sizeof(h)) < 0)
+		return 0;
+	return bpf_xdp_store_bytes(ctx, CHAIN_HEADERS_LEN, s->buf, payload) == 0;
+}
+
+/* Makes the UDP payload exactly `want` bytes (the frame grows or shrinks
+ * at its end); the IPv4 and UDP lengths and the IPv4 checksum follow.
+ * Packet pointers are invalid afterwards. 0 on failure. */
+static __always_inline int chain_payload_resize(struct xdp_md *ctx, __u32 want)
+{
+	int frame = (int)((long)ctx->data_end - (long)ctx->data);
+	/* A scalar from here on (see netchain.bpf.c's shrink). */
+	asm volatile("" : "+r"(frame));
+	int delta = (int)(CHAIN_HEADERS_LEN + want) - frame;
+	if (delta != 0 && bpf_xdp_adjust_tail(ctx, delta) < 0 &&
+	    !(delta > 0 && chain_grow_at_front(ctx, delta, (__u32)(frame - (int)CHAIN_HEADERS_LEN))))
+		return 0;
+	struct l234 l;
+	if (!parse_l234_at((void *)(long)ctx->data, (void *)(long)ctx->data_end, &l))
+		return 0;
+	l.udp->len = bpf_htons((__u16)(sizeof(struct udphdr) + want));
+	l.ip->tot_len = bpf_htons((__u16)(sizeof(struct iphdr) + sizeof(struct udphdr) + want));
+	ip_checksum(l.ip);
+	return 1;
+}
+
+/* The `len`-byte message that leaves: sealed for chain nodes (`to_node`),
+ * bare for a client, the frame resized to fit. A message too long to seal
+ * (INNET_AUTH_MSG_MAX) is counted as refused. 0: drop. The caller parses
+ * the headers again. */
+static __always_inline int chain_auth_out(struct xdp_md *ctx, const struct innet_auth *a, int to_node, __u32 len)
+{
+	if (!to_node)
+		return chain_payload_resize(ctx, len);
+	if (len > INNET_AUTH_MSG_MAX) {
+		count(CHAIN_CTR_AUTH_REFUSED);
+		return 0;
+	}
+	if (!chain_payload_resize(ctx, len + INNET_AUTH_TRAILER_LEN))
+		return 0;
+	struct innet_auth_scratch *s = chain_payload_load(ctx, len);
+	if (!s)
+		return 0;
+	__u8 t[INNET_AUTH_TRAILER_LEN];
+	innet_auth_seal_buf(a, s->buf, len, t);
+	return bpf_xdp_store_bytes(ctx, CHAIN_HEADERS_LEN + len, t, INNET_AUTH_TRAILER_LEN) == 0;
 }
 
 static __always_inline struct innet_chain_port *chain_port(__u32 port)

@@ -99,7 +99,8 @@ _Static_assert(INNET_NC_FIXED_LEN == 38, "a write reply is the fixed part alone"
 #define INNET_NC_CTR_NODE_COUNT 18	  /* counters the Rust reference has */
 #define INNET_NC_CTR_XDP_PASSED_OTHER 18 /* not NetChain traffic: XDP_PASS */
 #define INNET_NC_CTR_XDP_NO_PORT 19	  /* a verdict's port has no ifindex: dropped */
-#define INNET_NC_CTR_COUNT 20
+#define INNET_NC_CTR_AUTH_REFUSED 20	  /* --auth-key: from a chain node without a trailer that checks */
+#define INNET_NC_CTR_COUNT 21
 _Static_assert(INNET_NC_CTR_DROPPED_MALFORMED + INNET_NC_ERR_COUNT == INNET_NC_CTR_NODE_COUNT, "counters");
 
 /* Map nc_config (array, 1 entry): written by the control plane. */

@@ -72,7 +72,8 @@ _Static_assert(__builtin_offsetof(struct innet_craq_hdr, value) == INNET_CRAQ_OF
 #define INNET_CRAQ_CTR_XDP_PASSED_OTHER 16 /* not NetCRAQ traffic: XDP_PASS */
 #define INNET_CRAQ_CTR_XDP_NO_PORT 17	    /* a verdict's port has no ifindex: dropped */
 #define INNET_CRAQ_CTR_MULTICAST_COPIES 18 /* copies tc_chain_multicast sent */
-#define INNET_CRAQ_CTR_COUNT 19
+#define INNET_CRAQ_CTR_AUTH_REFUSED 19	    /* --auth-key: from a chain node without a trailer that checks */
+#define INNET_CRAQ_CTR_COUNT 20
 _Static_assert(INNET_CRAQ_CTR_DROPPED_MALFORMED + INNET_CRAQ_ERR_COUNT == INNET_CRAQ_CTR_NODE_COUNT, "counters");
 
 /* Map craq_config (array, 1 entry): written by the control plane. */

@@ -272,6 +272,13 @@ pub struct UpChainArgs {
     /// node after 1 s, restart it 0.5 s later, report and exit.
     #[arg(long)]
     drill: bool,
+    /// Key file (lines `ID HEX`, 32 hex digits; the first seals, at most 2):
+    /// every datagram between the chain nodes carries a SipHash-2-4 MAC
+    /// trailer, and one from a node's address without it is refused;
+    /// clients carry none (docs/security.md). With --topology: `auth_key`
+    /// in its [chain] table.
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<std::path::PathBuf>,
     #[command(flatten)]
     deployment: crate::live_cmd::TopologyArgs,
     #[command(flatten)]
@@ -288,7 +295,12 @@ pub struct UpChainArgs {
 }
 
 pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
+    let auth = a.auth_key.as_deref().map(innet_live::auth::read_key_file).transpose().map_err(anyhow::Error::msg)?;
     if a.deployment.topology.is_some() {
+        anyhow::ensure!(
+            auth.is_none(),
+            "--auth-key with --topology: write `auth_key = \"FILE\"` in the topology's [chain] table instead"
+        );
         anyhow::ensure!((0.0..=1.0).contains(&a.write_ratio), "--write-ratio {} must be in 0..=1", a.write_ratio);
         anyhow::ensure!(a.keys >= 1, "--keys must be at least 1");
         let load = innet_exp::up::UpLoad {
@@ -309,6 +321,7 @@ pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
     let stop = crate::live_cmd::signals()?;
     let mut cfg = LiveChainConfig::new(protocol, a.nodes);
     cfg.base = a.listen;
+    cfg.auth = auth;
     if a.drill {
         anyhow::ensure!(a.nodes >= 3, "--drill needs at least 3 nodes");
         let drill = DrillConfig { chain: cfg, ..DrillConfig::new(protocol, a.nodes) };

@@ -104,11 +104,6 @@ pub struct TestbedUpArgs {
     /// netem; clients emulate theirs with `innet client --client-delay-ms`).
     #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
     store_delay_ms: f64,
-    /// txn without --topology: key file (as `innet up txn --auth-key`): the
-    /// switch (XDP or software) and the store seal and check what they send
-    /// each other; the clients stay unsealed (docs/security.md).
-    #[arg(long, value_name = "FILE")]
-    auth_key: Option<PathBuf>,
     /// Chain topology: run the chain control plane and a failure drill
     /// (clients read and write while a middle node fails, is removed,
     /// restarts, is recovered by copy and re-added), report and exit,
@@ -122,6 +117,17 @@ pub struct TestbedUpArgs {
     /// mode only). Paxos: how the coordinator's copies leave.
     #[arg(long, value_enum, default_value = "devmap")]
     multicast: McastArg,
+    /// Key file (lines `ID HEX`; the first seals, at most 2; docs/security.md).
+    /// Chain: the nodes take frames from each other only with a SipHash-2-4
+    /// MAC trailer and seal what they send each other; clients carry none
+    /// (with a chain --topology: its `auth_key`). txn without --topology (as
+    /// `innet up txn --auth-key`): the switch (XDP or software) and the store
+    /// seal and check what they send each other; the clients stay unsealed.
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<PathBuf>,
+    /// The keys of --auth-key or of the topology's `auth_key`.
+    #[arg(skip)]
+    auth: Option<innet_core::auth::AuthKeys>,
 }
 
 /// What a topology file asks of a testbed: the file's deployment, read
@@ -231,6 +237,7 @@ fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
                 fabric: a.fabric.fabric(),
                 multicast: a.multicast.into(),
                 reply,
+                auth: a.auth.clone(),
                 ..ChainUp::new(a.protocol, a.nodes)
             };
             if a.drill {
@@ -314,13 +321,13 @@ fn innet_exe() -> anyhow::Result<PathBuf> {
 pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
     match c {
         TestbedCmd::Up(mut a) => {
-            anyhow::ensure!(
-                a.auth_key.is_none() || (a.service == "txn" && a.topology.is_none()),
-                "--auth-key: the testbed wires keys for `innet testbed up txn` without --topology only so far"
-            );
             if let Some(k) = &a.auth_key {
+                anyhow::ensure!(
+                    a.service == "chain" || (a.service == "txn" && a.topology.is_none()),
+                    "--auth-key: the testbed wires keys for `innet testbed up chain` and for `innet testbed up txn` without --topology only so far"
+                );
                 // Read now, so a bad file is one line before anything is built.
-                crate::live_cmd::read_auth_key(Some(k))?;
+                a.auth = Some(innet_live::auth::read_key_file(k).map_err(anyhow::Error::msg)?);
                 a.auth_key = Some(std::path::absolute(k)?);
             }
             match load_topology(&a)?.map(|t| t.service) {
@@ -337,6 +344,8 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
                     return crate::xdp_paxos_cmd::run_up_with(up, innet_exe()?);
                 }
                 Some(Service::Chain(c)) => {
+                    // The file's keys, else --auth-key's.
+                    a.auth = c.auth.or(a.auth.take());
                     a.protocol = c.protocol;
                     a.nodes = c.deployment.with_role(|r| matches!(r, ChainRole::Node { .. })).len();
                 }

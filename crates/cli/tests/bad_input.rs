@@ -238,6 +238,13 @@ fn careless_flags_and_topologies_are_refused_in_one_line() {
         "[paxos]\ntrim_quorum = 2\n\n[[node]]\nname = \"c\"\nrole = \"coordinator\"\n\n[[node]]\nname = \"a\"\n\
          role = \"acceptor\"\n\n[[node]]\nname = \"l\"\nrole = \"learner\"\n\n[[node]]\nname = \"p\"\nrole = \"proposer\"\n",
     );
+    let bad_key = write(&dir, "bad.key", "1 0011\n");
+    let good_key = write(&dir, "good.key", &format!("1 {}\n", "ab".repeat(16)));
+    let chain_bad_key = write(
+        &dir,
+        "chain-bad-key.toml",
+        &format!("[chain]\nauth_key = {bad_key:?}\n\n[[node]]\nname = \"n0\"\nrole = \"node\"\n\n[[node]]\nname = \"control\"\nrole = \"control\"\n"),
+    );
     let a_file = write(&dir, "a-file", "");
     let in_a_file = format!("{a_file}/results");
     let u32_max = "4294967295";
@@ -285,6 +292,11 @@ fn careless_flags_and_topologies_are_refused_in_one_line() {
         (vec!["sim", "txn", "--topology", &many_clients], "CLIENTS_MAX"),
         (vec!["up", "chain", "--topology", &long_chain], "MAX_CHAIN_NODES"),
         (vec!["up", "paxos", "--topology", &trim], "trim_quorum"),
+        // Key files (docs/security.md, "The packet authenticator").
+        (vec!["up", "chain", "--auth-key", &bad_key], "not 32 hex digits"),
+        (vec!["up", "chain", "--auth-key", "/nonexistent/chain.key"], "/nonexistent/chain.key"),
+        (vec!["up", "chain", "--topology", &chain_bad_key], "[chain] auth_key"),
+        (vec!["up", "chain", "--topology", &long_chain, "--auth-key", &good_key], "auth_key = "),
         (vec!["sim", "paxos", "--topology", &trim], "trim_quorum"),
         // Output folders are checked before the run, not after it.
         (vec!["bench", "txn", "--out", "/proc/innet-results"], "/proc"),

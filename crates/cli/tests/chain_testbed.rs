@@ -188,9 +188,25 @@ fn reads_and_writes_go_through_an_xdp_chain_and_down_leaves_nothing() {
     }
     run(INNET, &["testbed", "down"]);
     assert_eq!(wait_clean(), Vec::<String>::new(), "leftovers before the test");
-    for (protocol, check) in [("netcraq", netcraq_reads_and_writes as fn()), ("netchain", netchain_reads_and_writes)] {
-        run(INNET, &["testbed", "up", "chain", "--protocol", protocol, "--nodes", &NODES.to_string()]);
+    // With --auth-key the nodes seal what they send each other; the client
+    // (unkeyed) sees the same chain (docs/security.md).
+    let key = std::env::temp_dir().join(format!("innet-chain-testbed-{}.key", std::process::id()));
+    std::fs::write(&key, format!("1 {}\n", "c3".repeat(16))).unwrap();
+    let keyed = ["--auth-key", key.to_str().unwrap()];
+    for (protocol, check, auth) in [
+        ("netcraq", netcraq_reads_and_writes as fn(), &[][..]),
+        ("netchain", netchain_reads_and_writes, &[]),
+        ("netcraq", netcraq_reads_and_writes, &keyed[..]),
+        ("netchain", netchain_reads_and_writes, &keyed[..]),
+    ] {
+        let nodes = NODES.to_string();
+        let args = [&["testbed", "up", "chain", "--protocol", protocol, "--nodes", &nodes][..], auth].concat();
+        run(INNET, &args);
         check();
+        if !auth.is_empty() {
+            let status = run(INNET, &["testbed", "status"]);
+            assert!((0..NODES).all(|n| counter(&status, n, "auth_refused") == 0), "every sealed frame checked");
+        }
         run(INNET, &["testbed", "down"]);
         assert_eq!(wait_clean(), Vec::<String>::new(), "testbed down left things behind ({protocol})");
         let how = if protocol == "netcraq" {
@@ -198,9 +214,11 @@ fn reads_and_writes_go_through_an_xdp_chain_and_down_leaves_nothing() {
         } else {
             "stack popped per node; the reference client's requests to 8888 answered on 8889"
         };
+        let keys = if auth.is_empty() { "" } else { ", with --auth-key" };
         say(&format!(
-            "TESTBED chain {protocol} {NODES} nodes: writes and reads through XDP ({how}); down left no namespace, \
-             link, pin or program"
+            "TESTBED chain {protocol} {NODES} nodes{keys}: writes and reads through XDP ({how}); down left no \
+             namespace, link, pin or program"
         ));
     }
+    let _ = std::fs::remove_file(&key);
 }

@@ -394,8 +394,10 @@ fn start_chain(
             let control = control_manage_addr(control)?;
             let node = fresh_node(c.protocol, index, c.objects, c.versions, c.keys)?;
             let tables = crate::chain::chain_peer_tables(&switches);
-            let switch = spawn_chain_switch(&name, node, socket, tables, stop)?;
-            let agent = Agent::new(index, c.protocol, switches, control, switch.state().clone());
+            let auth = crate::chain::chain_auth(c.auth.as_ref(), &switches);
+            let switch = spawn_chain_switch(&name, node, socket, tables, auth, stop)?;
+            let agent =
+                Agent::new(index, c.protocol, switches, control, switch.state().clone()).with_auth(c.auth.clone());
             let (ms, st) = (manage_socket.expect("bound with the switch"), stop.clone());
             // Connected: the kernel hands the agent only the control plane's datagrams.
             ms.connect(control).with_context(|| format!("chain node '{name}': management socket"))?;
@@ -411,7 +413,7 @@ fn start_chain(
             let manage = control_manage_addr(socket.local_addr()?)?;
             let sockets = manage::control_sockets(manage, &agents)
                 .with_context(|| format!("chain control plane '{name}': management sockets"))?;
-            let mut remote = RemoteNodes::new(c.protocol, sockets, agents, timeout)?;
+            let mut remote = RemoteNodes::new(c.protocol, sockets, agents, timeout)?.with_auth(c.auth.clone());
             {
                 use crate::chain::ChainNodes;
                 remote.apply(&layout);

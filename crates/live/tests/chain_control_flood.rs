@@ -11,6 +11,8 @@
 //! and junk, and every agent (and the control plane's management port)
 //! with forged requests and junk, for two seconds.
 
+mod common;
+
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -21,22 +23,6 @@ use innet_live::chain::ChainView;
 use innet_live::topology::{start, ControlReport, RunningNode, Started};
 use innet_live::Stop;
 use innet_topology::Topology;
-
-/// `n` loopback ports `p` whose management ports `p + MANAGE_PORT_OFFSET`
-/// are free too (probed, then released).
-fn free_ports(n: usize) -> Vec<u16> {
-    let mut ports = vec![];
-    let mut held = vec![];
-    while ports.len() < n {
-        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let p = s.local_addr().unwrap().port();
-        let Some(m) = p.checked_add(MANAGE_PORT_OFFSET) else { continue };
-        let Ok(ms) = UdpSocket::bind(("127.0.0.1", m)) else { continue };
-        ports.push(p);
-        held.push((s, ms));
-    }
-    ports
-}
 
 fn topology(ports: &[u16]) -> Topology {
     let mut text = String::from("[chain]\nprotocol = \"netcraq\"\n\n");
@@ -115,7 +101,7 @@ fn flood(view_to: SocketAddr, manage_to: Vec<SocketAddr>, done: Arc<AtomicBool>,
 
 #[test]
 fn a_management_flood_removes_no_healthy_node_and_a_real_failure_is_still_detected() {
-    let ports = free_ports(4);
+    let ports = common::free_ports(4);
     let topo = topology(&ports);
     let mut nodes: Vec<Option<Process>> = (0..3).map(|i| Some(Process::start(&topo, &format!("n{i}")))).collect();
     let control = Process::start(&topo, "control");

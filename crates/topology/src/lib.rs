@@ -47,6 +47,7 @@ use innet_chain::control::ControlConfig;
 use innet_chain::deploy::{self as chain_deploy, ChainDeployment, ChainRole};
 use innet_chain::netcraq::{OBJECTS_DEFAULT, OBJECTS_MAX, VERSIONS_DEFAULT, VERSIONS_MAX};
 use innet_chain::Protocol;
+use innet_core::auth::AuthKeys;
 use innet_core::deploy::{DataPlaneAt, Deployment, NodeIx};
 use innet_core::limits::{CLIENTS_MAX, PROPOSERS_MAX, TABLE_SLOTS_MAX};
 use innet_paxos::deploy::{self as paxos_deploy, PaxosDeployment, PaxosParams, PaxosRole};
@@ -159,6 +160,9 @@ pub struct ChainSettings {
     pub heartbeat_ms: f64,
     pub failure_timeout_ms: f64,
     pub drain_ms: f64,
+    /// `--auth-key` for the whole deployment: a key file (relative to the
+    /// topology file's folder), read and checked when the topology is.
+    pub auth_key: Option<PathBuf>,
 }
 
 impl Default for ChainSettings {
@@ -171,6 +175,7 @@ impl Default for ChainSettings {
             heartbeat_ms: 5.0,
             failure_timeout_ms: 50.0,
             drain_ms: 20.0,
+            auth_key: None,
         }
     }
 }
@@ -225,6 +230,9 @@ pub struct ChainTopology {
     pub versions: usize,
     pub keys: u32,
     pub control: ControlConfig,
+    /// `auth_key`: every datagram between the chain's nodes and between
+    /// the control plane and them is sealed and checked.
+    pub auth: Option<AuthKeys>,
 }
 
 /// A topology's service and its deployment.
@@ -690,6 +698,12 @@ fn check_addr(s: &str) -> std::result::Result<(), String> {
 impl Topology {
     /// Parses and checks a topology.
     pub fn parse(text: &str) -> Result<Topology> {
+        Topology::parse_in(text, None)
+    }
+
+    /// Parses and checks a topology whose relative paths (`auth_key`) are
+    /// relative to `folder` (`None`: to the working directory).
+    pub fn parse_in(text: &str, folder: Option<&Path>) -> Result<Topology> {
         let file: File = toml::from_str(text).map_err(|e| TopologyError(format!("bad topology: {e}")))?;
         if file.nodes.is_empty() {
             return Err(TopologyError("no nodes: add at least one [[node]] table".into()));
@@ -712,11 +726,6 @@ impl Topology {
                     line.unwrap_or(0)
                 )));
             }
-        }
-        if service == "chain" && file.auth_key.is_some() {
-            return Err(TopologyError(
-                "auth_key: the chain service does not carry the authenticator yet: remove it".into(),
-            ));
         }
         if service == "txn" && file.fabric_delay_ms.is_some() {
             return Err(TopologyError("fabric_delay_ms: a transaction topology gives its delays per link".into()));
@@ -747,25 +756,32 @@ impl Topology {
                 (Service::Paxos(PaxosTopology { deployment: d, params, data_plane }), p)
             }
             _ => {
-                let s = file.chain.map(|s| s.into_inner()).unwrap_or_default();
+                let mut s = file.chain.map(|s| s.into_inner()).unwrap_or_default();
+                // A chain's key file: at the top level (as for the other
+                // services) or in its [chain] table, not both.
+                if let Some(k) = &file.auth_key {
+                    if s.auth_key.is_some() {
+                        return Err(TopologyError(
+                            "auth_key given twice (at the top level and in [chain]): keep one".into(),
+                        ));
+                    }
+                    s.auth_key = Some(k.clone());
+                }
                 let protocol: Protocol =
                     s.protocol.parse().map_err(|e| TopologyError(format!("[chain] protocol: {e}")))?;
                 let (d, p) = b.chain(protocol, &links, fabric)?;
-                let t = chain_settings(&s, protocol, d)?;
+                let t = chain_settings(&s, protocol, d, folder)?;
                 (Service::Chain(t), p)
             }
         };
-        Ok(Topology { service, places, auth_key: file.auth_key })
+        let auth_key = file.auth_key.map(|k| folder.map_or_else(|| k.clone(), |d| d.join(&k)));
+        Ok(Topology { service, places, auth_key })
     }
 
     pub fn load(path: &Path) -> Result<Topology> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| TopologyError(format!("cannot read topology file {}: {e}", path.display())))?;
-        let mut t = Topology::parse(&text).map_err(|e| TopologyError(format!("{}: {e}", path.display())))?;
-        if let (Some(k), Some(dir)) = (&t.auth_key, path.parent()) {
-            t.auth_key = Some(dir.join(k));
-        }
-        Ok(t)
+        Topology::parse_in(&text, path.parent()).map_err(|e| TopologyError(format!("{}: {e}", path.display())))
     }
 
     fn nodes(&self) -> &dyn NodeList {
@@ -978,7 +994,12 @@ fn paxos_params(s: &PaxosSettings) -> Result<PaxosParams> {
     })
 }
 
-fn chain_settings(s: &ChainSettings, protocol: Protocol, deployment: ChainDeployment) -> Result<ChainTopology> {
+fn chain_settings(
+    s: &ChainSettings,
+    protocol: Protocol,
+    deployment: ChainDeployment,
+    folder: Option<&Path>,
+) -> Result<ChainTopology> {
     let e = |m: String| TopologyError(format!("[chain] {m}"));
     if !(1..=OBJECTS_MAX).contains(&s.objects) {
         return Err(e(format!("objects = {} must be from 1 to {OBJECTS_MAX} (the limit OBJECTS_MAX)", s.objects)));
@@ -1003,7 +1024,17 @@ fn chain_settings(s: &ChainSettings, protocol: Protocol, deployment: ChainDeploy
         drain: positive("drain_ms", s.drain_ms)?,
         full_heartbeats: 3,
     };
-    Ok(ChainTopology { deployment, protocol, objects: s.objects, versions: s.versions, keys: s.keys, control })
+    let auth = s.auth_key.as_deref().map(|f| read_auth_key(f, folder)).transpose()?;
+    Ok(ChainTopology { deployment, protocol, objects: s.objects, versions: s.versions, keys: s.keys, control, auth })
+}
+
+/// `auth_key = "FILE"`: the key file read and checked
+/// ([`innet_core::auth`]'s format); the error names the file and the fault.
+fn read_auth_key(file: &Path, folder: Option<&Path>) -> Result<AuthKeys> {
+    let path = folder.map_or_else(|| file.to_path_buf(), |d| d.join(file));
+    let e = |m: String| TopologyError(format!("[chain] auth_key {}: {m}", path.display()));
+    let text = std::fs::read_to_string(&path).map_err(|x| e(x.to_string()))?;
+    AuthKeys::parse(&text).map_err(e)
 }
 
 #[cfg(test)]

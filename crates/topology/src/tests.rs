@@ -185,8 +185,8 @@ fn placing_machines_on_addresses_keeps_the_files_ports() {
 }
 
 #[test]
-fn auth_key_names_a_file_beside_the_topology_and_the_chain_refuses_it() {
-    let dir = std::env::temp_dir().join(format!("innet-topology-auth-{}", std::process::id()));
+fn auth_key_names_a_file_beside_the_topology_and_a_chain_takes_it_once() {
+    let dir = std::env::temp_dir().join(format!("innet-topology-auth-path-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("t.toml");
     let body = "[[node]]\nname = \"store\"\nrole = \"store\"\n[[node]]\nname = \"s\"\nrole = \"switch\"\nmode = \"forward\"\nupstream = \"store\"\n";
@@ -197,7 +197,34 @@ fn auth_key_names_a_file_beside_the_topology_and_the_chain_refuses_it() {
     std::fs::write(&file, body).unwrap();
     assert_eq!(Topology::load(&file).unwrap().auth_key, None);
     std::fs::remove_dir_all(&dir).unwrap();
-    let chain =
-        "auth_key = \"k\"\n[[node]]\nname = \"n0\"\nrole = \"node\"\n[[node]]\nname = \"n1\"\nrole = \"node\"\n";
-    assert!(err(chain).contains("auth_key: the chain service"), "{}", err(chain));
+    // A chain's key file at the top level or in [chain], not both.
+    let nodes = "[[node]]\nname = \"n0\"\nrole = \"node\"\n[[node]]\nname = \"control\"\nrole = \"control\"\n";
+    let twice = format!("auth_key = \"k\"\n[chain]\nauth_key = \"k\"\n{nodes}");
+    assert!(err(&twice).contains("auth_key given twice"), "{}", err(&twice));
+    let missing = format!("auth_key = \"/nonexistent/innet.key\"\n{nodes}");
+    assert!(err(&missing).contains("[chain] auth_key /nonexistent/innet.key"), "{}", err(&missing));
+}
+
+#[test]
+fn a_chains_auth_key_is_read_beside_the_file_and_a_bad_one_is_refused_in_one_line() {
+    let dir = std::env::temp_dir().join(format!("innet-topology-auth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let nodes = "[[node]]\nname='n0'\nrole='node'\n[[node]]\nname='control'\nrole='control'\n";
+    let key = "00112233445566778899aabbccddeeff";
+    std::fs::write(dir.join("two.key"), format!("# rotation\n3 {key}\n4 {}\n", "ab".repeat(16))).unwrap();
+    std::fs::write(dir.join("bad.key"), "3 0011\n").unwrap();
+    let topo = dir.join("chain.toml");
+    std::fs::write(&topo, format!("[chain]\nauth_key = 'two.key'\n{nodes}")).unwrap();
+    let t = Topology::load(&topo).unwrap();
+    let Service::Chain(c) = &t.service else { panic!("chain") };
+    let ids: Vec<u8> = c.auth.as_ref().expect("keys").keys().iter().map(|k| k.id).collect();
+    assert_eq!(ids, [3, 4], "both keys of a rotation, the first seals");
+    for (file, says) in [("bad.key", "line 1: key `0011` is not 32 hex digits"), ("missing.key", "missing.key: ")] {
+        std::fs::write(&topo, format!("[chain]\nauth_key = '{file}'\n{nodes}")).unwrap();
+        let e = Topology::load(&topo).unwrap_err().0;
+        assert!(e.contains("[chain] auth_key") && e.contains(says) && !e.contains('\n'), "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let e = err(&format!("[chain]\nauth_key = 7\n{nodes}"));
+    assert!(e.contains("auth_key"), "{e}");
 }

@@ -97,8 +97,8 @@ pub const PORTS_MAX: usize = c::CHAIN_PORTS_MAX as usize;
 /// Members of the ACK group (`chain_group` entries).
 pub const GROUP_MAX: usize = c::CHAIN_GROUP_MAX as usize;
 /// Counters only the XDP programs have, after the reference's.
-pub const CRAQ_XDP_COUNTERS: [&str; 3] = ["xdp_passed_other", "xdp_no_port", "multicast_copies"];
-pub const NC_XDP_COUNTERS: [&str; 2] = ["xdp_passed_other", "xdp_no_port"];
+pub const CRAQ_XDP_COUNTERS: [&str; 4] = ["xdp_passed_other", "xdp_no_port", "multicast_copies", "auth_refused"];
+pub const NC_XDP_COUNTERS: [&str; 3] = ["xdp_passed_other", "xdp_no_port", "auth_refused"];
 const _: () = assert!(c::CRAQ_CTR_NODE_COUNT as usize + CRAQ_XDP_COUNTERS.len() == c::CRAQ_CTR_COUNT as usize);
 const _: () = assert!(c::NC_CTR_NODE_COUNT as usize + NC_XDP_COUNTERS.len() == c::NC_CTR_COUNT as usize);
 
@@ -218,6 +218,13 @@ impl Node {
         Ok(())
     }
 
+    /// `--auth-key` ([`crate::auth`]): frames from chain nodes are taken
+    /// only with a MAC trailer that checks under `keys`, and what goes to
+    /// chain nodes is sealed (`None`: off).
+    fn set_auth(&self, keys: Option<&innet_core::auth::AuthKeys>) -> Result<()> {
+        self.obj.write(MAP_AUTH, 0, &crate::auth::encode(keys))
+    }
+
     fn set_port(&self, port: u16, p: &ChainPort) -> Result<()> {
         if port as usize >= PORTS_MAX {
             bail!("port {port} beyond the {PORTS_MAX} chain_ports entries");
@@ -284,6 +291,10 @@ pub const MAP_PORTS: &str = "chain_ports";
 pub const MAP_COUNTERS: &str = "chain_counters";
 /// `chain_peers` (`innet_chain_node.h`): senders by interface and MAC.
 pub const MAP_PEERS: &str = "chain_peers";
+/// `--auth-key` ([`crate::auth`]): off unless written.
+pub const MAP_AUTH: &str = "chain_auth";
+/// The payload being opened or sealed (per CPU).
+pub const MAP_AUTH_SCRATCH: &str = "chain_auth_scratch";
 pub const MAP_GROUP: &str = "chain_group";
 pub const CRAQ_MAP_CONFIG: &str = "craq_config";
 pub const CRAQ_MAP_STORE: &str = "craq_store";
@@ -537,6 +548,16 @@ impl CraqXdp {
         self.node.obj.test_run(CRAQ_PROGRAM, frame)
     }
 
+    /// [`BpfObject::median_run_ns`] of the node's XDP program on `frame`.
+    pub fn median_run_ns(&self, frame: &[u8], runs: u32) -> Result<u64> {
+        self.node.obj.median_run_ns(CRAQ_PROGRAM, frame, runs)
+    }
+
+    /// `--auth-key`: see [`Node::set_auth`].
+    pub fn set_auth(&self, keys: Option<&innet_core::auth::AuthKeys>) -> Result<()> {
+        self.node.set_auth(keys)
+    }
+
     pub fn program_fd(&self, program: &str) -> Result<RawFd> {
         self.node.obj.program_fd(program)
     }
@@ -683,6 +704,11 @@ impl NcXdp {
         self.node.counter(&nc_counter_names(), name)
     }
 
+    /// `--auth-key`: see [`Node::set_auth`].
+    pub fn set_auth(&self, keys: Option<&innet_core::auth::AuthKeys>) -> Result<()> {
+        self.node.set_auth(keys)
+    }
+
     /// Every installed key and its register, in slot order
     /// (`NcNode::snapshot`).
     pub fn snapshot(&self) -> Result<Vec<(ChainKey, Slot)>> {
@@ -713,6 +739,11 @@ impl NcXdp {
 
     pub fn test_run(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
         self.node.obj.test_run(NC_PROGRAM, frame)
+    }
+
+    /// [`BpfObject::median_run_ns`] of the node's XDP program on `frame`.
+    pub fn median_run_ns(&self, frame: &[u8], runs: u32) -> Result<u64> {
+        self.node.obj.median_run_ns(NC_PROGRAM, frame, runs)
     }
 
     pub fn program_fd(&self) -> Result<RawFd> {
@@ -754,6 +785,9 @@ mod tests {
         let n = |x: i64| Some(x as u32);
         let ports = (MAP_PORTS, n(c::CHAIN_PORTS_MAX), n(c::CHAIN_PORT_SIZE));
         let peers = (MAP_PEERS, n(c::CHAIN_PEERS_MAX), Some(4));
+        let auth = (MAP_AUTH, Some(1), n(c::AUTH_SIZE));
+        // Room after the longest message for its key id and a whole word.
+        let scratch = (MAP_AUTH_SCRATCH, Some(1), n(c::AUTH_MSG_MAX + 16));
         crate::object::assert_maps(
             CRAQ_OBJECT,
             &[
@@ -765,6 +799,8 @@ mod tests {
                 (CRAQ_MAP_MEMBER_AT, n(c::CHAIN_GROUP_MAX), n(c::CHAIN_MEMBER_SIZE)),
                 ports,
                 peers,
+                auth,
+                scratch,
                 (MAP_COUNTERS, n(c::CRAQ_CTR_COUNT), Some(8)),
             ],
         );
@@ -777,6 +813,8 @@ mod tests {
                 (NC_MAP_REGISTERS, n(c::NC_KEYS_DEFAULT), n(c::NC_REGISTER_SIZE)),
                 ports,
                 peers,
+                auth,
+                scratch,
                 (MAP_COUNTERS, n(c::NC_CTR_COUNT), Some(8)),
                 ("nc_scratch", Some(1), None),
             ],

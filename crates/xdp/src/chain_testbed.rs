@@ -87,7 +87,7 @@ pub const NETCHAIN_KEYS_INSTALLED: u32 = 256;
 pub const REFERENCE_KEYS: std::ops::Range<u32> = 2018..2218;
 
 /// How the chain testbed is built.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChainUp {
     pub protocol: Protocol,
     pub nodes: usize,
@@ -97,6 +97,9 @@ pub struct ChainUp {
     pub multicast: Multicast,
     /// Where NetChain's replies go.
     pub reply: ReplyTo,
+    /// `--auth-key`: every node takes frames from the other nodes only
+    /// sealed and seals what it sends them (clients stay unkeyed).
+    pub auth: Option<innet_core::auth::AuthKeys>,
 }
 
 impl ChainUp {
@@ -104,7 +107,8 @@ impl ChainUp {
     /// threaded NAPI), ACKs by devmap broadcast, NetChain's replies to the
     /// request's source port.
     pub fn new(protocol: Protocol, nodes: usize) -> ChainUp {
-        ChainUp { protocol, nodes, fabric: Fabric::default(), multicast: Multicast::Devmap, reply: ReplyTo::SourcePort }
+        let (fabric, multicast, reply) = (Fabric::default(), Multicast::Devmap, ReplyTo::SourcePort);
+        ChainUp { protocol, nodes, fabric, multicast, reply, auth: None }
     }
 
     fn validate(&self) -> Result<()> {
@@ -145,7 +149,7 @@ fn client_mac(i: usize) -> [u8; 6] {
     [0x02, 0x78, 0, 0, 100, 1 + i as u8]
 }
 /// The MAC of node i's device towards node j.
-fn link_mac(i: usize, j: usize) -> [u8; 6] {
+pub fn link_mac(i: usize, j: usize) -> [u8; 6] {
     [0x02, 0x78, 1, 0, 1 + i as u8, 1 + j as u8]
 }
 /// Node i's port leading to node j (j != i): 3.. for the other nodes in
@@ -383,6 +387,7 @@ pub fn load_node(o: &ChainUp, i: usize) -> Result<NodeXdp> {
         Protocol::NetCraq => {
             let mut x = CraqXdp::load(OBJECTS_DEFAULT, VERSIONS_DEFAULT, addr)?;
             wire(&|p, c| x.set_port(p, c), &|f, m, j| x.set_peer(f, m, j))?;
+            x.set_auth(o.auth.as_ref())?;
             x.set_multicast(o.multicast)?;
             x.pin_maps(&pins)?;
             o.fabric.attach(x.program_fd(CRAQ_PROGRAM)?, &ns, &devs)?;
@@ -398,6 +403,7 @@ pub fn load_node(o: &ChainUp, i: usize) -> Result<NodeXdp> {
         Protocol::NetChain => {
             let mut x = NcXdp::load(u32::from(node_ip(i)), KEYS_DEFAULT, addr)?;
             wire(&|p, c| x.set_port(p, c), &|f, m, j| x.set_peer(f, m, j))?;
+            x.set_auth(o.auth.as_ref())?;
             for k in (0..NETCHAIN_KEYS_INSTALLED).chain(REFERENCE_KEYS) {
                 x.install_key(key_from_u32(k))?.with_context(|| format!("install key {k}"))?;
             }

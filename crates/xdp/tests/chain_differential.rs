@@ -35,8 +35,8 @@
 mod common;
 
 use std::cell::Cell;
-use std::net::Ipv4Addr;
 
+use common::chain::{node_at, peer_mac, port, request_frame, CLIENT, NODE_IP, NODE_MAC, ORIGIN_PORT, TEST_RUN_IFINDEX};
 use common::{bpf_or_skip, counters_line, report_golden, report_seed, Differential, Draw, Pair};
 use innet_chain::netchain::{Hop, NcNode, KEYS_DEFAULT};
 use innet_chain::netcraq::{CraqNode, OBJECTS_DEFAULT, VERSIONS_DEFAULT};
@@ -46,7 +46,7 @@ use innet_core::{Counters, DataPlane, Ingress, Verdict};
 use innet_wire::netchain::{self as ncw, key_from_u32, Addr, NcMsg, NcOp};
 use innet_wire::netcraq::{self as craqw, CraqMsg, KvOp};
 use innet_wire::txn::Value;
-use innet_xdp::chain::{self, ChainPort, CraqXdp, NcXdp, NodeAddr, XDP_DROP, XDP_PASS, XDP_REDIRECT, XDP_TX};
+use innet_xdp::chain::{self, CraqXdp, NcXdp, XDP_DROP, XDP_PASS, XDP_REDIRECT, XDP_TX};
 use innet_xdp::frame::{self, Endpoint};
 
 /// Random packets per role (5 NetCRAQ runs, 4 NetChain runs, two table sizes each).
@@ -54,23 +54,11 @@ const RANDOM_PACKETS_PER_RUN: usize = 14_000;
 /// Node state is compared after every this many packets.
 const STATE_EVERY: usize = 1024;
 
-const CLIENT: Endpoint = Endpoint { mac: [2, 0, 0, 0, 0, 0x0c], ip: Ipv4Addr::new(10, 98, 0, 2), port: 40_000 };
-const NODE_IP: Ipv4Addr = Ipv4Addr::new(10, 98, 0, 1);
-const NODE_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0x01];
-/// The port towards the clients (Origin replies).
-const ORIGIN_PORT: u16 = 5;
-/// `BPF_PROG_TEST_RUN` runs frames as received on lo.
-const TEST_RUN_IFINDEX: u32 = 1;
 /// The node's predecessor and the chain's tail, by chain index; chain
 /// nodes 0..PEERS are known to the program.
 const PREV: u16 = 0;
 const TAIL: u16 = 3;
 const PEERS: u16 = 4;
-
-/// Chain node `i`'s MAC as the node under test sees it.
-fn peer_mac(i: u16) -> [u8; 6] {
-    [2, 0, 0, 0, 3, i as u8]
-}
 
 /// Who sends the next frame: the reference's ingress and the frame's
 /// Ethernet source.
@@ -103,23 +91,6 @@ fn prev_of(role: Option<Role>) -> Option<u16> {
     role.filter(|r| !r.is_head()).map(|_| PREV)
 }
 
-fn port(i: u16) -> ChainPort {
-    if i == ORIGIN_PORT {
-        return ChainPort { ifindex: 1100, ip: CLIENT.ip, port_mac: NODE_MAC, peer_mac: CLIENT.mac };
-    }
-    ChainPort {
-        // Not the test-run ingress (lo, 1): every port is a redirect.
-        ifindex: 1001 + i as u32,
-        ip: Ipv4Addr::new(10, 98, 1 + i as u8, 2),
-        port_mac: [2, 0, 0, 0, 1, i as u8],
-        peer_mac: [2, 0, 0, 0, 2, i as u8],
-    }
-}
-
-fn node_addr(udp_port: u16) -> NodeAddr {
-    NodeAddr { udp_port, node_ip: NODE_IP, origin_port: ORIGIN_PORT, reply_port: 0 }
-}
-
 /// What the XDP program did with a frame `from` CLIENT's address (through
 /// the sender's MAC) to the node, as a reference verdict.
 fn xdp_verdict(action: u32, out: &[u8], udp_port: u16, from: Endpoint) -> Result<Verdict, String> {
@@ -148,13 +119,6 @@ fn xdp_verdict(action: u32, out: &[u8], udp_port: u16, from: Endpoint) -> Result
     }
 }
 
-/// A frame from CLIENT's address through `mac` (the last hop's) to the
-/// node carrying `payload`.
-fn request_frame(payload: &[u8], pad: usize, udp_port: u16, mac: [u8; 6]) -> Vec<u8> {
-    let from = Endpoint { mac, ..CLIENT };
-    frame::udp_frame(from, Endpoint { mac: NODE_MAC, ip: NODE_IP, port: udp_port }, payload, pad)
-}
-
 /// The XDP action on `input` as a reference verdict, and the frame it left.
 fn bpf_outcome(input: &[u8], (action, out): (u32, Vec<u8>), udp_port: u16) -> Result<(Verdict, Vec<u8>), String> {
     let (from, _, _, _) = frame::parse(input).ok_or("input is not an IPv4/UDP frame")?;
@@ -181,7 +145,7 @@ struct Craq {
 
 impl Craq {
     fn load(role: Option<Role>, objects: usize, versions: usize) -> Differential<Craq> {
-        let mut xdp = CraqXdp::load(objects, versions, node_addr(craqw::DEFAULT_PORT)).expect("load");
+        let mut xdp = CraqXdp::load(objects, versions, node_at(craqw::DEFAULT_PORT)).expect("load");
         for p in [0, 1, ORIGIN_PORT] {
             xdp.set_port(p, &port(p)).expect("port");
         }
@@ -446,7 +410,7 @@ impl Nc {
         successors: &[Addr],
         installed: &[u32],
     ) -> Differential<Nc> {
-        let mut xdp = NcXdp::load(addr, keys, node_addr(ncw::DEFAULT_PORT)).expect("load");
+        let mut xdp = NcXdp::load(addr, keys, node_at(ncw::DEFAULT_PORT)).expect("load");
         let mut rust = NcNode::new(addr, keys);
         for p in [0, 1, 3, ORIGIN_PORT] {
             xdp.set_port(p, &port(p)).expect("port");

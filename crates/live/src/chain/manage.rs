@@ -47,6 +47,13 @@
 //! | 7 SNAPSHOT_PUT | total (u32), offset (u32), entries | 4 ACK (once loaded, at the last chunk) |
 //! | 8 VIEW | - | 9: version (u64), n (u8), n chain indexes (u8) |
 //!
+//! With `--auth-key` (`auth_key` in the topology's `[chain]` table) every
+//! message between the control plane and an agent carries the MAC trailer
+//! of [`innet_core::auth`] after the body, and one without is dropped
+//! (`dropped_unauthenticated`): the kernel's connected sockets keep other
+//! addresses out, the keys keep out a raw socket that spoofs the control
+//! plane's. VIEW requests and answers are a client's and go unsealed.
+//!
 //! Snapshot entries are NetCRAQ values (16 bytes each) or NetChain slots
 //! (key 16, value 16, sequence 2 bytes), [`CHUNK_ENTRIES`] per datagram.
 
@@ -61,6 +68,7 @@ use innet_chain::control::{Layout, NodeReport};
 use innet_chain::netchain::Slot;
 use innet_chain::node::{ChainNode, Snapshot};
 use innet_chain::Protocol;
+use innet_core::auth::AuthKeys;
 use innet_wire::netchain::{ChainKey, KEY_LEN};
 use innet_wire::netcraq::{Value, VALUE_LEN};
 
@@ -117,6 +125,23 @@ fn msg(kind: u8, seq: u32, body: &[u8]) -> Vec<u8> {
     v.extend_from_slice(&seq.to_be_bytes());
     v.extend_from_slice(body);
     v
+}
+
+/// `m` with the keys' trailer, if any.
+fn seal(auth: &Option<AuthKeys>, m: Vec<u8>) -> Vec<u8> {
+    match auth {
+        Some(k) => k.seal(&m),
+        None => m,
+    }
+}
+
+/// The message `b` seals (all of `b` without keys); `None` if its trailer
+/// does not check.
+fn open<'a>(auth: &Option<AuthKeys>, b: &'a [u8]) -> Option<&'a [u8]> {
+    match auth {
+        Some(k) => k.open(b).ok().and_then(|n| b.get(..n)),
+        None => Some(b),
+    }
 }
 
 /// (kind, sequence, body) of a well-formed message.
@@ -205,6 +230,9 @@ pub struct AgentStats {
     pub requests: u64,
     /// Requests from anyone but the control plane.
     pub dropped_foreign: u64,
+    /// `--auth-key`: from the control plane's address, without a trailer
+    /// that checks.
+    pub dropped_unauthenticated: u64,
     pub dropped_malformed: u64,
 }
 
@@ -220,6 +248,7 @@ pub struct Agent {
     applied: u64,
     snapshot: Option<Snapshot>,
     incoming: Option<(u32, Snapshot)>,
+    auth: Option<AuthKeys>,
     pub stats: AgentStats,
 }
 
@@ -240,8 +269,14 @@ impl Agent {
             applied: 0,
             snapshot: None,
             incoming: None,
+            auth: None,
             stats: AgentStats::default(),
         }
+    }
+
+    /// `--auth-key`: takes only sealed requests and seals its answers.
+    pub fn with_auth(self, auth: Option<AuthKeys>) -> Agent {
+        Agent { auth, ..self }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, SwitchState<ChainNode>> {
@@ -263,6 +298,10 @@ impl Agent {
             self.stats.dropped_foreign += 1;
             return None;
         }
+        let Some(b) = open(&self.auth, b) else {
+            self.stats.dropped_unauthenticated += 1;
+            return None;
+        };
         let Some((kind, seq, body)) = parse(b) else {
             self.stats.dropped_malformed += 1;
             return None;
@@ -338,7 +377,7 @@ impl Agent {
                 return None;
             }
         };
-        Some(reply)
+        Some(seal(&self.auth, reply))
     }
 }
 
@@ -487,6 +526,8 @@ pub struct RemoteNodes {
     applied: Vec<u64>,
     /// How long to wait for an answer.
     timeout: Duration,
+    /// `--auth-key`: requests sealed, answers checked.
+    auth: Option<AuthKeys>,
 }
 
 impl RemoteNodes {
@@ -505,7 +546,12 @@ impl RemoteNodes {
             s.set_read_timeout(Some(timeout.max(Duration::from_millis(1))))?;
         }
         let n = agents.len();
-        Ok(RemoteNodes { protocol, sockets, agents, seq: 0, layout: None, applied: vec![0; n], timeout })
+        Ok(RemoteNodes { protocol, sockets, agents, seq: 0, layout: None, applied: vec![0; n], timeout, auth: None })
+    }
+
+    /// `--auth-key`: seals requests and takes only sealed answers.
+    pub fn with_auth(self, auth: Option<AuthKeys>) -> RemoteNodes {
+        RemoteNodes { auth, ..self }
     }
 
     /// Sends `req` to agent `i` and waits for the answer of the same
@@ -515,14 +561,14 @@ impl RemoteNodes {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
         let (socket, agent) = (self.sockets.get(i)?, *self.agents.get(i)?);
-        socket.send(&msg(kind, seq, body)).ok()?;
+        socket.send(&seal(&self.auth, msg(kind, seq, body))).ok()?;
         let deadline = Instant::now() + self.timeout;
         let mut buf = vec![0u8; 2048];
         loop {
             // A refused send (the agent's port is closed) shows up here as
             // an error: that agent does not answer this time.
             if let Ok((n, from)) = socket.recv_from(&mut buf) {
-                match parse(buf.get(..n).unwrap_or_default()) {
+                match open(&self.auth, buf.get(..n).unwrap_or_default()).and_then(parse) {
                     Some((k, s, b)) if from == agent && s == seq => return Some((k, b.to_vec())),
                     _ => continue,
                 }

@@ -11,6 +11,14 @@
 //! table writes ([`SwitchTables`]) and register copies, the way a P4
 //! controller talks to its switches over Thrift. Clients learn the chain's
 //! order from a shared view the control plane updates.
+//!
+//! With `--auth-key` ([`LiveChainConfig::auth`]) every datagram between
+//! chain nodes (writes down the chain, reads forwarded to the tail,
+//! NetCRAQ's ACKs) carries the keys' MAC trailer and one from a node's
+//! address without it is refused ([`crate::auth`], [`chain_auth`]). The
+//! keys cover the nodes' addresses only: clients carry no key, their
+//! requests arrive unsealed and meet the admission rules as clients' (a
+//! write only at the head, never an ACK), and replies to them go unsealed.
 
 pub mod manage;
 
@@ -25,9 +33,11 @@ use innet_chain::netcraq::{OBJECTS_DEFAULT, VERSIONS_DEFAULT};
 use innet_chain::node::ChainNode;
 use innet_chain::workload::LoadClient;
 use innet_chain::Protocol;
+use innet_core::auth::AuthKeys;
 use innet_core::{Host, Member, Outbox, Time};
 use innet_wire::netchain::key_from_u32;
 
+use crate::auth::PeerAuth;
 use crate::clock;
 use crate::switch::{spawn_switch_with_tables, SwitchNode, SwitchOptions, SwitchTables};
 use crate::txn::bind;
@@ -45,6 +55,9 @@ pub struct LiveChainConfig {
     /// NetChain keys installed at start (`0..keys`).
     pub keys: u32,
     pub control: ControlConfig,
+    /// `--auth-key`: seals and checks every datagram between the nodes
+    /// ([`chain_auth`]).
+    pub auth: Option<AuthKeys>,
 }
 
 impl LiveChainConfig {
@@ -62,6 +75,7 @@ impl LiveChainConfig {
                 drain: Duration::from_millis(20),
                 full_heartbeats: 3,
             },
+            auth: None,
         }
     }
 }
@@ -75,6 +89,8 @@ struct Shared {
     switches: Vec<Option<SwitchNode<ChainNode>>>,
     layout: Layout,
     view: ChainView,
+    /// The keys over the nodes' addresses (`cfg.auth`).
+    auth: Option<Arc<PeerAuth>>,
     stop: Stop,
 }
 
@@ -108,7 +124,8 @@ impl Shared {
     fn spawn(&self, i: usize, addr: SocketAddr) -> io::Result<SwitchNode<ChainNode>> {
         let c = &self.cfg;
         let node = fresh_node(c.protocol, i, c.objects, c.versions, c.keys)?;
-        spawn_chain_switch(&format!("chain-node{i}"), node, bind(addr)?, self.tables(i), &self.stop)
+        let (name, tables) = (format!("chain-node{i}"), self.tables(i));
+        spawn_chain_switch(&name, node, bind(addr)?, tables, self.auth.clone(), &self.stop)
     }
 }
 
@@ -160,17 +177,26 @@ pub fn layout_tables(protocol: Protocol, layout: &Layout, addrs: &[SocketAddr], 
     tables
 }
 
-/// Runs `node` as a software switch on `socket` with `tables`.
+/// `--auth-key` for a chain whose nodes listen at `nodes`: the keys cover
+/// those addresses only, so clients (unkeyed) are served as before while
+/// a datagram from a node's address must carry the trailer.
+pub fn chain_auth(keys: Option<&AuthKeys>, nodes: &[SocketAddr]) -> Option<Arc<PeerAuth>> {
+    keys.map(|k| PeerAuth::peers(k.clone(), nodes.iter().copied()))
+}
+
+/// Runs `node` as a software switch on `socket` with `tables`; `auth`
+/// seals and checks what it exchanges with the other nodes.
 pub fn spawn_chain_switch(
     name: &str,
     node: ChainNode,
     socket: std::net::UdpSocket,
     tables: SwitchTables,
+    auth: Option<Arc<PeerAuth>>,
     stop: &Stop,
 ) -> io::Result<SwitchNode<ChainNode>> {
     // Packets "from upstream" are not used by chain nodes: the switch's
     // own address never sends to it.
-    let opts = SwitchOptions::new(socket.local_addr()?);
+    let opts = SwitchOptions { auth, ..SwitchOptions::new(socket.local_addr()?) };
     spawn_switch_with_tables(name, node, socket, opts, tables, stop)
 }
 
@@ -199,8 +225,16 @@ impl LiveChain {
         drop(sockets);
         let (control, layout) = ChainControl::new(cfg.control.clone(), cfg.nodes, clock::now());
         let view = Arc::new(Mutex::new((0, layout.chain.clone())));
-        let mut sh =
-            Shared { cfg, addrs: addrs.clone(), switches: vec![], layout: layout.clone(), view, stop: stop.clone() };
+        let auth = chain_auth(cfg.auth.as_ref(), &addrs);
+        let mut sh = Shared {
+            cfg,
+            addrs: addrs.clone(),
+            switches: vec![],
+            layout: layout.clone(),
+            view,
+            auth,
+            stop: stop.clone(),
+        };
         for (i, a) in addrs.iter().enumerate() {
             let sw = sh.spawn(i, *a)?;
             sh.switches.push(Some(sw));

@@ -98,3 +98,20 @@ pub fn spoof(raw: &impl AsRawFd, from: SocketAddr, to: SocketAddr, payload: &[u8
     let (from, to) = (v4(from), v4(to));
     sendto(raw.as_raw_fd(), &ipv4_udp(from, to, payload), &SockaddrIn::from(to), MsgFlags::empty()).expect("raw send");
 }
+
+/// `n` loopback ports `p` whose management ports `p + MANAGE_PORT_OFFSET`
+/// are free too (probed, then released).
+pub fn free_ports(n: usize) -> Vec<u16> {
+    use innet_live::chain::manage::MANAGE_PORT_OFFSET;
+    let mut ports = vec![];
+    let mut held = vec![];
+    while ports.len() < n {
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let p = s.local_addr().unwrap().port();
+        let Some(m) = p.checked_add(MANAGE_PORT_OFFSET) else { continue };
+        let Ok(ms) = UdpSocket::bind(("127.0.0.1", m)) else { continue };
+        ports.push(p);
+        held.push((s, ms));
+    }
+    ports
+}

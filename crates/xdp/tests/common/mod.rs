@@ -12,6 +12,8 @@
 // Each test file uses a part of this module.
 #![allow(dead_code)]
 
+pub mod chain;
+
 use innet_core::rng::Rng;
 use innet_core::Verdict;
 use innet_xdp::frame::{self, hex, PAYLOAD_OFFSET};
