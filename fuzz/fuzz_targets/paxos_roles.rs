@@ -28,7 +28,10 @@ fn sender(pick: u8) -> Sender {
     let c = CLASSES[(pick % 6) as usize];
     // A sender's round issuer: mostly its own, sometimes any.
     let issuer = if pick & 0x80 != 0 { pick >> 3 & 0x0f } else { (pick % 6) + 1 };
-    Sender { class: c, issuer }
+    // The block of proposer ids it may submit: the outsiders' block, or
+    // (sometimes) any block, so ids bound to other senders are tried too.
+    let proposer = if pick & 0x40 != 0 { u16::from(pick >> 1 & 0x07) } else { innet_paxos::envelope::OUTSIDE_BLOCK };
+    Sender { class: c, issuer, proposer }
 }
 
 fn step<H: Host>(h: &mut H, kind: Kind, from: Sender, now: Time, pkt: &[u8], out: &mut Outbox) {
