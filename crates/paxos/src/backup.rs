@@ -128,9 +128,6 @@ impl BackupCoordinator {
             return;
         }
         self.active_since = Some(now);
-        // A vote for the last instance leaves nothing to hand out:
-        // `fill` refuses to go past it.
-        self.next_inst = self.max_seen.map_or(0, |m| m.saturating_add(1));
         self.announce(now, out);
         self.fill(now, out);
     }
@@ -145,13 +142,12 @@ impl BackupCoordinator {
     /// Starts phase 1 for queued requests while the window has room.
     fn fill(&mut self, now: Time, out: &mut Outbox) {
         while self.slots.len() < self.config.window {
-            if self.next_inst == u32::MAX {
-                break;
-            }
-            // A coordinator suspected wrongly (a loaded machine) goes on
-            // deciding: an instance it has decided is no longer ours to
-            // start (learners may have trimmed it at the acceptors, which
-            // then drop our 1A for good).
+            // Past every instance seen decided: at the takeover (the old
+            // coordinator's), and after it (a coordinator suspected wrongly,
+            // on a loaded machine, goes on deciding; learners may have
+            // trimmed those instances at the acceptors, which then drop our
+            // 1A for good). A vote for the last instance leaves nothing to
+            // hand out: `fill` refuses to go past it.
             if let Some(m) = self.max_seen {
                 self.next_inst = self.next_inst.max(m.saturating_add(1));
             }
