@@ -19,6 +19,19 @@
  *    port) to its sender, looked up by ingress interface, IPv4 source and
  *    UDP source port in counter_senders: a 2B or DECIDED from anyone but an
  *    acceptor is refused and counted in counter_rejected by reason.
+ *  - With --auth-key (counter_auth on), a frame to a counted port is taken
+ *    only if the Paxos header is followed by a MAC trailer (innet_auth.h)
+ *    that checks under either key, before the sender rules and before the
+ *    vote is counted (a forged vote never reaches a slot); refused frames
+ *    are counted under auth_refused. What goes up as a packet is sealed as
+ *    the software runtimes seal what a node sends (innet_live::auth): a
+ *    frame passed up unchanged keeps the trailer it came with, a decision
+ *    (the rewritten header) is sealed again with the first key, so the
+ *    learner's socket checks it like any datagram from a node. A decision
+ *    through counter_ring carries no trailer: only this program can write
+ *    the ring (a BPF ring buffer is not writable from user space), and it
+ *    wrote the record from votes whose trailers it checked, so the reader
+ *    trusts the ring as it trusts the kernel it runs in.
  *  - counter_process() is the payload logic: the 48-byte Paxos header in,
  *    rewritten exactly as the Rust program does, pass (1) or drop (0) out.
  *  - xdp_paxos_counter (XDP_PASS / XDP_DROP) and tc_paxos_counter (tc
@@ -45,6 +58,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include "innet_auth.h"
 #include "innet_paxos_learner.h"
 #include "innet_paxos_trust.h"
 #include "innet_xdp.h"
@@ -62,6 +76,9 @@ MAP(counter_counters, BPF_MAP_TYPE_ARRAY, INNET_PAXOS_COUNTER_CTR_COUNT, __u64);
  * trust::Reject::index. */
 PAXOS_SENDERS_MAP(counter_senders);
 MAP(counter_rejected, BPF_MAP_TYPE_ARRAY, INNET_PAXOS_REJECT_COUNT, __u64);
+
+/* --auth-key (innet_auth.h): off unless the loader turns it on. */
+MAP(counter_auth, BPF_MAP_TYPE_ARRAY, 1, struct innet_auth);
 
 /* Decisions up to the host in batches (config.ring): one record per
  * decision (struct innet_paxos_decision); the host reads them from the
@@ -271,6 +288,21 @@ static __always_inline int frame_verdict(void *data, void *end, struct l234 *l, 
 		count(INNET_PAXOS_COUNTER_CTR_DECODE_ERRORS);
 		return DROP;
 	}
+	/* --auth-key: the header and its trailer exactly, the tag checked
+	 * before anything else (innet_live::auth opens before admission). */
+	__u32 zero = 0;
+	struct innet_auth *auth = bpf_map_lookup_elem(&counter_auth, &zero);
+	__u8 *trailer = (__u8 *)(h + 1);
+	int keyed = auth && auth->on;
+	if (keyed) {
+		if (len != INNET_PAXOS_PACKET_LEN + INNET_AUTH_TRAILER_LEN ||
+		    (void *)(trailer + INNET_AUTH_TRAILER_LEN) > end ||
+		    !innet_auth_open(auth, (const __u8 *)h, INNET_PAXOS_PACKET_LEN / 8, trailer)) {
+			count(INNET_PAXOS_COUNTER_CTR_AUTH_REFUSED);
+			return DROP;
+		}
+		len = INNET_PAXOS_PACKET_LEN;
+	}
 	/* The rules of the role behind port k, before the vote is counted. */
 	if (k >= INNET_PAXOS_COUNTER_MAX_PORTS)
 		return DROP;
@@ -291,6 +323,9 @@ static __always_inline int frame_verdict(void *data, void *end, struct l234 *l, 
 	}
 	if (cfg->ring == INNET_PAXOS_COUNTER_RING_ON && ring_up(cfg, (__u32)k, h) == DROP)
 		return DROP;
+	/* Up as a packet: the rewritten header sealed again. */
+	if (keyed && (void *)(trailer + INNET_AUTH_TRAILER_LEN) <= end)
+		innet_auth_seal(auth, (const __u8 *)h, INNET_PAXOS_PACKET_LEN / 8, trailer);
 	l->udp->check = 0; /* optional in IPv4; the payload changed */
 	return PASS;
 }
@@ -304,14 +339,15 @@ int xdp_paxos_counter(struct xdp_md *ctx)
 	return frame_verdict(data, end, &l, ctx->ingress_ifindex) == PASS ? XDP_PASS : XDP_DROP;
 }
 
-/* Ethernet + IPv4 without options + UDP + the Paxos header. */
-#define COUNTER_L234_LEN (14 + 20 + 8 + INNET_PAXOS_PACKET_LEN)
+/* Ethernet + IPv4 without options + UDP + the Paxos header and a MAC
+ * trailer. */
+#define COUNTER_L234_LEN (14 + 20 + 8 + INNET_PAXOS_PACKET_LEN + INNET_AUTH_TRAILER_LEN)
 
 SEC("tc")
 int tc_paxos_counter(struct __sk_buff *skb)
 {
-	/* Headers and Paxos header in the linear part (as much as there is:
-	 * a truncated packet is the payload logic's to count). */
+	/* Headers, Paxos header and trailer in the linear part (as much as
+	 * there is: a truncated packet is the payload logic's to count). */
 	__u32 want = skb->len < COUNTER_L234_LEN ? skb->len : COUNTER_L234_LEN;
 	if (bpf_skb_pull_data(skb, want) < 0)
 		return TC_ACT_OK;

@@ -41,7 +41,11 @@
 /* BPF-only: decisions counted and dropped (config.ring == SINK: the
  * fabric-only benchmark, which measures the data plane without hosts). */
 #define INNET_PAXOS_COUNTER_CTR_SUNK 15
-#define INNET_PAXOS_COUNTER_CTR_COUNT 16
+/* BPF-only: --auth-key (counter_auth on): a frame to a counted port
+ * without a MAC trailer that checks under either key, dropped before it is
+ * counted or passed up. */
+#define INNET_PAXOS_COUNTER_CTR_AUTH_REFUSED 16
+#define INNET_PAXOS_COUNTER_CTR_COUNT 17
 /* config.ring: decisions up as packets, through the ring, or sunk. */
 #define INNET_PAXOS_COUNTER_RING_OFF 0
 #define INNET_PAXOS_COUNTER_RING_ON 1

@@ -59,6 +59,9 @@ pub const MAP_SENDERS: &str = "counter_senders";
 pub const MAP_REJECTED: &str = "counter_rejected";
 /// Decisions up in batches ([`Config::ring`], [`DecisionRing`]).
 pub const MAP_RING: &str = "counter_ring";
+/// `--auth-key` ([`crate::auth`]): off unless written
+/// ([`VoteCounterXdp::set_auth`]).
+pub const MAP_AUTH: &str = "counter_auth";
 pub const PINNED_MAPS: [&str; 6] = [MAP_CONFIG, MAP_SLOTS, MAP_COUNTERS, MAP_SENDERS, MAP_REJECTED, MAP_RING];
 /// The ring's default size in bytes (4,096 decisions).
 pub const RING_BYTES_DEFAULT: usize = c::PAXOS_COUNTER_RING_BYTES_DEFAULT as usize;
@@ -82,11 +85,12 @@ pub const COUNTER_NAMES: [&str; c::PAXOS_COUNTER_CTR_REFERENCE_COUNT as usize] =
     "passed",
     "decode_errors",
 ];
-pub const BPF_COUNTERS: [(&str, u32); 4] = [
+pub const BPF_COUNTERS: [(&str, u32); 5] = [
     ("passed_other", c::PAXOS_COUNTER_CTR_PASSED_OTHER as u32),
     ("ring", c::PAXOS_COUNTER_CTR_RING as u32),
     ("ring_full", c::PAXOS_COUNTER_CTR_RING_FULL as u32),
     ("sunk", c::PAXOS_COUNTER_CTR_SUNK as u32),
+    ("auth_refused", c::PAXOS_COUNTER_CTR_AUTH_REFUSED as u32),
 ];
 
 /// How decisions go up through the ring ([`Config::ring`]).
@@ -233,6 +237,15 @@ impl VoteCounterXdp {
         write_senders(&self.obj, MAP_SENDERS, by_addr)
     }
 
+    /// `--auth-key`: takes a frame to a counted port only if its Paxos
+    /// header carries a MAC trailer that checks under one of `keys`
+    /// (else dropped, counted `auth_refused`), and seals a decision it
+    /// passes up as a packet with the first key (a record of the decision
+    /// ring carries none: only the program writes the ring). `None`: off.
+    pub fn set_auth(&self, keys: Option<&innet_core::auth::AuthKeys>) -> Result<()> {
+        self.obj.write(MAP_AUTH, 0, &crate::auth::encode(keys))
+    }
+
     /// Frames refused before they were counted, by reason.
     pub fn rejected(&self) -> Result<Vec<(&'static str, u64)>> {
         read_rejected(&self.obj.map(MAP_REJECTED)?)
@@ -257,6 +270,12 @@ impl VoteCounterXdp {
     /// Runs `frame` through the tc entry once (`BPF_PROG_TEST_RUN`).
     pub fn test_run_tc(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
         self.obj.test_run(TC_PROGRAM, frame)
+    }
+
+    /// One run of `frame` through the XDP entry (or with `tc`, the tc
+    /// entry), timed by the kernel ([`BpfObject::test_run_once_ns`]).
+    pub fn test_run_once_ns(&self, frame: &[u8], tc: bool) -> Result<u64> {
+        self.obj.test_run_once_ns(if tc { TC_PROGRAM } else { XDP_PROGRAM }, frame)
     }
 
     /// The XDP entry's (or with `tc`, the tc entry's) descriptor.
@@ -484,6 +503,7 @@ mod tests {
                 (MAP_SENDERS, n(c::PAXOS_MAX_SENDERS), n(c::PAXOS_SENDER_SIZE)),
                 (MAP_REJECTED, n(c::PAXOS_REJECT_COUNT), Some(8)),
                 (MAP_RING, n(c::PAXOS_COUNTER_RING_BYTES_DEFAULT), Some(0)),
+                (MAP_AUTH, Some(1), n(c::AUTH_SIZE)),
             ],
         );
     }
