@@ -7,8 +7,10 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use innet_chain::deploy::ChainRole;
+use innet_core::auth::AuthKeys;
 use innet_exp::xdp_fabric::FabricArgs;
 use innet_exp::xdp_paxos::{McastArg, OnOff};
+use innet_live::auth::KeyFile;
 use innet_paxos::deploy::PaxosRole;
 use innet_topology::Service;
 use innet_txn::switch::Mode;
@@ -123,11 +125,12 @@ pub struct TestbedUpArgs {
     /// (with a chain --topology: its `auth_key`). txn without --topology (as
     /// `innet up txn --auth-key`): the switch (XDP or software) and the store
     /// seal and check what they send each other; the clients stay unsealed.
-    #[arg(long, value_name = "FILE")]
-    auth_key: Option<PathBuf>,
-    /// The keys of --auth-key or of the topology's `auth_key`.
-    #[arg(skip)]
-    auth: Option<innet_core::auth::AuthKeys>,
+    /// Paxos (also with a --topology, else its `auth_key`): the coordinator,
+    /// acceptors and vote counters in BPF and the backup process seal and
+    /// check every message; run the end hosts with the same key
+    /// (`innet bench xdp-paxos-hosts --auth-key FILE`).
+    #[arg(long, value_name = "FILE", value_parser = innet_exp::parse::key_file)]
+    auth_key: Option<KeyFile>,
 }
 
 /// What a topology file asks of a testbed: the file's deployment, read
@@ -227,8 +230,8 @@ fn run_txn_topology(d: &innet_txn::deploy::TxnDeployment, a: &TestbedUpArgs) -> 
 }
 
 /// `innet testbed up SERVICE` without a topology file (or a chain's counts
-/// from one).
-fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
+/// and keys from one: `chain_keys`, else --auth-key's).
+fn run_up(a: TestbedUpArgs, chain_keys: Option<AuthKeys>) -> anyhow::Result<i32> {
     match a.service.as_str() {
         "chain" => {
             use innet_xdp::chain_testbed::{ChainUp, ReplyTo};
@@ -237,7 +240,7 @@ fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
                 fabric: a.fabric.fabric(),
                 multicast: a.multicast.into(),
                 reply,
-                auth: a.auth.clone(),
+                auth: chain_keys.or(a.auth_key.map(|k| k.keys)),
                 ..ChainUp::new(a.protocol, a.nodes)
             };
             if a.drill {
@@ -262,7 +265,12 @@ fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
             Ok(0)
         }
         "paxos" => crate::xdp_paxos_cmd::run_up_with(
-            PaxosUp { fabric: a.fabric.fabric(), multicast: a.multicast.into(), ..PaxosUp::default() },
+            PaxosUp {
+                fabric: a.fabric.fabric(),
+                multicast: a.multicast.into(),
+                auth: a.auth_key,
+                ..PaxosUp::default()
+            },
             innet_exe()?,
         ),
         _ => {
@@ -274,7 +282,7 @@ fn run_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
                 store_delay_ms: a.store_delay_ms,
                 innet_exe: innet_exe()?,
                 fabric: a.fabric.fabric(),
-                auth_key: a.auth_key.clone(),
+                auth_key: a.auth_key,
             };
             let st = testbed::up(&opts)?;
             println!("testbed up: namespaces {}", st.namespaces.join(" "));
@@ -321,37 +329,40 @@ fn innet_exe() -> anyhow::Result<PathBuf> {
 pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
     match c {
         TestbedCmd::Up(mut a) => {
-            if let Some(k) = &a.auth_key {
-                anyhow::ensure!(
-                    a.service == "chain" || (a.service == "txn" && a.topology.is_none()),
-                    "--auth-key: the testbed wires keys for `innet testbed up chain` and for `innet testbed up txn` without --topology only so far"
-                );
-                // Read now, so a bad file is one line before anything is built.
-                a.auth = Some(innet_live::auth::read_key_file(k).map_err(anyhow::Error::msg)?);
-                a.auth_key = Some(std::path::absolute(k)?);
-            }
-            match load_topology(&a)?.map(|t| t.service) {
+            anyhow::ensure!(
+                a.auth_key.is_none() || !(a.service == "txn" && a.topology.is_some()),
+                "--auth-key: `innet testbed up txn --topology` does not wire keys yet (its trees); \
+                 run `innet testbed up txn --auth-key FILE` without --topology, or `innet up txn --topology FILE`"
+            );
+            let topology = load_topology(&a)?;
+            let file_key = topology.as_ref().and_then(|t| t.auth_key.clone());
+            match topology.map(|t| t.service) {
                 Some(Service::Txn(d)) => return run_txn_topology(&d, &a),
                 Some(Service::Paxos(p)) => {
+                    // The file's keys, else --auth-key's.
+                    let auth = match file_key {
+                        Some(f) => Some(KeyFile::read(&f).map_err(anyhow::Error::msg)?),
+                        None => a.auth_key.take(),
+                    };
                     let count = |f: fn(&PaxosRole) -> bool| p.deployment.with_role(f).len();
                     let up = PaxosUp {
                         acceptors: count(|r| matches!(r, PaxosRole::Acceptor { .. })),
                         learners: count(|r| matches!(r, PaxosRole::Learner { .. })),
                         proposers: count(|r| matches!(r, PaxosRole::Proposer { .. })),
                         slots: p.params.slots,
+                        auth,
                         ..PaxosUp::default()
                     };
                     return crate::xdp_paxos_cmd::run_up_with(up, innet_exe()?);
                 }
                 Some(Service::Chain(c)) => {
-                    // The file's keys, else --auth-key's.
-                    a.auth = c.auth.or(a.auth.take());
                     a.protocol = c.protocol;
                     a.nodes = c.deployment.with_role(|r| matches!(r, ChainRole::Node { .. })).len();
+                    return run_up(a, c.auth);
                 }
                 None => {}
             }
-            run_up(a)
+            run_up(a, None)
         }
         TestbedCmd::Fail { topology, role } => crate::xdp_paxos_cmd::run_fail(&topology, &role),
         TestbedCmd::Down { only } => {

@@ -376,6 +376,7 @@ pub fn run_xdp(cfg: &PaxosConfig, experiment: &'static str) -> Result<RolesRecor
             decisions: innet_xdp::paxos_testbed::Decisions::PerPort,
             ..Default::default()
         },
+        auth_key: None,
     };
     let cost: std::collections::BTreeMap<&str, f64> = innet_xdp::paxos::cost_ns(20_000)?.into_iter().collect();
     let (warmup, window) = windows(cfg.duration_s);

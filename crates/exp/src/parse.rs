@@ -310,6 +310,14 @@ pub fn out_dir(s: &str) -> Result<std::path::PathBuf, String> {
     Ok(p)
 }
 
+/// A key file (`--auth-key FILE`), read and checked now: a bad file is
+/// one line before anything runs.
+pub fn key_file(s: &str) -> Result<innet_live::auth::KeyFile, String> {
+    // clap names the flag and the value; the reason without them.
+    innet_live::auth::KeyFile::read(std::path::Path::new(s))
+        .map_err(|e| e.strip_prefix(&format!("--auth-key {s}: ")).map_or(e.clone(), str::to_string))
+}
+
 /// An address to listen on, `HOST:PORT` (port 0: any free port; a host
 /// name is resolved, IPv6 in brackets).
 pub fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {

@@ -81,6 +81,13 @@ pub struct XdpPaxosLoad {
     pub pack: usize,
     #[command(flatten)]
     pub fabric: PaxosFabricArgs,
+    /// Key file (lines `ID HEX`; docs/security.md): the XDP deployment's
+    /// coordinator, acceptors and vote counter and its end hosts seal and
+    /// check every message (`innet testbed up paxos --auth-key`). The
+    /// software deployments of `bench xdp-paxos` run without keys (their
+    /// cost: `innet up paxos --auth-key`).
+    #[arg(long, value_name = "FILE", value_parser = crate::parse::key_file)]
+    pub auth_key: Option<innet_live::auth::KeyFile>,
 }
 
 /// How the XDP deployment's fabric runs (issue 20's levers; every record
@@ -196,6 +203,7 @@ impl XdpPaxosLoad {
             decisions: self.fabric.decisions,
             ring: RingOpts { bytes: self.fabric.ring_bytes, wakeup: self.fabric.ring_wakeup },
             sink: false,
+            auth: self.auth_key.clone(),
         }
     }
 }
@@ -378,6 +386,8 @@ pub struct XdpPaxosRecord {
     pub software_switch: PaxosResult,
     pub xdp_over_software: f64,
     pub xdp_over_software_switch: f64,
+    /// Whether the XDP deployment ran with `--auth-key`.
+    pub xdp_auth: bool,
     /// Mean ns per packet of the BPF roles' hot paths (`BPF_PROG_TEST_RUN`).
     pub bpf_ns_per_packet: BTreeMap<&'static str, f64>,
     /// The generator's ceiling on the XDP path (HEARTBEATs reflected by
@@ -478,6 +488,7 @@ pub fn bench(
             xdp_programs,
             load_average: load_average(),
             xdp_without_counters: without,
+            xdp_auth: load.auth_key.is_some(),
             software,
             software_switch: switch,
             bpf_ns_per_packet: cost.clone(),
@@ -560,6 +571,11 @@ pub fn fabric_only(load: &XdpPaxosLoad, runs: usize, frames: u32) -> anyhow::Res
         "bench xdp-paxos --fabric-only needs root (network namespaces, BPF)"
     );
     anyhow::ensure!(runs >= 1 && frames >= 1, "--runs and the frames per round at least 1");
+    anyhow::ensure!(
+        load.auth_key.is_none(),
+        "--fabric-only runs without --auth-key: the in-kernel generator stamps a request number into each REQUEST \
+         after it was built, which a seal would not cover; measure keys end to end"
+    );
     let up = PaxosUp { sink: true, vote_counters: true, decisions: Decisions::Socket, backup_exe: None, ..load.up() };
     anyhow::ensure!(up.per_machine(), "--fabric-only counts one vote per machine: not with --decisions per-port");
     // The generator's live frames are xdp_frames: a device without a

@@ -15,7 +15,7 @@
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use innet_core::auth::AuthKeys;
@@ -73,4 +73,21 @@ impl PeerAuth {
 pub fn read_key_file(path: &Path) -> Result<AuthKeys, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("--auth-key {}: {e}", path.display()))?;
     AuthKeys::parse(&text).map_err(|e| format!("--auth-key {}: {e}", path.display()))
+}
+
+/// A key file read once: its keys, and its absolute path for the processes
+/// a testbed starts with `--auth-key` (they read it themselves).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyFile {
+    pub path: PathBuf,
+    pub keys: AuthKeys,
+}
+
+impl KeyFile {
+    /// Reads and checks `path` ([`read_key_file`]).
+    pub fn read(path: &Path) -> Result<KeyFile, String> {
+        let keys = read_key_file(path)?;
+        let path = std::path::absolute(path).map_err(|e| format!("--auth-key {}: {e}", path.display()))?;
+        Ok(KeyFile { path, keys })
+    }
 }

@@ -212,6 +212,9 @@ pub struct SharedSocket {
     pub to: Vec<usize>,
     /// Who may send what (every datagram passes without one).
     pub admit: Option<Admission>,
+    /// `--auth-key`: datagrams from the addresses it covers must carry a
+    /// trailer that checks, opened before admission ([`crate::auth`]).
+    pub auth: Option<Arc<crate::auth::PeerAuth>>,
 }
 
 /// What an event loop runs besides its hosts' own sockets: shared sockets
@@ -434,7 +437,7 @@ fn run_loop<H: Host>(
     let mut shared_to = vec![];
     for s in shared.sockets {
         sockets.push(s.socket);
-        shared_to.push((s.to, s.admit));
+        shared_to.push((s.to, s.admit, s.auth));
     }
     let mut ports = Ports::new(sockets)?;
     if shared.segment_everywhere {
@@ -496,11 +499,15 @@ fn run_loop<H: Host>(
             if i < n {
                 lp.incoming(i, &mut rx);
             } else {
-                let (to, admit) = &shared_to[i - n];
+                let (to, admit, auth) = &shared_to[i - n];
                 let now = clock::now();
                 sstats.received += rx.len() as u64;
                 for k in 0..rx.len() {
                     let (from, bytes) = rx.get_mut(k);
+                    let Some(len) = crate::auth::PeerAuth::open(auth, from, bytes, &mut sstats.rejected) else {
+                        continue;
+                    };
+                    let bytes = &bytes[..len];
                     if Admission::admit(admit, from, bytes, &mut sstats.rejected) {
                         lp.deliver_to(to, Some(from), bytes, now);
                     }

@@ -189,11 +189,18 @@ fn bind_in_hosts(port: u16) -> Result<UdpSocket> {
     })
 }
 
-/// Node `role`'s index, socket and options in the testbed's deployment.
-fn node(d: &PaxosDeployment, addrs: &[SocketAddr], role: PaxosRole) -> Result<(NodeIx, UdpSocket, HostOptions)> {
+/// Node `role`'s index, socket and options in the testbed `up`'s
+/// deployment `d` (with the testbed's keys, if any).
+fn node(
+    up: &PaxosUp,
+    d: &PaxosDeployment,
+    addrs: &[SocketAddr],
+    role: PaxosRole,
+) -> Result<(NodeIx, UdpSocket, HostOptions)> {
     let n = *d.with_role(|r| *r == role).first().with_context(|| format!("no {} in the deployment", role.name()))?;
     let o = HostOptions {
         admit: Some(innet_live::paxos::admission_programs_by_ip(d, addrs, n)),
+        auth: up.peer_auth(),
         ..host_options(d, addrs, n)
     };
     Ok((n, bind_in_hosts(addrs[n].port())?, o))
@@ -204,7 +211,7 @@ fn node(d: &PaxosDeployment, addrs: &[SocketAddr], role: PaxosRole) -> Result<(N
 pub fn spawn_backup(up: &PaxosUp, roles: &Roles, stop: &Stop) -> Result<NodeHandle<BackupCoordinator>> {
     let d = up.deployment();
     let addrs = tb::host_addrs(&d);
-    let (_, socket, o) = node(&d, &addrs, PaxosRole::Backup).context(
+    let (_, socket, o) = node(up, &d, &addrs, PaxosRole::Backup).context(
         "the backup coordinator's socket (if `innet testbed up paxos` started the testbed, its backup process \
          holds the port: run the end hosts with `--backup testbed`)",
     )?;
@@ -228,7 +235,7 @@ pub fn run(r: &HostsRun) -> Result<HostsReport> {
     };
     let mut learners = vec![];
     for i in 0..r.up.learners {
-        let (_, socket, o) = node(&d, &addrs, PaxosRole::Learner { id: i as u16 })?;
+        let (_, socket, o) = node(&r.up, &d, &addrs, PaxosRole::Learner { id: i as u16 })?;
         let cfg = r.roles.learner(i as u16);
         learners.push(spawn_host(
             &format!("learner{i}"),
@@ -244,7 +251,7 @@ pub fn run(r: &HostsRun) -> Result<HostsReport> {
     let end = start + r.duration;
     let mut proposers = vec![];
     for i in 0..r.up.proposers {
-        let (_, socket, o) = node(&d, &addrs, PaxosRole::Proposer { index: i as u16 })?;
+        let (_, socket, o) = node(&r.up, &d, &addrs, PaxosRole::Proposer { index: i as u16 })?;
         let (cfg, outstanding, record) = (r.roles.proposer(proposer_id(i)), r.outstanding, r.record);
         proposers.push(spawn_host(
             &format!("proposer{i}"),
@@ -281,7 +288,7 @@ fn run_machine(r: &HostsRun) -> Result<HostsReport> {
     let mut hosts = vec![];
     let mut endpoints = vec![];
     for i in 0..r.up.learners {
-        let (_, socket, o) = node(&d, &addrs, PaxosRole::Learner { id: i as u16 })?;
+        let (_, socket, o) = node(&r.up, &d, &addrs, PaxosRole::Learner { id: i as u16 })?;
         let learner = Learner::new(r.roles.learner(i as u16));
         hosts.push(EndHost::Learner(TimedLearner { learner, deliveries: vec![] }));
         endpoints.push((socket, o));
@@ -290,12 +297,12 @@ fn run_machine(r: &HostsRun) -> Result<HostsReport> {
     let wall = Instant::now();
     let end = start + r.duration;
     for i in 0..r.up.proposers {
-        let (_, socket, o) = node(&d, &addrs, PaxosRole::Proposer { index: i as u16 })?;
+        let (_, socket, o) = node(&r.up, &d, &addrs, PaxosRole::Proposer { index: i as u16 })?;
         let p = LoadProposer::new(Proposer::new(r.roles.proposer(proposer_id(i))), r.outstanding, end, r.record);
         hosts.push(EndHost::Proposer(p));
         endpoints.push((socket, o));
     }
-    let (_, socket, o) = node(&d, &addrs, PaxosRole::Backup)?;
+    let (_, socket, o) = node(&r.up, &d, &addrs, PaxosRole::Backup)?;
     hosts.push(EndHost::Backup(BackupCoordinator::new(r.roles.backup())));
     endpoints.push((socket, o));
     // Decisions that go up as packets (all of them, or the ring's
@@ -303,7 +310,11 @@ fn run_machine(r: &HostsRun) -> Result<HostsReport> {
     let learner0 = *d.with_role(|r| *r == PaxosRole::Learner { id: 0 }).first().context("no learner")?;
     let admit = Some(innet_live::paxos::admission_programs_by_ip(&d, &addrs, learner0));
     let all: Vec<usize> = (0..hosts.len()).collect();
-    let shared_socket = SharedSocket { socket: bind_in_hosts(tb::DECISION_PORT)?, to: all.clone(), admit };
+    // With keys, a decision up as a packet is sealed by the vote counter
+    // and checked here like any datagram; one through the ring carries no
+    // trailer: only the counter's program writes the ring.
+    let auth = r.up.peer_auth();
+    let shared_socket = SharedSocket { socket: bind_in_hosts(tb::DECISION_PORT)?, to: all.clone(), admit, auth };
     let feed: Option<(innet_live::MakeFeed, Vec<Vec<usize>>)> = (r.up.decisions == tb::Decisions::Ring).then(|| {
         let dir = std::path::Path::new(crate::testbed::PIN_DIR).join("paxos").join(tb::COUNTER_PINS);
         let poll = (r.up.ring.wakeup > 0).then_some(crate::paxos_learner::RING_POLL);

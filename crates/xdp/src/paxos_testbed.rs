@@ -81,6 +81,7 @@ use libbpf_rs::{TcHookBuilder, TC_INGRESS};
 
 use innet_core::deploy::NodeIx;
 use innet_core::Member as GroupMember;
+use innet_live::auth::{KeyFile, PeerAuth};
 use innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT;
 use innet_paxos::deploy::{self as paxos_deploy, PaxosDeployment, PaxosParams, PaxosRole, PaxosShape, Roles};
 use innet_paxos::{GROUP_ACCEPTORS, GROUP_LEARNERS};
@@ -202,6 +203,11 @@ pub struct PaxosUp {
     /// No end hosts: the vote counter counts decisions and drops them
     /// (the fabric-only benchmark, [`crate::generator`]).
     pub sink: bool,
+    /// `--auth-key`: the coordinator, the acceptors and the vote counter
+    /// take frames only with a MAC trailer that checks and seal what they
+    /// send on; the end hosts ([`crate::paxos_hosts`], the backup process)
+    /// seal and check every datagram (every party of Paxos is a node).
+    pub auth: Option<KeyFile>,
 }
 
 impl Default for PaxosUp {
@@ -218,6 +224,7 @@ impl Default for PaxosUp {
             decisions: Decisions::Ring,
             ring: RingOpts::default(),
             sink: false,
+            auth: None,
         }
     }
 }
@@ -242,6 +249,13 @@ impl PaxosUp {
     /// [`DECISION_PORT`]), counted once there for every role of it.
     pub fn per_machine(&self) -> bool {
         self.vote_counters && self.decisions != Decisions::PerPort
+    }
+    /// The keys as the end hosts hold them: covering every address.
+    pub fn peer_auth(&self) -> Option<std::sync::Arc<PeerAuth>> {
+        self.auth.as_ref().map(|k| PeerAuth::all(k.keys.clone()))
+    }
+    fn keys(&self) -> Option<&innet_core::auth::AuthKeys> {
+        self.auth.as_ref().map(|k| &k.keys)
     }
     /// How the acceptors' votes leave: a devmap broadcast needs one member
     /// per device, which only one vote per machine gives.
@@ -492,6 +506,7 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
                     in_netns(NS_COORDINATOR, || w.write(&to_acceptors))?;
                 }
                 coord.set_senders(&senders_at(d, &arrivals(d, Some(n))?, n))?;
+                coord.set_auth(o.keys())?;
                 coord.pin_maps(&dir.join("coordinator"))?;
                 // For the in-kernel generator (`bench xdp-paxos --fabric-only`).
                 coord.pin_program(&coordinator_program_pin())?;
@@ -515,6 +530,7 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
                     in_netns(&acceptor_ns(i), || w.write(&to_voters))?;
                 }
                 acc.set_senders(&senders_at(d, &arrivals(d, Some(n))?, n))?;
+                acc.set_auth(o.keys())?;
                 acc.pin_maps(&dir.join(format!("acceptor{i}")))?;
                 let devs = [format!("innet-ac{i}"), format!("innet-ah{i}")];
                 attach(&acc, &o.fabric, o.vote_multicast(), &acceptor_ns(i), &[&devs[0], &devs[1]])?;
@@ -527,7 +543,7 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
     }
     finish_fabric(o)?;
     if let Some(exe) = &o.backup_exe {
-        let args: Vec<String> = [
+        let mut args: Vec<String> = [
             "bench",
             "xdp-paxos-hosts",
             "--backup",
@@ -544,6 +560,9 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
         .iter()
         .map(|a| a.to_string())
         .collect();
+        if let Some(k) = &o.auth {
+            args.extend(["--auth-key".to_string(), k.path.display().to_string()]);
+        }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let pid = testbed::spawn_in(NS_HOSTS, exe, &args, BACKUP_PROCESS)?;
         state.processes.push((BACKUP_PROCESS.into(), pid));
@@ -636,6 +655,7 @@ fn attach_vote_counter(o: &PaxosUp, d: &PaxosDeployment, roles: &Roles, dir: &Pa
     let ring = (o.per_machine() && o.decisions == Decisions::Ring).then_some(o.ring);
     let mut k = VoteCounterXdp::load(&CounterConfig { counter, ports, ring, sink: o.sink })?;
     k.set_senders(&crate::paxos::all_senders(d, &arrivals(d, None)?))?;
+    k.set_auth(o.keys())?;
     k.pin_maps(&dir.join(COUNTER_PINS))?;
     let devs: Vec<String> = (0..o.acceptors).map(|i| format!("innet-ha{i}")).collect();
     let devs: Vec<&str> = devs.iter().map(String::as_str).collect();

@@ -123,8 +123,9 @@ pub struct UpOptions {
     /// and threaded NAPI by default); the software switch ignores it.
     pub fabric: Fabric,
     /// `--auth-key`: the key file switch and store seal and check what
-    /// they send each other with (the clients stay unsealed).
-    pub auth_key: Option<PathBuf>,
+    /// they send each other with (the clients stay unsealed); the XDP
+    /// switch takes its keys, the processes its path.
+    pub auth_key: Option<innet_live::auth::KeyFile>,
 }
 
 /// What `up` made, as recorded in [`STATE_FILE`].
@@ -246,12 +247,7 @@ fn build_txn(o: &UpOptions) -> Result<State> {
             state.fabric = Some(o.fabric);
             save(&state)?;
             let xdp = load_pinned(o.mode, &dir)?;
-            if let Some(f) = &o.auth_key {
-                let text = std::fs::read_to_string(f).with_context(|| format!("--auth-key {}", f.display()))?;
-                let keys = innet_core::auth::AuthKeys::parse(&text)
-                    .map_err(|e| anyhow::anyhow!("--auth-key {}: {e}", f.display()))?;
-                xdp.set_auth(Some(&keys))?;
-            }
+            xdp.set_auth(o.auth_key.as_ref().map(|k| &k.keys))?;
             attach_plane(&xdp, Some(Program::TxnSwitch), &o.fabric)?;
         }
         Some(DataPlaneAt::Switch) => {
@@ -287,7 +283,7 @@ fn build_txn(o: &UpOptions) -> Result<State> {
 
 /// `--auth-key FILE` for the end hosts, if the testbed has keys.
 fn auth_args(o: &UpOptions) -> Vec<&str> {
-    o.auth_key.iter().flat_map(|f| ["--auth-key", f.to_str().unwrap_or_default()]).collect()
+    o.auth_key.iter().flat_map(|f| ["--auth-key", f.path.to_str().unwrap_or_default()]).collect()
 }
 
 fn build_links() -> Result<()> {
@@ -375,6 +371,36 @@ pub fn load_pinned(mode: Mode, dir: &Path) -> Result<TxnXdp> {
         xdp.pin_program(p, &dir.join(p.section_name()))?;
     }
     Ok(xdp)
+}
+
+/// Sends `frame` out of device `dev` of namespace `ns` with an AF_PACKET
+/// socket, as whoever holds that end of the link could: the frame arrives
+/// at the device's peer with the MACs it carries.
+pub fn send_on_link(ns: &str, dev: &str, frame: &[u8]) -> Result<()> {
+    let ifindex = ifindex(ns, dev)?;
+    in_netns(ns, || {
+        // SAFETY: a socket call with constant arguments; the descriptor is closed below.
+        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
+        if fd < 0 {
+            bail!("AF_PACKET socket: {}", std::io::Error::last_os_error());
+        }
+        // SAFETY: sockaddr_ll is plain data; zero is a valid value of every field.
+        let mut to: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        to.sll_family = libc::AF_PACKET as u16;
+        to.sll_ifindex = ifindex as i32;
+        to.sll_halen = 6;
+        to.sll_addr[..6].copy_from_slice(&frame[..6]);
+        let len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        // SAFETY: `frame` and `to` outlive the call, whose lengths are theirs.
+        let sent = unsafe { libc::sendto(fd, frame.as_ptr().cast(), frame.len(), 0, (&raw const to).cast(), len) };
+        let error = std::io::Error::last_os_error();
+        // SAFETY: `fd` is ours and closed once.
+        unsafe { libc::close(fd) };
+        if sent != frame.len() as isize {
+            bail!("AF_PACKET send on {dev}: {error}");
+        }
+        Ok(())
+    })
 }
 
 /// Runs `f` on a thread that has entered network namespace `ns` (XDP

@@ -298,36 +298,6 @@ fn xdp_netchain_writes_that_end_at_the_head_do_not_make_later_puts_vanish() {
     .unwrap();
 }
 
-/// Sends `frame` out of device `dev` of namespace `ns` with an AF_PACKET
-/// socket, as whoever holds that end of the link could: the frame arrives
-/// at the device's peer with the MACs it carries.
-fn send_on_link(ns: &str, dev: &str, frame: &[u8]) -> Result<()> {
-    let ifindex = testbed::ifindex(ns, dev)?;
-    in_netns(ns, || {
-        // SAFETY: a socket call with constant arguments; the descriptor is closed below.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
-        if fd < 0 {
-            bail!("AF_PACKET socket: {}", std::io::Error::last_os_error());
-        }
-        // SAFETY: sockaddr_ll is plain data; zero is a valid value of every field.
-        let mut to: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        to.sll_family = libc::AF_PACKET as u16;
-        to.sll_ifindex = ifindex as i32;
-        to.sll_halen = 6;
-        to.sll_addr[..6].copy_from_slice(&frame[..6]);
-        let len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        // SAFETY: `frame` and `to` outlive the call, whose lengths are theirs.
-        let sent = unsafe { libc::sendto(fd, frame.as_ptr().cast(), frame.len(), 0, (&raw const to).cast(), len) };
-        let error = std::io::Error::last_os_error();
-        // SAFETY: `fd` is ours and closed once.
-        unsafe { libc::close(fd) };
-        if sent != frame.len() as isize {
-            bail!("AF_PACKET send on {dev}: {error}");
-        }
-        Ok(())
-    })
-}
-
 /// A write of `forged` to KEY as node 0 passes it to node 1, sent on node
 /// 0's end of their link with node 0's MAC there: a spoof of node 0 by
 /// anyone who can put a frame on that link.
@@ -347,7 +317,7 @@ fn spoof_node0_to_node1(protocol: Protocol, forged: Value) {
     let from = Endpoint { mac: tb::link_mac(0, 1), ip: CLIENT_IP, port: 40_000 };
     let to = Endpoint { mac: tb::link_mac(1, 0), ip: tb::node_ip(1), port: tb::udp_port(protocol) };
     let frame = innet_xdp::frame::udp_frame(from, to, &payload, 0);
-    send_on_link(&tb::node_ns(0), &tb::link_dev(0, 1), &frame).expect("spoof");
+    testbed::send_on_link(&tb::node_ns(0), &tb::link_dev(0, 1), &frame).expect("spoof");
 }
 
 #[test]

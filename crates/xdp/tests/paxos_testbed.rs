@@ -28,6 +28,16 @@
 //!   them by reason, and the learners go on delivering every submitted
 //!   value once, past the instances the forged 1As named.
 //!
+//! * `--auth-key` (issue 21 item 3): 2B votes for instances ahead, spoofed
+//!   as two acceptors' by whoever can put frames on their links to the
+//!   hosts machine (AF_PACKET on the acceptors' ends, their MACs,
+//!   addresses and port), make the vote counter decide them and the
+//!   learners deliver a value nobody submitted without keys; with keys the
+//!   counter refuses every one (`auth_refused`), and the keyed testbed
+//!   (coordinator, acceptors, vote counter, end hosts; decisions through
+//!   the ring, as packets to the machine's socket, or per port) delivers
+//!   every submitted value once.
+//!
 //! The tests share one topology and run one at a time. Needs root. Without
 //! it: `SKIPPED: ...` on stderr, a failure under `CI=true`.
 
@@ -37,6 +47,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use innet_live::auth::KeyFile;
 use innet_paxos::envelope::Envelope;
 use innet_paxos::trust::forged;
 use innet_paxos::vote_counter::COUNTER_ACPTID;
@@ -372,7 +383,7 @@ fn forged_1a_2a_trim_decided_and_2b_are_refused_by_the_bpf_programs_and_delivery
 }
 
 fn forged_packets_are_refused(up: &PaxosUp) {
-    let (r, next, refused) = under_attack(up, || attack(up));
+    let (r, next, refused, _) = under_attack(up, || attack(up));
     let coordinator = refused["coordinator"].clone();
     let acceptors: Vec<_> = (0..up.acceptors).map(|i| refused[&format!("acceptor{i}")].clone()).collect();
     let counter = refused[tb::COUNTER_PINS].clone();
@@ -402,12 +413,13 @@ type Refusals = BTreeMap<String, BTreeMap<&'static str, u64>>;
 
 /// Brings the testbed `up` up, runs its end hosts (1.5 s of load, recorded)
 /// while `attack` runs beside them, and takes it down: the end hosts'
-/// report, what `attack` returned, and what the coordinator, each acceptor
-/// and the vote counter ([`tb::COUNTER_PINS`]) refused.
+/// report, what `attack` returned, what the coordinator, each acceptor
+/// and the vote counter ([`tb::COUNTER_PINS`]) refused (by sender; the
+/// roles' `auth_refused` too), and the vote counter's counters.
 fn under_attack<T>(
     up: &PaxosUp,
     attack: impl FnOnce() -> anyhow::Result<T>,
-) -> (paxos_hosts::HostsReport, T, Refusals) {
+) -> (paxos_hosts::HostsReport, T, Refusals, BTreeMap<&'static str, u64>) {
     tb::up(up).expect("testbed up paxos");
     let run = HostsRun {
         roles: up.roles(),
@@ -429,13 +441,22 @@ fn under_attack<T>(
     let refused = programs
         .into_iter()
         .map(|p| {
-            let r = tb::rejected(&p).expect("pinned rejections").into_iter().filter(|(_, v)| *v > 0).collect();
+            let mut r: BTreeMap<_, _> =
+                tb::rejected(&p).expect("pinned rejections").into_iter().filter(|(_, v)| *v > 0).collect();
+            // --auth-key: the roles' unauthenticated frames (the counter's
+            // are among its counters).
+            let role = if p == "coordinator" { Some(paxos::Role::Coordinator) } else { None };
+            let role = role.or_else(|| p.starts_with("acceptor").then_some(paxos::Role::Acceptor));
+            if let Some(n) = role.map(|role| counters(role, &p)["auth_refused"]).filter(|n| *n > 0) {
+                r.insert("auth_refused", n);
+            }
             (p, r)
         })
         .collect();
+    let counted = tb::vote_counter_counters().expect("vote counter counters").unwrap_or_default();
     tb::down().expect("testbed down");
     let attacked = attacked.expect("the attack");
-    (report.expect("end hosts on the testbed"), attacked, refused)
+    (report.expect("end hosts on the testbed"), attacked, refused, counted.into_iter().collect())
 }
 
 const FORGED_2A: u64 = 200;
@@ -524,7 +545,7 @@ fn requests_in_a_proposers_name_are_refused_by_the_bpf_coordinator_and_its_value
     // then dropped the proposer's own values with those numbers as
     // duplicates.
     let _one = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
-    let (r, (), refused) = under_attack(&PaxosUp::default(), || forge_requests(paxos_hosts::proposer_id(0)));
+    let (r, (), refused, _) = under_attack(&PaxosUp::default(), || forge_requests(paxos_hosts::proposer_id(0)));
     let coordinator = &refused["coordinator"];
     let (delivered, submitted) = every_value_delivered_once_in_one_order(&r);
     assert_eq!(*coordinator, BTreeMap::from([("foreign_proposer", FORGED_REQUESTS)]), "coordinator");
@@ -556,4 +577,86 @@ fn forge_requests(id: u32) -> anyhow::Result<()> {
         });
         send_all(&s, requests)
     })
+}
+
+const SPOOFED_INSTANCES: u32 = 100;
+/// The forger's proposer id in the values it makes up.
+const FORGER: u32 = 0x00ab_cdef;
+
+#[test]
+fn votes_spoofed_on_the_acceptors_links_are_delivered_without_keys_and_refused_with_them() {
+    let name = "votes_spoofed_on_the_acceptors_links_are_delivered_without_keys_and_refused_with_them";
+    if !privileged::proceed(name, paxos::unavailable()) {
+        return;
+    }
+    let _one = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
+    let file = std::env::temp_dir().join(format!("innet-paxos-testbed-{}.key", std::process::id()));
+    std::fs::write(&file, "5 000102030405060708090a0b0c0d0e0f\n6 f0e0d0c0b0a090807060504030201000\n").unwrap();
+    let keys = KeyFile::read(&file).expect("key file");
+    std::fs::remove_file(&file).unwrap();
+    let keyed = |decisions| PaxosUp { decisions, auth: Some(keys.clone()), ..PaxosUp::default() };
+    let mut lines = vec![];
+    for up in [PaxosUp::default(), keyed(Decisions::Ring), keyed(Decisions::Socket), keyed(Decisions::PerPort)] {
+        let (r, sent, refused, counted) = under_attack(&up, || spoof_votes(&up));
+        let forged = |i: usize| {
+            let values = r.learners[i].deliveries.iter().filter(|(_, d)| d.kind == DeliveryKind::Value);
+            values.filter(|(_, d)| Envelope::from_value(&d.value).is_some_and(|e| e.proposer == FORGER)).count()
+        };
+        let mode = up.decisions.name();
+        if up.auth.is_none() {
+            assert!(forged(0) > 0 && forged(1) > 0, "without keys the spoofed votes decide: {counted:?}");
+            lines.push(format!("without keys {} values nobody submitted delivered", forged(0)));
+            continue;
+        }
+        assert_eq!(counted["auth_refused"], sent, "{mode}: every spoofed vote refused by the counter: {counted:?}");
+        assert!(refused.values().all(BTreeMap::is_empty), "{mode}: every sealed frame checked: {refused:?}");
+        let (delivered, submitted) = every_value_delivered_once_in_one_order(&r);
+        assert!(r.learners[0].stats.decided_by_counter > 0, "{mode}: the counter decided with keys");
+        lines.push(format!(
+            "with keys ({mode} decisions) {sent} refused (auth_refused), {delivered} instances delivered in one \
+             order, every one of {submitted} submitted values once"
+        ));
+    }
+    say(&format!(
+        "TESTBED paxos auth: 2 x {SPOOFED_INSTANCES} votes spoofed on two acceptors' links: {}",
+        lines.join("; ")
+    ));
+}
+
+/// Once values flow: 2Bs of acceptors 0 and 1 (a quorum of three) for
+/// [`SPOOFED_INSTANCES`] instances 300 ahead of acceptor 0's votes, each a
+/// value of [`FORGER`], put on each acceptor's end of its link to the
+/// hosts machine with its MAC, address and port, to the machine's decision
+/// port (or every learner's port): the frames sent.
+fn spoof_votes(up: &PaxosUp) -> anyhow::Result<u64> {
+    use innet_xdp::frame::{udp_frame, Endpoint};
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let votes = || counters(paxos::Role::Acceptor, "acceptor0")["votes"];
+    while votes() < 50 {
+        anyhow::ensure!(std::time::Instant::now() < deadline, "no votes");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let first = votes() as u32 + 300;
+    let ports: Vec<u16> =
+        if up.per_machine() { vec![tb::DECISION_PORT] } else { (0..up.learners).map(tb::learner_port).collect() };
+    let mut sent = 0;
+    for k in 0..SPOOFED_INSTANCES {
+        for a in 0..2u8 {
+            let mut m = PaxosMsg::new(MsgType::Phase2B);
+            (m.inst, m.rnd, m.vrnd, m.acptid) = (first + k, 1, 1, a as u16);
+            m.value = Envelope::new(FORGER, k, b"forged").expect("fits").to_value();
+            let ip = tb::acceptor_addr(a as usize);
+            let from = Endpoint { mac: [0x02, 0x78, 0, 0, 20 + a, 1], ip: *ip.ip(), port: ip.port() };
+            for &port in &ports {
+                let to = Endpoint { mac: [0x02, 0x78, 0, 0, 20 + a, 2], ip: [10, 78, 20 + a, 2].into(), port };
+                let frame = udp_frame(from, to, &m.encode(), 0);
+                testbed::send_on_link(&tb::acceptor_ns(a as usize), &format!("innet-ah{a}"), &frame)?;
+                sent += 1;
+            }
+        }
+        if k % 5 == 4 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    Ok(sent)
 }
