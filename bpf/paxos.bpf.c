@@ -384,9 +384,7 @@ static __always_inline int role_verdict(struct l234 *l, void *end, __u32 role, _
 	struct innet_auth *auth = bpf_map_lookup_elem(&paxos_auth, &zero);
 	__u8 *trailer = (__u8 *)(h + 1);
 	if (auth && auth->on) {
-		if (len != INNET_PAXOS_PACKET_LEN + INNET_AUTH_TRAILER_LEN ||
-		    (void *)(trailer + INNET_AUTH_TRAILER_LEN) > end ||
-		    !innet_auth_open(auth, (const __u8 *)h, INNET_PAXOS_PACKET_LEN / 8, trailer)) {
+		if (!innet_auth_open_exact(auth, (const __u8 *)h, INNET_PAXOS_PACKET_LEN / 8, len, end)) {
 			count(INNET_PAXOS_CTR_AUTH_REFUSED);
 			return INNET_PAXOS_VERDICT_DROP;
 		}

@@ -295,9 +295,7 @@ static __always_inline int frame_verdict(void *data, void *end, struct l234 *l, 
 	__u8 *trailer = (__u8 *)(h + 1);
 	int keyed = auth && auth->on;
 	if (keyed) {
-		if (len != INNET_PAXOS_PACKET_LEN + INNET_AUTH_TRAILER_LEN ||
-		    (void *)(trailer + INNET_AUTH_TRAILER_LEN) > end ||
-		    !innet_auth_open(auth, (const __u8 *)h, INNET_PAXOS_PACKET_LEN / 8, trailer)) {
+		if (!innet_auth_open_exact(auth, (const __u8 *)h, INNET_PAXOS_PACKET_LEN / 8, len, end)) {
 			count(INNET_PAXOS_COUNTER_CTR_AUTH_REFUSED);
 			return DROP;
 		}

@@ -780,7 +780,7 @@ __noinline int txn_process(__u32 len, __u32 from_upstream)
 
 /* Words of the longest message the switch seals or opens. */
 #define AUTH_MAX_WORDS ((INNET_TXN_MAX_PACKET_LEN + 7) / 8)
-_Static_assert(8 * AUTH_MAX_WORDS + 7 <= SCRATCH_LEN, "innet_siphash_bytes_id reads within scratch");
+_Static_assert(8 * AUTH_MAX_WORDS + 8 <= SCRATCH_LEN, "innet_siphash_id reads within scratch");
 
 /* --auth-key: the keys, if on. */
 static __always_inline struct innet_auth *auth_keys(void)

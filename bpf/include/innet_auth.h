@@ -10,10 +10,11 @@
  * PRF" (2012), section 2: 64-bit add, rotate and xor, two rounds per 8-byte
  * word, four to finish. Two forms: for messages of a whole number of
  * 8-byte words read from the packet (the Paxos header: 6 words, so the last
- * block holds only the key id and the length), and for messages of any
- * length up to a bound: in a buffer (the transaction header and its ops, in
- * the switch's scratch map), or from a per-CPU scratch copy (the chain
- * nodes). Include after bpf_helpers.h.
+ * block holds only the key id and the length; the coordinator, acceptor
+ * and vote counter), and for messages of any length up to a bound, read
+ * from a per-CPU scratch copy (innet_siphash_id: the transaction header
+ * and its ops in the switch's scratch, the chain nodes' messages).
+ * Include after bpf_helpers.h.
  */
 #ifndef INNET_AUTH_H
 #define INNET_AUTH_H
@@ -112,30 +113,33 @@ static __always_inline __u64 innet_siphash_words_id(const struct innet_auth_key 
 }
 
 /* SipHash-2-4 under `k` of the `len` bytes at `m` followed by the byte
- * `id`, for messages of any length up to 8 * `max_words` bytes (`m` a
- * buffer, such as a map value, of at least 8 * `max_words` + 8 bytes;
- * `max_words` a constant). Longer messages hash their first 8 *
- * `max_words` bytes only: callers refuse them first. */
-static __always_inline __u64 innet_siphash_bytes_id(const struct innet_auth_key *k, const __u8 *m, __u32 len,
-						      __u32 max_words, __u8 id)
+ * `id`: the one form for messages of any length up to 8 * `max_words`
+ * bytes (`max_words` a constant), hashed from a buffer such as a per-CPU
+ * scratch map value (the transaction switch's payload, the chain nodes'),
+ * which it does not write. `m` must have 8 * `max_words` + 8 readable
+ * bytes: the message's last len % 8 bytes are read as one word and
+ * masked. Longer messages hash their first 8 * `max_words` bytes only:
+ * callers refuse them first. */
+static __always_inline __u64 innet_siphash_id(const struct innet_auth_key *k, const __u8 *m, __u32 len,
+					       __u32 max_words, __u8 id)
 {
 	struct innet_sip s;
 	innet_sip_init(&s, k);
 	__u32 words = len >> 3;
 	if (words > max_words)
 		words = max_words;
-	for (__u32 i = 0; i < max_words && i < words; i++) {
+	for (__u32 i = 0; i < max_words; i++) {
+		if (i >= words)
+			break;
 		__u64 w;
 		__builtin_memcpy(&w, m + 8 * i, 8);
 		innet_sip_word(&s, w);
 	}
 	/* The message's last len % 8 bytes, then the key id. */
 	__u32 rest = len & 7;
-	const __u8 *t = m + 8 * words;
-	__u64 b = 0;
-	for (__u32 j = 0; j < 7; j++)
-		if (j < rest)
-			b |= (__u64)t[j] << (8 * j);
+	__u64 b;
+	__builtin_memcpy(&b, m + 8 * words, 8);
+	b = rest ? b & ((1ULL << (8 * rest)) - 1) : 0;
 	b |= (__u64)id << (8 * rest);
 	if (rest == 7) {
 		/* message || id fills a word: the last block holds only the length. */
@@ -165,62 +169,16 @@ static __always_inline __u64 innet_auth_tag_of(const __u8 *t)
 /* Messages of any length up to INNET_AUTH_MSG_MAX bytes (the chain nodes':
  * a NetCRAQ header and what a client put after it, a NetChain header with
  * its stack) are hashed from a per-CPU scratch copy (struct
- * innet_auth_scratch), which has room after the message for the key id and
- * a whole last word. */
+ * innet_auth_scratch), which has room after the message for its trailer
+ * and the last word innet_siphash_id reads. */
 #define INNET_AUTH_MSG_MAX 120
+#define INNET_AUTH_MSG_WORDS (INNET_AUTH_MSG_MAX / 8)
 #define INNET_AUTH_SCRATCH_LEN (INNET_AUTH_MSG_MAX + 16)
 struct innet_auth_scratch {
 	__u8 buf[INNET_AUTH_SCRATCH_LEN];
 };
-
-/* SipHash-2-4 under `k` of the `len`-byte message at `buf` (scratch)
- * followed by the byte `id`, which is written to buf[len]. */
-static __always_inline __u64 innet_siphash_buf_id(const struct innet_auth_key *k, __u8 *buf, __u32 len, __u8 id)
-{
-	if (len > INNET_AUTH_MSG_MAX)
-		return 0;
-	buf[len] = id;
-	__u32 total = len + 1;
-	__u32 words = total / 8;
-	struct innet_sip s;
-	innet_sip_init(&s, k);
-	for (__u32 i = 0; i < (INNET_AUTH_MSG_MAX + 1) / 8 + 1; i++) {
-		if (i >= words)
-			break;
-		__u64 w;
-		__builtin_memcpy(&w, buf + 8 * i, 8);
-		innet_sip_word(&s, w);
-	}
-	__u64 last;
-	__builtin_memcpy(&last, buf + 8 * (words & 15), 8);
-	__u32 rest = total & 7;
-	last = rest ? last & ((1ULL << (8 * rest)) - 1) : 0;
-	return innet_sip_finish(&s, ((__u64)total << 56) | last);
-}
-
-/* AuthKeys::open on a datagram of `len` bytes in scratch `buf`: 1 if it
- * ends in a trailer that checks (its message is the first len - 9 bytes). */
-static __always_inline int innet_auth_open_buf(const struct innet_auth *a, __u8 *buf, __u32 len)
-{
-	if (len < INNET_AUTH_TRAILER_LEN || len > INNET_AUTH_MSG_MAX + INNET_AUTH_TRAILER_LEN)
-		return 0;
-	__u32 m = len - INNET_AUTH_TRAILER_LEN;
-	__u8 id = buf[m];
-	__u64 tag = innet_auth_tag_of(buf + m);
-	const struct innet_auth_key *k = innet_auth_key_of(a, id);
-	return k && innet_siphash_buf_id(k, buf, m, id) == tag;
-}
-
-/* The trailer of the `len`-byte message in scratch `buf` under the sealing
- * key, written to `t`. */
-static __always_inline void innet_auth_seal_buf(const struct innet_auth *a, __u8 *buf, __u32 len,
-						__u8 t[INNET_AUTH_TRAILER_LEN])
-{
-	const struct innet_auth_key *k = &a->keys[0];
-	__u64 tag = innet_siphash_buf_id(k, buf, len, (__u8)k->id);
-	t[0] = (__u8)k->id;
-	__builtin_memcpy(t + 1, &tag, 8);
-}
+_Static_assert(INNET_AUTH_MSG_MAX % 8 == 0, "whole words");
+_Static_assert(8 * INNET_AUTH_MSG_WORDS + 8 <= INNET_AUTH_SCRATCH_LEN, "innet_siphash_id reads within scratch");
 
 /* AuthKeys::open for the `words`-word message at `m` and its trailer at
  * `t`: 1 if the tag checks under the key its id names. */
@@ -230,12 +188,32 @@ static __always_inline int innet_auth_open(const struct innet_auth *a, const __u
 	return k && innet_siphash_words_id(k, m, words, t[0]) == innet_auth_tag_of(t);
 }
 
-/* innet_auth_open for the `len`-byte message at `m` (innet_siphash_bytes_id). */
+/* innet_auth_open for a payload of `len` bytes at `m` that must be the
+ * `words`-word message and its trailer exactly, within `end` (the packet's). */
+static __always_inline int innet_auth_open_exact(const struct innet_auth *a, const __u8 *m, __u32 words, __u32 len,
+						 const void *end)
+{
+	const __u8 *t = m + 8 * words;
+	return len == 8 * words + INNET_AUTH_TRAILER_LEN && (const void *)(t + INNET_AUTH_TRAILER_LEN) <= end &&
+	       innet_auth_open(a, m, words, t);
+}
+
+/* innet_auth_open for the `len`-byte message at `m` (innet_siphash_id). */
 static __always_inline int innet_auth_open_bytes(const struct innet_auth *a, const __u8 *m, __u32 len,
 						 __u32 max_words, const __u8 *t)
 {
 	const struct innet_auth_key *k = innet_auth_key_of(a, t[0]);
-	return k && innet_siphash_bytes_id(k, m, len, max_words, t[0]) == innet_auth_tag_of(t);
+	return k && innet_siphash_id(k, m, len, max_words, t[0]) == innet_auth_tag_of(t);
+}
+
+/* AuthKeys::open on a datagram of `len` bytes in scratch `buf`: 1 if it
+ * ends in a trailer that checks (its message is the first len - 9 bytes). */
+static __always_inline int innet_auth_open_buf(const struct innet_auth *a, const __u8 *buf, __u32 len)
+{
+	if (len < INNET_AUTH_TRAILER_LEN || len > INNET_AUTH_MSG_MAX + INNET_AUTH_TRAILER_LEN)
+		return 0;
+	__u32 m = len - INNET_AUTH_TRAILER_LEN;
+	return innet_auth_open_bytes(a, buf, m, INNET_AUTH_MSG_WORDS, buf + m);
 }
 
 static __always_inline void innet_auth_trailer(__u8 *t, const struct innet_auth_key *k, __u64 tag)
@@ -252,12 +230,12 @@ static __always_inline void innet_auth_seal(const struct innet_auth *a, const __
 	innet_auth_trailer(t, k, innet_siphash_words_id(k, m, words, (__u8)k->id));
 }
 
-/* innet_auth_seal for the `len`-byte message at `m` (innet_siphash_bytes_id). */
+/* innet_auth_seal for the `len`-byte message at `m` (innet_siphash_id). */
 static __always_inline void innet_auth_seal_bytes(const struct innet_auth *a, const __u8 *m, __u32 len,
 						  __u32 max_words, __u8 *t)
 {
 	const struct innet_auth_key *k = &a->keys[0];
-	innet_auth_trailer(t, k, innet_siphash_bytes_id(k, m, len, max_words, (__u8)k->id));
+	innet_auth_trailer(t, k, innet_siphash_id(k, m, len, max_words, (__u8)k->id));
 }
 
 #endif /* INNET_AUTH_H */

@@ -190,7 +190,7 @@ static __always_inline int chain_auth_out(struct xdp_md *ctx, const struct innet
 	if (!s)
 		return 0;
 	__u8 t[INNET_AUTH_TRAILER_LEN];
-	innet_auth_seal_buf(a, s->buf, len, t);
+	innet_auth_seal_bytes(a, s->buf, len, INNET_AUTH_MSG_WORDS, t);
 	return bpf_xdp_store_bytes(ctx, CHAIN_HEADERS_LEN + len, t, INNET_AUTH_TRAILER_LEN) == 0;
 }
 

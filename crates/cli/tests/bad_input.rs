@@ -297,6 +297,9 @@ fn careless_flags_and_topologies_are_refused_in_one_line() {
         (vec!["up", "chain", "--auth-key", "/nonexistent/chain.key"], "/nonexistent/chain.key"),
         (vec!["up", "chain", "--topology", &chain_bad_key], "[chain] auth_key"),
         (vec!["up", "chain", "--topology", &long_chain, "--auth-key", &good_key], "auth_key = "),
+        (vec!["testbed", "up", "paxos", "--auth-key", &bad_key], "not 32 hex digits"),
+        (vec!["testbed", "up", "txn", "--auth-key", "/nonexistent/txn.key"], "/nonexistent/txn.key"),
+        (vec!["bench", "xdp-paxos", "--auth-key", &bad_key], "not 32 hex digits"),
         (vec!["sim", "paxos", "--topology", &trim], "trim_quorum"),
         // Output folders are checked before the run, not after it.
         (vec!["bench", "txn", "--out", "/proc/innet-results"], "/proc"),
