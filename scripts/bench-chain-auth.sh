@@ -8,13 +8,7 @@
 #   scripts/bench-chain-auth.sh [reps] [seconds]
 #
 # Figures in docs/security.md ("The packet authenticator").
-set -euo pipefail
-reps=${1:-3}
-secs=${2:-3}
-innet=${INNET:-target/release/innet}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-printf '1 %s\n' "$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')" >"$dir/chain.key"
+source "$(dirname "$0")/auth-bench-common.sh"
 
 # run KEYS_FLAG...: starts the chain, loads it, stops it; prints "puts gets".
 run() {
@@ -41,11 +35,10 @@ for r in $(seq "$reps"); do
 	read -r p g < <(run)
 	off_puts+=("$p") off_gets+=("$g")
 	echo "rep $r without keys: puts/s $p gets/s $g"
-	read -r p g < <(run --auth-key "$dir/chain.key")
+	read -r p g < <(run --auth-key "$dir/auth.key")
 	on_puts+=("$p") on_gets+=("$g")
 	echo "rep $r with keys:    puts/s $p gets/s $g"
 done
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo "median of $reps: without keys puts/s $(median "${off_puts[@]}") gets/s $(median "${off_gets[@]}");" \
 	"with keys puts/s $(median "${on_puts[@]}") gets/s $(median "${on_gets[@]}")"
 echo "commit $(git rev-parse --short HEAD), load average $(cut -d' ' -f1-3 /proc/loadavg)"

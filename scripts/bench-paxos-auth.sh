@@ -10,13 +10,7 @@
 #   scripts/bench-paxos-auth.sh [reps] [seconds]
 #
 # Figures in docs/security.md ("The packet authenticator").
-set -euo pipefail
-reps=${1:-3}
-secs=${2:-3}
-innet=${INNET:-target/release/innet}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-printf '1 %s\n' "$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')" >"$dir/paxos.key"
+source "$(dirname "$0")/auth-bench-common.sh"
 
 # run [--auth-key F]: one round; prints the XDP deployment's values/s.
 run() {
@@ -33,11 +27,10 @@ for r in $(seq "$reps"); do
 	[ "$keyed" = False ] || { echo "round without keys ran keyed" >&2; exit 1; }
 	off+=("$v")
 	echo "rep $r without keys: $v values/s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
-	read -r v keyed < <(run --auth-key "$dir/paxos.key")
+	read -r v keyed < <(run --auth-key "$dir/auth.key")
 	[ "$keyed" = True ] || { echo "round with keys ran without" >&2; exit 1; }
 	on+=("$v")
 	echo "rep $r with keys:    $v values/s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 done
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo "median of $reps: without keys $(median "${off[@]}") values/s, with keys $(median "${on[@]}") values/s"
 echo "commit $(git rev-parse --short HEAD), load average $(cut -d' ' -f1-3 /proc/loadavg)"

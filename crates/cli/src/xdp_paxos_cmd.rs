@@ -350,9 +350,13 @@ pub fn print_up(st: &testbed::State) {
     for (name, pid) in &st.processes {
         println!("  {name} {} pid {pid} (log {})", tb::backup_addr(), testbed::log_path(name).display());
     }
+    // The testbed counts votes per port (its backup is a process of its own).
     println!(
-        "  try: ip netns exec {} innet bench xdp-paxos-hosts --proposers 1 --duration-s 3 --kill-coordinator-at-s 1",
+        "  try: ip netns exec {} innet bench xdp-paxos-hosts --decisions per-port --proposers 1 --duration-s 3 --kill-coordinator-at-s 1",
         tb::NS_HOSTS
+    );
+    println!(
+        "       (with the testbed's --auth-key FILE if it has keys: without them the end hosts' messages are refused)"
     );
     println!("       (or fail it by hand: innet testbed fail paxos coordinator)");
 }
