@@ -455,6 +455,7 @@ impl Host for Replica {
 mod tests {
     use super::*;
     use innet_paxos::envelope::Envelope;
+    use innet_wire::kv::Op;
     use innet_wire::paxos::{MsgType, PaxosMsg};
 
     fn vote(inst: u32, acpt: u16, r: u32, c: &Command) -> Vec<u8> {
@@ -508,6 +509,73 @@ mod tests {
         feed(&mut r, 5, 5, &Command::Put { key: b"c".to_vec(), value: b"3".to_vec() });
         assert_eq!(r.applied, 1);
         assert_eq!(r.contents().len(), 2);
+        drop(r);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn feed_payload(r: &mut Replica, inst: u32, proposer: u32, req: u32, payload: &[u8]) {
+        let mut out = Outbox::new();
+        for a in 0..2 {
+            let mut m = PaxosMsg::new(MsgType::Phase2B);
+            (m.inst, m.rnd, m.vrnd, m.acptid) = (inst, 1, 1, a);
+            m.value = Envelope::new(proposer, req, payload).unwrap().to_value();
+            r.on_packet(Time(1), &m.encode(), &mut out);
+        }
+    }
+
+    fn net_command(client: u64, seq: u64, op: &Op) -> Vec<u8> {
+        [&client.to_be_bytes()[..], &seq.to_be_bytes(), &op.encode().unwrap()].concat()
+    }
+
+    /// Issue 24: the pieces of a command in progress and the client table
+    /// are replicated state persisted with each batch. A replica reopened
+    /// half-way through a command's pieces completes it with the rest, once;
+    /// after another reopen, a repeat of the request (same client and seq,
+    /// another proposer) is answered from the table, not applied again.
+    #[test]
+    fn pieces_and_the_client_table_survive_a_reopen() {
+        let dir = std::env::temp_dir().join(format!("innet-kv-test-net-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = LearnerConfig::new(0, 2);
+        let value = vec![7u8; 500];
+        let put = Op::Put { key: b"k".to_vec(), value: value.clone() };
+        let pieces = crate::fragment::split(&net_command(9, 1, &put));
+        let half = pieces.len() / 2;
+        {
+            let mut r = Replica::open(&dir, cfg.clone()).unwrap();
+            for (i, p) in pieces[..half].iter().enumerate() {
+                feed_payload(&mut r, i as u32, 1, 100 + i as u32, p);
+            }
+            assert_eq!(r.assemblies.len(), 1);
+            assert!(r.contents().is_empty());
+        }
+        {
+            let mut r = Replica::open(&dir, cfg.clone()).unwrap();
+            r.serve_clients();
+            assert_eq!((r.assemblies.len(), r.opened), (1, 2), "the pieces so far came back");
+            for (i, p) in pieces.iter().enumerate().skip(half) {
+                feed_payload(&mut r, i as u32, 1, 100 + i as u32, p);
+            }
+            assert_eq!(r.contents(), vec![(b"k".to_vec(), value.clone())]);
+            assert!(r.assemblies.is_empty());
+            assert_eq!(r.take_net_answers(), vec![NetAnswer { client: 9, seq: 1, reply: Reply::Ok }]);
+        }
+        let mut r = Replica::open(&dir, cfg).unwrap();
+        r.serve_clients();
+        assert_eq!(r.client_table.get(9).map(|e| e.seq), Some(1));
+        // The same request through another proposer, after a put of seq 2
+        // by the same client: stale, so the value stays the later one.
+        let base = pieces.len() as u32;
+        let later = Op::Put { key: b"k".to_vec(), value: b"later".to_vec() };
+        for (i, p) in crate::fragment::split(&net_command(9, 2, &later)).iter().enumerate() {
+            feed_payload(&mut r, base + i as u32, 2, 1 + i as u32, p);
+        }
+        let base = base + crate::fragment::split(&net_command(9, 2, &later)).len() as u32;
+        for (i, p) in pieces.iter().enumerate() {
+            feed_payload(&mut r, base + i as u32, 3, 1 + i as u32, p);
+        }
+        assert_eq!(r.contents(), vec![(b"k".to_vec(), b"later".to_vec())]);
+        assert_eq!((r.net.applied, r.net.stale), (1, 1));
         drop(r);
         std::fs::remove_dir_all(&dir).unwrap();
     }
