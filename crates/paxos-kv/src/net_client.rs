@@ -27,7 +27,7 @@ pub const TIMEOUT_DEFAULT: Duration = Duration::from_millis(500);
 pub const DEADLINE_DEFAULT: Duration = Duration::from_secs(30);
 /// Extra wait per KiB of request or expected answer: a 1 MiB value is
 /// about 52,000 consensus instances.
-pub const WAIT_PER_KIB: Duration = Duration::from_millis(5);
+pub const WAIT_PER_KIB: Duration = Duration::from_millis(10);
 
 /// What went wrong with an operation the replicas did answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
