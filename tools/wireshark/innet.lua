@@ -4,6 +4,7 @@
 --   innet_paxos    the P4xos-style Paxos header of CAANS (crates/wire/src/paxos.rs)
 --   innet_netcraq  NetCRAQ (crates/wire/src/netcraq.rs)
 --   innet_netchain NetChain with its address stack (crates/wire/src/netchain.rs)
+--   innet_kv       the key-value service's client protocol (crates/wire/src/kv.rs)
 --   innet_shim     the origin shim the live runtime puts in front of a
 --                  protocol packet between two switch processes
 --                  (crates/live/src/switch.rs, ORIGIN_SHIM_MAGIC)
@@ -732,5 +733,176 @@ shim:register_heuristic("udp", function(tvb, pinfo, tree)
         return false
     end
     shim_dissect(tvb, pinfo, tree, nil)
+    return true
+end)
+
+-- ---------------------------------------------------------------------------
+-- The key-value service's client protocol (innet_wire::kv; docs/paxos.md).
+-- No default port (replicas' client ports are chosen): claimed by a
+-- heuristic when valid and exactly as long as its header says.
+
+local KV_MAGIC = 0x4b56             -- kv::MAGIC, "KV"
+local KV_VERSION = 1                -- kv::VERSION
+local KV_HEADER_LEN = 24            -- kv::HEADER_LEN
+local KV_KEY_MAX = 1024             -- kv::KEY_MAX
+local KV_VALUE_MAX = 1048576        -- kv::VALUE_MAX
+local KV_BODY_MAX = 1 + 2 + KV_KEY_MAX + 1 + 4 + 2 * KV_VALUE_MAX -- kv::BODY_MAX
+
+local kvp = Proto("innet_kv", "innet key-value service client protocol")
+
+local KV_KIND = { [1] = "REQUEST", [2] = "REPLY" }
+local KV_OP = { [1] = "PUT", [2] = "DELETE", [3] = "GET", [4] = "CAS" }
+local KV_STATUS = { [0] = "OK", [1] = "VALUE", [2] = "NOT_FOUND", [3] = "CAS_FAILED", [4] = "TOO_LARGE",
+    [5] = "EXPIRED", [6] = "BUSY", [7] = "INVALID" }
+
+local kf = {
+    magic = ProtoField.uint16("innet_kv.magic", "Magic", base.HEX),
+    version = ProtoField.uint8("innet_kv.version", "Version", base.DEC),
+    kind = ProtoField.uint8("innet_kv.kind", "Kind", base.DEC, KV_KIND),
+    client = ProtoField.uint64("innet_kv.client", "Client", base.DEC),
+    seq = ProtoField.uint64("innet_kv.seq", "Sequence number", base.DEC),
+    body_len = ProtoField.uint32("innet_kv.body_len", "Body length", base.DEC),
+    op = ProtoField.uint8("innet_kv.op", "Operation", base.DEC, KV_OP),
+    key_len = ProtoField.uint16("innet_kv.key_len", "Key length", base.DEC),
+    key = ProtoField.bytes("innet_kv.key", "Key"),
+    expected_present = ProtoField.uint8("innet_kv.expected_present", "Expected present", base.DEC),
+    expected_len = ProtoField.uint32("innet_kv.expected_len", "Expected length", base.DEC),
+    expected = ProtoField.bytes("innet_kv.expected", "Expected value"),
+    value = ProtoField.bytes("innet_kv.value", "Value"),
+    status = ProtoField.uint8("innet_kv.status", "Status", base.DEC, KV_STATUS),
+    value_len = ProtoField.uint32("innet_kv.value_len", "Value length (TOO_LARGE)", base.DEC),
+}
+local kv_malformed = declare(kvp, "innet_kv", kf, "innet key-value")
+
+-- kv::Message::decode, in its order: the error name and detail, or nil.
+local function kv_check(tvb)
+    local n = tvb:len()
+    if n < KV_HEADER_LEN then
+        return "truncated", n .. " bytes, the header is " .. KV_HEADER_LEN
+    end
+    if tvb(0, 2):uint() ~= KV_MAGIC then
+        return "bad_magic", "magic is not \"KV\""
+    end
+    if tvb(2, 1):uint() ~= KV_VERSION then
+        return "bad_version", "version " .. tvb(2, 1):uint()
+    end
+    local kind = tvb(3, 1):uint()
+    if KV_KIND[kind] == nil then
+        return "unknown_kind", "kind " .. kind
+    end
+    local body_len = tvb(20, 4):uint()
+    if body_len > KV_BODY_MAX then
+        return "bad_body_len", "body_len " .. body_len .. " > " .. KV_BODY_MAX
+    end
+    local rest = n - KV_HEADER_LEN
+    if rest < body_len then
+        return "truncated", rest .. " body bytes of " .. body_len
+    elseif rest > body_len then
+        return "bad_body_len", rest .. " body bytes, body_len " .. body_len
+    end
+    local at, stop = KV_HEADER_LEN, n
+    if kind == 2 then
+        local st = tvb(at, 1)
+        if body_len < 1 then return "truncated", "no status" end
+        st = st:uint()
+        if KV_STATUS[st] == nil then return "unknown_status", "status " .. st end
+        local want = (st == 4) and 5 or nil
+        if st == 1 then
+            if body_len - 1 > KV_VALUE_MAX then return "value_too_long", "value of " .. (body_len - 1) end
+            return nil
+        end
+        if want and body_len < want then return "truncated", "no value length" end
+        if body_len > (want or 1) then return "malformed", "bytes after the status" end
+        return nil
+    end
+    if body_len < 1 then return "truncated", "no operation" end
+    local op = tvb(at, 1):uint()
+    if stop - at < 3 then return "truncated", "no key length" end
+    local klen = tvb(at + 1, 2):uint()
+    if klen > KV_KEY_MAX then return "key_too_long", "key_len " .. klen end
+    at = at + 3
+    if stop - at < klen then return "truncated", "the key ends past the body" end
+    at = at + klen
+    if KV_OP[op] == nil then return "unknown_op", "op " .. op end
+    if op == 1 then
+        if stop - at > KV_VALUE_MAX then return "value_too_long", "value of " .. (stop - at) end
+    elseif op == 4 then
+        if stop - at < 5 then return "truncated", "no expected value" end
+        local present, elen = tvb(at, 1):uint(), tvb(at + 1, 4):uint()
+        at = at + 5
+        if not (present == 1 or (present == 0 and elen == 0)) then
+            return "malformed", "expected_present " .. present .. " with length " .. elen
+        end
+        if elen > KV_VALUE_MAX then return "value_too_long", "expected of " .. elen end
+        if stop - at < elen then return "truncated", "the expected value ends past the body" end
+        at = at + elen
+        if stop - at > KV_VALUE_MAX then return "value_too_long", "value of " .. (stop - at) end
+    elseif at < stop then
+        return "malformed", "bytes after a " .. KV_OP[op]
+    end
+    return nil
+end
+
+local function kv_dissect(tvb, pinfo, tree)
+    pinfo.cols.protocol = "innet-kv"
+    local err, detail = kv_check(tvb)
+    local root = tree:add(kvp, tvb())
+    add_if(root, kf.magic, tvb, 0, 2)
+    add_if(root, kf.version, tvb, 2, 1)
+    add_if(root, kf.kind, tvb, 3, 1)
+    add_if(root, kf.client, tvb, 4, 8)
+    add_if(root, kf.seq, tvb, 12, 8)
+    add_if(root, kf.body_len, tvb, 20, 4)
+    local info = {}
+    if fits(tvb, 0, KV_HEADER_LEN) then
+        info[1] = string.format("%s client=%s seq=%s", name_of(KV_KIND, tvb(3, 1):uint()),
+            tostring(tvb(4, 8):uint64()), tostring(tvb(12, 8):uint64()))
+    end
+    if not err then
+        local n, at = tvb:len(), KV_HEADER_LEN
+        if tvb(3, 1):uint() == 2 then
+            local st = tvb(at, 1):uint()
+            root:add(kf.status, tvb(at, 1))
+            info[#info + 1] = name_of(KV_STATUS, st)
+            if st == 1 and n > at + 1 then
+                annotate_value(root:add(kf.value, tvb(at + 1)), tvb(at + 1))
+            elseif st == 4 then
+                root:add(kf.value_len, tvb(at + 1, 4))
+            end
+        else
+            local op, klen = tvb(at, 1):uint(), tvb(at + 1, 2):uint()
+            root:add(kf.op, tvb(at, 1))
+            root:add(kf.key_len, tvb(at + 1, 2))
+            at = at + 3
+            info[#info + 1] = name_of(KV_OP, op)
+            if klen > 0 then
+                annotate_value(root:add(kf.key, tvb(at, klen)), tvb(at, klen))
+                local p = printable(tvb(at, klen))
+                if p then info[#info + 1] = "key=" .. p end
+            end
+            at = at + klen
+            if op == 4 then
+                root:add(kf.expected_present, tvb(at, 1))
+                root:add(kf.expected_len, tvb(at + 1, 4))
+                local elen = tvb(at + 1, 4):uint()
+                at = at + 5
+                if elen > 0 then root:add(kf.expected, tvb(at, elen)) end
+                at = at + elen
+            end
+            if (op == 1 or op == 4) and at < n then
+                annotate_value(root:add(kf.value, tvb(at)), tvb(at))
+            end
+        end
+    end
+    return finish(tvb, pinfo, root, kf, kv_malformed, err, detail, tvb:len(), info)
+end
+
+kvp.dissector = kv_dissect
+kvp:register_heuristic("udp", function(tvb, pinfo, tree)
+    if not fits(tvb, 0, 3) or tvb(0, 2):uint() ~= KV_MAGIC or tvb(2, 1):uint() ~= KV_VERSION
+        or kv_check(tvb) ~= nil then
+        return false
+    end
+    kv_dissect(tvb, pinfo, tree)
     return true
 end)

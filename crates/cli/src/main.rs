@@ -2,6 +2,7 @@
 
 mod chain_cmd;
 mod chaos_cmd;
+mod kv_cmd;
 mod live_cmd;
 mod mininet_cmd;
 #[cfg(not(feature = "xdp"))]
@@ -109,6 +110,9 @@ enum Command {
     Testbed(xdp_cmd::TestbedCmd),
     /// Run a replica of the consensus-replicated key-value store (LevelDB).
     KvReplica(paxos_cmd::KvReplicaArgs),
+    /// Talk to the key-value service's replicas: put, get, del, cas (fails over between --replicas).
+    #[command(subcommand)]
+    Kv(kv_cmd::KvCmd),
     /// Check a topology file and show what it resolves to (nodes, tables, links).
     #[command(subcommand)]
     Topology(live_cmd::TopologyCmd),
@@ -180,6 +184,7 @@ fn main() {
         Command::Client(a) => live_cmd::run_client(a),
         Command::Testbed(c) => xdp_cmd::run_testbed(c),
         Command::KvReplica(a) => paxos_cmd::run_kv_replica(a),
+        Command::Kv(c) => kv_cmd::run(c),
         Command::Topology(c) => live_cmd::run_topology_cmd(c),
         Command::Mininet(a) => mininet_cmd::run_mininet(a),
         Command::Reproduce(a) => reproduce_cmd::run(a),

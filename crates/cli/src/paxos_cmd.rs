@@ -479,7 +479,11 @@ pub struct KvReplicaArgs {
     acceptors: usize,
     #[arg(long, default_value_t = 3, value_parser = innet_exp::parse::learners)]
     learners: usize,
-    /// Print `applied N next I digest H keys K` this often (ms).
+    /// UDP and TCP port network clients (`innet kv`) reach this replica on;
+    /// 0: any free port (printed as `client HOST:PORT`).
+    #[arg(long, default_value_t = 0)]
+    client_port: u16,
+    /// Print `applied N next I digest H keys K commands C malformed M` this often (ms).
     #[arg(long, default_value_t = 200)]
     status_ms: u64,
     /// The deployment's --auth-key file.
@@ -506,12 +510,14 @@ pub fn run_kv_replica(a: KvReplicaArgs) -> anyhow::Result<i32> {
         let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
         let started =
             |live: &innet_live::LiveCounters| sources.host("paxos", "replica", &format!("replica{}", a.id), live);
-        innet_paxos_kv::run_replica(&lc, a.id, &a.data_dir, every, &stop, crate::live_cmd::print_line, started)?;
+        let client = std::net::SocketAddr::new(lc.ip, a.client_port);
+        let say = crate::live_cmd::print_line;
+        innet_paxos_kv::run_replica(&lc, a.id, &a.data_dir, Some(client), every, &stop, say, started)?;
         Ok(0)
     }
     #[cfg(not(feature = "leveldb"))]
     {
-        let _ = (lc, &a.data_dir, a.status_ms, a.metrics);
+        let _ = (lc, &a.data_dir, a.status_ms, a.metrics, a.client_port);
         anyhow::bail!(
             "this innet was built without LevelDB (cargo feature `leveldb`): install libleveldb-dev and build \
              with the default features"

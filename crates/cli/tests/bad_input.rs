@@ -46,6 +46,10 @@ fn subcommands(tmp: &Path) -> Vec<(&'static str, Vec<String>)> {
         ("testbed up", s(&["txn"])),
         ("testbed down", vec![]),
         ("kv-replica", vec!["--id".into(), "0".into(), "--data-dir".into(), d, "--base-port".into(), "20000".into()]),
+        ("kv put", s(&["k", "v", "--replicas", "127.0.0.1:9"])),
+        ("kv get", s(&["k", "--replicas", "127.0.0.1:9"])),
+        ("kv del", s(&["k", "--replicas", "127.0.0.1:9"])),
+        ("kv cas", s(&["k", "v", "--expect-absent", "--replicas", "127.0.0.1:9"])),
         ("topology show", vec![topo.clone()]),
         ("mininet", vec!["--topology".into(), topo]),
         ("reproduce", vec!["--out".into(), tmp.join("reproduce").display().to_string()]),
@@ -59,6 +63,7 @@ const NOT_NUMERIC: &[&str] = &[
     "DATA_DIR",
     "DATA_PLANE",
     "DATA_PLANES",
+    "EXPECT",
     "FIGURE",
     "FILE",
     "KEY=VALUE",
@@ -71,6 +76,7 @@ const NOT_NUMERIC: &[&str] = &[
     "OUT",
     "PROTOCOL",
     "PROTOCOLS",
+    "REPLICAS",
     "RUNTIME",
     "SERVICE",
     "STORE_LISTEN",
@@ -79,6 +85,7 @@ const NOT_NUMERIC: &[&str] = &[
     "TO",
     "TOPOLOGY",
     "UPSTREAM",
+    "VALUE_FILE",
 ];
 
 /// Values no numeric flag accepts: negative, not a number, infinite, beyond

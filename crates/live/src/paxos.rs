@@ -166,6 +166,20 @@ impl LiveConfig {
         Ok((addrs[n], options(&d, &addrs, n)))
     }
 
+    /// The ports (coordinator, backup) and admission rule of a proposer in
+    /// a process of its own (a key-value replica's front end) in a
+    /// deployment with consecutive ports from `base_port`. Its sender is
+    /// not named by the deployment: its proposer ids must be of
+    /// `innet_paxos::envelope::OUTSIDE_BLOCK`.
+    pub fn external_proposer(&self) -> io::Result<HostOptions> {
+        let mut d = self.deployment();
+        let mut addrs = self.fixed_addrs()?;
+        let p = paxos_deploy::add(&mut d, "proposer-outside", PaxosRole::Proposer { index: self.proposers as u16 });
+        paxos_deploy::wire(&mut d, true);
+        addrs.push(SocketAddr::new(self.ip, 0));
+        Ok(HostOptions { auth: self.auth.clone(), ..options(&d, &addrs, p) })
+    }
+
     pub fn quorum(&self) -> usize {
         self.roles().quorum()
     }

@@ -9,6 +9,12 @@
 //! its replica once the replica applied it, matched by the envelope's
 //! `(proposer, request)` ([`Replica::answer_to`]).
 //!
+//! Network clients ([`KvNetClient`], `innet kv`) reach replicas in other
+//! processes on their client ports ([`service`]): put, get, delete,
+//! compare-and-set on values up to 1 MiB (split across instances,
+//! [`fragment`]), applied once per request however often it is resent
+//! ([`clients`]), gets ordered through consensus like every command.
+//!
 //! Storage: Debian's `libleveldb-dev` through the `leveldb` crate (linked
 //! against the system library, see `.cargo/config.toml`). Each delivered
 //! batch is one LevelDB write batch holding the data changes, the
@@ -19,11 +25,16 @@
 //! crash loses nothing (the OS holds the data), a power loss may.
 
 pub mod client;
+pub mod clients;
 pub mod command;
+pub mod fragment;
+pub mod net_client;
 pub mod replica;
+pub mod service;
 
 pub use client::KvClient;
 pub use command::Command;
+pub use net_client::KvNetClient;
 pub use replica::{Answer, Outcome, Replica};
 
 use innet_paxos::workload::LoadProposer;
@@ -40,14 +51,19 @@ pub fn with_kv_load(p: LoadProposer, kv: bool) -> LoadProposer {
 
 /// Runs key-value replica `id` of the deployment `live` (its learners in
 /// processes of their own at the addresses `live.base_port` gives) on its
-/// LevelDB in `data_dir`, until `stop`. `say` gets `replicaI HOST:PORT`
-/// once, then `applied N next I digest H keys K` whenever that changed, at
-/// most every `every`. `started` gets the replica's live counters (its
-/// learner's, `applied`, the runtime's) once it runs.
+/// LevelDB in `data_dir`, until `stop`, answering network clients on
+/// `client_port` (UDP and TCP; [`service`]) unless `None`. `say` gets
+/// `replicaI HOST:PORT` once, `client HOST:PORT` once with a client port,
+/// then `applied N next I digest H keys K commands C malformed M` whenever
+/// that changed, at most every `every`. `started` gets the replica's live
+/// counters (its learner's, `applied`, the network clients' commands and
+/// malformed client messages, the runtime's) once it runs.
+#[allow(clippy::too_many_arguments)]
 pub fn run_replica(
     live: &innet_live::paxos::LiveConfig,
     id: usize,
     data_dir: &std::path::Path,
+    client_port: Option<std::net::SocketAddr>,
     every: std::time::Duration,
     stop: &innet_live::Stop,
     mut say: impl FnMut(&str),
@@ -64,21 +80,39 @@ pub fn run_replica(
         shared: Arc<Mutex<String>>,
         every: std::time::Duration,
         next: Time,
+        service: Option<(Arc<service::Service>, service::DecidedTx)>,
+    }
+    impl Reporting {
+        fn serve(&mut self) {
+            if let Some((s, decided)) = &self.service {
+                for d in self.replica.take_decided() {
+                    let _ = decided.send(d);
+                }
+                s.answer(self.replica.take_net_answers());
+            }
+        }
+        fn malformed(&self) -> u64 {
+            self.service.as_ref().map_or(0, |(s, _)| s.counters.malformed_total())
+        }
     }
     impl Host for Reporting {
         fn on_packet(&mut self, now: Time, p: &[u8], out: &mut Outbox) {
             self.replica.on_packet(now, p, out);
+            self.serve();
         }
         fn on_tick(&mut self, now: Time, out: &mut Outbox) {
             self.replica.on_tick(now, out);
+            self.serve();
             if now >= self.next {
                 let r = &self.replica;
                 *self.shared.lock().unwrap_or_else(|e| e.into_inner()) = format!(
-                    "applied {} next {} digest {:016x} keys {}",
+                    "applied {} next {} digest {:016x} keys {} commands {} malformed {}",
                     r.applied,
                     r.learner.checkpoint(),
                     r.digest(),
-                    r.contents().len()
+                    r.contents().len(),
+                    r.net.applied,
+                    self.malformed(),
                 );
                 self.next = now + self.every;
             }
@@ -89,10 +123,35 @@ pub fn run_replica(
     }
 
     let (addr, opts) = live.external_learner(id)?;
-    let replica = Replica::open(data_dir, live.learner_config(id as u16))
+    std::fs::create_dir_all(data_dir)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("creating {}: {e}", data_dir.display())))?;
+    let mut replica = Replica::open(data_dir, live.learner_config(id as u16))
         .map_err(|e| std::io::Error::other(format!("opening {}: {e:?}", data_dir.display())))?;
     let socket = innet_live::txn::bind(addr)?;
     say(&format!("replica{id} {addr}"));
+    let mut front_node = None;
+    let service = match client_port {
+        None => None,
+        Some(client_addr) => {
+            let pid = replica_proposer_id(id, replica.opened);
+            let proposer = innet_paxos::Proposer::new(live.proposer_config(pid));
+            replica.serve_clients();
+            replica.watch(pid);
+            let (service, front, decided) = service::start(client_addr, proposer, stop)?;
+            say(&format!("client {}", service.addr()?));
+            let psocket = innet_live::txn::bind(std::net::SocketAddr::new(live.ip, 0))?;
+            let mut slot = Some(front);
+            front_node = Some(innet_live::spawn_host(
+                &format!("front{id}"),
+                psocket,
+                live.external_proposer()?,
+                stop,
+                move || slot.take().expect("built once"),
+                |_, _| (),
+            )?);
+            Some((service, decided))
+        }
+    };
     let status = Arc::new(Mutex::new(String::new()));
     let shared = status.clone();
     let node = innet_live::spawn_host_counted(
@@ -100,10 +159,13 @@ pub fn run_replica(
         socket,
         opts,
         stop,
-        move || Reporting { replica, shared, every, next: Time::ZERO },
+        move || Reporting { replica, shared, every, next: Time::ZERO, service },
         |r| {
             let mut c = r.replica.learner.stats.counters();
             c.push(("applied", r.replica.applied));
+            c.push(("commands", r.replica.net.applied));
+            c.push(("commands_repeated", r.replica.net.repeated));
+            c.push(("client_malformed", r.malformed()));
             c
         },
         |_, _| (),
@@ -118,5 +180,21 @@ pub fn run_replica(
             last = s;
         }
     }
+    if let Some(f) = front_node {
+        f.shutdown()?;
+    }
     node.shutdown()
+}
+
+/// The proposer id of replica `id`'s front end, opened for the `opened`th
+/// time: of the block of senders the deployment does not name
+/// (`innet_paxos::envelope::OUTSIDE_BLOCK`), its incarnation the replica id
+/// in the low 8 bits and the open count above, so two replicas never share
+/// an id and a restarted replica (whose request ids start at 1 again) does
+/// not reuse its last one (for 4,095 restarts).
+pub fn replica_proposer_id(id: usize, opened: u32) -> u32 {
+    use innet_paxos::envelope::{INCARNATIONS, OUTSIDE_BLOCK, PROPOSER_INCARNATION_BITS};
+    let incarnation = ((opened % ((INCARNATIONS >> 8) - 1)) + 1) << 8 | (id as u32 & 0xff);
+    debug_assert!(incarnation < INCARNATIONS && incarnation != 0);
+    (OUTSIDE_BLOCK as u32) << PROPOSER_INCARNATION_BITS | incarnation
 }

@@ -79,6 +79,7 @@ pub(crate) mod bytes {
     }
 }
 
+pub mod kv;
 pub mod netchain;
 pub mod netcraq;
 pub mod paxos;
