@@ -26,7 +26,6 @@ pub mod reproduce;
 pub mod reproduce_existing;
 pub mod reproduce_report;
 pub mod results;
-pub mod tpcc;
 pub mod tpcc_bench;
 pub mod tpcc_live;
 pub mod tpcc_sim;

@@ -16,11 +16,11 @@ use crate::chain_bench::{self, ChainBenchResult};
 use crate::paxos::{PaxosConfig, PaxosResult};
 use crate::plot::{self, Panel};
 use crate::reproduce::{Claim, Ctx, Entry, Obtained, Outcome, Paper, Where};
-use crate::tpcc::Kind;
 use crate::tpcc_bench::{self, Figure};
 use crate::tpcc_sim::{TpccConfig, TpccResult};
 use crate::txn::TxnPointConfig;
 use crate::{paxos_bench, results, txn_bench, Runtime};
+use innet_tpcc::Kind;
 
 pub fn entries() -> Vec<Entry> {
     let e = |id, paper, figure, title, run| Entry { id, paper, figure, title, run };
