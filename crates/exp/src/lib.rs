@@ -13,8 +13,6 @@ pub mod cpu;
 pub mod etcd;
 pub mod gotthard_micro;
 pub mod loadgen;
-pub mod metrics;
-pub mod mininet;
 pub mod parse;
 pub mod paxos;
 pub mod paxos_bench;
@@ -35,7 +33,6 @@ pub mod txn_client;
 pub mod txn_live;
 pub mod txn_locality;
 pub mod txn_sim;
-pub mod up;
 #[cfg(feature = "xdp")]
 pub mod xdp;
 #[cfg(feature = "xdp")]
