@@ -204,7 +204,7 @@ pub fn run_bench_etcd(a: BenchChainEtcdArgs) -> anyhow::Result<i32> {
     println!(
         "NetCRAQ live chain ({} nodes, in memory) vs etcd {} ({} members, loopback); {} s per run, {} reps, keys 0..{}, seed {}, commit {}, load average {}",
         cfg.nodes,
-        innet_exp::etcd::version().unwrap_or_else(|| "(not found)".into()),
+        innet_bench::etcd::version().unwrap_or_else(|| "(not found)".into()),
         cfg.members,
         cfg.duration_s,
         cfg.reps,

@@ -320,12 +320,12 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
     if a.runtime == Runtime::Live {
         // The generator's ceiling: the batched generator at the same
         // concurrency against a bare UDP echo on loopback, in this run.
-        let cfg = innet_exp::loadgen::LoadConfig::new(
+        let cfg = innet_bench::loadgen::LoadConfig::new(
             base.clients,
             vec![std::net::SocketAddr::from(([127, 0, 0, 1], 9))],
             std::time::Duration::from_secs_f64(base.duration_s.clamp(0.5, 3.0)),
         );
-        let c = innet_exp::loadgen::ceiling(&cfg, innet_exp::txn_client::request_len())?;
+        let c = innet_bench::loadgen::ceiling(&cfg, innet_exp::txn_client::request_len())?;
         let best = rs.iter().map(|r| r.committed_per_s).fold(0.0, f64::max);
         println!(
             "generator's ceiling: {:.0} round trips/s at {} clients (a bare UDP echo on loopback); the highest \
@@ -334,7 +334,7 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
             base.clients,
             best,
             best / c.ops_per_s.max(1e-9) * 1e2,
-            if innet_exp::loadgen::generator_bound(best, c.ops_per_s) { " (generator-bound)" } else { "" }
+            if innet_bench::loadgen::generator_bound(best, c.ops_per_s) { " (generator-bound)" } else { "" }
         );
     }
     Ok(0)

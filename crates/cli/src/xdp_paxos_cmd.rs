@@ -179,7 +179,7 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
                 c("software processes", &r.software_vs_ceiling),
                 c("software switches", &r.software_switch_vs_ceiling)
             );
-            let cpu = |name: &str, c: &innet_exp::cpu::CpuPerValue| {
+            let cpu = |name: &str, c: &innet_bench::cpu::CpuPerValue| {
                 format!(
                     "{name} {:.1} (user {:.1}, kernel {:.1}; this process {:.1} + {:.1}; {:.2} CPUs busy)",
                     c.machine_us, c.user_us, c.kernel_us, c.process_user_us, c.process_system_us, c.busy_cpus

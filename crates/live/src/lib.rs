@@ -30,7 +30,7 @@
 //!
 //! Each running node is one thread running one event loop that owns the
 //! node's sockets (the I/O core, [`net`], also used by the load generator
-//! of `innet-exp`): it waits on epoll for a readable
+//! of `innet-bench`): it waits on epoll for a readable
 //! socket or its next timer (host tick or delayed packet; a timerfd gives
 //! the sub-millisecond part, socket receive timeouts are not used), drains
 //! each readable socket with `recvmmsg` into preallocated buffers, hands
