@@ -186,8 +186,8 @@ pub enum RolesFigure {
 
 /// `bench paxos --figure`: one of CAANS Figures 2 and 7c.
 fn run_figure(figure: RolesFigure, a: &BenchPaxosArgs) -> anyhow::Result<i32> {
-    use innet_exp::caans_roles::{self, Load};
-    use innet_exp::reproduce::{Ctx, Where};
+    use innet_reproduce::caans_roles::{self, Load};
+    use innet_reproduce::{Ctx, Where};
     let base = a.point.config()?;
     let defaults = PaxosConfig::default();
     let name = match figure {

@@ -50,8 +50,8 @@ pub struct BenchTable1Args {
 
 /// `innet bench xdp-paxos-table1`: CAANS Table 1 on this machine.
 pub fn run_table1(a: BenchTable1Args) -> anyhow::Result<i32> {
-    use innet_exp::caans_roles;
-    use innet_exp::reproduce::{Ctx, Where};
+    use innet_reproduce::caans_roles;
+    use innet_reproduce::{Ctx, Where};
     anyhow::ensure!(a.runs >= 1, "--runs must be at least 1");
     let ctx = Ctx { out: a.out.clone(), seed: a.seed, scale: 1.0, runtime: Where::Xdp };
     let (o, t) = caans_roles::table1_with(&ctx, a.runs)?;
