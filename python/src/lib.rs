@@ -9,7 +9,7 @@
 //! * [`ChainClient`]: chain get / put ([`innet_live::chain::run_one`]).
 //! * [`up_txn`], [`up_chain`], [`up_paxos`]: deployments on loopback in this
 //!   process (threads, not child processes), from defaults or a topology
-//!   file ([`innet_live::topology`] through [`innet_exp::up`]).
+//!   file ([`innet_live::topology`] through [`innet_live::up`]).
 //!
 //! Network waits release the GIL, so Python threads run meanwhile.
 
@@ -23,7 +23,6 @@ use pyo3::types::{PyBytes, PyDict, PyInt, PyString};
 
 use innet_chain::Protocol;
 use innet_core::deploy::DataPlaneAt;
-use innet_exp::up::{start_servers, Up, UpLoad};
 use innet_live::chain::{LiveChain, LiveChainConfig};
 use innet_live::paxos::app::PaxosApp;
 use innet_live::paxos::LiveConfig;
@@ -31,6 +30,7 @@ use innet_live::topology::{resolve, RunningNode, Topology};
 use innet_live::txn::{
     bind, bind_addr_for, fresh_client_id_base, run_txn_with, start_local, wall_clock_req_id, LocalConfig, LocalTxn,
 };
+use innet_live::up::{start_servers, Up, UpLoad};
 use innet_live::Stop;
 use innet_topology::Service;
 use innet_txn::client::{Attempt, AttemptResult, Completed, GiveUp};

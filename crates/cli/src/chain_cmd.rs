@@ -204,7 +204,7 @@ pub fn run_bench_etcd(a: BenchChainEtcdArgs) -> anyhow::Result<i32> {
     println!(
         "NetCRAQ live chain ({} nodes, in memory) vs etcd {} ({} members, loopback); {} s per run, {} reps, keys 0..{}, seed {}, commit {}, load average {}",
         cfg.nodes,
-        innet_exp::etcd::version().unwrap_or_else(|| "(not found)".into()),
+        innet_bench::etcd::version().unwrap_or_else(|| "(not found)".into()),
         cfg.members,
         cfg.duration_s,
         cfg.reps,
@@ -303,11 +303,11 @@ pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
         );
         anyhow::ensure!((0.0..=1.0).contains(&a.write_ratio), "--write-ratio {} must be in 0..=1", a.write_ratio);
         anyhow::ensure!(a.keys >= 1, "--keys must be at least 1");
-        let load = innet_exp::up::UpLoad {
+        let load = innet_live::up::UpLoad {
             duration: a.duration_s.map(std::time::Duration::from_secs_f64),
             chain_write_ratio: a.write_ratio,
             chain_keys: a.keys,
-            ..innet_exp::up::UpLoad::default()
+            ..innet_live::up::UpLoad::default()
         };
         return crate::live_cmd::run_topology(&a.deployment, &a.metrics, "chain", None, load);
     }
@@ -345,14 +345,14 @@ pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
         return Ok(if same && lin.is_ok() { 0 } else { 1 });
     }
     let chain = LiveChain::start(cfg, &stop)?;
-    let sources = innet_exp::metrics::Sources::default();
+    let sources = innet_live::metrics::Sources::default();
     for i in 0..a.nodes {
         let read = chain.counters_reader();
         sources.add("chain", "chain_node", &format!("node{i}"), move || {
-            read(i).map(|(own, stats)| innet_exp::metrics::Sample::of_switch(own, &stats))
+            read(i).map(|(own, stats)| innet_live::metrics::Sample::of_switch(own, &stats))
         });
     }
-    let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
+    let _metrics = innet_live::metrics::serve(a.metrics.metrics, &sources)?;
     for (i, addr) in chain.addrs().iter().enumerate() {
         crate::live_cmd::print_line(&format!("node{i} {addr}"));
     }

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{ArgGroup, Args, Subcommand};
 use innet_core::Counters;
-use innet_exp::metrics::Sources;
 use innet_exp::txn_client;
 use innet_live::auth::PeerAuth;
+use innet_live::metrics::Sources;
 use innet_live::topology::{self, Topology};
 use innet_live::txn::{
     spawn_store_delayed, spawn_txn_switch, start_local, LocalConfig, StoreAccess, StoreData, StoreReport, SwitchConfig,
@@ -230,7 +230,7 @@ pub fn run_topology(
     metrics: &MetricsArgs,
     service: &str,
     auth_key: Option<&std::path::Path>,
-    mut load: innet_exp::up::UpLoad,
+    mut load: innet_live::up::UpLoad,
 ) -> anyhow::Result<i32> {
     let path = t.topology.as_ref().expect("called with --topology");
     let mut topo = Topology::load(path)?;
@@ -247,11 +247,11 @@ pub fn run_topology(
     );
     load.seed = t.seed;
     let stop = signals()?;
-    let up = innet_exp::up::start_servers(topo, t.only.as_deref(), &stop)?;
+    let up = innet_live::up::start_servers(topo, t.only.as_deref(), &stop)?;
     let sources = Sources::default();
     let names = up.topology.names();
     up.started.nodes.iter().for_each(|(i, n)| sources.running(&names[*i], n));
-    let _metrics = innet_exp::metrics::serve(metrics.metrics, &sources)?;
+    let _metrics = innet_live::metrics::serve(metrics.metrics, &sources)?;
     for (name, addr) in up.addresses() {
         print_line(&format!("{name} {addr}"));
     }
@@ -282,10 +282,10 @@ pub fn run_up(a: UpCmd) -> anyhow::Result<i32> {
             validated_reads: 0.0,
         };
         workload.validate().map_err(anyhow::Error::msg)?;
-        let load = innet_exp::up::UpLoad {
+        let load = innet_live::up::UpLoad {
             duration: a.duration_s.map(Duration::from_secs_f64),
             workload,
-            ..innet_exp::up::UpLoad::default()
+            ..innet_live::up::UpLoad::default()
         };
         return run_topology(&a.deployment, &a.metrics, "txn", a.auth_key.as_deref(), load);
     }
@@ -303,7 +303,7 @@ pub fn run_up(a: UpCmd) -> anyhow::Result<i32> {
     let sources = Sources::default();
     sources.host("store", "store", "store", net.store.live());
     sources.switch("switch", "switch", "switch", &net.switch);
-    let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
+    let _metrics = innet_live::metrics::serve(a.metrics.metrics, &sources)?;
     print_line(&format!("store {}", net.store_addr()));
     print_line(&format!("switch {}", net.switch_addr()));
     tracing::info!(
@@ -449,7 +449,7 @@ pub fn run_store(a: StoreArgs) -> anyhow::Result<i32> {
     let node = spawn_store_delayed("store", a.listen, &data, delay, a.allow_reset, access, &stop)?;
     let sources = Sources::default();
     sources.node("store", "store", &node);
-    let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
+    let _metrics = innet_live::metrics::serve(a.metrics.metrics, &sources)?;
     print_line(&format!("store {}", node.addr()));
     wait(&stop, || node.is_finished());
     let crashed = !stop.is_stopped();
@@ -552,7 +552,7 @@ pub fn run_switch(a: SwitchCmd) -> anyhow::Result<i32> {
     let node = spawn_txn_switch("switch", a.listen, a.upstream, &cfg, &stop)?;
     let sources = Sources::default();
     sources.switch("switch", "switch", "switch", &node);
-    let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
+    let _metrics = innet_live::metrics::serve(a.metrics.metrics, &sources)?;
     print_line(&format!("switch {}", node.addr()));
     wait(&stop, || node.is_finished());
     let crashed = !stop.is_stopped();

@@ -1,11 +1,11 @@
 //! `innet mininet --topology FILE`: arguments and printing; the run is
-//! `innet_exp::mininet` (docs/mininet.md).
+//! `innet_live::mininet` (docs/mininet.md).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use innet_exp::mininet::{self, MininetReport, MininetRun};
+use innet_live::mininet::{self, MininetReport, MininetRun};
 
 use crate::live_cmd::{print_line, signals};
 

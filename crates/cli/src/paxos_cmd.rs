@@ -186,8 +186,8 @@ pub enum RolesFigure {
 
 /// `bench paxos --figure`: one of CAANS Figures 2 and 7c.
 fn run_figure(figure: RolesFigure, a: &BenchPaxosArgs) -> anyhow::Result<i32> {
-    use innet_exp::caans_roles::{self, Load};
-    use innet_exp::reproduce::{Ctx, Where};
+    use innet_reproduce::caans_roles::{self, Load};
+    use innet_reproduce::{Ctx, Where};
     let base = a.point.config()?;
     let defaults = PaxosConfig::default();
     let name = match figure {
@@ -411,11 +411,11 @@ fn auth_keys(file: &Option<std::path::PathBuf>) -> anyhow::Result<Option<std::sy
 pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
     let auth = auth_keys(&a.auth_key)?;
     if a.deployment.topology.is_some() {
-        let load = innet_exp::up::UpLoad {
+        let load = innet_live::up::UpLoad {
             duration: a.duration_s.map(std::time::Duration::from_secs_f64),
             outstanding: a.outstanding.max(1),
             pack: a.pack,
-            ..innet_exp::up::UpLoad::default()
+            ..innet_live::up::UpLoad::default()
         };
         return crate::live_cmd::run_topology(&a.deployment, &a.metrics, "paxos", a.auth_key.as_deref(), load);
     }
@@ -440,8 +440,8 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
         kill_coordinator_at_s: a.kill_coordinator_at_s,
     };
     let stop = crate::live_cmd::signals()?;
-    let sources = innet_exp::metrics::Sources::default();
-    let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
+    let sources = innet_live::metrics::Sources::default();
+    let _metrics = innet_live::metrics::serve(a.metrics.metrics, &sources)?;
     let r = innet_exp::paxos_live::up(&cfg, &stop, &sources, |line| {
         if let Some(event) = line.strip_prefix("innet: ") {
             tracing::info!("{event}");
@@ -506,8 +506,8 @@ pub fn run_kv_replica(a: KvReplicaArgs) -> anyhow::Result<i32> {
     {
         let stop = crate::live_cmd::signals()?;
         let every = std::time::Duration::from_millis(a.status_ms.max(10));
-        let sources = innet_exp::metrics::Sources::default();
-        let _metrics = innet_exp::metrics::serve(a.metrics.metrics, &sources)?;
+        let sources = innet_live::metrics::Sources::default();
+        let _metrics = innet_live::metrics::serve(a.metrics.metrics, &sources)?;
         let started =
             |live: &innet_live::LiveCounters| sources.host("paxos", "replica", &format!("replica{}", a.id), live);
         let client = std::net::SocketAddr::new(lc.ip, a.client_port);

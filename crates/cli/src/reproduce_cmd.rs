@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use innet_exp::reproduce::{self, Where};
-use innet_exp::reproduce_report::{self, Options, Progress};
+use innet_reproduce::report::{self, Options, Progress};
+use innet_reproduce::Where;
 
 #[derive(Args, Debug)]
 pub struct ReproduceArgs {
@@ -53,9 +53,9 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<i32> {
             Where::Sim
         },
     };
-    let entries = reproduce::entries();
-    let chosen = reproduce_report::select(&entries, &opts)?;
-    let unregistered: Vec<&str> = reproduce::ALL_RESULTS
+    let entries = innet_reproduce::entries();
+    let chosen = report::select(&entries, &opts)?;
+    let unregistered: Vec<&str> = innet_reproduce::ALL_RESULTS
         .iter()
         .copied()
         .filter(|id| !entries.iter().any(|e| e.id == *id))
@@ -74,10 +74,8 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<i32> {
     // Each result's own sweep would draw its own bar or lines inside ours.
     innet_exp::progress::hide_nested(true);
     let tty = std::io::stdout().is_terminal();
-    let weights: Vec<u64> = chosen
-        .iter()
-        .map(|e| (reproduce_report::expected_seconds(e.id) * opts.scale * 10.0).ceil() as u64 + 1)
-        .collect();
+    let weights: Vec<u64> =
+        chosen.iter().map(|e| (report::expected_seconds(e.id) * opts.scale * 10.0).ceil() as u64 + 1).collect();
     let bar = tty.then(|| {
         let b = indicatif::ProgressBar::new(weights.iter().sum());
         b.set_style(
@@ -106,7 +104,7 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<i32> {
         })
     });
     let mut done_weight = 0u64;
-    let ran = reproduce_report::run(&chosen, &opts, |p| match p {
+    let ran = report::run(&chosen, &opts, |p| match p {
         Progress::Start { index, total, id, .. } => {
             *current.lock().unwrap_or_else(|e| e.into_inner()) = (done_weight, weights[index], Instant::now());
             if let Some(b) = &bar {
@@ -126,8 +124,8 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<i32> {
                         ran.seconds,
                         o.verdict().name(),
                         c.what,
-                        reproduce_report::fmt_value(c.ours, &c.unit),
-                        c.paper.map_or("(direction)".to_string(), |v| reproduce_report::fmt_value(v, &c.unit))
+                        report::fmt_value(c.ours, &c.unit),
+                        c.paper.map_or("(direction)".to_string(), |v| report::fmt_value(v, &c.unit))
                     )
                 }
                 Err(e) => format!("[{}/{total}] {:<15} {:>6.1} s  FAILED: {e}", index + 1, ran.id, ran.seconds),
@@ -149,12 +147,12 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<i32> {
         b.finish_and_clear();
     }
     let wall = started.elapsed().as_secs_f64();
-    let (md, html) = reproduce_report::write_report(&opts, &entries, &ran, wall)?;
+    let (md, html) = report::write_report(&opts, &entries, &ran, wall)?;
     let failed: Vec<&str> = ran.iter().filter(|r| r.outcome.is_err()).map(|r| r.id.as_str()).collect();
     println!(
         "{} results in {wall:.1} s: {}; {} failed{}; report: {} and {}",
         ran.len(),
-        reproduce_report::counts_line(&ran),
+        report::counts_line(&ran),
         failed.len(),
         if failed.is_empty() { String::new() } else { format!(" ({})", failed.join(", ")) },
         md.display(),

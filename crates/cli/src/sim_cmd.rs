@@ -84,14 +84,14 @@ impl TxnFigure {
 /// paper's numbers beside ours.
 fn run_txn_figure(f: TxnFigure, seed: u64, scale: f64, out: Option<PathBuf>) -> anyhow::Result<i32> {
     let out = out.unwrap_or_else(|| PathBuf::from("results/txn-figures"));
-    let ctx = innet_exp::reproduce::Ctx {
-        out: innet_exp::reproduce::result_dir(&out, f.id()),
+    let ctx = innet_reproduce::Ctx {
+        out: innet_reproduce::result_dir(&out, f.id()),
         seed,
         scale,
-        runtime: innet_exp::reproduce::Where::Sim,
+        runtime: innet_reproduce::Where::Sim,
     };
     let started = Instant::now();
-    let o = innet_exp::txn_locality::run_by_id(f.id(), &ctx)?;
+    let o = innet_reproduce::txn_locality::run_by_id(f.id(), &ctx)?;
     println!("{} ({:.1} s wall): {}", f.id(), started.elapsed().as_secs_f64(), o.config);
     for c in &o.claims {
         let paper = c.paper.map_or("-".to_string(), |p| format!("{p}"));
@@ -320,12 +320,12 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
     if a.runtime == Runtime::Live {
         // The generator's ceiling: the batched generator at the same
         // concurrency against a bare UDP echo on loopback, in this run.
-        let cfg = innet_exp::loadgen::LoadConfig::new(
+        let cfg = innet_bench::loadgen::LoadConfig::new(
             base.clients,
             vec![std::net::SocketAddr::from(([127, 0, 0, 1], 9))],
             std::time::Duration::from_secs_f64(base.duration_s.clamp(0.5, 3.0)),
         );
-        let c = innet_exp::loadgen::ceiling(&cfg, innet_exp::txn_client::request_len())?;
+        let c = innet_bench::loadgen::ceiling(&cfg, innet_exp::txn_client::request_len())?;
         let best = rs.iter().map(|r| r.committed_per_s).fold(0.0, f64::max);
         println!(
             "generator's ceiling: {:.0} round trips/s at {} clients (a bare UDP echo on loopback); the highest \
@@ -334,7 +334,7 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
             base.clients,
             best,
             best / c.ops_per_s.max(1e-9) * 1e2,
-            if innet_exp::loadgen::generator_bound(best, c.ops_per_s) { " (generator-bound)" } else { "" }
+            if innet_bench::loadgen::generator_bound(best, c.ops_per_s) { " (generator-bound)" } else { "" }
         );
     }
     Ok(0)
@@ -343,8 +343,8 @@ pub fn run_bench(s: BenchService) -> anyhow::Result<i32> {
 /// `innet bench txn --figure NAME`: one microbenchmark figure in the
 /// simulator, its claims beside the paper's.
 fn run_figure(name: &str, a: &BenchTxnArgs) -> anyhow::Result<i32> {
-    use innet_exp::gotthard_micro;
-    use innet_exp::reproduce::{Ctx, Where};
+    use innet_reproduce::gotthard_micro;
+    use innet_reproduce::{Ctx, Where};
     anyhow::ensure!(a.runtime == Runtime::Sim, "--figure runs in the simulator only (drop --runtime live)");
     if let Ok(f) = <TxnFigure as clap::ValueEnum>::from_str(name, true) {
         return run_txn_figure(f, a.point.seed, a.scale, a.out.clone());

@@ -9,10 +9,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use innet_exp::tpcc::Kind;
 use innet_exp::tpcc_bench::{self, Figure};
 use innet_exp::tpcc_sim::{self, TpccConfig, TpccResult};
 use innet_exp::Runtime;
+use innet_tpcc::Kind;
 use innet_txn::Mode;
 
 use crate::sim_cmd::parse_list;

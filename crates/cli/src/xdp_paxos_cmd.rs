@@ -50,8 +50,8 @@ pub struct BenchTable1Args {
 
 /// `innet bench xdp-paxos-table1`: CAANS Table 1 on this machine.
 pub fn run_table1(a: BenchTable1Args) -> anyhow::Result<i32> {
-    use innet_exp::caans_roles;
-    use innet_exp::reproduce::{Ctx, Where};
+    use innet_reproduce::caans_roles;
+    use innet_reproduce::{Ctx, Where};
     anyhow::ensure!(a.runs >= 1, "--runs must be at least 1");
     let ctx = Ctx { out: a.out.clone(), seed: a.seed, scale: 1.0, runtime: Where::Xdp };
     let (o, t) = caans_roles::table1_with(&ctx, a.runs)?;
@@ -179,7 +179,7 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
                 c("software processes", &r.software_vs_ceiling),
                 c("software switches", &r.software_switch_vs_ceiling)
             );
-            let cpu = |name: &str, c: &innet_exp::cpu::CpuPerValue| {
+            let cpu = |name: &str, c: &innet_bench::cpu::CpuPerValue| {
                 format!(
                     "{name} {:.1} (user {:.1}, kernel {:.1}; this process {:.1} + {:.1}; {:.2} CPUs busy)",
                     c.machine_us, c.user_us, c.kernel_us, c.process_user_us, c.process_system_us, c.busy_cpus

@@ -210,7 +210,7 @@ fn idle_connections_neither_block_a_scrape_nor_grow_the_process() {
     );
     let evicted = sum(&during, "innet_metrics_connections_evicted_total", "node=\"endpoint\"");
     assert!(
-        evicted >= (IDLE - innet_exp::metrics::METRICS_CONNECTIONS_MAX) as u64,
+        evicted >= (IDLE - innet_live::metrics::METRICS_CONNECTIONS_MAX) as u64,
         "idle connections beyond the bound are closed and counted: {evicted} of {IDLE}"
     );
     assert!(during.len() >= before.len(), "the scrape still has every counter");

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 
-use innet_exp::mininet::{self, MininetReport};
+use innet_live::mininet::{self, MininetReport};
 use innet_xdp::privileged::{self, say};
 
 mod common;

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use innet_exp::reproduce::{entries, ALL_RESULTS};
+use innet_reproduce::{entries, ALL_RESULTS};
 
 /// Whether every one of the 26 results must be registered (they are); with
 /// `false`, an unregistered id must appear in the report as "not

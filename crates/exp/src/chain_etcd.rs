@@ -5,10 +5,10 @@
 //!   registers in memory), loaded by the batched generator
 //!   ([`crate::chain_load`]); the generator's ceiling (a bare UDP echo at
 //!   the same concurrency) is measured in every repetition.
-//! * etcd: 3 members on loopback ([`crate::etcd::EtcdCluster`]), data on
+//! * etcd: 3 members on loopback ([`innet_bench::etcd::EtcdCluster`]), data on
 //!   disk (a folder under /var/tmp) and, as a variant, on tmpfs
 //!   (/dev/shm), etcd's defaults as shipped, loaded through its native gRPC
-//!   API by [`crate::etcd::run_load`] (whose own ceiling is reported as
+//!   API by [`innet_bench::etcd::run_load`] (whose own ceiling is reported as
 //!   operations per second of client CPU).
 //!
 //! Equal closed-loop clients (1, 8, 64 by default), puts and linearizable
@@ -22,9 +22,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::chain_load::{self, ChainLoadConfig};
-use crate::etcd::{self, EtcdCluster, EtcdLoadConfig, EtcdOp};
-use crate::loadgen::{self, LoadConfig};
 use crate::results::{append_jsonl, git_commit};
+use innet_bench::etcd::{self, EtcdCluster, EtcdLoadConfig, EtcdOp};
+use innet_bench::loadgen::{self, LoadConfig};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct ChainEtcdConfig {

@@ -1,5 +1,5 @@
 //! Closed-loop load on a live NetCRAQ chain through the batched generator
-//! ([`crate::loadgen`]): `innet client chain --load` and the chain side of
+//! ([`innet_bench::loadgen`]): `innet client chain --load` and the chain side of
 //! `innet bench chain-etcd`.
 //!
 //! Requests are NetCRAQ packets (`crates/wire/src/netcraq.rs`) followed by
@@ -21,7 +21,7 @@ use innet_core::rng::Rng;
 use innet_wire::netcraq::{self, CraqMsg, KvOp, Value};
 use serde::Serialize;
 
-use crate::loadgen::{self, LoadConfig, LoadReport, Reply, Service, TAG_LEN};
+use innet_bench::loadgen::{self, LoadConfig, LoadReport, Reply, Service, TAG_LEN};
 
 /// Bytes of a request: the NetCRAQ packet and the tag.
 pub const REQUEST_LEN: usize = netcraq::LEN + TAG_LEN;

@@ -460,7 +460,7 @@ pub fn chain(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> 
     let (topo2, addrs2) = (topo.clone(), addrs.clone());
     let clients = move |stop_at: Time, until: Time, stop: innet_live::Stop| {
         let Service::Chain(c) = &topo2.service else { anyhow::bail!("a chain topology") };
-        let view = crate::up::follow_remote_view(&topo2, &addrs2, &stop)?;
+        let view = innet_live::up::follow_remote_view(&topo2, &addrs2, &stop)?;
         let mut rng = Rng::new(seed);
         let start = clock::now();
         let hosts: Vec<ViewedClient> = (0..client_ix.len())

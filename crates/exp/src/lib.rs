@@ -2,19 +2,12 @@
 //! runtime. Every record carries its configuration, seed and git commit
 //! (`results.rs`), so any point of any plot can be reproduced.
 
-pub mod caans_roles;
 pub mod chain_bench;
 pub mod chain_etcd;
 pub mod chain_load;
 pub mod chain_sim;
 pub mod chaos;
 mod chaos_services;
-pub mod cpu;
-pub mod etcd;
-pub mod gotthard_micro;
-pub mod loadgen;
-pub mod metrics;
-pub mod mininet;
 pub mod parse;
 pub mod paxos;
 pub mod paxos_bench;
@@ -22,11 +15,7 @@ pub mod paxos_live;
 pub mod paxos_sim;
 pub mod plot;
 pub mod progress;
-pub mod reproduce;
-pub mod reproduce_existing;
-pub mod reproduce_report;
 pub mod results;
-pub mod tpcc;
 pub mod tpcc_bench;
 pub mod tpcc_live;
 pub mod tpcc_sim;
@@ -34,9 +23,7 @@ pub mod txn;
 pub mod txn_bench;
 pub mod txn_client;
 pub mod txn_live;
-pub mod txn_locality;
 pub mod txn_sim;
-pub mod up;
 #[cfg(feature = "xdp")]
 pub mod xdp;
 #[cfg(feature = "xdp")]

@@ -307,18 +307,22 @@ pub fn write(out: &Path, rs: &[PaxosResult]) -> Result<()> {
     Ok(())
 }
 
-/// The batched generator ([`crate::loadgen`]) with `in_flight` clients
+/// The batched generator ([`innet_bench::loadgen`]) with `in_flight` clients
 /// towards `target`, for `duration_s` (at least 0.5 s).
-pub fn ceiling_config(in_flight: usize, target: std::net::SocketAddr, duration_s: f64) -> crate::loadgen::LoadConfig {
+pub fn ceiling_config(
+    in_flight: usize,
+    target: std::net::SocketAddr,
+    duration_s: f64,
+) -> innet_bench::loadgen::LoadConfig {
     let d = std::time::Duration::from_secs_f64(duration_s.max(0.5));
-    crate::loadgen::LoadConfig::new(in_flight.max(1) as u32, vec![target], d)
+    innet_bench::loadgen::LoadConfig::new(in_flight.max(1) as u32, vec![target], d)
 }
 
 /// The generator's ceiling on loopback at `in_flight` requests: a bare UDP
-/// echo answering P4xos-sized packets ([`crate::loadgen::ceiling`]).
-pub fn loopback_ceiling(in_flight: usize, duration_s: f64) -> std::io::Result<crate::loadgen::LoadReport> {
+/// echo answering P4xos-sized packets ([`innet_bench::loadgen::ceiling`]).
+pub fn loopback_ceiling(in_flight: usize, duration_s: f64) -> std::io::Result<innet_bench::loadgen::LoadReport> {
     let cfg = ceiling_config(in_flight, std::net::SocketAddr::from(([127, 0, 0, 1], 9)), duration_s);
-    crate::loadgen::ceiling(&cfg, innet_wire::paxos::PACKET_LEN)
+    innet_bench::loadgen::ceiling(&cfg, innet_wire::paxos::PACKET_LEN)
 }
 
 /// A deployment's figure beside its generator's ceiling, compared in
@@ -334,12 +338,12 @@ pub struct AgainstCeiling {
 }
 
 impl AgainstCeiling {
-    pub fn new(r: &PaxosResult, ceiling: &crate::loadgen::LoadReport) -> AgainstCeiling {
+    pub fn new(r: &PaxosResult, ceiling: &innet_bench::loadgen::LoadReport) -> AgainstCeiling {
         AgainstCeiling {
             instances_per_s: r.instances_per_s,
             ceiling_per_s: ceiling.ops_per_s,
             of_ceiling: r.instances_per_s / ceiling.ops_per_s.max(1e-9),
-            generator_bound: crate::loadgen::generator_bound(r.instances_per_s, ceiling.ops_per_s),
+            generator_bound: innet_bench::loadgen::generator_bound(r.instances_per_s, ceiling.ops_per_s),
         }
     }
 }

@@ -11,9 +11,9 @@ use innet_paxos::learner::LearnerStats;
 use innet_paxos::workload::LoadProposer;
 use innet_paxos::{Learner, Proposer};
 
-use crate::metrics::Sources;
 use crate::paxos::{PaxosConfig, PaxosResult};
 use crate::paxos_sim::make_result;
+use innet_live::metrics::Sources;
 
 pub fn live_config(cfg: &PaxosConfig) -> LiveConfig {
     LiveConfig {

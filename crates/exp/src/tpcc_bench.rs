@@ -12,9 +12,9 @@ use innet_live::Stop;
 use innet_txn::Mode;
 
 use crate::plot::{bars_png, panels_png, Panel};
-use crate::tpcc::Kind;
 use crate::tpcc_sim::{self, TpccConfig, TpccResult};
 use crate::{results, tpcc_live, Runtime};
+use innet_tpcc::Kind;
 
 /// Which figure a sweep regenerates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

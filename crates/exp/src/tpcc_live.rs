@@ -17,8 +17,8 @@ use innet_txn::client::Completed;
 use innet_txn::{ClientConfig, Txn, TxnClient};
 use innet_wire::txn::{Key, Value, MAX_OPS_PER_PACKET};
 
-use crate::tpcc::{self, initial_db, key, District0, Kind, Order0, Scale, TpccClient, TpccStats, MAX_LINES};
 use crate::tpcc_sim::{record, TpccConfig, TpccMeasured, TpccResult};
+use innet_tpcc::{self as tpcc, initial_db, key, District0, Kind, Order0, Scale, TpccClient, TpccStats, MAX_LINES};
 
 /// How one live client sends: target, access-link delay, resends.
 #[derive(Clone, Debug)]

@@ -18,8 +18,8 @@ use innet_txn::{Mode, TxnStore, TxnSwitch};
 use innet_wire::txn::{Key, Status, Value};
 use serde::{Deserialize, Serialize};
 
-use crate::tpcc::{check_consistency, initial_db, Kind, KindStats, Scale, TpccClient, TpccStats};
 use crate::txn::{cpu_pct, percentile_ms, TxnPointConfig, STORE_US_PER_PACKET};
+use innet_tpcc::{check_consistency, initial_db, Kind, KindStats, Scale, TpccClient, TpccStats};
 
 /// One TPC-C point; also the flags of `innet bench tpcc`. Network defaults
 /// are Gotthard Table 2's (RTT 100 ms, delta 0.2, 8 clients), the scale
@@ -79,7 +79,7 @@ pub struct TpccConfig {
     /// delivery, stock-level) instead of the mix; Gotthard Figure 13's
     /// per-type bars and Figure 14 run one type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, value_parser = crate::tpcc::Kind::parse)]
+    #[arg(long, value_parser = innet_tpcc::Kind::parse)]
     pub only: Option<Kind>,
     /// Simulator: the store's CPU per packet, microseconds (its service
     /// model; `innet bench txn --help`).

@@ -23,11 +23,11 @@ use innet_xdp::chain_testbed::{self as tb, ChainUp, Multicast, CLIENT_IP};
 use innet_xdp::testbed::{in_netns, NS_CLIENT};
 use innet_xdp::txn::{Ports, Program, Tables, TxnXdp};
 
-use crate::cpu::{CpuPerValue, CpuSnapshot, CpuUse};
-use crate::loadgen::{self, EchoService, LoadConfig, LoadReport};
 use crate::results;
 use crate::txn_client::{self, ClientLoad};
 use crate::xdp_paxos::load_average;
+use innet_bench::cpu::{CpuPerValue, CpuSnapshot, CpuUse};
+use innet_bench::loadgen::{self, EchoService, LoadConfig, LoadReport};
 
 const _: () = assert!(KEYS <= tb::NETCHAIN_KEYS_INSTALLED);
 
@@ -110,7 +110,7 @@ pub struct TxnRecord {
 /// A data plane's round trips beside the generator's ceiling.
 #[derive(Clone, Debug, Serialize)]
 pub struct TxnCeiling {
-    /// The batched generator ([`crate::loadgen`]) at the experiment's
+    /// The batched generator ([`innet_bench::loadgen`]) at the experiment's
     /// concurrency and request length, answered by `xdp_bounce` on the
     /// switch's client port.
     pub ceiling: LoadReport,

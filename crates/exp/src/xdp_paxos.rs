@@ -7,7 +7,7 @@
 //! the hosts namespace.
 //!
 //! **The generator's ceiling**, measured in every round: the batched load
-//! generator ([`crate::loadgen`]) at the same concurrency (proposers x
+//! generator ([`innet_bench::loadgen`]) at the same concurrency (proposers x
 //! requests in flight), with packets of the P4xos length, against (1) the
 //! XDP coordinator itself reflecting HEARTBEATs (`XDP_TX` on the same veth
 //! the proposers' requests take: the cheapest answer on the XDP
@@ -36,13 +36,13 @@ use innet_xdp::testbed::in_netns;
 
 use innet_wire::paxos::{MsgType, PaxosMsg, Value};
 
-use crate::cpu::CpuPerValue;
-use crate::loadgen::{self, LoadReport, Reply, Service, TAG_LEN};
 use crate::paxos::{DataPlaneAt, PaxosConfig, PaxosResult};
 use crate::paxos_bench::{ceiling_config, loopback_ceiling, AgainstCeiling};
 use crate::paxos_live::{live_config, run_point_live};
 use crate::paxos_sim::make_result;
 use crate::results;
+use innet_bench::cpu::CpuPerValue;
+use innet_bench::loadgen::{self, LoadReport, Reply, Service, TAG_LEN};
 
 /// The load of one deployment (also the flags of `bench xdp-paxos` and
 /// `bench xdp-paxos-hosts`).
@@ -263,7 +263,7 @@ pub fn hosts(load: &XdpPaxosLoad, backup: BackupAt) -> anyhow::Result<HostsOutco
     };
     let stats = innet_xdp::bpf_stats::enable().ok();
     let progs0 = innet_xdp::bpf_stats::snapshot(PAXOS_PROGRAMS);
-    let (r, cpu) = crate::cpu::measured(
+    let (r, cpu) = innet_bench::cpu::measured(
         || paxos_hosts::run(&run),
         |r| r.proposers.iter().map(|p| p.latencies_ns.len() as u64).sum(),
     )?;
@@ -461,9 +461,9 @@ pub fn bench(
         let (xdp, xdp_vote_counter) = (xdp.result, xdp.vote_counter);
         let committed = |r: &PaxosResult| r.committed;
         let (software, cpu_software) =
-            crate::cpu::measured(|| run_point_live(&load.config(DataPlaneAt::Process)), committed)?;
+            innet_bench::cpu::measured(|| run_point_live(&load.config(DataPlaneAt::Process)), committed)?;
         let (switch, cpu_software_switch) =
-            crate::cpu::measured(|| run_point_live(&load.config(DataPlaneAt::Switch)), committed)?;
+            innet_bench::cpu::measured(|| run_point_live(&load.config(DataPlaneAt::Switch)), committed)?;
         let ratio = |b: &PaxosResult| xdp.committed_per_s / b.committed_per_s.max(1e-9);
         let rec = XdpPaxosRecord {
             experiment: "xdp-paxos",
@@ -531,7 +531,7 @@ pub struct FabricOnlyRecord {
     pub instances_per_s: f64,
     /// The machine's CPU over the round (every CPU: the generator's, the
     /// NAPI threads', anything else running).
-    pub cpu: crate::cpu::CpuUse,
+    pub cpu: innet_bench::cpu::CpuUse,
     /// Instances per CPU-second the machine was busy (other work on the
     /// machine included: on a quiet machine, the fabric's capacity per core).
     pub instances_per_cpu_s: f64,
@@ -630,7 +630,7 @@ fn fabric_rounds(load: &XdpPaxosLoad, up: &PaxosUp, runs: usize, frames: u32) ->
                     acceptor_drops()?,
                 );
                 let progs0 = innet_xdp::bpf_stats::snapshot(PAXOS_PROGRAMS);
-                let before = crate::cpu::CpuSnapshot::now();
+                let before = innet_bench::cpu::CpuSnapshot::now();
                 let napi0 = innet_xdp::fabric::napi_threads_cpu_s();
                 let pace = innet_xdp::generator::Pace::new(frames as u64);
                 let p = generator.run_paced(tb::NS_COORDINATOR, "innet-ch", pace, || sunk.get())?;

@@ -3,11 +3,11 @@
 //! terminals in every mode, with TPC-C's consistency conditions over the
 //! database read back after the run.
 
-use innet_exp::tpcc::{check_consistency, initial_db, Kind, Scale};
 use innet_exp::tpcc_live::{populate, read_db, run_point_live, LiveSending};
 use innet_exp::tpcc_sim::TpccConfig;
 use innet_live::txn::{start_local, LocalConfig};
 use innet_live::Stop;
+use innet_tpcc::{check_consistency, initial_db, Kind, Scale};
 use innet_txn::Mode;
 
 #[test]

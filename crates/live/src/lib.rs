@@ -17,6 +17,12 @@
 //!   in-process, run load clients, run one transaction.
 //! * [`topology`]: a TOML file naming nodes, so one binary starts its share of
 //!   a deployment on each machine (`docs/live.md`).
+//! * [`up`]: `innet up`'s orchestration: a topology file's servers started
+//!   here, the load its clients run, the chain's control plane, one report.
+//! * [`metrics`]: the Prometheus endpoint over running nodes' counters
+//!   (`--metrics ADDR`).
+//! * [`mininet`]: `innet mininet`: a topology file's nodes as `innet`
+//!   processes on Mininet hosts (`tools/mininet/innet_mininet.py`).
 //!
 //! Time: state machines get [`innet_core::Time`] = time elapsed since a
 //! process-wide epoch ([`clock::now`]). Every node stops when its [`Stop`]
@@ -24,7 +30,7 @@
 //!
 //! Each running node is one thread running one event loop that owns the
 //! node's sockets (the I/O core, [`net`], also used by the load generator
-//! of `innet-exp`): it waits on epoll for a readable
+//! of `innet-bench`): it waits on epoll for a readable
 //! socket or its next timer (host tick or delayed packet; a timerfd gives
 //! the sub-millisecond part, socket receive timeouts are not used), drains
 //! each readable socket with `recvmmsg` into preallocated buffers, hands
@@ -40,11 +46,14 @@ pub mod chain;
 pub mod delay;
 pub mod deploy;
 pub mod host;
+pub mod metrics;
+pub mod mininet;
 pub mod net;
 pub mod paxos;
 pub mod switch;
 pub mod topology;
 pub mod txn;
+pub mod up;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -9,7 +9,7 @@
 //! (each with its management agent) and the chain control plane. Nodes that
 //! generate load (transaction clients, Paxos proposers, chain clients) are
 //! left to the caller, with their sockets bound: what load they run is an
-//! experiment's choice (`innet_exp::up`).
+//! experiment's choice ([`crate::up`]).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::sync::{Arc, Mutex};

@@ -1,18 +1,12 @@
-//! `innet reproduce`: every result of the four papers, regenerated and set
-//! beside the paper's own numbers.
-//!
-//! A result is an [`Entry`]: which paper and figure it is, and a function
-//! that runs the experiment (at the paper's parameters, sized to fit the
-//! run's time budget), writes its records and plots under [`Ctx::out`], and
-//! returns an [`Outcome`]: the paper's numbers as transcribed from its text
-//! ([`Claim::paper_text`], with section), ours beside them, and whether the
-//! paper's conclusion holds here, with the reason (and the doc section that
-//! explains it) where it does not.
-//!
-//! Each experiment module contributes its entries (`entries()`); this module
-//! lists them in paper order.
+//! What a reproduced result is: an [`Entry`] names which paper and figure
+//! it is, and holds a function that runs the experiment (at the paper's
+//! parameters, sized to fit the run's time budget), writes its records and
+//! plots under [`Ctx::out`], and returns an [`Outcome`]: the paper's numbers
+//! as transcribed from its text ([`Claim::paper_text`], with section), ours
+//! beside them, and whether the paper's conclusion holds here, with the
+//! reason (and the doc section that explains it) where it does not.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Which of the four papers a result comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -299,51 +293,4 @@ pub struct Entry {
     pub title: &'static str,
     /// Runs the experiment into `ctx.out`.
     pub run: fn(&Ctx) -> anyhow::Result<Outcome>,
-}
-
-/// The 26 results of the four papers, in paper order.
-pub const ALL_RESULTS: [&str; 26] = [
-    "gotthard-fig2",
-    "gotthard-fig6",
-    "gotthard-fig7",
-    "gotthard-fig8",
-    "gotthard-fig9",
-    "gotthard-fig10",
-    "gotthard-fig11",
-    "gotthard-fig12",
-    "gotthard-fig13",
-    "gotthard-fig14",
-    "nocc-fig1",
-    "nocc-fig3",
-    "nocc-fig4",
-    "nocc-fig5",
-    "caans-fig2",
-    "caans-fig7a",
-    "caans-fig7b",
-    "caans-fig7c",
-    "caans-fig7d",
-    "caans-fig8",
-    "caans-table1",
-    "caans-table4",
-    "netcraq-fig3",
-    "netcraq-fig4",
-    "netcraq-fig5",
-    "netcraq-fig6",
-];
-
-/// Every registered result, in the order of [`ALL_RESULTS`].
-pub fn entries() -> Vec<Entry> {
-    let mut all: Vec<Entry> = Vec::new();
-    // Each experiment module appends its entries here.
-    all.extend(crate::reproduce_existing::entries());
-    all.extend(crate::gotthard_micro::entries());
-    all.extend(crate::txn_locality::entries());
-    all.extend(crate::caans_roles::entries());
-    all.sort_by_key(|e| ALL_RESULTS.iter().position(|id| *id == e.id).unwrap_or(usize::MAX));
-    all
-}
-
-/// The folder of one result inside a report folder.
-pub fn result_dir(report: &Path, id: &str) -> PathBuf {
-    report.join(id)
 }

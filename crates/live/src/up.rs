@@ -2,7 +2,7 @@
 //! machine, and load from its load nodes (transaction clients, Paxos
 //! proposers, chain clients) for a while.
 //!
-//! The servers start through [`innet_live::topology::start`]; the load
+//! The servers start through [`crate::topology::start`]; the load
 //! nodes of this machine run closed-loop workloads until the load time is
 //! over; then everything stops and reports. Load nodes reach their
 //! neighbours through the same deployment tables as in the simulator.
@@ -11,6 +11,11 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::chain::{manage, ChainView, ViewedClient};
+use crate::deploy::host_options;
+use crate::topology::{start, RunningNode, Started, Topology};
+use crate::txn::{fresh_client_id_base, wall_clock_req_id};
+use crate::{clock, run_hosts, HostOptions, HostStats, Stop};
 use anyhow::Context;
 use innet_chain::client::{ChainClient, ClientConfig as ChainClientConfig};
 use innet_chain::deploy::ChainRole;
@@ -18,11 +23,6 @@ use innet_chain::workload::{LoadClient as ChainLoad, Workload as ChainWorkload};
 use innet_core::deploy::NodeIx;
 use innet_core::rng::Rng;
 use innet_core::Counters;
-use innet_live::chain::{manage, ChainView, ViewedClient};
-use innet_live::deploy::host_options;
-use innet_live::topology::{start, RunningNode, Started, Topology};
-use innet_live::txn::{fresh_client_id_base, wall_clock_req_id};
-use innet_live::{clock, run_hosts, HostOptions, HostStats, Stop};
 use innet_paxos::deploy::Roles;
 use innet_paxos::workload::LoadProposer;
 use innet_paxos::Proposer;
@@ -261,7 +261,7 @@ fn run_group(
     topo: &Topology,
     addrs: &[SocketAddr],
     view: Option<ChainView>,
-    auth: Option<std::sync::Arc<innet_live::auth::PeerAuth>>,
+    auth: Option<std::sync::Arc<crate::auth::PeerAuth>>,
     machine: String,
     nodes: Vec<(NodeIx, UdpSocket)>,
     load: &UpLoad,
@@ -300,7 +300,7 @@ fn run_group(
             let roles = Roles::of(d, innet_paxos::deploy::PaxosParams { pack: load.pack, ..p.params.clone() });
             // Each proposer submits with an id of its own block (the
             // coordinators take no other from its address).
-            let incarnation = innet_live::paxos::fresh_incarnation();
+            let incarnation = crate::paxos::fresh_incarnation();
             let index = |i: NodeIx| match d.nodes[i].role {
                 innet_paxos::deploy::PaxosRole::Proposer { index } => Ok(index as usize),
                 r => Err(anyhow::anyhow!("load node {} is a {}, not a proposer", d.nodes[i].name, r.name())),
@@ -312,7 +312,7 @@ fn run_group(
                     Ok(LoadProposer::new(Proposer::new(roles.proposer(id)), load.outstanding, stop_at, false))
                 })
                 .collect::<anyhow::Result<_>>()?;
-            let options = |i| HostOptions { auth: auth.clone(), ..innet_live::paxos::options(d, addrs, i) };
+            let options = |i| HostOptions { auth: auth.clone(), ..crate::paxos::options(d, addrs, i) };
             let net = run_hosts(&mut hosts, endpoints(&options), stop, until)?;
             report.committed = hosts.iter().map(|h| h.latencies_ns.len() as u64).sum();
             net
@@ -352,7 +352,7 @@ fn run_group(
 }
 
 /// A chain view kept up to date from the control plane in another process.
-pub(crate) fn follow_remote_view(topo: &Topology, addrs: &[SocketAddr], stop: &Stop) -> anyhow::Result<ChainView> {
+pub fn follow_remote_view(topo: &Topology, addrs: &[SocketAddr], stop: &Stop) -> anyhow::Result<ChainView> {
     let Service::Chain(c) = &topo.service else { unreachable!("chain only") };
     let control = c
         .deployment
@@ -362,7 +362,7 @@ pub(crate) fn follow_remote_view(topo: &Topology, addrs: &[SocketAddr], stop: &S
         .context("a chain needs a node with role \"control\"")?;
     let nodes = innet_chain::deploy::chain_nodes(&c.deployment).len();
     let view: ChainView = Arc::new(Mutex::new((0, (0..nodes).collect())));
-    let socket = innet_live::txn::bind(innet_live::txn::bind_addr_for(control))?;
+    let socket = crate::txn::bind(crate::txn::bind_addr_for(control))?;
     let (v, st) = (view.clone(), stop.clone());
     std::thread::Builder::new()
         .name("innet-chain-view".into())

@@ -23,10 +23,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::paxos::ProgramNode;
+use crate::topology::RunningNode;
+use crate::{LiveCounters, NodeHandle, Rejected, SwitchNode, SwitchStats};
 use innet_core::Counters;
-use innet_live::paxos::ProgramNode;
-use innet_live::topology::RunningNode;
-use innet_live::{LiveCounters, NodeHandle, Rejected, SwitchNode, SwitchStats};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
@@ -127,7 +127,7 @@ impl Sources {
         }
     }
 
-    /// A node a topology file started ([`innet_live::topology::start`]).
+    /// A node a topology file started ([`crate::topology::start`]).
     /// The chain control plane and the chain switches' management agents
     /// report at exit only.
     pub fn running(&self, name: &str, n: &RunningNode) {

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use innet_exp::up::{start_servers, UpLoad};
 use innet_live::topology::Topology;
+use innet_live::up::{start_servers, UpLoad};
 use innet_live::Stop;
 
 #[test]

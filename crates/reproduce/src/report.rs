@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
-use crate::reproduce::{result_dir, Claim, Ctx, Entry, Outcome, Paper, Verdict, Where, ALL_RESULTS, VERDICT_RULE};
+use crate::entry::{Claim, Ctx, Entry, Outcome, Paper, Verdict, Where, VERDICT_RULE};
+use crate::registry::{result_dir, ALL_RESULTS};
 
 /// What `innet reproduce` was asked for.
 #[derive(Clone, Debug)]
@@ -90,7 +91,7 @@ pub fn select<'a>(entries: &'a [Entry], opts: &Options) -> anyhow::Result<Vec<&'
 /// `outcome.json` beside its records), catching an entry's error or panic
 /// as its failure.
 pub fn run(entries: &[&Entry], opts: &Options, mut progress: impl FnMut(Progress)) -> Vec<Ran> {
-    let commit = crate::results::git_commit();
+    let commit = innet_exp::results::git_commit();
     let total = entries.len();
     let mut out = vec![];
     for (index, e) in entries.iter().enumerate() {
@@ -137,8 +138,8 @@ pub fn fmt_value(v: f64, unit: &str) -> String {
     match unit {
         "x" => format!("{v:.2}x"),
         "%" => format!("{v:.1}%"),
-        "" => crate::plot::human(v),
-        u => format!("{} {u}", crate::plot::human(v)),
+        "" => innet_exp::plot::human(v),
+        u => format!("{} {u}", innet_exp::plot::human(v)),
     }
 }
 
@@ -302,7 +303,7 @@ fn paper_of(id: &str) -> &'static str {
 }
 
 fn header_lines(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Vec<String> {
-    let commit = ran.first().map_or_else(crate::results::git_commit, |r| r.git_commit.clone());
+    let commit = ran.first().map_or_else(innet_exp::results::git_commit, |r| r.git_commit.clone());
     let load = std::fs::read_to_string("/proc/loadavg").map(|s| s.trim().to_string()).unwrap_or_default();
     let failed = ran.iter().filter(|r| r.outcome.is_err()).count();
     vec![

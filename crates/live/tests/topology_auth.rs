@@ -9,8 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use innet_exp::up::{start_servers, UpLoad, UpReport};
 use innet_live::topology::Topology;
+use innet_live::up::{start_servers, UpLoad, UpReport};
 use innet_live::Stop;
 
 fn key_file(name: &str, hex: &str) -> PathBuf {

@@ -1,8 +1,8 @@
 //! Gotthard Figure 11 and NOCC Figures 3 and 4 at a small scale: the
 //! properties the papers' conclusions rest on, the records and the plots.
 
-use innet_exp::reproduce::{Ctx, Outcome, Where};
-use innet_exp::txn_locality;
+use innet_reproduce::txn_locality;
+use innet_reproduce::{Ctx, Outcome, Where};
 
 fn ctx(id: &str) -> Ctx {
     let out = std::env::temp_dir().join(format!("innet-txn-locality-{}-{id}", std::process::id()));
@@ -25,7 +25,7 @@ fn records(o: &Outcome) -> Vec<serde_json::Value> {
     rs
 }
 
-fn claim<'a>(o: &'a Outcome, what: &str) -> &'a innet_exp::reproduce::Claim {
+fn claim<'a>(o: &'a Outcome, what: &str) -> &'a innet_reproduce::Claim {
     o.claims.iter().find(|c| c.what.contains(what)).unwrap_or_else(|| panic!("no claim '{what}' in {:?}", o.claims))
 }
 

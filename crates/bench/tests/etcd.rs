@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use innet_exp::etcd::{self, EtcdCluster, EtcdLoadConfig, EtcdOp};
+use innet_bench::etcd::{self, EtcdCluster, EtcdLoadConfig, EtcdOp};
 
 #[test]
 fn one_member_puts_and_gets_through_the_grpc_client() {

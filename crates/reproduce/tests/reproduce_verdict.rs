@@ -6,8 +6,8 @@
 //! `BMV2_PER_BYTE_NS` is derived) reads "calibration", never "holds", and
 //! does not count either way.
 
-use innet_exp::reproduce::{entries, Ctx, Obtained, Outcome, Verdict, Where};
-use innet_exp::reproduce_report::{verdict_counts, verdict_text, Ran};
+use innet_reproduce::report::{verdict_counts, verdict_text, Ran};
+use innet_reproduce::{entries, Ctx, Obtained, Outcome, Verdict, Where};
 
 fn run(id: &str, dir: &std::path::Path) -> Outcome {
     let all = entries();
@@ -20,7 +20,7 @@ fn run(id: &str, dir: &std::path::Path) -> Outcome {
 fn ran(id: &str, o: &Outcome) -> Ran {
     Ran {
         id: id.into(),
-        paper: innet_exp::reproduce::Paper::Caans,
+        paper: innet_reproduce::Paper::Caans,
         figure: "-".into(),
         title: "-".into(),
         outcome: Ok(o.clone()),

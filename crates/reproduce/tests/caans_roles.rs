@@ -1,4 +1,4 @@
-//! CAANS Figure 2 and Figure 7c (`innet_exp::caans_roles`) at a small
+//! CAANS Figure 2 and Figure 7c (`innet_reproduce::caans_roles`) at a small
 //! scale: the per-thread CPU meter tells a busy thread from an idle one,
 //! the entries run and write their records and plots, every node of a live
 //! deployment is measured, and the simulator's service model puts the
@@ -14,9 +14,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use innet_exp::caans_roles;
 use innet_exp::paxos::DataPlaneAt;
-use innet_exp::reproduce::{Ctx, Where};
+use innet_reproduce::caans_roles;
+use innet_reproduce::{Ctx, Where};
 
 #[test]
 fn cpu_per_role_is_measured_per_thread_and_modelled_per_node() {
@@ -60,7 +60,7 @@ fn cpu_per_role_is_measured_per_thread_and_modelled_per_node() {
     for (id, o) in [("caans-fig2", &o2), ("caans-fig7c", &o7)] {
         assert!(!o.claims.is_empty(), "{id}");
         assert!(o.why.is_some(), "{id}: the caveat is given whether the claims hold or not");
-        assert_eq!(o.obtained, innet_exp::reproduce::Obtained::Live, "{id}: measured live");
+        assert_eq!(o.obtained, innet_reproduce::Obtained::Live, "{id}: measured live");
         for p in o.plots.iter().chain(&o.records) {
             assert!(std::fs::metadata(p).map(|m| m.len() > 0).unwrap_or(false), "{id}: {} missing", p.display());
         }

@@ -21,8 +21,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::Stop;
 use anyhow::{bail, Context};
-use innet_live::Stop;
 use innet_topology::{Service, Topology};
 use serde::{Deserialize, Serialize};
 

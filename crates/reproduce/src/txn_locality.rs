@@ -15,9 +15,9 @@ use innet_core::Time;
 use innet_txn::Mode;
 use serde::Serialize;
 
-use crate::reproduce::{store_measured, Claim, Ctx, Entry, Outcome, Paper, Where};
-use crate::txn::{summarize, TxnPointConfig, TxnPointResult};
-use crate::{plot, results, tpcc_bench, txn_sim};
+use crate::entry::{store_measured, Claim, Ctx, Entry, Outcome, Paper, Where};
+use innet_exp::txn::{summarize, TxnPointConfig, TxnPointResult};
+use innet_exp::{plot, results, tpcc_bench, txn_sim};
 
 /// Link jitter as a share of the RTT, Gotthard's figures and NOCC's: the
 /// jitter model of every transaction figure (docs/txn.md, "Jitter").
@@ -114,7 +114,7 @@ fn run_job(job: &Job) -> anyhow::Result<FigurePoint> {
     r.speedup = Some(job.cfg.duration_s / wall_s.max(1e-9));
     r.per_node = t.per_node();
     let st = t.sim.node_stats(t.store);
-    r.store_cpu_pct = Some(crate::txn::cpu_pct(st.busy, job.cfg.duration_s));
+    r.store_cpu_pct = Some(innet_exp::txn::cpu_pct(st.busy, job.cfg.duration_s));
     r.store_packets = Some(st.processed);
     let store = &t.store().counters;
     Ok(FigurePoint {
@@ -131,7 +131,8 @@ fn run_job(job: &Job) -> anyhow::Result<FigurePoint> {
 
 /// Runs every job on every core; records go to `out/<stem>.jsonl`.
 fn run_jobs(jobs: &[Job], out: &Path, stem: &str) -> anyhow::Result<(Vec<FigurePoint>, PathBuf)> {
-    let mut points: Vec<FigurePoint> = crate::run_parallel(jobs, run_job).into_iter().collect::<anyhow::Result<_>>()?;
+    let mut points: Vec<FigurePoint> =
+        innet_exp::run_parallel(jobs, run_job).into_iter().collect::<anyhow::Result<_>>()?;
     for p in &mut points {
         p.result.experiment = stem.into();
     }

@@ -12,15 +12,15 @@ use std::sync::Mutex;
 use innet_core::deploy::DataPlaneAt;
 use innet_txn::Mode;
 
-use crate::chain_bench::{self, ChainBenchResult};
-use crate::paxos::{PaxosConfig, PaxosResult};
-use crate::plot::{self, Panel};
-use crate::reproduce::{Claim, Ctx, Entry, Obtained, Outcome, Paper, Where};
-use crate::tpcc::Kind;
-use crate::tpcc_bench::{self, Figure};
-use crate::tpcc_sim::{TpccConfig, TpccResult};
-use crate::txn::TxnPointConfig;
-use crate::{paxos_bench, results, txn_bench, Runtime};
+use crate::entry::{Claim, Ctx, Entry, Obtained, Outcome, Paper, Where};
+use innet_exp::chain_bench::{self, ChainBenchResult};
+use innet_exp::paxos::{PaxosConfig, PaxosResult};
+use innet_exp::plot::{self, Panel};
+use innet_exp::tpcc_bench::{self, Figure};
+use innet_exp::tpcc_sim::{TpccConfig, TpccResult};
+use innet_exp::txn::TxnPointConfig;
+use innet_exp::{paxos_bench, results, txn_bench, Runtime};
+use innet_tpcc::Kind;
 
 pub fn entries() -> Vec<Entry> {
     let e = |id, paper, figure, title, run| Entry { id, paper, figure, title, run };
@@ -62,7 +62,7 @@ pub fn entries() -> Vec<Entry> {
 // ---------------------------------------------------------------- claims
 
 /// The verdict rule's tolerance for a number the paper states
-/// ([`crate::reproduce::VERDICT_RULE`]).
+/// ([`crate::entry::VERDICT_RULE`]).
 pub const NEAR_TOLERANCE: f64 = 0.1;
 
 /// A claim whose paper number is a figure ours should come close to:
@@ -108,7 +108,7 @@ fn txn_obtained(ran_on: Where) -> Obtained {
     match ran_on {
         Where::Live => Obtained::Live,
         Where::Xdp => Obtained::Xdp,
-        Where::Sim => crate::reproduce::store_measured(),
+        Where::Sim => crate::entry::store_measured(),
     }
 }
 
@@ -548,7 +548,7 @@ fn paxos_sweep(ctx: &Ctx) -> anyhow::Result<(Vec<PaxosResult>, Where)> {
                     paxos_bench::DEPLOYMENTS.map(|dp| PaxosConfig { data_plane: dp, outstanding: n, ..base.clone() })
                 })
                 .collect();
-            crate::run_parallel(&cfgs, crate::paxos_sim::run_point_sim)
+            innet_exp::run_parallel(&cfgs, innet_exp::paxos_sim::run_point_sim)
                 .into_iter()
                 .collect::<anyhow::Result<Vec<_>>>()?
         }
@@ -976,7 +976,7 @@ fn caans_fig8(ctx: &Ctx) -> anyhow::Result<Outcome> {
                     })
                 })
                 .collect();
-            crate::run_parallel(&cfgs, crate::paxos_sim::run_point_sim)
+            innet_exp::run_parallel(&cfgs, innet_exp::paxos_sim::run_point_sim)
                 .into_iter()
                 .collect::<anyhow::Result<Vec<_>>>()?
         }
@@ -1272,7 +1272,7 @@ mod tests {
     #[test]
     fn every_entry_id_is_one_of_the_26() {
         for e in entries() {
-            assert!(crate::reproduce::ALL_RESULTS.contains(&e.id), "{}", e.id);
+            assert!(crate::registry::ALL_RESULTS.contains(&e.id), "{}", e.id);
         }
     }
 }

@@ -2,7 +2,7 @@
 //! and 12 of section 5.3) and NOCC's Figure 1 (section 4) as sweeps in the
 //! simulator, each a [`reproduce::Entry`].
 //!
-//! Every point runs the transaction experiment of [`crate::txn`] at the
+//! Every point runs the transaction experiment of [`innet_exp::txn`] at the
 //! paper's defaults (Gotthard Table 2: RTT 100 ms, delta 0.2, 8 clients, 0.2
 //! writes, one counter key; NOCC: the network of docs/tpcc.md's NOCC
 //! Figure 5, RTT 1 ms, delta 0.5) with the one parameter of the figure
@@ -16,10 +16,10 @@ use innet_txn::workload::LoadStats;
 use innet_txn::Mode;
 use serde::Serialize;
 
-use crate::plot::{self, Panel};
-use crate::reproduce::{store_measured, Claim, Ctx, Entry, Outcome, Paper, Where};
-use crate::txn::{percentile_ms, TxnPointConfig, TxnPointResult};
-use crate::{results, txn_sim};
+use crate::entry::{store_measured, Claim, Ctx, Entry, Outcome, Paper, Where};
+use innet_exp::plot::{self, Panel};
+use innet_exp::txn::{percentile_ms, TxnPointConfig, TxnPointResult};
+use innet_exp::{results, txn_sim};
 
 /// Link jitter as a share of the RTT: every packet on every link gets an
 /// extra one-way delay uniform in `[0, share x RTT)` (1 ms at Gotthard's
@@ -157,7 +157,7 @@ pub fn nocc_base(ctx: &Ctx, seconds: f64) -> TxnPointConfig {
 /// Runs every point on every core; `stop_after` ends a point once that
 /// many transactions committed.
 fn run_points(id: &str, points: &[(TxnPointConfig, Option<u64>)]) -> anyhow::Result<Vec<(TxnPointResult, LoadStats)>> {
-    crate::run_parallel(points, |(c, n)| txn_sim::run_point_sim_until(c, *n))
+    innet_exp::run_parallel(points, |(c, n)| txn_sim::run_point_sim_until(c, *n))
         .into_iter()
         .map(|r| {
             r.map(|(mut p, s)| {
