@@ -161,13 +161,15 @@ pub struct Link {
 impl Link {
     /// The other end, if `n` is one end.
     pub fn other(&self, n: NodeIx) -> Option<NodeIx> {
-        if self.a == n {
+        let other = if self.a == n {
             Some(self.b)
         } else if self.b == n {
             Some(self.a)
         } else {
             None
-        }
+        };
+        debug_assert!(other != Some(n) || self.a == self.b, "only a link to itself leads back to its end");
+        other
     }
 }
 

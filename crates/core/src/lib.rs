@@ -301,6 +301,7 @@ impl<A: Copy + PartialEq> ReversePath<A> {
         self.map.len()
     }
     pub fn is_empty(&self) -> bool {
+        debug_assert_eq!(self.map.is_empty(), self.by_use.is_empty(), "a flow without its last use, or the reverse");
         self.map.is_empty()
     }
 }

@@ -95,18 +95,25 @@ impl Replica {
             }
         }
         let learner = Learner::resume(config, next, seen);
+        debug_assert_eq!(learner.checkpoint(), next, "the replica resumes after the last instance it applied");
         Ok(Replica { learner, db, applied: 0, clients: BTreeSet::new(), answers: VecDeque::new() })
     }
 
     /// Keeps an [`Answer`] for every command of `proposer` this replica
     /// applies (a client co-located with it), for [`Replica::take_answers`].
     pub fn answer_to(&mut self, proposer: u32) {
+        debug_assert_ne!(proposer, innet_paxos::envelope::NOOP_PROPOSER, "the no-op has no client");
         self.clients.insert(proposer);
     }
 
     /// Answers since the last call, in the order applied.
     pub fn take_answers(&mut self) -> Vec<Answer> {
-        self.answers.drain(..).collect()
+        let answers: Vec<Answer> = self.answers.drain(..).collect();
+        debug_assert!(
+            !self.learner.config().ordered || answers.windows(2).all(|w| w[0].instance <= w[1].instance),
+            "commands are applied in instance order"
+        );
+        answers
     }
 
     /// Applies what the learner delivered, in one write batch.
@@ -115,6 +122,7 @@ impl Replica {
         if ds.is_empty() {
             return;
         }
+        let applied_before = self.applied;
         let batch = Writebatch::new();
         let mut b = batch;
         for d in &ds {
@@ -149,15 +157,19 @@ impl Replica {
         }
         b.put(Key(META_NEXT.to_vec()), &self.learner.checkpoint().to_be_bytes());
         self.db.write(WriteOptions::new(), &b).expect("leveldb write");
+        debug_assert!(self.applied - applied_before <= ds.len() as u64, "one command per delivery at most");
     }
 
     /// The contents: every key and value, in key order.
     pub fn contents(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
-        self.db
+        let contents: Vec<(Vec<u8>, Vec<u8>)> = self
+            .db
             .iter(ReadOptions::new())
             .filter(|(k, _)| k.0.first() == Some(&DATA))
             .map(|(k, v)| (k.0[2..].to_vec(), v))
-            .collect()
+            .collect();
+        debug_assert!(contents.windows(2).all(|w| w[0].0 < w[1].0), "keys in order, each once");
+        contents
     }
 
     /// A digest of the contents (FNV-1a over keys and values).

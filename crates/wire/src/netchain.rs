@@ -90,7 +90,9 @@ pub enum NcOp {
 impl NcOp {
     pub const ALL: [NcOp; 4] = [NcOp::ReadReq, NcOp::ReadReply, NcOp::WriteReq, NcOp::WriteReply];
     pub fn from_u8(b: u8) -> Option<NcOp> {
-        NcOp::ALL.into_iter().find(|op| *op as u8 == b)
+        let op = NcOp::ALL.into_iter().find(|op| *op as u8 == b);
+        debug_assert!(op.is_none_or(|op| op as u8 == b));
+        op
     }
     pub fn name(self) -> &'static str {
         debug_assert_eq!(NcOp::from_u8(self as u8), Some(self));
@@ -295,7 +297,6 @@ impl<'a> NcPacket<'a> {
         self.fixed().saturating_add(FIXED_LEN)
     }
     pub fn is_empty(&self) -> bool {
-        debug_assert!(self.len() >= FIXED_LEN);
         false
     }
     pub fn op(&self) -> NcOp {

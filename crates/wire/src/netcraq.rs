@@ -63,7 +63,9 @@ impl KvOp {
         [KvOp::Read, KvOp::ReadReply, KvOp::Write, KvOp::WriteReply, KvOp::Ack, KvOp::WriteRefused];
 
     pub fn from_u8(b: u8) -> Option<KvOp> {
-        KvOp::ALL.into_iter().find(|op| *op as u8 == b)
+        let op = KvOp::ALL.into_iter().find(|op| *op as u8 == b);
+        debug_assert!(op.is_none_or(|op| op as u8 == b));
+        op
     }
 
     pub fn name(self) -> &'static str {
