@@ -55,6 +55,11 @@ pub fn check(history: &[Record]) -> Result<CheckSummary, Vec<String>> {
     for (key, ops) in by_key {
         check_key(key, &ops, &mut summary, &mut errors);
     }
+    debug_assert_eq!(
+        summary.reads + summary.writes_acked + summary.writes_unacked,
+        history.len(),
+        "every record checked"
+    );
     if errors.is_empty() {
         Ok(summary)
     } else {
@@ -66,6 +71,7 @@ const NEVER: u64 = u64::MAX;
 
 /// Times shifted by one so that the initial write, at 0, precedes them all.
 fn inv(r: &Record) -> u64 {
+    debug_assert!(r.response.is_none_or(|t| t >= r.invoke), "a response before its invocation");
     r.invoke.as_nanos() + 1
 }
 

@@ -67,7 +67,9 @@ impl ClientConfig {
 
 /// The NetChain address our runtimes give node `i`: 10.0.0.(i + 1).
 pub fn node_addr(i: u32) -> Addr {
-    0x0a00_0001 + i
+    let addr = 0x0a00_0001 + i;
+    debug_assert_ne!(addr, 0, "address 0 ends a chain stack");
+    addr
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -138,10 +140,26 @@ pub struct ChainClient {
 impl ChainClient {
     pub fn new(config: ClientConfig) -> ChainClient {
         let chain = (0..config.addrs.len()).collect();
-        ChainClient { config, chain, current: None, attempt_stamp: 0, stats: ClientStats::default(), history: None }
+        let client = ChainClient {
+            config,
+            chain,
+            current: None,
+            attempt_stamp: 0,
+            stats: ClientStats::default(),
+            history: None,
+        };
+        debug_assert!(client.holds());
+        client
+    }
+
+    /// The client's invariant: a write in progress sent each attempt's
+    /// value once (and recorded it, when recording).
+    fn holds(&self) -> bool {
+        self.current.as_ref().is_none_or(|c| c.kind == OpKind::Read || c.sent.len() == c.attempts as usize)
     }
 
     pub fn with_history(mut self) -> ChainClient {
+        debug_assert!(self.is_idle(), "recording starts before the first operation");
         self.history = Some(vec![]);
         self
     }
@@ -149,13 +167,16 @@ impl ChainClient {
     /// The control plane's view of the chain, head first.
     pub fn set_chain(&mut self, chain: Vec<usize>) {
         self.chain = chain;
+        debug_assert!(self.holds());
     }
 
     pub fn chain(&self) -> &[usize] {
+        debug_assert!(self.holds());
         &self.chain
     }
 
     pub fn is_idle(&self) -> bool {
+        debug_assert!(self.holds());
         self.current.is_none()
     }
 
@@ -174,6 +195,7 @@ impl ChainClient {
         let target = self.first_read_target();
         self.current =
             Some(Current { kind, key, value, started: now, attempts: 0, target, next_send: now, sent: vec![] });
+        debug_assert!(self.holds());
     }
 
     fn first_read_target(&self) -> usize {
@@ -245,6 +267,7 @@ impl ChainClient {
             }
         };
         out.send(Dest::Port(target as u16), bytes);
+        debug_assert!(self.holds(), "a write attempt sent without its value recorded");
     }
 
     /// Handles a reply; returns the operation it finished, if any.
@@ -306,6 +329,7 @@ impl ChainClient {
                 }
             }
         }
+        debug_assert!(cur.attempts >= 1 && cur.started <= now, "an answer to an operation sent");
         Some(Completion { kind, key, value, started: cur.started, finished: now, attempts: cur.attempts })
     }
 
@@ -321,6 +345,7 @@ impl ChainClient {
     }
 
     pub fn next_tick(&self) -> Option<Time> {
+        debug_assert!(self.holds());
         self.current.as_ref().map(|c| c.next_send)
     }
 }

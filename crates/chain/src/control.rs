@@ -143,10 +143,23 @@ impl ChainControl {
             stats: ControlStats::default(),
             log: vec![],
         };
+        debug_assert!(c.holds());
         (c, layout)
     }
 
+    /// The control plane's invariants: members and joining nodes are
+    /// distinct nodes of the deployment, no node both; one entry per node
+    /// in every per-node table.
+    fn holds(&self) -> bool {
+        let nodes = self.last_seen.len();
+        let mut seen = vec![false; nodes];
+        let distinct =
+            self.members.iter().chain(&self.joining).all(|&n| n < nodes && !std::mem::replace(&mut seen[n], true));
+        distinct && self.heard.len() == nodes && self.silent_polls.len() == nodes && self.full_streak.len() == nodes
+    }
+
     pub fn members(&self) -> &[usize] {
+        debug_assert!(self.holds());
         &self.members
     }
 
@@ -155,10 +168,12 @@ impl ChainControl {
     }
 
     pub fn next_tick(&self) -> Time {
+        debug_assert!(self.holds());
         self.next_tick
     }
 
     fn layout(&self) -> Layout {
+        debug_assert!(self.holds());
         Layout { chain: self.members.clone(), writes_paused: self.is_paused() }
     }
 
@@ -188,9 +203,11 @@ impl ChainControl {
                 self.resync_wanted = true;
             }
         }
+        debug_assert!(self.holds());
     }
 
     fn remove(&mut self, now: Time, node: usize, out: &mut Vec<Action>) {
+        debug_assert!(self.members.contains(&node), "only a member is removed");
         self.members.retain(|n| *n != node);
         self.stats.removals += 1;
         self.resync_wanted = true;
@@ -235,6 +252,8 @@ impl ChainControl {
             }
             _ => {}
         }
+        debug_assert!(self.holds());
+        debug_assert!(self.next_tick > now || self.config.heartbeat_interval.is_zero());
     }
 }
 

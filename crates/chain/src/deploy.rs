@@ -86,6 +86,7 @@ pub fn deployment(
         add_client(&mut d, format!("client{c}"));
     }
     apply(&mut d, protocol, &initial_layout(nodes));
+    debug_assert!(validate(&d).is_ok(), "the built chain deployment is valid");
     d
 }
 
@@ -95,12 +96,15 @@ pub fn add_client(d: &mut ChainDeployment, name: String) -> NodeIx {
     for i in chain_nodes(d) {
         d.set_port(c, i as u16, i);
     }
+    debug_assert_eq!(d.nodes[c].ports.len(), chain_nodes(d).len(), "a client reaches every chain node");
     c
 }
 
 /// The chain switches (their deployment index is their chain index).
 pub fn chain_nodes(d: &ChainDeployment) -> Vec<NodeIx> {
-    d.with_role(|r| matches!(r, ChainRole::Node { .. }))
+    let nodes = d.with_role(|r| matches!(r, ChainRole::Node { .. }));
+    debug_assert!(nodes.iter().all(|&i| d.nodes[i].shape == Shape::Program), "chain nodes are data-plane programs");
+    nodes
 }
 
 /// Every node in index order, writes flowing.
@@ -129,6 +133,7 @@ pub fn node_tables(protocol: Protocol, layout: &Layout, nodes: usize, i: usize) 
         }
         Protocol::NetChain => ports.extend((0..nodes).filter(|&j| j != i).map(|j| (j as u16, j))),
     }
+    debug_assert!(ports.values().all(|&m| m != i), "a node's port never leads to itself");
     (ports, groups)
 }
 
@@ -140,6 +145,7 @@ pub fn apply(d: &mut ChainDeployment, protocol: Protocol, layout: &Layout) {
         d.nodes[i].ports = ports;
         d.nodes[i].groups = groups;
     }
+    debug_assert!(layout.chain.iter().all(|&m| m < nodes), "a layout names chain nodes only");
 }
 
 /// Checks what the chain service needs beyond [`Deployment::validate`]:
@@ -162,6 +168,7 @@ pub fn validate(d: &ChainDeployment) -> Result<(), DeployError> {
     if d.with_role(|r| *r == ChainRole::Control).len() > 1 {
         return Err(DeployError("a chain has at most one control plane".into()));
     }
+    debug_assert!(nodes.iter().enumerate().all(|(pos, &i)| pos == i));
     Ok(())
 }
 

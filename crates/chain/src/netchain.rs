@@ -78,7 +78,9 @@ pub enum Hop {
 /// `a` is a newer sequence number than `b` (serial-number arithmetic).
 pub fn seq_newer(a: u16, b: u16) -> bool {
     let d = a.wrapping_sub(b);
-    d != 0 && d < 0x8000
+    let newer = d != 0 && d < 0x8000;
+    debug_assert!(!(newer && b.wrapping_sub(a) != 0 && b.wrapping_sub(a) < 0x8000), "both newer than the other");
+    newer
 }
 
 #[derive(Clone, Default, Debug, PartialEq, Eq)]
@@ -185,22 +187,33 @@ impl NcNode {
     }
 
     pub fn addr(&self) -> Addr {
+        debug_assert_ne!(self.addr, 0, "address 0 ends a chain stack");
         self.addr
     }
     pub fn role(&self) -> Option<Role> {
+        debug_assert!(self.successors.len() < MAX_CHAIN_NODES);
         self.role
     }
     pub fn set_role(&mut self, role: Option<Role>) {
         self.role = role;
+        debug_assert_eq!(self.role(), role);
     }
     /// Control plane: the chain index of the predecessor, whose WRITE_REQs
     /// this node takes.
     pub fn set_prev(&mut self, prev: Option<u16>) {
         self.prev = prev;
+        debug_assert_eq!(self.prev(), prev);
     }
 
     pub fn prev(&self) -> Option<u16> {
+        debug_assert!(self.prev.is_none_or(|p| (p as usize) < NEIGHBOURS_MAX), "a predecessor is a chain node");
         self.prev
+    }
+
+    /// The key table's invariant for register `i`: it holds a key that
+    /// the probe from the key's hash finds there.
+    fn slot_holds(&self, i: usize) -> bool {
+        self.keys[i].is_none_or(|k| self.find_key(&k) == Ok(i))
     }
 
     /// Control plane: the addresses of the members after this node, in
@@ -210,9 +223,11 @@ impl NcNode {
         assert!(successors.len() < MAX_CHAIN_NODES, "{} successors in a chain", successors.len());
         assert!(!successors.contains(&0), "address 0 ends a chain stack");
         self.successors = successors.to_vec();
+        debug_assert!(!self.successors.contains(&self.addr), "a node is not its own successor");
     }
 
     pub fn successors(&self) -> &[Addr] {
+        debug_assert!(self.successors.len() < MAX_CHAIN_NODES);
         &self.successors
     }
 
@@ -230,12 +245,14 @@ impl NcNode {
                 _ => return false,
             }
         }
+        debug_assert!(k <= self.successors.len());
         k == self.successors.len()
     }
 
     /// Control plane: the head drops writes while set (recovery).
     pub fn set_writes_paused(&mut self, paused: bool) {
         self.writes_paused = paused;
+        debug_assert_eq!(self.writes_paused, paused);
     }
 
     /// Control plane: packets for `addr` go out `hop`. Panics when full.
@@ -248,6 +265,7 @@ impl NcNode {
             .or_else(|| self.neighbours.iter().position(|(a, _)| *a == 0))
             .expect("neighbour table full");
         self.neighbours[i] = (addr, hop);
+        debug_assert_eq!(self.neighbours.iter().filter(|(a, _)| *a == addr).count(), 1, "one entry per address");
     }
 
     fn neighbour(&self, addr: Addr) -> Option<Hop> {
@@ -269,6 +287,7 @@ impl NcNode {
                 }
             }
         }
+        debug_assert!(free.is_none_or(|i| self.keys[i].is_none()));
         Err(free)
     }
 
@@ -279,6 +298,7 @@ impl NcNode {
             Ok(i) => Some(i),
             Err(Some(i)) => {
                 self.keys[i] = Some(key);
+                debug_assert!(self.slot_holds(i), "an installed key is found in its slot");
                 Some(i)
             }
             Err(None) => None,
@@ -287,11 +307,14 @@ impl NcNode {
 
     /// The register of `key`, if installed.
     pub fn get(&self, key: &ChainKey) -> Option<Slot> {
-        self.find_key(key).ok().map(|i| self.registers[i])
+        let i = self.find_key(key).ok()?;
+        debug_assert_eq!(self.keys[i].as_ref(), Some(key), "a register's key matches its slot");
+        Some(self.registers[i])
     }
 
     /// Control plane register read: every installed key and its slot.
     pub fn snapshot(&self) -> Vec<(ChainKey, Slot)> {
+        debug_assert_eq!(self.keys.len(), self.registers.len(), "one register per key slot");
         self.keys.iter().zip(&self.registers).filter_map(|(k, s)| k.map(|k| (k, *s))).collect()
     }
 
@@ -301,11 +324,14 @@ impl NcNode {
             let i = self.install_key(*k).expect("key table has room for the snapshot");
             self.registers[i] = *s;
         }
+        debug_assert!(entries.iter().all(|(k, s)| self.get(k) == Some(*s)), "a loaded snapshot reads back");
     }
 
     /// Applies (the head: sequences) a write that will go on along the
     /// chain; `false` if it is dropped.
     fn write(&mut self, p: &mut NcPacket, role: Role, i: usize) -> bool {
+        debug_assert!(self.keys[i] == Some(p.key()) && self.slot_holds(i), "the register's key matches the packet's");
+        let seq_before = self.registers[i].seq;
         let slot = &mut self.registers[i];
         if role.is_head() {
             if self.writes_paused {
@@ -324,6 +350,8 @@ impl NcNode {
             self.counters.writes_stale += 1;
             return false;
         }
+        debug_assert!(seq_newer(self.registers[i].seq, seq_before), "a key's sequence number never goes back");
+        debug_assert_eq!(p.seq(), self.registers[i].seq, "the write goes on with the sequence it was applied at");
         true
     }
 
@@ -341,6 +369,7 @@ impl NcNode {
                 None => return NextHop::NoRoute,
             }
         }
+        debug_assert_eq!(p.depth(), 0, "at most MAX_CHAIN_NODES addresses to pop");
         NextHop::End
     }
 
@@ -349,6 +378,7 @@ impl NcNode {
     /// (a write only if nothing but removed nodes follows, below); any
     /// other node passes the packet to the next address.
     fn decide(&mut self, mut p: NcPacket, role: Role, i: usize) -> (Verdict, usize) {
+        debug_assert!(p.addr(0) == self.addr && self.keys[i] == Some(p.key()));
         let hop = if role.is_tail() {
             p.pop();
             NextHop::End
@@ -393,6 +423,7 @@ impl NcNode {
                 for _ in 0..=p.depth() {
                     p.pop();
                 }
+                debug_assert_eq!(p.len(), innet_wire::netchain::FIXED_LEN, "a write reply carries no stack");
             }
             _ => {
                 let slot = self.registers[i];
@@ -457,7 +488,9 @@ impl DataPlane for NcNode {
             self.counters.dropped_write_not_from_prev += 1;
             return (Verdict::Drop, len);
         }
-        self.decide(p, role, i)
+        let (verdict, out_len) = self.decide(p, role, i);
+        debug_assert!(out_len <= len, "a program shrinks its packet, never grows it");
+        (verdict, out_len)
     }
 }
 

@@ -151,7 +151,15 @@ impl CraqNode {
     }
 
     pub fn objects(&self) -> usize {
+        debug_assert_eq!(self.objects_store.len(), self.index.len() * self.versions, "versions cells per object");
         self.index.len()
+    }
+
+    /// Object `key`'s invariants: its dirty versions fit its cells, and
+    /// the tail holds none (it commits on receipt).
+    fn object_holds(&self, key: usize) -> bool {
+        let dirty = self.index[key] as usize;
+        dirty < self.versions && (dirty == 0 || !self.role.is_some_and(Role::is_tail))
     }
 
     pub fn role(&self) -> Option<Role> {
@@ -171,6 +179,7 @@ impl CraqNode {
             }
         }
         self.role = role;
+        debug_assert!(!becomes_tail || self.index.iter().all(|&i| i == 0), "a new tail holds no dirty version");
     }
 
     /// Control plane: the chain indexes of the predecessor (whose WRITEs
@@ -187,6 +196,7 @@ impl CraqNode {
     /// Control plane: refuse writes (while the chain is being recovered).
     pub fn set_writes_paused(&mut self, paused: bool) {
         self.writes_paused = paused;
+        debug_assert_eq!(self.writes_paused(), paused);
     }
 
     pub fn writes_paused(&self) -> bool {
@@ -206,21 +216,25 @@ impl CraqNode {
             self.objects_store[k * self.versions] = *v;
             self.index[k] = 0;
         }
+        debug_assert_eq!(self.snapshot(), values, "a loaded snapshot reads back");
     }
 
     /// The newest version of `key` (clean or dirty), for tests and tools.
     pub fn latest(&self, key: usize) -> Value {
+        debug_assert!(self.object_holds(key));
         self.objects_store[key * self.versions + self.index[key] as usize]
     }
 
     /// Dirty versions `key` holds now.
     pub fn dirty(&self, key: usize) -> usize {
+        debug_assert!(self.object_holds(key));
         self.index[key] as usize
     }
 
     /// Every register cell of `key` (clean, dirty, and stale ones past the
     /// index), for comparing with another implementation's registers.
     pub fn cells(&self, key: usize) -> &[Value] {
+        debug_assert!(key < self.objects());
         &self.objects_store[key * self.versions..(key + 1) * self.versions]
     }
 
@@ -230,6 +244,7 @@ impl CraqNode {
     }
 
     fn cell(&self, key: usize, i: usize) -> usize {
+        debug_assert!(i < self.versions, "cell {i} of an object of {} cells", self.versions);
         key * self.versions + i
     }
 
@@ -280,6 +295,7 @@ impl CraqNode {
         self.objects_store[c] = p.value();
         self.index[key] = next as u8;
         self.counters.writes_dirty += 1;
+        debug_assert!(self.object_holds(key) && self.latest(key) == p.value(), "the write is the newest version");
         Verdict::Port { port: PORT_NEXT }
     }
 
@@ -293,9 +309,11 @@ impl CraqNode {
                 self.objects_store.copy_within(base + i..base + dirty + 1, base);
                 self.index[key] = (dirty - i) as u8;
                 self.counters.acks_applied += 1;
+                debug_assert_eq!(self.objects_store[base], value, "the ACKed version becomes the clean one");
             }
             None => self.counters.acks_stale += 1,
         }
+        debug_assert!(self.index[key] as usize <= dirty && self.object_holds(key), "an ACK never adds versions");
         Verdict::Drop
     }
 }
@@ -342,6 +360,7 @@ impl CraqNode {
             return Verdict::Drop;
         }
         let key = key as usize;
+        debug_assert!(self.object_holds(key));
         match p.op() {
             KvOp::Read => self.read(&mut p, role, key),
             KvOp::Write if !write_trusted(role, self.prev, ingress) => {

@@ -50,6 +50,20 @@ impl Layout {
             members: self.chain.clone(),
             successors: pos.map_or(vec![], |p| self.chain[p + 1..].to_vec()),
         }
+        .checked(node)
+    }
+}
+
+impl NodeTables {
+    /// Node `node`'s tables agree with themselves: a member has a role and
+    /// is not its own neighbour; only the tail has an ACK group; only the
+    /// head may have writes paused.
+    fn checked(self, node: usize) -> NodeTables {
+        debug_assert_eq!(self.role.is_some(), self.members.contains(&node));
+        debug_assert!(self.prev != Some(node) && self.next != Some(node) && !self.successors.contains(&node));
+        debug_assert!(self.ack_group.is_empty() || self.role.is_some_and(Role::is_tail));
+        debug_assert!(!self.writes_paused || self.role.is_some_and(Role::is_head));
+        self
     }
 }
 
@@ -72,10 +86,12 @@ impl ChainNode {
     /// (NetChain: its key table is four times larger, so installs always fit
     /// their probe window) of `versions` cells (NetCRAQ).
     pub fn new(protocol: Protocol, index: usize, objects: usize, versions: usize) -> ChainNode {
-        match protocol {
+        let node = match protocol {
             Protocol::NetCraq => ChainNode::Craq(CraqNode::new(objects, versions)),
             Protocol::NetChain => ChainNode::Chain(NcNode::new(node_addr(index as u32), 4 * objects)),
-        }
+        };
+        debug_assert!(!node.report().configured, "a fresh node has no role");
+        node
     }
 
     /// Writes the program's own tables (role, pause, the peers it trusts,
@@ -99,6 +115,7 @@ impl ChainNode {
                 }
             }
         }
+        debug_assert_eq!(self.report().configured, t.role.is_some());
     }
 
     pub fn report(&self) -> NodeReport {
@@ -126,12 +143,14 @@ impl ChainNode {
 
     /// The values of keys `0..keys`, for comparing replicas.
     pub fn values(&self, keys: u32) -> Vec<Value> {
-        match self {
+        let values: Vec<Value> = match self {
             ChainNode::Craq(p) => p.snapshot()[..keys as usize].to_vec(),
             ChainNode::Chain(p) => (0..keys)
                 .map(|k| p.get(&innet_wire::netchain::key_from_u32(k)).map_or(Value::ZERO, |s| s.value))
                 .collect(),
-        }
+        };
+        debug_assert_eq!(values.len(), keys as usize);
+        values
     }
 
     pub fn as_craq(&self) -> Option<&CraqNode> {

@@ -46,6 +46,7 @@ pub struct LoadClient {
 
 impl LoadClient {
     pub fn new(client: ChainClient, workload: Workload, rng: Rng) -> LoadClient {
+        debug_assert!((0.0..=1.0).contains(&workload.write_ratio) && workload.keys >= 1);
         let next_start = workload.start;
         LoadClient { client, workload, rng, next_start, ops: 0, stats: LoadStats::default(), completions: None }
     }
@@ -54,6 +55,9 @@ impl LoadClient {
         let mut v = [0u8; 16];
         v[..4].copy_from_slice(&(self.client.config.id + 1).to_be_bytes());
         v[4..12].copy_from_slice(&self.ops.to_be_bytes());
+        // Distinct per client and operation, never the initial zero value
+        // (the linearizability checker needs distinct values).
+        debug_assert_ne!(Value(v), Value::ZERO);
         Value(v)
     }
 
@@ -71,6 +75,7 @@ impl LoadClient {
             v.push(c);
         }
         self.next_start = c.finished + self.workload.think;
+        debug_assert!(self.stats.reads + self.stats.writes <= self.ops, "more completions than operations started");
     }
 }
 

@@ -84,7 +84,13 @@ fn load_mode_writes_what_gets_read_back() {
         "--json",
     ]);
     assert!(r["load"]["completed"].as_u64().unwrap() > 20, "{r}");
-    assert!(r["ceiling"]["ops_per_s"].as_f64().unwrap() > 0.0, "{r}");
+    // The generator's ceiling (a bare UDP echo): its rate is its echoes
+    // over its measured time, and its latencies a distribution.
+    let ceiling = &r["ceiling"];
+    let f = |k: &str| ceiling[k].as_f64().unwrap_or_else(|| panic!("no ceiling.{k} in {r}"));
+    assert!(f("completed") >= 1.0, "the ceiling measured no echo: {r}");
+    assert!((f("ops_per_s") - f("completed") / f("measured_s")).abs() <= 1e-6 * f("ops_per_s"), "{r}");
+    assert!(f("p50_us") <= f("p99_us"), "{r}");
     let acked = r["last_acked"].as_object().unwrap();
     assert_eq!(acked.len(), 4, "{r}");
     for (k, v) in acked {
@@ -150,11 +156,28 @@ fn chain_etcd_bench_runs_every_system_and_cleans_up() {
         ("etcd-tmpfs", "get"),
     ] {
         let r = runs.iter().find(|r| r["system"] == system && r["op"] == op).unwrap_or_else(|| panic!("{system} {op}"));
-        assert!(r["ops_per_s"].as_f64().unwrap() > 0.0, "{r}");
+        let us = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("no {k} in {r}"));
+        assert!(us("p50_us") <= us("p99_us") && r["clients"] == 2 && r["rep"] == 0, "{r}");
         assert!(r["git_commit"].as_str().is_some() && r["seed"] == 1, "{r}");
     }
-    let sums = std::fs::read_to_string(out.join("summary.jsonl")).unwrap();
-    assert!(sums.contains("\"ratio_vs_etcd_disk\":"), "{sums}");
+    // With one repetition each median is that run: NetCRAQ's ratios to
+    // etcd and to the generator's ceiling are the runs' rates divided.
+    let ops = |system: &str, op: &str| -> f64 {
+        let r = runs.iter().find(|r| r["system"] == system && r["op"] == op).expect("found above");
+        r["ops_per_s"].as_f64().unwrap()
+    };
+    let sums: Vec<serde_json::Value> = std::fs::read_to_string(out.join("summary.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for op in ["put", "get"] {
+        let s = sums.iter().find(|s| s["system"] == "netcraq" && s["op"] == op).unwrap_or_else(|| panic!("{sums:?}"));
+        let close = |got: &serde_json::Value, want: f64| (got.as_f64().unwrap() - want).abs() <= 1e-6 * want.max(1e-9);
+        assert!(close(&s["ratio_vs_etcd_disk"], ops("netcraq", op) / ops("etcd-disk", op)), "{s}");
+        assert!(close(&s["ratio_vs_etcd_tmpfs"], ops("netcraq", op) / ops("etcd-tmpfs", op)), "{s}");
+        assert!(close(&s["of_ceiling"], ops("netcraq", op) / ops("ceiling", "echo")), "{s}");
+    }
     // The etcd members and their data are gone.
     for d in [&disk, &tmpfs] {
         assert_eq!(std::fs::read_dir(d).unwrap().count(), 0, "{} is empty", d.display());

@@ -80,13 +80,18 @@ fn the_two_edge_switch_tree_commits_behind_both_edges_in_mininet_and_leaves_noth
     ips.dedup();
     assert_eq!(ips.len(), 6, "each host its own address");
     let mut committed = vec![];
+    let mut store_decided = 0;
     for (group, edge) in [("clients0", "edge0"), ("clients1", "edge1")] {
         let host = r.host(group).unwrap_or_else(|| panic!("no host for {group}"));
         assert_eq!(host.upstream, [edge], "{group} sends to {edge}");
         let l = r.loads.iter().find(|l| l.machine == group).unwrap_or_else(|| panic!("no load from {group}"));
         assert_eq!(l.nodes, 4);
         assert!(l.committed > 0, "nothing committed behind {edge}: {l:?}");
+        // Section 3.6: what the store decided for this group climbed through its edge.
+        let forwarded = counter(&r, edge, "forwarded");
+        assert!(forwarded >= l.committed + l.aborts_by_store, "{edge} forwarded {forwarded} for {l:?}");
         committed.push(l.committed);
+        store_decided += l.committed + l.aborts_by_store;
     }
     // Every commit a client saw went through the core to the store in another host.
     let store = counter(&r, "store", "committed");
@@ -95,11 +100,26 @@ fn the_two_edge_switch_tree_commits_behind_both_edges_in_mininet_and_leaves_noth
     let at = |s: &str| aborts.iter().find(|a| a.switch == s).unwrap_or_else(|| panic!("no counters of {s}")).optimistic;
     let (e0, e1) = (at("edge0"), at("edge1"));
     assert!(e0 > 0 && e1 > 0, "each edge aborts optimistically: edge0 {e0}, edge1 {e1}");
-    for edge in ["edge0", "edge1"] {
-        assert!(counter(&r, edge, "forwarded") > 0, "{edge} forwarded to the core");
-        assert_eq!(counter(&r, edge, "live_dropped_no_route"), 0);
+    for switch in ["edge0", "edge1", "core"] {
+        // Section 3.3: a switch forwards a request or answers it itself, exactly once.
+        let answered = ["aborted", "optimistically_aborted", "served_from_cache", "confirmed"]
+            .into_iter()
+            .chain(["refused_duplicate", "refused_stale"])
+            .map(|c| counter(&r, switch, c))
+            .sum::<u64>();
+        let (requests, forwarded) = (counter(&r, switch, "requests"), counter(&r, switch, "forwarded"));
+        assert_eq!(
+            requests,
+            forwarded + answered,
+            "{switch}: {requests} requests, {forwarded} forwarded, {answered} answered"
+        );
+        assert_eq!(counter(&r, switch, "live_dropped_no_route"), 0);
     }
-    assert!(counter(&r, "core", "live_from_downstream") > 0, "the core got requests from the edges");
+    // The core's requests came from the edges, and carried every request the store decided.
+    let core_requests = counter(&r, "core", "requests");
+    assert!(core_requests >= store_decided, "the core saw {core_requests} requests, the store decided {store_decided}");
+    let from_edges = counter(&r, "edge0", "forwarded") + counter(&r, "edge1", "forwarded");
+    assert!(core_requests <= from_edges, "the core saw {core_requests} requests, the edges forwarded {from_edges}");
     assert_eq!(counter(&r, "core", "live_dropped"), 0, "the core takes the edges' shimmed packets");
     let left = leftovers(&r, &file);
     assert!(left.is_empty(), "the Mininet run left things behind:\n{}", left.join("\n"));

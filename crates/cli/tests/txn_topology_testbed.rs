@@ -36,19 +36,35 @@ fn the_two_edge_tree_commits_behind_both_edges_and_the_edges_abort_through_xdp()
     let programs = ["core", "edge0", "edge1"]
         .map(|s| run("ip", &["-n", &format!("innet-t{s}"), "link", "show"]).matches("prog/xdp").count());
     assert_eq!(programs, [3, 2, 2], "the program is on every port of every switch (core: store and two edges)");
-    let group = |g: &str| -> u64 {
+    // `group clients committed committed/s aborts_by_switch aborts_by_store`
+    let group = |g: &str| -> [u64; 3] {
         let line = out.lines().find(|l| l.starts_with(g)).unwrap_or_else(|| panic!("no {g} line in:\n{out}"));
-        line.split_whitespace().nth(2).and_then(|v| v.parse().ok()).expect("committed column")
+        let column = |i: usize| line.split_whitespace().nth(i).and_then(|v| v.parse().ok()).expect("a count");
+        [column(2), column(4), column(5)]
     };
     let switch =
         |s: &str| out.lines().find(|l| l.starts_with(&format!("switch {s} "))).expect("switch line").to_string();
-    let (c0, c1) = (group("clients0 "), group("clients1 "));
+    let ([c0, by_switch0, by_store0], [c1, by_switch1, by_store1]) = (group("clients0 "), group("clients1 "));
     let (e0, e1) =
         (field(&switch("edge0"), "optimistically_aborted"), field(&switch("edge1"), "optimistically_aborted"));
     let core = switch("core");
     assert!(c0 > 0 && c1 > 0, "clients behind both edges commit:\n{out}");
     assert!(e0 > 0 && e1 > 0, "each edge aborts conflicts among its own clients:\n{out}");
-    assert!(field(&core, "learned_replies") > 0, "the core passes the store's replies down:\n{out}");
+    // Section 3.6: a request the store decides climbs the tree, its edge and
+    // then the core forwarding it; the store's replies come back through the
+    // core, which learns each reply it awaits (no read is answered by a
+    // switch here: reads are READ ops, which the switches forward).
+    assert!(field(&switch("edge0"), "forwarded") >= c0 + by_store0, "edge0 forwards its group's requests:\n{out}");
+    assert!(field(&switch("edge1"), "forwarded") >= c1 + by_store1, "edge1 forwards its group's requests:\n{out}");
+    let store_decided = c0 + c1 + by_store0 + by_store1;
+    assert!(field(&core, "forwarded") >= store_decided, "the core forwards both edges' requests:\n{out}");
+    assert!(field(&core, "learned_replies") >= c0 + c1, "the core learns the store's replies it passes down:\n{out}");
+    // Every abort a client was told came from a switch was made by one of them.
+    let switch_aborts: u64 = ["edge0", "edge1", "core"]
+        .map(|s| field(&switch(s), "aborted") + field(&switch(s), "optimistically_aborted"))
+        .iter()
+        .sum();
+    assert!(switch_aborts >= by_switch0 + by_switch1, "clients counted more switch aborts than switches made:\n{out}");
     run(INNET, &["testbed", "down", "--only", "txn-topology"]);
     let left = wait_clean();
     assert_eq!(left, Vec::<String>::new(), "down left things behind");

@@ -103,6 +103,7 @@ impl AuthKeys {
         if keys.len() == 2 && keys[0].id == keys[1].id {
             return Err(format!("two keys with id {}: ids must differ", keys[0].id));
         }
+        const _: () = assert!(MAX_KEYS == 2, "the distinct-id check above compares two keys");
         Ok(AuthKeys { keys })
     }
 
@@ -123,24 +124,31 @@ impl AuthKeys {
             let bytes = parse_hex_key(hex).ok_or_else(|| at(format!("key `{hex}` is not 32 hex digits")))?;
             keys.push(Key { id, bytes });
         }
-        AuthKeys::new(keys)
+        let parsed = AuthKeys::new(keys);
+        debug_assert!(parsed.as_ref().is_err() || parsed.as_ref().is_ok_and(|k| k.keys.len() <= MAX_KEYS));
+        parsed
     }
 
     pub fn keys(&self) -> &[Key] {
+        debug_assert!((1..=MAX_KEYS).contains(&self.keys.len()));
         &self.keys
     }
 
     /// The key that seals.
     pub fn sealing(&self) -> Key {
+        debug_assert!((1..=MAX_KEYS).contains(&self.keys.len()), "AuthKeys::new refuses an empty key list");
         self.keys[0]
     }
 
     /// Appends the trailer of `out[start..]` (the message) to `out`.
     pub fn seal_in_place(&self, out: &mut Vec<u8>, start: usize) {
+        debug_assert!(start <= out.len(), "message start {start} past its end {}", out.len());
+        let sealed_len = out.len() + TRAILER_LEN;
         let key = self.sealing();
         let tag = key.tag(&out[start..]);
         out.push(key.id);
         out.extend_from_slice(&tag);
+        debug_assert_eq!(out.len(), sealed_len);
     }
 
     /// `message` with its trailer.
@@ -148,6 +156,7 @@ impl AuthKeys {
         let mut out = Vec::with_capacity(message.len() + TRAILER_LEN);
         out.extend_from_slice(message);
         self.seal_in_place(&mut out, 0);
+        debug_assert_eq!(self.open(&out), Ok(message.len()), "a sealed message must open");
         out
     }
 
@@ -161,6 +170,7 @@ impl AuthKeys {
         let key = self.keys.iter().find(|k| k.id == id).ok_or(AuthError::UnknownKey)?;
         // Not constant-time: a tag is checked once per packet, and a
         // network attacker cannot time one comparison of 8 bytes.
+        debug_assert_eq!(trailer.len(), TRAILER_LEN);
         if key.tag(message)[..] == trailer[1..] {
             Ok(len)
         } else {
@@ -177,6 +187,7 @@ fn parse_hex_key(hex: &str) -> Option<[u8; KEY_LEN]> {
     for (i, b) in out.iter_mut().enumerate() {
         *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
     }
+    debug_assert_eq!(hex.len(), 2 * out.len());
     Some(out)
 }
 

@@ -62,11 +62,13 @@ impl DataPlaneAt {
     pub const ALL: [DataPlaneAt; 3] = [DataPlaneAt::Switch, DataPlaneAt::Process, DataPlaneAt::Xdp];
 
     pub fn name(self) -> &'static str {
-        match self {
+        let name = match self {
             DataPlaneAt::Switch => "switch",
             DataPlaneAt::Process => "process",
             DataPlaneAt::Xdp => "xdp",
-        }
+        };
+        debug_assert!(DataPlaneAt::ALL.contains(&self), "{name} missing from DataPlaneAt::ALL");
+        name
     }
 }
 
@@ -127,6 +129,7 @@ pub struct Node<R> {
 impl<R> Node<R> {
     /// The machine this node runs on: its `machine`, or its own name.
     pub fn machine(&self) -> &str {
+        debug_assert!(self.machine.as_deref() != Some(""), "node '{}' on a machine with no name", self.name);
         self.machine.as_deref().unwrap_or(&self.name)
     }
 
@@ -142,6 +145,7 @@ impl<R> Node<R> {
         }
         v.sort_unstable();
         v.dedup();
+        debug_assert!(v.windows(2).all(|w| w[0] < w[1]), "neighbours sorted and distinct");
         v
     }
 }
@@ -157,13 +161,15 @@ pub struct Link {
 impl Link {
     /// The other end, if `n` is one end.
     pub fn other(&self, n: NodeIx) -> Option<NodeIx> {
-        if self.a == n {
+        let other = if self.a == n {
             Some(self.b)
         } else if self.b == n {
             Some(self.a)
         } else {
             None
-        }
+        };
+        debug_assert!(other != Some(n) || self.a == self.b, "only a link to itself leads back to its end");
+        other
     }
 }
 
@@ -208,7 +214,9 @@ impl<R> Deployment<R> {
             groups: BTreeMap::new(),
             machine: None,
         });
-        self.nodes.len() - 1
+        let ix = self.nodes.len() - 1;
+        debug_assert!(self.nodes[ix].upstream.is_none() && self.nodes[ix].ports.is_empty());
+        ix
     }
 
     /// Links `a` and `b` with a one-way `delay` (replacing an earlier link
@@ -216,47 +224,63 @@ impl<R> Deployment<R> {
     pub fn link(&mut self, a: NodeIx, b: NodeIx, delay: Duration) {
         self.links.retain(|l| l.other(a) != Some(b));
         self.links.push(Link { a, b, delay });
+        debug_assert_eq!(self.links.iter().filter(|l| l.other(a) == Some(b)).count(), 1, "one link per pair");
     }
 
     pub fn set_upstream(&mut self, node: NodeIx, upstream: NodeIx) {
         self.nodes[node].upstream = Some(upstream);
+        debug_assert!(self.nodes[node].neighbours().contains(&upstream));
     }
 
     pub fn set_port(&mut self, node: NodeIx, port: u16, to: NodeIx) {
         self.nodes[node].ports.insert(port, to);
+        debug_assert_eq!(self.nodes[node].ports.get(&port), Some(&to));
     }
 
     pub fn set_group(&mut self, node: NodeIx, group: u16, members: Vec<Member<NodeIx>>) {
         self.nodes[node].groups.insert(group, members);
+        debug_assert!(self.nodes[node].groups.contains_key(&group));
     }
 
     /// The node named `name`.
     pub fn find(&self, name: &str) -> Option<NodeIx> {
-        self.nodes.iter().position(|n| n.name == name)
+        let found = self.nodes.iter().position(|n| n.name == name);
+        debug_assert!(found.is_none_or(|i| self.nodes[i].name == name));
+        found
     }
 
     pub fn names(&self) -> Vec<&str> {
-        self.nodes.iter().map(|n| n.name.as_str()).collect()
+        let names: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
+        debug_assert_eq!(names.len(), self.nodes.len());
+        names
     }
 
     /// Indexes of the nodes whose role passes `f`.
     pub fn with_role(&self, f: impl Fn(&R) -> bool) -> Vec<NodeIx> {
-        (0..self.nodes.len()).filter(|&i| f(&self.nodes[i].role)).collect()
+        let found: Vec<NodeIx> = (0..self.nodes.len()).filter(|&i| f(&self.nodes[i].role)).collect();
+        debug_assert!(found.windows(2).all(|w| w[0] < w[1]), "indexes in node order");
+        found
     }
 
     /// The link between `a` and `b`, if any.
     pub fn link_between(&self, a: NodeIx, b: NodeIx) -> Option<&Link> {
-        self.links.iter().find(|l| l.other(a) == Some(b))
+        let link = self.links.iter().find(|l| l.other(a) == Some(b));
+        debug_assert!(link.is_none_or(|l| (l.a, l.b) == (a, b) || (l.a, l.b) == (b, a)));
+        link
     }
 
     /// The one-way delay from `a` to `b`: their link's, else the fabric's.
     pub fn delay(&self, a: NodeIx, b: NodeIx) -> Option<Duration> {
-        self.link_between(a, b).map(|l| l.delay).or(self.fabric)
+        let delay = self.link_between(a, b).map(|l| l.delay).or(self.fabric);
+        debug_assert!(delay.is_some() || self.fabric.is_none(), "a fabric reaches every pair");
+        delay
     }
 
     /// Nodes whose upstream is `n` (a switch's downstream neighbours).
     pub fn downstream_of(&self, n: NodeIx) -> Vec<NodeIx> {
-        (0..self.nodes.len()).filter(|&i| self.nodes[i].upstream == Some(n)).collect()
+        let below: Vec<NodeIx> = (0..self.nodes.len()).filter(|&i| self.nodes[i].upstream == Some(n)).collect();
+        debug_assert!(!below.contains(&n) || self.nodes[n].upstream == Some(n));
+        below
     }
 
     /// The machines, in order of first appearance, with their nodes.
@@ -268,6 +292,11 @@ impl<R> Deployment<R> {
                 None => out.push((n.machine().to_string(), vec![i])),
             }
         }
+        debug_assert_eq!(
+            out.iter().map(|(_, v)| v.len()).sum::<usize>(),
+            self.nodes.len(),
+            "every node on one machine"
+        );
         out
     }
 
@@ -319,6 +348,7 @@ impl<R> Deployment<R> {
                 }
             }
         }
+        debug_assert!(self.links.iter().all(|l| l.a < n && l.b < n && l.a != l.b));
         self.check_upstream_acyclic()
     }
 
@@ -337,6 +367,7 @@ impl<R> Deployment<R> {
                     )));
                 }
                 seen.push(up);
+                debug_assert!(seen.len() <= self.nodes.len(), "a path longer than the deployment without a cycle");
                 at = up;
             }
         }

@@ -31,6 +31,7 @@ pub struct Time(pub u64);
 impl Time {
     pub const ZERO: Time = Time(0);
     pub fn from_secs_f64(s: f64) -> Time {
+        debug_assert!(s.is_finite() && s >= 0.0, "a time of {s} s");
         Time((s * 1e9).round() as u64)
     }
     pub fn as_secs_f64(self) -> f64 {
@@ -41,7 +42,9 @@ impl Time {
     }
     /// Time elapsed since `earlier` (zero if `earlier` is later).
     pub fn since(self, earlier: Time) -> Duration {
-        Duration::from_nanos(self.0.saturating_sub(earlier.0))
+        let elapsed = Duration::from_nanos(self.0.saturating_sub(earlier.0));
+        debug_assert!(earlier > self || earlier + elapsed == self);
+        elapsed
     }
 }
 
@@ -78,9 +81,11 @@ impl Outbox {
         Outbox::default()
     }
     pub fn send(&mut self, dest: Dest, bytes: Vec<u8>) {
+        debug_assert!(!bytes.is_empty(), "an empty packet queued for {dest:?}");
         self.sends.push((dest, bytes));
     }
     pub fn drain(&mut self) -> std::vec::Drain<'_, (Dest, Vec<u8>)> {
+        debug_assert!(self.sends.iter().all(|(_, bytes)| !bytes.is_empty()));
         self.sends.drain(..)
     }
     pub fn is_empty(&self) -> bool {
@@ -99,6 +104,7 @@ impl Peer {
     pub fn node(id: usize) -> Peer {
         let mut b = [0u8; 18];
         b[..8].copy_from_slice(&(id as u64).to_be_bytes());
+        debug_assert_eq!(u64::from_be_bytes(b[..8].try_into().expect("8 bytes")), id as u64);
         Peer(b)
     }
 }
@@ -257,6 +263,7 @@ impl<A: Copy + PartialEq> ReversePath<A> {
     /// Whether a request of `flow` from `from` may pass: the flow is not
     /// bound, or bound to `from`.
     pub fn admits(&self, flow: u32, from: A) -> bool {
+        debug_assert_eq!(self.map.len(), self.by_use.len(), "a flow without its last use, or the reverse");
         self.map.get(&flow).is_none_or(|(a, _)| *a == from)
     }
     /// A request of `flow` from `from` went upstream: binds the flow to
@@ -280,15 +287,21 @@ impl<A: Copy + PartialEq> ReversePath<A> {
             }
         }
         self.by_use.insert(clock, flow);
+        debug_assert!(self.map.len() <= self.capacity, "{} flows bound, bound {}", self.map.len(), self.capacity);
+        debug_assert_eq!(self.map.len(), self.by_use.len(), "a flow without its last use, or the reverse");
+        debug_assert!(self.map.contains_key(&flow), "flow {flow} not bound after learn");
     }
     pub fn lookup(&self, flow: u32) -> Option<A> {
+        debug_assert_eq!(self.map.len(), self.by_use.len(), "a flow without its last use, or the reverse");
         self.map.get(&flow).map(|(a, _)| *a)
     }
     /// Flows bound now.
     pub fn len(&self) -> usize {
+        debug_assert!(self.map.len() <= self.capacity);
         self.map.len()
     }
     pub fn is_empty(&self) -> bool {
+        debug_assert_eq!(self.map.is_empty(), self.by_use.is_empty(), "a flow without its last use, or the reverse");
         self.map.is_empty()
     }
 }

@@ -18,16 +18,21 @@ impl Rng {
     }
     /// Uniform in [0, 1).
     pub fn f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        let u = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        debug_assert!((0.0..1.0).contains(&u));
+        u
     }
     /// True with probability `p`.
     pub fn chance(&mut self, p: f64) -> bool {
+        debug_assert!(!p.is_nan(), "a probability, not NaN");
         p > 0.0 && self.f64() < p
     }
     /// Uniform in [0, n).
     pub fn below(&mut self, n: u64) -> u64 {
         assert!(n > 0);
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+        let x = ((self.next_u64() as u128 * n as u128) >> 64) as u64;
+        debug_assert!(x < n);
+        x
     }
     /// A new generator whose stream is independent of this one's.
     pub fn fork(&mut self) -> Rng {
@@ -52,12 +57,17 @@ impl Zipf {
             acc += x / total;
             acc
         });
-        Zipf { cdf: cdf.collect() }
+        let zipf = Zipf { cdf: cdf.collect() };
+        debug_assert!(zipf.cdf.windows(2).all(|w| w[0] <= w[1]), "a CDF never decreases");
+        debug_assert_eq!(zipf.cdf.len(), n);
+        zipf
     }
     /// A rank in [0, n): rank 0 is the most popular.
     pub fn sample(&self, rng: &mut Rng) -> usize {
         let u = rng.f64();
-        self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1)
+        let rank = self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1);
+        debug_assert!(rank < self.cdf.len());
+        rank
     }
 }
 

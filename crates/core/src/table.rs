@@ -30,6 +30,7 @@ pub struct SetAssoc<V> {
 /// Multiplicative (Fibonacci) hashing: one multiply and a shift, cheap in a
 /// switch pipeline and in BPF.
 fn set_index(key: u32, set_bits: u32) -> usize {
+    debug_assert!(set_bits < 32, "a table of 2^{set_bits} sets");
     if set_bits == 0 {
         0
     } else {
@@ -42,11 +43,23 @@ impl<V: Copy + Default> SetAssoc<V> {
     pub fn new(capacity: usize) -> Self {
         assert!(capacity >= WAYS && capacity.is_power_of_two(), "table capacity must be a power of two >= {WAYS}");
         let sets = capacity / WAYS;
-        SetAssoc { slots: vec![Slot::default(); capacity], set_bits: sets.trailing_zeros(), clock: 0, evictions: 0 }
+        let table = SetAssoc {
+            slots: vec![Slot::default(); capacity],
+            set_bits: sets.trailing_zeros(),
+            clock: 0,
+            evictions: 0,
+        };
+        debug_assert_eq!(table.sets() * WAYS, capacity);
+        table
     }
 
     pub fn capacity(&self) -> usize {
+        debug_assert_eq!(self.slots.len(), self.sets() * WAYS);
         self.slots.len()
+    }
+
+    fn sets(&self) -> usize {
+        1 << self.set_bits
     }
 
     /// Slots replaced while still valid, since creation.
@@ -56,21 +69,29 @@ impl<V: Copy + Default> SetAssoc<V> {
 
     fn set_range(&self, key: u32) -> std::ops::Range<usize> {
         let base = set_index(key, self.set_bits) * WAYS;
+        debug_assert!(base + WAYS <= self.slots.len(), "set {base} past the table");
         base..base + WAYS
     }
 
+    /// The slot holding `key`: a key is held at most once, in its own set.
     fn find(&self, key: u32) -> Option<usize> {
-        self.set_range(key).find(|&i| self.slots[i].valid && self.slots[i].key == key)
+        let mut held = self.set_range(key).filter(|&i| self.slots[i].valid && self.slots[i].key == key);
+        let i = held.next();
+        debug_assert!(held.next().is_none(), "key {key} held twice in its set");
+        i
     }
 
     /// Looks up without changing recency.
     pub fn peek(&self, key: u32) -> Option<&V> {
-        self.find(key).map(|i| &self.slots[i].value)
+        let i = self.find(key)?;
+        debug_assert_eq!(self.slots[i].key, key, "a slot answered for another key");
+        Some(&self.slots[i].value)
     }
 
     /// Looks up and marks the entry as recently used.
     pub fn get_mut(&mut self, key: u32) -> Option<&mut V> {
         let i = self.find(key)?;
+        debug_assert!(self.slots[i].valid && self.slots[i].key == key, "a slot answered for another key");
         self.clock = self.clock.wrapping_add(1);
         self.slots[i].stamp = self.clock;
         Some(&mut self.slots[i].value)
@@ -88,6 +109,7 @@ impl<V: Copy + Default> SetAssoc<V> {
                 let victim = range.clone().find(|&i| !self.slots[i].valid).unwrap_or_else(|| {
                     range.max_by_key(|&i| clock.wrapping_sub(self.slots[i].stamp)).expect("WAYS > 0")
                 });
+                debug_assert!(self.set_range(key).contains(&victim), "victim outside the key's set");
                 if self.slots[victim].valid {
                     self.evictions += 1;
                 }
@@ -96,6 +118,7 @@ impl<V: Copy + Default> SetAssoc<V> {
             }
         };
         self.slots[i].stamp = self.clock;
+        debug_assert!(self.slots[i].valid && self.slots[i].key == key, "the entry's key must match its slot");
         &mut self.slots[i].value
     }
 
@@ -107,14 +130,20 @@ impl<V: Copy + Default> SetAssoc<V> {
             return Some(i);
         }
         let range = self.set_range(key);
-        range.clone().find(|&i| !self.slots[i].valid).or_else(|| {
-            range.filter(|&i| evictable(&self.slots[i].value)).max_by_key(|&i| clock.wrapping_sub(self.slots[i].stamp))
-        })
+        let slot = range.clone().find(|&i| !self.slots[i].valid).or_else(|| {
+            range
+                .clone()
+                .filter(|&i| evictable(&self.slots[i].value))
+                .max_by_key(|&i| clock.wrapping_sub(self.slots[i].stamp))
+        });
+        debug_assert!(slot.is_none_or(|i| range.contains(&i)), "slot outside the key's set");
+        slot
     }
 
     /// Whether `key` is held or would find a slot that is free or whose
     /// value `evictable` allows replacing (recency unchanged).
     pub fn has_room(&self, key: u32, evictable: impl Fn(&V) -> bool) -> bool {
+        debug_assert!(self.find(key).is_none() || self.slot_for(key, self.clock, &evictable).is_some());
         self.slot_for(key, self.clock, &evictable).is_some()
     }
 
@@ -131,6 +160,7 @@ impl<V: Copy + Default> SetAssoc<V> {
             self.slots[i] = Slot { valid: true, key, stamp: 0, value: V::default() };
         }
         self.slots[i].stamp = self.clock;
+        debug_assert!(self.slots[i].valid && self.slots[i].key == key, "the entry's key must match its slot");
         Some(&mut self.slots[i].value)
     }
 
@@ -138,10 +168,12 @@ impl<V: Copy + Default> SetAssoc<V> {
         if let Some(i) = self.find(key) {
             self.slots[i].valid = false;
         }
+        debug_assert!(self.find(key).is_none(), "key {key} still held after its removal");
     }
 
     /// Valid `(key, value)` pairs in slot order (for tests and map dumps).
     pub fn iter(&self) -> impl Iterator<Item = (u32, &V)> {
+        debug_assert_eq!(self.slots.len(), self.sets() * WAYS);
         self.slots.iter().filter(|s| s.valid).map(|s| (s.key, &s.value))
     }
 

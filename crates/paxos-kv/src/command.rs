@@ -28,6 +28,8 @@ impl Command {
         let mut b = vec![op, key.len() as u8];
         b.extend_from_slice(key);
         b.extend_from_slice(value);
+        debug_assert!(b.len() <= PAYLOAD_MAX, "a command fits one envelope's payload");
+        debug_assert_eq!(Command::decode(&b).as_ref(), Some(self), "a command reads back as written");
         Some(b)
     }
 
@@ -37,6 +39,7 @@ impl Command {
         let (&klen, rest) = rest.split_first()?;
         let key = rest.get(..klen as usize)?.to_vec();
         let value = rest[klen as usize..].to_vec();
+        debug_assert_eq!(key.len() + value.len() + 2, b.len());
         match op {
             1 => Some(Command::Put { key, value }),
             2 if value.is_empty() => Some(Command::Delete { key }),
@@ -49,13 +52,15 @@ impl Command {
     /// over 64 keys, every seventh a delete, every eleventh a get.
     pub fn load(n: u64) -> Command {
         let key = format!("k{}", n % 64).into_bytes();
-        if n % 7 == 0 {
+        let command = if n % 7 == 0 {
             Command::Delete { key }
         } else if n % 11 == 0 {
             Command::Get { key }
         } else {
             Command::Put { key, value: format!("v{n}").into_bytes() }
-        }
+        };
+        debug_assert!(command.encode().is_some(), "load commands fit one payload");
+        command
     }
 }
 

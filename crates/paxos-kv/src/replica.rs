@@ -215,6 +215,7 @@ impl Replica {
             }
         }
         let learner = Learner::resume(config, next, seen);
+        debug_assert_eq!(learner.checkpoint(), next, "the replica resumes after the last instance it applied");
         Ok(Replica {
             learner,
             db,
@@ -235,12 +236,18 @@ impl Replica {
     /// Keeps an [`Answer`] for every command of `proposer` this replica
     /// applies (a client co-located with it), for [`Replica::take_answers`].
     pub fn answer_to(&mut self, proposer: u32) {
+        debug_assert_ne!(proposer, innet_paxos::envelope::NOOP_PROPOSER, "the no-op has no client");
         self.clients.insert(proposer);
     }
 
     /// Answers since the last call, in the order applied.
     pub fn take_answers(&mut self) -> Vec<Answer> {
-        self.answers.drain(..).collect()
+        let answers: Vec<Answer> = self.answers.drain(..).collect();
+        debug_assert!(
+            !self.learner.config().ordered || answers.windows(2).all(|w| w[0].instance <= w[1].instance),
+            "commands are applied in instance order"
+        );
+        answers
     }
 
     /// Keeps a [`NetAnswer`] for every network client's command applied
@@ -270,6 +277,7 @@ impl Replica {
         if ds.is_empty() {
             return;
         }
+        let applied_before = self.applied;
         let mut w = Pending::new();
         for d in &ds {
             let envelope = Envelope::from_value(&d.value);
@@ -298,6 +306,7 @@ impl Replica {
         }
         w.batch.put(Key(META_NEXT.to_vec()), &self.learner.checkpoint().to_be_bytes());
         self.db.write(WriteOptions::new(), &w.batch).expect("leveldb write");
+        debug_assert!(self.applied - applied_before <= ds.len() as u64, "one command per delivery at most");
     }
 
     /// A case-study command ([`Command`]).
@@ -416,12 +425,15 @@ impl Replica {
         // Only the data keys: pieces, client entries and the duplicate
         // filter's keys sort before and after them.
         let from = Key(vec![DATA]);
-        self.db
+        let contents: Vec<(Vec<u8>, Vec<u8>)> = self
+            .db
             .iter(ReadOptions::new())
             .from(&from)
             .take_while(|(k, _)| k.0.first() == Some(&DATA))
             .map(|(k, v)| (k.0[2..].to_vec(), v))
-            .collect()
+            .collect();
+        debug_assert!(contents.windows(2).all(|w| w[0].0 < w[1].0), "keys in order, each once");
+        contents
     }
 
     /// A digest of the contents (FNV-1a over keys and values).

@@ -45,13 +45,16 @@ pub struct AcceptorConfig {
 
 impl AcceptorConfig {
     pub fn new(id: u16, learners: usize) -> AcceptorConfig {
-        AcceptorConfig {
+        const _: () = assert!(ACCEPTOR_SLOTS_DEFAULT.is_power_of_two());
+        let config = AcceptorConfig {
             id,
             slots: ACCEPTOR_SLOTS_DEFAULT,
             learner_group: crate::GROUP_LEARNERS,
             learners,
             trim_quorum: crate::majority(learners),
-        }
+        };
+        debug_assert!(config.trim_quorum <= learners.max(1), "a trim quorum of at most the learners");
+        config
     }
 }
 
@@ -76,7 +79,19 @@ impl TrimFloor {
     }
 
     pub fn floor(&self) -> u32 {
+        debug_assert!(self.holds(), "trim floor {} not reached by {} learners", self.floor, self.quorum);
         self.floor
+    }
+
+    /// Learners configured.
+    pub fn learners(&self) -> usize {
+        debug_assert!((1..=crate::MAX_LEARNERS).contains(&self.learners));
+        self.learners
+    }
+
+    /// The floor's invariant: `quorum` learners have checkpointed it.
+    fn holds(&self) -> bool {
+        self.floor == 0 || self.checkpoints[..self.learners].iter().filter(|&&c| c >= self.floor).count() >= self.quorum
     }
 
     /// Learner `learner` checkpointed every instance below `inst`; false
@@ -86,6 +101,7 @@ impl TrimFloor {
         if learner as usize >= n {
             return false;
         }
+        let floor_before = self.floor;
         let c = &mut self.checkpoints[learner as usize];
         *c = (*c).max(inst);
         // The quorum-th largest report: bounded by MAX_LEARNERS^2 steps.
@@ -96,6 +112,8 @@ impl TrimFloor {
                 self.floor = x;
             }
         }
+        debug_assert!(self.floor >= floor_before, "the trim floor moved back");
+        debug_assert!(self.holds());
         true
     }
 }
@@ -142,6 +160,7 @@ impl Acceptor {
     }
 
     pub fn config(&self) -> &AcceptorConfig {
+        debug_assert_eq!(self.slots.len(), self.config.slots);
         &self.config
     }
 
@@ -150,10 +169,18 @@ impl Acceptor {
         self.trim.floor()
     }
 
+    /// Slot `i`'s invariants: it holds an instance that maps to it, and
+    /// its vote is never from a round above its promise.
+    fn slot_holds(&self, i: usize) -> bool {
+        let s = &self.slots[i];
+        !s.valid || (s.inst as usize & (self.config.slots - 1) == i && s.vrnd <= s.rnd)
+    }
+
     /// The slot for `inst`, taken over if that is allowed; `None` if the
     /// instance was trimmed or lies beyond the ring.
     fn slot_for(&mut self, inst: u32) -> Option<usize> {
         let i = inst as usize & (self.config.slots - 1);
+        debug_assert!(self.slot_holds(i));
         let s = self.slots[i];
         if s.valid && s.inst == inst {
             return Some(i);
@@ -199,6 +226,7 @@ impl DataPlane for Acceptor {
                 }
                 s.rnd = rnd;
                 let (vrnd, value) = (s.vrnd, s.value);
+                debug_assert!(self.slot_holds(i), "a promise never goes below the slot's vote");
                 p.set_msgtype(MsgType::Phase1B);
                 p.set_vrnd(vrnd);
                 p.set_acptid(self.config.id);
@@ -220,9 +248,12 @@ impl DataPlane for Acceptor {
                     self.stats.conflicting += 1;
                     return Verdict::Drop;
                 }
+                let voted_before = (s.vrnd, s.value);
                 s.rnd = rnd;
                 s.vrnd = rnd;
                 s.value = value;
+                debug_assert!(voted_before.0 < rnd || voted_before.1 == value, "two values voted in one round");
+                debug_assert!(self.slot_holds(i));
                 p.set_msgtype(MsgType::Phase2B);
                 p.set_vrnd(rnd);
                 p.set_acptid(self.config.id);
@@ -263,6 +294,7 @@ impl Counters for Acceptor {
 impl TrimFloor {
     /// The latest checkpoint of each of the configured learners.
     pub fn checkpoints(&self) -> &[u32] {
+        debug_assert!(self.holds());
         &self.checkpoints[..self.learners]
     }
 }
@@ -270,10 +302,12 @@ impl TrimFloor {
 impl Acceptor {
     /// The trim registers.
     pub fn trim(&self) -> &TrimFloor {
+        debug_assert!(self.trim.holds());
         &self.trim
     }
     /// Slot `i` of the ring: `(inst, rnd, vrnd, value)` if it holds an instance.
     pub fn slot(&self, i: usize) -> Option<(u32, u16, u16, Value)> {
+        debug_assert!(self.slot_holds(i));
         let s = self.slots[i];
         s.valid.then_some((s.inst, s.rnd, s.vrnd, s.value))
     }

@@ -56,13 +56,15 @@ pub struct BackupConfig {
 
 impl BackupConfig {
     pub fn new(quorum: usize) -> BackupConfig {
-        BackupConfig {
+        let config = BackupConfig {
             quorum,
             heartbeat_interval: Duration::from_millis(10),
             heartbeat_misses: 3,
             timeout: Duration::from_millis(20),
             window: 64,
-        }
+        };
+        debug_assert!(config.window >= 1 && config.heartbeat_misses >= 1 && !config.heartbeat_interval.is_zero());
+        config
     }
 }
 
@@ -119,7 +121,19 @@ impl BackupCoordinator {
 
     /// When the backup took over, if it has.
     pub fn active_since(&self) -> Option<Time> {
+        debug_assert!(self.holds());
         self.active_since
+    }
+
+    /// The backup's invariants: instances in flight within the window and
+    /// below the next one to hand out; requests waiting within the queue's
+    /// bound (plus the few that phase 1 displaced, at most one per
+    /// instance in flight); nothing in flight or waiting before the takeover.
+    fn holds(&self) -> bool {
+        self.slots.len() <= self.config.window
+            && self.slots.keys().next_back().is_none_or(|&i| i < self.next_inst)
+            && self.queue.len() <= QUEUE_MAX + self.config.window
+            && (self.active_since.is_some() || (self.slots.is_empty() && self.queue.is_empty()))
     }
 
     /// Takes over now (also what a control plane calls to force failover).
@@ -130,6 +144,7 @@ impl BackupCoordinator {
         self.active_since = Some(now);
         self.announce(now, out);
         self.fill(now, out);
+        debug_assert!(self.holds());
     }
 
     fn announce(&mut self, now: Time, out: &mut Outbox) {
@@ -141,6 +156,8 @@ impl BackupCoordinator {
 
     /// Starts phase 1 for queued requests while the window has room.
     fn fill(&mut self, now: Time, out: &mut Outbox) {
+        debug_assert!(self.active_since.is_some(), "only a backup in charge hands out instances");
+        let next_before = self.next_inst;
         while self.slots.len() < self.config.window {
             // Past every instance seen decided: at the takeover (the old
             // coordinator's), and after it (a coordinator suspected wrongly,
@@ -158,9 +175,12 @@ impl BackupCoordinator {
             let inst = self.next_inst;
             self.next_inst += 1;
             let prepare = Prepare::start(inst, crate::ISSUER_BACKUP, 1, v, now, self.config.timeout, out);
-            self.slots.insert(inst, Slot { prepare, request: Some(v) });
+            let fresh = self.slots.insert(inst, Slot { prepare, request: Some(v) }).is_none();
+            debug_assert!(fresh, "instance {inst} handed out twice");
             self.instances_started += 1;
         }
+        debug_assert!(self.next_inst >= next_before, "the next instance went back");
+        debug_assert!(self.holds());
     }
 }
 

@@ -66,37 +66,7 @@ pub fn check(h: &History) -> Result<Summary, Violation> {
         let mut last_index = 0u8;
         let mut got: HashMap<(u32, u32), usize> = HashMap::new();
         for d in &l.deliveries {
-            // Agreement.
-            match chosen.get(&(d.instance, d.index)) {
-                Some((v, other)) if *v != d.value => {
-                    return Err(Violation(format!(
-                        "agreement: instance {} (value {}) delivered as {:?} by {} and as {:?} by {}",
-                        d.instance, d.index, v, other, d.value, l.name
-                    )))
-                }
-                Some(_) => {}
-                None => {
-                    chosen.insert((d.instance, d.index), (d.value, &l.name));
-                }
-            }
-            // Validity.
-            let e = Envelope::from_value(&d.value).ok_or_else(|| {
-                Violation(format!("validity: {} delivered a non-envelope value {:?}", l.name, d.value))
-            })?;
-            if e.is_noop() != (d.kind == DeliveryKind::Noop) {
-                return Err(Violation(format!("validity: {} mislabelled instance {}", l.name, d.instance)));
-            }
-            if !e.is_noop() {
-                match h.submitted.get(&(e.proposer, e.request)) {
-                    Some(p) if p.as_slice() == e.payload() => {}
-                    _ => {
-                        return Err(Violation(format!(
-                            "validity: {} delivered {:?} in instance {}, which nobody submitted",
-                            l.name, e, d.instance
-                        )))
-                    }
-                }
-            }
+            let e = agreed_and_valid(h, l, d, &mut chosen)?;
             if d.kind == DeliveryKind::Value {
                 *got.entry((e.proposer, e.request)).or_default() += 1;
             }
@@ -115,27 +85,75 @@ pub fn check(h: &History) -> Result<Summary, Violation> {
                 last_index = d.index;
             }
         }
-        // Exactly once.
-        if let Some((k, n)) = got.iter().find(|(_, n)| **n > 1) {
-            return Err(Violation(format!("exactly-once: {} gave {:?} to the application {} times", l.name, k, n)));
-        }
-        if l.complete {
-            if let Some(k) = h.submitted.keys().find(|k| !got.contains_key(k)) {
-                return Err(Violation(format!(
-                    "exactly-once: {} never delivered submitted value {:?} (delivered {} of {})",
-                    l.name,
-                    k,
-                    got.len(),
-                    h.submitted.len()
-                )));
-            }
-        }
+        exactly_once(h, l, &got)?;
         s.values = s.values.max(got.len());
         s.noops += l.deliveries.iter().filter(|d| d.kind == DeliveryKind::Noop).count();
         s.duplicates += l.deliveries.iter().filter(|d| d.kind == DeliveryKind::Duplicate).count();
     }
     s.instances = chosen.keys().filter(|(_, index)| *index == 0).count();
+    debug_assert!(s.values <= h.submitted.len(), "a learner delivered a value nobody submitted");
     Ok(s)
+}
+
+/// Agreement and validity of one delivery: the same value as every other
+/// learner's for its `(instance, index)`, and submitted (or a no-op). The
+/// delivery's envelope.
+fn agreed_and_valid<'a>(
+    h: &History,
+    l: &'a LearnerHistory,
+    d: &Delivery,
+    chosen: &mut HashMap<(u32, u8), (Value, &'a str)>,
+) -> Result<Envelope, Violation> {
+    match chosen.get(&(d.instance, d.index)) {
+        Some((v, other)) if *v != d.value => {
+            return Err(Violation(format!(
+                "agreement: instance {} (value {}) delivered as {:?} by {} and as {:?} by {}",
+                d.instance, d.index, v, other, d.value, l.name
+            )))
+        }
+        Some(_) => {}
+        None => {
+            chosen.insert((d.instance, d.index), (d.value, &l.name));
+        }
+    }
+    let e = Envelope::from_value(&d.value)
+        .ok_or_else(|| Violation(format!("validity: {} delivered a non-envelope value {:?}", l.name, d.value)))?;
+    if e.is_noop() != (d.kind == DeliveryKind::Noop) {
+        return Err(Violation(format!("validity: {} mislabelled instance {}", l.name, d.instance)));
+    }
+    if !e.is_noop() {
+        match h.submitted.get(&(e.proposer, e.request)) {
+            Some(p) if p.as_slice() == e.payload() => {}
+            _ => {
+                return Err(Violation(format!(
+                    "validity: {} delivered {:?} in instance {}, which nobody submitted",
+                    l.name, e, d.instance
+                )))
+            }
+        }
+    }
+    debug_assert!(chosen.get(&(d.instance, d.index)).is_some_and(|(v, _)| *v == d.value));
+    Ok(e)
+}
+
+/// Exactly once: no value given to `l`'s application twice, and (if `l`
+/// was up at the end) every submitted value given.
+fn exactly_once(h: &History, l: &LearnerHistory, got: &HashMap<(u32, u32), usize>) -> Result<(), Violation> {
+    if let Some((k, n)) = got.iter().find(|(_, n)| **n > 1) {
+        return Err(Violation(format!("exactly-once: {} gave {:?} to the application {} times", l.name, k, n)));
+    }
+    if l.complete {
+        if let Some(k) = h.submitted.keys().find(|k| !got.contains_key(k)) {
+            return Err(Violation(format!(
+                "exactly-once: {} never delivered submitted value {:?} (delivered {} of {})",
+                l.name,
+                k,
+                got.len(),
+                h.submitted.len()
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -40,14 +40,16 @@ pub struct CoordinatorConfig {
 
 impl CoordinatorConfig {
     pub fn new(learners: usize) -> CoordinatorConfig {
-        CoordinatorConfig {
+        let config = CoordinatorConfig {
             round: crate::ROUND_INIT,
             first_instance: 0,
             acceptor_group: crate::GROUP_ACCEPTORS,
             slots: crate::acceptor::ACCEPTOR_SLOTS_DEFAULT,
             learners,
             trim_quorum: crate::majority(learners),
-        }
+        };
+        debug_assert!(config.trim_quorum <= learners.max(1), "a trim quorum of at most the learners");
+        config
     }
 }
 
@@ -80,7 +82,15 @@ impl Coordinator {
     }
     /// The instance the next request gets.
     pub fn next_instance(&self) -> u32 {
+        debug_assert!(self.handed_out_in_order());
         self.next
+    }
+
+    /// Instances are handed out one per request, in order, from
+    /// `first_instance`: none twice (what makes round 1 safe without
+    /// phase 1), the counter never back.
+    fn handed_out_in_order(&self) -> bool {
+        u64::from(self.next) == u64::from(self.config.first_instance) + self.requests
     }
 }
 
@@ -107,6 +117,11 @@ impl DataPlane for Coordinator {
                 p.set_acptid(0);
                 self.next += 1;
                 self.requests += 1;
+                debug_assert!(self.handed_out_in_order());
+                debug_assert!(
+                    u64::from(self.next) <= u64::from(self.trim.floor()) + self.config.slots as u64,
+                    "an instance handed out beyond the acceptors' ring"
+                );
                 Verdict::Multicast { group: self.config.acceptor_group }
             }
             MsgType::Heartbeat => {
@@ -121,6 +136,7 @@ impl DataPlane for Coordinator {
                 self.trims += 1;
                 p.set_msgtype(MsgType::Window);
                 p.set_inst(self.next);
+                debug_assert!(self.handed_out_in_order());
                 Verdict::Reflect
             }
             _ => {
@@ -147,6 +163,7 @@ impl Counters for Coordinator {
 /// Read-only view of the trim registers, for the XDP differential test.
 impl Coordinator {
     pub fn trim(&self) -> &TrimFloor {
+        debug_assert!(self.trim.learners() == self.config.learners);
         &self.trim
     }
 }

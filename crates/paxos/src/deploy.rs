@@ -144,12 +144,15 @@ pub fn deployment(shape: PaxosShape, fabric: Duration) -> PaxosDeployment {
         add(&mut d, format!("proposer{i}"), PaxosRole::Proposer { index: i as u16 });
     }
     wire(&mut d, shape.origin_votes);
+    debug_assert_eq!(d.nodes.len(), 2 + shape.acceptors + shape.learners + shape.proposers);
     d
 }
 
 /// Adds a node of `role` with empty tables; [`wire`] fills them.
 pub fn add(d: &mut PaxosDeployment, name: impl Into<String>, role: PaxosRole) -> NodeIx {
-    d.add(name, role, role.shape())
+    let ix = d.add(name, role, role.shape());
+    debug_assert_eq!(d.nodes[ix].shape, role.shape(), "a node's shape follows from its role");
+    ix
 }
 
 /// Writes every node's ports and groups from the roles present (see the
@@ -194,6 +197,10 @@ pub fn wire(d: &mut PaxosDeployment, origin_votes: bool) {
             }
         }
     }
+    debug_assert!(
+        acceptors.iter().all(|&a| d.nodes[a].groups.get(&GROUP_LEARNERS).is_some_and(|g| g.len() == voters.len())),
+        "every acceptor's votes reach every voter"
+    );
 }
 
 /// The acceptors, in id order.
@@ -203,7 +210,9 @@ pub fn acceptors(d: &PaxosDeployment) -> Vec<NodeIx> {
 
 /// The learners, in id order.
 pub fn learners(d: &PaxosDeployment) -> Vec<NodeIx> {
-    d.with_role(|r| matches!(r, PaxosRole::Learner { .. }))
+    let found = d.with_role(|r| matches!(r, PaxosRole::Learner { .. }));
+    debug_assert!(found.iter().all(|&n| matches!(d.nodes[n].role, PaxosRole::Learner { .. })));
+    found
 }
 
 /// Every role's configuration for a deployment with `acceptors` acceptors
@@ -217,6 +226,7 @@ pub struct Roles {
 
 impl Roles {
     pub fn new(params: PaxosParams, acceptors: usize, learners: usize) -> Roles {
+        debug_assert!(params.pack >= 1, "pack counts client values per instance, at least 1");
         Roles { params, acceptors, learners }
     }
     pub fn of(d: &PaxosDeployment, params: PaxosParams) -> Roles {
@@ -224,31 +234,39 @@ impl Roles {
     }
     /// Votes a value needs: a majority of the acceptors.
     pub fn quorum(&self) -> usize {
-        majority(self.acceptors)
+        let q = majority(self.acceptors);
+        debug_assert!(q <= self.acceptors.max(1), "a quorum of at most the acceptors");
+        q
     }
     pub fn trim_quorum(&self) -> usize {
         trim_quorum(self.params.trim_quorum, self.learners)
     }
     pub fn coordinator(&self) -> CoordinatorConfig {
-        CoordinatorConfig {
+        let c = CoordinatorConfig {
             slots: self.params.slots,
             trim_quorum: self.trim_quorum(),
             ..CoordinatorConfig::new(self.learners)
-        }
+        };
+        debug_assert_eq!(c.slots, self.acceptor(0).slots, "the coordinator hands out instances within the rings");
+        c
     }
     pub fn acceptor(&self, id: u16) -> AcceptorConfig {
-        AcceptorConfig {
+        let a = AcceptorConfig {
             slots: self.params.slots,
             trim_quorum: self.trim_quorum(),
             ..AcceptorConfig::new(id, self.learners)
-        }
+        };
+        debug_assert_eq!(a.learners, self.learners);
+        a
     }
     pub fn backup(&self) -> BackupConfig {
-        BackupConfig {
+        let b = BackupConfig {
             heartbeat_interval: self.params.heartbeat,
             timeout: self.params.gap_timeout,
             ..BackupConfig::new(self.quorum())
-        }
+        };
+        debug_assert_eq!(b.quorum, self.quorum());
+        b
     }
     pub fn learner(&self, id: u16) -> LearnerConfig {
         let p = &self.params;
@@ -262,10 +280,12 @@ impl Roles {
         }
     }
     pub fn proposer(&self, id: u32) -> ProposerConfig {
-        ProposerConfig {
+        let p = ProposerConfig {
             pack: self.params.pack,
             ..ProposerConfig::new(id, self.quorum(), self.params.proposer_timeout)
-        }
+        };
+        debug_assert_eq!(p.quorum, self.learner(0).quorum, "proposers and learners count the same quorum");
+        p
     }
 }
 
@@ -320,6 +340,7 @@ pub fn validate(d: &PaxosDeployment) -> Result<(), DeployError> {
             return err(format!("{what} ids must be 0..{} without gaps or repeats; got {ids:?}", ids.len()));
         }
     }
+    debug_assert_eq!(d.with_role(|r| *r == PaxosRole::Coordinator).len(), 1);
     Ok(())
 }
 

@@ -64,7 +64,9 @@ pub const fn proposer_block(id: u32) -> u16 {
 pub fn proposer_id(index: usize, incarnation: u32) -> u32 {
     assert!(index < PROPOSERS_MAX, "proposer {index}: a deployment has at most {PROPOSERS_MAX}");
     assert!(incarnation < INCARNATIONS, "incarnation {incarnation} beyond {INCARNATIONS}");
-    ((index as u32 + 1) << PROPOSER_INCARNATION_BITS) | incarnation
+    let id = ((index as u32 + 1) << PROPOSER_INCARNATION_BITS) | incarnation;
+    debug_assert!(proposer_block(id) as usize == index + 1 && proposer_block(id) != OUTSIDE_BLOCK);
+    id
 }
 
 /// The proposer id of a REQUEST's (or any message's) value, if it is an
@@ -74,7 +76,9 @@ pub fn proposer_of_packet(packet: &[u8]) -> Option<u32> {
     use innet_wire::paxos::offset;
     let word = |at: usize| Some(u32::from_be_bytes(packet.get(at..at + 4)?.try_into().ok()?));
     (word(offset::VALUE_LEN)? >= ENVELOPE_HEADER_LEN as u32).then_some(())?;
-    word(offset::VALUE)
+    let proposer = word(offset::VALUE);
+    debug_assert!(proposer.is_none() || packet.len() >= offset::VALUE + 4);
+    proposer
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -93,19 +97,25 @@ impl Envelope {
         }
         let mut p = [0u8; PAYLOAD_MAX];
         p[..payload.len()].copy_from_slice(payload);
-        Some(Envelope { proposer, request, payload_len: payload.len() as u8, payload: p })
+        let e = Envelope { proposer, request, payload_len: payload.len() as u8, payload: p };
+        debug_assert_eq!(e.payload(), payload);
+        Some(e)
     }
 
     /// The no-op carrying the application's no-op bytes.
     pub fn noop(payload: &[u8]) -> Option<Envelope> {
-        Envelope::new(NOOP_PROPOSER, 0, payload)
+        let e = Envelope::new(NOOP_PROPOSER, 0, payload);
+        debug_assert!(e.is_none_or(|e| e.is_noop()));
+        e
     }
 
     pub fn is_noop(&self) -> bool {
+        debug_assert!(self.payload_len as usize <= PAYLOAD_MAX);
         self.proposer == NOOP_PROPOSER
     }
 
     pub fn payload(&self) -> &[u8] {
+        debug_assert!(self.payload_len as usize <= PAYLOAD_MAX, "Envelope::new bounds the payload");
         &self.payload[..self.payload_len as usize]
     }
 
@@ -114,7 +124,9 @@ impl Envelope {
         b[0..4].copy_from_slice(&self.proposer.to_be_bytes());
         b[4..8].copy_from_slice(&self.request.to_be_bytes());
         b[8..8 + self.payload_len as usize].copy_from_slice(self.payload());
-        Value::new(&b[..ENVELOPE_HEADER_LEN + self.payload_len as usize]).expect("fits by construction")
+        let v = Value::new(&b[..ENVELOPE_HEADER_LEN + self.payload_len as usize]).expect("fits by construction");
+        debug_assert_eq!(Envelope::from_value(&v).as_ref(), Some(self), "an envelope reads back as written");
+        v
     }
 
     /// `None` for values no proposer library wrote (shorter than the header).
@@ -125,6 +137,8 @@ impl Envelope {
         }
         let proposer = u32::from_be_bytes(s[0..4].try_into().expect("sized"));
         let request = u32::from_be_bytes(s[4..8].try_into().expect("sized"));
+        // A value holds at most VALUE_LEN bytes: its payload always fits.
+        const _: () = assert!(ENVELOPE_HEADER_LEN + PAYLOAD_MAX == VALUE_LEN);
         Envelope::new(proposer, request, &s[ENVELOPE_HEADER_LEN..])
     }
 }
@@ -151,6 +165,7 @@ impl PackBuilder {
 
     /// Whether an entry of `payload_len` bytes still fits.
     pub fn fits(&self, payload_len: usize) -> bool {
+        debug_assert!(self.len <= VALUE_LEN && self.count <= PACK_MAX);
         self.len + PACK_ENTRY_HEADER_LEN + payload_len <= VALUE_LEN
             && self.first_request as u64 + (self.count as u64) < REQUEST_MAX as u64
     }
@@ -165,25 +180,34 @@ impl PackBuilder {
         self.bytes[self.len + 1..self.len + 1 + payload.len()].copy_from_slice(payload);
         self.len += PACK_ENTRY_HEADER_LEN + payload.len();
         self.count += 1;
+        debug_assert!(self.len <= VALUE_LEN && self.count <= PACK_MAX, "a pack past its value");
         true
     }
 
     pub fn count(&self) -> usize {
+        debug_assert!(self.count <= PACK_MAX);
         self.count
     }
 
     pub fn proposer(&self) -> u32 {
+        debug_assert_ne!(self.proposer, NOOP_PROPOSER);
         self.proposer
     }
 
     pub fn first_request(&self) -> u32 {
+        debug_assert!(self.first_request < REQUEST_MAX);
         self.first_request
     }
 
     /// The value (at least one entry must have been pushed).
     pub fn to_value(&self) -> Value {
         assert!(self.count >= 1, "a packed value holds at least one entry");
-        Value::new(&self.bytes[..self.len]).expect("fits by construction")
+        let v = Value::new(&self.bytes[..self.len]).expect("fits by construction");
+        debug_assert!(
+            matches!(Contents::of(&v), Contents::Packed(es) if es.len() == self.count),
+            "a pack reads back with its entries"
+        );
+        v
     }
 }
 
@@ -234,12 +258,14 @@ impl Contents {
         if entries.is_empty() {
             return Contents::Malformed;
         }
+        debug_assert!(entries.len() <= PACK_MAX && entries.iter().all(|x| x.proposer == e.proposer));
         Contents::Packed(entries)
     }
 
     /// `(proposer, first request, how many)` of a client-value carrying
     /// value: what a proposer matches its outstanding requests against.
     pub fn requests(&self) -> Option<(u32, u32, usize)> {
+        debug_assert!(!matches!(self, Contents::Packed(es) if es.is_empty()), "Contents::of refuses an empty pack");
         match self {
             Contents::Single(e) if !e.is_noop() => Some((e.proposer, e.request, 1)),
             Contents::Packed(es) => Some((es[0].proposer, es[0].request, es.len())),

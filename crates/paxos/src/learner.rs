@@ -95,7 +95,7 @@ pub struct LearnerConfig {
 
 impl LearnerConfig {
     pub fn new(id: u16, quorum: usize) -> LearnerConfig {
-        LearnerConfig {
+        let config = LearnerConfig {
             id,
             quorum,
             ordered: true,
@@ -105,7 +105,9 @@ impl LearnerConfig {
             trim_interval: Duration::from_millis(20),
             noop: vec![],
             keep_log: false,
-        }
+        };
+        debug_assert!(config.trim_every >= 1 && !config.trim_interval.is_zero());
+        config
     }
 }
 
@@ -177,6 +179,15 @@ impl Seen {
             self.low = first;
         }
     }
+
+    /// Ids above the mark are all above it, the ones it passed below it;
+    /// both sets within their bounds.
+    fn holds(&self) -> bool {
+        self.above.first().is_none_or(|&a| a > self.low)
+            && self.missing.last().is_none_or(|&m| m < self.low)
+            && self.above.len() <= SEEN_AHEAD_MAX
+            && self.missing.len() <= SEEN_MISSING_MAX
+    }
 }
 
 /// The duplicate filter: a [`Seen`] record per proposer id, at most
@@ -209,9 +220,12 @@ impl SeenTable {
         self.by_use.remove(&Self::key(proposer, s));
         s.used = self.uses;
         let (fresh, jumped, given_up) = s.insert(request);
+        debug_assert!(s.holds(), "proposer {proposer}'s duplicate record broke its bounds");
         self.by_use.insert(Self::key(proposer, s));
         stats.dedup_jumped += jumped;
         stats.dedup_given_up += given_up;
+        debug_assert!(self.records.len() <= SEEN_PROPOSERS_MAX, "{} proposer records", self.records.len());
+        debug_assert_eq!(self.records.len(), self.by_use.len(), "one use stamp per proposer record");
         fresh
     }
 }
@@ -318,27 +332,48 @@ impl Learner {
         for (p, r) in applied {
             l.seen.insert(p, r, &mut l.stats);
         }
+        debug_assert!(l.holds() && l.checkpoint() == next);
         l
+    }
+
+    /// The learner's invariants: nothing is held as decided, delivered
+    /// ahead, recovered or asked for below the checkpoint except the
+    /// decisions kept for peers; the checkpoint reported never passes the
+    /// checkpoint; decided values kept within [`DECIDED_KEEP`].
+    fn holds(&self) -> bool {
+        self.delivered_ahead.first().is_none_or(|&i| i > self.next)
+            && self.asked.first().is_none_or(|&i| i >= self.next)
+            && self.recoveries.keys().all(|&i| !self.is_decided(i))
+            && self.trim_sent <= self.next
+            && self.decided.first_key_value().is_none_or(|(&k, _)| k >= self.next.saturating_sub(DECIDED_KEEP))
     }
 
     /// First instance not yet delivered (every one below it is).
     pub fn checkpoint(&self) -> u32 {
+        debug_assert!(self.config.ordered || !self.delivered_ahead.contains(&self.next));
         self.next
     }
 
     pub fn config(&self) -> &LearnerConfig {
+        debug_assert!((self.config.id as usize) < crate::MAX_LEARNERS);
         &self.config
     }
 
     /// Deliveries since the last call, in delivery order.
     pub fn take_deliveries(&mut self) -> Vec<Delivery> {
-        self.deliveries.drain(..).collect()
+        let taken: Vec<Delivery> = self.deliveries.drain(..).collect();
+        debug_assert!(
+            !self.config.ordered || taken.windows(2).all(|w| w[0].instance <= w[1].instance),
+            "ordered delivery goes in instance order"
+        );
+        taken
     }
 
     /// `recover(instance, noop)` (section 3.1): learn what was decided in
     /// `instance` by running phase 1 and 2 with the no-op; the outcome is
     /// delivered like any other decision.
     pub fn recover(&mut self, now: Time, instance: u32, out: &mut Outbox) {
+        debug_assert!(self.config.noop.len() <= crate::envelope::PAYLOAD_MAX);
         let noop = Envelope::noop(&self.config.noop).expect("no-op payload fits").to_value();
         self.recover_value(now, instance, noop, out);
     }
@@ -347,6 +382,7 @@ impl Learner {
     /// (the API's `recover(instance, noop)`). Panics if `noop` is wider than
     /// [`crate::envelope::PAYLOAD_MAX`].
     pub fn recover_with_noop(&mut self, now: Time, instance: u32, noop: &[u8], out: &mut Outbox) {
+        debug_assert!(noop.len() <= crate::envelope::PAYLOAD_MAX, "a no-op of {} bytes", noop.len());
         let noop = Envelope::noop(noop).expect("no-op payload fits").to_value();
         self.recover_value(now, instance, noop, out);
     }
@@ -359,6 +395,7 @@ impl Learner {
         let p = Prepare::start(instance, issuer, 1, noop, now, self.config.recover_timeout, out);
         self.recoveries.insert(instance, p);
         self.stats.recoveries += 1;
+        debug_assert!(self.recoveries.len() as u64 <= self.stats.recoveries);
         // Peers may know it already (and may hold it after acceptors trimmed it).
         self.send_catchup(instance, out);
     }
@@ -386,7 +423,9 @@ impl Learner {
         self.votes.forget(inst);
         self.recoveries.remove(&inst);
         self.asked.remove(&inst);
-        self.decided.insert(inst, value);
+        let next_before = self.next;
+        let first_decision = self.decided.insert(inst, value).is_none();
+        debug_assert!(first_decision, "instance {inst} decided with two values");
         if self.config.ordered {
             while let Some(v) = self.decided.get(&self.next).copied() {
                 self.deliver(self.next, v);
@@ -407,9 +446,13 @@ impl Learner {
         while self.decided.first_key_value().is_some_and(|(k, _)| *k < keep_from) {
             self.decided.pop_first();
         }
+        debug_assert!(self.next >= next_before, "the checkpoint went back");
+        debug_assert!(self.is_decided(inst));
+        debug_assert!(self.holds());
     }
 
     fn deliver(&mut self, instance: u32, value: Value) {
+        debug_assert!(!self.config.ordered || instance == self.next, "ordered delivery skipped an instance");
         match Contents::of(&value) {
             Contents::Packed(entries) => {
                 for (k, e) in entries.iter().enumerate() {
@@ -443,7 +486,9 @@ impl Learner {
     /// Undecided instances in `[next, max_seen]`, at most `limit`.
     fn missing(&self, limit: u32) -> Vec<u32> {
         let Some(max) = self.max_seen else { return vec![] };
-        (self.next..=max).filter(|i| !self.is_decided(*i)).take(limit as usize).collect()
+        let missing: Vec<u32> = (self.next..=max).filter(|i| !self.is_decided(*i)).take(limit as usize).collect();
+        debug_assert!(missing.len() <= limit as usize && missing.first().is_none_or(|&i| i >= self.next));
+        missing
     }
 
     fn send_trim(&mut self, now: Time, out: &mut Outbox) {
@@ -455,6 +500,7 @@ impl Learner {
         out.send(Dest::Port(crate::PORT_COORDINATOR), bytes.clone());
         // The backup answers with its window once it took over.
         out.send(Dest::Port(crate::PORT_BACKUP), bytes);
+        debug_assert!(self.trim_sent <= self.next, "a checkpoint reported went back");
         self.trim_sent = self.next;
         self.next_trim = now + self.config.trim_interval;
     }

@@ -97,15 +97,15 @@ const _: () = assert!(round(0, ISSUER_COORDINATOR) == ROUND_INIT);
 
 /// The majority of `n`.
 pub fn majority(n: usize) -> usize {
-    n / 2 + 1
+    let m = n / 2 + 1;
+    debug_assert!(2 * m > n, "two majorities of {n} intersect");
+    m
 }
 
 /// The trim quorum a deployment uses: `configured`, or (0) a majority of
 /// the learners.
 pub fn trim_quorum(configured: usize, learners: usize) -> usize {
-    if configured == 0 {
-        majority(learners)
-    } else {
-        configured
-    }
+    let quorum = if configured == 0 { majority(learners) } else { configured };
+    debug_assert!(quorum >= 1);
+    quorum
 }

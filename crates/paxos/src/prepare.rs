@@ -51,14 +51,20 @@ impl Prepare {
         let mut p =
             Prepare { inst, issuer, epoch, proposal, promises: vec![], in_phase2: false, deadline: now, attempts: 0 };
         p.send_1a(now, timeout, out);
+        debug_assert!(
+            p.attempts == 1 && p.round() > crate::ROUND_INIT,
+            "phase 1 in a round above the pre-initialised one"
+        );
         p
     }
 
     pub fn round(&self) -> u16 {
+        debug_assert!(self.epoch >= 1);
         crate::round(self.epoch, self.issuer)
     }
 
     pub fn deadline(&self) -> Time {
+        debug_assert!(self.attempts >= 1, "a deadline is set by the first 1A");
         self.deadline
     }
 
@@ -82,6 +88,8 @@ impl Prepare {
             return None;
         }
         self.promises.push((m.acptid, m.vrnd, m.value));
+        // Phase 2 starts at the quorum, after which no promise is taken.
+        debug_assert!(self.promises.len() <= quorum.max(1), "{} promises, quorum {quorum}", self.promises.len());
         if self.promises.len() < quorum {
             return None;
         }
@@ -91,6 +99,7 @@ impl Prepare {
             Some(v) if v != self.proposal => (v, Phase2::Earlier(v)),
             _ => (self.proposal, Phase2::Own),
         };
+        debug_assert!(best.is_none_or(|b| b == value), "phase 2 proposes the highest voted value");
         self.in_phase2 = true;
         let mut a = PaxosMsg::new(MsgType::Phase2A);
         a.inst = self.inst;
@@ -114,13 +123,16 @@ impl Prepare {
             self.deadline = now + timeout;
             return true;
         }
+        let round_before = self.round();
         self.epoch += 1;
         self.send_1a(now, timeout, out);
+        debug_assert!(self.round() > round_before, "no round is used twice");
         true
     }
 
     /// Replaces the proposal (the backup re-queues a displaced request).
     pub fn set_proposal(&mut self, v: Value) {
+        debug_assert!(!self.in_phase2, "a proposal changes only before phase 2 of a round");
         self.proposal = v;
     }
 }

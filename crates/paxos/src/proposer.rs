@@ -39,6 +39,7 @@ pub struct ProposerConfig {
 
 impl ProposerConfig {
     pub fn new(id: u32, quorum: usize, timeout: Duration) -> ProposerConfig {
+        debug_assert!(id != crate::envelope::NOOP_PROPOSER, "proposer id 0 marks the no-op");
         ProposerConfig { id, quorum, timeout, pack: 1 }
     }
 }
@@ -96,11 +97,24 @@ impl Proposer {
         }
     }
 
+    /// The proposer's invariants: `outstanding_values` counts every client
+    /// value sent and not chosen plus those in the open pack; every value
+    /// in flight has a request id below the next one and was sent at least
+    /// once.
+    fn holds(&self) -> bool {
+        let open = self.open.as_ref().map_or(0, |(_, at)| at.len());
+        self.outstanding_values == self.outstanding.values().map(|p| p.submitted_at.len()).sum::<usize>() + open
+            && self.outstanding.keys().next_back().is_none_or(|&r| r < self.next_request)
+            && self.outstanding.values().all(|p| p.attempts >= 1 && !p.submitted_at.is_empty())
+    }
+
     pub fn id(&self) -> u32 {
+        debug_assert_ne!(self.config.id, crate::envelope::NOOP_PROPOSER);
         self.config.id
     }
 
     pub fn config(&self) -> &ProposerConfig {
+        debug_assert!(self.holds());
         &self.config
     }
 
@@ -110,6 +124,7 @@ impl Proposer {
     pub fn set_next_request(&mut self, first: u32) {
         assert!((1..REQUEST_MAX).contains(&first));
         self.next_request = first;
+        debug_assert!(self.holds(), "request ids restart above the ones in flight");
     }
 
     /// Submits `payload` (at most [`crate::envelope::PAYLOAD_MAX`] bytes);
@@ -125,6 +140,7 @@ impl Proposer {
         self.outstanding_values += 1;
         if self.config.pack <= 1 {
             self.start(now, envelope.to_value(), vec![now], out);
+            debug_assert!(self.holds());
             return Some(request);
         }
         if let Some((b, _)) = &self.open {
@@ -139,6 +155,7 @@ impl Proposer {
         if b.count() >= self.config.pack {
             self.flush(now, out);
         }
+        debug_assert!(self.holds());
         Some(request)
     }
 
@@ -150,6 +167,7 @@ impl Proposer {
             Contents::Packed(es) if es.len() == 1 => es[0].to_value(),
             _ => b.to_value(),
         };
+        debug_assert_eq!(Contents::of(&value).requests().map(|r| r.1), Some(b.first_request()));
         self.start(now, value, at, out);
     }
 
@@ -157,7 +175,8 @@ impl Proposer {
         let first = Contents::of(&value).requests().expect("the proposer's own value").1;
         let p = Pending { value, submitted_at, deadline: now + self.config.timeout, attempts: 1 };
         self.send(&p, out);
-        self.outstanding.insert(first, p);
+        let fresh = self.outstanding.insert(first, p).is_none();
+        debug_assert!(fresh, "request {first} sent as two values");
     }
 
     fn send(&self, p: &Pending, out: &mut Outbox) {
@@ -169,17 +188,21 @@ impl Proposer {
 
     /// Client values submitted and not yet chosen.
     pub fn outstanding(&self) -> usize {
+        debug_assert!(self.holds());
         self.outstanding_values
     }
 
     /// Whether requests go to the backup coordinator.
     pub fn uses_backup(&self) -> bool {
+        debug_assert!(self.holds());
         self.to_backup
     }
 
     /// Values chosen since the last call.
     pub fn take_committed(&mut self) -> Vec<Committed> {
-        self.committed.drain(..).collect()
+        let committed: Vec<Committed> = self.committed.drain(..).collect();
+        debug_assert!(committed.iter().all(|c| c.submitted_at <= c.committed_at && c.attempts >= 1));
+        committed
     }
 
     pub fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox) {
@@ -210,6 +233,7 @@ impl Proposer {
                             attempts: p.attempts,
                         });
                     }
+                    debug_assert!(self.holds());
                 }
             }
             MsgType::Takeover if !self.to_backup => {
@@ -239,9 +263,11 @@ impl Proposer {
             let p = p.clone();
             self.send(&p, out);
         }
+        debug_assert!(self.open.is_none() && self.holds(), "a tick sends the open pack");
     }
 
     pub fn next_tick(&self) -> Option<Time> {
+        debug_assert!(self.holds());
         let open = self.open.as_ref().and_then(|(_, at)| at.first().copied());
         self.outstanding.values().map(|p| p.deadline).chain(open).min()
     }

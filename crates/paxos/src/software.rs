@@ -20,7 +20,9 @@ impl<P: DataPlane> SoftwareNode<P> {
 impl<P: DataPlane> Host for SoftwareNode<P> {
     fn on_packet(&mut self, _now: Time, packet: &[u8], out: &mut Outbox) {
         let mut bytes = packet.to_vec();
-        let dest = match self.program.process(&mut bytes) {
+        let verdict = self.program.process(&mut bytes);
+        debug_assert_eq!(bytes.len(), packet.len(), "a program rewrites its packet in place");
+        let dest = match verdict {
             Verdict::Drop => return,
             // A process has no forwarding path: the sender is the origin.
             Verdict::Reflect | Verdict::Origin | Verdict::Downstream { .. } => Dest::Reply,

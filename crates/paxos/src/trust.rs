@@ -76,13 +76,15 @@ impl Kind {
 
 /// The class bit of a node with `role`.
 pub fn class_of(role: PaxosRole) -> u8 {
-    match role {
+    let class = match role {
         PaxosRole::Coordinator => class::COORDINATOR,
         PaxosRole::Acceptor { .. } => class::ACCEPTOR,
         PaxosRole::Backup => class::BACKUP,
         PaxosRole::Learner { .. } => class::LEARNER,
         PaxosRole::Proposer { .. } => class::PROPOSER,
-    }
+    };
+    debug_assert!(class.count_ones() == 1 && class != class::OUTSIDE, "one class bit, never the outsiders'");
+    class
 }
 
 /// The proposer block of deployment nodes that propose nothing: no id is in it.
@@ -90,25 +92,33 @@ pub const NO_BLOCK: u16 = u16::MAX;
 
 /// The proposer block a node with `role` owns ([`crate::envelope::proposer_id`]).
 pub fn block_of(role: PaxosRole) -> u16 {
-    match role {
+    let block = match role {
         PaxosRole::Proposer { index } => index + 1,
         _ => NO_BLOCK,
-    }
+    };
+    debug_assert_ne!(block, OUTSIDE_BLOCK, "the outsiders' block belongs to no node");
+    block
 }
 
 /// What the rules know of a node with `role`.
 pub fn sender_of(role: PaxosRole) -> Sender {
+    debug_assert!(issuer_of(role) == 0 || class_of(role) & (class::COORDINATOR | class::BACKUP | class::LEARNER) != 0);
     Sender { class: class_of(role), issuer: issuer_of(role), proposer: block_of(role) }
 }
 
 /// The round issuer a node with `role` uses (0: it issues no rounds).
 pub fn issuer_of(role: PaxosRole) -> u8 {
-    match role {
+    let issuer = match role {
         PaxosRole::Coordinator => crate::ISSUER_COORDINATOR,
         PaxosRole::Backup => crate::ISSUER_BACKUP,
         PaxosRole::Learner { id } => crate::ISSUER_LEARNER_BASE + id as u8,
         _ => 0,
-    }
+    };
+    debug_assert!(
+        issuer == 0 || matches!(role, PaxosRole::Coordinator | PaxosRole::Backup | PaxosRole::Learner { .. }),
+        "only coordinators and learners issue rounds"
+    );
+    issuer
 }
 
 /// The classes a `kind` role takes `t` from (0: nobody).
@@ -151,6 +161,7 @@ pub enum Reject {
 impl Reject {
     /// The counter name (`untrusted_<type>`, `foreign_round`).
     pub fn name(self) -> &'static str {
+        debug_assert!(self.index() < REJECT_NAMES.len());
         match self {
             Reject::ForeignRound => "foreign_round",
             Reject::ForeignProposer => "foreign_proposer",
@@ -231,6 +242,7 @@ pub fn check(kind: Kind, from: Sender, packet: &[u8]) -> Result<(), Reject> {
     if t == MsgType::Request && proposer_of_packet(packet).is_some_and(|p| proposer_block(p) != from.proposer) {
         return Err(Reject::ForeignProposer);
     }
+    debug_assert!(allowed(kind, t) & from.class != 0);
     Ok(())
 }
 
@@ -244,6 +256,7 @@ pub struct Senders<A> {
 impl<A: Eq + Hash> Senders<A> {
     /// [`check`] for a packet from `from`.
     pub fn check(&self, from: &A, packet: &[u8]) -> Result<(), Reject> {
+        debug_assert!(self.by_addr.values().all(|s| s.class != class::OUTSIDE), "named senders are not outsiders");
         check(self.kind, self.by_addr.get(from).copied().unwrap_or(Sender::OUTSIDE), packet)
     }
 }
@@ -256,7 +269,7 @@ pub fn senders<A: Eq + Hash + Clone>(d: &PaxosDeployment, addrs: &[A], n: NodeIx
         .enumerate()
         .filter(|&(j, _)| j != n)
         .map(|(j, node)| (addrs[j].clone(), sender_of(node.role)))
-        .collect();
+        .collect::<HashMap<A, Sender>>();
     Senders { kind: Kind::of(d.nodes[n].role), by_addr }
 }
 
@@ -273,6 +286,7 @@ pub fn forged(t: MsgType, inst: u32, rnd: u16, payload: &[u8]) -> Vec<u8> {
     m.rnd = rnd;
     m.vrnd = rnd;
     m.value = crate::Envelope::new(FORGED_PROPOSER, 1, payload).expect("a short payload").to_value();
+    debug_assert_eq!(proposer_block(FORGED_PROPOSER), OUTSIDE_BLOCK, "a forged value names no deployment proposer");
     m.encode()
 }
 

@@ -45,6 +45,10 @@ impl Votes {
         }
         // Same round and same value: a round carries one value, but counting
         // the value too keeps a learner safe even if that were ever broken.
+        debug_assert!(
+            votes.iter().filter(|v| v.acceptor == acceptor).count() == 1,
+            "one latest vote per acceptor and instance"
+        );
         let same = votes.iter().filter(|v| v.vrnd == vrnd && v.value == value).count();
         if same >= self.quorum {
             self.pending.remove(&inst);
@@ -53,19 +57,23 @@ impl Votes {
         if self.pending.len() > VOTES_PENDING_MAX {
             self.pending.pop_first();
         }
+        debug_assert!(self.pending.len() <= VOTES_PENDING_MAX);
         None
     }
 
     pub fn forget(&mut self, inst: u32) {
         self.pending.remove(&inst);
+        debug_assert!(!self.pending.contains_key(&inst));
     }
 
     /// Forgets instances whose votes carry a value matching `pred`.
     pub fn forget_where(&mut self, pred: impl Fn(&Value) -> bool) {
         self.pending.retain(|_, vs| !vs.iter().any(|v| pred(&v.value)));
+        debug_assert!(self.pending.values().flatten().all(|v| !pred(&v.value)));
     }
 
     pub fn pending(&self) -> usize {
+        debug_assert!(self.pending.len() <= VOTES_PENDING_MAX);
         self.pending.len()
     }
 }

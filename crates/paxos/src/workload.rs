@@ -57,6 +57,7 @@ impl LoadProposer {
 
     /// Submits `payload(n)` as the `n`th value.
     pub fn with_payload(mut self, payload: fn(u64) -> Vec<u8>) -> LoadProposer {
+        debug_assert!(!self.started && self.counter == 0, "the payload is chosen before the first submission");
         self.payload = payload;
         self
     }
@@ -67,10 +68,12 @@ impl LoadProposer {
             let payload = (self.payload)(self.counter);
             let r = self.proposer.submit(now, &payload, out).expect("short payload");
             if self.record {
-                self.submitted.insert((self.proposer.id(), r), payload);
+                let fresh = self.submitted.insert((self.proposer.id(), r), payload).is_none();
+                debug_assert!(fresh, "request {r} submitted twice");
             }
         }
         self.proposer.flush(now, out);
+        debug_assert!(now >= self.stop || self.proposer.outstanding() >= self.outstanding);
     }
 
     fn collect(&mut self) {
@@ -84,6 +87,8 @@ impl LoadProposer {
             }
             last = Some(c.instance);
         }
+        debug_assert_eq!(self.latencies_ns.len(), self.commit_times_ns.len(), "one latency per commit");
+        debug_assert!(self.instance_times_ns.len() <= self.commit_times_ns.len());
     }
 }
 

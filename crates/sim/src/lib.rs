@@ -80,6 +80,7 @@ pub struct ServiceModel {
 
 impl ServiceModel {
     pub fn cost(&self, len: usize) -> Duration {
+        debug_assert!(self.per_byte_ns >= 0.0 && self.queue_packets > 0, "{self:?}");
         self.per_packet + Duration::from_nanos((self.per_byte_ns * len as f64).round() as u64)
     }
 }
@@ -128,6 +129,48 @@ impl SimNode {
 
 /// Capacity of a switch's reverse-path table in the simulator.
 pub const REVERSE_PATH_SLOTS: usize = 1 << 16;
+
+/// Deliveries a recorded trace keeps ([`Sim::record_trace`]): 32 bytes
+/// each, 32 MiB at most. Past it only [`Sim::trace_hash`] covers the run.
+pub const TRACE_EVENTS_MAX: usize = 1 << 20;
+
+/// One delivery of a recorded trace ([`Sim::record_trace`]): what
+/// [`Sim::trace_hash`] hashes, and the hash after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceEvent {
+    pub at: Time,
+    pub to: NodeId,
+    pub from: NodeId,
+    pub len: usize,
+    /// FNV-1a of the packet's bytes.
+    pub bytes_hash: u64,
+    /// [`Sim::trace_hash`] after this delivery.
+    pub trace: u64,
+}
+
+impl std::fmt::Display for TraceEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "at {} ns node {} got {} bytes (hash {:016x}) from node {}",
+            self.at.as_nanos(),
+            self.to,
+            self.len,
+            self.bytes_hash,
+            self.from
+        )
+    }
+}
+
+/// Where two recorded traces of one seed part (a determinism check that
+/// failed): the first delivery that differs, as both runs saw it. `None`
+/// when the traces agree as far as both go.
+pub fn first_difference(a: &[TraceEvent], b: &[TraceEvent]) -> Option<String> {
+    let i = a.iter().zip(b).position(|(x, y)| x != y).or((a.len() != b.len()).then(|| a.len().min(b.len())))?;
+    let show = |t: &[TraceEvent]| t.get(i).map_or("no delivery (the run ended)".to_string(), |e| e.to_string());
+    debug_assert!(a[..i] == b[..i], "the traces agree before their first difference");
+    Some(format!("delivery #{i} differs: first run {}; second run {}", show(a), show(b)))
+}
 
 enum Role {
     Host { host: Box<dyn SimHost>, next_tick: Option<Time> },
@@ -236,6 +279,8 @@ pub struct Sim {
     now: Time,
     rng: Rng,
     trace: u64,
+    /// Deliveries, when recording ([`Sim::record_trace`]).
+    trace_events: Option<Vec<TraceEvent>>,
     pub stats: NetStats,
     outbox: Outbox,
 }
@@ -262,18 +307,46 @@ impl Sim {
             now: Time::ZERO,
             rng: Rng::new(seed),
             trace: FNV_OFFSET,
+            trace_events: None,
             stats: NetStats::default(),
             outbox: Outbox::new(),
         }
     }
 
+    /// Keeps every delivery from now on (at most [`TRACE_EVENTS_MAX`]), so
+    /// that a determinism check that fails can say where two runs part
+    /// ([`first_difference`]), not only that their hashes differ.
+    pub fn record_trace(&mut self) {
+        debug_assert!(self.stats.delivered == 0, "record from the start, or the traces do not line up");
+        self.trace_events = Some(Vec::new());
+    }
+
+    /// The recorded deliveries (empty unless [`Sim::record_trace`]).
+    pub fn trace_events(&self) -> &[TraceEvent] {
+        let events = self.trace_events.as_deref().unwrap_or(&[]);
+        debug_assert!(events.last().is_none_or(|e| e.trace == self.trace || events.len() == TRACE_EVENTS_MAX));
+        events
+    }
+
     pub fn now(&self) -> Time {
+        debug_assert!(self.queue.peek().is_none_or(|Reverse(e)| e.at >= self.now), "an event in the past");
         self.now
     }
 
     /// A hash of every delivery so far (time, endpoints, bytes).
     pub fn trace_hash(&self) -> u64 {
+        debug_assert!(self.stats.delivered > 0 || self.trace == FNV_OFFSET, "a trace without deliveries");
         self.trace
+    }
+
+    /// Every server's queue within its bound, every node id in range.
+    fn holds(&self) -> bool {
+        let n = self.nodes.len();
+        self.nodes.iter().all(|node| {
+            node.service.is_none_or(|m| node.queued <= m.queue_packets)
+                && node.upstream.is_none_or(|u| u < n)
+                && node.shares_server_of.is_none_or(|s| s < n)
+        })
     }
 
     fn add_node(&mut self, name: &str, role: Role) -> NodeId {
@@ -297,7 +370,9 @@ impl Sim {
     }
 
     pub fn add_host(&mut self, name: &str, host: impl SimHost) -> NodeId {
-        self.add_boxed_host(name, Box::new(host))
+        let id = self.add_boxed_host(name, Box::new(host));
+        debug_assert!(self.is_up(id) && id + 1 == self.nodes.len());
+        id
     }
 
     fn add_boxed_host(&mut self, name: &str, host: Box<dyn SimHost>) -> NodeId {
@@ -310,7 +385,9 @@ impl Sim {
     }
 
     pub fn add_switch(&mut self, name: &str, program: impl SimDataPlane) -> NodeId {
-        self.add_boxed_switch(name, Box::new(program))
+        let id = self.add_boxed_switch(name, Box::new(program));
+        debug_assert!(matches!(self.nodes[id].role, Role::Switch { .. }));
+        id
     }
 
     fn add_boxed_switch(&mut self, name: &str, program: Box<dyn SimDataPlane>) -> NodeId {
@@ -361,11 +438,13 @@ impl Sim {
                 self.set_group(ids[i], group, members);
             }
         }
+        debug_assert_eq!(ids.len(), deployment.nodes.len(), "one simulator node per deployment node");
         ids
     }
 
     /// Connects `a` and `b` both ways.
     pub fn link(&mut self, a: NodeId, b: NodeId, spec: LinkSpec) {
+        debug_assert!(a < self.nodes.len() && b < self.nodes.len(), "a link from node {a} to node {b}");
         self.links.insert((a, b), spec);
         self.links.insert((b, a), spec);
     }
@@ -388,6 +467,7 @@ impl Sim {
     /// Packets `node` receives from `from` arrive as [`Ingress::Peer`]`(peer)`
     /// (a deployment's numbering of its switches).
     pub fn set_peer(&mut self, node: NodeId, from: NodeId, peer: u16) {
+        debug_assert!(from < self.nodes.len() && from != node, "node {node}'s peer {from}");
         self.nodes[node].peers.insert(from, peer);
     }
 
@@ -401,6 +481,7 @@ impl Sim {
             ports.resize(port as usize + 1, None);
         }
         ports[port as usize] = to;
+        debug_assert_eq!(self.port(node, port), to);
     }
 
     /// Multicast group `group` of `node` (replaces any earlier membership).
@@ -411,10 +492,12 @@ impl Sim {
             }
         }
         self.nodes[node].groups.insert(group, members);
+        debug_assert!(self.nodes[node].groups.contains_key(&group));
     }
 
     /// Gives `node` an admission rule (who may send it what).
     pub fn set_admit(&mut self, node: NodeId, admit: Admit) {
+        debug_assert!(node < self.nodes.len());
         self.nodes[node].admit = Some(admit);
     }
 
@@ -422,6 +505,7 @@ impl Sim {
     pub fn set_service(&mut self, node: NodeId, model: ServiceModel) {
         assert!(model.queue_packets > 0, "a queue holds at least one packet");
         self.nodes[node].service = Some(model);
+        debug_assert!(self.holds(), "a service model set under a longer queue");
     }
 
     /// Makes `node` use `owner`'s server: one FIFO queue and one cost model
@@ -431,17 +515,22 @@ impl Sim {
         assert!(self.nodes[owner].service.is_some(), "set_service on {} first", self.name(owner));
         assert!(self.nodes[owner].shares_server_of.is_none(), "{} shares a server itself", self.name(owner));
         self.nodes[node].shares_server_of = (node != owner).then_some(owner);
+        debug_assert!(self.holds());
     }
 
     pub fn name(&self, node: NodeId) -> &str {
+        debug_assert!(node < self.nodes.len(), "node {node} of {}", self.nodes.len());
         &self.nodes[node].name
     }
 
     pub fn node_stats(&self, node: NodeId) -> &NodeStats {
-        &self.nodes[node].stats
+        let s = &self.nodes[node].stats;
+        debug_assert!(s.processed <= s.received, "{} processed more than it received", self.nodes[node].name);
+        s
     }
 
     pub fn is_up(&self, node: NodeId) -> bool {
+        debug_assert!(node < self.nodes.len(), "node {node} of {}", self.nodes.len());
         self.nodes[node].up
     }
 
@@ -457,6 +546,7 @@ impl Sim {
         if let Role::Host { next_tick, .. } = &mut n.role {
             *next_tick = None;
         }
+        debug_assert!(!self.is_up(node) && self.nodes[node].queued == 0);
     }
 
     /// Brings a crashed host back as `host`.
@@ -468,6 +558,7 @@ impl Sim {
         if let Some(t) = next {
             self.schedule_tick(node, t);
         }
+        debug_assert!(self.is_up(node));
     }
 
     /// Brings a crashed switch back running `program`.
@@ -476,10 +567,12 @@ impl Sim {
         let paths = ReversePath::new(REVERSE_PATH_SLOTS);
         self.nodes[node].role = Role::Switch { program: Box::new(program), paths };
         self.nodes[node].up = true;
+        debug_assert!(self.is_up(node) && matches!(self.nodes[node].role, Role::Switch { .. }));
     }
 
     /// The host at `node`, if it is a `T`.
     pub fn host<T: 'static>(&self, node: NodeId) -> Option<&T> {
+        debug_assert!(node < self.nodes.len(), "node {node} of {}", self.nodes.len());
         match &self.nodes[node].role {
             Role::Host { host, .. } => host.as_ref().as_any().downcast_ref(),
             Role::Switch { .. } => None,
@@ -489,6 +582,7 @@ impl Sim {
     /// The host at `node`, mutably (an application calling into its library;
     /// call [`Sim::wake`] after changing what its `next_tick` returns).
     pub fn host_mut<T: 'static>(&mut self, node: NodeId) -> Option<&mut T> {
+        debug_assert!(node < self.nodes.len(), "node {node} of {}", self.nodes.len());
         match &mut self.nodes[node].role {
             Role::Host { host, .. } => host.as_mut().as_any_mut().downcast_mut(),
             Role::Switch { .. } => None,
@@ -504,10 +598,12 @@ impl Sim {
         if let Some(t) = tick {
             self.schedule_tick(node, t);
         }
+        debug_assert!(tick.is_none() || matches!(self.nodes[node].role, Role::Host { next_tick: Some(_), .. }));
     }
 
     /// The switch program at `node`, if it is a `T`.
     pub fn program<T: 'static>(&self, node: NodeId) -> Option<&T> {
+        debug_assert!(node < self.nodes.len(), "node {node} of {}", self.nodes.len());
         match &self.nodes[node].role {
             Role::Switch { program, .. } => program.as_ref().as_any().downcast_ref(),
             Role::Host { .. } => None,
@@ -516,6 +612,7 @@ impl Sim {
 
     /// The switch program at `node`, mutably (a control plane writing its tables).
     pub fn program_mut<T: 'static>(&mut self, node: NodeId) -> Option<&mut T> {
+        debug_assert!(node < self.nodes.len(), "node {node} of {}", self.nodes.len());
         match &mut self.nodes[node].role {
             Role::Switch { program, .. } => program.as_mut().as_any_mut().downcast_mut(),
             Role::Host { .. } => None,
@@ -523,6 +620,7 @@ impl Sim {
     }
 
     fn push(&mut self, at: Time, kind: EventKind) {
+        debug_assert!(at >= self.now, "an event scheduled in the past");
         self.seq += 1;
         self.queue.push(Reverse(Event { at, seq: self.seq, kind }));
     }
@@ -617,6 +715,10 @@ impl Sim {
         self.trace = fnv(self.trace, &self.now.as_nanos().to_le_bytes());
         self.trace = fnv(self.trace, &[to as u8, packet.from as u8]);
         self.trace = fnv(self.trace, &packet.bytes);
+        if let Some(events) = self.trace_events.as_mut().filter(|e| e.len() < TRACE_EVENTS_MAX) {
+            let (len, bytes_hash) = (packet.bytes.len(), fnv(FNV_OFFSET, &packet.bytes));
+            events.push(TraceEvent { at: self.now, to, from: packet.from, len, bytes_hash, trace: self.trace });
+        }
         let now = self.now;
         let node = &mut self.nodes[to];
         if !node.up {
@@ -637,6 +739,7 @@ impl Sim {
                     return;
                 }
                 s.queued += 1;
+                debug_assert!(s.queued <= model.queue_packets);
                 let cost = model.cost(packet.bytes.len());
                 let done = s.busy_until.max(now) + cost;
                 s.busy_until = done;
@@ -684,6 +787,7 @@ impl Sim {
                     return;
                 }
                 let (verdict, len) = program.process_from(&mut bytes, ingress);
+                debug_assert!(len <= bytes.len(), "a program shrinks its packet, never grows it");
                 bytes.truncate(len);
                 match verdict {
                     Verdict::Upstream { flow } => {
@@ -714,6 +818,7 @@ impl Sim {
                 break;
             }
             let Reverse(ev) = self.queue.pop().expect("peeked");
+            debug_assert!(ev.at >= self.now, "time went back from {:?} to {:?}", self.now, ev.at);
             self.now = ev.at;
             self.stats.events += 1;
             match ev.kind {
@@ -745,6 +850,7 @@ impl Sim {
             }
         }
         self.now = self.now.max(end);
+        debug_assert!(self.holds());
     }
 }
 
@@ -806,6 +912,34 @@ mod tests {
         sim.set_upstream(c, s);
         sim.run_until(Time::from_secs_f64(10.0));
         (sim.host::<Pinger>(c).unwrap().received.clone(), sim.trace_hash(), sim.stats.clone())
+    }
+
+    /// A determinism failure names the first delivery where two runs part.
+    #[test]
+    fn two_traces_of_different_runs_part_at_their_first_different_delivery() {
+        let traced = |seed: u64, spec: LinkSpec| {
+            let mut sim = Sim::new(seed);
+            sim.record_trace();
+            let c = sim.add_host("client", Pinger { next: Time::ZERO, sent: 0, received: vec![] });
+            let s = sim.add_host("echo", Echo);
+            sim.link(c, s, spec);
+            sim.set_upstream(c, s);
+            sim.run_until(Time::from_secs_f64(2.0));
+            assert_eq!(sim.trace_events().last().map(|e| e.trace), Some(sim.trace_hash()));
+            sim.trace_events().to_vec()
+        };
+        let spec = LinkSpec { jitter: Duration::from_millis(3), ..LinkSpec::latency(Duration::from_millis(1)) };
+        let (a, b) = (traced(7, spec), traced(7, spec));
+        assert_eq!(a.len(), 200, "100 pings and 100 echoes");
+        assert_eq!(first_difference(&a, &b), None, "one seed, one trace");
+        // Another seed draws other jitter: the first delivery already lands at another time.
+        let c = traced(8, spec);
+        let d = first_difference(&a, &c).expect("the runs part");
+        assert!(d.starts_with("delivery #0 differs: first run at "), "{d}");
+        assert!(d.contains(&a[0].to_string()) && d.contains(&c[0].to_string()), "{d}");
+        // A run cut short parts where it ended.
+        let d = first_difference(&a, &a[..150]).expect("the runs part");
+        assert!(d.starts_with("delivery #150 differs") && d.ends_with("second run no delivery (the run ended)"), "{d}");
     }
 
     #[test]

@@ -46,6 +46,7 @@ fn intersect(a: &Ranges, b: &Ranges) -> Ranges {
             }
         }
     }
+    debug_assert!(out.iter().all(|&(lo, hi)| lo < hi), "half-open ranges, none empty");
     out
 }
 
@@ -73,6 +74,7 @@ impl Replay {
                 out.push((*from, to));
             }
         }
+        debug_assert!(out.iter().all(|&(_, to)| to <= end), "a range past the last commit");
         out
     }
 }
@@ -85,9 +87,32 @@ pub fn check(
 ) -> Result<CheckSummary, Vec<String>> {
     let mut errors = vec![];
     let mut summary = CheckSummary::default();
+    let (r, committed) = replay(decisions, &mut summary, &mut errors);
+    debug_assert_eq!(r.commits, summary.store_commits, "one replayed commit per store commit");
+
+    let replayed: BTreeMap<Key, Value> = r.state.iter().map(|(k, v)| (*k, *v)).collect();
+    if &replayed != final_state {
+        errors.push(format!("final store state {final_state:?} differs from the replay of its commits {replayed:?}"));
+    }
+    for a in attempts {
+        check_attempt(a, &r, &committed, &mut summary, &mut errors);
+    }
+    if errors.is_empty() {
+        Ok(summary)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Rules 1-2: replays the store's decisions from the empty store; the
+/// replay and the decisions that committed, by request.
+fn replay<'a>(
+    decisions: &'a [Decision],
+    summary: &mut CheckSummary,
+    errors: &mut Vec<String>,
+) -> (Replay, HashMap<(u32, i32), &'a Decision>) {
     let mut r = Replay { state: HashMap::new(), versions: HashMap::new(), commits: 0 };
     let mut committed: HashMap<(u32, i32), &Decision> = HashMap::new();
-
     for d in decisions {
         let id = (d.cl_id, d.req_id);
         let stale: Vec<Key> = d.compares.iter().filter(|(k, v)| r.get(*k) != *v).map(|(k, _)| *k).collect();
@@ -111,6 +136,7 @@ pub fn check(
                 for (k, v) in &d.writes {
                     r.state.insert(*k, *v);
                     let vs = r.versions.entry(*k).or_insert_with(|| vec![(0, Value::ZERO)]);
+                    debug_assert!(vs.last().is_some_and(|(from, _)| *from <= r.commits), "versions in commit order");
                     vs.push((r.commits, *v));
                 }
                 if committed.insert(id, d).is_some() {
@@ -126,65 +152,63 @@ pub fn check(
             Status::BadRequest => {}
         }
     }
+    (r, committed)
+}
 
-    let replayed: BTreeMap<Key, Value> = r.state.iter().map(|(k, v)| (*k, *v)).collect();
-    if &replayed != final_state {
-        errors.push(format!("final store state {final_state:?} differs from the replay of its commits {replayed:?}"));
-    }
-
-    for a in attempts {
-        let id = (a.cl_id, a.req_id);
-        let compares: Vec<(Key, Value)> =
-            a.ops.iter().filter(|o| o.kind == OpType::Value).map(|o| (o.key, o.value)).collect();
-        let writes: Vec<(Key, Value)> =
-            a.ops.iter().filter(|o| o.kind == OpType::Write).map(|o| (o.key, o.value)).collect();
-        match &a.result {
-            AttemptResult::Committed { from_switch: false, values } => {
-                summary.client_commits_checked += 1;
-                match committed.get(&id) {
-                    None => errors.push(format!("client was told the store committed {id:?}, the store did not")),
-                    Some(d) => {
-                        if d.compares != compares || d.writes != writes {
-                            errors.push(format!("client's request {id:?} differs from what the store committed"));
-                        }
-                        if &d.reads != values {
-                            errors.push(format!("client got {values:?} for {id:?}, the store returned {:?}", d.reads));
-                        }
+/// Rules 4-6 for one attempt as its client saw it.
+fn check_attempt(
+    a: &Attempt,
+    r: &Replay,
+    committed: &HashMap<(u32, i32), &Decision>,
+    summary: &mut CheckSummary,
+    errors: &mut Vec<String>,
+) {
+    let id = (a.cl_id, a.req_id);
+    let compares: Vec<(Key, Value)> =
+        a.ops.iter().filter(|o| o.kind == OpType::Value).map(|o| (o.key, o.value)).collect();
+    let writes: Vec<(Key, Value)> =
+        a.ops.iter().filter(|o| o.kind == OpType::Write).map(|o| (o.key, o.value)).collect();
+    match &a.result {
+        AttemptResult::Committed { from_switch: false, values } => {
+            summary.client_commits_checked += 1;
+            match committed.get(&id) {
+                None => errors.push(format!("client was told the store committed {id:?}, the store did not")),
+                Some(d) => {
+                    if d.compares != compares || d.writes != writes {
+                        errors.push(format!("client's request {id:?} differs from what the store committed"));
+                    }
+                    if &d.reads != values {
+                        errors.push(format!("client got {values:?} for {id:?}, the store returned {:?}", d.reads));
                     }
                 }
             }
-            AttemptResult::Committed { from_switch: true, values } => {
-                summary.switch_answers_checked += 1;
-                if !writes.is_empty() {
-                    errors.push(format!("a switch answered OK to {id:?}, which writes"));
-                }
-                if committed.contains_key(&id) {
-                    errors.push(format!("{id:?} was answered by a switch and also committed by the store"));
-                }
-                let mut possible: Ranges = vec![(0, r.commits + 1)];
-                for (k, v) in values.iter().chain(compares.iter()) {
-                    possible = intersect(&possible, &r.ranges(*k, *v));
-                }
-                if possible.is_empty() {
-                    errors.push(format!(
-                        "switch answered {id:?} with {values:?}: no point of the commit order held these values"
-                    ));
-                }
-            }
-            AttemptResult::Aborted { from_switch, status, .. } => {
-                summary.client_aborts_checked += 1;
-                if committed.contains_key(&id) {
-                    let by = if *from_switch { "a switch" } else { "the store" };
-                    errors.push(format!("client was told {status:?} by {by} for {id:?}, which the store committed"));
-                }
-            }
-            AttemptResult::BadRequest | AttemptResult::Unknown => {}
         }
-    }
-    if errors.is_empty() {
-        Ok(summary)
-    } else {
-        Err(errors)
+        AttemptResult::Committed { from_switch: true, values } => {
+            summary.switch_answers_checked += 1;
+            if !writes.is_empty() {
+                errors.push(format!("a switch answered OK to {id:?}, which writes"));
+            }
+            if committed.contains_key(&id) {
+                errors.push(format!("{id:?} was answered by a switch and also committed by the store"));
+            }
+            let mut possible: Ranges = vec![(0, r.commits + 1)];
+            for (k, v) in values.iter().chain(compares.iter()) {
+                possible = intersect(&possible, &r.ranges(*k, *v));
+            }
+            if possible.is_empty() {
+                errors.push(format!(
+                    "switch answered {id:?} with {values:?}: no point of the commit order held these values"
+                ));
+            }
+        }
+        AttemptResult::Aborted { from_switch, status, .. } => {
+            summary.client_aborts_checked += 1;
+            if committed.contains_key(&id) {
+                let by = if *from_switch { "a switch" } else { "the store" };
+                errors.push(format!("client was told {status:?} by {by} for {id:?}, which the store committed"));
+            }
+        }
+        AttemptResult::BadRequest | AttemptResult::Unknown => {}
     }
 }
 

@@ -47,7 +47,15 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     pub fn new(cl_id: u32) -> ClientConfig {
-        ClientConfig { cl_id, timeout: Duration::from_secs(1), max_resends: 20, retry_limit: 1000, first_req_id: 1 }
+        let cfg = ClientConfig {
+            cl_id,
+            timeout: Duration::from_secs(1),
+            max_resends: 20,
+            retry_limit: 1000,
+            first_req_id: 1,
+        };
+        debug_assert!(cfg.retry_limit >= 1 && !cfg.timeout.is_zero());
+        cfg
     }
 }
 
@@ -69,11 +77,13 @@ impl TxnCtx<'_> {
             return *v;
         }
         let v = self.known.get(&key).copied().unwrap_or(Value::ZERO);
+        debug_assert!(self.reads.iter().all(|(k, _)| *k != key), "one compare per key read");
         self.reads.push((key, v));
         v
     }
     pub fn write(&mut self, key: Key, value: Value) {
         self.writes.push((key, value));
+        debug_assert_eq!(self.read(key), value, "a transaction reads its own writes");
     }
 }
 
@@ -91,12 +101,15 @@ pub enum Txn {
 
 impl Txn {
     pub fn body(f: impl Fn(&mut TxnCtx<'_>) + Send + Sync + 'static) -> Txn {
-        Txn::Body(Arc::new(f))
+        let txn = Txn::Body(Arc::new(f));
+        debug_assert!(!txn.is_read());
+        txn
     }
     /// Increments the counter at `key` (the microbenchmark's write transaction).
     pub fn increment(key: Key) -> Txn {
         Txn::body(move |t| {
             let n = t.read(key).as_counter().unwrap_or(0);
+            debug_assert!(n < innet_wire::txn::COUNTER_MODULUS, "a counter has 16 digits");
             t.write(key, Value::from_counter(n + 1));
         })
     }
@@ -166,9 +179,11 @@ pub struct Completed {
 
 impl Completed {
     pub fn committed(&self) -> bool {
+        debug_assert!(self.attempts >= 1, "every transaction runs at least once");
         self.gave_up.is_none()
     }
     pub fn latency(&self) -> Duration {
+        debug_assert!(self.started <= self.finished, "a transaction finishes after it starts");
         self.finished.since(self.started)
     }
 }
@@ -232,15 +247,18 @@ impl TxnClient {
     }
 
     pub fn with_history(mut self) -> TxnClient {
+        debug_assert!(self.is_idle(), "recording starts before the first transaction");
         self.history = Some(Vec::new());
         self
     }
 
     pub fn config(&self) -> &ClientConfig {
+        debug_assert!(self.cfg.retry_limit >= 1);
         &self.cfg
     }
 
     pub fn is_idle(&self) -> bool {
+        debug_assert!(self.active.as_ref().is_none_or(|a| a.attempts <= self.cfg.retry_limit));
         self.active.is_none()
     }
 
@@ -270,12 +288,15 @@ impl TxnClient {
             reply_frags: BTreeMap::new(),
         });
         self.attempt(now, out);
+        debug_assert!(self.next_txn_no == no + 1);
         no
     }
 
     /// The next finished transaction, if any.
     pub fn poll(&mut self) -> Option<Completed> {
-        self.completed.pop_front()
+        let done = self.completed.pop_front();
+        debug_assert!(done.as_ref().is_none_or(|c| c.txn_no < self.next_txn_no));
+        done
     }
 
     /// Runs the body (or lists the reads) and sends a new request.
@@ -305,8 +326,15 @@ impl TxnClient {
             self.finish(now, Some(GiveUp::TooLarge), false);
             return;
         }
+        debug_assert!(a.attempts <= self.cfg.retry_limit, "attempt {} past the retry limit", a.attempts);
         self.last_req_id = self.last_req_id.wrapping_add(1);
         let a = self.active.as_mut().expect("still active");
+        debug_assert!(
+            a.attempts == 1 || self.last_req_id.wrapping_sub(a.req_id) > 0,
+            "a request id is never reused: {} after {}",
+            self.last_req_id,
+            a.req_id
+        );
         a.req_id = self.last_req_id;
         a.ops = ops;
         a.sent_at = now;
@@ -316,6 +344,8 @@ impl TxnClient {
 
     fn transmit(&mut self, resend: bool, out: &mut Outbox) {
         let a = self.active.as_ref().expect("transmit needs an active transaction");
+        debug_assert!(!a.ops.is_empty() && a.ops.len() <= innet_wire::txn::MAX_OPS_PER_TXN);
+        debug_assert!(a.resends <= self.cfg.max_resends && resend == (a.resends > 0));
         let mut template = TxnMsg::request(self.cfg.cl_id, a.req_id, vec![]);
         template.flags = Flags(0).with(Flags::STORE_COMMIT, resend);
         // `attempt` sends nothing larger than 255 fragments.
@@ -331,6 +361,7 @@ impl TxnClient {
 
     fn record(&mut self, result: AttemptResult) {
         let a = self.active.as_ref().expect("record needs an active transaction");
+        debug_assert!(a.attempts >= 1 && !a.ops.is_empty(), "an outcome of a request sent");
         if let Some(h) = &mut self.history {
             h.push(Attempt { cl_id: self.cfg.cl_id, req_id: a.req_id, ops: a.ops.clone(), result });
         }
@@ -338,6 +369,7 @@ impl TxnClient {
 
     fn finish(&mut self, now: Time, gave_up: Option<GiveUp>, from_switch: bool) {
         let a = self.active.take().expect("finish needs an active transaction");
+        debug_assert!(a.started <= now && a.attempts <= self.cfg.retry_limit);
         self.completed.push_back(Completed {
             txn_no: a.no,
             is_read: a.txn.is_read(),
@@ -358,44 +390,11 @@ impl TxnClient {
             self.counters.malformed_replies += 1;
             return;
         };
-        if !m.flags.is_response() || m.cl_id != self.cfg.cl_id {
-            self.counters.stale_replies += 1;
+        let Some(ops) = self.reply_ops(&m) else {
             return;
-        }
-        let Some(a) = self.active.as_mut() else {
-            self.counters.stale_replies += 1;
-            return;
-        };
-        if m.req_id != a.req_id {
-            self.counters.stale_replies += 1;
-            return;
-        }
-        // After a resend only the store's answer counts, or a switch's BADREQ:
-        // the switch answered the first copy itself (that answer was lost),
-        // so the store never saw it and it was not executed.
-        if a.resends > 0 && m.flags.from_switch() && m.status != Status::BadRequest {
-            self.counters.ignored_switch_replies += 1;
-            return;
-        }
-        let ops = if m.is_fragmented() {
-            a.reply_frags.insert(m.frag_seq, m.ops.clone());
-            if a.reply_frags.len() < m.frag_cnt as usize {
-                return;
-            }
-            std::mem::take(&mut a.reply_frags).into_values().flatten().collect()
-        } else {
-            m.ops.clone()
         };
         self.counters.replies += 1;
-        let mut values = vec![];
-        for op in &ops {
-            if matches!(op.kind, OpType::Value | OpType::Updated) {
-                self.known.insert(op.key, op.value);
-            }
-            if op.kind == OpType::Value {
-                values.push((op.key, op.value));
-            }
-        }
+        let values = self.learn(&ops);
         let from_switch = m.flags.from_switch();
         match m.status {
             Status::Ok => {
@@ -406,30 +405,83 @@ impl TxnClient {
                 }
                 self.finish(now, None, from_switch);
             }
-            Status::Abort | Status::OptimisticAbort => {
-                self.record(AttemptResult::Aborted { from_switch, status: m.status, values });
-                let a = self.active.as_mut().expect("active");
-                if from_switch {
-                    a.aborts_by_switch += 1;
-                } else {
-                    a.aborts_by_store += 1;
-                }
-                if a.attempts >= self.cfg.retry_limit {
-                    self.finish(now, Some(GiveUp::RetryLimit), from_switch);
-                } else {
-                    self.attempt(now, out);
-                }
-            }
+            Status::Abort | Status::OptimisticAbort => self.aborted(now, m.status, from_switch, values, out),
             Status::BadRequest => {
                 self.record(AttemptResult::BadRequest);
                 let a = self.active.as_ref().expect("active");
                 if a.resends > 0 && from_switch && a.attempts < self.cfg.retry_limit {
-                    // Not executed (see above): run it again, with a new id.
+                    // Not executed (see `reply_ops`): run it again, with a new id.
                     self.attempt(now, out);
                 } else {
                     self.finish(now, Some(GiveUp::BadRequest), from_switch);
                 }
             }
+        }
+    }
+
+    /// The ops of `m` if it answers the active request and counts (whole:
+    /// every fragment in); `None` if it is stale, ignored or incomplete.
+    fn reply_ops(&mut self, m: &TxnMsg) -> Option<Vec<Op>> {
+        if !m.flags.is_response() || m.cl_id != self.cfg.cl_id {
+            self.counters.stale_replies += 1;
+            return None;
+        }
+        let Some(a) = self.active.as_mut() else {
+            self.counters.stale_replies += 1;
+            return None;
+        };
+        if m.req_id != a.req_id {
+            self.counters.stale_replies += 1;
+            return None;
+        }
+        // After a resend only the store's answer counts, or a switch's BADREQ:
+        // the switch answered the first copy itself (that answer was lost),
+        // so the store never saw it and it was not executed.
+        if a.resends > 0 && m.flags.from_switch() && m.status != Status::BadRequest {
+            self.counters.ignored_switch_replies += 1;
+            return None;
+        }
+        if !m.is_fragmented() {
+            return Some(m.ops.clone());
+        }
+        a.reply_frags.insert(m.frag_seq, m.ops.clone());
+        if a.reply_frags.len() < m.frag_cnt as usize {
+            return None;
+        }
+        Some(std::mem::take(&mut a.reply_frags).into_values().flatten().collect())
+    }
+
+    /// Learns the values a reply carries; its VALUE ops.
+    fn learn(&mut self, ops: &[Op]) -> Vec<(Key, Value)> {
+        let mut values = vec![];
+        for op in ops {
+            if matches!(op.kind, OpType::Value | OpType::Updated) {
+                self.known.insert(op.key, op.value);
+            }
+            if op.kind == OpType::Value {
+                values.push((op.key, op.value));
+            }
+        }
+        debug_assert!(values.iter().all(|(k, _)| self.known.contains_key(k)));
+        values
+    }
+
+    /// An abort (with its corrections learned): the body runs again at
+    /// once with a new request id, unless the retry limit is reached.
+    fn aborted(&mut self, now: Time, status: Status, from_switch: bool, values: Vec<(Key, Value)>, out: &mut Outbox) {
+        debug_assert!(status.is_abort());
+        self.record(AttemptResult::Aborted { from_switch, status, values });
+        let a = self.active.as_mut().expect("active");
+        if from_switch {
+            a.aborts_by_switch += 1;
+        } else {
+            a.aborts_by_store += 1;
+        }
+        debug_assert!(a.aborts_by_switch + a.aborts_by_store <= a.attempts, "one abort per attempt at most");
+        if a.attempts >= self.cfg.retry_limit {
+            self.finish(now, Some(GiveUp::RetryLimit), from_switch);
+        } else {
+            self.attempt(now, out);
         }
     }
 }
@@ -458,6 +510,7 @@ impl Host for TxnClient {
         if a.resends < self.cfg.max_resends {
             a.resends += 1;
             a.sent_at = now;
+            debug_assert!(a.resends <= self.cfg.max_resends);
             self.transmit(true, out);
         } else {
             self.record(AttemptResult::Unknown);

@@ -29,7 +29,9 @@ pub struct SwitchSpec {
 
 impl SwitchSpec {
     pub fn new(mode: Mode) -> SwitchSpec {
-        SwitchSpec { mode, cache_slots: CACHE_SLOTS_DEFAULT }
+        let spec = SwitchSpec { mode, cache_slots: CACHE_SLOTS_DEFAULT };
+        debug_assert!(spec.cache_slots.is_power_of_two() && spec.cache_slots >= innet_core::table::WAYS);
+        spec
     }
 }
 
@@ -55,7 +57,9 @@ impl TxnRole {
         }
     }
     pub fn is_client(&self) -> bool {
-        matches!(self, TxnRole::Client)
+        let client = matches!(self, TxnRole::Client);
+        debug_assert!(!client || self.shape() == Shape::Host, "a client is an end host");
+        client
     }
 }
 
@@ -64,7 +68,9 @@ pub type TxnDeployment = Deployment<TxnRole>;
 /// Adds a node of `role` (its shape follows from the role).
 pub fn add(d: &mut TxnDeployment, name: impl Into<String>, role: TxnRole) -> NodeIx {
     let shape = role.shape();
-    d.add(name, role, shape)
+    let ix = d.add(name, role, shape);
+    debug_assert_eq!(d.nodes[ix].shape, d.nodes[ix].role.shape(), "a node's shape follows from its role");
+    ix
 }
 
 /// Adds `count` clients named `{group}.{i}` on machine `group`, each linked
@@ -76,6 +82,7 @@ pub fn add_clients(d: &mut TxnDeployment, group: &str, count: u32, upstream: Nod
             d.nodes[c].machine = Some(group.to_string());
             d.link(c, upstream, delay);
             d.set_upstream(c, upstream);
+            debug_assert!(d.link_between(c, upstream).is_some());
             c
         })
         .collect()
@@ -90,6 +97,7 @@ pub fn single_switch(clients: u32, switch: SwitchSpec, d_cs: Duration, d_ss: Dur
     d.link(sw, store, d_ss);
     d.set_upstream(sw, store);
     add_clients(&mut d, "clients", clients, sw, d_cs);
+    debug_assert!(validate(&d).is_ok(), "Figure 3 is a valid deployment");
     d
 }
 
@@ -116,6 +124,7 @@ pub fn tree(
         d.set_upstream(e, c);
         add_clients(&mut d, &format!("clients{i}"), n, e, d_client_edge);
     }
+    debug_assert!(validate(&d).is_ok(), "Figure 4 is a valid deployment");
     d
 }
 
@@ -133,6 +142,9 @@ pub fn client_ids(d: &TxnDeployment) -> Vec<u32> {
                 0
             }
         })
+        .collect::<Vec<u32>>()
+        .into_iter()
+        .inspect(|_| debug_assert!(d.nodes.len() < u32::MAX as usize))
         .collect()
 }
 
@@ -142,6 +154,8 @@ pub fn path_to_store(d: &TxnDeployment, node: NodeIx) -> Vec<NodeIx> {
     let mut at = node;
     while let Some(up) = d.nodes[at].upstream {
         path.push(up);
+        // `validate` refuses upstream cycles; a path visits each node once.
+        debug_assert!(path.len() <= d.nodes.len(), "an upstream cycle through '{}'", d.nodes[up].name);
         at = up;
     }
     path
@@ -181,6 +195,7 @@ pub fn validate(d: &TxnDeployment) -> Result<(), DeployError> {
             return err(format!("'{}' does not reach the store through its upstreams", n.name));
         }
     }
+    debug_assert!(d.nodes[store].upstream.is_none());
     Ok(())
 }
 

@@ -128,6 +128,7 @@ pub struct MemBackend {
 impl MemBackend {
     /// A backend holding `data` and `clients` (a durable backend's mirror).
     pub fn with_contents(data: BTreeMap<Key, Value>, clients: HashMap<u32, ClientRecord>) -> MemBackend {
+        debug_assert!(clients.values().all(|r| !r.reply.is_empty()), "a record holds the reply it sent");
         MemBackend { data, clients }
     }
     pub fn len(&self) -> usize {
@@ -147,6 +148,7 @@ impl Backend for MemBackend {
             self.data.insert(*k, *v);
         }
         self.clients.insert(cl_id, record.clone());
+        debug_assert!(writes.last().is_none_or(|(k, v)| self.get(*k) == *v), "the last write to a key wins");
         Ok(())
     }
     fn client(&self, cl_id: u32) -> Option<ClientRecord> {
@@ -156,6 +158,7 @@ impl Backend for MemBackend {
         self.data.clear();
         self.clients.clear();
         self.clients.insert(cl_id, record.clone());
+        debug_assert!(self.data.is_empty() && self.clients.len() == 1);
         Ok(())
     }
     fn forget(&mut self, cl_id: u32) -> Result<(), BackendError> {
@@ -200,17 +203,21 @@ impl Decision {
                 b.extend_from_slice(&v.0);
             }
         }
+        debug_assert!(
+            pairs > u16::MAX as usize || Decision::decode(&b).as_ref() == Some(self),
+            "a decision reads back"
+        );
         b
     }
 
     /// The decision [`Decision::encode`] wrote; `None` for other bytes.
-    pub fn decode(b: &[u8]) -> Option<Decision> {
+    pub fn decode(bytes: &[u8]) -> Option<Decision> {
         fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
             let (head, rest) = (b.get(..n)?, b.get(n..)?);
             *b = rest;
             Some(head)
         }
-        let mut b = b;
+        let mut b = bytes;
         let cl_id = u32::from_be_bytes(take(&mut b, 4)?.try_into().ok()?);
         let req_id = i32::from_be_bytes(take(&mut b, 4)?.try_into().ok()?);
         let status = Status::from_u8(*take(&mut b, 1)?.first()?)?;
@@ -224,7 +231,15 @@ impl Decision {
             }
         }
         let [compares, reads, writes] = lists;
-        b.is_empty().then_some(Decision { cl_id, req_id, status, compares, reads, writes })
+        let decision = b.is_empty().then_some(Decision { cl_id, req_id, status, compares, reads, writes });
+        debug_assert!(
+            decision.as_ref().is_none_or(|d| {
+                let pairs = d.compares.len() + d.reads.len() + d.writes.len();
+                bytes.len() == 9 + 6 + pairs * (4 + VALUE_LEN)
+            }),
+            "a decision is its header, three counts and its pairs"
+        );
+        decision
     }
 }
 
@@ -331,6 +346,7 @@ impl CpuMeter {
 pub fn cpu_pct_value(pct: f32) -> Value {
     let mut v = [0u8; VALUE_LEN];
     v[..4].copy_from_slice(&pct.to_bits().to_be_bytes());
+    debug_assert_eq!(f32::from_bits(u32::from_be_bytes(v[..4].try_into().expect("4 bytes"))).to_bits(), pct.to_bits());
     Value(v)
 }
 
@@ -349,6 +365,7 @@ impl Recency {
             self.order.remove(&old);
         }
         self.order.insert(self.clock, cl_id);
+        debug_assert_eq!(self.stamp.len(), self.order.len(), "one recency stamp per client record");
     }
     fn oldest(&self) -> Option<u32> {
         self.order.values().next().copied()
@@ -357,6 +374,7 @@ impl Recency {
         if let Some(old) = self.stamp.remove(&cl_id) {
             self.order.remove(&old);
         }
+        debug_assert_eq!(self.stamp.len(), self.order.len(), "one recency stamp per client record");
     }
 }
 
@@ -399,6 +417,24 @@ impl TxnStore {
             log: None,
             counters: Default::default(),
         }
+        .checked()
+    }
+
+    /// `self`, after asserting the store's invariants (debug builds): one
+    /// recency stamp per client record, the reassembly buffer within its
+    /// bound and indexed once per partial request, every partial request
+    /// holding at most its fragment count.
+    fn checked(self) -> TxnStore {
+        debug_assert!(self.invariants_hold());
+        self
+    }
+
+    fn invariants_hold(&self) -> bool {
+        self.recency.stamp.len() == self.recency.order.len()
+            && self.reassembly.len() == self.reassembly_order.len()
+            && self.reassembly.len() <= REASSEMBLY_SLOTS
+            && self.reassembly.values().all(|p| p.frags.len() < usize::from(p.frag_cnt))
+            && self.client_limit >= 1
     }
 
     pub fn in_memory() -> TxnStore {
@@ -408,7 +444,7 @@ impl TxnStore {
     /// Keeps exactly-once records for at most `limit` (>= 1) clients.
     pub fn with_client_limit(mut self, limit: usize) -> TxnStore {
         self.client_limit = limit.max(1);
-        self
+        self.checked()
     }
 
     /// Honours the `reset` flag: such a request clears every key and every
@@ -416,24 +452,27 @@ impl TxnStore {
     /// Without this it is answered BADREQ.
     pub fn with_allow_reset(mut self, allow: bool) -> TxnStore {
         self.allow_reset = allow;
-        self
+        self.checked()
     }
 
     /// How many clients have a record.
     pub fn client_records(&self) -> usize {
+        debug_assert!(self.invariants_hold());
         self.recency.stamp.len()
     }
 
     pub fn with_log(mut self) -> TxnStore {
         self.log = Some(Vec::new());
-        self
+        self.checked()
     }
 
     pub fn snapshot(&self) -> BTreeMap<Key, Value> {
+        debug_assert!(self.invariants_hold());
         self.backend.snapshot()
     }
 
     pub fn get(&self, key: Key) -> Value {
+        debug_assert!(self.invariants_hold());
         self.backend.get(key)
     }
 
@@ -461,34 +500,8 @@ impl TxnStore {
             (msg.ops.clone(), bytes.len())
         };
         let digest = request_digest(&ops);
-        if let Some(rec) = self.backend.client(msg.cl_id) {
-            if msg.req_id == rec.req_id && (rec.digest == 0 || digest == rec.digest) {
-                let recorded: usize = rec.reply.iter().map(Vec::len).sum();
-                if rec.from.is_some() && self.from.is_some() && rec.from != self.from {
-                    // A replay from elsewhere: the reply would go to whoever
-                    // sent it, and a switch on the way would see it pass.
-                    self.counters.resend_refused_other_sender += 1;
-                    out.send(Dest::Reply, msg.reply(Status::BadRequest, false, vec![]).encode());
-                    return;
-                }
-                if recorded > RESEND_FACTOR * request_bytes {
-                    self.counters.resend_refused_too_large += 1;
-                    out.send(Dest::Reply, msg.reply(Status::BadRequest, false, vec![]).encode());
-                    return;
-                }
-                self.counters.duplicates_answered += 1;
-                for r in rec.reply {
-                    out.send(Dest::Reply, r);
-                }
-                return;
-            }
-            if msg.req_id.wrapping_sub(rec.req_id) <= 0 && !msg.flags.reset() {
-                // Already decided: a late copy (its client has moved on and
-                // ignores this answer) or a reused client id (this tells it).
-                self.counters.stale_rejected += 1;
-                out.send(Dest::Reply, msg.reply(Status::BadRequest, false, vec![]).encode());
-                return;
-            }
+        if self.answered_from_record(&msg, digest, request_bytes, out) {
+            return;
         }
         // A reset is honoured whatever the client's last request id (a
         // reference client resets and then starts its ids at 1 again).
@@ -502,8 +515,62 @@ impl TxnStore {
                 return;
             }
         }
+        self.decide(&msg, &ops, digest, out);
+        debug_assert!(self.invariants_hold());
+    }
+
+    /// Exactly-once: a request the client's record already decided (the
+    /// same id and ops) gets the recorded reply again, to the address that
+    /// sent it and if it is no amplifier; an older id, or the same id with
+    /// other ops, is answered BADREQ. `false`: the request is new (or a
+    /// reset, judged by [`TxnStore::reset`]).
+    fn answered_from_record(&mut self, msg: &TxnMsg, digest: u64, request_bytes: usize, out: &mut Outbox) -> bool {
+        let Some(rec) = self.backend.client(msg.cl_id) else {
+            return false;
+        };
+        if msg.req_id == rec.req_id && (rec.digest == 0 || digest == rec.digest) {
+            let recorded: usize = rec.reply.iter().map(Vec::len).sum();
+            if rec.from.is_some() && self.from.is_some() && rec.from != self.from {
+                // A replay from elsewhere: the reply would go to whoever
+                // sent it, and a switch on the way would see it pass.
+                self.counters.resend_refused_other_sender += 1;
+                out.send(Dest::Reply, msg.reply(Status::BadRequest, false, vec![]).encode());
+                return true;
+            }
+            if recorded > RESEND_FACTOR * request_bytes {
+                self.counters.resend_refused_too_large += 1;
+                out.send(Dest::Reply, msg.reply(Status::BadRequest, false, vec![]).encode());
+                return true;
+            }
+            self.counters.duplicates_answered += 1;
+            debug_assert!(!rec.reply.is_empty(), "a record holds the reply it sent");
+            for r in rec.reply {
+                out.send(Dest::Reply, r);
+            }
+            return true;
+        }
+        if msg.req_id.wrapping_sub(rec.req_id) <= 0 && !msg.flags.reset() {
+            // Already decided: a late copy (its client has moved on and
+            // ignores this answer) or a reused client id (this tells it).
+            self.counters.stale_rejected += 1;
+            out.send(Dest::Reply, msg.reply(Status::BadRequest, false, vec![]).encode());
+            return true;
+        }
+        false
+    }
+
+    /// Algorithm 1 on a new request, its decision and reply committed with
+    /// the client's record in one step, then the reply sent.
+    fn decide(&mut self, msg: &TxnMsg, ops: &[Op], digest: u64, out: &mut Outbox) {
+        let previous = self.backend.client(msg.cl_id).map(|r| r.req_id);
+        debug_assert!(
+            previous.is_none_or(|last| msg.req_id.wrapping_sub(last) > 0),
+            "client {}: request {} decided after {previous:?}: a request id never goes backwards",
+            msg.cl_id,
+            msg.req_id
+        );
         let cpu = if ops.iter().any(|o| o.kind == OpType::CpuPct) { self.cpu.percent(self.now) } else { 0.0 };
-        let (decision, reply_ops) = self.apply(&msg, &ops, cpu);
+        let (decision, reply_ops) = self.apply(msg, ops, cpu);
         let template = msg.reply(decision.status, false, vec![]);
         // A reply has at most one op per request op, so it fits the
         // fragments the request came in; were it not so, BADREQ, not a panic.
@@ -520,6 +587,7 @@ impl TxnStore {
             eprintln!("innet store: backend error, request {}:{} not answered: {e}", msg.cl_id, msg.req_id);
             return;
         }
+        debug_assert_eq!(self.backend.client(msg.cl_id).map(|r| r.req_id), Some(msg.req_id), "the record committed");
         self.recency.touch(msg.cl_id);
         match decision.status {
             Status::Ok => self.counters.committed += 1,
@@ -561,6 +629,7 @@ impl TxnStore {
         self.recency = Recency::default();
         self.recency.touch(msg.cl_id);
         self.counters.resets += 1;
+        debug_assert!(self.recency.stamp.len() == 1 && self.reassembly.is_empty(), "a reset forgets every client");
         out.send(Dest::Reply, reply);
     }
 
@@ -573,6 +642,7 @@ impl TxnStore {
             self.recency.remove(old);
             self.counters.client_records_evicted += 1;
         }
+        debug_assert!(self.recency.stamp.len() < self.client_limit, "no room made for a new client record");
         Ok(())
     }
 
@@ -582,6 +652,7 @@ impl TxnStore {
             self.counters.ignored_short += 1;
             return;
         }
+        debug_assert!(bytes.len() >= HEADER_LEN && TxnMsg::decode(bytes).is_err());
         self.counters.bad_requests += 1;
         let cl_id = u32::from_be_bytes(bytes[1..5].try_into().expect("4 bytes"));
         let req_id = i32::from_be_bytes(bytes[5..9].try_into().expect("4 bytes"));
@@ -610,14 +681,20 @@ impl TxnStore {
             self.reassembly.insert(id, Partial { frag_cnt: msg.frag_cnt, frags: BTreeMap::new(), bytes: 0 });
         }
         let p = self.reassembly.get_mut(&id).expect("inserted above");
+        debug_assert!(
+            msg.is_fragmented() && (1..=p.frag_cnt).contains(&msg.frag_seq),
+            "decode checks fragment numbers"
+        );
         if p.frags.insert(msg.frag_seq, msg.ops.clone()).is_none() {
             p.bytes += len;
         }
+        debug_assert!(p.frags.len() <= p.frag_cnt as usize, "more fragments than the count");
         if p.frags.len() < p.frag_cnt as usize {
             return None;
         }
         let p = self.reassembly.remove(&id).expect("present");
         self.reassembly_order.retain(|x| *x != id);
+        debug_assert_eq!(self.reassembly.len(), self.reassembly_order.len());
         Some((p.frags.into_values().flatten().collect(), p.bytes))
     }
 
@@ -660,6 +737,7 @@ impl TxnStore {
                 }
             }
             d.status = Status::Abort;
+            debug_assert!(corrections.len() <= ops.len(), "one correction per compared or written key at most");
             return (d, corrections);
         }
         let mut reply: Vec<Op> = d.writes.iter().map(|(k, v)| Op::updated(*k, *v)).collect();
@@ -670,6 +748,8 @@ impl TxnStore {
             reply.push(Op::value(k, v));
         }
         reply.extend(cpu_keys.into_iter().map(|k| Op::new(OpType::CpuPct, k, cpu_pct_value(cpu))));
+        debug_assert!(reply.len() <= ops.len(), "a reply has at most one op per request op");
+        debug_assert!(d.compares.iter().all(|(k, v)| self.backend.get(*k) == *v), "a commit's compares all held");
         (d, reply)
     }
 }

@@ -74,6 +74,7 @@ pub const CLIENT_SLOTS_DEFAULT: usize = 1024;
 /// switch answered itself are fewer than this ([`ClientEntry::awaiting`] is
 /// a byte).
 pub const AWAITING_SPAN_MAX: i32 = 255;
+const _: () = assert!(AWAITING_SPAN_MAX <= u8::MAX as i32, "ClientEntry::awaiting is a byte");
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Mode {
@@ -86,6 +87,7 @@ pub enum Mode {
 impl Mode {
     pub const ALL: [Mode; 4] = [Mode::Forward, Mode::ReadCache, Mode::EarlyAbort, Mode::OptimisticAbort];
     pub fn name(self) -> &'static str {
+        debug_assert_eq!(Mode::ALL[self.id() as usize], self, "Mode::ALL in id order");
         match self {
             Mode::Forward => "forward",
             Mode::ReadCache => "read-cache",
@@ -95,6 +97,7 @@ impl Mode {
     }
     /// The number a loader writes into the BPF config map.
     pub fn id(self) -> u8 {
+        debug_assert!((self as usize) < Mode::ALL.len());
         self as u8
     }
 }
@@ -194,6 +197,22 @@ impl SwitchCounters {
     pub fn dropped_malformed_total(&self) -> u64 {
         self.dropped_malformed.iter().sum()
     }
+
+    /// Requests the switch answered itself (the packet reflected).
+    pub fn answered(&self) -> u64 {
+        self.aborted
+            + self.optimistically_aborted
+            + self.served_from_cache
+            + self.confirmed
+            + self.refused_duplicate
+            + self.refused_stale
+    }
+
+    /// Every request (a decoded packet without the response flag) is
+    /// decided exactly once: forwarded, or answered by the switch.
+    pub fn decisions_add_up(&self) -> bool {
+        self.requests == self.forwarded + self.answered()
+    }
 }
 
 impl Counters for SwitchCounters {
@@ -266,27 +285,36 @@ struct OpCheck {
 
 impl TxnSwitch {
     pub fn new(mode: Mode, cache_slots: usize, client_slots: usize) -> TxnSwitch {
-        TxnSwitch {
+        let switch = TxnSwitch {
             mode,
             cache: SetAssoc::new(cache_slots),
             clients: SetAssoc::new(client_slots),
             generation: 0,
             replies_learned: 0,
             counters: SwitchCounters::default(),
-        }
+        };
+        debug_assert!(switch.cache.is_empty() && switch.clients.is_empty());
+        switch
     }
 
     pub fn with_defaults(mode: Mode) -> TxnSwitch {
+        const _: () = assert!(CACHE_SLOTS_DEFAULT.is_power_of_two() && CLIENT_SLOTS_DEFAULT.is_power_of_two());
         TxnSwitch::new(mode, CACHE_SLOTS_DEFAULT, CLIENT_SLOTS_DEFAULT)
     }
 
     pub fn mode(&self) -> Mode {
+        debug_assert!(self.counters.decisions_add_up(), "a request decided twice or never: {:?}", self.counters);
         self.mode
     }
 
     /// The cache entry for `key` if it belongs to the current generation.
     pub fn cached(&self, key: u32) -> Option<&CacheEntry> {
-        self.cache.peek(key).filter(|e| e.generation == self.generation)
+        let e = self.cache.peek(key).filter(|e| e.generation == self.generation);
+        debug_assert!(
+            e.is_none_or(|e| !e.opti || self.mode == Mode::OptimisticAbort),
+            "a pending write outside optimistic-abort"
+        );
+        e
     }
 
     /// Every valid cache slot in slot order, of any generation (for
@@ -301,11 +329,13 @@ impl TxnSwitch {
     }
 
     fn entry_mut(&mut self, key: u32) -> &mut CacheEntry {
+        debug_assert_ne!(self.mode, Mode::Forward, "a forwarding switch caches nothing");
         let g = self.generation;
         let e = self.cache.entry(key);
         if e.generation != g {
             *e = CacheEntry { generation: g, ..CacheEntry::default() };
         }
+        debug_assert_eq!(e.generation, g);
         e
     }
 
@@ -349,6 +379,8 @@ impl TxnSwitch {
                 if aborted {
                     e.opti = false;
                 }
+                debug_assert!(e.has_value && e.value == value && e.learned_from == reply);
+                debug_assert!(!aborted || (!e.has_pending && !e.opti), "an abort withdraws the key's pending write");
             }
             if p.flags().reset() && p.status() == Status::Ok {
                 // The store cleared itself: so does the switch (cache,
@@ -370,10 +402,12 @@ impl TxnSwitch {
     /// not learned from the store (they may be the upstream switch's pending
     /// writes). Forgetting is learning less, which is always safe.
     fn forget_keys_of(&mut self, p: &TxnPacket<'_>) {
+        debug_assert!(p.flags().from_switch() && p.status().is_abort());
         self.counters.forgot_on_upstream_switch_abort += 1;
         for i in 0..p.op_cnt().min(MAX_OPS_PER_PACKET) {
             if matches!(p.op_type(i), OpType::Value | OpType::Nop) {
                 self.cache.remove(p.key(i));
+                debug_assert!(self.cached(p.key(i)).is_none());
             }
         }
     }
@@ -386,6 +420,10 @@ impl TxnSwitch {
             Some(e)
                 if e.generation == g && e.awaiting > 0 && e.req_id.wrapping_sub(e.awaiting as i32 - 1) == req_id =>
             {
+                debug_assert!(
+                    e.forwarded || e.awaiting > 1,
+                    "awaiting the client's last request, which was not forwarded"
+                );
                 e.awaiting = 0;
                 true
             }
@@ -412,6 +450,7 @@ impl TxnSwitch {
         } else {
             return None;
         }
+        debug_assert!(req_id == last.req_id || is_older(req_id, last.req_id));
         p.make_switch_reply(Status::BadRequest);
         Some(Verdict::Reflect)
     }
@@ -444,7 +483,11 @@ impl TxnSwitch {
                 p.make_switch_reply(Status::BadRequest);
                 Verdict::Reflect
             }
-            _ => {
+            last => {
+                debug_assert!(
+                    last.is_none_or(|last| is_older(last.req_id, req_id)),
+                    "only a newer resend is forwarded"
+                );
                 self.counters.passed_store_commit += 1;
                 self.forward(cl_id, req_id)
             }
@@ -462,6 +505,8 @@ impl TxnSwitch {
     fn decided(&mut self, cl_id: u32, req_id: i32, forwarded: bool, aborted_write: bool) {
         let generation = self.generation as u16;
         let Some(e) = self.clients.entry_if(cl_id, unpinned(generation)) else {
+            // `decide` checked `has_room` before judging the request.
+            debug_assert!(forwarded, "request {req_id} of client {cl_id} answered but not remembered");
             return;
         };
         let current = e.generation == generation;
@@ -479,20 +524,29 @@ impl TxnSwitch {
             false => 0,
         };
         let pinned = aborted_write || (!forwarded && current && e.pinned);
+        debug_assert!(!(forwarded && pinned), "a forwarded request unpins its client");
+        debug_assert!(awaiting as i32 <= AWAITING_SPAN_MAX);
         *e = ClientEntry { generation, req_id, forwarded, awaiting, pinned };
     }
 
     fn forward(&mut self, cl_id: u32, req_id: i32) -> Verdict {
         self.decided(cl_id, req_id, true, false);
         self.counters.forwarded += 1;
+        debug_assert!(self.clients.peek(cl_id).is_none_or(|e| e.req_id == req_id && e.forwarded && e.awaiting == 1));
         Verdict::Upstream { flow: cl_id }
     }
 
     /// Answers the request itself; `pinned`: an abort of a request with
     /// writes (deviation 4).
     fn reflect(&mut self, p: &mut TxnPacket<'_>, status: Status, pinned: bool) -> Verdict {
+        let (cl_id, req_id, g) = (p.cl_id(), p.req_id(), self.generation as u16);
+        debug_assert!(
+            self.clients.peek(cl_id).filter(|e| e.generation == g).is_none_or(|e| is_older(e.req_id, req_id)),
+            "the switch judges only a client's newer requests (check_duplicate refuses the rest)"
+        );
         p.make_switch_reply(status);
-        self.decided(p.cl_id(), p.req_id(), false, pinned);
+        self.decided(cl_id, req_id, false, pinned);
+        debug_assert!(self.clients.peek(cl_id).is_some_and(|e| e.req_id == req_id && !e.forwarded));
         Verdict::Reflect
     }
 
@@ -512,6 +566,7 @@ impl TxnSwitch {
             }
             first = Some(e.learned_from);
         }
+        debug_assert!(first.is_none() || (0..p.op_cnt()).any(|i| p.op_type(i) == kind));
         first.is_some()
     }
 
@@ -526,6 +581,7 @@ impl TxnSwitch {
             p.set_op_type(i, OpType::Value);
             p.set_value(i, &v);
         }
+        debug_assert!((0..n).all(|i| p.op_type(i) == OpType::Value), "a cache hit answers every read");
         self.counters.served_from_cache += 1;
         self.reflect(p, Status::Ok, false)
     }
@@ -562,6 +618,7 @@ impl TxnSwitch {
             bad |= check.bad;
             bad_pending |= check.bad_pending;
         }
+        debug_assert!(!bad_pending || (bad && optimistic), "an optimistic abort only in optimistic-abort mode");
         // Pass 2: abort with corrections, confirm, or record writes and forward.
         if bad && !miss {
             for (i, check) in checks.iter().enumerate().take(n) {
@@ -591,6 +648,7 @@ impl TxnSwitch {
                     e.has_pending = true;
                     e.pending = value;
                     e.opti = true;
+                    debug_assert!(self.cached(key).is_some_and(|e| e.has_pending && e.pending == value));
                 }
             }
         }
@@ -619,7 +677,9 @@ impl DataPlane for TxnSwitch {
 
     fn process_from(&mut self, packet: &mut [u8], ingress: Ingress) -> (Verdict, usize) {
         let len = packet.len();
-        (self.decide(packet, ingress), len)
+        let verdict = self.decide(packet, ingress);
+        debug_assert!(self.counters.decisions_add_up(), "a request decided twice or never: {:?}", self.counters);
+        (verdict, len)
     }
 
     /// A request's client id: its replies go back as `Downstream { flow:
@@ -635,7 +695,9 @@ impl DataPlane for TxnSwitch {
     /// ("not executed"), as a request the switch will not judge is.
     fn refuse(&self, packet: &mut [u8]) -> Option<usize> {
         let len = packet.len();
-        TxnPacket::parse(packet).ok()?.make_switch_reply(Status::BadRequest);
+        let mut p = TxnPacket::parse(packet).ok()?;
+        debug_assert!(!p.flags().is_response(), "only a request is refused");
+        p.make_switch_reply(Status::BadRequest);
         Some(len)
     }
 }

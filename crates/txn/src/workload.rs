@@ -62,6 +62,10 @@ impl Workload {
         if !(self.zipf >= 0.0 && self.zipf.is_finite()) {
             return Err(format!("zipf exponent {} must be a finite number >= 0", self.zipf));
         }
+        debug_assert!(
+            2 * self.span as usize <= innet_wire::txn::MAX_OPS_PER_TXN,
+            "a write of span keys fits a request"
+        );
         Ok(())
     }
 }
@@ -83,7 +87,16 @@ pub struct LoadStats {
 }
 
 impl LoadStats {
+    /// Every committed transaction is a read or a write and has one
+    /// latency and one finish time.
+    fn adds_up(&self) -> bool {
+        self.committed == self.committed_reads + self.committed_writes
+            && self.latencies_ns.len() == self.finished_ns.len()
+            && self.latencies_ns.len() as u64 == self.committed
+    }
+
     pub fn add(&mut self, c: &Completed) {
+        debug_assert!(self.adds_up(), "{self:?}");
         self.aborts_by_switch += c.aborts_by_switch as u64;
         self.aborts_by_store += c.aborts_by_store as u64;
         if !c.committed() {
@@ -98,6 +111,7 @@ impl LoadStats {
         }
         self.latencies_ns.push(c.latency().as_nanos() as u64);
         self.finished_ns.push(c.finished.as_nanos());
+        debug_assert!(self.adds_up());
     }
 
     pub fn merge(&mut self, o: &LoadStats) {
@@ -109,6 +123,7 @@ impl LoadStats {
         self.aborts_by_store += o.aborts_by_store;
         self.latencies_ns.extend_from_slice(&o.latencies_ns);
         self.finished_ns.extend_from_slice(&o.finished_ns);
+        debug_assert!(self.adds_up() || !o.adds_up(), "merging two consistent totals gives one");
     }
 }
 
@@ -145,6 +160,7 @@ impl LoadClient {
     /// Moves this client's keys to `offset + 1 ..= offset + keys` (a client
     /// group with its own set of keys: Gotthard section 5.3's locality).
     pub fn set_key_offset(&mut self, offset: Key) {
+        debug_assert!(offset.checked_add(self.workload.keys).is_some(), "keys {offset}+1..={offset}+keys overflow");
         self.key_offset = offset;
     }
 
@@ -161,6 +177,7 @@ impl LoadClient {
                 break;
             }
         }
+        debug_assert!(!keys.is_empty() && keys.len() <= span, "1..=span distinct keys");
         if !self.rng.chance(self.workload.write_ratio) {
             if self.rng.chance(self.workload.validated_reads) {
                 return Txn::body(move |t| {
@@ -195,6 +212,7 @@ impl LoadClient {
         if finished && self.client.is_idle() {
             self.wake_at = Some(now + self.workload.think_time);
         }
+        debug_assert!(self.wake_at.is_none() || self.client.is_idle(), "a busy client has no wake-up set");
         if let Some(t) = self.wake_at {
             if t <= now && self.client.is_idle() && now < self.stop_at {
                 self.wake_at = None;

@@ -63,19 +63,22 @@ pub(crate) mod bytes {
     }
     /// Writes `src` at `at`; `false` (and nothing written) if it does not fit.
     pub fn put(b: &mut [u8], at: usize, src: &[u8]) -> bool {
-        match at.checked_add(src.len()).and_then(|end| b.get_mut(at..end)) {
+        let written = match at.checked_add(src.len()).and_then(|end| b.get_mut(at..end)) {
             Some(d) => {
                 d.copy_from_slice(src);
                 true
             }
             None => false,
-        }
+        };
+        debug_assert!(!written || b.get(at..).is_some_and(|d| d.starts_with(src)), "the bytes read back");
+        written
     }
     /// `b[at] = v` if `at` is inside `b`.
     pub fn set(b: &mut [u8], at: usize, v: u8) {
         if let Some(x) = b.get_mut(at) {
             *x = v;
         }
+        debug_assert!(byte(b, at).is_none_or(|x| x == v), "the byte reads back");
     }
 }
 

@@ -67,11 +67,14 @@ pub type ChainKey = [u8; KEY_LEN];
 /// The key an application names by number: the number as a 128-bit
 /// big-endian integer, as the reference's client packs its keys (2018..).
 pub fn key_from_u32(k: u32) -> ChainKey {
-    u128::from(k).to_be_bytes()
+    let key = u128::from(k).to_be_bytes();
+    debug_assert_eq!(key_to_u32(&key), k, "a key reads back as its number");
+    key
 }
 
 /// The number of a key made by [`key_from_u32`] (its low 32 bits).
 pub fn key_to_u32(key: &ChainKey) -> u32 {
+    const _: () = assert!(KEY_LEN == 16, "a key is a u128");
     u128::from_be_bytes(*key) as u32
 }
 
@@ -87,9 +90,12 @@ pub enum NcOp {
 impl NcOp {
     pub const ALL: [NcOp; 4] = [NcOp::ReadReq, NcOp::ReadReply, NcOp::WriteReq, NcOp::WriteReply];
     pub fn from_u8(b: u8) -> Option<NcOp> {
-        NcOp::ALL.into_iter().find(|op| *op as u8 == b)
+        let op = NcOp::ALL.into_iter().find(|op| *op as u8 == b);
+        debug_assert!(op.is_none_or(|op| op as u8 == b));
+        op
     }
     pub fn name(self) -> &'static str {
+        debug_assert_eq!(NcOp::from_u8(self as u8), Some(self));
         match self {
             NcOp::ReadReq => "READ_REQ",
             NcOp::ReadReply => "READ_REPLY",
@@ -118,6 +124,7 @@ impl DecodeError {
     pub const ALL: [DecodeError; 4] =
         [DecodeError::Truncated, DecodeError::ChainTooLong, DecodeError::UnknownOp, DecodeError::ChainCountMismatch];
     pub fn name(self) -> &'static str {
+        debug_assert!(DecodeError::ALL.get(self.index()) == Some(&self), "ALL lists the reasons in order");
         match self {
             DecodeError::Truncated => "truncated",
             DecodeError::ChainTooLong => "chain_too_long",
@@ -131,6 +138,7 @@ decode_error_impls!(DecodeError);
 
 /// Where the `i`-th address starts (`i` is at most [`MAX_CHAIN_NODES`] + 1).
 fn addr_offset(i: usize) -> usize {
+    debug_assert!(i <= MAX_CHAIN_NODES.saturating_add(1), "stack entry {i} past the bound");
     i.saturating_mul(ADDR_LEN)
 }
 
@@ -165,6 +173,7 @@ fn validate(bytes: &[u8]) -> Result<usize, DecodeError> {
     if op == NcOp::WriteReply || usize::from(field(offset::SC)?) != entries {
         return Err(DecodeError::ChainCountMismatch);
     }
+    debug_assert!((1..=MAX_CHAIN_NODES.saturating_add(1)).contains(&entries));
     Ok(entries)
 }
 
@@ -185,6 +194,7 @@ impl NcMsg {
     /// A client's WRITE_REQ of `value` to `key` along `chain` (the head
     /// assigns the sequence number).
     pub fn write(chain: Vec<Addr>, key: ChainKey, value: Value) -> NcMsg {
+        debug_assert!(chain.len() <= MAX_CHAIN_NODES && !chain.contains(&0), "a chain of addresses, 0 ends it");
         NcMsg { chain, op: NcOp::WriteReq, seq: 0, key, value, vgroup: 0 }
     }
 
@@ -205,6 +215,7 @@ impl NcMsg {
             // `validate` checked every field read here.
             return Err(DecodeError::Truncated);
         };
+        debug_assert!(chain.len() <= MAX_CHAIN_NODES && !chain.contains(&0), "validate stops at the terminator");
         Ok(NcMsg { chain, op, seq, key, value: Value(value), vgroup })
     }
 
@@ -229,6 +240,8 @@ impl NcMsg {
         out.extend_from_slice(&self.key);
         out.extend_from_slice(&self.value.0);
         out.extend_from_slice(&self.vgroup.to_be_bytes());
+        debug_assert!(out.len() <= MAX_LEN);
+        debug_assert_eq!(validate(&out), Ok(if stackless { 0 } else { self.chain.len().saturating_add(1) }));
         out
     }
 }
@@ -243,7 +256,18 @@ pub struct NcPacket<'a> {
 impl<'a> NcPacket<'a> {
     pub fn parse(buf: &'a mut [u8]) -> Result<NcPacket<'a>, DecodeError> {
         let entries = validate(buf)?;
-        Ok(NcPacket { buf, entries })
+        let packet = NcPacket { buf, entries };
+        debug_assert!(packet.valid());
+        Ok(packet)
+    }
+    /// The view's invariant: the packet (its first [`NcPacket::len`]
+    /// bytes) lies in the buffer, its stack holds at most
+    /// [`MAX_CHAIN_NODES`] addresses and a terminator, and `sc` counts
+    /// them (pops keep it so).
+    fn valid(&self) -> bool {
+        self.entries <= MAX_CHAIN_NODES.saturating_add(1)
+            && self.len() <= self.buf.len()
+            && byte(self.buf, self.field(offset::SC)) == Some(self.entries as u8)
     }
     // `parse` validated the buffer: reads below are inside it and their
     // defaults are never taken.
@@ -255,6 +279,7 @@ impl<'a> NcPacket<'a> {
     }
     /// Addresses still in the stack.
     pub fn depth(&self) -> usize {
+        debug_assert!(self.valid());
         self.entries.saturating_sub(1)
     }
     /// The `i`-th address still in the stack; 0 (the terminator) for `i >= depth`.
@@ -262,35 +287,45 @@ impl<'a> NcPacket<'a> {
         if i >= self.depth() {
             return 0;
         }
-        addr_at(self.buf, i).unwrap_or_default()
+        let addr = addr_at(self.buf, i).unwrap_or_default();
+        debug_assert_ne!(addr, 0, "the terminator comes after the stack's addresses");
+        addr
     }
     /// Bytes the packet occupies now (after any pops).
     pub fn len(&self) -> usize {
+        debug_assert!(self.entries <= MAX_CHAIN_NODES.saturating_add(1));
         self.fixed().saturating_add(FIXED_LEN)
     }
     pub fn is_empty(&self) -> bool {
         false
     }
     pub fn op(&self) -> NcOp {
+        debug_assert!(self.valid());
         byte(self.buf, self.field(offset::OP)).and_then(NcOp::from_u8).unwrap_or(NcOp::ReadReq)
     }
     pub fn set_op(&mut self, op: NcOp) {
         set(self.buf, self.field(offset::OP), op as u8);
+        debug_assert_eq!(self.op(), op);
     }
     pub fn seq(&self) -> u16 {
+        debug_assert!(self.valid());
         be16(self.buf, self.field(offset::SEQ)).unwrap_or_default()
     }
     pub fn set_seq(&mut self, seq: u16) {
         put(self.buf, self.field(offset::SEQ), &seq.to_be_bytes());
+        debug_assert_eq!(self.seq(), seq);
     }
     pub fn key(&self) -> ChainKey {
+        debug_assert!(self.valid());
         array(self.buf, self.field(offset::KEY)).unwrap_or_default()
     }
     pub fn value(&self) -> Value {
+        debug_assert!(self.valid());
         array(self.buf, self.field(offset::VALUE)).map_or(Value::ZERO, Value)
     }
     pub fn set_value(&mut self, v: Value) {
         put(self.buf, self.field(offset::VALUE), &v.0);
+        debug_assert_eq!(self.value(), v);
     }
     /// Removes the first entry of the stack, an address or the terminator
     /// (the reference's `pop_chain`): the rest of the packet moves 4 bytes
@@ -305,6 +340,7 @@ impl<'a> NcPacket<'a> {
         self.buf.copy_within(ADDR_LEN..end, 0);
         self.entries = entries;
         set(self.buf, self.field(offset::SC), entries as u8);
+        debug_assert!(self.valid(), "a pop keeps sc equal to the stack's entries");
     }
 }
 

@@ -63,10 +63,13 @@ impl KvOp {
         [KvOp::Read, KvOp::ReadReply, KvOp::Write, KvOp::WriteReply, KvOp::Ack, KvOp::WriteRefused];
 
     pub fn from_u8(b: u8) -> Option<KvOp> {
-        KvOp::ALL.into_iter().find(|op| *op as u8 == b)
+        let op = KvOp::ALL.into_iter().find(|op| *op as u8 == b);
+        debug_assert!(op.is_none_or(|op| op as u8 == b));
+        op
     }
 
     pub fn name(self) -> &'static str {
+        debug_assert_eq!(KvOp::from_u8(self as u8), Some(self));
         match self {
             KvOp::Read => "READ",
             KvOp::ReadReply => "READ_REPLY",
@@ -90,6 +93,7 @@ pub enum DecodeError {
 impl DecodeError {
     pub const ALL: [DecodeError; 2] = [DecodeError::Truncated, DecodeError::UnknownOp];
     pub fn name(self) -> &'static str {
+        debug_assert!(DecodeError::ALL.get(self.index()) == Some(&self), "ALL lists the reasons in order");
         match self {
             DecodeError::Truncated => "truncated",
             DecodeError::UnknownOp => "unknown_op",
@@ -116,14 +120,19 @@ pub struct CraqMsg {
 
 impl CraqMsg {
     pub fn read(key: Key) -> CraqMsg {
-        CraqMsg { op: KvOp::Read, key, value: Value::ZERO }
+        let msg = CraqMsg { op: KvOp::Read, key, value: Value::ZERO };
+        debug_assert_eq!(CraqMsg::decode(&msg.encode()), Ok(msg));
+        msg
     }
     pub fn write(key: Key, value: Value) -> CraqMsg {
-        CraqMsg { op: KvOp::Write, key, value }
+        let msg = CraqMsg { op: KvOp::Write, key, value };
+        debug_assert_eq!(CraqMsg::decode(&msg.encode()), Ok(msg));
+        msg
     }
 
     pub fn decode(bytes: &[u8]) -> Result<CraqMsg, DecodeError> {
         let op = validate(bytes)?;
+        debug_assert!(bytes.len() >= LEN, "validate refuses a shorter packet");
         match (be32(bytes, offset::KEY), array(bytes, offset::VALUE)) {
             (Some(key), Some(value)) => Ok(CraqMsg { op, key, value: Value(value) }),
             _ => Err(DecodeError::Truncated),
@@ -148,23 +157,35 @@ pub struct CraqPacket<'a> {
 impl<'a> CraqPacket<'a> {
     pub fn parse(buf: &'a mut [u8]) -> Result<CraqPacket<'a>, DecodeError> {
         validate(buf)?;
-        Ok(CraqPacket { buf })
+        let packet = CraqPacket { buf };
+        debug_assert!(packet.valid());
+        Ok(packet)
+    }
+    /// The view's invariant: the buffer still validates (rewrites in
+    /// place never break it).
+    fn valid(&self) -> bool {
+        validate(self.buf).is_ok()
     }
     // `parse` validated the buffer: the defaults below are never taken.
     pub fn op(&self) -> KvOp {
+        debug_assert!(self.valid());
         byte(self.buf, offset::KV_OP).and_then(KvOp::from_u8).unwrap_or(KvOp::Read)
     }
     pub fn set_op(&mut self, op: KvOp) {
         set(self.buf, offset::KV_OP, op as u8);
+        debug_assert_eq!(self.op(), op);
     }
     pub fn key(&self) -> Key {
+        debug_assert!(self.valid());
         be32(self.buf, offset::KEY).unwrap_or_default()
     }
     pub fn value(&self) -> Value {
+        debug_assert!(self.valid());
         array(self.buf, offset::VALUE).map_or(Value::ZERO, Value)
     }
     pub fn set_value(&mut self, v: Value) {
         put(self.buf, offset::VALUE, &v.0);
+        debug_assert_eq!(self.value(), v);
     }
 }
 

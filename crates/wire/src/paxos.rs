@@ -100,10 +100,13 @@ impl MsgType {
         MsgType::Window,
     ];
     pub fn from_u16(v: u16) -> Option<MsgType> {
-        MsgType::ALL.get(v as usize).copied()
+        let t = MsgType::ALL.get(v as usize).copied();
+        debug_assert!(t.is_none_or(|t| t as u16 == v), "MsgType::ALL lists the types in code order");
+        t
     }
     /// The name used in golden vectors, docs and counters.
     pub fn name(self) -> &'static str {
+        debug_assert_eq!(MsgType::from_u16(self as u16), Some(self));
         match self {
             MsgType::Phase1A => "PHASE_1A",
             MsgType::Phase1B => "PHASE_1B",
@@ -139,11 +142,16 @@ impl Value {
         for (d, s) in bytes.iter_mut().zip(b) {
             *d = *s;
         }
-        Some(Value { len: b.len() as u32, bytes })
+        let value = Value { len: b.len() as u32, bytes };
+        debug_assert_eq!(value.as_slice(), b, "a value reads back as written");
+        Some(value)
     }
 
     /// The meaningful bytes.
     pub fn as_slice(&self) -> &[u8] {
+        // Decoders refuse a longer `len` (`value_too_long`); the `min`
+        // keeps a hand-built value from reading past the field.
+        debug_assert!(self.len as usize <= VALUE_LEN, "value_len {} above VALUE_LEN", self.len);
         self.bytes.get(..(self.len as usize).min(VALUE_LEN)).unwrap_or_default()
     }
 }
@@ -172,6 +180,7 @@ pub enum DecodeError {
 impl DecodeError {
     pub const ALL: [DecodeError; 3] = [DecodeError::Truncated, DecodeError::UnknownMsgType, DecodeError::ValueTooLong];
     pub fn name(self) -> &'static str {
+        debug_assert!(DecodeError::ALL.get(self.index()) == Some(&self), "ALL lists the reasons in order");
         match self {
             DecodeError::Truncated => "truncated",
             DecodeError::UnknownMsgType => "unknown_msgtype",
@@ -196,6 +205,7 @@ pub struct PaxosMsg {
 impl PaxosMsg {
     /// A message of `msgtype` with every other field zero.
     pub fn new(msgtype: MsgType) -> PaxosMsg {
+        debug_assert!(MsgType::ALL.contains(&msgtype));
         PaxosMsg { msgtype, inst: 0, rnd: 0, vrnd: 0, acptid: 0, value: Value::EMPTY }
     }
 
@@ -212,6 +222,7 @@ impl PaxosMsg {
             // `validate` checked the length.
             return Err(DecodeError::Truncated);
         };
+        debug_assert!(len as usize <= VALUE_LEN, "validate refuses a longer value");
         Ok(PaxosMsg { msgtype, inst, rnd, vrnd, acptid, value: Value { len, bytes: value } })
     }
 
@@ -239,6 +250,7 @@ pub fn validate(bytes: &[u8]) -> Result<MsgType, DecodeError> {
     if be32(bytes, offset::VALUE_LEN).is_none_or(|len| len as usize > VALUE_LEN) {
         return Err(DecodeError::ValueTooLong);
     }
+    debug_assert!(bytes.len() >= PACKET_LEN);
     Ok(t)
 }
 
@@ -251,40 +263,58 @@ pub struct PaxosPacket<'a> {
 impl<'a> PaxosPacket<'a> {
     pub fn parse(buf: &'a mut [u8]) -> Result<PaxosPacket<'a>, DecodeError> {
         validate(buf)?;
-        Ok(PaxosPacket { buf })
+        let packet = PaxosPacket { buf };
+        debug_assert!(packet.valid());
+        Ok(packet)
+    }
+    /// The view's invariant: the buffer still validates (rewrites in
+    /// place never break it).
+    fn valid(&self) -> bool {
+        validate(self.buf).is_ok()
     }
     // `parse` validated the buffer: the defaults below are never taken.
     pub fn msgtype(&self) -> MsgType {
+        debug_assert!(self.valid());
         be16(self.buf, offset::MSGTYPE).and_then(MsgType::from_u16).unwrap_or(MsgType::Phase1A)
     }
     pub fn set_msgtype(&mut self, t: MsgType) {
         put(self.buf, offset::MSGTYPE, &(t as u16).to_be_bytes());
+        debug_assert_eq!(self.msgtype(), t);
     }
     pub fn inst(&self) -> u32 {
+        debug_assert!(self.valid());
         be32(self.buf, offset::INST).unwrap_or_default()
     }
     pub fn set_inst(&mut self, v: u32) {
         put(self.buf, offset::INST, &v.to_be_bytes());
+        debug_assert_eq!(self.inst(), v);
     }
     pub fn rnd(&self) -> u16 {
+        debug_assert!(self.valid());
         be16(self.buf, offset::RND).unwrap_or_default()
     }
     pub fn set_rnd(&mut self, v: u16) {
         put(self.buf, offset::RND, &v.to_be_bytes());
+        debug_assert_eq!(self.rnd(), v);
     }
     pub fn vrnd(&self) -> u16 {
+        debug_assert!(self.valid());
         be16(self.buf, offset::VRND).unwrap_or_default()
     }
     pub fn set_vrnd(&mut self, v: u16) {
         put(self.buf, offset::VRND, &v.to_be_bytes());
+        debug_assert_eq!(self.vrnd(), v);
     }
     pub fn acptid(&self) -> u16 {
+        debug_assert!(self.valid());
         be16(self.buf, offset::ACPTID).unwrap_or_default()
     }
     pub fn set_acptid(&mut self, v: u16) {
         put(self.buf, offset::ACPTID, &v.to_be_bytes());
+        debug_assert_eq!(self.acptid(), v);
     }
     pub fn value(&self) -> Value {
+        debug_assert!(self.valid());
         Value {
             len: be32(self.buf, offset::VALUE_LEN).unwrap_or_default(),
             bytes: array(self.buf, offset::VALUE).unwrap_or_default(),
@@ -294,6 +324,7 @@ impl<'a> PaxosPacket<'a> {
         assert!(v.len as usize <= VALUE_LEN, "value_len above VALUE_LEN");
         put(self.buf, offset::VALUE_LEN, &v.len.to_be_bytes());
         put(self.buf, offset::VALUE, &v.bytes);
+        debug_assert_eq!(self.value(), *v);
     }
 }
 

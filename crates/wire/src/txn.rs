@@ -88,6 +88,7 @@ impl Value {
         for (d, s) in v.iter_mut().zip(b) {
             *d = *s;
         }
+        debug_assert!(v.starts_with(b), "the value holds the string's bytes first");
         Some(Value(v))
     }
 
@@ -101,6 +102,8 @@ impl Value {
         for (d, s) in v.iter_mut().zip(digits.bytes()) {
             *d = s;
         }
+        debug_assert!(digits.len() <= VALUE_LEN, "a counter below COUNTER_MODULUS has at most 16 digits");
+        debug_assert_eq!(Value(v).as_counter(), Some(n % COUNTER_MODULUS), "a counter reads back as written");
         Value(v)
     }
 
@@ -111,12 +114,16 @@ impl Value {
         if s.is_empty() {
             return Some(0);
         }
-        std::str::from_utf8(s).ok()?.parse().ok()
+        let n: Option<u64> = std::str::from_utf8(s).ok()?.parse().ok();
+        // At most VALUE_LEN digits: below COUNTER_MODULUS, whoever wrote them.
+        debug_assert!(n.is_none_or(|n| n < COUNTER_MODULUS));
+        n
     }
 
     /// The bytes without trailing NULs.
     pub fn trimmed(&self) -> &[u8] {
         let end = self.0.iter().rposition(|&b| b != 0).map_or(0, |i| i.saturating_add(1));
+        debug_assert!(end <= VALUE_LEN);
         self.0.get(..end).unwrap_or_default()
     }
 }
@@ -165,6 +172,7 @@ impl OpType {
             5 => OpType::CpuPct,
             _ => return None,
         })
+        .inspect(|t| debug_assert_eq!(*t as u8, b, "an op type reads back as its code"))
     }
 
     /// The name used in golden vectors, docs and the Wireshark dissector.
@@ -203,6 +211,7 @@ impl Status {
             3 => Status::BadRequest,
             _ => return None,
         })
+        .inspect(|st| debug_assert_eq!(*st as u8, b, "a status reads back as its code"))
     }
     /// The name used in golden vectors, docs and the Wireshark dissector.
     pub fn name(self) -> &'static str {
@@ -214,6 +223,7 @@ impl Status {
         }
     }
     pub fn is_abort(self) -> bool {
+        debug_assert!(Status::from_u8(self as u8) == Some(self));
         matches!(self, Status::Abort | Status::OptimisticAbort)
     }
 }
@@ -241,6 +251,7 @@ impl Flags {
         self.0 & Self::STORE_COMMIT != 0
     }
     pub fn with(self, bit: u8, on: bool) -> Flags {
+        debug_assert_eq!(bit.count_ones(), 1, "one flag at a time, not {bit:#x}");
         Flags(if on { self.0 | bit } else { self.0 & !bit })
     }
 }
@@ -292,6 +303,7 @@ impl DecodeError {
         DecodeError::BadFragment,
     ];
     pub fn name(self) -> &'static str {
+        debug_assert!(DecodeError::ALL.get(self.index()) == Some(&self), "ALL lists the reasons in order");
         match self {
             DecodeError::Truncated => "truncated",
             DecodeError::TooManyOps => "too_many_ops",
@@ -353,6 +365,7 @@ impl TxnMsg {
 
     /// A response to `self` with the given status and ops.
     pub fn reply(&self, status: Status, from_switch: bool, ops: Vec<Op>) -> TxnMsg {
+        debug_assert!(ops.len() <= MAX_OPS_PER_PACKET, "a reply is one packet");
         TxnMsg {
             flags: Flags(Flags::RESPONSE).with(Flags::FROM_SWITCH, from_switch),
             cl_id: self.cl_id,
@@ -365,6 +378,7 @@ impl TxnMsg {
     }
 
     pub fn is_fragmented(&self) -> bool {
+        debug_assert!(self.frag_cnt <= 1 || (1..=self.frag_cnt).contains(&self.frag_seq));
         self.frag_cnt > 1
     }
 
@@ -379,6 +393,7 @@ impl TxnMsg {
             // `validate` checked every byte read here.
             return Err(DecodeError::OpsBeyondPacket);
         };
+        debug_assert!(ops.len() == h.op_cnt && ops.len() <= MAX_OPS_PER_PACKET);
         Ok(TxnMsg {
             flags: Flags(flags),
             cl_id,
@@ -393,6 +408,7 @@ impl TxnMsg {
     /// Appends the encoding to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         assert!(self.ops.len() <= MAX_OPS_PER_PACKET, "a packet carries at most 7 ops");
+        let start = out.len();
         out.push(self.flags.0);
         out.extend_from_slice(&self.cl_id.to_be_bytes());
         out.extend_from_slice(&self.req_id.to_be_bytes());
@@ -405,11 +421,13 @@ impl TxnMsg {
             out.extend_from_slice(&op.key.to_be_bytes());
             out.extend_from_slice(&op.value.0);
         }
+        debug_assert_eq!(out.len().saturating_sub(start), op_at(self.ops.len()), "13 bytes and 21 per op");
     }
 
     pub fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(op_at(self.ops.len()));
         self.encode_into(&mut v);
+        debug_assert!(v.len() <= MAX_PACKET_LEN);
         v
     }
 
@@ -421,11 +439,12 @@ impl TxnMsg {
         let chunks: Vec<&[Op]> = if ops.is_empty() { vec![&[][..]] } else { ops.chunks(MAX_OPS_PER_PACKET).collect() };
         let n = u8::try_from(chunks.len()).ok()?;
         let numbered = (1..=n).zip(chunks);
-        Some(
-            numbered
-                .map(|(seq, c)| TxnMsg { frag_seq: seq, frag_cnt: n, ops: c.to_vec(), ..template.clone() })
-                .collect(),
-        )
+        let fragments: Vec<TxnMsg> = numbered
+            .map(|(seq, c)| TxnMsg { frag_seq: seq, frag_cnt: n, ops: c.to_vec(), ..template.clone() })
+            .collect();
+        debug_assert_eq!(fragments.iter().map(|f| f.ops.len()).sum::<usize>(), ops.len(), "every op in one fragment");
+        debug_assert!(fragments.iter().all(|f| f.ops.len() <= MAX_OPS_PER_PACKET && f.frag_seq >= 1));
+        Some(fragments)
     }
 }
 
@@ -459,11 +478,13 @@ pub fn validate(bytes: &[u8]) -> Result<Validated, DecodeError> {
             return Err(DecodeError::UnknownOpType);
         }
     }
+    debug_assert!(op_cnt <= MAX_OPS_PER_PACKET && op_at(op_cnt) <= bytes.len());
     Ok(Validated { op_cnt, status })
 }
 
 /// Where op `i` starts (`i` is at most [`MAX_OPS_PER_PACKET`]).
 fn op_at(i: usize) -> usize {
+    debug_assert!(i <= MAX_OPS_PER_PACKET, "op {i} past the 7 a packet carries");
     HEADER_LEN.saturating_add(i.saturating_mul(OP_LEN))
 }
 
@@ -486,7 +507,14 @@ pub struct TxnPacket<'a> {
 impl<'a> TxnPacket<'a> {
     pub fn parse(buf: &'a mut [u8]) -> Result<TxnPacket<'a>, DecodeError> {
         let v = validate(buf)?;
-        Ok(TxnPacket { buf, op_cnt: v.op_cnt })
+        let packet = TxnPacket { buf, op_cnt: v.op_cnt };
+        debug_assert!(packet.valid());
+        Ok(packet)
+    }
+    /// The view's invariant: the buffer still validates, with the op
+    /// count it was parsed with (rewrites in place never break it).
+    fn valid(&self) -> bool {
+        validate(self.buf).is_ok_and(|v| v.op_cnt == self.op_cnt)
     }
     // The buffer was validated by `parse`, so every read below is inside
     // it; the defaults after `unwrap_or` are never taken, and an op index
@@ -495,41 +523,54 @@ impl<'a> TxnPacket<'a> {
         byte(self.buf, at).unwrap_or_default()
     }
     pub fn flags(&self) -> Flags {
+        debug_assert!(self.valid());
         Flags(self.header(offset::FLAGS))
     }
     pub fn set_flags(&mut self, f: Flags) {
         set(self.buf, offset::FLAGS, f.0);
+        debug_assert_eq!(self.flags(), f);
     }
     pub fn cl_id(&self) -> u32 {
+        debug_assert!(self.valid());
         be32(self.buf, offset::CL_ID).unwrap_or_default()
     }
     pub fn req_id(&self) -> i32 {
+        debug_assert!(self.valid());
         be32(self.buf, offset::REQ_ID).unwrap_or_default() as i32
     }
     pub fn frag_cnt(&self) -> u8 {
+        debug_assert!(self.valid());
         self.header(offset::FRAG_CNT)
     }
     pub fn is_fragmented(&self) -> bool {
+        debug_assert!(self.valid());
         self.frag_cnt() > 1
     }
     pub fn set_frag(&mut self, seq: u8, cnt: u8) {
+        debug_assert!(cnt <= 1 || (1..=cnt).contains(&seq), "fragment {seq} of {cnt}");
         set(self.buf, offset::FRAG_SEQ, seq);
         set(self.buf, offset::FRAG_CNT, cnt);
+        debug_assert!(self.valid());
     }
     pub fn status(&self) -> Status {
+        debug_assert!(self.valid());
         Status::from_u8(self.header(offset::STATUS)).unwrap_or(Status::BadRequest)
     }
     pub fn set_status(&mut self, s: Status) {
         set(self.buf, offset::STATUS, s as u8);
+        debug_assert_eq!(self.status(), s);
     }
     pub fn op_cnt(&self) -> usize {
+        debug_assert!(self.valid());
         self.op_cnt
     }
     /// Where op `i` (and its field at `field`) starts, if `i < op_cnt`.
     fn op_field(&self, i: usize, field: usize) -> Option<usize> {
+        debug_assert!(field < OP_LEN);
         (i < self.op_cnt).then(|| op_at(i).saturating_add(field))
     }
     pub fn op_type(&self, i: usize) -> OpType {
+        debug_assert!(self.valid());
         self.op_field(i, offset::OP_TYPE)
             .and_then(|o| byte(self.buf, o))
             .and_then(OpType::from_u8)
@@ -539,17 +580,21 @@ impl<'a> TxnPacket<'a> {
         if let Some(o) = self.op_field(i, offset::OP_TYPE) {
             set(self.buf, o, t as u8);
         }
+        debug_assert!(i >= self.op_cnt || self.op_type(i) == t);
     }
     pub fn key(&self, i: usize) -> Key {
+        debug_assert!(self.valid());
         self.op_field(i, offset::OP_KEY).and_then(|o| be32(self.buf, o)).unwrap_or_default()
     }
     pub fn value(&self, i: usize) -> Value {
+        debug_assert!(self.valid());
         self.op_field(i, offset::OP_VALUE).and_then(|o| array(self.buf, o)).map_or(Value::ZERO, Value)
     }
     pub fn set_value(&mut self, i: usize, v: &Value) {
         if let Some(o) = self.op_field(i, offset::OP_VALUE) {
             put(self.buf, o, &v.0);
         }
+        debug_assert!(i >= self.op_cnt || self.value(i) == *v);
     }
     /// Turns the request into a response from the switch, as the reference
     /// P4's `do_direction_swap` does (addresses are the runtime's business).
@@ -558,6 +603,7 @@ impl<'a> TxnPacket<'a> {
         self.set_flags(f);
         self.set_status(status);
         self.set_frag(1, 1);
+        debug_assert!(self.flags().is_response() && self.flags().from_switch() && !self.is_fragmented());
     }
 }
 

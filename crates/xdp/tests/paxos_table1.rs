@@ -18,7 +18,8 @@ fn the_paxos_roles_cost_more_than_forwarding_and_forwarding_more_than_nothing() 
         "TABLE1 ns/packet (medians of {} single runs): pass {}, forward {} / {} (REQUEST / 2A), coordinator {}, acceptor {}",
         t.runs, t.pass, t.forward, t.forward_2a, t.coordinator, t.acceptor
     ));
-    assert!(t.acceptor > 0.0 && t.coordinator > 0.0, "{t:?}");
+    // Medians of at least the runs asked for, from the empty program's up.
+    assert!(t.runs >= 20_000 && t.pass >= 0.0, "{t:?}");
     assert!(t.forward < t.acceptor, "forwarding a 2A is not cheaper than voting on it: {t:?}");
     assert!(t.forward < t.coordinator, "forwarding a REQUEST is not cheaper than sequencing it: {t:?}");
     assert!(t.pass <= t.forward && t.pass <= t.forward_2a, "the empty program is not the floor: {t:?}");
