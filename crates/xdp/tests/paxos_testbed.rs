@@ -636,11 +636,15 @@ fn spoof_votes(up: &PaxosUp) -> anyhow::Result<u64> {
         anyhow::ensure!(std::time::Instant::now() < deadline, "no votes");
         std::thread::sleep(Duration::from_millis(10));
     }
-    let first = votes() as u32 + 300;
+    // Ahead of the live instances (so the counter decides the spoofed
+    // ones before the real votes come), within its 1,024-slot ring, sent
+    // farthest first: on a loaded machine the deployment moves on by
+    // hundreds of instances while the frames go out one by one.
+    let first = votes() as u32 + 800;
     let ports: Vec<u16> =
         if up.per_machine() { vec![tb::DECISION_PORT] } else { (0..up.learners).map(tb::learner_port).collect() };
     let mut sent = 0;
-    for k in 0..SPOOFED_INSTANCES {
+    for k in (0..SPOOFED_INSTANCES).rev() {
         for a in 0..2u8 {
             let mut m = PaxosMsg::new(MsgType::Phase2B);
             (m.inst, m.rnd, m.vrnd, m.acptid) = (first + k, 1, 1, a as u16);
