@@ -636,18 +636,18 @@ fn spoof_votes(up: &PaxosUp) -> anyhow::Result<u64> {
         anyhow::ensure!(std::time::Instant::now() < deadline, "no votes");
         std::thread::sleep(Duration::from_millis(10));
     }
-    // Ahead of the live instances (so the counter decides the spoofed
-    // ones before the real votes come), within its 1,024-slot ring, sent
-    // farthest first: on a loaded machine the deployment moves on by
-    // hundreds of instances while the frames go out one by one.
-    let first = votes() as u32 + 800;
     let ports: Vec<u16> =
         if up.per_machine() { vec![tb::DECISION_PORT] } else { (0..up.learners).map(tb::learner_port).collect() };
     let mut sent = 0;
-    for k in (0..SPOOFED_INSTANCES).rev() {
+    for k in 0..SPOOFED_INSTANCES {
+        // Ahead of the live instances (so the counter decides the spoofed
+        // one before the real votes come), within its 1,024-slot ring; read
+        // again for each instance: the deployment moves on by thousands of
+        // instances while the frames go out one by one.
+        let inst = votes() as u32 + 800;
         for a in 0..2u8 {
             let mut m = PaxosMsg::new(MsgType::Phase2B);
-            (m.inst, m.rnd, m.vrnd, m.acptid) = (first + k, 1, 1, a as u16);
+            (m.inst, m.rnd, m.vrnd, m.acptid) = (inst, 1, 1, a as u16);
             m.value = Envelope::new(FORGER, k, b"forged").expect("fits").to_value();
             let ip = tb::acceptor_addr(a as usize);
             let from = Endpoint { mac: [0x02, 0x78, 0, 0, 20 + a, 1], ip: *ip.ip(), port: ip.port() };
