@@ -24,9 +24,17 @@
 //!   (longer than any write or ACK can stay in flight) the tail's committed
 //!   state is copied to every other member and to the nodes that are
 //!   joining, which are appended at the end of the chain (the new tail, as
-//!   in chain replication); then writes resume. The copy also clears
-//!   versions left dirty by writes or ACKs lost with a failed node, which
-//!   would otherwise fill their objects' version cells for good.
+//!   in chain replication); every member then takes the new chain with
+//!   writes still paused, and only then do writes resume (a node still in
+//!   the old layout when the head resumes would act on it: an old tail
+//!   would commit writes its new successor never sees). The copy also
+//!   clears versions left dirty by writes or ACKs lost with a failed node,
+//!   which would otherwise fill their objects' version cells for good.
+//! * **Failed steps**: a runtime that reaches its nodes over a network
+//!   says when a node did not take an action ([`ChainControl::on_failed`]).
+//!   A pause or a copy that did not land is never built on: the resync
+//!   starts again from the pause (writes stay paused meanwhile), so the
+//!   drain is always timed from a pause every member holds.
 //! * A restarted node (heartbeat, unconfigured, not a member) joins through
 //!   a resync. A NetCRAQ member that keeps reporting full objects triggers a
 //!   resync too (versions orphaned by lost packets).
@@ -79,6 +87,17 @@ pub enum Action {
     Copy { from: usize, to: Vec<usize> },
 }
 
+impl Action {
+    /// A step later steps build on: a copy, or a layout that pauses
+    /// writes. If it did not land, the steps after it must not run.
+    pub fn is_critical(&self) -> bool {
+        match self {
+            Action::Copy { .. } => true,
+            Action::Apply(l) => l.writes_paused,
+        }
+    }
+}
+
 /// What a node reports with its heartbeat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct NodeReport {
@@ -102,6 +121,17 @@ pub struct ControlStats {
     pub removals: u64,
     pub resyncs: u64,
     pub joins: u64,
+    /// Resyncs started again because a pause, a copy or the new chain did
+    /// not reach every node ([`ChainControl::on_failed`]).
+    pub retried: u64,
+}
+
+/// The end of a resync, until the runtime has applied it: what to go back
+/// to if one of its steps does not land.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Resume {
+    members: Vec<usize>,
+    joined: Vec<usize>,
 }
 
 pub struct ChainControl {
@@ -116,6 +146,9 @@ pub struct ChainControl {
     full_streak: Vec<u32>,
     phase: Phase,
     resync_wanted: bool,
+    /// Set by the tick that ended a resync, until the next heartbeat or
+    /// tick: the runtime applies that tick's actions in between.
+    resume: Option<Resume>,
     next_tick: Time,
     pub stats: ControlStats,
     /// Every action, with its time (for reports and tests).
@@ -140,6 +173,7 @@ impl ChainControl {
             full_streak: vec![0; nodes],
             phase: Phase::Normal,
             resync_wanted: false,
+            resume: None,
             stats: ControlStats::default(),
             log: vec![],
         };
@@ -182,8 +216,44 @@ impl ChainControl {
         out.push(a);
     }
 
+    /// The runtime could not apply `action` (a node did not take it), or
+    /// skipped it because an earlier critical action of the same step
+    /// failed ([`Action::is_critical`]). Call before the next heartbeat.
+    ///
+    /// A failed critical action undoes the resync it belonged to (the
+    /// joining nodes wait again) and starts a new one from the pause:
+    /// writes are paused at the head in every layout a node may now hold,
+    /// and stay so until a copy and a new chain have reached every member.
+    /// A layout that resumes writes and did not land needs nothing: every
+    /// member holds its role already, the runtime sends it again.
+    pub fn on_failed(&mut self, now: Time, action: &Action) {
+        let _ = now;
+        if !action.is_critical() {
+            return;
+        }
+        if let Some(r) = self.resume.take() {
+            // The members the resync added join again; any member removed
+            // since stays removed.
+            self.members.retain(|n| !r.joined.contains(n));
+            debug_assert!(self.members.iter().all(|n| r.members.contains(n)));
+            for n in r.joined {
+                if !self.joining.contains(&n) {
+                    self.joining.push(n);
+                }
+            }
+        }
+        if !(self.phase == Phase::Normal && self.resync_wanted) {
+            // The first failure of this step (later ones find it so).
+            self.stats.retried += 1;
+        }
+        self.phase = Phase::Normal;
+        self.resync_wanted = true;
+        debug_assert!(self.holds());
+    }
+
     /// Node `node` answered a heartbeat.
     pub fn on_heartbeat(&mut self, now: Time, node: usize, report: NodeReport, out: &mut Vec<Action>) {
+        self.resume = None;
         let (Some(seen), Some(heard)) = (self.last_seen.get_mut(node), self.heard.get_mut(node)) else { return };
         *seen = now;
         *heard = true;
@@ -216,6 +286,7 @@ impl ChainControl {
 
     /// Detects failures, runs resyncs. Call at `next_tick` (or later).
     pub fn on_tick(&mut self, now: Time, out: &mut Vec<Action>) {
+        self.resume = None;
         self.next_tick = now + self.config.heartbeat_interval;
         for (heard, silent) in self.heard.iter_mut().zip(self.silent_polls.iter_mut()) {
             *silent = if std::mem::take(heard) { 0 } else { silent.saturating_add(1) };
@@ -245,7 +316,11 @@ impl ChainControl {
                 let mut to: Vec<usize> = self.members.iter().copied().filter(|n| *n != tail).collect();
                 to.extend(self.joining.iter().copied());
                 self.emit(now, Action::Copy { from: tail, to }, out);
+                self.resume = Some(Resume { members: self.members.clone(), joined: self.joining.clone() });
                 self.members.append(&mut self.joining);
+                // Every member takes the new chain while writes are still
+                // paused; only then does the head resume them.
+                self.emit(now, Action::Apply(Layout { chain: self.members.clone(), writes_paused: true }), out);
                 self.phase = Phase::Normal;
                 self.stats.resyncs += 1;
                 self.emit(now, Action::Apply(self.layout()), out);
@@ -296,7 +371,8 @@ mod tests {
             t += 5;
         }
         assert_eq!(actions[0], Action::Copy { from: 3, to: vec![0, 2] });
-        assert_eq!(actions[1], Action::Apply(Layout { chain: vec![0, 2, 3], writes_paused: false }));
+        assert_eq!(actions[1], Action::Apply(Layout { chain: vec![0, 2, 3], writes_paused: true }));
+        assert_eq!(actions[2], Action::Apply(Layout { chain: vec![0, 2, 3], writes_paused: false }));
         // Node 1 restarts, unconfigured: it joins as the new tail.
         let mut all = vec![];
         for _ in 0..10 {
@@ -304,8 +380,83 @@ mod tests {
             t += 5;
         }
         assert!(all.contains(&Action::Copy { from: 3, to: vec![0, 2, 1] }));
-        assert_eq!(all.last(), Some(&Action::Apply(Layout { chain: vec![0, 2, 3, 1], writes_paused: false })));
-        assert_eq!(c.stats, ControlStats { removals: 1, resyncs: 2, joins: 1 });
+        let n = all.len();
+        assert_eq!(
+            all[n - 2..],
+            [
+                Action::Apply(Layout { chain: vec![0, 2, 3, 1], writes_paused: true }),
+                Action::Apply(Layout { chain: vec![0, 2, 3, 1], writes_paused: false })
+            ],
+            "the new tail and the old one take their roles before the head resumes writes"
+        );
+        assert_eq!(c.stats, ControlStats { removals: 1, resyncs: 2, joins: 1, retried: 0 });
+    }
+
+    /// Ticks with every node of `up` answering (unconfigured if not a
+    /// member) until a resync ends; the actions of that tick.
+    fn until_resync_ends(c: &mut ChainControl, t: &mut u64, up: &[usize]) -> Vec<Action> {
+        for _ in 0..100 {
+            let actions = tick_all(c, ms(*t), up, false);
+            *t += 5;
+            if actions.iter().any(|a| matches!(a, Action::Copy { .. })) {
+                return actions;
+            }
+        }
+        panic!("no resync ended");
+    }
+
+    #[test]
+    fn a_resync_whose_copy_or_new_chain_did_not_land_starts_again_from_the_pause() {
+        // Node 2 of 3 restarted: it joins at the end of a resync.
+        let (mut c, _) = ChainControl::new(ControlConfig::default(), 3, ms(0));
+        let mut t = 5;
+        tick_all(&mut c, ms(t), &[0, 1], true);
+        let mut out = vec![];
+        c.on_heartbeat(ms(t), 2, NodeReport { configured: false, full_objects: 0 }, &mut out);
+        assert_eq!(c.members(), &[0, 1]);
+        for failing in 0..2 {
+            let actions = until_resync_ends(&mut c, &mut t, &[0, 1, 2]);
+            assert_eq!(actions[0], Action::Copy { from: 1, to: vec![0, 2] });
+            assert_eq!(c.members(), &[0, 1, 2]);
+            // The runtime: action `failing` did not land, the rest skipped.
+            for a in &actions[failing..] {
+                c.on_failed(ms(t), a);
+            }
+            assert_eq!(c.members(), &[0, 1], "node 2 joins again, through a new copy");
+            assert_eq!(c.stats.retried, failing as u64 + 1);
+            // The next tick pauses writes again, and the drain restarts.
+            let again = tick_all(&mut c, ms(t), &[0, 1, 2], false);
+            t += 5;
+            assert_eq!(again, vec![Action::Apply(Layout { chain: vec![0, 1], writes_paused: true })]);
+            assert!(c.is_paused());
+        }
+        let actions = until_resync_ends(&mut c, &mut t, &[0, 1, 2]);
+        // A resume that did not land needs nothing more.
+        c.on_failed(ms(t), &actions[2]);
+        assert_eq!(c.members(), &[0, 1, 2]);
+        assert!(!c.is_paused());
+        assert_eq!(c.stats.retried, 2);
+    }
+
+    #[test]
+    fn a_pause_that_did_not_land_is_sent_again_and_the_drain_timed_from_it() {
+        let (mut c, _) = ChainControl::new(ControlConfig::default(), 3, ms(0));
+        let mut t = 5;
+        while c.members().len() == 3 {
+            tick_all(&mut c, ms(t), &[0, 1], true);
+            t += 5;
+        }
+        // The removal's tick paused writes; the head did not take it.
+        let pause = Action::Apply(Layout { chain: vec![0, 1], writes_paused: true });
+        c.on_failed(ms(t), &pause);
+        assert!(!c.is_paused());
+        let again = tick_all(&mut c, ms(t), &[0, 1], true);
+        assert_eq!(again, vec![pause]);
+        let paused_at = t;
+        t += 5;
+        let actions = until_resync_ends(&mut c, &mut t, &[0, 1]);
+        assert_eq!(actions[0], Action::Copy { from: 1, to: vec![0] });
+        assert!(t - 5 >= paused_at + 20, "drained 20 ms after the pause that landed");
     }
 
     #[test]

@@ -416,7 +416,8 @@ fn start_chain(
             let mut remote = RemoteNodes::new(c.protocol, sockets, agents, timeout)?.with_auth(c.auth.clone());
             {
                 use crate::chain::ChainNodes;
-                remote.apply(&layout);
+                // A node that missed it gets it again with its next report.
+                let _ = remote.apply(&layout);
             }
             let (v, st) = (view.clone(), stop.clone());
             let views = std::thread::Builder::new()

@@ -52,7 +52,7 @@ use innet_chain::deploy;
 use innet_chain::workload::LoadClient;
 use innet_chain::Protocol;
 use innet_core::Time;
-use innet_live::chain::{control_step, spawn_drill_clients, ChainNodes, ChainView, DrillLoad};
+use innet_live::chain::{control_step, head_last, spawn_drill_clients, ChainNodes, ChainView, DrillLoad};
 use innet_live::{clock, Stop};
 use innet_wire::netchain::key_from_u32;
 use innet_wire::txn::Value;
@@ -188,23 +188,26 @@ impl ChainNodes for XdpChain {
         }
     }
 
-    fn apply(&mut self, layout: &Layout) {
+    fn apply(&mut self, layout: &Layout) -> bool {
         let n = self.nodes.len();
-        let head = layout.chain.first().copied();
-        let order = (0..n).filter(|i| Some(*i) != head).chain(head);
-        for i in order {
+        let mut all = true;
+        for i in head_last(layout, n).collect::<Vec<_>>() {
             if let Err(e) = apply_layout(&mut self.nodes[i], self.protocol, layout, n, i) {
                 self.errors.push(format!("node {i}: apply {layout:?}: {e:#}"));
+                all &= !layout.chain.contains(&i);
             }
         }
+        all
     }
 
-    fn copy(&mut self, from: usize, to: &[usize]) {
+    fn copy(&mut self, from: usize, to: &[usize]) -> bool {
         let t = Instant::now();
-        if let Err(e) = self.copy_one(from, to) {
+        let r = self.copy_one(from, to);
+        self.copies.push(t.elapsed());
+        if let Err(e) = &r {
             self.errors.push(format!("copy {from} -> {to:?}: {e:#}"));
         }
-        self.copies.push(t.elapsed());
+        r.is_ok()
     }
 }
 

@@ -46,7 +46,8 @@ fn drill(protocol: Protocol) -> String {
     let history: Vec<_> = r.loads.iter().flat_map(|l| l.client.history.clone().expect("recorded")).collect();
     let summary = check(&history).unwrap_or_else(|e| panic!("{protocol}: not linearizable: {e:?}"));
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-    let ControlStats { removals, resyncs, joins } = r.control.stats;
+    let ControlStats { removals, resyncs, joins, retried } = r.control.stats;
+    assert_eq!(retried, 0, "{protocol}: every step lands on maps written in this process");
     format!(
         "TESTBED chain drill {protocol} 4 XDP nodes: node 1 link down -> removed in {:.1} ms, restarted -> re-added in \
          {:.1} ms (copies {:?} ms, writes paused {:?} ms); interruption {:.1} ms; {} operations after the failure; \

@@ -84,6 +84,9 @@ pub const MANAGE_PORT_OFFSET: u16 = 1000;
 pub const CHUNK_ENTRIES: usize = 40;
 /// Longest a chain may be on the wire (n is a u8).
 pub const MAX_CHAIN: usize = 255;
+/// Times the control plane asks a chain member to take a layout or a
+/// snapshot before it reports the step as not landed.
+pub const MEMBER_ATTEMPTS: u32 = 3;
 /// VIEW answers one client address gets per second at most (a client
 /// asks every 5 ms: 200 a second).
 pub const VIEW_ANSWERS_PER_S: f64 = 1_000.0;
@@ -579,14 +582,20 @@ impl RemoteNodes {
         }
     }
 
-    fn send_apply(&mut self, i: usize) {
-        let Some((version, layout)) = self.layout.clone() else { return };
+    /// Sends the current layout to agent `i`, up to `attempts` times until
+    /// it acknowledges; whether it did.
+    fn send_apply(&mut self, i: usize, attempts: u32) -> bool {
+        let Some((version, layout)) = self.layout.clone() else { return false };
         let mut body = version.to_be_bytes().to_vec();
         body.push(u8::from(layout.writes_paused));
         encode_chain(&layout.chain, &mut body);
-        if let Some((ACK, _)) = self.ask(i, APPLY, &body) {
-            self.applied[i] = version;
+        for _ in 0..attempts {
+            if let Some((ACK, _)) = self.ask(i, APPLY, &body) {
+                self.applied[i] = version;
+                return true;
+            }
         }
+        false
     }
 
     fn fetch(&mut self, from: usize) -> Option<Snapshot> {
@@ -642,24 +651,31 @@ impl ChainNodes for RemoteNodes {
         // A node behind the current layout (it missed an APPLY, or it
         // restarted) gets it again.
         if self.layout.as_ref().is_some_and(|(v, _)| self.applied[i] < *v) && report.configured {
-            self.send_apply(i);
+            self.send_apply(i, 1);
         }
         Some(report)
     }
 
-    fn apply(&mut self, layout: &Layout) {
+    /// Every agent gets the layout, the head's last; a member that does
+    /// not answer is asked [`MEMBER_ATTEMPTS`] times, any other node once
+    /// (a node outside the chain may be down for good).
+    fn apply(&mut self, layout: &Layout) -> bool {
         let version = self.layout.as_ref().map_or(1, |(v, _)| v + 1);
         self.layout = Some((version, layout.clone()));
-        for i in 0..self.agents.len() {
-            self.send_apply(i);
+        let mut all = true;
+        for i in super::head_last(layout, self.agents.len()).collect::<Vec<_>>() {
+            let member = layout.chain.contains(&i);
+            let took = self.send_apply(i, if member { MEMBER_ATTEMPTS } else { 1 });
+            all &= took || !member;
         }
+        all
     }
 
-    fn copy(&mut self, from: usize, to: &[usize]) {
-        let Some(snap) = self.fetch(from) else { return };
-        for &t in to {
-            let _ = self.push(t, &snap);
-        }
+    /// The source's snapshot, then each target's copy: each tried
+    /// [`MEMBER_ATTEMPTS`] times from its start.
+    fn copy(&mut self, from: usize, to: &[usize]) -> bool {
+        let Some(snap) = (0..MEMBER_ATTEMPTS).find_map(|_| self.fetch(from)) else { return false };
+        to.iter().all(|&t| (0..MEMBER_ATTEMPTS).any(|_| self.push(t, &snap).is_some()))
     }
 }
 

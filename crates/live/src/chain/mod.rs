@@ -101,7 +101,7 @@ impl Shared {
 
     fn apply(&mut self, layout: Layout) {
         self.layout = layout;
-        for i in 0..self.addrs.len() {
+        for i in head_last(&self.layout, self.addrs.len()) {
             let t = self.layout.tables(i);
             let tables = self.tables(i);
             if let Some(sw) = &self.switches[i] {
@@ -111,14 +111,17 @@ impl Shared {
         }
     }
 
-    fn copy(&mut self, from: usize, to: &[usize]) {
-        let Some(src) = &self.switches[from] else { return };
+    fn copy(&mut self, from: usize, to: &[usize]) -> bool {
+        let Some(Some(src)) = self.switches.get(from) else { return false };
         let snap = src.with_program(|p| p.snapshot());
+        let mut all = true;
         for t in to {
-            if let Some(sw) = &self.switches[*t] {
-                sw.with_program(|p| p.load(&snap));
+            match self.switches.get(*t) {
+                Some(Some(sw)) => sw.with_program(|p| p.load(&snap)),
+                _ => all = false,
             }
         }
+        all
     }
 
     fn spawn(&self, i: usize, addr: SocketAddr) -> io::Result<SwitchNode<ChainNode>> {
@@ -326,10 +329,20 @@ pub trait ChainNodes {
     fn count(&self) -> usize;
     /// Node `i`'s heartbeat answer, `None` if it does not answer (down).
     fn report(&mut self, i: usize) -> Option<NodeReport>;
-    /// Writes every node's registers and tables for `layout`.
-    fn apply(&mut self, layout: &Layout);
-    /// Copies node `from`'s committed state into each of `to`.
-    fn copy(&mut self, from: usize, to: &[usize]);
+    /// Writes every node's registers and tables for `layout`, the head's
+    /// last (the node where writes enter acts on a layout only once the
+    /// others hold it). False if a node of `layout.chain` did not take it.
+    fn apply(&mut self, layout: &Layout) -> bool;
+    /// Copies node `from`'s committed state into each of `to`. False if
+    /// the state could not be read, or a node of `to` did not take it.
+    fn copy(&mut self, from: usize, to: &[usize]) -> bool;
+}
+
+/// The order in which `apply` writes `nodes` nodes for `layout`: every
+/// node but the head, then the head.
+pub fn head_last(layout: &Layout, nodes: usize) -> impl Iterator<Item = usize> + '_ {
+    let head = layout.chain.first().copied();
+    (0..nodes).filter(move |i| Some(*i) != head).chain(head.filter(|h| *h < nodes))
 }
 
 /// One control-plane step at `now`: a heartbeat from every node that
@@ -343,15 +356,24 @@ pub fn control_step(control: &mut ChainControl, nodes: &mut dyn ChainNodes, view
         }
     }
     control.on_tick(now, &mut actions);
+    // After a critical action that did not land, the rest of the step is
+    // not applied: the control plane hears of every action it skipped.
+    let mut stopped = false;
     for a in actions {
-        match a {
-            Action::Apply(l) => {
-                nodes.apply(&l);
+        let landed = !stopped
+            && match &a {
+                Action::Apply(l) => nodes.apply(l),
+                Action::Copy { from, to } => nodes.copy(*from, to),
+            };
+        if landed {
+            if let Action::Apply(l) = &a {
                 let mut v = view.lock().unwrap_or_else(|e| e.into_inner());
                 v.0 += 1;
                 v.1 = l.chain.clone();
             }
-            Action::Copy { from, to } => nodes.copy(from, &to),
+        } else {
+            stopped |= a.is_critical();
+            control.on_failed(now, &a);
         }
     }
 }
@@ -366,11 +388,12 @@ impl ChainNodes for Shared {
             _ => None,
         }
     }
-    fn apply(&mut self, layout: &Layout) {
+    fn apply(&mut self, layout: &Layout) -> bool {
         Shared::apply(self, layout.clone());
+        layout.chain.iter().all(|i| self.switches.get(*i).is_some_and(|s| s.is_some()))
     }
-    fn copy(&mut self, from: usize, to: &[usize]) {
-        Shared::copy(self, from, to);
+    fn copy(&mut self, from: usize, to: &[usize]) -> bool {
+        Shared::copy(self, from, to)
     }
 }
 
