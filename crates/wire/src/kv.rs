@@ -184,6 +184,7 @@ impl DecodeError {
         DecodeError::Malformed,
     ];
     pub fn name(self) -> &'static str {
+        debug_assert!(DecodeError::ALL.contains(&self), "every reason is listed for the counters");
         match self {
             DecodeError::Truncated => "truncated",
             DecodeError::BadMagic => "bad_magic",
@@ -232,10 +233,14 @@ impl Header {
         if body_len as usize > BODY_MAX {
             return Err(DecodeError::BadBodyLen);
         }
+        debug_assert!(b.len() >= HEADER_LEN, "every field was read");
         Ok(Header { kind, client, seq, body_len })
     }
 
+    /// The header's bytes. A header never announces more than [`BODY_MAX`]
+    /// bytes (no decoder would take it).
     pub fn encode(&self) -> [u8; HEADER_LEN] {
+        debug_assert!(self.body_len as usize <= BODY_MAX, "body of {} bytes announced", self.body_len);
         let mut h = [0u8; HEADER_LEN];
         let fields: [(usize, &[u8]); 6] = [
             (offset::MAGIC, &MAGIC.to_be_bytes()),
@@ -248,6 +253,7 @@ impl Header {
         for (at, f) in fields {
             crate::bytes::put(&mut h, at, f);
         }
+        debug_assert_eq!(Header::decode(&h), Ok(*self), "a header reads back as written");
         h
     }
 }
@@ -309,6 +315,16 @@ impl Op {
         !matches!(self, Op::Get { .. })
     }
 
+    /// What a decoded operation holds: a key and values within bounds.
+    fn within_bounds(&self) -> bool {
+        let values: [&[u8]; 2] = match self {
+            Op::Put { value, .. } => [value, &[]],
+            Op::Cas { expected, value, .. } => [value, expected.as_deref().unwrap_or(&[])],
+            Op::Delete { .. } | Op::Get { .. } => [&[], &[]],
+        };
+        self.key().len() <= KEY_MAX && values.iter().all(|v| v.len() <= VALUE_MAX)
+    }
+
     /// The operation's bytes; `None` if a key or value is too long.
     pub fn encode(&self) -> Option<Vec<u8>> {
         let key = self.key();
@@ -343,6 +359,8 @@ impl Op {
             }
             Op::Delete { .. } | Op::Get { .. } => {}
         }
+        debug_assert!(b.len() <= BODY_MAX);
+        debug_assert_eq!(Op::decode(&b).as_ref(), Ok(self), "an operation reads back as written");
         Some(b)
     }
 
@@ -367,13 +385,14 @@ impl Op {
             _ => return Err(DecodeError::UnknownOp),
         };
         r.end()?;
+        debug_assert!(o.within_bounds());
         Ok(o)
     }
 }
 
 impl Reply {
     pub fn encode(&self) -> Vec<u8> {
-        match self {
+        let b = match self {
             Reply::Ok => vec![status::OK],
             Reply::Value(v) => {
                 let mut b = Vec::with_capacity(v.len().saturating_add(1));
@@ -391,7 +410,9 @@ impl Reply {
             Reply::Expired => vec![status::EXPIRED],
             Reply::Busy => vec![status::BUSY],
             Reply::Invalid => vec![status::INVALID],
-        }
+        };
+        debug_assert_eq!(Reply::decode(&b).as_ref(), Ok(self), "a reply reads back as written");
+        b
     }
 
     pub fn decode(b: &[u8]) -> Result<Reply, DecodeError> {
@@ -408,6 +429,7 @@ impl Reply {
             _ => return Err(DecodeError::UnknownStatus),
         };
         r.end()?;
+        debug_assert!(!matches!(&reply, Reply::Value(v) if v.len() > VALUE_MAX));
         Ok(reply)
     }
 }
@@ -431,6 +453,7 @@ impl Message {
         let h = Header { kind, client: self.client, seq: self.seq, body_len };
         let mut b = h.encode().to_vec();
         b.extend_from_slice(&body);
+        debug_assert_eq!(b.len(), HEADER_LEN + body_len as usize);
         Some(b)
     }
 
@@ -446,7 +469,9 @@ impl Message {
                 DecodeError::BadBodyLen
             });
         }
-        Message::with_body(h, body)
+        let m = Message::with_body(h, body)?;
+        debug_assert_eq!((m.client, m.seq), (h.client, h.seq));
+        Ok(m)
     }
 
     /// The message of header `h` and its `body`.
