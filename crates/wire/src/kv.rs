@@ -453,7 +453,7 @@ impl Message {
         let h = Header { kind, client: self.client, seq: self.seq, body_len };
         let mut b = h.encode().to_vec();
         b.extend_from_slice(&body);
-        debug_assert_eq!(b.len(), HEADER_LEN + body_len as usize);
+        debug_assert_eq!(b.len().checked_sub(HEADER_LEN), Some(body_len as usize));
         Some(b)
     }
 
