@@ -41,6 +41,10 @@ use crate::switch::SwitchNode;
 use crate::txn::{bind, spawn_store_on, StoreAccess, StoreData, StoreNode};
 use crate::{clock, Stop};
 
+/// How long a chain control plane keeps sending its first layout to nodes
+/// that have not taken it before it starts judging them.
+pub const STARTUP_APPLY: Duration = Duration::from_secs(2);
+
 /// Resolves HOST:PORT (names allowed) to one socket address.
 pub fn resolve(s: &str) -> anyhow::Result<SocketAddr> {
     if let Ok(a) = s.parse() {
@@ -416,8 +420,15 @@ fn start_chain(
             let mut remote = RemoteNodes::new(c.protocol, sockets, agents, timeout)?.with_auth(c.auth.clone());
             {
                 use crate::chain::ChainNodes;
-                // A node that missed it gets it again with its next report.
-                let _ = remote.apply(&layout);
+                // The nodes may still be starting, or slow to answer on a
+                // busy machine: the first layout goes out until every node
+                // took it, for up to STARTUP_APPLY. A node that answers
+                // unconfigured after that is taken for restarted and joins
+                // through a resync.
+                let until = std::time::Instant::now() + STARTUP_APPLY;
+                while !remote.apply(&layout) && std::time::Instant::now() < until {
+                    std::thread::sleep(c.control.heartbeat_interval);
+                }
             }
             let (v, st) = (view.clone(), stop.clone());
             let views = std::thread::Builder::new()
