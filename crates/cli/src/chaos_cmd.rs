@@ -1,10 +1,10 @@
 //! `innet chaos txn|paxos|chain`: a live deployment under load and an
-//! adversary, checked (innet_exp::chaos; docs/security.md "Chaos").
+//! adversary, checked (innet_chaos; docs/security.md "Chaos").
 
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use innet_exp::chaos::{self, ChaosConfig, ChaosService};
+use innet_chaos::{ChaosConfig, ChaosService};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Service {
@@ -53,7 +53,7 @@ pub fn run(a: ChaosArgs) -> anyhow::Result<i32> {
         dir: a.out.join(service.name()),
     };
     cfg.validate().map_err(anyhow::Error::msg)?;
-    let r = chaos::run(&cfg)?;
+    let r = innet_chaos::run(&cfg)?;
     println!("chaos {}: seed {}, {} s", r.service, r.seed, r.duration_s);
     println!("check: {}", if r.checked.is_empty() { "not reached" } else { &r.checked });
     for (t, what) in &r.events {

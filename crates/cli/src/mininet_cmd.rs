@@ -7,7 +7,8 @@ use std::time::Duration;
 use clap::Args;
 use innet_live::mininet::{self, MininetReport, MininetRun};
 
-use crate::live_cmd::{print_line, signals};
+use innet_exp::commands::print_line;
+use innet_live::stop_on_signals as signals;
 
 /// Run a topology file as a Mininet network (root): one Mininet host per
 /// innet machine, Linux bridges shaped like its links, every node in its

@@ -17,22 +17,26 @@ fn refuse<T>() -> anyhow::Result<T> {
     anyhow::bail!("{NO_XDP}")
 }
 
-pub mod xdp_cmd {
-    use super::{refuse, Anything};
-
+pub mod testbed {
     /// Any testbed subcommand.
     #[derive(clap::Subcommand, Debug)]
     pub enum TestbedCmd {
         #[command(external_subcommand)]
         Any(Vec<String>),
     }
-    pub type BenchXdpArgs = Anything;
-    pub type BenchXdpTxnArgs = Anything;
 
     pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
         let TestbedCmd::Any(args) = c;
-        anyhow::bail!("innet testbed {}: {}", args.join(" "), super::NO_XDP)
+        anyhow::bail!("innet testbed {}: {}", args.join(" "), crate::no_xdp::NO_XDP)
     }
+}
+
+pub mod txn {
+    use crate::no_xdp::{refuse, Anything};
+
+    pub type BenchXdpArgs = Anything;
+    pub type BenchXdpTxnArgs = Anything;
+
     pub fn run_bench_xdp(_: BenchXdpArgs) -> anyhow::Result<i32> {
         refuse()
     }
@@ -41,8 +45,8 @@ pub mod xdp_cmd {
     }
 }
 
-pub mod xdp_chain_cmd {
-    use super::{refuse, Anything};
+pub mod chain {
+    use crate::no_xdp::{refuse, Anything};
 
     pub type BenchXdpChainArgs = Anything;
 
@@ -51,8 +55,8 @@ pub mod xdp_chain_cmd {
     }
 }
 
-pub mod xdp_paxos_cmd {
-    use super::{refuse, Anything};
+pub mod paxos {
+    use crate::no_xdp::{refuse, Anything};
 
     pub type BenchXdpPaxosArgs = Anything;
     pub type XdpPaxosHostsArgs = Anything;
@@ -69,8 +73,8 @@ pub mod xdp_paxos_cmd {
     }
 }
 
-pub mod xdp_upcall_cmd {
-    use super::{refuse, Anything};
+pub mod upcall {
+    use crate::no_xdp::{refuse, Anything};
 
     pub type BenchXdpUpcallArgs = Anything;
 

@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 use std::process::Command;
 
-use innet_exp::chaos::ChaosService;
+use innet_chaos::ChaosService;
 
 const INNET: &str = env!("CARGO_BIN_EXE_innet");
 

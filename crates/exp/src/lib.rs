@@ -6,8 +6,7 @@ pub mod chain_bench;
 pub mod chain_etcd;
 pub mod chain_load;
 pub mod chain_sim;
-pub mod chaos;
-mod chaos_services;
+pub mod commands;
 pub mod parse;
 pub mod paxos;
 pub mod paxos_bench;
@@ -24,12 +23,6 @@ pub mod txn_bench;
 pub mod txn_client;
 pub mod txn_live;
 pub mod txn_sim;
-#[cfg(feature = "xdp")]
-pub mod xdp;
-#[cfg(feature = "xdp")]
-pub mod xdp_fabric;
-#[cfg(feature = "xdp")]
-pub mod xdp_paxos;
 
 /// Where an experiment runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -13,14 +13,16 @@
 //! service's admission rules treat them as clients). A raw socket that
 //! spoofs a covered address without the key is refused either way.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use innet_core::auth::AuthKeys;
 
-use crate::host::Rejected;
+/// Packets refused (by an `Admission` rule of `host`, or for a missing or
+/// wrong MAC here), by reason.
+pub type Rejected = BTreeMap<&'static str, u64>;
 
 /// A node's keys and whom they cover.
 #[derive(Debug)]

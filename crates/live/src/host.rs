@@ -8,7 +8,7 @@
 //! held that long before it goes out, and every packet it receives that long
 //! before the host sees it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::BorrowedFd;
@@ -61,8 +61,7 @@ impl std::fmt::Debug for Admission {
     }
 }
 
-/// Packets refused by an [`Admission`] rule, by reason.
-pub type Rejected = BTreeMap<&'static str, u64>;
+pub use crate::auth::Rejected;
 
 #[derive(Clone, Debug, Default)]
 pub struct HostOptions {

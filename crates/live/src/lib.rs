@@ -144,6 +144,43 @@ impl Stop {
     }
 }
 
+/// A stop set on SIGINT and SIGTERM: what a command that runs until
+/// Ctrl-C watches.
+pub fn stop_on_signals() -> anyhow::Result<Stop> {
+    use anyhow::Context;
+    let stop = Stop::new();
+    stop.on_signals().context("cannot install SIGINT/SIGTERM handlers")?;
+    Ok(stop)
+}
+
+/// Waits until `stop` is set or `finished()` says a node has ended,
+/// looking every 50 ms.
+pub fn wait_until_stopped(stop: &Stop, mut finished: impl FnMut() -> bool) {
+    while !stop.is_stopped() && !finished() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A bare UDP echo on `listen` (blocking receive, send back to the
+/// sender) until `stop`: the floor a user-space switch's round trip is
+/// measured against (`innet switch echo`). `say` gets `echo HOST:PORT` once
+/// it is listening; returns how many datagrams it echoed.
+pub fn echo(listen: std::net::SocketAddr, stop: &Stop, say: impl Fn(&str)) -> anyhow::Result<u64> {
+    use anyhow::Context;
+    let sock = std::net::UdpSocket::bind(listen).with_context(|| format!("bind {listen}"))?;
+    // Woken at least this often to look at the stop flag.
+    sock.set_read_timeout(Some(std::time::Duration::from_millis(20)))?;
+    say(&format!("echo {}", sock.local_addr()?));
+    let mut buf = [0u8; 65536];
+    let mut echoed = 0u64;
+    while !stop.is_stopped() {
+        if let Ok((n, from)) = sock.recv_from(&mut buf) {
+            echoed += u64::from(sock.send_to(&buf[..n], from).is_ok());
+        }
+    }
+    Ok(echoed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -354,7 +354,7 @@ pub fn run_sim(cfg: &PaxosConfig, experiment: &'static str) -> Result<RolesRecor
 /// (`BPF_PROG_TEST_RUN`, XDP and tc entries) x packets/s.
 #[cfg(feature = "xdp")]
 pub fn run_xdp(cfg: &PaxosConfig, experiment: &'static str) -> Result<RolesRecord> {
-    use innet_exp::xdp_paxos::{VoteCounters, XdpPaxosLoad};
+    use innet_xdp_exp::paxos::{VoteCounters, XdpPaxosLoad};
     let load = XdpPaxosLoad {
         acceptors: cfg.acceptors,
         learners: cfg.learners,
@@ -369,10 +369,10 @@ pub fn run_xdp(cfg: &PaxosConfig, experiment: &'static str) -> Result<RolesRecor
         // The fabric this figure was measured on (generic XDP, tc
         // multicast, every learner its own votes): the per-role CPU
         // estimate below prices the XDP and tc entries of that path.
-        fabric: innet_exp::xdp_paxos::PaxosFabricArgs {
+        fabric: innet_xdp_exp::paxos::PaxosFabricArgs {
             xdp_mode: innet_xdp::fabric::XdpMode::Generic,
             threaded_napi: innet_xdp::fabric::ThreadedNapi::Off,
-            multicast: innet_exp::xdp_paxos::McastArg::Tc,
+            multicast: innet_xdp_exp::paxos::McastArg::Tc,
             decisions: innet_xdp::paxos_testbed::Decisions::PerPort,
             ..Default::default()
         },
@@ -381,7 +381,7 @@ pub fn run_xdp(cfg: &PaxosConfig, experiment: &'static str) -> Result<RolesRecor
     let cost: std::collections::BTreeMap<&str, f64> = innet_xdp::paxos::cost_ns(20_000)?.into_iter().collect();
     let (warmup, window) = windows(cfg.duration_s);
     let (out, w) =
-        measure_nodes(&node_names(cfg, false), warmup, window, || innet_exp::xdp_paxos::run_xdp(&load, false))?;
+        measure_nodes(&node_names(cfg, false), warmup, window, || innet_xdp_exp::paxos::run_xdp(&load, false))?;
     let r = out.result;
     // Per instance the coordinator takes one REQUEST (XDP, then tc's
     // multicast) and each acceptor one 2A (XDP, then tc's multicast).

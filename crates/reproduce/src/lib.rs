@@ -20,6 +20,7 @@
 //! parameters and compares.
 
 pub mod caans_roles;
+pub mod commands;
 pub mod entry;
 pub mod existing;
 pub mod gotthard_micro;

@@ -31,6 +31,7 @@ use innet_wire::txn::{Op, Status, TxnMsg, Value};
 
 use crate::fabric::Fabric;
 use crate::testbed::{self, DataPlaneAt, UpOptions, NS_CLIENT, NS_SWITCH};
+pub use crate::testbed_common::BENCH_PIN_SUBDIR as PIN_SUBDIR;
 use crate::txn::{Program, Tables, TxnXdp};
 
 /// The key the primed pending write holds.
@@ -203,10 +204,6 @@ pub fn summarize(name: &str, parts: &[ProbeResult]) -> Summary {
         rate_lost: parts.iter().map(|p| p.rate_lost).sum(),
     }
 }
-
-/// Where under the testbed's pin root a run pins its switch (`testbed::down`
-/// removes it).
-pub const PIN_SUBDIR: &str = "bench";
 
 /// Removes the testbed when dropped, so a failed run leaves nothing behind.
 pub struct DownOnDrop;

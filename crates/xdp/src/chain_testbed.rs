@@ -50,7 +50,6 @@
 //! `testbed::down` removes it like the `txn` topology's.
 
 use std::net::Ipv4Addr;
-use std::path::Path;
 
 use anyhow::{bail, ensure, Context, Result};
 
@@ -64,21 +63,19 @@ use innet_core::Member as DeployMember;
 use innet_wire::netchain::key_from_u32;
 
 pub use crate::chain::Multicast;
-use crate::chain::{ChainPort, CraqXdp, Member, NcXdp, NodeAddr, CRAQ_MULTICAST_PROGRAM, CRAQ_PROGRAM, PORTS_MAX};
+use crate::chain::{ChainPort, CraqXdp, Member, NcXdp, NodeAddr, CRAQ_MULTICAST_PROGRAM, CRAQ_PROGRAM};
 use crate::fabric::{Fabric, PassProgram, XdpMode};
 use crate::object;
-use crate::testbed::{self, ifindex, in_netns, ip, mac_str, DataPlaneAt, State, NS_CLIENT, PIN_DIR};
+pub use innet_core::deploy::DataPlaneAt;
 
-/// The namespace of the bridge an earlier layout of this topology hung
-/// every host off; `testbed::down` still removes it by name.
-pub const NS_FABRIC: &str = "innet-fabric";
+use crate::netns::{self, ifindex, in_netns, ip, mac_str};
+use crate::testbed_common::PORT_FIRST_NODE;
+use crate::testbed_common::{self, State, NS_CLIENT};
+pub use crate::testbed_common::{node_ns, node_pin_dir, NODES_MAX, NS_FABRIC};
+
 pub const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 78, 0, 100);
 /// The port towards the clients on every node.
 pub const PORT_CLIENTS: u16 = 2;
-/// Ports 3.. are the other nodes ([`node_port`]).
-const PORT_FIRST_NODE: u16 = 3;
-/// Nodes a chain can have (one port per other node).
-pub const NODES_MAX: usize = PORTS_MAX - PORT_FIRST_NODE as usize + 1;
 /// NetChain keys installed on every node.
 pub const NETCHAIN_KEYS_INSTALLED: u32 = 256;
 /// The keys NetChain's P4 reference's client uses (netchain-p4
@@ -124,9 +121,6 @@ impl ChainUp {
     }
 }
 
-pub fn node_ns(i: usize) -> String {
-    format!("innet-n{i}")
-}
 /// Node i's device towards the clients.
 pub fn node_dev(i: usize) -> String {
     format!("innet-e{i}")
@@ -157,10 +151,6 @@ pub fn link_mac(i: usize, j: usize) -> [u8; 6] {
 pub fn node_port(i: usize, j: usize) -> u16 {
     assert_ne!(i, j, "a node has no port to itself");
     PORT_FIRST_NODE + (if j < i { j } else { j - 1 }) as u16
-}
-/// Where node i's maps are pinned.
-pub fn node_pin_dir(i: usize) -> std::path::PathBuf {
-    Path::new(PIN_DIR).join(format!("chain-n{i}"))
 }
 
 /// Where a NetChain tail's replies go on the client's address.
@@ -206,11 +196,11 @@ pub fn up(o: &ChainUp, data_plane: Option<DataPlaneAt>) -> Result<State> {
             o.nodes
         );
     }
-    testbed::guarded(testbed::STATE_FILE, || build(o, data_plane), testbed::down_unlocked)
+    testbed_common::guarded(testbed_common::STATE_FILE, || build(o, data_plane), testbed_common::down_unlocked)
 }
 
 fn build(o: &ChainUp, data_plane: Option<DataPlaneAt>) -> Result<State> {
-    testbed::remove_own_leftovers()?;
+    testbed_common::remove_own_leftovers()?;
     let mut namespaces = vec![NS_CLIENT.to_string()];
     namespaces.extend((0..o.nodes).map(node_ns));
     let state = State {
@@ -220,7 +210,7 @@ fn build(o: &ChainUp, data_plane: Option<DataPlaneAt>) -> Result<State> {
         processes: vec![],
         fabric: Some(o.fabric),
     };
-    testbed::save(&state)?;
+    testbed_common::save(&state)?;
     build_links(o.nodes).context("build namespaces and links")?;
     if data_plane == Some(DataPlaneAt::Xdp) {
         attach_nodes(o)?;
@@ -290,7 +280,7 @@ pub fn attach_to_node(fabric: &Fabric, i: usize, fd: std::os::fd::RawFd) -> Resu
 pub fn set_node_link(i: usize, nodes: usize, up: bool) -> Result<()> {
     let batch: String =
         node_devs(i, nodes).iter().map(|d| format!("link set {d} {}\n", if up { "up" } else { "down" })).collect();
-    testbed::ip_batch(Some(&node_ns(i)), &batch)
+    netns::ip_batch(Some(&node_ns(i)), &batch)
 }
 
 fn build_links(nodes: usize) -> Result<()> {
@@ -313,7 +303,7 @@ fn build_links(nodes: usize) -> Result<()> {
             links += &veth(&link_dev(i, j), link_mac(i, j), &node_ns(i), &link_dev(j, i), link_mac(j, i), &node_ns(j));
         }
     }
-    testbed::ip_batch(None, &links)?;
+    netns::ip_batch(None, &links)?;
     // The client: one /32 route per node over its own device, the nodes'
     // MACs fixed (no ARP across a device a program owns).
     let mut client = String::from("link set lo up\n");
@@ -323,7 +313,7 @@ fn build_links(nodes: usize) -> Result<()> {
         client += &format!("route add {node}/32 dev {dev} src {CLIENT_IP}\n");
         client += &format!("neigh replace {node} lladdr {} dev {dev} nud permanent\n", mac_str(node_mac(i)));
     }
-    testbed::ip_batch(Some(NS_CLIENT), &client)?;
+    netns::ip_batch(Some(NS_CLIENT), &client)?;
     for i in 0..nodes {
         let dev = node_dev(i);
         let mut node = format!("link set lo up\naddr add {}/32 dev {dev}\n", node_ip(i));
@@ -332,7 +322,7 @@ fn build_links(nodes: usize) -> Result<()> {
         }
         node += &format!("route add {CLIENT_IP}/32 dev {dev}\n");
         node += &format!("neigh replace {CLIENT_IP} lladdr {} dev {dev} nud permanent\n", mac_str(client_mac(i)));
-        testbed::ip_batch(Some(&node_ns(i)), &node)?;
+        netns::ip_batch(Some(&node_ns(i)), &node)?;
     }
     Ok(())
 }

@@ -27,9 +27,9 @@ use std::os::fd::RawFd;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::netns::{ifindex, in_netns};
 pub use crate::object::XdpMode;
 use crate::object::{attach_fd_in, BpfObject};
-use crate::testbed::{ifindex, in_netns};
 
 static PASS_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/forward.bpf.o"));
 
@@ -167,7 +167,7 @@ pub fn napi_threads_cpu_s() -> f64 {
 
 /// Whether `dev` of `ns` is administratively up (`ip -j link show`'s flags).
 pub fn is_up(ns: &str, dev: &str) -> Result<bool> {
-    let out = crate::testbed::ip(&["-j", "-n", ns, "link", "show", "dev", dev])?;
+    let out = crate::netns::ip(&["-j", "-n", ns, "link", "show", "dev", dev])?;
     let v: serde_json::Value = serde_json::from_str(&out).context("parse `ip -j link show`")?;
     Ok(v[0]["flags"].as_array().is_some_and(|f| f.iter().any(|x| x == "UP")))
 }
@@ -176,7 +176,7 @@ pub fn is_up(ns: &str, dev: &str) -> Result<bool> {
 /// attached (`ip -j -d link show`: the `xdp` object's `mode`, the
 /// kernel's `XDP_ATTACHED_DRV` 1 or `XDP_ATTACHED_SKB` 2), or none.
 pub fn attached_mode(ns: &str, dev: &str) -> Result<Option<XdpMode>> {
-    let out = crate::testbed::ip(&["-j", "-n", ns, "-d", "link", "show", "dev", dev])?;
+    let out = crate::netns::ip(&["-j", "-n", ns, "-d", "link", "show", "dev", dev])?;
     let v: serde_json::Value = serde_json::from_str(&out).context("parse `ip -j link show`")?;
     Ok(match v[0]["xdp"]["mode"].as_u64() {
         Some(1) => Some(XdpMode::Native),

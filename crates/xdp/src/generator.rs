@@ -118,10 +118,10 @@ impl Generator {
         let obj = BpfObject::load(OBJECT, &[])?;
         obj.write("gen_config", 0, &cfg)?;
         aim(&obj, &target)?;
-        let _ = crate::testbed::ip(&["-n", ns, "link", "del", DISPATCHER_DEV]);
-        crate::testbed::ip(&["-n", ns, "link", "add", DISPATCHER_DEV, "type", "veth", "peer", "name", "innet-gen1"])?;
-        crate::testbed::ip(&["-n", ns, "link", "set", DISPATCHER_DEV, "up"])?;
-        crate::testbed::ip(&["-n", ns, "link", "set", "innet-gen1", "up"])?;
+        let _ = crate::netns::ip(&["-n", ns, "link", "del", DISPATCHER_DEV]);
+        crate::netns::ip(&["-n", ns, "link", "add", DISPATCHER_DEV, "type", "veth", "peer", "name", "innet-gen1"])?;
+        crate::netns::ip(&["-n", ns, "link", "set", DISPATCHER_DEV, "up"])?;
+        crate::netns::ip(&["-n", ns, "link", "set", "innet-gen1", "up"])?;
         let fabric = crate::fabric::Fabric::native(crate::fabric::ThreadedNapi::Off);
         fabric.attach(obj.program_fd("xdp_gen")?, ns, &[DISPATCHER_DEV]).context("keep xdp_gen in the dispatcher")?;
         Ok(Generator { obj, _target: target })

@@ -63,6 +63,7 @@ pub mod paxos_testbed;
 pub mod privileged;
 pub mod sink;
 pub mod testbed;
+pub mod testbed_common;
 pub mod txn;
 pub mod txn_topology;
 pub mod upcall;

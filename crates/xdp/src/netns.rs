@@ -20,13 +20,98 @@
 
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context, Result};
 
 use innet_core::deploy::{Deployment, Shape};
 
-use crate::testbed::{ip, mac_str};
+/// Every namespace, link and pin a testbed makes starts with this.
+pub const PREFIX: &str = "innet-";
+
+/// Runs `ip [-n ns] -batch -` on `lines`.
+pub(crate) fn ip_batch(ns: Option<&str>, lines: &str) -> Result<()> {
+    let mut cmd = std::process::Command::new("ip");
+    if let Some(ns) = ns {
+        cmd.args(["-n", ns]);
+    }
+    let mut child = cmd
+        .args(["-batch", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .context("run `ip` (package iproute2)")?;
+    std::io::Write::write_all(&mut child.stdin.take().expect("piped"), lines.as_bytes())?;
+    let done = child.wait_with_output()?;
+    anyhow::ensure!(
+        done.status.success(),
+        "ip {}-batch: {}",
+        ns.map(|n| format!("-n {n} ")).unwrap_or_default(),
+        String::from_utf8_lossy(&done.stderr).trim()
+    );
+    Ok(())
+}
+
+pub(crate) fn ip(args: &[&str]) -> Result<String> {
+    let out = Command::new("ip").args(args).output().context("run `ip` (package iproute2)")?;
+    if !out.status.success() {
+        bail!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+pub(crate) fn mac_str(m: [u8; 6]) -> String {
+    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+/// `innet-*` namespaces that exist now.
+pub fn namespaces() -> Result<Vec<String>> {
+    Ok(ip(&["netns", "list"])?
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(PREFIX))
+        .map(str::to_string)
+        .collect())
+}
+
+/// `innet-*` links in the root namespace.
+pub fn root_links() -> Result<Vec<String>> {
+    let v: serde_json::Value = serde_json::from_str(&ip(&["-j", "link", "show"])?)?;
+    Ok(v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l["ifname"].as_str())
+        .filter(|n| n.starts_with(PREFIX))
+        .map(str::to_string)
+        .collect())
+}
+
+/// The ifindex of `dev` inside namespace `ns`.
+pub fn ifindex(ns: &str, dev: &str) -> Result<u32> {
+    let v: serde_json::Value = serde_json::from_str(&ip(&["-n", ns, "-j", "link", "show", "dev", dev])?)?;
+    v[0]["ifindex"].as_u64().map(|i| i as u32).with_context(|| format!("no ifindex for {dev} in {ns}"))
+}
+
+/// Runs `f` on a thread that has entered network namespace `ns` (XDP
+/// attach and detach work on the ifindexes of the caller's namespace).
+pub fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    let path = Path::new("/run/netns").join(ns);
+    let file = std::fs::File::open(&path).with_context(|| format!("open {}", path.display()))?;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            use std::os::fd::AsRawFd;
+            // SAFETY: setns(2) moves only this thread, with an open netns fd.
+            if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                bail!("setns {ns}: {}", std::io::Error::last_os_error());
+            }
+            f()
+        })
+        .join()
+        .unwrap_or_else(|_| bail!("thread in {ns} panicked"))
+    })
+}
 
 /// One end of a veth pair.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -243,7 +328,7 @@ impl Net {
 /// Sets a sysctl inside namespace `ns`.
 fn sysctl(ns: &str, key: &str, value: &str) -> Result<()> {
     let path = format!("/proc/sys/{}", key.replace('.', "/"));
-    crate::testbed::in_netns(ns, || std::fs::write(&path, value).with_context(|| format!("{key}={value} in {ns}")))
+    in_netns(ns, || std::fs::write(&path, value).with_context(|| format!("{key}={value} in {ns}")))
 }
 
 #[cfg(test)]

@@ -88,13 +88,12 @@ use innet_paxos::{GROUP_ACCEPTORS, GROUP_LEARNERS};
 use innet_wire::paxos::{DATAPLANE_PORT, LEARNER_PORT};
 
 use crate::fabric::{Fabric, PassProgram, XdpMode};
+use crate::netns::{self, ifindex, in_netns, ip, mac_str};
 use crate::paxos::{senders_at, Config, Member, Multicast, PaxosXdp, Role, SenderKey};
 use crate::paxos_learner::RingOpts;
-use crate::testbed::{self, ifindex, in_netns, ip, mac_str, State, PIN_DIR};
+pub use crate::testbed_common::PAXOS_STATE_FILE as STATE_FILE;
+use crate::testbed_common::{self, State, PIN_DIR};
 
-/// Where `up` records what it made (its own file, so that a `txn` or chain
-/// testbed can be up at the same time).
-pub const STATE_FILE: &str = "/run/innet/testbed-paxos.json";
 /// Every namespace of this topology starts with this.
 pub const NS_PREFIX: &str = "innet-px-";
 pub const NS_HOSTS: &str = "innet-px-hosts";
@@ -462,7 +461,7 @@ pub fn up(o: &PaxosUp) -> Result<State> {
     );
     let d = o.deployment();
     paxos_deploy::validate(&d).map_err(|e| anyhow::anyhow!("{}", e.0))?;
-    testbed::guarded(STATE_FILE, || build_testbed(o, &d), down_unlocked)
+    testbed_common::guarded(STATE_FILE, || build_testbed(o, &d), down_unlocked)
 }
 
 fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
@@ -482,7 +481,7 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
         processes: vec![],
         fabric: Some(o.fabric),
     };
-    testbed::save_to(Path::new(STATE_FILE), &state)?;
+    testbed_common::save_to(Path::new(STATE_FILE), &state)?;
     let ls = build(o, &nss).context("build namespaces and links")?;
     let addrs = host_addrs(d);
     let roles = o.roles();
@@ -564,10 +563,10 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
             args.extend(["--auth-key".to_string(), k.path.display().to_string()]);
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let pid = testbed::spawn_in(NS_HOSTS, exe, &args, BACKUP_PROCESS)?;
+        let pid = testbed_common::spawn_in(NS_HOSTS, exe, &args, BACKUP_PROCESS)?;
         state.processes.push((BACKUP_PROCESS.into(), pid));
-        testbed::save_to(Path::new(STATE_FILE), &state)?;
-        testbed::wait_for_log_line(BACKUP_PROCESS, "backup ", Duration::from_secs(10))?;
+        testbed_common::save_to(Path::new(STATE_FILE), &state)?;
+        testbed_common::wait_for_log_line(BACKUP_PROCESS, "backup ", Duration::from_secs(10))?;
     }
     Ok(state)
 }
@@ -705,7 +704,7 @@ pub fn fail_coordinator() -> Result<Vec<String>> {
         .collect();
     // One `ip` for every link: the ports go dark together.
     let batch: String = down.iter().map(|n| format!("link set {n} down\n")).collect();
-    testbed::ip_batch(Some(NS_COORDINATOR), &batch).context("set the coordinator's links down")?;
+    netns::ip_batch(Some(NS_COORDINATOR), &batch).context("set the coordinator's links down")?;
     anyhow::ensure!(!down.is_empty(), "no links in {NS_COORDINATOR}");
     Ok(down)
 }
@@ -717,7 +716,7 @@ pub fn status() -> Option<State> {
 
 /// Removes the paxos testbed (namespaces, pins, state file); what it removed.
 pub fn down() -> Result<Vec<String>> {
-    let _lock = testbed::lock()?;
+    let _lock = testbed_common::lock()?;
     down_unlocked()
 }
 
@@ -729,16 +728,16 @@ pub(crate) fn down_unlocked() -> Result<Vec<String>> {
         // Only if the pid is still that process (pids are reused).
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         if String::from_utf8_lossy(&cmdline).contains("xdp-paxos-hosts") {
-            testbed::end_process(pid);
+            testbed_common::end_process(pid);
             removed.push(format!("process {name} ({pid})"));
         }
     }
-    let log = testbed::log_path(BACKUP_PROCESS);
+    let log = testbed_common::log_path(BACKUP_PROCESS);
     if log.exists() {
         std::fs::remove_file(&log).with_context(|| format!("remove {}", log.display()))?;
         removed.push(format!("log {}", log.display()));
     }
-    for ns in testbed::namespaces()?.into_iter().filter(|n| n.starts_with(NS_PREFIX)) {
+    for ns in netns::namespaces()?.into_iter().filter(|n| n.starts_with(NS_PREFIX)) {
         ip(&["netns", "del", &ns])?;
         removed.push(format!("netns {ns}"));
     }

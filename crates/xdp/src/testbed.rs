@@ -42,28 +42,23 @@
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 
 use innet_txn::switch::Mode;
 
 use crate::fabric::{Fabric, PassProgram, XdpMode};
+pub use crate::netns::{ifindex, in_netns, namespaces, root_links, PREFIX};
+use crate::netns::{ip, mac_str};
 use crate::object;
+pub use crate::testbed_common::down;
+use crate::testbed_common::{down_unlocked, load_state, remove_own_leftovers, save};
+pub use crate::testbed_common::{
+    end_process, ensure_no_other_testbed, guarded, lock, lock_at, log_path, spawn_in, wait_for_log_line, Lock, State,
+    LOCK_FILE, NS_CLIENT, NS_STORE, NS_SWITCH, PIN_DIR, STATE_FILE, STATE_FILES,
+};
 use crate::txn::{Ports, Program, Tables, TxnXdp};
 
-/// Where `up` records what it made.
-pub const STATE_FILE: &str = "/run/innet/testbed.json";
-/// Where programs and maps are pinned (bpffs).
-pub const PIN_DIR: &str = "/sys/fs/bpf/innet";
-/// Every namespace, link and pin this module makes starts with this.
-pub const PREFIX: &str = "innet-";
-
-pub const NS_CLIENT: &str = "innet-client";
-pub const NS_SWITCH: &str = "innet-switch";
-pub const NS_STORE: &str = "innet-store";
 pub const IF_CLIENT: &str = "innet-c0";
 pub const IF_SWITCH_CLIENT_SIDE: &str = "innet-sc";
 pub const IF_SWITCH_STORE_SIDE: &str = "innet-ss";
@@ -126,96 +121,6 @@ pub struct UpOptions {
     /// they send each other with (the clients stay unsealed); the XDP
     /// switch takes its keys, the processes its path.
     pub auth_key: Option<innet_live::auth::KeyFile>,
-}
-
-/// What `up` made, as recorded in [`STATE_FILE`].
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct State {
-    pub topology: String,
-    pub namespaces: Vec<String>,
-    pub pin_dir: Option<String>,
-    /// `(name, pid)` of processes started.
-    pub processes: Vec<(String, u32)>,
-    /// The fabric the XDP programs run on (none: no XDP data plane).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fabric: Option<Fabric>,
-}
-
-/// Runs `ip [-n ns] -batch -` on `lines`.
-pub(crate) fn ip_batch(ns: Option<&str>, lines: &str) -> Result<()> {
-    let mut cmd = std::process::Command::new("ip");
-    if let Some(ns) = ns {
-        cmd.args(["-n", ns]);
-    }
-    let mut child = cmd
-        .args(["-batch", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .context("run `ip` (package iproute2)")?;
-    std::io::Write::write_all(&mut child.stdin.take().expect("piped"), lines.as_bytes())?;
-    let done = child.wait_with_output()?;
-    anyhow::ensure!(
-        done.status.success(),
-        "ip {}-batch: {}",
-        ns.map(|n| format!("-n {n} ")).unwrap_or_default(),
-        String::from_utf8_lossy(&done.stderr).trim()
-    );
-    Ok(())
-}
-
-pub(crate) fn ip(args: &[&str]) -> Result<String> {
-    let out = Command::new("ip").args(args).output().context("run `ip` (package iproute2)")?;
-    if !out.status.success() {
-        bail!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-pub(crate) fn mac_str(m: [u8; 6]) -> String {
-    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
-}
-
-pub(crate) fn save(state: &State) -> Result<()> {
-    save_to(Path::new(STATE_FILE), state)
-}
-
-/// Writes `state` to `path` (a topology's state file).
-pub(crate) fn save_to(path: &Path, state: &State) -> Result<()> {
-    std::fs::create_dir_all(path.parent().expect("has a parent"))?;
-    std::fs::write(path, serde_json::to_vec_pretty(state)?).with_context(|| format!("write {}", path.display()))
-}
-
-pub(crate) fn load_state() -> Option<State> {
-    std::fs::read(STATE_FILE).ok().and_then(|b| serde_json::from_slice(&b).ok())
-}
-
-/// `innet-*` namespaces that exist now.
-pub fn namespaces() -> Result<Vec<String>> {
-    Ok(ip(&["netns", "list"])?
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with(PREFIX))
-        .map(str::to_string)
-        .collect())
-}
-
-/// `innet-*` links in the root namespace.
-pub fn root_links() -> Result<Vec<String>> {
-    let v: serde_json::Value = serde_json::from_str(&ip(&["-j", "link", "show"])?)?;
-    Ok(v.as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|l| l["ifname"].as_str())
-        .filter(|n| n.starts_with(PREFIX))
-        .map(str::to_string)
-        .collect())
-}
-
-/// The ifindex of `dev` inside namespace `ns`.
-pub fn ifindex(ns: &str, dev: &str) -> Result<u32> {
-    let v: serde_json::Value = serde_json::from_str(&ip(&["-n", ns, "-j", "link", "show", "dev", dev])?)?;
-    v[0]["ifindex"].as_u64().map(|i| i as u32).with_context(|| format!("no ifindex for {dev} in {ns}"))
 }
 
 /// Builds the `txn` topology; see the module docs.
@@ -403,25 +308,6 @@ pub fn send_on_link(ns: &str, dev: &str, frame: &[u8]) -> Result<()> {
     })
 }
 
-/// Runs `f` on a thread that has entered network namespace `ns` (XDP
-/// attach and detach work on the ifindexes of the caller's namespace).
-pub fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
-    let path = Path::new("/run/netns").join(ns);
-    let file = std::fs::File::open(&path).with_context(|| format!("open {}", path.display()))?;
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            use std::os::fd::AsRawFd;
-            // SAFETY: setns(2) moves only this thread, with an open netns fd.
-            if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                bail!("setns {ns}: {}", std::io::Error::last_os_error());
-            }
-            f()
-        })
-        .join()
-        .unwrap_or_else(|_| bail!("thread in {ns} panicked"))
-    })
-}
-
 /// Attaches `prog` in `mode` to `dev` in the switch namespace, replacing
 /// what is there.
 pub fn attach(xdp: &TxnXdp, prog: Program, dev: &str, mode: XdpMode) -> Result<()> {
@@ -473,228 +359,12 @@ pub fn attach_plane(xdp: &TxnXdp, plane: Option<Program>, fabric: &Fabric) -> Re
     Ok(())
 }
 
-/// The log of a process started by [`spawn_in`] under `name`.
-pub fn log_path(name: &str) -> PathBuf {
-    Path::new(STATE_FILE).with_file_name(format!("{name}.log"))
-}
-
-/// Waits until the log of `name` has a line starting with `prefix` (the
-/// end hosts print `store ADDR` / `switch ADDR` once listening).
-pub fn wait_for_log_line(name: &str, prefix: &str, timeout: Duration) -> Result<()> {
-    let (path, deadline) = (log_path(name), Instant::now() + timeout);
-    while Instant::now() < deadline {
-        if std::fs::read_to_string(&path).is_ok_and(|s| s.lines().any(|l| l.starts_with(prefix))) {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    bail!("no '{prefix}' line in {} within {timeout:?}", path.display())
-}
-
-/// Starts `exe args` inside `ns`, output to `/run/innet/<name>.log`; its pid.
-pub fn spawn_in(ns: &str, exe: &Path, args: &[&str], name: &str) -> Result<u32> {
-    let log_path = log_path(name);
-    let log = std::fs::File::create(&log_path).with_context(|| format!("create {}", log_path.display()))?;
-    let child = Command::new("ip")
-        .args(["netns", "exec", ns])
-        .arg(exe)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()
-        .with_context(|| format!("start {name} in {ns}"))?;
-    // `ip netns exec` execs the program: this pid is the end host itself.
-    Ok(child.id())
-}
-
-/// Ends one process by pid: SIGTERM, then SIGKILL if it lingers.
-pub fn end_process(pid: u32) {
-    let pid = pid as libc::pid_t;
-    // SAFETY: kill(2) with a pid we started (or found in our own namespace).
-    unsafe { libc::kill(pid, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < deadline && Path::new(&format!("/proc/{pid}")).exists() {
-        // Reap it if it is our child; harmless otherwise.
-        // SAFETY: waitpid with WNOHANG on a specific pid.
-        unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if Path::new(&format!("/proc/{pid}")).exists() {
-        // SAFETY: as above.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
-}
-
-/// Every testbed's state file and the `innet testbed down --only` name that
-/// removes that testbed. The `txn` and `chain` testbeds share one.
-pub const STATE_FILES: [(&str, &str); 3] = [
-    ("txn", STATE_FILE),
-    ("paxos", crate::paxos_testbed::STATE_FILE),
-    ("txn-topology", crate::txn_topology::STATE_FILE),
-];
-
-/// Held (`flock`) while a testbed is built or removed, so that two
-/// `innet testbed` commands never interleave.
-pub const LOCK_FILE: &str = "/run/innet/testbed.lock";
-
-/// The testbed lock, released when dropped (or when the process ends).
-#[derive(Debug)]
-pub struct Lock(#[allow(dead_code)] std::fs::File);
-
-/// Takes the testbed lock, waiting up to 60 s for another `innet testbed`
-/// command to finish.
-pub fn lock() -> Result<Lock> {
-    lock_at(Path::new(LOCK_FILE), "another `innet testbed` command")
-}
-
-/// Takes the `flock` on `path` (made if missing), waiting up to 60 s for
-/// `holder` (named in the error) to let it go.
-pub fn lock_at(path: &Path, holder: &str) -> Result<Lock> {
-    use std::os::fd::AsRawFd;
-    let dir = path.parent().expect("has a parent");
-    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .with_context(|| format!("open {}", path.display()))?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        // SAFETY: `f` is an open file for the duration of the call.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(Lock(f));
-        }
-        if Instant::now() > deadline {
-            bail!("{holder} holds {} (for over 60 s): wait for it to finish", path.display());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// One testbed at a time: refuses if a testbed other than the one recorded
-/// in `mine` is up.
-pub fn ensure_no_other_testbed(mine: &str) -> Result<()> {
-    for (only, file) in STATE_FILES {
-        if file != mine && Path::new(file).exists() {
-            let what: Option<State> = std::fs::read(file).ok().and_then(|b| serde_json::from_slice(&b).ok());
-            let what = what.map_or_else(|| only.to_string(), |s| s.topology);
-            bail!(
-                "a testbed is up already ({what}, recorded in {file}); one testbed at a time: \
-                 `innet testbed down --only {only}` removes it"
-            );
-        }
-    }
-    Ok(())
-}
-
-/// Builds a testbed under the lock, refused while another testbed is up; if
-/// `build` fails, `undo` removes everything it made before the error is
-/// returned.
-pub fn guarded<T>(state_file: &str, build: impl FnOnce() -> Result<T>, undo: fn() -> Result<Vec<String>>) -> Result<T> {
-    let _lock = lock()?;
-    ensure_no_other_testbed(state_file)?;
-    build().inspect_err(|_| match undo() {
-        Ok(removed) => eprintln!("testbed: up failed; removed what it made: {}", removed.join(", ")),
-        Err(u) => eprintln!("testbed: up failed, and removing what it made failed too: {u:#}"),
-    })
-}
-
-/// Removes what an earlier `txn` or `chain` testbed left (the two share a
-/// state file: building one replaces the other).
-pub(crate) fn remove_own_leftovers() -> Result<()> {
-    let removed = down_unlocked()?;
-    if !removed.is_empty() {
-        eprintln!("testbed: removed leftovers of an earlier testbed: {}", removed.join(", "));
-    }
-    Ok(())
-}
-
-/// Namespaces the `txn` and `chain` testbeds make, by their fixed names.
-fn own_namespaces() -> Vec<String> {
-    let mut v: Vec<String> =
-        [NS_CLIENT, NS_SWITCH, NS_STORE, crate::chain_testbed::NS_FABRIC].iter().map(|s| s.to_string()).collect();
-    v.extend((0..crate::chain_testbed::NODES_MAX).map(crate::chain_testbed::node_ns));
-    v
-}
-
-/// Removes the `txn` or `chain` testbed: what its state file records, and
-/// what those testbeds make by their fixed names (so a lost state file
-/// loses nothing), never another testbed's namespaces or pins. Returns what
-/// it removed.
-pub fn down() -> Result<Vec<String>> {
-    let _lock = lock()?;
-    down_unlocked()
-}
-
 /// Every testbed that is up, each removing only what it made.
 pub fn down_all() -> Result<Vec<String>> {
     let _lock = lock()?;
     let mut removed = down_unlocked()?;
     removed.extend(crate::paxos_testbed::down_unlocked()?);
     removed.extend(crate::txn_topology::down_unlocked()?);
-    Ok(removed)
-}
-
-pub(crate) fn down_unlocked() -> Result<Vec<String>> {
-    let mut removed = vec![];
-    let state = load_state().unwrap_or_default();
-    let existing = namespaces()?;
-    let mut nss: Vec<String> = own_namespaces().into_iter().filter(|n| existing.contains(n)).collect();
-    for ns in &state.namespaces {
-        if !nss.contains(ns) && Path::new("/run/netns").join(ns).exists() {
-            nss.push(ns.clone());
-        }
-    }
-    for (name, pid) in &state.processes {
-        if Path::new(&format!("/proc/{pid}")).exists() {
-            end_process(*pid);
-            removed.push(format!("process {name} ({pid})"));
-        }
-    }
-    for ns in &nss {
-        let pids = ip(&["netns", "pids", ns]).unwrap_or_default();
-        for pid in pids.lines().filter_map(|l| l.trim().parse::<u32>().ok()) {
-            end_process(pid);
-            removed.push(format!("process {pid} in {ns}"));
-        }
-        ip(&["netns", "del", ns])?;
-        removed.push(format!("netns {ns}"));
-    }
-    // Links are made in the root namespace and then moved: a crash between
-    // leaves them there.
-    for link in root_links()? {
-        ip(&["link", "del", &link])?;
-        removed.push(format!("link {link}"));
-    }
-    // `innet bench xdp` pins its switch under "bench" on this testbed (its
-    // programs too: left behind, every later testbed test saw leftovers).
-    let mut pins: Vec<PathBuf> =
-        vec![Path::new(PIN_DIR).join("txn_switch"), Path::new(PIN_DIR).join(crate::bench::PIN_SUBDIR)];
-    pins.extend((0..crate::chain_testbed::NODES_MAX).map(crate::chain_testbed::node_pin_dir));
-    pins.extend(state.pin_dir.iter().map(PathBuf::from).filter(|p| p != Path::new(PIN_DIR)));
-    for p in pins {
-        if p.exists() {
-            std::fs::remove_dir_all(&p).with_context(|| format!("remove {}", p.display()))?;
-            removed.push(format!("pins {}", p.display()));
-        }
-    }
-    // The pin root too, unless another testbed's pins are in it.
-    let _ = std::fs::remove_dir(PIN_DIR);
-    if Path::new(STATE_FILE).exists() {
-        std::fs::remove_file(STATE_FILE)?;
-        removed.push(format!("state {STATE_FILE}"));
-    }
-    let mut logs: Vec<String> = ["switch", "store", "bench-switch"].iter().map(|s| s.to_string()).collect();
-    logs.extend(state.processes.iter().map(|(name, _)| name.clone()));
-    for name in logs {
-        let log = log_path(&name);
-        if log.exists() {
-            std::fs::remove_file(&log)?;
-            removed.push(format!("log {}", log.display()));
-        }
-    }
     Ok(removed)
 }
 

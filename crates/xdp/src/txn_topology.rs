@@ -47,10 +47,11 @@ use innet_txn::workload::{LoadStats, Workload};
 
 use crate::fabric::{Fabric, PassProgram};
 use crate::netns::Net;
-use crate::testbed::{self, ifindex, in_netns, State, PIN_DIR};
+use crate::netns::{self, ifindex, in_netns};
+pub use crate::testbed_common::TXN_TOPOLOGY_STATE_FILE as STATE_FILE;
+use crate::testbed_common::{self, State, PIN_DIR};
 use crate::txn::{Ports, Program, Route, Tables, TxnXdp};
 
-pub const STATE_FILE: &str = "/run/innet/testbed-txn-topology.json";
 /// Namespaces are this + the machine's name; veths this + link + a|b.
 pub const PREFIX: &str = "innet-t";
 /// Second octet of every address (`10.79.<link>.<side>`).
@@ -136,7 +137,7 @@ fn upstream_machine(d: &TxnDeployment, net: &Net, n: NodeIx) -> Option<usize> {
 pub fn up(d: &TxnDeployment, innet_exe: &Path, start_store: bool, fabric: Fabric) -> Result<TopologyState> {
     validate(d).map_err(|e| anyhow::anyhow!("{e}"))?;
     let net = Net::plan(d, PREFIX, OCTET)?;
-    testbed::guarded(STATE_FILE, || build(d, &net, innet_exe, start_store, fabric), down_unlocked)
+    testbed_common::guarded(STATE_FILE, || build(d, &net, innet_exe, start_store, fabric), down_unlocked)
 }
 
 fn build(d: &TxnDeployment, net: &Net, innet_exe: &Path, start_store: bool, fabric: Fabric) -> Result<TopologyState> {
@@ -256,10 +257,10 @@ fn build(d: &TxnDeployment, net: &Net, innet_exe: &Path, start_store: bool, fabr
         let delay = store_link_delay.to_string();
         let args = ["store", "--listen", &listen, "--link-delay-ms", &delay];
         let name = "txn-topology-store";
-        let pid = testbed::spawn_in(&net.namespaces[store_m], innet_exe, &args, name)?;
+        let pid = testbed_common::spawn_in(&net.namespaces[store_m], innet_exe, &args, name)?;
         st.state.processes.push((name.into(), pid));
         save(&st)?;
-        testbed::wait_for_log_line(name, "store ", Duration::from_secs(10))?;
+        testbed_common::wait_for_log_line(name, "store ", Duration::from_secs(10))?;
     }
     Ok(st)
 }
@@ -325,7 +326,7 @@ pub fn switch_counters(st: &TopologyState) -> Result<Vec<SwitchCounters>> {
 
 /// Removes what [`up`] made (recorded or found by prefix); what it removed.
 pub fn down() -> Result<Vec<String>> {
-    let _lock = testbed::lock()?;
+    let _lock = testbed_common::lock()?;
     down_unlocked()
 }
 
@@ -334,23 +335,23 @@ pub(crate) fn down_unlocked() -> Result<Vec<String>> {
     let st = status().unwrap_or_default();
     for (name, pid) in &st.state.processes {
         if Path::new(&format!("/proc/{pid}")).exists() {
-            testbed::end_process(*pid);
+            testbed_common::end_process(*pid);
             removed.push(format!("process {name} ({pid})"));
         }
     }
-    let mut nss: Vec<String> = testbed::namespaces()?.into_iter().filter(|n| n.starts_with(PREFIX)).collect();
+    let mut nss: Vec<String> = netns::namespaces()?.into_iter().filter(|n| n.starts_with(PREFIX)).collect();
     for ns in &st.state.namespaces {
         if !nss.contains(ns) && Path::new("/run/netns").join(ns).exists() {
             nss.push(ns.clone());
         }
     }
     for ns in &nss {
-        let pids = testbed::ip(&["netns", "pids", ns]).unwrap_or_default();
+        let pids = netns::ip(&["netns", "pids", ns]).unwrap_or_default();
         for pid in pids.lines().filter_map(|l| l.trim().parse::<u32>().ok()) {
-            testbed::end_process(pid);
+            testbed_common::end_process(pid);
             removed.push(format!("process {pid} in {ns}"));
         }
-        testbed::ip(&["netns", "del", ns])?;
+        netns::ip(&["netns", "del", ns])?;
         removed.push(format!("netns {ns}"));
     }
     if pin_root().exists() {

@@ -78,8 +78,9 @@ use xsk::Xsk;
 use crate::frame::{self, Endpoint};
 use crate::layout::consts as c;
 use crate::layout::same;
+use crate::netns::{in_netns, ip, mac_str};
 use crate::object::BpfObject;
-use crate::testbed::{self, in_netns, ip, mac_str};
+use crate::testbed;
 
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/upcall.bpf.o"));
 

@@ -1,47 +1,6 @@
-//! `innet chaos txn|paxos|chain`: a live deployment under client load and
-//! an adversary, checked by the service's own checker.
-//!
-//! The service's roles run as separate `innet` processes on loopback, the
-//! way `innet up SERVICE --topology FILE --only NAME` (and `innet store`,
-//! `innet switch txn`) start them on a machine. This process runs the
-//! clients (and, for Paxos, the learners, whose deliveries are what the
-//! checker reads), records their histories, and runs the adversary: a
-//! thread with ordinary UDP sockets of its own, outside the deployment,
-//! that sends to every server role
-//!
-//! * **forged** messages of every type the service speaks (requests,
-//!   replies, votes, decisions, management and VIEW messages, origin
-//!   shims), with real client, proposer and node identities learned from
-//!   the clients' traffic, as one sniffed packet would give them;
-//! * **malformed** ones (forged, then truncated or with bytes flipped);
-//! * **replayed** copies of the clients' real packets (requests and the
-//!   replies they received), later and from another address;
-//! * **reordered** bursts (a few real or forged packets, shuffled);
-//! * **floods** (a burst of [`FLOOD_PACKETS`] of one type at one role);
-//!
-//! and it kills (SIGKILL) and restarts the processes the service can
-//! restart: the transaction store (durable) and switch (soft state), a
-//! chain node (the control plane removes it, resynchronises and re-adds
-//! it); for Paxos the coordinator (the backup takes over for good) and one
-//! acceptor (its votes are not durable, so it stays down: a quorum
-//! remains). Clients are the measured party and are not attacked.
-//!
-//! After the load stops and the deployment drains, the histories go
-//! through `innet check`'s checkers: serializability over the store's
-//! decisions (kept by `innet store --record-decisions`) and the clients'
-//! attempts; agreement, validity, exactly-once and order over the
-//! proposers' submissions and the learners' deliveries; linearizability of
-//! the chain clients' reads and writes. The adversary's own writes are
-//! part of the history where they are legitimate operations of an
-//! unauthenticated client: its transactions are in the store's decisions,
-//! its chain writes are recorded as writes without a response, its Paxos
-//! values (under proposer ids no real proposer has) are delivered as
-//! no-ops to the checked application. A REQUEST forged under a *real*
-//! proposer's id is not excused.
-//!
-//! The schedule (attacks and their order, kill and restart times) derives
-//! from the seed; the report prints the command that replays it. Timing on
-//! a live machine is not replayed exactly.
+//! What every service's chaos run shares: the configuration and report,
+//! the processes and their kill schedule, the adversary (forger, tap,
+//! replays, floods) and the run that drives them ([`Run`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
@@ -67,6 +26,52 @@ pub const TAP_KEEP: usize = 4_096;
 /// How long the deployment drains after the load stops, before the checks.
 pub const DRAIN: Duration = Duration::from_secs(3);
 
+/// The transaction messages the adversary forges (`kind` indexes these).
+pub const TXN_KINDS: [&str; 11] = [
+    "READ",
+    "WRITE",
+    "VALUE_WRITE",
+    "FRAGMENT",
+    "RESET",
+    "REPLY_OK",
+    "REPLY_ABORT",
+    "REPLY_OPTIMISTIC_ABORT",
+    "REPLY_BADREQ",
+    "STORE_COMMIT",
+    "SHIM",
+];
+
+/// The Paxos messages the adversary forges: every `MsgType`, in order.
+pub const PAXOS_KINDS: [&str; 11] = [
+    "PHASE_1A",
+    "PHASE_1B",
+    "PHASE_2A",
+    "PHASE_2B",
+    "REQUEST",
+    "TRIM",
+    "HEARTBEAT",
+    "TAKEOVER",
+    "CATCHUP",
+    "DECIDED",
+    "WINDOW",
+];
+
+/// The chain messages the adversary forges (data, management, VIEW, shim).
+pub const CHAIN_KINDS: [&str; 12] = [
+    "READ",
+    "READ_REPLY",
+    "WRITE",
+    "WRITE_REPLY",
+    "ACK",
+    "WRITE_REFUSED",
+    "MANAGE_REPORT",
+    "MANAGE_APPLY",
+    "MANAGE_SNAPSHOT_GET",
+    "MANAGE_SNAPSHOT_PUT",
+    "VIEW",
+    "SHIM",
+];
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChaosService {
     Txn,
@@ -77,7 +82,6 @@ pub enum ChaosService {
 impl ChaosService {
     /// The message types the adversary forges for this service.
     pub fn kinds(self) -> &'static [&'static str] {
-        use crate::chaos_services::{CHAIN_KINDS, PAXOS_KINDS, TXN_KINDS};
         match self {
             ChaosService::Txn => &TXN_KINDS,
             ChaosService::Paxos => &PAXOS_KINDS,
@@ -288,7 +292,7 @@ impl Proc {
 }
 
 /// The peak resident set (`VmHWM`) of process `pid`, KiB.
-fn peak_rss_kib(pid: u32) -> Option<u64> {
+pub fn peak_rss_kib(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
@@ -585,27 +589,6 @@ pub(crate) fn value16(rng: &mut Rng, tag: u32) -> [u8; 16] {
 }
 
 // ------------------------------------------------------------------ the run
-
-/// Runs the chaos check `cfg` describes.
-pub fn run(cfg: &ChaosConfig) -> anyhow::Result<ChaosReport> {
-    cfg.validate().map_err(anyhow::Error::msg)?;
-    std::fs::create_dir_all(&cfg.dir).with_context(|| format!("cannot create {}", cfg.dir.display()))?;
-    let mut report = ChaosReport {
-        service: cfg.service.name().to_string(),
-        seed: cfg.seed,
-        duration_s: cfg.duration_s,
-        ..ChaosReport::default()
-    };
-    match cfg.service {
-        ChaosService::Txn => crate::chaos_services::txn(cfg, &mut report)?,
-        ChaosService::Paxos => crate::chaos_services::paxos(cfg, &mut report)?,
-        ChaosService::Chain => crate::chaos_services::chain(cfg, &mut report)?,
-    }
-    if let Some(k) = peak_rss_kib(std::process::id()) {
-        report.rss_max_kib.push(("chaos".into(), k));
-    }
-    Ok(report)
-}
 
 /// What every service's run shares: its processes, the schedule, the
 /// adversary and the clients' thread; `clients` runs the load until the

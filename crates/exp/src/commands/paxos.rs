@@ -1,21 +1,21 @@
 //! `innet sim|check|bench|up paxos`: the consensus service (CAANS).
 
-use innet_exp::parse::Seeds;
+use crate::parse::Seeds;
 use std::time::Instant;
 
+use crate::paxos::{DataPlaneAt, PaxosConfig};
+use crate::paxos_sim;
 use clap::Args;
-use innet_exp::paxos::{DataPlaneAt, PaxosConfig};
-use innet_exp::paxos_sim;
 
 /// The knobs of one consensus run, and optionally a topology file.
 #[derive(Args, Debug, Clone)]
 pub struct PaxosArgs {
     #[command(flatten)]
-    point: PaxosConfig,
+    pub point: PaxosConfig,
     /// Take the deployment (roles and their counts, data plane, [paxos]
     /// settings, fabric delay) from this topology file (docs/live.md).
     #[arg(long)]
-    topology: Option<std::path::PathBuf>,
+    pub topology: Option<std::path::PathBuf>,
 }
 
 impl PaxosArgs {
@@ -95,7 +95,7 @@ pub fn run_sim(a: SimPaxosArgs) -> anyhow::Result<i32> {
 #[derive(Args, Debug)]
 pub struct CheckPaxosArgs {
     /// Number of random seeds (each runs in both deployments).
-    #[arg(long, default_value_t = 100, value_parser = innet_exp::parse::check_seeds)]
+    #[arg(long, default_value_t = 100, value_parser = crate::parse::check_seeds)]
     seeds: u64,
     #[arg(long, default_value_t = 1)]
     start_seed: u64,
@@ -106,17 +106,17 @@ pub struct CheckPaxosArgs {
     #[arg(long, alias = "dataplanes", default_value = "switch,process")]
     data_planes: String,
     /// Simulated seconds of submitting per run (then the network heals and runs drain).
-    #[arg(long, default_value_t = 0.2, value_parser = innet_exp::parse::seconds)]
+    #[arg(long, default_value_t = 0.2, value_parser = crate::parse::seconds)]
     duration_s: f64,
 }
 
 pub fn run_check(a: CheckPaxosArgs) -> anyhow::Result<i32> {
-    let dps: Vec<DataPlaneAt> = crate::sim_cmd::parse_list(&a.data_planes)?;
+    let dps: Vec<DataPlaneAt> = super::parse_list(&a.data_planes)?;
     let (seeds, verbose) = match a.seed {
         Some(s) => (Seeds::one(s), true),
         None => (Seeds { first: a.start_seed, count: a.seeds }, false),
     };
-    let r = innet_exp::paxos_bench::check_seeds(seeds, &dps, a.duration_s, |run| {
+    let r = crate::paxos_bench::check_seeds(seeds, &dps, a.duration_s, |run| {
         if verbose {
             println!("{}", serde_json::to_string(&run.config).unwrap_or_default());
             println!("network: {:?}", run.net);
@@ -153,28 +153,28 @@ pub fn run_check(a: CheckPaxosArgs) -> anyhow::Result<i32> {
 pub struct BenchPaxosArgs {
     /// sim (deterministic, with per-packet cost models) or live (UDP on loopback).
     #[arg(long, value_enum, default_value = "sim")]
-    runtime: innet_exp::Runtime,
+    pub runtime: crate::Runtime,
     /// Requests in flight per proposer, one sweep point each (Figure 7a).
     #[arg(long, default_value = "1,2,4,8,16,32,64")]
-    sweep: String,
+    pub sweep: String,
     /// Skip the failure runs (Figure 8).
     #[arg(long)]
-    no_failures: bool,
+    pub no_failures: bool,
     /// Output folder (default results/paxos-<runtime>, or results/paxos-<figure>).
-    #[arg(long, value_parser = innet_exp::parse::out_dir)]
-    out: Option<std::path::PathBuf>,
+    #[arg(long, value_parser = crate::parse::out_dir)]
+    pub out: Option<std::path::PathBuf>,
     /// Instead of the sweep: CPU per role at peak load, measured live (per
     /// thread) beside the simulator's service model: CAANS Figure 2 (every
     /// role a process) or Figure 7c (coordinator and acceptors in the data
     /// plane). Default load 4 s per deployment, 32 in flight.
     #[arg(long, value_enum)]
-    figure: Option<RolesFigure>,
+    pub figure: Option<RolesFigure>,
     /// With --figure fig7c: also the XDP testbed, coordinator and acceptors
     /// as BPF programs (needs root).
     #[arg(long, requires = "figure")]
-    xdp: bool,
+    pub xdp: bool,
     #[command(flatten)]
-    point: PaxosArgs,
+    pub point: PaxosArgs,
 }
 
 /// The CPU-per-role figures of `bench paxos --figure`.
@@ -184,56 +184,8 @@ pub enum RolesFigure {
     Fig7c,
 }
 
-/// `bench paxos --figure`: one of CAANS Figures 2 and 7c.
-fn run_figure(figure: RolesFigure, a: &BenchPaxosArgs) -> anyhow::Result<i32> {
-    use innet_reproduce::caans_roles::{self, Load};
-    use innet_reproduce::{Ctx, Where};
-    let base = a.point.config()?;
-    let defaults = PaxosConfig::default();
-    let name = match figure {
-        RolesFigure::Fig2 => "fig2",
-        RolesFigure::Fig7c => "fig7c",
-    };
-    let ctx = Ctx {
-        out: a.out.clone().unwrap_or_else(|| std::path::PathBuf::from(format!("results/paxos-{name}"))),
-        seed: base.seed,
-        scale: 1.0,
-        runtime: if a.xdp { Where::Xdp } else { Where::Live },
-    };
-    innet_exp::results::check_writable(&ctx.out).map_err(anyhow::Error::msg)?;
-    let mut load = Load::of(&ctx);
-    if base.duration_s != defaults.duration_s {
-        load.duration_s = base.duration_s;
-    }
-    if base.outstanding != defaults.outstanding {
-        load.outstanding = base.outstanding;
-    }
-    println!(
-        "CAANS Figure {}: CPU per role at peak load, {} s per deployment, 1 proposer x {} in flight, 3 acceptors, 2 learners",
-        &name[3..],
-        load.duration_s,
-        load.outstanding
-    );
-    let (o, recs) = match figure {
-        RolesFigure::Fig2 => caans_roles::fig2_with(&ctx, load)?,
-        RolesFigure::Fig7c => caans_roles::fig7c_with(&ctx, load)?,
-    };
-    for line in caans_roles::summary(&o, &recs) {
-        println!("{line}");
-    }
-    println!(
-        "commit {}; records and plot in {}",
-        recs.first().map_or("", |r| r.git_commit.as_str()),
-        ctx.out.display()
-    );
-    Ok(0)
-}
-
 pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
-    use innet_exp::paxos_bench::{self, Runtime};
-    if let Some(f) = a.figure {
-        return run_figure(f, &a);
-    }
+    use crate::paxos_bench::{self, Runtime};
     let runtime = a.runtime;
     let mut base = a.point.config()?;
     if runtime == Runtime::Sim && a.point.point.switch_cost_us == 0.0 && a.point.point.software_cost_us == 0.0 {
@@ -323,8 +275,7 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
         println!("Figure 7d (replicated LevelDB) runs live only: innet bench paxos --runtime live");
     }
     if !a.no_failures {
-        let fbase =
-            innet_exp::paxos::PaxosConfig { outstanding: 8, duration_s: base.duration_s.max(2.0), ..base.clone() };
+        let fbase = crate::paxos::PaxosConfig { outstanding: 8, duration_s: base.duration_s.max(2.0), ..base.clone() };
         let fs = paxos_bench::failures(runtime, &fbase)?;
         println!("Figure 8 ({}): failures half way through", a.runtime.name());
         for r in &fs {
@@ -340,7 +291,7 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
         rs.extend(fs);
     }
     let out = a.out.unwrap_or_else(|| std::path::PathBuf::from(format!("results/paxos-{}", a.runtime.name())));
-    innet_exp::results::check_writable(&out).map_err(anyhow::Error::msg)?;
+    crate::results::check_writable(&out).map_err(anyhow::Error::msg)?;
     paxos_bench::write(&out, &rs)?;
     println!("{} records and plots in {} ({:.1} s)", rs.len(), out.display(), started.elapsed().as_secs_f64());
     Ok(0)
@@ -358,30 +309,30 @@ pub struct UpPaxosArgs {
     /// replaces the file's `auth_key`.
     #[arg(long, value_name = "FILE")]
     auth_key: Option<std::path::PathBuf>,
-    #[arg(long, default_value_t = 3, value_parser = innet_exp::parse::acceptors)]
+    #[arg(long, default_value_t = 3, value_parser = crate::parse::acceptors)]
     acceptors: usize,
-    #[arg(long, default_value_t = 2, value_parser = innet_exp::parse::learners)]
+    #[arg(long, default_value_t = 2, value_parser = crate::parse::learners)]
     learners: usize,
     /// Built-in load proposers (0: none; proposers in other processes reach
     /// the switch deployment's coordinator and get their votes back).
-    #[arg(long, default_value_t = 1, value_parser = innet_exp::parse::load_proposers)]
+    #[arg(long, default_value_t = 1, value_parser = crate::parse::load_proposers)]
     proposers: usize,
     /// Requests each built-in proposer keeps in flight.
-    #[arg(long, default_value_t = 8, value_parser = innet_exp::parse::outstanding)]
+    #[arg(long, default_value_t = 8, value_parser = crate::parse::outstanding)]
     outstanding: usize,
-    #[arg(long, default_value_t = innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT, value_parser = innet_exp::parse::acceptor_slots)]
+    #[arg(long, default_value_t = innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT, value_parser = crate::parse::acceptor_slots)]
     slots: usize,
     /// First UDP port (consecutive ports: coordinator, acceptors, backup, learners, proposers); 0: any free ports.
     #[arg(long, default_value_t = 0)]
     base_port: u16,
     /// Stop after this many seconds (default: at Ctrl-C).
-    #[arg(long, value_parser = innet_exp::parse::seconds)]
+    #[arg(long, value_parser = crate::parse::seconds)]
     duration_s: Option<f64>,
     /// Stop acceptor 0 at this time (s), to watch deliveries go on.
-    #[arg(long, value_parser = innet_exp::parse::at_seconds)]
+    #[arg(long, value_parser = crate::parse::at_seconds)]
     kill_acceptor_at_s: Option<f64>,
     /// Stop the coordinator at this time (s), to watch the backup take over.
-    #[arg(long, value_parser = innet_exp::parse::at_seconds)]
+    #[arg(long, value_parser = crate::parse::at_seconds)]
     kill_coordinator_at_s: Option<f64>,
     /// Learners run as separate processes (`innet kv-replica`) at the
     /// addresses that follow from --base-port.
@@ -391,21 +342,21 @@ pub struct UpPaxosArgs {
     #[arg(long)]
     kv_load: bool,
     /// Built-in proposers stop submitting after this many seconds.
-    #[arg(long, value_parser = innet_exp::parse::seconds)]
+    #[arg(long, value_parser = crate::parse::seconds)]
     load_s: Option<f64>,
     /// Most client values a built-in proposer packs into one instance's
     /// value (1: off); the load then submits 2-byte values.
-    #[arg(long, default_value_t = 1, value_parser = innet_exp::parse::pack)]
+    #[arg(long, default_value_t = 1, value_parser = crate::parse::pack)]
     pack: usize,
     #[command(flatten)]
-    deployment: crate::live_cmd::TopologyArgs,
+    deployment: super::TopologyArgs,
     #[command(flatten)]
-    metrics: crate::live_cmd::MetricsArgs,
+    metrics: super::MetricsArgs,
 }
 
 /// `--auth-key FILE` covering every address (every party is a node).
 fn auth_keys(file: &Option<std::path::PathBuf>) -> anyhow::Result<Option<std::sync::Arc<innet_live::auth::PeerAuth>>> {
-    Ok(crate::live_cmd::read_auth_key(file.as_deref())?.map(innet_live::auth::PeerAuth::all))
+    Ok(super::read_auth_key(file.as_deref())?.map(innet_live::auth::PeerAuth::all))
 }
 
 pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
@@ -417,9 +368,9 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
             pack: a.pack,
             ..innet_live::up::UpLoad::default()
         };
-        return crate::live_cmd::run_topology(&a.deployment, &a.metrics, "paxos", a.auth_key.as_deref(), load);
+        return super::run_topology(&a.deployment, &a.metrics, "paxos", a.auth_key.as_deref(), load);
     }
-    let cfg = innet_exp::paxos_live::UpPaxos {
+    let cfg = crate::paxos_live::UpPaxos {
         live: innet_live::paxos::LiveConfig {
             data_plane: a.data_plane.parse::<DataPlaneAt>().map_err(anyhow::Error::msg)?,
             acceptors: a.acceptors,
@@ -439,14 +390,14 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
         kill_acceptor_at_s: a.kill_acceptor_at_s,
         kill_coordinator_at_s: a.kill_coordinator_at_s,
     };
-    let stop = crate::live_cmd::signals()?;
+    let stop = innet_live::stop_on_signals()?;
     let sources = innet_live::metrics::Sources::default();
     let _metrics = innet_live::metrics::serve(a.metrics.metrics, &sources)?;
-    let r = innet_exp::paxos_live::up(&cfg, &stop, &sources, |line| {
+    let r = crate::paxos_live::up(&cfg, &stop, &sources, |line| {
         if let Some(event) = line.strip_prefix("innet: ") {
             tracing::info!("{event}");
         } else {
-            crate::live_cmd::print_line(line);
+            super::print_line(line);
         }
     })?;
     println!("proposers.committed {}", r.committed);
@@ -475,9 +426,9 @@ pub struct KvReplicaArgs {
     /// The deployment's --base-port.
     #[arg(long)]
     base_port: u16,
-    #[arg(long, default_value_t = 3, value_parser = innet_exp::parse::acceptors)]
+    #[arg(long, default_value_t = 3, value_parser = crate::parse::acceptors)]
     acceptors: usize,
-    #[arg(long, default_value_t = 3, value_parser = innet_exp::parse::learners)]
+    #[arg(long, default_value_t = 3, value_parser = crate::parse::learners)]
     learners: usize,
     /// UDP and TCP port network clients (`innet kv`) reach this replica on;
     /// 0: any free port (printed as `client HOST:PORT`).
@@ -490,7 +441,7 @@ pub struct KvReplicaArgs {
     #[arg(long, value_name = "FILE")]
     auth_key: Option<std::path::PathBuf>,
     #[command(flatten)]
-    metrics: crate::live_cmd::MetricsArgs,
+    metrics: super::MetricsArgs,
 }
 
 pub fn run_kv_replica(a: KvReplicaArgs) -> anyhow::Result<i32> {
@@ -504,14 +455,14 @@ pub fn run_kv_replica(a: KvReplicaArgs) -> anyhow::Result<i32> {
     };
     #[cfg(feature = "leveldb")]
     {
-        let stop = crate::live_cmd::signals()?;
+        let stop = innet_live::stop_on_signals()?;
         let every = std::time::Duration::from_millis(a.status_ms.max(10));
         let sources = innet_live::metrics::Sources::default();
         let _metrics = innet_live::metrics::serve(a.metrics.metrics, &sources)?;
         let started =
             |live: &innet_live::LiveCounters| sources.host("paxos", "replica", &format!("replica{}", a.id), live);
         let client = std::net::SocketAddr::new(lc.ip, a.client_port);
-        let say = crate::live_cmd::print_line;
+        let say = super::print_line;
         innet_paxos_kv::run_replica(&lc, a.id, &a.data_dir, Some(client), every, &stop, say, started)?;
         Ok(0)
     }

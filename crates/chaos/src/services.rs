@@ -1,5 +1,5 @@
-//! The three services under [`crate::chaos`]: each one's deployment as
-//! processes, its kill schedule, its clients and its forger.
+//! The chaos run ([`run`]) and the three services under it: each one's
+//! deployment as processes, its kill schedule, its clients and its forger.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -26,7 +26,31 @@ use innet_wire::netcraq::{CraqMsg, KvOp};
 use innet_wire::paxos::{MsgType, PaxosMsg};
 use innet_wire::txn::{Flags, Op, OpType, Status, TxnMsg, Value};
 
-use crate::chaos::{any_port, free_ports, run_tapped, schedule, value16, ChaosConfig, ChaosReport, Forge, Run};
+use crate::harness::{
+    any_port, free_ports, run_tapped, schedule, value16, ChaosConfig, ChaosReport, ChaosService, Forge, Run,
+    CHAIN_KINDS, PAXOS_KINDS, TXN_KINDS,
+};
+
+/// Runs the chaos check `cfg` describes.
+pub fn run(cfg: &ChaosConfig) -> anyhow::Result<ChaosReport> {
+    cfg.validate().map_err(anyhow::Error::msg)?;
+    std::fs::create_dir_all(&cfg.dir).with_context(|| format!("cannot create {}", cfg.dir.display()))?;
+    let mut report = ChaosReport {
+        service: cfg.service.name().to_string(),
+        seed: cfg.seed,
+        duration_s: cfg.duration_s,
+        ..ChaosReport::default()
+    };
+    match cfg.service {
+        ChaosService::Txn => txn(cfg, &mut report)?,
+        ChaosService::Paxos => paxos(cfg, &mut report)?,
+        ChaosService::Chain => chain(cfg, &mut report)?,
+    }
+    if let Some(k) = crate::harness::peak_rss_kib(std::process::id()) {
+        report.rss_max_kib.push(("chaos".into(), k));
+    }
+    Ok(report)
+}
 
 fn s(x: impl ToString) -> String {
     x.to_string()
@@ -131,21 +155,6 @@ pub fn txn(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> {
 fn kills(duration_s: f64) -> usize {
     ((duration_s / 5.0) as usize).clamp(1, 200)
 }
-
-/// The transaction messages the adversary forges (`kind` indexes these).
-pub const TXN_KINDS: [&str; 11] = [
-    "READ",
-    "WRITE",
-    "VALUE_WRITE",
-    "FRAGMENT",
-    "RESET",
-    "REPLY_OK",
-    "REPLY_ABORT",
-    "REPLY_OPTIMISTIC_ABORT",
-    "REPLY_BADREQ",
-    "STORE_COMMIT",
-    "SHIM",
-];
 
 struct TxnForge {
     keys: u32,
@@ -352,21 +361,6 @@ pub fn paxos(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// The Paxos messages the adversary forges: every `MsgType`, in order.
-pub const PAXOS_KINDS: [&str; 11] = [
-    "PHASE_1A",
-    "PHASE_1B",
-    "PHASE_2A",
-    "PHASE_2B",
-    "REQUEST",
-    "TRIM",
-    "HEARTBEAT",
-    "TAKEOVER",
-    "CATCHUP",
-    "DECIDED",
-    "WINDOW",
-];
-
 struct PaxosForge {
     real: Vec<u32>,
 }
@@ -525,22 +519,6 @@ impl ChainForge {
         self.written.lock().unwrap_or_else(|e| e.into_inner()).push(r);
     }
 }
-
-/// The chain messages the adversary forges (data, management, VIEW, shim).
-pub const CHAIN_KINDS: [&str; 12] = [
-    "READ",
-    "READ_REPLY",
-    "WRITE",
-    "WRITE_REPLY",
-    "ACK",
-    "WRITE_REFUSED",
-    "MANAGE_REPORT",
-    "MANAGE_APPLY",
-    "MANAGE_SNAPSHOT_GET",
-    "MANAGE_SNAPSHOT_PUT",
-    "VIEW",
-    "SHIM",
-];
 
 impl Forge for ChainForge {
     fn kinds(&self) -> &'static [&'static str] {

@@ -4,18 +4,18 @@
 //! `innet check tpcc` (random faulty TPC-C runs, with forged replies,
 //! through the serializability checker and TPC-C's consistency conditions).
 
-use innet_exp::parse::Seeds;
+use crate::parse::Seeds;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use crate::tpcc_bench::{self, Figure};
+use crate::tpcc_sim::{self, TpccConfig, TpccResult};
+use crate::Runtime;
 use clap::Args;
-use innet_exp::tpcc_bench::{self, Figure};
-use innet_exp::tpcc_sim::{self, TpccConfig, TpccResult};
-use innet_exp::Runtime;
 use innet_tpcc::Kind;
 use innet_txn::Mode;
 
-use crate::sim_cmd::parse_list;
+use super::parse_list;
 
 #[derive(Args, Debug)]
 pub struct BenchTpccArgs {
@@ -31,7 +31,7 @@ pub struct BenchTpccArgs {
     #[arg(long)]
     modes: Option<String>,
     /// Output folder for tpcc-<figure>.jsonl and tpcc-<figure>.png [default: results/tpcc-<runtime>].
-    #[arg(long, value_parser = innet_exp::parse::out_dir)]
+    #[arg(long, value_parser = crate::parse::out_dir)]
     out: Option<PathBuf>,
     #[command(flatten)]
     point: TpccConfig,
@@ -40,7 +40,7 @@ pub struct BenchTpccArgs {
 #[derive(Args, Debug)]
 pub struct CheckTpccArgs {
     /// How many random seeds to run (each in every mode).
-    #[arg(long, default_value_t = 50, value_parser = innet_exp::parse::check_seeds)]
+    #[arg(long, default_value_t = 50, value_parser = crate::parse::check_seeds)]
     seeds: u64,
     /// First seed.
     #[arg(long, default_value_t = 1)]
@@ -52,7 +52,7 @@ pub struct CheckTpccArgs {
     #[arg(long, default_value = "forward,read-cache,early-abort,optimistic-abort")]
     modes: String,
     /// Simulated seconds per run.
-    #[arg(long, default_value_t = 5.0, value_parser = innet_exp::parse::seconds)]
+    #[arg(long, default_value_t = 5.0, value_parser = crate::parse::seconds)]
     duration_s: f64,
 }
 
@@ -60,7 +60,7 @@ pub struct CheckTpccArgs {
 #[derive(Args, Debug)]
 pub struct ClientTpccArgs {
     /// The switch (or store) to send to, HOST:PORT.
-    #[arg(long, value_parser = crate::live_cmd::parse_addr)]
+    #[arg(long, value_parser = super::parse_addr)]
     to: std::net::SocketAddr,
     /// Run the closed-loop terminals (the only thing this command does; the
     /// flag mirrors `innet client txn --load`).
@@ -68,10 +68,10 @@ pub struct ClientTpccArgs {
     load: bool,
     /// The store itself, HOST:PORT, if reachable: loading, CPU_PCT queries
     /// and the read-back go there directly [default: through --to].
-    #[arg(long, value_parser = crate::live_cmd::parse_addr)]
+    #[arg(long, value_parser = super::parse_addr)]
     store: Option<std::net::SocketAddr>,
     /// Terminals.
-    #[arg(long, default_value_t = 8, value_parser = innet_exp::parse::clients)]
+    #[arg(long, default_value_t = 8, value_parser = crate::parse::clients)]
     clients: u32,
     #[arg(long, default_value_t = 1)]
     warehouses: u32,
@@ -84,7 +84,7 @@ pub struct ClientTpccArgs {
     #[arg(long, default_value_t = 50)]
     items: u32,
     /// Seconds to run.
-    #[arg(long, default_value_t = 10.0, value_parser = innet_exp::parse::seconds)]
+    #[arg(long, default_value_t = 10.0, value_parser = crate::parse::seconds)]
     duration_s: f64,
     /// Seed of the initial database and the terminals' choices.
     #[arg(long, default_value_t = 1)]
@@ -96,10 +96,10 @@ pub struct ClientTpccArgs {
     #[arg(long)]
     no_populate: bool,
     /// One-way client <-> switch delay each terminal emulates, ms.
-    #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::delay_ms)]
     client_delay_ms: f64,
     /// Resend timeout, ms.
-    #[arg(long, default_value_t = 1000.0, value_parser = innet_exp::parse::timeout_ms)]
+    #[arg(long, default_value_t = 1000.0, value_parser = crate::parse::timeout_ms)]
     timeout_ms: f64,
     /// Resends of one request before giving up.
     #[arg(long, default_value_t = 5)]
@@ -117,7 +117,7 @@ pub struct ClientTpccArgs {
 /// 0 if something committed and every consistency condition holds.
 pub fn run_client(a: ClientTpccArgs) -> anyhow::Result<i32> {
     let ms = |v: f64| std::time::Duration::from_secs_f64(v / 1e3);
-    let mut sending = innet_exp::tpcc_live::LiveSending::new(a.to);
+    let mut sending = crate::tpcc_live::LiveSending::new(a.to);
     sending.client_delay = ms(a.client_delay_ms);
     sending.timeout = ms(a.timeout_ms);
     sending.max_resends = a.max_resends;
@@ -134,21 +134,21 @@ pub fn run_client(a: ClientTpccArgs) -> anyhow::Result<i32> {
         ..TpccConfig::default()
     };
     anyhow::ensure!(a.load, "innet client tpcc runs the terminals: add --load");
-    let run = innet_exp::tpcc_live::ClientRun {
+    let run = crate::tpcc_live::ClientRun {
         sending,
         store: a.store,
         first_client_id: a.client_id.unwrap_or_else(|| innet_live::txn::fresh_client_id_base(a.clients + 1)),
         point,
         populate: !a.no_populate,
     };
-    let stop = crate::live_cmd::signals()?;
-    let r = innet_exp::tpcc_live::client_run(&run, &stop)?;
+    let stop = innet_live::stop_on_signals()?;
+    let r = crate::tpcc_live::client_run(&run, &stop)?;
     let mut json = serde_json::to_value(&r)?;
     json["target"] = a.to.to_string().into();
     json["first_client_id"] = run.first_client_id.into();
     json["populated"] = run.populate.into();
     json["interrupted"] = stop.is_stopped().into();
-    crate::live_cmd::print_line(&json.to_string());
+    super::print_line(&json.to_string());
     let committed: u64 = r.per_type.values().map(|t| t.totals.committed).sum();
     Ok(if committed > 0 && r.consistency_violations.is_empty() { 0 } else { 1 })
 }
@@ -179,8 +179,8 @@ pub fn run_bench(a: BenchTpccArgs) -> anyhow::Result<i32> {
         println!("live runtime: using RTT 20 ms and 10 s per point (set --rtt-ms/--duration-s to change)");
     }
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("results/tpcc-{}", a.runtime.name())));
-    innet_exp::results::check_writable(&out).map_err(anyhow::Error::msg)?;
-    let stop = crate::live_cmd::signals()?;
+    crate::results::check_writable(&out).map_err(anyhow::Error::msg)?;
+    let stop = innet_live::stop_on_signals()?;
     let mut bad = 0;
     for fig in figs {
         let modes: Vec<Mode> = match &a.modes {
@@ -347,12 +347,12 @@ pub fn run_check(a: CheckTpccArgs) -> anyhow::Result<i32> {
     };
     let wall = Instant::now();
     let jobs = seeds.iter().flat_map(|s| modes.iter().map(move |&m| tpcc_sim::random_check_config(s, m, a.duration_s)));
-    let progress = innet_exp::progress::Progress::new(seeds.count.saturating_mul(modes.len() as u64), "check tpcc");
+    let progress = crate::progress::Progress::new(seeds.count.saturating_mul(modes.len() as u64), "check tpcc");
     let mut violations = 0;
     let mut runs = 0u64;
     let (mut commits, mut switch_answers, mut store_commits) = (0u64, 0usize, 0usize);
     let mut per_kind = std::collections::BTreeMap::new();
-    innet_exp::run_parallel_each(
+    crate::run_parallel_each(
         jobs,
         &progress,
         |c| format!("seed {} {}", c.seed, c.mode),

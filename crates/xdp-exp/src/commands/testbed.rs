@@ -1,22 +1,22 @@
-//! `innet testbed ...` and `innet bench xdp`: the XDP data plane on network
-//! namespaces (crates/xdp, docs/xdp.md). Everything here needs root.
+//! `innet testbed up|down|fail|status`: the network-namespace testbeds
+//! (crates/xdp, docs/xdp.md).
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use innet_chain::deploy::ChainRole;
 use innet_core::auth::AuthKeys;
-use innet_exp::xdp_fabric::FabricArgs;
-use innet_exp::xdp_paxos::{McastArg, OnOff};
 use innet_live::auth::KeyFile;
 use innet_paxos::deploy::PaxosRole;
 use innet_topology::Service;
 use innet_txn::switch::Mode;
-use innet_xdp::bench::{BenchConfig, Summary, TxnExperimentConfig};
 use innet_xdp::paxos_testbed::PaxosUp;
 use innet_xdp::testbed::{self, DataPlaneAt, UpOptions};
+
+use super::{fabric_line, innet_exe};
+use crate::fabric::FabricArgs;
+use crate::paxos::McastArg;
 
 #[derive(Subcommand, Debug)]
 pub enum TestbedCmd {
@@ -244,7 +244,7 @@ fn run_up(a: TestbedUpArgs, chain_keys: Option<AuthKeys>) -> anyhow::Result<i32>
                 ..ChainUp::new(a.protocol, a.nodes)
             };
             if a.drill {
-                return crate::xdp_chain_cmd::run_drill(&o);
+                return super::chain::run_drill(&o);
             }
             let st = innet_xdp::chain_testbed::up(&o, Some(a.data_plane))?;
             println!("testbed up: {}: namespaces {}", st.topology, st.namespaces.join(" "));
@@ -264,7 +264,7 @@ fn run_up(a: TestbedUpArgs, chain_keys: Option<AuthKeys>) -> anyhow::Result<i32>
             }
             Ok(0)
         }
-        "paxos" => crate::xdp_paxos_cmd::run_up_with(
+        "paxos" => super::paxos::run_up_with(
             PaxosUp {
                 fabric: a.fabric.fabric(),
                 multicast: a.multicast.into(),
@@ -287,7 +287,7 @@ fn run_up(a: TestbedUpArgs, chain_keys: Option<AuthKeys>) -> anyhow::Result<i32>
             let st = testbed::up(&opts)?;
             println!("testbed up: namespaces {}", st.namespaces.join(" "));
             if st.topology == "paxos" {
-                crate::xdp_paxos_cmd::print_up(&st);
+                super::paxos::print_up(&st);
                 return Ok(0);
             }
             for (name, pid) in &st.processes {
@@ -307,23 +307,6 @@ fn run_up(a: TestbedUpArgs, chain_keys: Option<AuthKeys>) -> anyhow::Result<i32>
             Ok(0)
         }
     }
-}
-
-/// How a testbed's XDP programs run, in one line.
-fn fabric_line(f: &innet_xdp::fabric::Fabric) -> String {
-    format!(
-        "XDP in {} mode{}",
-        f.mode,
-        if f.mode == innet_xdp::fabric::XdpMode::Native && f.threaded != innet_xdp::fabric::ThreadedNapi::Off {
-            ", threaded NAPI"
-        } else {
-            ""
-        }
-    )
-}
-
-fn innet_exe() -> anyhow::Result<PathBuf> {
-    std::env::current_exe().context("path of the innet program")
 }
 
 pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
@@ -353,7 +336,7 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
                         auth,
                         ..PaxosUp::default()
                     };
-                    return crate::xdp_paxos_cmd::run_up_with(up, innet_exe()?);
+                    return super::paxos::run_up_with(up, innet_exe()?);
                 }
                 Some(Service::Chain(c)) => {
                     a.protocol = c.protocol;
@@ -364,7 +347,7 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
             }
             run_up(a, None)
         }
-        TestbedCmd::Fail { topology, role } => crate::xdp_paxos_cmd::run_fail(&topology, &role),
+        TestbedCmd::Fail { topology, role } => super::paxos::run_fail(&topology, &role),
         TestbedCmd::Down { only } => {
             let removed = match only.as_deref() {
                 None => testbed::down_all()?,
@@ -393,7 +376,7 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
                 }
             }
             if let Some(st) = innet_xdp::paxos_testbed::status() {
-                crate::xdp_paxos_cmd::print_status(&st)?;
+                super::paxos::print_status(&st)?;
                 if testbed::status().is_none() {
                     return Ok(0);
                 }
@@ -431,225 +414,4 @@ pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
             Ok(0)
         }
     }
-}
-
-/// How many requests and rounds an XDP benchmark runs (`bench xdp`, `bench xdp-chain`).
-#[derive(Args, Debug)]
-pub struct RoundsArgs {
-    /// Measured requests per data plane per round.
-    #[arg(long, default_value_t = 2000, value_parser = innet_exp::parse::bench_requests)]
-    requests: usize,
-    /// Unmeasured requests first, per data plane per round.
-    #[arg(long, default_value_t = 200, value_parser = innet_exp::parse::bench_warmup)]
-    warmup: usize,
-    /// Rounds; the data planes take turns within each.
-    #[arg(long, default_value_t = 3, value_parser = innet_exp::parse::bench_rounds)]
-    rounds: usize,
-    /// Requests in flight in the packet-rate phase.
-    #[arg(long, default_value_t = 32, value_parser = innet_exp::parse::bench_window)]
-    window: usize,
-    /// Length of the packet-rate phase per data plane per round, ms (0: none).
-    #[arg(long, default_value_t = 1000, value_parser = innet_exp::parse::whole_ms)]
-    rate_ms: u64,
-    #[command(flatten)]
-    fabric: FabricArgs,
-}
-
-impl RoundsArgs {
-    pub fn fabric_args(&self) -> FabricArgs {
-        self.fabric
-    }
-
-    pub fn config(&self) -> BenchConfig {
-        BenchConfig {
-            requests: self.requests,
-            warmup: self.warmup,
-            rounds: self.rounds,
-            window: self.window,
-            rate_ms: self.rate_ms,
-            fabric: self.fabric.fabric(),
-        }
-    }
-}
-
-#[derive(Args, Debug)]
-pub struct BenchXdpArgs {
-    #[command(flatten)]
-    rounds: RoundsArgs,
-    /// Output folder for xdp-rtt.jsonl.
-    #[arg(long, default_value = "results/xdp", value_parser = innet_exp::parse::out_dir)]
-    out: PathBuf,
-}
-
-/// One line per data plane: samples, losses, round trips, rate.
-pub fn print_planes(planes: &[Summary]) {
-    let w = planes.iter().map(|s| s.name.len()).max().unwrap_or(0).max(16);
-    println!(
-        "{:<w$} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8} {:>10} {:>9}",
-        "data plane", "samples", "lost", "wrong", "median_us", "p99_us", "mean_us", "replies/s", "rate_lost"
-    );
-    for s in planes {
-        println!(
-            "{:<w$} {:>8} {:>6} {:>6} {:>10.1} {:>8.1} {:>8.1} {:>10.0} {:>9}",
-            s.name, s.samples, s.lost, s.wrong_status, s.median_us, s.p99_us, s.mean_us, s.replies_per_s, s.rate_lost
-        );
-    }
-}
-
-pub fn run_bench_xdp(a: BenchXdpArgs) -> anyhow::Result<i32> {
-    let cfg = a.rounds.config();
-    let (rec, path) = innet_exp::xdp::bench_rtt(&cfg, &innet_exe()?, &a.out)?;
-    print_planes(&rec.planes);
-    println!(
-        "xdp switch / bare bounce: median {:.2}x, p99 {:.2}x   software / xdp switch: median {:.2}x, p99 {:.2}x",
-        rec.ratio_median_xdp_switch_over_bounce,
-        rec.ratio_p99_xdp_switch_over_bounce,
-        rec.ratio_median_software_over_xdp_switch,
-        rec.ratio_p99_software_over_xdp_switch
-    );
-    println!(
-        "software switch / bare udp echo: median {:.2}x, p99 {:.2}x",
-        rec.ratio_median_software_over_udp_echo, rec.ratio_p99_software_over_udp_echo
-    );
-    println!(
-        "packet rate ({} in flight): xdp switch / bare bounce {:.2}x, xdp switch / software {:.2}x",
-        cfg.window, rec.ratio_rate_xdp_switch_over_bounce, rec.ratio_rate_xdp_switch_over_software
-    );
-    println!("wrote {}", path.display());
-    Ok(if innet_exp::xdp::planes_ok(&rec.planes) { 0 } else { 1 })
-}
-
-#[derive(Args, Debug)]
-pub struct BenchXdpTxnArgs {
-    /// Switch mode: forward, read-cache, early-abort or optimistic-abort.
-    #[arg(long, default_value = "optimistic-abort")]
-    mode: Mode,
-    /// Closed-loop clients.
-    #[arg(long, default_value_t = 8, value_parser = innet_exp::parse::clients)]
-    clients: u32,
-    /// Fraction of transactions that write (the rest read).
-    #[arg(long, default_value_t = 0.5, value_parser = innet_exp::parse::ratio)]
-    write_ratio: f64,
-    /// Keys (1: the paper's single counter).
-    #[arg(long, default_value_t = 1, value_parser = innet_exp::parse::txn_keys)]
-    keys: u32,
-    /// Seconds of load per data plane.
-    #[arg(long, default_value_t = 5.0, value_parser = innet_exp::parse::seconds)]
-    duration_s: f64,
-    /// One-way client <-> switch delay, emulated by the clients.
-    #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
-    client_delay_ms: f64,
-    /// One-way switch <-> store delay, emulated by the store.
-    #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::delay_ms)]
-    store_delay_ms: f64,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Rounds; the data planes take turns within each.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    runs: u32,
-    #[command(flatten)]
-    fabric: FabricArgs,
-    /// The switch alone: an in-kernel generator injects requests at the
-    /// XDP switch's client port, sinks on the store's and the client's
-    /// devices count what arrives, no end host (decisions/s, and per
-    /// CPU-second of the threads doing the work).
-    #[arg(long)]
-    fabric_only: bool,
-    /// `--fabric-only`: requests per path per round.
-    #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000_000))]
-    frames: u32,
-    /// `--fabric-only`: the kernel's BPF run-time statistics (ns per
-    /// program) on, or off (no clock reads around every program run).
-    #[arg(long, value_enum, default_value = "on")]
-    bpf_stats: OnOff,
-    /// Output folder for xdp-txn.jsonl.
-    #[arg(long, default_value = "results/xdp", value_parser = innet_exp::parse::out_dir)]
-    out: PathBuf,
-}
-
-pub fn run_bench_xdp_txn(a: BenchXdpTxnArgs) -> anyhow::Result<i32> {
-    if a.fabric_only {
-        let (recs, path) = innet_exp::xdp_fabric::txn_fabric_only(
-            a.fabric,
-            &innet_exe()?,
-            a.runs as usize,
-            a.frames,
-            a.bpf_stats == OnOff::On,
-            &a.out,
-        )?;
-        crate::xdp_chain_cmd::print_fabric_only(&recs, "decisions");
-        println!("wrote {}", path.display());
-        return Ok(0);
-    }
-    let cfg = TxnExperimentConfig {
-        mode: a.mode,
-        clients: a.clients,
-        write_ratio: a.write_ratio,
-        keys: a.keys,
-        duration_s: a.duration_s,
-        client_delay_ms: a.client_delay_ms,
-        store_delay_ms: a.store_delay_ms,
-        seed: a.seed,
-        fabric: a.fabric.fabric(),
-    };
-    let (recs, path) = innet_exp::xdp::bench_txn(&cfg, a.runs as usize, &innet_exe()?, &a.out)?;
-    println!(
-        "{} (commit {}, seed {}; {}, load average at the end {:.2})",
-        cfg.mode,
-        recs[0].git_commit,
-        recs[0].seed,
-        fabric_line(&cfg.fabric),
-        recs.last().map_or(0.0, |r| r.load_average[0])
-    );
-    println!(
-        "{:>3} {:<16} {:>12} {:>8} {:>9} {:>9} {:>16} {:>15} {:>10} {:>9} {:>12}",
-        "run",
-        "data plane",
-        "committed/s",
-        "p50_ms",
-        "p99_ms",
-        "gave_up",
-        "aborts_by_switch",
-        "aborts_by_store",
-        "cpu_us/txn",
-        "busy_cpus",
-        "of_ceiling"
-    );
-    for r in &recs {
-        println!(
-            "{:>3} {:<16} {:>12.0} {:>8.3} {:>9.3} {:>9} {:>16} {:>15} {:>10.1} {:>9.2} {:>11.0}%{}",
-            r.run,
-            r.data_plane,
-            r.num("committed_per_s"),
-            r.num("p50_latency_ms"),
-            r.num("p99_latency_ms"),
-            r.num("gave_up"),
-            r.num("aborts_by_switch"),
-            r.num("aborts_by_store"),
-            r.cpu.machine_us,
-            r.cpu.busy_cpus,
-            r.ceiling.of_ceiling * 1e2,
-            if r.ceiling.generator_bound { " (generator-bound)" } else { "" }
-        );
-    }
-    let c = &recs[0].ceiling.ceiling;
-    println!(
-        "generator's ceiling (round 0): {:.0} round trips/s at {} clients ({} B requests answered by xdp_bounce on \
-         the switch's client port: the same veth path, answered by the cheapest program there is), p50 {:.0} us",
-        c.ops_per_s,
-        c.clients,
-        innet_exp::txn_client::request_len(),
-        c.p50_us
-    );
-    let ratios = innet_exp::xdp::txn_ratios(&recs);
-    let median = |f: fn(&(f64, f64, f64)) -> f64| innet_exp::xdp_paxos::median(ratios.iter().map(f).collect());
-    let (commit, p50, p99) = (median(|r| r.0), median(|r| r.1), median(|r| r.2));
-    println!(
-        "xdp / software, median of {} rounds: committed/s {commit:.2}x, p50 latency {p50:.2}x, p99 latency {p99:.2}x \
-         (per round: {})",
-        ratios.len(),
-        ratios.iter().map(|r| format!("{:.2}x", r.0)).collect::<Vec<_>>().join(", ")
-    );
-    println!("wrote {}", path.display());
-    Ok(0)
 }

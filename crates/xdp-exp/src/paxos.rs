@@ -36,38 +36,38 @@ use innet_xdp::testbed::in_netns;
 
 use innet_wire::paxos::{MsgType, PaxosMsg, Value};
 
-use crate::paxos::{DataPlaneAt, PaxosConfig, PaxosResult};
-use crate::paxos_bench::{ceiling_config, loopback_ceiling, AgainstCeiling};
-use crate::paxos_live::{live_config, run_point_live};
-use crate::paxos_sim::make_result;
-use crate::results;
 use innet_bench::cpu::CpuPerValue;
 use innet_bench::loadgen::{self, LoadReport, Reply, Service, TAG_LEN};
+use innet_exp::paxos::{DataPlaneAt, PaxosConfig, PaxosResult};
+use innet_exp::paxos_bench::{ceiling_config, loopback_ceiling, AgainstCeiling};
+use innet_exp::paxos_live::{live_config, run_point_live};
+use innet_exp::paxos_sim::make_result;
+use innet_exp::results;
 
 /// The load of one deployment (also the flags of `bench xdp-paxos` and
 /// `bench xdp-paxos-hosts`).
 #[derive(Args, Debug, Clone)]
 pub struct XdpPaxosLoad {
-    #[arg(long, default_value_t = 3, value_parser = crate::parse::acceptors)]
+    #[arg(long, default_value_t = 3, value_parser = innet_exp::parse::acceptors)]
     pub acceptors: usize,
-    #[arg(long, default_value_t = 2, value_parser = crate::parse::learners)]
+    #[arg(long, default_value_t = 2, value_parser = innet_exp::parse::learners)]
     pub learners: usize,
-    #[arg(long, default_value_t = 2, value_parser = crate::parse::proposers)]
+    #[arg(long, default_value_t = 2, value_parser = innet_exp::parse::proposers)]
     pub proposers: usize,
     /// Requests each proposer keeps in flight.
-    #[arg(long, default_value_t = 32, value_parser = crate::parse::outstanding)]
+    #[arg(long, default_value_t = 32, value_parser = innet_exp::parse::outstanding)]
     pub outstanding: usize,
     /// Seconds of load per deployment.
-    #[arg(long, default_value_t = 3.0, value_parser = crate::parse::seconds)]
+    #[arg(long, default_value_t = 3.0, value_parser = innet_exp::parse::seconds)]
     pub duration_s: f64,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// The acceptors' ring (a power of two).
-    #[arg(long, default_value_t = ACCEPTOR_SLOTS_DEFAULT, value_parser = crate::parse::acceptor_slots)]
+    #[arg(long, default_value_t = ACCEPTOR_SLOTS_DEFAULT, value_parser = innet_exp::parse::acceptor_slots)]
     pub slots: usize,
     /// Fail the coordinator this many seconds into the load (XDP: its
     /// links go down; software: its thread stops); the backup takes over.
-    #[arg(long, value_parser = crate::parse::at_seconds)]
+    #[arg(long, value_parser = innet_exp::parse::at_seconds)]
     pub kill_coordinator_at_s: Option<f64>,
     /// XDP deployment: count the votes in the kernel in front of the
     /// learners and proposers (`on`), not (`off`), or run it both ways
@@ -77,7 +77,7 @@ pub struct XdpPaxosLoad {
     /// Most client values a proposer packs into one instance's value (1:
     /// off; every deployment of the run packs alike); the load then
     /// submits 2-byte values.
-    #[arg(long, default_value_t = 1, value_parser = crate::parse::pack)]
+    #[arg(long, default_value_t = 1, value_parser = innet_exp::parse::pack)]
     pub pack: usize,
     #[command(flatten)]
     pub fabric: PaxosFabricArgs,
@@ -86,7 +86,7 @@ pub struct XdpPaxosLoad {
     /// check every message (`innet testbed up paxos --auth-key`). The
     /// software deployments of `bench xdp-paxos` run without keys (their
     /// cost: `innet up paxos --auth-key`).
-    #[arg(long, value_name = "FILE", value_parser = crate::parse::key_file)]
+    #[arg(long, value_name = "FILE", value_parser = innet_exp::parse::key_file)]
     pub auth_key: Option<innet_live::auth::KeyFile>,
 }
 

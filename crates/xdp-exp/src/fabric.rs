@@ -38,9 +38,9 @@ use innet_xdp::generator::{Generator, Pace, Template};
 use innet_xdp::sink::{Sink, SinkCount};
 use innet_xdp::testbed::{self, DataPlaneAt, UpOptions};
 
-use crate::results;
-use crate::xdp_paxos::load_average;
+use crate::paxos::load_average;
 use innet_bench::cpu::{CpuSnapshot, CpuUse};
+use innet_exp::results;
 
 /// How a testbed's fabric runs (every record carries it).
 #[derive(Args, Debug, Clone, Copy, Serialize)]

@@ -23,11 +23,11 @@ use innet_xdp::chain_testbed::{self as tb, ChainUp, Multicast, CLIENT_IP};
 use innet_xdp::testbed::{in_netns, NS_CLIENT};
 use innet_xdp::txn::{Ports, Program, Tables, TxnXdp};
 
-use crate::results;
-use crate::txn_client::{self, ClientLoad};
-use crate::xdp_paxos::load_average;
+use crate::paxos::load_average;
 use innet_bench::cpu::{CpuPerValue, CpuSnapshot, CpuUse};
 use innet_bench::loadgen::{self, EchoService, LoadConfig, LoadReport};
+use innet_exp::results;
+use innet_exp::txn_client::{self, ClientLoad};
 
 const _: () = assert!(KEYS <= tb::NETCHAIN_KEYS_INSTALLED);
 

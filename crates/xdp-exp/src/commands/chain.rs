@@ -6,9 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::paxos::{McastArg, OnOff};
 use innet_chain::Protocol;
-use innet_exp::xdp_fabric::GenRecord;
-use innet_exp::xdp_paxos::{McastArg, OnOff};
 use innet_xdp::chain_testbed::ChainUp;
 
 #[derive(Args, Debug)]
@@ -20,7 +19,7 @@ pub struct BenchXdpChainArgs {
     #[arg(long, default_value_t = 3)]
     nodes: usize,
     #[command(flatten)]
-    rounds: crate::xdp_cmd::RoundsArgs,
+    rounds: super::RoundsArgs,
     /// NetCRAQ: how the tail's ACK reaches its group, `devmap` broadcast
     /// or `tc` clones (driver mode only).
     #[arg(long, value_enum, default_value = "devmap")]
@@ -52,7 +51,7 @@ pub fn run(a: BenchXdpChainArgs) -> anyhow::Result<i32> {
             "--fabric-only runs a NetCRAQ chain (the generator writes; the tail's ACKs are counted): --protocol netcraq"
         );
         let fabric = a.rounds.fabric_args();
-        let (recs, path) = innet_exp::xdp_fabric::chain_fabric_only(
+        let (recs, path) = crate::fabric::chain_fabric_only(
             a.nodes,
             fabric,
             a.multicast.into(),
@@ -61,11 +60,11 @@ pub fn run(a: BenchXdpChainArgs) -> anyhow::Result<i32> {
             a.bpf_stats == OnOff::On,
             &a.out,
         )?;
-        print_fabric_only(&recs, "writes");
+        super::print_fabric_only(&recs, "writes");
         println!("wrote {}", path.display());
         return Ok(0);
     }
-    let (rec, path) = innet_exp::xdp::bench_chain(protocol, a.nodes, a.multicast.into(), &cfg, &a.out)?;
+    let (rec, path) = crate::bench::bench_chain(protocol, a.nodes, a.multicast.into(), &cfg, &a.out)?;
     println!(
         "{protocol}, {} nodes ({} rounds, {} in flight in the rate phase; XDP in {} mode, threaded NAPI {}, ACKs by {}; \
          load average {:.2})",
@@ -77,7 +76,7 @@ pub fn run(a: BenchXdpChainArgs) -> anyhow::Result<i32> {
         rec.config.multicast,
         rec.load_average[0]
     );
-    crate::xdp_cmd::print_planes(&rec.planes);
+    super::print_planes(&rec.planes);
     for (name, c) in &rec.cpu {
         println!(
             "  {name}: {:.1} us of machine CPU per request ({:.1} user, {:.1} kernel; {:.2} CPUs busy)",
@@ -94,7 +93,7 @@ pub fn run(a: BenchXdpChainArgs) -> anyhow::Result<i32> {
         rec.ratio_rate_xdp_read_over_software_read
     );
     println!("wrote {}", path.display());
-    Ok(if innet_exp::xdp::planes_ok(&rec.planes) { 0 } else { 1 })
+    Ok(if crate::bench::planes_ok(&rec.planes) { 0 } else { 1 })
 }
 
 /// `innet testbed up chain --drill`: the chain control plane drives the XDP
@@ -105,7 +104,7 @@ pub fn run(a: BenchXdpChainArgs) -> anyhow::Result<i32> {
 pub fn run_drill(o: &ChainUp) -> anyhow::Result<i32> {
     use innet_xdp::chain_control::{run_drill, DrillConfig};
     let (protocol, nodes) = (o.protocol, o.nodes);
-    let stop = crate::live_cmd::signals()?;
+    let stop = innet_live::stop_on_signals()?;
     let cfg = DrillConfig { fabric: o.fabric, multicast: o.multicast, ..DrillConfig::new(protocol, nodes) };
     let r = run_drill(&cfg, &stop)?;
     let ms = |d: Option<std::time::Duration>| d.map_or("-".into(), |d| format!("{:.1} ms", d.as_secs_f64() * 1e3));
@@ -141,62 +140,4 @@ pub fn run_drill(o: &ChainUp) -> anyhow::Result<i32> {
     }
     println!("testbed left up (innet testbed status / down)");
     Ok(if r.same_values() && r.check.is_ok() && r.errors.is_empty() { 0 } else { 1 })
-}
-
-/// The rounds of a fabric-only benchmark (`bench xdp-txn --fabric-only`,
-/// `bench xdp-chain --fabric-only`), one line each, then the medians per
-/// path and injection; `what` names the decisions (`decisions`, `writes`).
-pub fn print_fabric_only(recs: &[GenRecord], what: &str) {
-    for r in recs {
-        println!(
-            "run {} {} {} (commit {}; XDP {} mode, threaded NAPI {:?}; load average {:.2}): {} injected, {} arrived \
-             ({} decided, {} other frames to the client) in {:.3} s: {:.0}/s, {:.2} CPUs busy; generator thread {:.3} s + NAPI threads {:.3} s of \
-             CPU: {:.0} arrived per fabric CPU-second = {:.0} ns each (programs {:.0} ns, transport {:.0} ns), \
-             {:.0} decided per generator CPU-second; stalled bursts {}",
-            r.run,
-            r.path,
-            r.injection,
-            r.git_commit,
-            r.fabric.xdp_mode,
-            r.fabric.threaded_napi,
-            r.load_average[0],
-            r.requests,
-            r.arrived,
-            r.decided,
-            r.others,
-            r.seconds,
-            r.per_s,
-            (r.cpu.machine_user_s + r.cpu.machine_system_s + r.cpu.machine_irq_s) / r.cpu.wall_s.max(1e-9),
-            r.generator_thread_cpu_s,
-            r.napi_threads_cpu_s,
-            r.per_fabric_cpu_s,
-            r.fabric_ns_per_decision,
-            r.programs.iter().map(|c| c.ns_per_unit).sum::<f64>(),
-            r.transport_ns_per_decision,
-            r.decided_per_generator_cpu_s,
-            r.stalls
-        );
-        for c in &r.programs {
-            println!(
-                "    {:<16} {:>6.2} runs x {:>5.0} ns = {:>5.0} ns per arrived",
-                c.program, c.runs_per_unit, c.ns_per_run, c.ns_per_unit
-            );
-        }
-    }
-    let mut kinds: Vec<(&str, &str)> = recs.iter().map(|r| (r.path, r.injection)).collect();
-    kinds.sort();
-    kinds.dedup();
-    for (p, i) in kinds {
-        let of = |f: fn(&GenRecord) -> f64| {
-            innet_exp::xdp_paxos::median(recs.iter().filter(|r| (r.path, r.injection) == (p, i)).map(f).collect())
-        };
-        println!(
-            "{p} {i}: median {:.0} arrived/s, {:.0} arrived per fabric CPU-second, {:.0} {what} decided per \
-             generator CPU-second, {:.0} ns of fabric CPU per arrived",
-            of(|r| r.per_s),
-            of(|r| r.per_fabric_cpu_s),
-            of(|r| r.decided_per_generator_cpu_s),
-            of(|r| r.fabric_ns_per_decision)
-        );
-    }
 }

@@ -1,17 +1,17 @@
 //! Chain key-value store commands: `innet check chain`, `innet bench chain`,
 //! `innet up chain`.
 
-use innet_exp::parse::Seeds;
+use crate::parse::Seeds;
 use std::time::Instant;
 
+use crate::chain_sim;
 use clap::Args;
 use innet_chain::Protocol;
-use innet_exp::chain_sim;
 
 #[derive(Args, Debug)]
 pub struct CheckChainArgs {
     /// How many random seeds to run (each for every protocol).
-    #[arg(long, default_value_t = 100, value_parser = innet_exp::parse::check_seeds)]
+    #[arg(long, default_value_t = 100, value_parser = crate::parse::check_seeds)]
     seeds: u64,
     /// First seed.
     #[arg(long, default_value_t = 1)]
@@ -23,12 +23,12 @@ pub struct CheckChainArgs {
     #[arg(long, default_value = "netcraq,netchain")]
     protocols: String,
     /// Simulated seconds per run.
-    #[arg(long, default_value_t = 1.0, value_parser = innet_exp::parse::seconds)]
+    #[arg(long, default_value_t = 1.0, value_parser = crate::parse::seconds)]
     duration_s: f64,
 }
 
 pub fn run_check(a: CheckChainArgs) -> anyhow::Result<i32> {
-    let protocols: Vec<Protocol> = crate::sim_cmd::parse_list(&a.protocols)?;
+    let protocols: Vec<Protocol> = super::parse_list(&a.protocols)?;
     let (seeds, verbose) = match a.seed {
         Some(s) => (Seeds::one(s), true),
         None => (Seeds { first: a.start_seed, count: a.seeds }, false),
@@ -91,7 +91,7 @@ pub struct BenchChainArgs {
     #[arg(long, default_value = "shared")]
     service: String,
     /// Simulated seconds per point.
-    #[arg(long, default_value_t = 0.2, value_parser = innet_exp::parse::seconds)]
+    #[arg(long, default_value_t = 0.2, value_parser = crate::parse::seconds)]
     duration_s: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -99,11 +99,11 @@ pub struct BenchChainArgs {
     #[arg(long, default_value = "3,4,5,6")]
     figures: String,
     /// Output folder (default results/chain-sim-<service>).
-    #[arg(long, value_parser = innet_exp::parse::out_dir)]
+    #[arg(long, value_parser = crate::parse::out_dir)]
     out: Option<std::path::PathBuf>,
 }
 
-use innet_exp::chain_bench;
+use crate::chain_bench;
 
 pub fn run_bench(a: BenchChainArgs) -> anyhow::Result<i32> {
     let figures: Vec<u32> = a
@@ -147,7 +147,7 @@ pub fn run_bench(a: BenchChainArgs) -> anyhow::Result<i32> {
         );
     }
     let out: std::path::PathBuf = a.out.unwrap_or_else(|| format!("results/chain-sim-{}", a.service).into());
-    innet_exp::results::check_writable(&out).map_err(anyhow::Error::msg)?;
+    crate::results::check_writable(&out).map_err(anyhow::Error::msg)?;
     let (jsonl, pngs) = chain_bench::write(&out, &rs)?;
     println!("wrote {} and {} plots in {}", jsonl.display(), pngs.len(), out.display());
     Ok(0)
@@ -183,12 +183,12 @@ pub struct BenchChainEtcdArgs {
     #[arg(long, default_value_t = 4)]
     etcd_conns: usize,
     /// Output folder (JSON lines appended to runs.jsonl and summary.jsonl).
-    #[arg(long, default_value = "results/chain-etcd", value_parser = innet_exp::parse::out_dir)]
+    #[arg(long, default_value = "results/chain-etcd", value_parser = crate::parse::out_dir)]
     out: std::path::PathBuf,
 }
 
 pub fn run_bench_etcd(a: BenchChainEtcdArgs) -> anyhow::Result<i32> {
-    use innet_exp::chain_etcd::{self, ChainEtcdConfig};
+    use crate::chain_etcd::{self, ChainEtcdConfig};
     let cfg = ChainEtcdConfig {
         clients: a.clients,
         reps: a.reps,
@@ -210,7 +210,7 @@ pub fn run_bench_etcd(a: BenchChainEtcdArgs) -> anyhow::Result<i32> {
         cfg.reps,
         cfg.keys,
         cfg.seed,
-        innet_exp::results::git_commit(),
+        crate::results::git_commit(),
         chain_etcd::loadavg()
     );
     println!(
@@ -280,17 +280,17 @@ pub struct UpChainArgs {
     #[arg(long, value_name = "FILE")]
     auth_key: Option<std::path::PathBuf>,
     #[command(flatten)]
-    deployment: crate::live_cmd::TopologyArgs,
+    deployment: super::TopologyArgs,
     #[command(flatten)]
-    metrics: crate::live_cmd::MetricsArgs,
+    metrics: super::MetricsArgs,
     /// With --topology: stop after this many seconds (default: at Ctrl-C); client nodes run load until then.
-    #[arg(long, value_parser = innet_exp::parse::seconds)]
+    #[arg(long, value_parser = crate::parse::seconds)]
     duration_s: Option<f64>,
     /// With --topology: share of the client nodes' operations that are puts.
-    #[arg(long, default_value_t = 0.3, value_parser = innet_exp::parse::ratio)]
+    #[arg(long, default_value_t = 0.3, value_parser = crate::parse::ratio)]
     write_ratio: f64,
     /// With --topology: keys the client nodes use (0..N).
-    #[arg(long, default_value_t = 8, value_parser = innet_exp::parse::chain_keys)]
+    #[arg(long, default_value_t = 8, value_parser = crate::parse::chain_keys)]
     keys: u32,
 }
 
@@ -309,16 +309,16 @@ pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
             chain_keys: a.keys,
             ..innet_live::up::UpLoad::default()
         };
-        return crate::live_cmd::run_topology(&a.deployment, &a.metrics, "chain", None, load);
+        return super::run_topology(&a.deployment, &a.metrics, "chain", None, load);
     }
     use innet_live::chain::{run_drill, DrillConfig, LiveChain, LiveChainConfig};
     let protocol: Protocol = a.protocol.parse().map_err(anyhow::Error::msg)?;
     anyhow::ensure!((1..=innet_wire::netchain::MAX_CHAIN_NODES).contains(&a.nodes), "--nodes must be 1..=10");
     anyhow::ensure!(a.listen.ip().is_loopback(), "--listen must be a loopback address");
     if a.listen.port() != 0 {
-        innet_exp::parse::port_span("--listen port", a.listen.port(), a.nodes).map_err(anyhow::Error::msg)?;
+        crate::parse::port_span("--listen port", a.listen.port(), a.nodes).map_err(anyhow::Error::msg)?;
     }
-    let stop = crate::live_cmd::signals()?;
+    let stop = innet_live::stop_on_signals()?;
     let mut cfg = LiveChainConfig::new(protocol, a.nodes);
     cfg.base = a.listen;
     cfg.auth = auth;
@@ -327,7 +327,7 @@ pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
         let drill = DrillConfig { chain: cfg, ..DrillConfig::new(protocol, a.nodes) };
         let r = run_drill(&drill, &stop)?;
         for (i, addr) in r.addrs.iter().enumerate() {
-            crate::live_cmd::print_line(&format!("node{i} {addr}"));
+            super::print_line(&format!("node{i} {addr}"));
         }
         let same = r.values.iter().all(|v| *v == r.values[0]);
         let history: Vec<_> = r.loads.iter().flat_map(|l| l.client.history.clone().unwrap_or_default()).collect();
@@ -354,7 +354,7 @@ pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
     }
     let _metrics = innet_live::metrics::serve(a.metrics.metrics, &sources)?;
     for (i, addr) in chain.addrs().iter().enumerate() {
-        crate::live_cmd::print_line(&format!("node{i} {addr}"));
+        super::print_line(&format!("node{i} {addr}"));
     }
     tracing::info!(
         "{protocol} chain of {} nodes, head node0, tail node{}; control plane running. Ctrl-C to stop.",
@@ -381,10 +381,10 @@ pub struct SimChainArgs {
     #[arg(long, default_value = "shared")]
     service: String,
     /// Offered requests per second (open loop).
-    #[arg(long, default_value_t = 10_000.0, value_parser = innet_exp::parse::rate)]
+    #[arg(long, default_value_t = 10_000.0, value_parser = crate::parse::rate)]
     rate: f64,
     /// Fraction of requests that are writes (to the head).
-    #[arg(long, default_value_t = 0.0, value_parser = innet_exp::parse::ratio)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
     write_ratio: f64,
     /// Comma-separated chain positions reads go to, round robin (0 = head).
     #[arg(long, default_value = "0")]
@@ -392,7 +392,7 @@ pub struct SimChainArgs {
     /// NetCRAQ: start every object dirty on the non-tail nodes.
     #[arg(long)]
     dirty: bool,
-    #[arg(long, default_value_t = 0.2, value_parser = innet_exp::parse::seconds)]
+    #[arg(long, default_value_t = 0.2, value_parser = crate::parse::seconds)]
     duration_s: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -475,10 +475,10 @@ pub struct ClientChainArgs {
     #[arg(long, default_value_t = 0)]
     near: usize,
     /// Resend after this long without an answer (to the next node, for reads).
-    #[arg(long, default_value_t = 200, value_parser = innet_exp::parse::timeout_ms_u64)]
+    #[arg(long, default_value_t = 200, value_parser = crate::parse::timeout_ms_u64)]
     timeout_ms: u64,
     /// Give up after this long.
-    #[arg(long, default_value_t = 5000, value_parser = innet_exp::parse::timeout_ms_u64)]
+    #[arg(long, default_value_t = 5000, value_parser = crate::parse::timeout_ms_u64)]
     deadline_ms: u64,
     /// Instead of one operation: closed-loop load (NetCRAQ) from --clients
     /// clients for --duration-s, through the batched generator; prints
@@ -493,7 +493,7 @@ pub struct ClientChainArgs {
     #[arg(long, alias = "puts-ratio", default_value_t = 0.5)]
     write_ratio: f64,
     /// --load: keys 0..N (a NetCRAQ chain holds 1024 objects).
-    #[arg(long, default_value_t = 1000, value_parser = innet_exp::parse::chain_keys)]
+    #[arg(long, default_value_t = 1000, value_parser = crate::parse::chain_keys)]
     keys: u32,
     /// --load: seconds of load (the first 0.1 s are not counted).
     #[arg(long, default_value_t = 5.0)]
@@ -514,8 +514,8 @@ pub struct ClientChainArgs {
 
 /// The `--load` flags as a checked configuration (checked with or without
 /// `--load`, so a bad number is refused either way).
-fn load_config(a: &ClientChainArgs) -> anyhow::Result<innet_exp::chain_load::ChainLoadConfig> {
-    let mut cfg = innet_exp::chain_load::ChainLoadConfig::new(a.clients, a.write_ratio, a.keys, a.duration_s);
+fn load_config(a: &ClientChainArgs) -> anyhow::Result<crate::chain_load::ChainLoadConfig> {
+    let mut cfg = crate::chain_load::ChainLoadConfig::new(a.clients, a.write_ratio, a.keys, a.duration_s);
     cfg.seed = a.seed;
     cfg.timeout_ms = a.timeout_ms as f64;
     cfg.sockets = a.sockets;
@@ -527,7 +527,7 @@ fn load_config(a: &ClientChainArgs) -> anyhow::Result<innet_exp::chain_load::Cha
 }
 
 fn run_load(a: &ClientChainArgs, protocol: Protocol) -> anyhow::Result<i32> {
-    use innet_exp::chain_load;
+    use crate::chain_load;
     anyhow::ensure!(
         protocol == Protocol::NetCraq,
         "--load drives NetCRAQ chains (its replies carry the generator's tag); start the chain with --protocol netcraq"
@@ -548,7 +548,7 @@ fn run_load(a: &ClientChainArgs, protocol: Protocol) -> anyhow::Result<i32> {
             cfg.keys,
             l.measured_s,
             cfg.seed,
-            innet_exp::results::git_commit()
+            crate::results::git_commit()
         );
         println!(
             "{:<10} {:>12} {:>10} {:>10} {:>10} {:>9} {:>8}",

@@ -2,7 +2,7 @@
 //! acceptors as BPF programs (testbed topology `paxos`), against the same
 //! programs as user-space processes (`--data-plane process`, libpaxos-style)
 //! and as user-space software switches, at equal client load, side by side
-//! in one run (`innet_exp::xdp_paxos`). `bench xdp-paxos-hosts` runs the
+//! in one run (`crate::paxos`). `bench xdp-paxos-hosts` runs the
 //! end hosts in the testbed's hosts namespace by hand, or (`--backup only`)
 //! the backup coordinator process `innet testbed up paxos` starts; `innet
 //! testbed fail paxos coordinator` fails the coordinator.
@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use innet_exp::xdp_paxos::{self, BackupMode, BenchEvent, XdpPaxosLoad};
+use crate::paxos::{self as xdp_paxos, BackupMode, BenchEvent, XdpPaxosLoad};
 use innet_xdp::paxos_hosts::BackupAt;
 use innet_xdp::paxos_testbed::{self as tb, PaxosUp};
 use innet_xdp::testbed;
@@ -37,61 +37,6 @@ pub struct BenchXdpPaxosArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct BenchTable1Args {
-    /// Single BPF_PROG_TEST_RUN runs per program (rounded up to 1,000s).
-    #[arg(long, default_value_t = 200_000, value_parser = innet_exp::parse::test_runs)]
-    runs: u32,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Output folder for caans-table1.jsonl and caans-table1.png.
-    #[arg(long, default_value = "results/xdp", value_parser = innet_exp::parse::out_dir)]
-    out: PathBuf,
-}
-
-/// `innet bench xdp-paxos-table1`: CAANS Table 1 on this machine.
-pub fn run_table1(a: BenchTable1Args) -> anyhow::Result<i32> {
-    use innet_reproduce::caans_roles;
-    use innet_reproduce::{Ctx, Where};
-    anyhow::ensure!(a.runs >= 1, "--runs must be at least 1");
-    let ctx = Ctx { out: a.out.clone(), seed: a.seed, scale: 1.0, runtime: Where::Xdp };
-    let (o, t) = caans_roles::table1_with(&ctx, a.runs)?;
-    let (pf, pa, pc) = caans_roles::PAPER_TABLE1_P4FPGA_US;
-    let (sf, sa, sc) = caans_roles::PAPER_TABLE1_SDNET_US;
-    println!(
-        "CAANS Table 1: median ns per packet of {} single BPF_PROG_TEST_RUN runs per program (load average {})",
-        t.runs, t.load_average
-    );
-    println!("{:<12} {:>10} {:>12} {:>14} {:>12}", "", "ours (ns)", "x forwarding", "P4FPGA (ns)", "SDNet (ns)");
-    println!("{:<12} {:>10.0} {:>12} {:>14.0} {:>12.0}", "forwarding", t.forward_ns, "1.00", pf * 1e3, sf * 1e3);
-    println!(
-        "{:<12} {:>10.0} {:>12.2} {:>14.0} {:>12.0}",
-        "acceptor",
-        t.acceptor_ns,
-        t.acceptor_over_forward,
-        pa * 1e3,
-        sa * 1e3
-    );
-    println!(
-        "{:<12} {:>10.0} {:>12.2} {:>14.0} {:>12.0}",
-        "coordinator",
-        t.coordinator_ns,
-        t.coordinator_over_forward,
-        pc * 1e3,
-        sc * 1e3
-    );
-    println!("{:<12} {:>10.0}   (xdp_pass: the measurement's floor)", "no-op", t.pass_ns);
-    println!(
-        "one run repeated in the kernel (mean): forwarding {:.1} ns, no-op {:.1} ns",
-        t.forward_repeated_ns, t.pass_repeated_ns
-    );
-    for line in caans_roles::claim_lines(&o) {
-        println!("{line}");
-    }
-    println!("commit {}; records and plot in {}", t.git_commit, a.out.display());
-    Ok(0)
-}
-
-#[derive(Args, Debug)]
 pub struct XdpPaxosHostsArgs {
     #[command(flatten)]
     load: XdpPaxosLoad,
@@ -105,7 +50,7 @@ pub struct XdpPaxosHostsArgs {
 pub fn run_hosts(a: XdpPaxosHostsArgs) -> anyhow::Result<i32> {
     let at = match a.backup {
         BackupMode::Only => {
-            xdp_paxos::backup(&a.load, &crate::live_cmd::signals()?, |l| println!("{l}"))?;
+            xdp_paxos::backup(&a.load, &innet_live::stop_on_signals()?, |l| println!("{l}"))?;
             return Ok(0);
         }
         BackupMode::Here => BackupAt::Here,

@@ -134,7 +134,7 @@ fn print_paths(paths: &[PathSummary]) {
 pub fn run(a: BenchXdpUpcallArgs) -> anyhow::Result<i32> {
     let cfg = a.config();
     cfg.validate()?;
-    let (rec, path) = innet_exp::xdp::bench_upcall(&cfg, &a.out, |line| eprintln!("{line}"))?;
+    let (rec, path) = crate::bench::bench_upcall(&cfg, &a.out, |line| eprintln!("{line}"))?;
     let r = &rec.report;
     println!(
         "decisions up, {} rounds (medians; CPU in ns per decision; latency: one decision every {} us, pooled), \
