@@ -341,9 +341,11 @@ fn header_lines(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> 
             opts.runtime.name()
         ),
         "\"holds\": the result's verdict (yes only when every compared claim holds; n/m counts the compared claims \
-         that hold; calibration claims are not compared). \"how obtained\": measured live, measured on the XDP data \
-         plane, the simulator with costs measured on this machine, or the simulator with a chosen model (each \
-         section names the measurement or the parameter and its source). The summary shows each result's first \
+         that hold; calibration claims and claims shown beside, such as the unsaturated run beside the paper's \
+         saturated regime, are not compared; \"+ k beside\" counts those). \"how obtained\": measured live, \
+         measured on the XDP data plane, the simulator with costs measured on this machine (a prediction; \
+         crates/reproduce/measured-costs.json), or the simulator with a chosen model (each section names the \
+         measurement or the parameter and its source). The summary shows each result's first \
          claim; ratio = ours / paper's."
             .to_string(),
     ]
