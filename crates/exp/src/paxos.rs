@@ -89,6 +89,13 @@ pub struct PaxosConfig {
     /// Simulator capacity model: per-packet cost of a learner/proposer process, us.
     #[arg(long, default_value_t = 0.0, value_parser = crate::parse::delay_us)]
     pub host_cost_us: f64,
+    /// Simulator capacity model: per-packet cost of the coordinator alone, us
+    /// (unset: the data plane's cost, switch or software). Measured costs
+    /// (`innet reproduce`) give the coordinator and the acceptors each their
+    /// own; CAANS Figure 2's libpaxos coordinator is CPU-bound at its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_parser = crate::parse::delay_us)]
+    pub coordinator_cost_us: Option<f64>,
     /// The replicated key-value store (Figure 7d): learners are LevelDB
     /// replicas and proposers submit put/delete/get commands (live only).
     #[serde(default)]
@@ -138,6 +145,7 @@ impl Default for PaxosConfig {
             switch_cost_us: 0.0,
             software_cost_us: 0.0,
             host_cost_us: 0.0,
+            coordinator_cost_us: None,
             kv: false,
             vote_counters: false,
             pack: 1,

@@ -42,6 +42,7 @@ impl CapacityModel {
         cfg.switch_cost_us = self.switch_cost_us;
         cfg.software_cost_us = self.software_cost_us;
         cfg.host_cost_us = self.host_cost_us;
+        cfg.coordinator_cost_us = None;
         cfg.latency_us = self.latency_us;
     }
 }

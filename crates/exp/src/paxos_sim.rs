@@ -99,7 +99,11 @@ pub fn build(cfg: &PaxosConfig, record: bool) -> Result<PaxosTopology, String> {
     }
     let (dp_cost, host_cost) = (if process { cfg.software_cost_us } else { cfg.switch_cost_us }, cfg.host_cost_us);
     for (i, n) in d.nodes.iter().enumerate() {
-        let cost = if n.shape == Shape::Program { dp_cost } else { host_cost };
+        let cost = match (n.shape == Shape::Program, cfg.coordinator_cost_us) {
+            (true, Some(c)) if n.role == PaxosRole::Coordinator => c,
+            (true, _) => dp_cost,
+            (false, _) => host_cost,
+        };
         if let Some(s) = service(cost) {
             sim.set_service(ids[i], s);
         }
@@ -491,6 +495,7 @@ pub fn random_check_config(seed: u64, data_plane: DataPlaneAt, duration_s: f64) 
         switch_cost_us: 0.0,
         software_cost_us: 0.0,
         host_cost_us: 0.0,
+        coordinator_cost_us: None,
         kv: false,
         vote_counters: false,
         pack: 1,

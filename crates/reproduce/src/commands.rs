@@ -40,6 +40,55 @@ pub struct ReproduceArgs {
     /// Run the results that have an XDP variant on the XDP testbed (root).
     #[arg(long)]
     xdp: bool,
+    /// Measured costs the simulator uses (default: the checked-in
+    /// crates/reproduce/measured-costs.json), e.g. a file --calibrate wrote.
+    #[arg(long, value_name = "FILE")]
+    costs: Option<std::path::PathBuf>,
+    /// Measure the CAANS roles' costs on this machine (live user-space roles,
+    /// BPF roles by BPF_PROG_TEST_RUN: root) into --costs-out and exit.
+    #[arg(long)]
+    calibrate: bool,
+    /// --calibrate: seconds of the live run.
+    #[arg(long, default_value_t = 4.0, value_parser = innet_exp::parse::seconds, requires = "calibrate")]
+    calibrate_seconds: f64,
+    /// --calibrate: single BPF_PROG_TEST_RUN runs per BPF entry.
+    #[arg(long, default_value_t = 20_000, value_parser = innet_exp::parse::test_runs, requires = "calibrate")]
+    calibrate_bpf_runs: u32,
+    /// --calibrate: also take the store part from this output of
+    /// tools/gotthard-reference/store_capacity.py (else it is kept).
+    #[arg(long, value_name = "FILE", requires = "calibrate")]
+    store_capacity: Option<std::path::PathBuf>,
+    /// --calibrate: where to write the costs.
+    #[arg(long, default_value = crate::costs::COSTS_FILE, requires = "calibrate")]
+    costs_out: std::path::PathBuf,
+}
+
+/// `innet reproduce --calibrate`: measures the CAANS roles' costs (and takes
+/// the store's from store_capacity.py's output) into `a.costs_out`.
+fn calibrate(a: &ReproduceArgs) -> anyhow::Result<i32> {
+    use crate::costs::{self, MeasuredCosts};
+    let mut c = match &a.costs {
+        Some(p) => MeasuredCosts::load(p)?,
+        None => MeasuredCosts::checked_in(),
+    };
+    println!(
+        "measuring the CAANS roles: {} s live (every role a process), {} BPF_PROG_TEST_RUN runs per BPF entry",
+        a.calibrate_seconds, a.calibrate_bpf_runs
+    );
+    c.paxos = costs::measure_paxos(a.calibrate_seconds, a.seed, a.calibrate_bpf_runs)?;
+    if let Some(p) = &a.store_capacity {
+        let text = std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("read {}: {e}", p.display()))?;
+        c.store = costs::store_from_script(
+            &text,
+            "PYENV_VERSION=2.7.18 python2 tools/gotthard-reference/store_capacity.py --reference GOTTHARD_CHECKOUT",
+        )?;
+    }
+    c.machine = costs::machine();
+    c.save(&a.costs_out)?;
+    println!("{}", c.paxos.sentence());
+    println!("store: {}", c.store.sentence());
+    println!("written to {}", a.costs_out.display());
+    Ok(0)
 }
 
 fn scale(s: &str) -> Result<f64, String> {
@@ -50,6 +99,12 @@ fn scale(s: &str) -> Result<f64, String> {
 }
 
 pub fn run(a: ReproduceArgs) -> anyhow::Result<i32> {
+    if a.calibrate {
+        return calibrate(&a);
+    }
+    if let Some(p) = &a.costs {
+        crate::costs::set_active(crate::costs::MeasuredCosts::load(p)?);
+    }
     let opts = Options {
         out: a.out,
         only: a.only.map(|s| s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect()),

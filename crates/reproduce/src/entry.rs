@@ -107,12 +107,84 @@ pub struct Claim {
     /// model's `BMV2_PER_BYTE_NS` from NetCRAQ's "22%"): the claim is shown
     /// as "calibration", never as holding, and is not counted either way.
     pub calibration: bool,
+    /// The run-to-run spread of `ours` over several seeds, where the claim
+    /// was run on several (a direction then holds only when ours goes the
+    /// paper's way by more than the spread: [`Spread::clears`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spread: Option<Spread>,
+    /// A figure shown beside the counted claims, not counted either way:
+    /// the unsaturated run beside the paper's saturated regime (NOCC
+    /// Figures 1, 3, 4, CAANS Figure 2), or a live measurement beside a
+    /// simulator prediction.
+    #[serde(default)]
+    pub beside: bool,
+}
+
+/// The smallest margin a direction over seeds needs, as a share of the
+/// neutral value (1%), whatever the spread: named in [`VERDICT_RULE`].
+pub const DIRECTION_FLOOR: f64 = 0.01;
+
+/// Ours over several seeds: the mean is [`Claim::ours`], the spread the
+/// range from the lowest seed to the highest.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Spread {
+    /// The seeds run (the run's seed, seed + 1, ...).
+    pub seeds: usize,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `values` (one per seed); `None` for fewer than 2.
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        (values.len() >= 2).then(|| Spread {
+            seeds: values.len(),
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        })
+    }
+
+    /// The range, highest seed minus lowest.
+    pub fn width(&self) -> f64 {
+        self.max - self.min
+    }
+
+    /// The verdict rule for a direction: the mean `mean` lies beyond
+    /// `neutral` on the paper's side (`above`: the paper says ours should
+    /// exceed `neutral`) by more than the spread, and so does every seed.
+    /// The margin must also be at least [`DIRECTION_FLOOR`] of `neutral`: a
+    /// simulator whose seeds change nothing has no spread, and a difference
+    /// of a rounding error is no direction.
+    pub fn clears(&self, mean: f64, neutral: f64, above: bool) -> bool {
+        let (margin, worst) =
+            if above { (mean - neutral, self.min - neutral) } else { (neutral - mean, neutral - self.max) };
+        margin > self.width() && margin >= DIRECTION_FLOOR * neutral.abs() && worst > 0.0
+    }
+
+    /// "mean 1.47, seeds 1.41-1.52 (3 seeds)" style text for a row.
+    pub fn text(&self) -> String {
+        format!("{} seeds: {:.3} to {:.3}, spread {:.3}", self.seeds, self.min, self.max, self.width())
+    }
+}
+
+/// The means of `per_seed` (one vector of values per seed, each the same
+/// length) and their spreads.
+pub fn over_seeds(per_seed: &[Vec<f64>]) -> Vec<(f64, Option<Spread>)> {
+    let n = per_seed.first().map_or(0, Vec::len);
+    (0..n)
+        .map(|i| {
+            let v: Vec<f64> = per_seed.iter().filter_map(|s| s.get(i).copied()).collect();
+            (v.iter().sum::<f64>() / v.len().max(1) as f64, Spread::of(&v))
+        })
+        .collect()
 }
 
 impl Claim {
-    /// The claim's verdict cell: "calibration", "yes" or "no".
+    /// The claim's verdict cell: "beside", "calibration", "yes" or "no".
     pub fn verdict_text(&self) -> &'static str {
-        if self.calibration {
+        if self.beside {
+            "beside (not counted)"
+        } else if self.calibration {
             "calibration"
         } else if self.holds {
             "yes"
@@ -125,16 +197,85 @@ impl Claim {
     pub fn ratio(&self) -> Option<f64> {
         self.paper.filter(|p| *p != 0.0).map(|p| self.ours / p)
     }
+
+    /// Whether the claim is compared (neither a calibration nor shown beside).
+    pub fn compared(&self) -> bool {
+        !self.calibration && !self.beside
+    }
+
+    /// A number the paper states, over several seeds: holds when the mean
+    /// of `per_seed` is within [`crate::existing::NEAR_TOLERANCE`] of
+    /// `paper`; the spread is shown.
+    pub fn near_over_seeds(what: &str, paper_text: &str, paper: f64, per_seed: &[f64], unit: &str) -> Claim {
+        let mean = per_seed.iter().sum::<f64>() / per_seed.len().max(1) as f64;
+        let tol = crate::existing::NEAR_TOLERANCE;
+        Claim {
+            what: what.into(),
+            paper_text: paper_text.into(),
+            paper: Some(paper),
+            ours: mean,
+            unit: unit.into(),
+            holds: paper != 0.0 && !per_seed.is_empty() && (mean / paper - 1.0).abs() <= tol,
+            rule: format!("ours within {:.0}% of the paper", tol * 100.0),
+            calibration: false,
+            spread: Spread::of(per_seed),
+            beside: false,
+        }
+    }
+
+    /// A direction over several seeds: `per_seed` holds ours for each
+    /// seed; the claim holds when the mean goes the paper's way (above
+    /// `neutral` when `above`, else below) by more than the spread
+    /// ([`Spread::clears`]). With one seed it holds on the side alone and
+    /// says that no spread was measured.
+    #[allow(clippy::too_many_arguments)]
+    pub fn direction(
+        what: &str,
+        paper_text: &str,
+        paper: Option<f64>,
+        per_seed: &[f64],
+        unit: &str,
+        neutral: f64,
+        above: bool,
+        side: &str,
+    ) -> Claim {
+        let mean = per_seed.iter().sum::<f64>() / per_seed.len().max(1) as f64;
+        let spread = Spread::of(per_seed);
+        let on_side = if above { mean > neutral } else { mean < neutral };
+        let (holds, rule) = match &spread {
+            Some(s) => (
+                !per_seed.is_empty() && s.clears(mean, neutral, above),
+                format!("{side} by more than the spread over {} seeds ({:.3})", s.seeds, s.width()),
+            ),
+            None => (!per_seed.is_empty() && on_side, format!("{side} (one seed: no spread measured)")),
+        };
+        Claim {
+            what: what.into(),
+            paper_text: paper_text.into(),
+            paper,
+            ours: mean,
+            unit: unit.into(),
+            holds,
+            rule,
+            calibration: false,
+            spread,
+            beside: false,
+        }
+    }
 }
 
 /// The one verdict rule, stated at the top of the report.
 pub const VERDICT_RULE: &str = "A number the paper states holds when ours is within 10% of it. A direction the \
-    paper states holds when ours goes the same way by more than the run-to-run spread (shown in the row where the \
-    result has several seeds; a result with one seed states the margin it uses instead). Any other rule is an \
-    exception named in its row with its reason. A claim whose paper number set a model parameter reads \
-    \"calibration\" and counts neither way. A result whose claim follows from a chosen model parameter reads \
-    \"model only\" and is never counted as reproduced. A result holds when every compared claim holds, partly \
-    when some do, does not hold when none does.";
+    paper states holds when ours goes the same way by more than the run-to-run spread: where a result runs several \
+    seeds, the mean goes the paper's way by more than the range over the seeds, and by at least 1% (a simulator \
+    whose seeds change nothing has no spread), and every seed goes that way (the spread is shown in the row); a \
+    result with one seed says so in its row. Any other rule is an exception named in \
+    its row with its reason. A claim whose paper number set a model parameter reads \"calibration\" and counts \
+    neither way; a figure shown beside the counted ones (the unsaturated run beside the paper's saturated regime, a \
+    live measurement beside a prediction) reads \"beside\" and counts neither way. A result whose claim follows \
+    from a chosen model parameter reads \"model only\" and is never counted as reproduced; a simulator run with \
+    costs measured on this machine is a prediction, named as such. A result holds when every compared claim holds, \
+    partly when some do, does not hold when none does.";
 
 /// How a result's numbers were obtained.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -259,7 +400,7 @@ impl Outcome {
         if matches!(self.obtained, Obtained::SimChosen { claim_follows: true, .. }) {
             return Verdict::ModelOnly;
         }
-        let compared: Vec<&Claim> = self.claims.iter().filter(|c| !c.calibration).collect();
+        let compared: Vec<&Claim> = self.claims.iter().filter(|c| c.compared()).collect();
         let holding = compared.iter().filter(|c| c.holds).count();
         match (compared.len(), holding) {
             (0, _) => Verdict::Calibration,
@@ -274,11 +415,12 @@ impl Outcome {
         self.verdict() == Verdict::Holds
     }
 
-    /// (compared claims that hold, compared claims, calibration claims).
+    /// (compared claims that hold, compared claims, calibration claims);
+    /// claims shown beside count in none.
     pub fn claim_counts(&self) -> (usize, usize, usize) {
-        let compared = self.claims.iter().filter(|c| !c.calibration);
+        let compared = self.claims.iter().filter(|c| c.compared());
         let n = compared.clone().count();
-        (compared.filter(|c| c.holds).count(), n, self.claims.len() - n)
+        (compared.filter(|c| c.holds).count(), n, self.claims.iter().filter(|c| c.calibration && !c.beside).count())
     }
 }
 
@@ -293,4 +435,70 @@ pub struct Entry {
     pub title: &'static str,
     /// Runs the experiment into `ctx.out`.
     pub run: fn(&Ctx) -> anyhow::Result<Outcome>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_direction_holds_only_beyond_the_spread_over_seeds() {
+        let d = |v: &[f64], above| Claim::direction("x", "p", None, v, "x", 1.0, above, "side");
+        // Mean 1.3, range 0.1: clears.
+        assert!(d(&[1.25, 1.3, 1.35], true).holds);
+        // Mean 1.05, range 0.2: on the paper's side but within the spread.
+        let within = d(&[0.95, 1.05, 1.15], true);
+        assert!(!within.holds && within.ours > 1.0, "{within:?}");
+        // Every seed must go the paper's way, not only the mean.
+        assert!(!Spread::of(&[0.99, 1.6, 1.61]).unwrap().clears(1.4, 1.0, true));
+        // No spread (a deterministic simulator): the margin must still be 1%.
+        assert!(!d(&[1.004, 1.004, 1.004], true).holds);
+        assert!(d(&[1.02, 1.02, 1.02], true).holds);
+        // Below: mirrored.
+        assert!(d(&[0.5, 0.52, 0.55], false).holds);
+        assert!(!d(&[0.5, 0.52, 0.55], true).holds);
+        // The row shows the spread.
+        let s = d(&[1.25, 1.3, 1.35], true).spread.unwrap();
+        assert_eq!((s.seeds, s.min, s.max), (3, 1.25, 1.35));
+        // One seed: no spread measured, said in the rule.
+        let one = d(&[1.2], true);
+        assert!(one.holds && one.spread.is_none() && one.rule.contains("one seed"), "{one:?}");
+    }
+
+    #[test]
+    fn a_claim_shown_beside_counts_neither_way() {
+        let c = |holds, beside| Claim {
+            what: "w".into(),
+            paper_text: "p".into(),
+            paper: Some(2.0),
+            ours: 2.0,
+            unit: "x".into(),
+            holds,
+            rule: "r".into(),
+            calibration: false,
+            spread: None,
+            beside,
+        };
+        let o = Outcome {
+            claims: vec![c(true, false), c(false, true)],
+            why: None,
+            obtained: Obtained::Live,
+            plots: vec![],
+            records: vec![],
+            ran_on: Where::Live,
+            config: String::new(),
+        };
+        assert_eq!(o.verdict(), Verdict::Holds);
+        assert_eq!(o.claim_counts(), (1, 1, 0));
+        assert_eq!(o.claims[1].verdict_text(), "beside (not counted)");
+        let only_beside = Outcome { claims: vec![c(true, true)], ..o.clone() };
+        assert_ne!(only_beside.verdict(), Verdict::Holds, "a result of beside claims alone holds nothing");
+    }
+
+    #[test]
+    fn a_number_over_seeds_is_judged_on_its_mean() {
+        let c = Claim::near_over_seeds("w", "p", 2.0, &[1.7, 2.1, 2.3], "x");
+        assert!(c.holds && (c.ours - 2.033).abs() < 0.01);
+        assert!(!Claim::near_over_seeds("w", "p", 2.0, &[2.4, 2.5], "x").holds);
+    }
 }

@@ -254,6 +254,8 @@ fn claim(what: &str, paper_text: &str, paper: Option<f64>, ours: f64, unit: &str
         holds,
         rule: rule.into(),
         calibration: false,
+        spread: None,
+        beside: false,
     }
 }
 
@@ -738,6 +740,10 @@ pub fn fig12(ctx: &Ctx) -> anyhow::Result<Outcome> {
     Ok(outcome(claims, "see docs/txn.md#gotthard-figure-12-heatmap", plot, records, cap))
 }
 
+/// Simulated seconds per point of NOCC Figure 1 at scale 1, per seed (the
+/// saturated regime runs [`crate::txn_locality::NOCC_SEEDS`]).
+pub const NOCC1_SECONDS: f64 = 5.0;
+
 /// NOCC Figure 1's client counts.
 pub const NOCC1_CLIENTS: [u32; 8] = [1, 4, 8, 16, 24, 32, 36, 40];
 
@@ -746,21 +752,60 @@ pub const NOCC1_CLIENTS: [u32; 8] = [1, 4, 8, 16, 24, 32, 36, 40];
 /// counter.
 pub fn nocc_fig1(ctx: &Ctx) -> anyhow::Result<Outcome> {
     let id = "nocc-fig1";
-    let base = nocc_base(ctx, 10.0);
+    let base = nocc_base(ctx, NOCC1_SECONDS);
     let modes = [Mode::Forward, Mode::OptimisticAbort];
+    // The paper's regime (its Python store, saturated; counted, several
+    // seeds) and ours (2 us per packet; beside).
+    let regimes = crate::txn_locality::nocc_regimes(base.seed);
     let mut points = vec![];
-    for m in modes {
-        for c in NOCC1_CLIENTS {
-            points.push((TxnPointConfig { mode: m.name().into(), clients: c, ..base.clone() }, None));
+    for r in &regimes {
+        for &seed in &r.seeds {
+            for m in modes {
+                for c in NOCC1_CLIENTS {
+                    let cfg = TxnPointConfig {
+                        mode: m.name().into(),
+                        clients: c,
+                        seed,
+                        store_us_per_packet: r.store_us,
+                        ..base.clone()
+                    };
+                    points.push((cfg, None));
+                }
+            }
         }
     }
     let rs: Vec<TxnPointResult> = run_points(id, &points)?.into_iter().map(|(p, _)| p).collect();
     let records = write_records(ctx, id, &rs.iter().cloned().map(record).collect::<Vec<_>>())?;
-    let cap = caption("NOCC Fig. 1 (sections 1, 4)", &base, &["clients"], &format!("{} s simulated", base.duration_s));
+    let cap = caption(
+        "NOCC Fig. 1 (sections 1, 4)",
+        &base,
+        &["clients", "store"],
+        &format!("{} s simulated", base.duration_s),
+    );
+    let cap = format!(
+        "{cap}; store {:.0} us/request (the papers' Python store, seeds {:?}) and, beside, {} us/packet (ours)",
+        regimes[0].store_us, regimes[0].seeds, regimes[1].store_us
+    );
     let plot = png(ctx, id);
     let x = |r: &TxnPointResult| r.config.clients as f64;
-    let name =
-        |m: Mode| if m == Mode::Forward { "OCC (forward)".to_string() } else { "NOCC (optimistic abort)".to_string() };
+    let of = |r: &crate::txn_locality::Regime, seed: u64| -> Vec<TxnPointResult> {
+        rs.iter()
+            .filter(|p| p.config.seed == seed && (p.config.store_us_per_packet - r.store_us).abs() < 1e-9)
+            .cloned()
+            .collect()
+    };
+    let panel_series = |y: &dyn Fn(&TxnPointResult) -> f64| {
+        let mut v = vec![];
+        for r in &regimes {
+            let name = |m: Mode| {
+                let who = if m == Mode::Forward { "OCC (forward)" } else { "NOCC (optimistic abort)" };
+                format!("{who}{}", r.tag)
+            };
+            v.extend(series(&of(r, r.seeds[0]), &modes, name, x, y));
+        }
+        v
+    };
+    let (thr, cpu) = (panel_series(&|r| r.committed_per_s), panel_series(&|r| r.store_cpu_pct.unwrap_or(0.0)));
     plot::panels_png(
         &plot,
         "Throughput incrementing one counter as contention increases (NOCC Fig. 1)",
@@ -770,30 +815,64 @@ pub fn nocc_fig1(ctx: &Ctx) -> anyhow::Result<Outcome> {
                 title: "(a) Throughput".into(),
                 x_label: "closed-loop clients".into(),
                 y_label: "committed transactions/s".into(),
-                series: series(&rs, &modes, name, x, |r| r.committed_per_s),
+                series: thr,
             },
             Panel {
                 title: "(b) Store CPU (service model)".into(),
                 x_label: "closed-loop clients".into(),
                 y_label: "store CPU (% of one core)".into(),
-                series: series(&rs, &modes, name, x, |r| r.store_cpu_pct.unwrap_or(0.0)),
+                series: cpu,
             },
         ],
         2,
     )?;
     let most = *NOCC1_CLIENTS.last().expect("clients") as f64;
-    let ratio = at(&rs, Mode::OptimisticAbort, x, most)?.committed_per_s
-        / at(&rs, Mode::Forward, x, most)?.committed_per_s.max(1e-9);
-    let claims = vec![claim(
-        &format!("committed/s, NOCC / OCC, {most} clients"),
-        "\"NOCC provides a higher transaction rate, past the saturation point of OCC, reaching 4.6x the throughput at 40 clients\" (Section 4)",
-        Some(4.6),
-        ratio,
-        "x",
-        (ratio / 4.6 - 1.0).abs() <= 0.1,
-        "ours within 10% of 4.6x",
-    )];
-    Ok(outcome(claims, "see docs/txn.md#nocc-figure-1-clients", plot, records, cap))
+    let mut claims = vec![];
+    for r in &regimes {
+        let per_seed: Vec<f64> = r
+            .seeds
+            .iter()
+            .map(|&seed| -> anyhow::Result<f64> {
+                let rs = of(r, seed);
+                Ok(at(&rs, Mode::OptimisticAbort, x, most)?.committed_per_s
+                    / at(&rs, Mode::Forward, x, most)?.committed_per_s.max(1e-9))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let mut c = Claim::near_over_seeds(
+            &format!(
+                "committed/s, NOCC / OCC, {most} clients ({})",
+                if r.beside { format!("our store, {} us/packet", r.store_us) } else { format!("Python store, {:.0} us/request", r.store_us) }
+            ),
+            "\"NOCC provides a higher transaction rate, past the saturation point of OCC, reaching 4.6x the throughput at 40 clients\" (Section 4)",
+            4.6,
+            &per_seed,
+            "x",
+        );
+        if r.beside {
+            c.beside = true;
+            c.rule = format!("shown beside (our unsaturated store): {}", c.rule);
+        }
+        claims.push(c);
+    }
+    let busiest = |r: &crate::txn_locality::Regime| {
+        rs.iter()
+            .filter(|p| {
+                (p.config.store_us_per_packet - r.store_us).abs() < 1e-9 && p.config.mode == Mode::Forward.name()
+            })
+            .filter_map(|p| p.store_cpu_pct)
+            .fold(0.0, f64::max)
+    };
+    let why = format!(
+        "the counted run gives the store the papers' own Python store's cost ({:.0} us of CPU a request, measured on \
+         this machine, a lower bound for the paper's 1.6 GHz Xeon): OCC's store reaches {:.0}% of a core at 40 \
+         clients, past its saturation point as in the paper, and NOCC's gain is what the store is spared as well \
+         as the shorter abort path. Beside it our store (2 us per packet, {:.1}% busy) leaves only the path: about \
+         1 / delta. See docs/txn.md#nocc-figure-1-clients",
+        regimes[0].store_us,
+        busiest(&regimes[0]),
+        busiest(&regimes[1])
+    );
+    Ok(Outcome { obtained: crate::txn_locality::nocc_obtained(), ..outcome(claims, &why, plot, records, cap) })
 }
 
 /// Prints an outcome's claims as a table (the `innet bench txn --figure` output).
@@ -931,8 +1010,14 @@ mod tests {
         check_written(&o10, 3 * ZIPF_EXPONENTS.len());
         assert!(o10.claims[2].ours < 1.0, "read cache loses under contention: {}", o10.claims[2].ours);
         let o1 = nocc_fig1(&c).unwrap();
-        check_written(&o1, 2 * NOCC1_CLIENTS.len());
+        let [python, ours] = crate::txn_locality::nocc_regimes(c.seed);
+        check_written(&o1, 2 * NOCC1_CLIENTS.len() * (python.seeds.len() + ours.seeds.len()));
         assert!(o1.claims[0].ours > 1.0, "NOCC ahead at 40 clients: {}", o1.claims[0].ours);
+        // The paper's regime (its Python store saturated) counts, with its
+        // spread; our idle store is shown beside and gains less.
+        assert!(!o1.claims[0].beside && o1.claims[0].spread.is_some(), "{:?}", o1.claims[0]);
+        assert!(o1.claims[1].beside && o1.claims[1].ours < o1.claims[0].ours, "{:?}", o1.claims);
+        assert_eq!(o1.claim_counts().1, 1);
         std::fs::remove_dir_all(&c.out).ok();
     }
 

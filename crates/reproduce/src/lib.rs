@@ -21,6 +21,7 @@
 
 pub mod caans_roles;
 pub mod commands;
+pub mod costs;
 pub mod entry;
 pub mod existing;
 pub mod gotthard_micro;
@@ -28,5 +29,7 @@ pub mod registry;
 pub mod report;
 pub mod txn_locality;
 
-pub use entry::{store_measured, Claim, Ctx, Entry, Obtained, Outcome, Paper, Verdict, Where, VERDICT_RULE};
+pub use entry::{
+    over_seeds, store_measured, Claim, Ctx, Entry, Obtained, Outcome, Paper, Spread, Verdict, Where, VERDICT_RULE,
+};
 pub use registry::{entries, result_dir, ALL_RESULTS};

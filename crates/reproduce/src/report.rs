@@ -67,7 +67,7 @@ pub fn expected_seconds(id: &str) -> f64 {
         "gotthard-fig2" | "gotthard-fig6" | "gotthard-fig8" => 4.0,
         "gotthard-fig12" | "caans-fig2" => 8.0,
         "gotthard-fig11" | "caans-fig7c" | "caans-table1" => 12.0,
-        "nocc-fig1" | "nocc-fig3" | "nocc-fig4" => 20.0,
+        "nocc-fig1" | "nocc-fig3" | "nocc-fig4" => 40.0,
         _ => 20.0,
     }
 }
@@ -147,6 +147,21 @@ fn paper_value(c: &Claim) -> String {
     c.paper.map_or_else(|| "(direction)".to_string(), |p| fmt_value(p, &c.unit))
 }
 
+/// Ours, with the spread over seeds where the claim ran several.
+pub fn ours_text(c: &Claim) -> String {
+    match &c.spread {
+        Some(sp) => format!(
+            "{} ({} seeds: {} to {}, spread {})",
+            fmt_value(c.ours, &c.unit),
+            sp.seeds,
+            fmt_value(sp.min, &c.unit),
+            fmt_value(sp.max, &c.unit),
+            fmt_value(sp.width(), &c.unit)
+        ),
+        None => fmt_value(c.ours, &c.unit),
+    }
+}
+
 fn ratio_text(c: &Claim) -> String {
     c.ratio().map_or_else(|| "-".to_string(), |r| format!("{r:.2}"))
 }
@@ -156,7 +171,11 @@ fn ratio_text(c: &Claim) -> String {
 /// model)"; "+ k calibration" where claims were calibrations.
 pub fn verdict_text(o: &Outcome) -> String {
     let (h, n, cal) = o.claim_counts();
-    let cal = if cal > 0 && n > 0 { format!(" + {cal} calibration") } else { String::new() };
+    let mut cal = if cal > 0 && n > 0 { format!(" + {cal} calibration") } else { String::new() };
+    let beside = o.claims.iter().filter(|c| c.beside).count();
+    if beside > 0 {
+        cal.push_str(&format!(" + {beside} beside"));
+    }
     match o.verdict() {
         Verdict::Holds => format!("yes ({h}/{n}){cal}"),
         Verdict::Partly => format!("partly ({h}/{n}){cal}"),
@@ -322,9 +341,11 @@ fn header_lines(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> 
             opts.runtime.name()
         ),
         "\"holds\": the result's verdict (yes only when every compared claim holds; n/m counts the compared claims \
-         that hold; calibration claims are not compared). \"how obtained\": measured live, measured on the XDP data \
-         plane, the simulator with costs measured on this machine, or the simulator with a chosen model (each \
-         section names the measurement or the parameter and its source). The summary shows each result's first \
+         that hold; calibration claims and claims shown beside, such as the unsaturated run beside the paper's \
+         saturated regime, are not compared; \"+ k beside\" counts those). \"how obtained\": measured live, \
+         measured on the XDP data plane, the simulator with costs measured on this machine (a prediction; \
+         crates/reproduce/measured-costs.json), or the simulator with a chosen model (each section names the \
+         measurement or the parameter and its source). The summary shows each result's first \
          claim; ratio = ours / paper's."
             .to_string(),
     ]
@@ -395,7 +416,7 @@ fn markdown(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Stri
                         md_cell(&c.what),
                         md_cell(&c.paper_text),
                         paper_value(c),
-                        fmt_value(c.ours, &c.unit),
+                        ours_text(c),
                         ratio_text(c),
                         md_cell(&c.rule),
                         match c.verdict_text() {
@@ -549,7 +570,7 @@ fn html_page(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Str
                         escape(&c.what),
                         escape(&c.paper_text),
                         escape(&paper_value(c)),
-                        escape(&fmt_value(c.ours, &c.unit)),
+                        escape(&ours_text(c)),
                         escape(&ratio_text(c)),
                         escape(&c.rule),
                         c.verdict_text()

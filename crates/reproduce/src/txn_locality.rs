@@ -365,6 +365,8 @@ pub fn run_fig11(ctx: &Ctx) -> anyhow::Result<Outcome> {
             paper: Some(0.8),
             ours: cross,
             calibration: false,
+            spread: None,
+            beside: false,
             unit: "locality".into(),
             holds: (cross / 0.8 - 1.0).abs() <= 0.1,
             rule: "ours within 10% of 0.8".into(),
@@ -375,6 +377,8 @@ pub fn run_fig11(ctx: &Ctx) -> anyhow::Result<Outcome> {
             paper: None,
             ours: rise,
             calibration: false,
+            spread: None,
+            beside: false,
             unit: "x".into(),
             holds: rise > 1.0,
             rule: "above 1".into(),
@@ -387,6 +391,8 @@ pub fn run_fig11(ctx: &Ctx) -> anyhow::Result<Outcome> {
             paper: None,
             ours: edge_gain,
             calibration: false,
+            spread: None,
+            beside: false,
             unit: "x".into(),
             holds: edge_gain > 1.0,
             rule: "above 1".into(),
@@ -417,25 +423,39 @@ pub fn run_fig11(ctx: &Ctx) -> anyhow::Result<Outcome> {
 pub const NOCC_SERIES: [(&str, Mode); 2] =
     [("OCC (forward)", Mode::Forward), ("NOCC (optimistic-abort)", Mode::OptimisticAbort)];
 
+/// Simulated seconds per point of NOCC Figures 3 and 4 at scale 1, per
+/// seed (the saturated regime runs [`NOCC_SEEDS`]).
+pub const NOCC_SECONDS: f64 = 5.0;
+
 /// NOCC's testbed as a network (the same as NOCC Figure 5's, docs/tpcc.md):
 /// the switch midway between the clients' and the store's machines, RTT 1 ms
-/// (the paper gives none), the store's measured 2 us per packet, jitter.
+/// (the paper gives none), jitter; the store's cost is each regime's
+/// ([`nocc_regimes`]).
 pub fn nocc_base(ctx: &Ctx) -> TxnPointConfig {
     TxnPointConfig {
         rtt_ms: tpcc_bench::NOCC5_RTT_MS,
         delta: tpcc_bench::NOCC5_DELTA,
         jitter_ms: tpcc_bench::NOCC5_RTT_MS * NOCC_JITTER_SHARE_OF_RTT,
-        duration_s: ctx.seconds(20.0, 1.0),
+        duration_s: ctx.seconds(NOCC_SECONDS, 1.0),
         seed: ctx.seed,
         ..TxnPointConfig::default()
     }
 }
 
 fn nocc_caption(fig: &str, base: &TxnPointConfig, sweep: &str) -> String {
+    let r = nocc_regimes(base.seed);
     format!(
-        "NOCC Fig. {fig} (section 4); {sweep}; one switch midway (delta {}), RTT {} ms, jitter {} ms/link, store {} \
-         us/packet; {} s per point, seed {}",
-        base.delta, base.rtt_ms, base.jitter_ms, base.store_us_per_packet, base.duration_s, base.seed
+        "NOCC Fig. {fig} (section 4); {sweep}; one switch midway (delta {}), RTT {} ms, jitter {} ms/link; store \
+         {:.0} us/request (the papers' Python store, seeds {:?}) and, beside, {} us/packet (ours, seed {}); {} s \
+         per point",
+        base.delta,
+        base.rtt_ms,
+        base.jitter_ms,
+        r[0].store_us,
+        r[0].seeds,
+        r[1].store_us,
+        r[1].seeds[0],
+        base.duration_s
     )
 }
 
@@ -457,6 +477,105 @@ fn nocc_jobs(
     jobs
 }
 
+/// One store of the NOCC figures: its cost per packet, the seeds it runs,
+/// whether its claims count or are shown beside.
+#[derive(Clone, Debug)]
+pub struct Regime {
+    /// Appended to the series names: ", Python store" / ", our store".
+    pub tag: &'static str,
+    pub store_us: f64,
+    pub seeds: Vec<u64>,
+    pub beside: bool,
+}
+
+impl Regime {
+    /// The series names of this regime, OCC first.
+    pub fn names(&self) -> [String; 2] {
+        NOCC_SERIES.map(|(n, _)| format!("{n}{}", self.tag))
+    }
+}
+
+/// Seeds the counted (saturated) NOCC regime runs.
+pub const NOCC_SEEDS: usize = 3;
+
+/// The NOCC figures' two stores: the paper's, saturated (the Gotthard/NOCC
+/// authors' Python store's CPU per request measured on this machine,
+/// `crate::costs::StoreCost`; counted, [`NOCC_SEEDS`] seeds), and ours
+/// (2 us per packet, measured on `innet store`; one seed, beside).
+pub fn nocc_regimes(seed: u64) -> [Regime; 2] {
+    [
+        Regime {
+            tag: ", Python store",
+            store_us: crate::costs::active().store.us_per_packet(),
+            seeds: (0..NOCC_SEEDS as u64).map(|i| seed + i).collect(),
+            beside: false,
+        },
+        Regime { tag: ", our store", store_us: innet_exp::txn::STORE_US_PER_PACKET, seeds: vec![seed], beside: true },
+    ]
+}
+
+/// How a NOCC figure was obtained: the simulator with the papers' store
+/// measured here, ours beside.
+pub fn nocc_obtained() -> crate::entry::Obtained {
+    crate::entry::Obtained::SimMeasured {
+        measurement: format!(
+            "{}; beside it our store's 2 us per packet (STORE_US_PER_PACKET, measured on the live store); link \
+             latencies chosen (RTT 1 ms, delta 0.5: the paper gives neither)",
+            crate::costs::active().store.sentence()
+        ),
+    }
+}
+
+/// Every regime's jobs of a NOCC figure: `jobs(base)` for each regime's
+/// store and seeds.
+fn nocc_regime_jobs(base: &TxnPointConfig, jobs: impl Fn(&TxnPointConfig) -> Vec<Job>) -> Vec<Job> {
+    let mut all = vec![];
+    for r in nocc_regimes(base.seed) {
+        for &seed in &r.seeds {
+            for mut j in jobs(&TxnPointConfig { store_us_per_packet: r.store_us, seed, ..base.clone() }) {
+                j.series = format!("{}{}", j.series, r.tag);
+                all.push(j);
+            }
+        }
+    }
+    all
+}
+
+/// The points of `seed` (all of them for `None`).
+fn of_seed(points: &[FigurePoint], seed: u64) -> Vec<FigurePoint> {
+    points.iter().filter(|p| p.result.config.seed == seed).cloned().collect()
+}
+
+/// Claims of one regime: `values(points, names)` gives each claim's value
+/// on one seed's points; `make(i, per_seed, beside)` turns claim `i`'s
+/// values over the seeds into the claim.
+fn regime_claims(
+    points: &[FigurePoint],
+    r: &Regime,
+    n: usize,
+    values: impl Fn(&[FigurePoint], &[String; 2]) -> Vec<f64>,
+    make: impl Fn(usize, &[f64], &str) -> Claim,
+) -> Vec<Claim> {
+    let names = r.names();
+    let per_seed: Vec<Vec<f64>> = r.seeds.iter().map(|&s| values(&of_seed(points, s), &names)).collect();
+    (0..n)
+        .map(|i| {
+            let v: Vec<f64> = per_seed.iter().map(|s| s[i]).collect();
+            let regime = if r.beside {
+                format!("our store, {} us/packet", r.store_us)
+            } else {
+                format!("Python store, {:.0} us/request", r.store_us)
+            };
+            let mut c = make(i, &v, &regime);
+            if r.beside {
+                c.beside = true;
+                c.rule = format!("shown beside (our unsaturated store): {}", c.rule);
+            }
+            c
+        })
+        .collect()
+}
+
 /// Coefficient of determination of the least-squares line through `pts`.
 pub fn r_squared(pts: &[(f64, f64)]) -> f64 {
     let n = pts.len() as f64;
@@ -473,14 +592,38 @@ pub fn r_squared(pts: &[(f64, f64)]) -> f64 {
     sxy * sxy / (sxx * syy)
 }
 
+/// A claim over seeds whose value must reach a threshold on every seed
+/// (an exception to the verdict rule, named in `rule`).
+fn threshold(what: &str, paper_text: &str, per_seed: &[f64], unit: &str, min: f64, rule: &str) -> Claim {
+    Claim {
+        what: what.into(),
+        paper_text: paper_text.into(),
+        paper: None,
+        ours: per_seed.iter().sum::<f64>() / per_seed.len().max(1) as f64,
+        unit: unit.into(),
+        holds: !per_seed.is_empty() && per_seed.iter().all(|v| *v >= min),
+        rule: rule.into(),
+        calibration: false,
+        spread: crate::entry::Spread::of(per_seed),
+        beside: false,
+    }
+}
+
+/// Both regimes' series names, the counted regime's first.
+fn regime_names(regimes: &[Regime]) -> Vec<String> {
+    regimes.iter().flat_map(|r| r.names()).collect()
+}
+
 /// NOCC Figure 3.
 pub fn run_nocc3(ctx: &Ctx) -> anyhow::Result<Outcome> {
     let base = TxnPointConfig { write_ratio: 0.2, ..nocc_base(ctx) };
     let xs: Vec<f64> = NOCC3_CLIENTS.iter().map(|&c| c as f64).collect();
-    let jobs = nocc_jobs(&base, "clients", &xs, |c, x| c.clients = x as u32);
+    let jobs = nocc_regime_jobs(&base, |b| nocc_jobs(b, "clients", &xs, |c, x| c.clients = x as u32));
     let (points, jsonl) = run_jobs(&jobs, &ctx.out, "nocc-fig3")?;
     let config = nocc_caption("3", &base, "closed-loop clients, no think time, 0.2 writes, 1 key");
-    let names: Vec<&str> = NOCC_SERIES.iter().map(|s| s.0).collect();
+    let regimes = nocc_regimes(base.seed);
+    let all_names = regime_names(&regimes);
+    let names: Vec<&str> = all_names.iter().map(String::as_str).collect();
     let series = |f: &dyn Fn(&FigurePoint) -> f64| curves(&points, &names, "clients", f);
     let png = ctx.out.join("nocc-fig3.png");
     let x = "load (closed-loop clients)";
@@ -505,55 +648,68 @@ pub fn run_nocc3(ctx: &Ctx) -> anyhow::Result<Outcome> {
         ],
         3,
     )?;
-    let aborts = |s: &str| curve(&points, s, "clients", |p| p.store_aborts_per_commit());
-    let (occ_a, nocc_a) = (aborts(NOCC_SERIES[0].0), aborts(NOCC_SERIES[1].0));
     let top = *xs.last().expect("clients");
-    let fewer_everywhere = occ_a.iter().zip(&nocc_a).filter(|(o, _)| o.0 >= 2.0).all(|(o, n)| n.1 < o.1);
-    let nocc_over_occ = at(&nocc_a, top) / at(&occ_a, top).max(1e-9);
-    let occ_growth = at(&occ_a, top) / at(&occ_a, 2.0).max(1e-9);
-    let lat = curve(&points, NOCC_SERIES[1].0, "clients", |p| p.result.mean_latency_ms);
-    let r2 = r_squared(&lat);
-    let claims = vec![
-        Claim {
-            what: format!("store aborts per commit, NOCC / OCC, {top} clients"),
-            paper_text: "\"Offloading verification to the switch reduces the number of aborts the store has to send\" \
-                         (Section 4, Figure 3a)"
-                .into(),
-            paper: None,
-            ours: nocc_over_occ,
-            calibration: false,
-            unit: "x".into(),
-            holds: fewer_everywhere,
-            rule: "NOCC's store sends fewer aborts per commit than OCC's at every load of 2 clients or more".into(),
-        },
-        Claim {
-            what: format!("OCC store aborts per commit, {top} clients over 2"),
-            paper_text: "\"as the number of clients increases, the store sends more aborts per transaction\" \
-                         (Section 1, OCC)"
-                .into(),
-            paper: None,
-            ours: occ_growth,
-            calibration: false,
-            unit: "x".into(),
-            holds: occ_growth > 1.0,
-            rule: "above 1".into(),
-        },
-        Claim {
-            what: "NOCC mean latency vs clients, R^2 of a straight line".into(),
-            paper_text: "\"the transaction latency scales linearly with the load\" (Section 4, Figure 3b)".into(),
-            paper: None,
-            ours: r2,
-            calibration: false,
-            unit: "R^2".into(),
-            holds: r2 >= 0.95,
-            rule: "R^2 >= 0.95".into(),
-        },
-    ];
-    let why = Some("see docs/txn.md#nocc-figure-3".to_string());
+    // Per seed: the highest NOCC / OCC ratio of store aborts per commit
+    // over loads of 2+ clients, OCC's growth from 2 clients to the top,
+    // R^2 of NOCC's latency against load.
+    let values = |pts: &[FigurePoint], n: &[String; 2]| -> Vec<f64> {
+        let aborts = |s: &str| curve(pts, s, "clients", |p| p.store_aborts_per_commit());
+        let (occ_a, nocc_a) = (aborts(&n[0]), aborts(&n[1]));
+        let worst = occ_a
+            .iter()
+            .zip(&nocc_a)
+            .filter(|(o, _)| o.0 >= 2.0)
+            .map(|(o, n)| if n.1 == 0.0 { 0.0 } else { n.1 / o.1.max(1e-9) })
+            .fold(0.0, f64::max);
+        let occ_growth = at(&occ_a, top) / at(&occ_a, 2.0).max(1e-9);
+        vec![worst, occ_growth, r_squared(&curve(pts, &n[1], "clients", |p| p.result.mean_latency_ms))]
+    };
+    let make = |i: usize, v: &[f64], regime: &str| match i {
+        0 => Claim::direction(
+            &format!("store aborts per commit, NOCC / OCC, the highest over 2-{top} clients ({regime})"),
+            "\"Offloading verification to the switch reduces the number of aborts the store has to send\" \
+             (Section 4, Figure 3a)",
+            None,
+            v,
+            "x",
+            1.0,
+            false,
+            "below 1 (NOCC's store sends fewer aborts per commit at every load of 2 clients or more)",
+        ),
+        1 => Claim::direction(
+            &format!("OCC store aborts per commit, {top} clients over 2 ({regime})"),
+            "\"as the number of clients increases, the store sends more aborts per transaction\" (Section 1, OCC)",
+            None,
+            v,
+            "x",
+            1.0,
+            true,
+            "above 1",
+        ),
+        _ => threshold(
+            &format!("NOCC mean latency vs clients, R^2 of a straight line ({regime})"),
+            "\"the transaction latency scales linearly with the load\" (Section 4, Figure 3b)",
+            v,
+            "R^2",
+            0.95,
+            "exception: R^2 >= 0.95 on every seed (the paper states linearity, not a number)",
+        ),
+    };
+    let mut claims = vec![];
+    for r in &regimes {
+        claims.extend(regime_claims(&points, r, 3, values, make));
+    }
+    let why = Some(format!(
+        "the counted run gives the store the papers' own Python store's cost ({:.0} us of CPU a request, measured \
+         on this machine: a lower bound for the paper's 1.6 GHz Xeon), so OCC's store saturates as the paper's did; \
+         beside it our store at 2 us per packet is at most 7% busy and the latency gap comes from the aborts' \
+         distance alone. See docs/txn.md#nocc-figure-3",
+        regimes[0].store_us
+    ));
     Ok(Outcome {
         claims,
         why,
-        obtained: store_measured(),
+        obtained: nocc_obtained(),
         plots: vec![png],
         records: vec![jsonl],
         ran_on: Where::Sim,
@@ -564,18 +720,23 @@ pub fn run_nocc3(ctx: &Ctx) -> anyhow::Result<Outcome> {
 /// NOCC Figure 4.
 pub fn run_nocc4(ctx: &Ctx) -> anyhow::Result<Outcome> {
     let base = TxnPointConfig { clients: NOCC4_CLIENTS, ..nocc_base(ctx) };
-    let mut jobs = nocc_jobs(&base, "write_ratio", &NOCC4_WRITE_RATIOS, |c, x| c.write_ratio = x);
-    jobs.extend(nocc_jobs(&base, "zipf", &NOCC4_ZIPF, |c, x| {
-        c.keys = NOCC4_KEYS;
-        c.zipf = x;
-    }));
+    let jobs = nocc_regime_jobs(&base, |b| {
+        let mut jobs = nocc_jobs(b, "write_ratio", &NOCC4_WRITE_RATIOS, |c, x| c.write_ratio = x);
+        jobs.extend(nocc_jobs(b, "zipf", &NOCC4_ZIPF, |c, x| {
+            c.keys = NOCC4_KEYS;
+            c.zipf = x;
+        }));
+        jobs
+    });
     let (points, jsonl) = run_jobs(&jobs, &ctx.out, "nocc-fig4")?;
     let config = nocc_caption(
         "4",
         &base,
         &format!("{} clients; (a, c) 1 key; (b, d) {} keys, 0.2 writes", NOCC4_CLIENTS, NOCC4_KEYS),
     );
-    let names: Vec<&str> = NOCC_SERIES.iter().map(|s| s.0).collect();
+    let regimes = nocc_regimes(base.seed);
+    let all_names = regime_names(&regimes);
+    let names: Vec<&str> = all_names.iter().map(String::as_str).collect();
     let series = |x_name: &str, f: &dyn Fn(&FigurePoint) -> f64| curves(&points, &names, x_name, f);
     let thr = |p: &FigurePoint| p.result.committed_per_s;
     let lat = |p: &FigurePoint| p.result.mean_latency_ms;
@@ -593,70 +754,70 @@ pub fn run_nocc4(ctx: &Ctx) -> anyhow::Result<Outcome> {
         ],
         2,
     )?;
-    let c = |s: &str, x_name: &str| curve(&points, s, x_name, thr);
-    let (occ_w, nocc_w) = (c(NOCC_SERIES[0].0, "write_ratio"), c(NOCC_SERIES[1].0, "write_ratio"));
-    let (occ_z, nocc_z) = (c(NOCC_SERIES[0].0, "zipf"), c(NOCC_SERIES[1].0, "zipf"));
-    let ratio = |w: f64| at(&nocc_w, w) / at(&occ_w, w).max(1e-9);
     let z_hi = *NOCC4_ZIPF.last().expect("zipf");
-    let kept = |c: &[(f64, f64)]| at(c, z_hi) / at(c, 0.0).max(1e-9);
-    let less_affected = kept(&nocc_z) / kept(&occ_z).max(1e-9);
-    let within = |ours: f64, paper: f64, tol: f64| (ours / paper - 1.0).abs() <= tol;
-    let claims = vec![
-        Claim {
-            what: "committed/s, NOCC / OCC, 0.2 writes".into(),
-            paper_text: "\"At 0.2 write ratio, NOCC's throughput is already 1.3x that of OCC\" (Section 4)".into(),
-            paper: Some(1.3),
-            ours: ratio(0.2),
-            calibration: false,
-            unit: "x".into(),
-            holds: within(ratio(0.2), 1.3, 0.1),
-            rule: "ours within 10% of the paper's".into(),
-        },
-        Claim {
-            what: "committed/s, NOCC / OCC, 1.0 writes".into(),
-            paper_text: "\"reaching 2.2x that of OCC at 1.0 write ratio\" (Section 4)".into(),
-            paper: Some(2.2),
-            ours: ratio(1.0),
-            calibration: false,
-            unit: "x".into(),
-            holds: within(ratio(1.0), 2.2, 0.1),
-            rule: "ours within 10% of the paper's".into(),
-        },
-        Claim {
-            what: "committed/s, NOCC / OCC, 0 writes".into(),
-            paper_text: "\"when the write ratio is 0, NOCC has no overhead compared to OCC\" (Section 4)".into(),
-            paper: Some(1.0),
-            ours: ratio(0.0),
-            calibration: false,
-            unit: "x".into(),
-            holds: within(ratio(0.0), 1.0, 0.1),
-            rule: "ours within 10% of 1".into(),
-        },
-        Claim {
-            what: format!("throughput kept from Zipf 0 to {z_hi}, NOCC's over OCC's"),
-            paper_text: "NOCC \"is less affected by the increase in contention\" (Section 4, Figure 4b)".into(),
-            paper: None,
-            ours: less_affected,
-            calibration: false,
-            unit: "x".into(),
-            holds: less_affected > 1.0,
-            rule: "above 1 (NOCC keeps a larger share of its Zipf-0 throughput)".into(),
-        },
-    ];
-    let why = Some({
-        format!(
-            "ours is a latency model: the store (2 us/packet) is under {:.0}% of a core, so NOCC's gain is the \
-             shorter abort path alone and levels at {:.2}x from 0.4 writes, where the paper's Python store also \
-             paid for every aborted OCC request; delta 0.5 and RTT 1 ms are chosen (the paper gives neither); \
-             docs/txn.md#nocc-figure-4",
-            points.iter().filter_map(|p| p.result.store_cpu_pct).fold(0.0, f64::max).ceil(),
-            ratio(0.4)
-        )
-    });
+    // Per seed: NOCC / OCC at 0.2, 1.0 and 0 writes; the share of its
+    // Zipf-0 throughput NOCC keeps at the top exponent over OCC's.
+    let values = |pts: &[FigurePoint], n: &[String; 2]| -> Vec<f64> {
+        let c = |s: &str, x_name: &str| curve(pts, s, x_name, thr);
+        let (occ_w, nocc_w) = (c(&n[0], "write_ratio"), c(&n[1], "write_ratio"));
+        let (occ_z, nocc_z) = (c(&n[0], "zipf"), c(&n[1], "zipf"));
+        let ratio = |w: f64| at(&nocc_w, w) / at(&occ_w, w).max(1e-9);
+        let kept = |c: &[(f64, f64)]| at(c, z_hi) / at(c, 0.0).max(1e-9);
+        vec![ratio(0.2), ratio(1.0), ratio(0.0), kept(&nocc_z) / kept(&occ_z).max(1e-9)]
+    };
+    let make = |i: usize, v: &[f64], regime: &str| match i {
+        0 => Claim::near_over_seeds(
+            &format!("committed/s, NOCC / OCC, 0.2 writes ({regime})"),
+            "\"At 0.2 write ratio, NOCC's throughput is already 1.3x that of OCC\" (Section 4)",
+            1.3,
+            v,
+            "x",
+        ),
+        1 => Claim::near_over_seeds(
+            &format!("committed/s, NOCC / OCC, 1.0 writes ({regime})"),
+            "\"reaching 2.2x that of OCC at 1.0 write ratio\" (Section 4)",
+            2.2,
+            v,
+            "x",
+        ),
+        2 => Claim::near_over_seeds(
+            &format!("committed/s, NOCC / OCC, 0 writes ({regime})"),
+            "\"when the write ratio is 0, NOCC has no overhead compared to OCC\" (Section 4)",
+            1.0,
+            v,
+            "x",
+        ),
+        _ => Claim::direction(
+            &format!("throughput kept from Zipf 0 to {z_hi}, NOCC's over OCC's ({regime})"),
+            "NOCC \"is less affected by the increase in contention\" (Section 4, Figure 4b)",
+            None,
+            v,
+            "x",
+            1.0,
+            true,
+            "above 1 (NOCC keeps a larger share of its Zipf-0 throughput)",
+        ),
+    };
+    let mut claims = vec![];
+    for r in &regimes {
+        claims.extend(regime_claims(&points, r, 4, values, make));
+    }
+    let cpu = |tag: &str| {
+        points.iter().filter(|p| p.series.ends_with(tag)).filter_map(|p| p.result.store_cpu_pct).fold(0.0, f64::max)
+    };
+    let why = Some(format!(
+        "the counted run gives the store the papers' own Python store's cost ({:.0} us of CPU a request, measured on \
+         this machine; its busiest point {:.0}% of a core), so under OCC the store also pays for every aborted \
+         request, as the paper's did; beside it our store (2 us/packet, at most {:.0}% busy) leaves NOCC only the \
+         shorter abort path. Delta 0.5 and RTT 1 ms are chosen (the paper gives neither); docs/txn.md#nocc-figure-4",
+        regimes[0].store_us,
+        cpu(regimes[0].tag),
+        cpu(regimes[1].tag).ceil()
+    ));
     Ok(Outcome {
         claims,
         why,
-        obtained: store_measured(),
+        obtained: nocc_obtained(),
         plots: vec![png],
         records: vec![jsonl],
         ran_on: Where::Sim,

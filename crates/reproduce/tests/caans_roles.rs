@@ -60,7 +60,9 @@ fn cpu_per_role_is_measured_per_thread_and_modelled_per_node() {
     for (id, o) in [("caans-fig2", &o2), ("caans-fig7c", &o7)] {
         assert!(!o.claims.is_empty(), "{id}");
         assert!(o.why.is_some(), "{id}: the caveat is given whether the claims hold or not");
-        assert_eq!(o.obtained, innet_reproduce::Obtained::Live, "{id}: measured live");
+        if id == "caans-fig7c" {
+            assert_eq!(o.obtained, innet_reproduce::Obtained::Live, "{id}: measured live");
+        }
         for p in o.plots.iter().chain(&o.records) {
             assert!(std::fs::metadata(p).map(|m| m.len() > 0).unwrap_or(false), "{id}: {} missing", p.display());
         }
@@ -76,15 +78,25 @@ fn cpu_per_role_is_measured_per_thread_and_modelled_per_node() {
             assert!(r.role(role) > 0.0, "{} {}: {role} used no CPU: {:?}", r.runtime, r.data_plane.name(), r.cpu_pct);
         }
     }
-    // The service model: the software coordinator (12 us a request) is
-    // saturated and busier than a learner (3 votes x 2 us); in the switch
-    // (0.1 us a packet) it is nearly idle and the learners are busiest.
+    // Figure 2 counts the paper's regime: libpaxos's coordinator, CPU-bound
+    // at the paper's 69,185 values/s (a calibration, never "holds"), our
+    // other roles at their measured costs; our live roles are shown beside.
+    assert!(matches!(o2.obtained, innet_reproduce::Obtained::SimMeasured { .. }), "{:?}", o2.obtained);
+    assert!(o2.claims[0].calibration && o2.claims[0].verdict_text() == "calibration", "{:?}", o2.claims[0]);
+    assert!(o2.claims.iter().filter(|c| c.what.contains("live")).all(|c| c.beside));
+    assert_eq!(o2.claim_counts().1, 1, "one compared claim: acceptors and coordinator above the learners");
     let sim = |rs: &[caans_roles::RolesRecord], dp| {
         rs.iter().find(|r| r.runtime == "sim" && r.data_plane == dp).cloned().expect("a sim record")
     };
     let sw = sim(&r2, DataPlaneAt::Process);
     assert!(sw.role("coordinator") > 90.0 && sw.role("coordinator") > sw.role("learner"), "{:?}", sw.cpu_pct);
+    // Saturated at the coordinator: the paper's peak, within the queue's slack.
+    assert!((sw.committed_per_s / 69_185.0 - 1.0).abs() < 0.05, "{}", sw.committed_per_s);
+    // In the data plane (the measured BPF costs) the coordinator is nearly
+    // idle beside the learners (3 votes an instance at their measured cost).
+    let c = &innet_reproduce::costs::active().paxos;
     let dp = sim(&r7, DataPlaneAt::Switch);
-    assert!(dp.role("learner") > 10.0 * dp.role("coordinator"), "{:?}", dp.cpu_pct);
+    let expect = 3.0 * c.learner_us / (c.bpf_coordinator_ns / 1e3);
+    assert!(dp.role("learner") > 0.8 * expect * dp.role("coordinator"), "{:?} (expected {expect:.1}x)", dp.cpu_pct);
     let _ = std::fs::remove_dir_all(&dir);
 }
