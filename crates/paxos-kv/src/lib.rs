@@ -80,13 +80,13 @@ pub fn run_replica(
         shared: Arc<Mutex<String>>,
         every: std::time::Duration,
         next: Time,
-        service: Option<(Arc<service::Service>, service::DecidedTx)>,
+        service: Option<(Arc<service::Service>, service::FrontTx)>,
     }
     impl Reporting {
         fn serve(&mut self) {
             if let Some((s, decided)) = &self.service {
-                for d in self.replica.take_decided() {
-                    let _ = decided.send(d);
+                for (instance, value) in self.replica.take_decided() {
+                    let _ = decided.send(service::FrontEvent::Decided(instance, value));
                 }
                 s.answer(self.replica.take_net_answers());
             }
@@ -97,6 +97,15 @@ pub fn run_replica(
     }
     impl Host for Reporting {
         fn on_packet(&mut self, now: Time, p: &[u8], out: &mut Outbox) {
+            use innet_wire::paxos::{MsgType, PaxosMsg};
+            // The backup's TAKEOVER (admitted from the backup only) is for
+            // the front end's proposer, which the deployment does not name.
+            if let (Some((_, front)), Ok(m)) = (&self.service, PaxosMsg::decode(p)) {
+                if m.msgtype == MsgType::Takeover {
+                    let _ = front.send(service::FrontEvent::Takeover);
+                    return;
+                }
+            }
             self.replica.on_packet(now, p, out);
             self.serve();
         }
