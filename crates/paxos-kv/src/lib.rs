@@ -28,7 +28,11 @@ pub mod client;
 pub mod clients;
 pub mod command;
 pub mod fragment;
-pub mod net_client;
+/// The network client lives in `innet_live` (it needs no LevelDB, so the
+/// Python package and the C library link it without it).
+pub mod net_client {
+    pub use innet_live::kv_client::*;
+}
 pub mod replica;
 pub mod service;
 
@@ -135,7 +139,7 @@ pub fn run_replica(
     std::fs::create_dir_all(data_dir)
         .map_err(|e| std::io::Error::new(e.kind(), format!("creating {}: {e}", data_dir.display())))?;
     let mut replica = Replica::open(data_dir, live.learner_config(id as u16))
-        .map_err(|e| std::io::Error::other(format!("opening {}: {e:?}", data_dir.display())))?;
+        .map_err(|e| std::io::Error::other(format!("opening {}: {e}", data_dir.display())))?;
     let socket = innet_live::txn::bind(addr)?;
     say(&format!("replica{id} {addr}"));
     let mut front_node = None;
