@@ -178,6 +178,8 @@ pub fn run_replica(
             c.push(("applied", r.replica.applied));
             c.push(("commands", r.replica.net.applied));
             c.push(("commands_repeated", r.replica.net.repeated));
+            c.push(("pieces_malformed", r.replica.assemblies.malformed));
+            c.push(("commands_forged", r.replica.assemblies.forged));
             c.push(("client_malformed", r.malformed()));
             c
         },
