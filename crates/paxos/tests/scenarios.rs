@@ -26,7 +26,7 @@ use innet_core::{Host, Outbox, Time};
 use innet_paxos::deploy::{self, PaxosParams, PaxosRole, PaxosShape, Roles};
 use innet_paxos::envelope::{proposer_id, Contents};
 use innet_paxos::{Acceptor, BackupCoordinator, Coordinator, Learner, Proposer};
-use innet_sim::script::{packet_line, run_file, Command};
+use innet_sim::script::{packet_line, run_scenario, Command};
 use innet_sim::{LinkSpec, NodeId, Sim, SimNode};
 use innet_wire::paxos::{MsgType, PaxosMsg, Value};
 
@@ -200,26 +200,17 @@ impl Scenario {
 
 fn run_script(name: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name);
-    let mut scenario: Option<Scenario> = None;
-    run_file(&path, |cmd| {
-        if cmd.name == "deploy" {
-            let (s, shown) = deploy(cmd)?;
-            scenario = Some(s);
-            return Ok(shown);
+    run_scenario(&path, deploy, |s: &mut Scenario, cmd| match cmd.name.as_str() {
+        "submit" => s.submit(cmd),
+        "run" => s.run(cmd),
+        "crash" => {
+            let node = s.node(cmd.need("node")?)?;
+            s.sim.crash(node);
+            Ok(String::new())
         }
-        let s = scenario.as_mut().ok_or("deploy first")?;
-        match cmd.name.as_str() {
-            "submit" => s.submit(cmd),
-            "run" => s.run(cmd),
-            "crash" => {
-                let node = s.node(cmd.need("node")?)?;
-                s.sim.crash(node);
-                Ok(String::new())
-            }
-            "delivered" => s.delivered(cmd),
-            "backup" => Ok(s.backup()),
-            other => Err(format!("unknown command '{other}'")),
-        }
+        "delivered" => s.delivered(cmd),
+        "backup" => Ok(s.backup()),
+        other => Err(format!("unknown command '{other}'")),
     });
 }
 

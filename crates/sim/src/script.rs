@@ -267,6 +267,25 @@ pub fn packet_line(sim: &Sim, p: &LoggedPacket, describe: impl Fn(&[u8]) -> Stri
     }
 }
 
+/// [`run_file`] for scripts that build their scenario: a `deploy` command
+/// makes a fresh `S` with `deploy` (which also says what it built), every
+/// other command goes to `step` with the current one.
+pub fn run_scenario<S>(
+    path: &Path,
+    mut deploy: impl FnMut(&Command) -> Result<(S, String), String>,
+    mut step: impl FnMut(&mut S, &Command) -> Result<String, String>,
+) {
+    let mut scenario: Option<S> = None;
+    run_file(path, |cmd| {
+        if cmd.name == "deploy" {
+            let (s, shown) = deploy(cmd)?;
+            scenario = Some(s);
+            return Ok(shown);
+        }
+        step(scenario.as_mut().ok_or("deploy first")?, cmd)
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use innet_core::deploy::{NodeIx, Shape};
 use innet_core::Dest;
-use innet_sim::script::{puppet_send, run_and_print, run_file, Command, Puppet};
+use innet_sim::script::{puppet_send, run_and_print, run_scenario, Command, Puppet};
 use innet_sim::{LinkSpec, NodeId, Sim, SimNode};
 use innet_txn::deploy::{self, SwitchSpec, TxnDeployment, TxnRole};
 use innet_txn::{Mode, TxnStore, TxnSwitch};
@@ -186,21 +186,12 @@ impl Scenario {
 
 fn run_script(name: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name);
-    let mut scenario: Option<Scenario> = None;
-    run_file(&path, |cmd| {
-        if cmd.name == "deploy" {
-            let (s, shown) = deploy(cmd)?;
-            scenario = Some(s);
-            return Ok(shown);
-        }
-        let s = scenario.as_mut().ok_or("deploy first")?;
-        match cmd.name.as_str() {
-            "send" => s.send(cmd),
-            "run" => Ok(run_and_print(&mut s.sim, cmd.parse_or("ms", 100.0)?, describe)),
-            "cache" => s.cache(cmd),
-            "store" => s.store(),
-            other => Err(format!("unknown command '{other}'")),
-        }
+    run_scenario(&path, deploy, |s: &mut Scenario, cmd| match cmd.name.as_str() {
+        "send" => s.send(cmd),
+        "run" => Ok(run_and_print(&mut s.sim, cmd.parse_or("ms", 100.0)?, describe)),
+        "cache" => s.cache(cmd),
+        "store" => s.store(),
+        other => Err(format!("unknown command '{other}'")),
     });
 }
 
