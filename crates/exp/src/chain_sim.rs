@@ -23,7 +23,7 @@ use innet_chain::ports::{PORT_NEXT, PORT_TAIL};
 use innet_chain::workload::{LoadClient, LoadStats, Workload};
 use innet_chain::Protocol;
 use innet_core::rng::Rng;
-use innet_core::{Member, Time};
+use innet_core::Time;
 use innet_sim::{LinkSpec, NetStats, NodeId, Sim, TraceEvent};
 use innet_wire::netchain::key_from_u32;
 use serde::{Deserialize, Serialize};
@@ -160,14 +160,7 @@ impl ChainSim {
                 self.sim.set_port(node, port, Some(self.nodes[to]));
             }
             for (group, members) in groups {
-                let members = members
-                    .into_iter()
-                    .map(|m| match m {
-                        Member::Node(x) => Member::Node(self.nodes[x]),
-                        Member::Origin => Member::Origin,
-                    })
-                    .collect();
-                self.sim.set_group(node, group, members);
+                self.sim.set_group(node, group, innet_sim::member_ids(&members, &self.nodes));
             }
         }
         for c in self.clients.clone() {

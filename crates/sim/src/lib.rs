@@ -174,6 +174,20 @@ pub fn first_difference(a: &[TraceEvent], b: &[TraceEvent]) -> Option<String> {
     Some(format!("delivery #{i} differs: first run {}; second run {}", show(a), show(b)))
 }
 
+/// A group's members named by deployment index, named by the simulator's
+/// `ids` of those nodes.
+pub fn member_ids(members: &[Member<NodeIx>], ids: &[NodeId]) -> Vec<Member<NodeId>> {
+    let mapped: Vec<Member<NodeId>> = members
+        .iter()
+        .map(|m| match m {
+            Member::Node(x) => Member::Node(ids[*x]),
+            Member::Origin => Member::Origin,
+        })
+        .collect();
+    debug_assert_eq!(mapped.len(), members.len());
+    mapped
+}
+
 /// Packets a packet log keeps ([`Sim::record_packets`]) between two
 /// [`Sim::take_packets`]: a scenario script's step, not a whole run.
 pub const PACKET_LOG_MAX: usize = 1 << 16;
@@ -483,14 +497,7 @@ impl Sim {
                 self.set_port(ids[i], port, Some(ids[to]));
             }
             for (&group, members) in &n.groups {
-                let members = members
-                    .iter()
-                    .map(|m| match m {
-                        Member::Node(x) => Member::Node(ids[*x]),
-                        Member::Origin => Member::Origin,
-                    })
-                    .collect();
-                self.set_group(ids[i], group, members);
+                self.set_group(ids[i], group, member_ids(members, &ids));
             }
         }
         debug_assert_eq!(ids.len(), deployment.nodes.len(), "one simulator node per deployment node");

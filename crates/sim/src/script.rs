@@ -256,14 +256,17 @@ pub fn run_and_print(sim: &mut Sim, ms: f64, describe: impl Fn(&[u8]) -> String)
     lines.join("\n")
 }
 
-/// One logged packet as a line of a script's output.
+/// One logged packet as a line of a script's output: `at  from -> to  what`;
+/// `at  X sends nothing on:  what` when switch X took the packet and sent
+/// nothing (a drop, or a packet it consumed, as NetCRAQ's ACK at a
+/// replica); `(lost: X is down)` when it reached a crashed node.
 pub fn packet_line(sim: &Sim, p: &LoggedPacket, describe: impl Fn(&[u8]) -> String) -> String {
     let at = format!("{:8.3} ms", p.at.as_secs_f64() * 1e3);
     let (from, to, what) = (sim.name(p.from), sim.name(p.to), describe(&p.bytes));
     match p.fate {
         Fate::Delivered => format!("{at}  {from} -> {to}  {what}"),
         Fate::NodeDown => format!("{at}  {from} -> {to}  {what}  (lost: {to} is down)"),
-        Fate::Dropped => format!("{at}  {to} drops  {what}"),
+        Fate::Dropped => format!("{at}  {to} sends nothing on:  {what}"),
     }
 }
 
