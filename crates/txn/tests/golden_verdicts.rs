@@ -12,52 +12,25 @@ mod common;
 use innet_core::{DataPlane, Ingress, Verdict};
 use innet_txn::{Mode, TxnSwitch};
 
-#[derive(serde::Deserialize)]
-struct Fixtures {
-    cases: Vec<Case>,
-}
-
-#[derive(serde::Deserialize)]
-struct Case {
-    name: String,
-    rule: String,
-    /// `client` or `store`: the port the packet arrives on.
-    ingress: String,
-    input_hex: String,
-    verdict: String,
-    flow: u32,
-    output_hex: String,
-}
-
 /// The verdict a case names.
-fn expected(case: &Case) -> Verdict {
+fn expected(case: &common::FixtureCase) -> Verdict {
+    let flow = || case.number("flow").expect("a flow") as u32;
     match case.verdict.as_str() {
-        "Upstream" => Verdict::Upstream { flow: case.flow },
-        "Downstream" => Verdict::Downstream { flow: case.flow },
+        "Upstream" => Verdict::Upstream { flow: flow() },
+        "Downstream" => Verdict::Downstream { flow: flow() },
         "Reflect" => Verdict::Reflect,
         "Drop" => Verdict::Drop,
         other => panic!("{}: unknown verdict {other}", case.name),
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 #[test]
 fn the_switch_gives_the_verdicts_and_bytes_algorithm_2_calls_for() {
-    let fixtures: Fixtures = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../wire/golden/txn_switch_optimistic_abort.json"
-        ))
-        .expect("the fixtures"),
-    )
-    .expect("the fixtures parse");
-    assert!(fixtures.cases.len() >= 10, "the fixtures are there");
+    let cases = common::fixtures("txn_switch_optimistic_abort.json");
+    assert!(cases.len() >= 10, "the fixtures are there");
     let mut switch = TxnSwitch::with_defaults(Mode::OptimisticAbort);
-    for case in &fixtures.cases {
-        let ingress = match case.ingress.as_str() {
+    for case in &cases {
+        let ingress = match case.text("ingress") {
             "client" => Ingress::Downstream,
             "store" => Ingress::Upstream,
             other => panic!("{}: unknown ingress {other}", case.name),
@@ -65,6 +38,6 @@ fn the_switch_gives_the_verdicts_and_bytes_algorithm_2_calls_for() {
         let mut packet = common::unhex(&case.input_hex);
         let (verdict, len) = switch.process_from(&mut packet, ingress);
         assert_eq!(verdict, expected(case), "{}: {}", case.name, case.rule);
-        assert_eq!(hex(&packet[..len]), case.output_hex, "{}: {}", case.name, case.rule);
+        assert_eq!(common::hex(&packet[..len]), case.output_hex, "{}: {}", case.name, case.rule);
     }
 }

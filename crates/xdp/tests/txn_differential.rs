@@ -367,9 +367,6 @@ fn the_bpf_switch_gives_the_verdicts_and_bytes_algorithm_2_calls_for() {
     let fixtures: serde_json::Value =
         serde_json::from_str(include_str!("../../wire/golden/txn_switch_optimistic_abort.json")).expect("fixtures");
     let cases = fixtures["cases"].as_array().expect("cases");
-    let unhex = |s: &str| -> Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
-    };
     let field = |c: &serde_json::Value, k: &str| c[k].as_str().unwrap_or_else(|| panic!("{k} in {c}")).to_string();
     let checked = in_private_netns(|ifaces| {
         let mut d = Switch::load(Mode::OptimisticAbort, Tables::default(), ifaces);
@@ -385,7 +382,7 @@ fn the_bpf_switch_gives_the_verdicts_and_bytes_algorithm_2_calls_for() {
             };
             // Requests always arrive on the client port; replies where the case says.
             d.pair.reply_ingress = if field(c, "ingress") == "store" { Ingress::Upstream } else { Ingress::Downstream };
-            let payload = unhex(&field(c, "input_hex"));
+            let payload = frame::unhex(&field(c, "input_hex"));
             let input = d.pair.frame(&payload, 0);
             let (verdict, out) = d.pair.run_bpf(&payload, &input).unwrap_or_else(|e| panic!("{name}: {e}: {rule}"));
             assert_eq!(verdict, want, "{name}: {rule}");
