@@ -23,8 +23,8 @@ use innet_chain::ports::{PORT_NEXT, PORT_TAIL};
 use innet_chain::workload::{LoadClient, LoadStats, Workload};
 use innet_chain::Protocol;
 use innet_core::rng::Rng;
-use innet_core::{Member, Time};
-use innet_sim::{LinkSpec, NetStats, NodeId, Sim};
+use innet_core::Time;
+use innet_sim::{LinkSpec, NetStats, NodeId, Sim, TraceEvent};
 use innet_wire::netchain::key_from_u32;
 use serde::{Deserialize, Serialize};
 
@@ -160,14 +160,7 @@ impl ChainSim {
                 self.sim.set_port(node, port, Some(self.nodes[to]));
             }
             for (group, members) in groups {
-                let members = members
-                    .into_iter()
-                    .map(|m| match m {
-                        Member::Node(x) => Member::Node(self.nodes[x]),
-                        Member::Origin => Member::Origin,
-                    })
-                    .collect();
-                self.sim.set_group(node, group, members);
+                self.sim.set_group(node, group, innet_sim::member_ids(&members, &self.nodes));
             }
         }
         for c in self.clients.clone() {
@@ -434,6 +427,16 @@ pub struct ChainCheckedRun {
 
 /// Builds and runs `cfg` with histories on, and checks them.
 pub fn run_checked(cfg: &ChainCheckConfig) -> Result<ChainCheckedRun, String> {
+    checked(cfg, false).map(|(run, _)| run)
+}
+
+/// [`run_checked`] with every delivery recorded ([`Sim::record_trace`]):
+/// where two runs of one seed part ([`crate::nondeterminism`]).
+pub fn run_traced(cfg: &ChainCheckConfig) -> Result<Vec<TraceEvent>, String> {
+    checked(cfg, true).map(|(_, trace)| trace)
+}
+
+fn checked(cfg: &ChainCheckConfig, trace: bool) -> Result<(ChainCheckedRun, Vec<TraceEvent>), String> {
     let protocol = cfg.protocol()?;
     let mut rng = Rng::new(cfg.seed);
     // NetChain orders writes by sequence number (its section 4.2), so its
@@ -457,6 +460,9 @@ pub fn run_checked(cfg: &ChainCheckConfig) -> Result<ChainCheckedRun, String> {
     let mut c =
         ChainSim::with_sizes(protocol, cfg.nodes, rng.next_u64(), node_link, fabric, objects, cfg.versions, cfg.keys);
     c.control = ChainControl::new(cfg.control(), cfg.nodes, Time::ZERO).0;
+    if trace {
+        c.sim.record_trace();
+    }
     let stop = Time::from_secs_f64(cfg.duration_s);
     for i in 0..cfg.clients {
         let mut cc = ClientConfig::new(protocol, i, cfg.nodes);
@@ -493,7 +499,7 @@ pub fn run_checked(cfg: &ChainCheckConfig) -> Result<ChainCheckedRun, String> {
         let nodes = 0..c.nodes.len();
         nodes.filter_map(|i| c.sim.program::<ChainNode>(c.nodes[i])).map(|n| counter_of(n, name)).sum()
     };
-    Ok(ChainCheckedRun {
+    let run = ChainCheckedRun {
         config: cfg.clone(),
         result,
         trace_hash: c.sim.trace_hash(),
@@ -505,7 +511,8 @@ pub fn run_checked(cfg: &ChainCheckConfig) -> Result<ChainCheckedRun, String> {
         rejected_writes: counter("dropped_write_not_from_prev"),
         rejected_acks: counter("dropped_ack_not_from_tail"),
         rejected_off_chain: counter("dropped_write_off_chain"),
-    })
+    };
+    Ok((run, c.sim.trace_events().to_vec()))
 }
 
 fn counter_of(n: &ChainNode, name: &str) -> u64 {
@@ -610,9 +617,12 @@ pub fn check_seeds(
                 Ok(s) => r.reads += s.reads,
                 Err(errors) => r.violations.push((seed, p, errors.clone(), replay.clone())),
             }
-            if seed == seeds.first && run_checked(&run.config).map_err(anyhow::Error::msg)?.trace_hash != run.trace_hash
-            {
-                r.violations.push((seed, p, vec![], replay));
+            if seed == seeds.first {
+                let again = run_checked(&run.config).map_err(anyhow::Error::msg)?.trace_hash;
+                let traced = || run_traced(&run.config);
+                if let Some(d) = crate::nondeterminism(run.trace_hash, again, traced).map_err(anyhow::Error::msg)? {
+                    r.violations.push((seed, p, vec![d], replay));
+                }
             }
             Ok(())
         },
@@ -633,7 +643,9 @@ mod tests {
                 let cfg = random_check_config(seed, protocol, 0.3);
                 let a = run_checked(&cfg).unwrap();
                 let b = run_checked(&cfg).unwrap();
-                assert_eq!(a.trace_hash, b.trace_hash, "{protocol} seed {seed}: same seed, same trace");
+                if let Some(d) = crate::nondeterminism(a.trace_hash, b.trace_hash, || run_traced(&cfg)).unwrap() {
+                    panic!("{protocol} seed {seed}: {d}");
+                }
                 assert!(a.ops > 100, "{protocol} seed {seed}: only {} operations", a.ops);
                 if let Err(e) = &a.result {
                     panic!("{protocol} seed {seed}: {e:?}");

@@ -42,6 +42,27 @@ impl Runtime {
     }
 }
 
+/// A determinism check (madsim's `check_determinism`): `None` when two runs
+/// of one seed gave the same trace hash; otherwise the run goes twice more
+/// with every delivery recorded (`traced`) and the answer names the first
+/// delivery where they part ([`innet_sim::first_difference`]), not only the
+/// two hashes.
+pub fn nondeterminism(
+    first: u64,
+    again: u64,
+    traced: impl Fn() -> Result<Vec<innet_sim::TraceEvent>, String>,
+) -> Result<Option<String>, String> {
+    if first == again {
+        return Ok(None);
+    }
+    let (a, b) = (traced()?, traced()?);
+    let hashes = format!("nondeterminism: trace hashes {first:016x} and {again:016x} differ");
+    Ok(Some(match innet_sim::first_difference(&a, &b) {
+        Some(difference) => format!("{hashes}; {difference}"),
+        None => format!("{hashes}; two recorded reruns agreed over {} deliveries", a.len()),
+    }))
+}
+
 /// Runs `jobs` on every core (`run` must be thread-safe), returning the
 /// results in job order: seeds of a randomized check are independent runs.
 pub fn run_parallel<J: Sync, R: Send>(jobs: &[J], run: impl Fn(&J) -> R + Sync) -> Vec<R> {
@@ -97,4 +118,27 @@ pub fn run_parallel_shown<J: Sync, R: Send>(
         }
     });
     out.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().map(|r| r.expect("every job ran")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use innet_core::Time;
+    use innet_sim::TraceEvent;
+
+    /// A nondeterminism names the delivery where the recorded reruns part,
+    /// not only the two hashes.
+    #[test]
+    fn a_nondeterminism_names_the_first_differing_delivery() {
+        let event = |to, len| TraceEvent { at: Time::from_secs_f64(5e-6), to, from: 0, len, bytes_hash: 1, trace: 2 };
+        assert_eq!(crate::nondeterminism(7, 7, || unreachable!("equal hashes need no rerun")), Ok(None));
+        let runs = std::cell::Cell::new(0);
+        let traced = || {
+            runs.set(runs.get() + 1);
+            Ok(vec![event(1, 10), event(2, 10 + runs.get())])
+        };
+        let d = crate::nondeterminism(7, 8, traced).unwrap().expect("the hashes differ");
+        assert!(d.contains("0000000000000007 and 0000000000000008"), "{d}");
+        assert!(d.contains("delivery #1 differs"), "the second delivery is the first to differ: {d}");
+        assert!(d.contains("got 11 bytes") && d.contains("got 12 bytes"), "both runs' deliveries shown: {d}");
+    }
 }

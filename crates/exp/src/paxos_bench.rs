@@ -114,9 +114,10 @@ pub fn check_seeds(
                 Err(e) => r.violations.push((seed, dp, e.clone(), replay.clone())),
             }
             if seed == seeds.first {
-                let again = paxos_sim::run_checked(&run.config).map_err(anyhow::Error::msg)?;
-                if again.trace_hash != run.trace_hash {
-                    r.violations.push((seed, dp, "nondeterminism: trace hashes differ".into(), replay));
+                let again = paxos_sim::run_checked(&run.config).map_err(anyhow::Error::msg)?.trace_hash;
+                let traced = || paxos_sim::run_traced(&run.config);
+                if let Some(d) = crate::nondeterminism(run.trace_hash, again, traced).map_err(anyhow::Error::msg)? {
+                    r.violations.push((seed, dp, d, replay));
                 }
             }
             Ok(())

@@ -18,7 +18,7 @@ use innet_paxos::software::SoftwareNode;
 use innet_paxos::vote_counter::{BehindCounter, VoteCounter, VoteCounterConfig};
 use innet_paxos::workload::LoadProposer;
 use innet_paxos::{BackupCoordinator, Coordinator, Learner, LearnerConfig, Proposer};
-use innet_sim::{LinkSpec, NetStats, NodeId, ServiceModel, Sim, SimNode};
+use innet_sim::{LinkSpec, NetStats, NodeId, ServiceModel, Sim, SimNode, TraceEvent};
 
 use crate::paxos::{latency_quantiles_us, latency_us, longest_gap_ms, timeline, DataPlaneAt, PaxosConfig, PaxosResult};
 
@@ -323,7 +323,20 @@ pub const CHECK_DRAIN: Duration = Duration::from_secs(2);
 /// Runs `cfg` with recording on, heals the network when submitting stops,
 /// drains, and checks agreement, validity, exactly-once and order.
 pub fn run_checked(cfg: &PaxosConfig) -> Result<CheckedRun, String> {
+    checked(cfg, false).map(|(run, _)| run)
+}
+
+/// [`run_checked`] with every delivery recorded ([`Sim::record_trace`]):
+/// where two runs of one seed part ([`crate::nondeterminism`]).
+pub fn run_traced(cfg: &PaxosConfig) -> Result<Vec<TraceEvent>, String> {
+    checked(cfg, true).map(|(_, trace)| trace)
+}
+
+fn checked(cfg: &PaxosConfig, trace: bool) -> Result<(CheckedRun, Vec<TraceEvent>), String> {
     let mut t = build(cfg, true)?;
+    if trace {
+        t.sim.record_trace();
+    }
     let stop = Time::from_secs_f64(cfg.duration_s);
     add_forger(&mut t, stop);
     t.run(stop, Some(stop));
@@ -340,13 +353,14 @@ pub fn run_checked(cfg: &PaxosConfig) -> Result<CheckedRun, String> {
             result = Err(format!("liveness: proposer{p} still has requests outstanding after the drain"));
         }
     }
-    Ok(CheckedRun {
+    let run = CheckedRun {
         config: cfg.clone(),
         result,
         trace_hash: t.sim.trace_hash(),
         net: t.sim.stats.clone(),
         took_over: t.backup().active_since().is_some(),
-    })
+    };
+    Ok((run, t.sim.trace_events().to_vec()))
 }
 
 /// An outside sender on the fabric that forges every message type to
@@ -525,7 +539,10 @@ mod tests {
                     panic!("seed {seed} {dp:?}: {e}");
                 }
                 if seed == 1 {
-                    assert_eq!(a.trace_hash, run_checked(&cfg).unwrap().trace_hash, "same seed, same trace");
+                    let again = run_checked(&cfg).unwrap().trace_hash;
+                    if let Some(d) = crate::nondeterminism(a.trace_hash, again, || run_traced(&cfg)).unwrap() {
+                        panic!("seed {seed} {dp:?}: {d}");
+                    }
                 }
             }
         }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use innet_core::deploy::Node;
 use innet_core::rng::Rng;
 use innet_core::{Counters, Time};
-use innet_sim::{NodeId, Sim, SimNode};
+use innet_sim::{NodeId, Sim, SimNode, TraceEvent};
 use innet_txn::check::{check, CheckSummary};
 use innet_txn::client::{ClientConfig, TxnClient};
 use innet_txn::deploy::{self, TxnRole};
@@ -395,7 +395,20 @@ impl TpccCheckedRun {
 /// Runs `cfg` with recording on, lets in-flight transactions drain, and
 /// checks the history (the load first) and the final database.
 pub fn run_checked(cfg: &TpccConfig) -> Result<TpccCheckedRun, String> {
+    checked(cfg, false).map(|(run, _)| run)
+}
+
+/// [`run_checked`] with every delivery recorded ([`Sim::record_trace`]):
+/// where two runs of one seed part ([`crate::nondeterminism`]).
+pub fn run_traced(cfg: &TpccConfig) -> Result<Vec<TraceEvent>, String> {
+    checked(cfg, true).map(|(_, trace)| trace)
+}
+
+fn checked(cfg: &TpccConfig, trace: bool) -> Result<(TpccCheckedRun, Vec<TraceEvent>), String> {
     let mut t = build(cfg, true)?;
+    if trace {
+        t.sim.record_trace();
+    }
     // Outside senders beside every switch forge store replies throughout.
     let keys: Vec<Key> = t.initial.keys().copied().collect();
     let stop = Time::from_secs_f64(cfg.duration_s);
@@ -412,14 +425,15 @@ pub fn run_checked(cfg: &TpccConfig) -> Result<TpccCheckedRun, String> {
     }
     let snapshot = store.snapshot();
     let stats = t.stats();
-    Ok(TpccCheckedRun {
+    let run = TpccCheckedRun {
         config: cfg.clone(),
         serializable: check(&decisions, &attempts, &snapshot),
         consistency: check_consistency(&cfg.scale(), &snapshot),
         committed: stats.committed(),
         per_kind: stats.per_kind.iter().map(|(k, s)| (*k, s.committed)).collect(),
         trace_hash: t.sim.trace_hash(),
-    })
+    };
+    Ok((run, t.sim.trace_events().to_vec()))
 }
 
 /// The random faulty configuration `innet check tpcc` uses for `seed` and
@@ -462,7 +476,9 @@ mod tests {
             let cfg = random_check_config(3, mode, 4.0);
             let a = run_checked(&cfg).unwrap();
             let b = run_checked(&cfg).unwrap();
-            assert_eq!(a.trace_hash, b.trace_hash, "same seed, same trace ({mode})");
+            if let Some(d) = crate::nondeterminism(a.trace_hash, b.trace_hash, || run_traced(&cfg)).unwrap() {
+                panic!("{mode}: {d}");
+            }
             assert!(a.committed > 0, "{mode}: nothing committed");
             assert!(a.ok(), "{mode}: {:?} {:?}", a.serializable, a.consistency);
         }

@@ -10,7 +10,7 @@ use innet_txn::check::CheckSummary;
 use innet_txn::Mode;
 
 use crate::txn::{TxnPointConfig, TxnPointResult};
-use crate::txn_sim::{random_check_config, run_checked, CheckedRun};
+use crate::txn_sim::{random_check_config, run_checked, run_traced, CheckedRun};
 pub use crate::Runtime;
 use crate::{plot, results, txn_live, txn_sim};
 
@@ -96,7 +96,7 @@ pub fn write_results(out: &Path, rs: &[TxnPointResult]) -> anyhow::Result<(PathB
 pub struct Violation {
     pub seed: u64,
     pub mode: Mode,
-    /// Empty for a nondeterminism.
+    /// For a nondeterminism, the first delivery where the two runs part.
     pub errors: Vec<String>,
     pub nondeterminism: bool,
     /// The command that replays the run verbosely.
@@ -162,9 +162,12 @@ pub fn check_seeds(
                     replay: replay.clone(),
                 }),
             }
-            if seed == seeds.first && run_checked(&run.config).map_err(anyhow::Error::msg)?.trace_hash != run.trace_hash
-            {
-                r.violations.push(Violation { seed, mode, errors: vec![], nondeterminism: true, replay });
+            if seed == seeds.first {
+                let again = run_checked(&run.config).map_err(anyhow::Error::msg)?.trace_hash;
+                let traced = || run_traced(&run.config);
+                if let Some(d) = crate::nondeterminism(run.trace_hash, again, traced).map_err(anyhow::Error::msg)? {
+                    r.violations.push(Violation { seed, mode, errors: vec![d], nondeterminism: true, replay });
+                }
             }
             Ok(())
         },

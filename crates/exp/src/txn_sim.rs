@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use innet_core::deploy::Node;
 use innet_core::rng::Rng;
 use innet_core::{Counters, Time};
-use innet_sim::{LinkSpec, NetStats, NodeId, Sim, SimNode};
+use innet_sim::{LinkSpec, NetStats, NodeId, Sim, SimNode, TraceEvent};
 use innet_txn::check::{check, CheckSummary};
 use innet_txn::client::{ClientConfig, TxnClient};
 use innet_txn::deploy::{self, TxnDeployment, TxnRole};
@@ -356,7 +356,20 @@ impl innet_core::Host for Replayer {
 /// ([`Forger`]) and another replays the clients' past requests
 /// ([`Replayer`]), throughout.
 pub fn run_checked(cfg: &TxnPointConfig) -> Result<CheckedRun, String> {
+    checked(cfg, false).map(|(run, _)| run)
+}
+
+/// [`run_checked`] with every delivery recorded ([`Sim::record_trace`]):
+/// where two runs of one seed part ([`crate::nondeterminism`]).
+pub fn run_traced(cfg: &TxnPointConfig) -> Result<Vec<TraceEvent>, String> {
+    checked(cfg, true).map(|(_, trace)| trace)
+}
+
+fn checked(cfg: &TxnPointConfig, trace: bool) -> Result<(CheckedRun, Vec<TraceEvent>), String> {
     let mut t = build(cfg, true)?;
+    if trace {
+        t.sim.record_trace();
+    }
     let cl_ids: Vec<u32> = deploy::client_ids(&t.deployment).into_iter().filter(|&id| id != 0).collect();
     let mut rng = Rng::new(cfg.seed ^ 0x00F0_F6E4);
     let keys: Vec<innet_wire::txn::Key> = (0..cfg.keys).collect();
@@ -419,13 +432,14 @@ pub fn run_checked(cfg: &TxnPointConfig) -> Result<CheckedRun, String> {
         attempts.extend_from_slice(lc.client.history.as_deref().expect("recording on"));
     }
     let result = check(decisions, &attempts, &store.snapshot());
-    Ok(CheckedRun {
+    let run = CheckedRun {
         config: cfg.clone(),
         result,
         trace_hash: t.sim.trace_hash(),
         net: t.sim.stats.clone(),
         committed: t.stats().committed,
-    })
+    };
+    Ok((run, t.sim.trace_events().to_vec()))
 }
 
 /// The random configuration `innet check txn` uses for `seed` and `mode`:
@@ -482,7 +496,9 @@ mod tests {
             let cfg = random_check_config(7, mode, 3.0);
             let a = run_checked(&cfg).unwrap();
             let b = run_checked(&cfg).unwrap();
-            assert_eq!(a.trace_hash, b.trace_hash, "same seed, same trace ({mode})");
+            if let Some(d) = crate::nondeterminism(a.trace_hash, b.trace_hash, || run_traced(&cfg)).unwrap() {
+                panic!("{mode}: {d}");
+            }
             assert!(a.committed > 0, "{mode}: nothing committed");
             if let Err(e) = &a.result {
                 panic!("{mode}: {e:?}");

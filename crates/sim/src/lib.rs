@@ -39,6 +39,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod script;
+
 use std::any::Any;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -172,6 +174,48 @@ pub fn first_difference(a: &[TraceEvent], b: &[TraceEvent]) -> Option<String> {
     Some(format!("delivery #{i} differs: first run {}; second run {}", show(a), show(b)))
 }
 
+/// A group's members named by deployment index, named by the simulator's
+/// `ids` of those nodes.
+pub fn member_ids(members: &[Member<NodeIx>], ids: &[NodeId]) -> Vec<Member<NodeId>> {
+    let mapped: Vec<Member<NodeId>> = members
+        .iter()
+        .map(|m| match m {
+            Member::Node(x) => Member::Node(ids[*x]),
+            Member::Origin => Member::Origin,
+        })
+        .collect();
+    debug_assert_eq!(mapped.len(), members.len());
+    mapped
+}
+
+/// Packets a packet log keeps ([`Sim::record_packets`]) between two
+/// [`Sim::take_packets`]: a scenario script's step, not a whole run.
+pub const PACKET_LOG_MAX: usize = 1 << 16;
+
+/// What became of a logged packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// It reached `to`, which was up.
+    Delivered,
+    /// It reached `to` while `to` was down, and was lost.
+    NodeDown,
+    /// Switch `to` took it and sent nothing on (its program's `Drop`, or
+    /// no route for its verdict); `bytes` are the packet as the program
+    /// left it.
+    Dropped,
+}
+
+/// One entry of a packet log ([`Sim::record_packets`]): the whole packet,
+/// for scenario scripts that print what the network carried.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoggedPacket {
+    pub at: Time,
+    pub from: NodeId,
+    pub to: NodeId,
+    pub fate: Fate,
+    pub bytes: Vec<u8>,
+}
+
 enum Role {
     Host { host: Box<dyn SimHost>, next_tick: Option<Time> },
     Switch { program: Box<dyn SimDataPlane>, paths: ReversePath<NodeId> },
@@ -281,6 +325,8 @@ pub struct Sim {
     trace: u64,
     /// Deliveries, when recording ([`Sim::record_trace`]).
     trace_events: Option<Vec<TraceEvent>>,
+    /// Every packet in full, when logging ([`Sim::record_packets`]).
+    packet_log: Option<Vec<LoggedPacket>>,
     pub stats: NetStats,
     outbox: Outbox,
 }
@@ -308,6 +354,7 @@ impl Sim {
             rng: Rng::new(seed),
             trace: FNV_OFFSET,
             trace_events: None,
+            packet_log: None,
             stats: NetStats::default(),
             outbox: Outbox::new(),
         }
@@ -319,6 +366,28 @@ impl Sim {
     pub fn record_trace(&mut self) {
         debug_assert!(self.stats.delivered == 0, "record from the start, or the traces do not line up");
         self.trace_events = Some(Vec::new());
+    }
+
+    /// Logs every packet from now on, whole, with what became of it
+    /// ([`LoggedPacket`]), up to [`PACKET_LOG_MAX`] between two
+    /// [`Sim::take_packets`].
+    pub fn record_packets(&mut self) {
+        self.packet_log = Some(Vec::new());
+        debug_assert!(self.packet_log.as_ref().is_some_and(Vec::is_empty));
+    }
+
+    /// The packets logged since the last call, in the order things happened
+    /// (empty unless [`Sim::record_packets`]).
+    pub fn take_packets(&mut self) -> Vec<LoggedPacket> {
+        let taken = self.packet_log.as_mut().map(std::mem::take).unwrap_or_default();
+        debug_assert!(taken.len() <= PACKET_LOG_MAX);
+        taken
+    }
+
+    fn log_packet(&mut self, from: NodeId, to: NodeId, fate: Fate, bytes: &[u8]) {
+        if let Some(log) = self.packet_log.as_mut().filter(|l| l.len() < PACKET_LOG_MAX) {
+            log.push(LoggedPacket { at: self.now, from, to, fate, bytes: bytes.to_vec() });
+        }
     }
 
     /// The recorded deliveries (empty unless [`Sim::record_trace`]).
@@ -428,14 +497,7 @@ impl Sim {
                 self.set_port(ids[i], port, Some(ids[to]));
             }
             for (&group, members) in &n.groups {
-                let members = members
-                    .iter()
-                    .map(|m| match m {
-                        Member::Node(x) => Member::Node(ids[*x]),
-                        Member::Origin => Member::Origin,
-                    })
-                    .collect();
-                self.set_group(ids[i], group, members);
+                self.set_group(ids[i], group, member_ids(members, &ids));
             }
         }
         debug_assert_eq!(ids.len(), deployment.nodes.len(), "one simulator node per deployment node");
@@ -719,6 +781,8 @@ impl Sim {
             let (len, bytes_hash) = (packet.bytes.len(), fnv(FNV_OFFSET, &packet.bytes));
             events.push(TraceEvent { at: self.now, to, from: packet.from, len, bytes_hash, trace: self.trace });
         }
+        let fate = if self.nodes[to].up { Fate::Delivered } else { Fate::NodeDown };
+        self.log_packet(packet.from, to, fate, &packet.bytes);
         let now = self.now;
         let node = &mut self.nodes[to];
         if !node.up {
@@ -805,6 +869,7 @@ impl Sim {
         };
         if targets.is_empty() {
             self.stats.switch_drops += 1;
+            self.log_packet(from, to, Fate::Dropped, &bytes);
         }
         for n in targets {
             self.transmit(to, n, origin, bytes.clone());
@@ -940,6 +1005,36 @@ mod tests {
         // A run cut short parts where it ended.
         let d = first_difference(&a, &a[..150]).expect("the runs part");
         assert!(d.starts_with("delivery #150 differs") && d.ends_with("second run no delivery (the run ended)"), "{d}");
+    }
+
+    /// A packet log holds every packet whole, with its fate, between two takes.
+    #[test]
+    fn the_packet_log_holds_each_packet_and_its_fate() {
+        let mut sim = Sim::new(1);
+        let c = sim.add_host("client", Pinger { next: Time::ZERO, sent: 0, received: vec![] });
+        let s = sim.add_host("echo", Echo);
+        sim.link(c, s, LinkSpec::latency(Duration::from_millis(1)));
+        sim.set_upstream(c, s);
+        sim.record_packets();
+        sim.run_until(Time::from_secs_f64(0.0015));
+        let log = sim.take_packets();
+        let first = LoggedPacket {
+            at: Time::from_secs_f64(0.001),
+            from: c,
+            to: s,
+            fate: Fate::Delivered,
+            bytes: log[0].bytes.clone(),
+        };
+        assert_eq!(log.first(), Some(&first), "the first ping reaches the echo after 1 ms");
+        assert!(log.iter().all(|p| p.fate == Fate::Delivered && p.at <= sim.now()));
+        assert!(sim.take_packets().is_empty(), "taken once");
+        sim.crash(s);
+        sim.run_until(Time::from_secs_f64(0.1));
+        let log = sim.take_packets();
+        let (echo, lost) = log.split_first().expect("packets after the crash");
+        assert_eq!((echo.from, echo.to, echo.fate), (s, c, Fate::Delivered), "the echo in flight still arrives");
+        assert!(lost.iter().all(|p| p.to == s && p.fate == Fate::NodeDown), "{log:?}");
+        assert_eq!(lost.len() as u64, sim.node_stats(s).lost_while_down);
     }
 
     #[test]

@@ -90,7 +90,7 @@ pub fn hex(b: &[u8]) -> String {
 }
 
 /// The bytes of a hex string (panics on anything else: test input).
-fn unhex(s: &str) -> Vec<u8> {
+pub fn unhex(s: &str) -> Vec<u8> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
 }
 

@@ -357,6 +357,53 @@ fn netcraq_golden_vectors_give_the_reference_verdicts_and_bytes_in_every_role() 
     }
 }
 
+/// The hand-written fixtures of `crates/wire/golden/netcraq_replica.json`
+/// (katran's packet-in, packet-out form: Algorithm 1's verdict and output
+/// bytes for each packet at a replica, written from the paper's rules, not
+/// by either side) through the BPF program alone: a bug the program shares
+/// with the Rust reference fails here (`crates/chain/tests/golden_verdicts.rs`
+/// holds the reference to the same file).
+#[test]
+fn a_bpf_replica_gives_the_verdicts_and_bytes_algorithm_1_calls_for() {
+    let test = "a_bpf_replica_gives_the_verdicts_and_bytes_algorithm_1_calls_for";
+    if !bpf_or_skip(test, chain::unavailable) {
+        return;
+    }
+    let fixtures: serde_json::Value =
+        serde_json::from_str(include_str!("../../wire/golden/netcraq_replica.json")).expect("fixtures");
+    let cases = fixtures["cases"].as_array().expect("cases");
+    let field = |c: &serde_json::Value, k: &str| c[k].as_str().unwrap_or_else(|| panic!("{k} in {c}")).to_string();
+    let mut n = Craq::load(Some(Role::Replica), OBJECTS_DEFAULT, VERSIONS_DEFAULT);
+    for c in cases {
+        let (name, rule) = (field(c, "name"), field(c, "rule"));
+        let want = match (field(c, "verdict").as_str(), c["port"].as_u64()) {
+            ("Reflect", None) => Verdict::Reflect,
+            ("Drop", None) => Verdict::Drop,
+            ("Port", Some(p)) => Verdict::Port { port: p as u16 },
+            (other, p) => panic!("{name}: unknown verdict {other} {p:?}"),
+        };
+        n.pair.sender = Some(match field(c, "sender").as_str() {
+            "client" => FROM_CLIENT,
+            "predecessor" => from_peer(PREV),
+            "tail" => from_peer(TAIL),
+            "another_node" => from_peer(2),
+            other => panic!("{name}: unknown sender {other}"),
+        });
+        let payload = frame::unhex(&field(c, "input_hex"));
+        let input = n.pair.frame(&payload, 0);
+        let (verdict, out) = n.pair.run_bpf(&payload, &input).unwrap_or_else(|e| panic!("{name}: {e}: {rule}"));
+        assert_eq!(verdict, want, "{name}: {rule}");
+        if want != Verdict::Drop {
+            let (_, _, got, _) = frame::parse(&out).unwrap_or_else(|| panic!("{name}: output frame unreadable"));
+            assert_eq!(frame::hex(got), field(c, "output_hex"), "{name}: {rule}");
+        }
+    }
+    innet_xdp::privileged::say(&format!(
+        "DIFFERENTIAL fixtures netcraq replica: {} hand-written cases, BPF verdicts and bytes as written",
+        cases.len()
+    ));
+}
+
 #[test]
 fn netcraq_random_packets_match_the_reference_in_every_role() {
     if !bpf_or_skip("netcraq_random_packets_match_the_reference_in_every_role", chain::unavailable) {
