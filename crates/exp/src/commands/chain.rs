@@ -47,7 +47,7 @@ pub fn run_check(a: CheckChainArgs) -> anyhow::Result<i32> {
     })?;
     for (seed, p, errors, replay) in &r.violations {
         if errors.is_empty() {
-            println!("NONDETERMINISM seed {seed} protocol {p}: trace hashes differ");
+            println!("NONDETERMINISM seed {seed} protocol {p}: trace hashes differ (no recorded difference)");
         } else {
             println!("VIOLATION seed {seed} protocol {p}:");
             for e in errors.iter().take(if verbose { usize::MAX } else { 5 }) {

@@ -386,9 +386,10 @@ pub fn run_check(a: CheckTpccArgs) -> anyhow::Result<i32> {
             // Determinism: the first job again must give the same trace.
             if runs == 1 {
                 let again = tpcc_sim::run_checked(cfg).map_err(anyhow::Error::msg)?;
-                if again.trace_hash != run.trace_hash {
+                let traced = || tpcc_sim::run_traced(cfg);
+                if let Some(why) = crate::nondeterminism(run.trace_hash, again.trace_hash, traced).map_err(anyhow::Error::msg)? {
                     violations += 1;
-                    println!("NONDETERMINISM seed {} mode {}: trace hashes differ", cfg.seed, cfg.mode);
+                    println!("NONDETERMINISM seed {} mode {}: {why}", cfg.seed, cfg.mode);
                 }
             }
             Ok(())

@@ -198,7 +198,10 @@ fn check_seeds(seeds: Seeds, modes: &[Mode], duration_s: f64, verbose: bool) -> 
     })?;
     for v in &r.violations {
         if v.nondeterminism {
-            println!("NONDETERMINISM seed {} mode {}: trace hashes differ", v.seed, v.mode);
+            println!("NONDETERMINISM seed {} mode {}:", v.seed, v.mode);
+            for e in &v.errors {
+                println!("  {e}");
+            }
         } else {
             println!("VIOLATION seed {} mode {}:", v.seed, v.mode);
             for e in v.errors.iter().take(if verbose { usize::MAX } else { 5 }) {
