@@ -902,3 +902,58 @@ pub fn claim_lines(o: &Outcome) -> Vec<String> {
     out.extend(o.why.iter().map(|w| format!("why: {w}")));
     out
 }
+/// Measures [`crate::costs::PaxosCosts`]: a live run of `duration_s` with every role a
+/// process at peak load (CAANS Figure 2's shape), each role's thread CPU
+/// over the packets it received; and the BPF roles by `BPF_PROG_TEST_RUN`
+/// (`bpf_runs` single runs per entry; needs the `xdp` feature and root).
+pub fn measure_paxos(duration_s: f64, seed: u64, bpf_runs: u32) -> Result<crate::costs::PaxosCosts> {
+    use crate::costs::{received_per_instance, today, PaxosCosts};
+    let cfg = config(DataPlaneAt::Process, OUTSTANDING, duration_s, seed);
+    let rx = received_per_instance(&cfg)?;
+    let live = run_live(&cfg, "measured-costs")?;
+    let instances_per_s = live.committed_per_s.max(1.0);
+    let per_packet = |role: &str| -> f64 {
+        let r = rx.iter().find(|(n, _)| n == role).map_or(1.0, |p| p.1).max(1e-9);
+        live.role(role) / 1e2 / (instances_per_s * r) * 1e6
+    };
+    let (bpf_coordinator_ns, bpf_acceptor_ns, runs) = bpf_costs(bpf_runs)?;
+    Ok(PaxosCosts {
+        date: today(),
+        git_commit: innet_exp::results::git_commit(),
+        command: format!(
+            "innet reproduce --calibrate --calibrate-seconds {duration_s} --calibrate-bpf-runs {bpf_runs}"
+        ),
+        method: format!(
+            "user space: {} live on loopback, every role a process, 1 proposer x {} in flight, thread CPU (schedstat) \
+             over the middle 60% of the run / (committed instances/s x packets the role receives per instance); BPF: \
+             median of single BPF_PROG_TEST_RUN runs of each role's XDP and tc entries on its hot-path frame, summed",
+            duration_s, OUTSTANDING
+        ),
+        coordinator_us: per_packet("coordinator"),
+        acceptor_us: per_packet("acceptor"),
+        learner_us: per_packet("learner"),
+        proposer_us: per_packet("proposer"),
+        live_committed_per_s: live.committed_per_s,
+        live_instances_per_s: instances_per_s,
+        live_cpu_pct: live.cpu_pct.clone(),
+        received_per_instance: rx,
+        live_load_average: live.load_average.clone(),
+        bpf_coordinator_ns,
+        bpf_acceptor_ns,
+        bpf_runs: runs,
+    })
+}
+
+#[cfg(feature = "xdp")]
+fn bpf_costs(runs: u32) -> Result<(f64, f64, u32)> {
+    if let Some(why) = innet_xdp::paxos::unavailable() {
+        anyhow::bail!("measuring the BPF roles loads BPF programs: {why}");
+    }
+    let c: std::collections::BTreeMap<&str, f64> = innet_xdp::paxos::cost_ns(runs)?.into_iter().collect();
+    Ok((c["coordinator_xdp"] + c["coordinator_tc"], c["acceptor_xdp"] + c["acceptor_tc"], runs))
+}
+
+#[cfg(not(feature = "xdp"))]
+fn bpf_costs(_: u32) -> Result<(f64, f64, u32)> {
+    anyhow::bail!("measuring the BPF roles needs innet built with the `xdp` feature")
+}

@@ -75,7 +75,7 @@ fn calibrate(a: &ReproduceArgs) -> anyhow::Result<i32> {
         "measuring the CAANS roles: {} s live (every role a process), {} BPF_PROG_TEST_RUN runs per BPF entry",
         a.calibrate_seconds, a.calibrate_bpf_runs
     );
-    c.paxos = costs::measure_paxos(a.calibrate_seconds, a.seed, a.calibrate_bpf_runs)?;
+    c.paxos = crate::caans_roles::measure_paxos(a.calibrate_seconds, a.seed, a.calibrate_bpf_runs)?;
     if let Some(p) = &a.store_capacity {
         let text = std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("read {}: {e}", p.display()))?;
         c.store = costs::store_from_script(

@@ -267,63 +267,6 @@ pub fn received_per_instance(cfg: &PaxosConfig) -> Result<Vec<(String, f64)>> {
     ])
 }
 
-/// Measures [`PaxosCosts`]: a live run of `duration_s` with every role a
-/// process at peak load (CAANS Figure 2's shape), each role's thread CPU
-/// over the packets it received; and the BPF roles by `BPF_PROG_TEST_RUN`
-/// (`bpf_runs` single runs per entry; needs the `xdp` feature and root).
-pub fn measure_paxos(duration_s: f64, seed: u64, bpf_runs: u32) -> Result<PaxosCosts> {
-    use crate::caans_roles;
-    let cfg = caans_roles::config(DataPlaneAt::Process, caans_roles::OUTSTANDING, duration_s, seed);
-    let rx = received_per_instance(&cfg)?;
-    let live = caans_roles::run_live(&cfg, "measured-costs")?;
-    let instances_per_s = live.committed_per_s.max(1.0);
-    let per_packet = |role: &str| -> f64 {
-        let r = rx.iter().find(|(n, _)| n == role).map_or(1.0, |p| p.1).max(1e-9);
-        live.role(role) / 1e2 / (instances_per_s * r) * 1e6
-    };
-    let (bpf_coordinator_ns, bpf_acceptor_ns, runs) = bpf_costs(bpf_runs)?;
-    Ok(PaxosCosts {
-        date: today(),
-        git_commit: innet_exp::results::git_commit(),
-        command: format!(
-            "innet reproduce --calibrate --calibrate-seconds {duration_s} --calibrate-bpf-runs {bpf_runs}"
-        ),
-        method: format!(
-            "user space: {} live on loopback, every role a process, 1 proposer x {} in flight, thread CPU (schedstat) \
-             over the middle 60% of the run / (committed instances/s x packets the role receives per instance); BPF: \
-             median of single BPF_PROG_TEST_RUN runs of each role's XDP and tc entries on its hot-path frame, summed",
-            duration_s,
-            caans_roles::OUTSTANDING
-        ),
-        coordinator_us: per_packet("coordinator"),
-        acceptor_us: per_packet("acceptor"),
-        learner_us: per_packet("learner"),
-        proposer_us: per_packet("proposer"),
-        live_committed_per_s: live.committed_per_s,
-        live_instances_per_s: instances_per_s,
-        live_cpu_pct: live.cpu_pct.clone(),
-        received_per_instance: rx,
-        live_load_average: live.load_average.clone(),
-        bpf_coordinator_ns,
-        bpf_acceptor_ns,
-        bpf_runs: runs,
-    })
-}
-
-#[cfg(feature = "xdp")]
-fn bpf_costs(runs: u32) -> Result<(f64, f64, u32)> {
-    if let Some(why) = innet_xdp::paxos::unavailable() {
-        anyhow::bail!("measuring the BPF roles loads BPF programs: {why}");
-    }
-    let c: std::collections::BTreeMap<&str, f64> = innet_xdp::paxos::cost_ns(runs)?.into_iter().collect();
-    Ok((c["coordinator_xdp"] + c["coordinator_tc"], c["acceptor_xdp"] + c["acceptor_tc"], runs))
-}
-
-#[cfg(not(feature = "xdp"))]
-fn bpf_costs(_: u32) -> Result<(f64, f64, u32)> {
-    anyhow::bail!("measuring the BPF roles needs innet built with the `xdp` feature")
-}
-
 /// The store part from `tools/gotthard-reference/store_capacity.py`'s
 /// output (its JSON object), with the command that produced it.
 pub fn store_from_script(json: &str, command: &str) -> Result<StoreCost> {
@@ -399,7 +342,16 @@ mod tests {
 
     #[test]
     fn received_per_instance_counts_the_protocol() {
-        let cfg = crate::caans_roles::config(DataPlaneAt::Process, 8, 0.2, 1);
+        let cfg = PaxosConfig {
+            data_plane: DataPlaneAt::Process,
+            acceptors: 3,
+            learners: 2,
+            proposers: 1,
+            outstanding: 8,
+            duration_s: 0.2,
+            seed: 1,
+            ..PaxosConfig::default()
+        };
         let rx: std::collections::BTreeMap<String, f64> = received_per_instance(&cfg).unwrap().into_iter().collect();
         // Per instance: the coordinator one REQUEST, each acceptor one 2A,
         // each learner a vote from each of the 3 acceptors.

@@ -204,11 +204,11 @@ impl Claim {
     }
 
     /// A number the paper states, over several seeds: holds when the mean
-    /// of `per_seed` is within [`crate::existing::NEAR_TOLERANCE`] of
+    /// of `per_seed` is within [`NEAR_TOLERANCE`] of
     /// `paper`; the spread is shown.
     pub fn near_over_seeds(what: &str, paper_text: &str, paper: f64, per_seed: &[f64], unit: &str) -> Claim {
         let mean = per_seed.iter().sum::<f64>() / per_seed.len().max(1) as f64;
-        let tol = crate::existing::NEAR_TOLERANCE;
+        let tol = NEAR_TOLERANCE;
         Claim {
             what: what.into(),
             paper_text: paper_text.into(),
@@ -263,6 +263,10 @@ impl Claim {
         }
     }
 }
+
+/// The verdict rule's tolerance for a number the paper states
+/// ([`VERDICT_RULE`]).
+pub const NEAR_TOLERANCE: f64 = 0.1;
 
 /// The one verdict rule, stated at the top of the report.
 pub const VERDICT_RULE: &str = "A number the paper states holds when ours is within 10% of it. A direction the \

@@ -61,9 +61,7 @@ pub fn entries() -> Vec<Entry> {
 
 // ---------------------------------------------------------------- claims
 
-/// The verdict rule's tolerance for a number the paper states
-/// ([`crate::entry::VERDICT_RULE`]).
-pub const NEAR_TOLERANCE: f64 = 0.1;
+pub use crate::entry::NEAR_TOLERANCE;
 
 /// A claim whose paper number is a figure ours should come close to:
 /// holds when `|ours / paper - 1| <= NEAR_TOLERANCE`.

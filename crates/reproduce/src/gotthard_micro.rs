@@ -21,18 +21,7 @@ use innet_exp::plot::{self, Panel};
 use innet_exp::txn::{percentile_ms, TxnPointConfig, TxnPointResult};
 use innet_exp::{results, txn_sim};
 
-/// Link jitter as a share of the RTT: every packet on every link gets an
-/// extra one-way delay uniform in `[0, share x RTT)` (1 ms at Gotthard's
-/// 100 ms). Chosen, not from the papers (which report none): their clients
-/// and store were Python processes and their switch the software bmv2
-/// model on one shared host (docs/txn.md, "Jitter").
-pub const JITTER_SHARE_OF_RTT: f64 = 0.01;
-
-/// The same for NOCC's figures (0.05 ms at its 1 ms RTT): at 1% (0.01 ms)
-/// OCC's clients still starve at write ratio 1 (measured: 979 committed/s
-/// at 2.4 ms mean latency, about 2 of 8 clients committing; at 5%, 8.7 ms,
-/// all 8), a tie no testbed of Python processes has (docs/txn.md, "Jitter").
-pub const NOCC_JITTER_SHARE_OF_RTT: f64 = 0.05;
+pub use crate::txn_locality::{JITTER_SHARE_OF_RTT, NOCC_JITTER_SHARE_OF_RTT};
 
 /// The paper's run per point, simulated seconds (Gotthard section 5.3: three
 /// minutes).
