@@ -59,7 +59,7 @@ pub struct ReproduceArgs {
     #[arg(long, value_name = "FILE", requires = "calibrate")]
     store_capacity: Option<std::path::PathBuf>,
     /// --calibrate: where to write the costs.
-    #[arg(long, default_value = crate::costs::COSTS_FILE, requires = "calibrate")]
+    #[arg(long, value_name = "FILE", default_value = crate::costs::COSTS_FILE, requires = "calibrate")]
     costs_out: std::path::PathBuf,
 }
 
