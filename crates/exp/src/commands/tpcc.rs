@@ -387,7 +387,9 @@ pub fn run_check(a: CheckTpccArgs) -> anyhow::Result<i32> {
             if runs == 1 {
                 let again = tpcc_sim::run_checked(cfg).map_err(anyhow::Error::msg)?;
                 let traced = || tpcc_sim::run_traced(cfg);
-                if let Some(why) = crate::nondeterminism(run.trace_hash, again.trace_hash, traced).map_err(anyhow::Error::msg)? {
+                if let Some(why) =
+                    crate::nondeterminism(run.trace_hash, again.trace_hash, traced).map_err(anyhow::Error::msg)?
+                {
                     violations += 1;
                     println!("NONDETERMINISM seed {} mode {}: {why}", cfg.seed, cfg.mode);
                 }
