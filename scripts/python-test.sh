@@ -4,6 +4,8 @@
 # workspace's target/), then pytest over python/tests against live loopback
 # deployments, and the example script. Needs python3-venv (scripts/setup.sh)
 # and PyPI (maturin, pytest). Fails if pytest fails or collects no test.
+# The key-value service's test runs replicas as `innet` processes: the
+# release binary is built first (a no-op when it is up to date).
 #
 #   scripts/python-test.sh [venv-dir]   (default: target/python-venv, recreated)
 set -euo pipefail
@@ -13,6 +15,8 @@ venv="${1:-target/python-venv}"
 case "$venv" in /*) ;; *) venv="$ROOT/$venv" ;; esac
 python="${PYTHON:-python3}"
 rm -rf "$venv"
+cargo build --release -q -p innet --bin innet
+export INNET_BIN="$ROOT/target/release/innet"
 "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install -q pytest
 "$venv/bin/python" -m pip install -q ./python

@@ -2,7 +2,8 @@
 
 Everything here runs innet's Rust code (PyO3 bindings, ``innet._innet``): the
 transaction client, the CAANS proposer and learner, the chain client and the
-live runtime's switches and stores; no protocol is implemented in Python.
+live runtime's switches and stores, the key-value service's client; no
+protocol is implemented in Python.
 
 >>> import innet
 >>> with innet.up_txn() as d:
@@ -21,6 +22,7 @@ from innet._innet import (
     Client,
     Deliveries,
     Deployment,
+    KvClient,
     Paxos,
     Transaction,
     TxnDeployment,
@@ -42,6 +44,7 @@ __all__ = [
     "Deliveries",
     "Deployment",
     "InnetError",
+    "KvClient",
     "Paxos",
     "TimeoutError",
     "Transaction",

@@ -581,6 +581,117 @@ impl Paxos {
     }
 }
 
+// ------------------------------------------------- key-value service client
+
+/// `KvClient(replicas, *, timeout_ms=500, deadline_ms=30000)`: a client of
+/// the consensus-replicated key-value service (`innet kv-replica`
+/// processes), given their client ports ("HOST:PORT" each). It is
+/// `innet_live::kv_client::KvNetClient`: each request carries the client's
+/// random id and the next sequence number; without an answer within the
+/// timeout it is resent, same id and number, to the next replica (at once
+/// on BUSY), and the replicas apply it once. Only after `deadline_ms`
+/// without an answer does an operation raise `innet.TimeoutError`.
+#[pyclass(module = "innet._innet", frozen)]
+struct KvClient {
+    inner: Mutex<innet_live::kv_client::KvNetClient>,
+}
+
+impl KvClient {
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut innet_live::kv_client::KvNetClient) -> std::io::Result<T> + Send,
+    ) -> PyResult<T> {
+        guard(|| {
+            py.detach(|| f(&mut self.inner.lock().unwrap_or_else(|e| e.into_inner()))).map_err(|e| match e.kind() {
+                std::io::ErrorKind::TimedOut => timeout_error(e.to_string()),
+                _ => io_error(e),
+            })
+        })
+    }
+}
+
+#[pymethods]
+impl KvClient {
+    #[new]
+    #[pyo3(signature = (replicas, *, timeout_ms=500.0, deadline_ms=30000.0))]
+    fn new(replicas: Vec<String>, timeout_ms: f64, deadline_ms: f64) -> PyResult<KvClient> {
+        guard(|| {
+            let addrs = replicas.iter().map(|r| address(r)).collect::<PyResult<Vec<_>>>()?;
+            let timeout = duration_ms("timeout_ms", timeout_ms)?;
+            let deadline = duration_ms("deadline_ms", deadline_ms)?;
+            if timeout.is_zero() || deadline < timeout {
+                return Err(config_error("timeout_ms must be > 0 and deadline_ms at least timeout_ms"));
+            }
+            let mut c = innet_live::kv_client::KvNetClient::connect(&addrs).map_err(io_error)?;
+            (c.timeout, c.deadline) = (timeout, deadline);
+            Ok(KvClient { inner: Mutex::new(c) })
+        })
+    }
+
+    /// Sets `key` to `value` (bytes or str; up to 1 MiB).
+    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let (key, value) = (payload(key)?, payload(value)?);
+        self.with(py, |c| c.put(&key, &value))
+    }
+
+    /// The value of `key` (bytes), or None; read in its place in the
+    /// consensus order (linearizable).
+    fn get<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let key = payload(key)?;
+        let v = self.with(py, |c| c.get(&key))?;
+        Ok(v.map(|v| PyBytes::new(py, &v)))
+    }
+
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let key = payload(key)?;
+        self.with(py, |c| c.delete(&key))
+    }
+
+    /// Sets `key` to `value` if it holds `expected` (None: if it is
+    /// absent); True if it did.
+    #[pyo3(signature = (key, expected, value))]
+    fn cas(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        expected: Option<&Bound<'_, PyAny>>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let (key, value) = (payload(key)?, payload(value)?);
+        let expected = expected.map(payload).transpose()?;
+        self.with(py, |c| c.cas(&key, expected.as_deref(), &value))
+    }
+
+    /// This client's id (random per client, never 0).
+    #[getter]
+    fn client_id(&self) -> u64 {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).client_id()
+    }
+
+    /// Times a request moved on to another replica (a timeout or BUSY).
+    #[getter]
+    fn failovers(&self) -> u64 {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).failovers
+    }
+
+    /// Requests sent, first sends and resends.
+    #[getter]
+    fn sends(&self) -> u64 {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).sends
+    }
+
+    /// The replica requests go to now ("HOST:PORT").
+    #[getter]
+    fn current(&self) -> String {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).current().to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("KvClient(client_id={:#x}, current={})", self.client_id(), self.current())
+    }
+}
+
 /// How long `fill` holds the deployment at a time while waiting.
 const POLL_SLICE: Duration = Duration::from_millis(5);
 
@@ -1125,6 +1236,7 @@ fn _innet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TxnResult>()?;
     m.add_class::<Paxos>()?;
     m.add_class::<Deliveries>()?;
+    m.add_class::<KvClient>()?;
     m.add_class::<ChainClient>()?;
     m.add_class::<Deployment>()?;
     m.add_class::<TxnDeployment>()?;

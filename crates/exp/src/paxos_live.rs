@@ -265,8 +265,7 @@ fn spawn_replica(
 ) -> anyhow::Result<innet_live::NodeHandle<LearnerStats>> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir.parent().unwrap_or(dir))?;
-    let replica =
-        innet_paxos_kv::Replica::open(dir, lcfg).map_err(|e| anyhow::anyhow!("LevelDB {}: {e:?}", dir.display()))?;
+    let replica = innet_paxos_kv::Replica::open(dir, lcfg).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
     let mut slot = Some(replica);
     let name = dir.file_name().map_or("replica".into(), |n| n.to_string_lossy().into_owned());
     Ok(spawn_host(&name, socket, opts, stop, move || slot.take().expect("built once"), |r, _| r.learner.stats)?)

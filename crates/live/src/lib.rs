@@ -46,6 +46,7 @@ pub mod chain;
 pub mod delay;
 pub mod deploy;
 pub mod host;
+pub mod kv_client;
 pub mod metrics;
 pub mod mininet;
 pub mod net;

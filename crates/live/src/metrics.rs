@@ -124,6 +124,7 @@ impl Sources {
         match n {
             ProgramNode::Switch(s) => self.switch("paxos", role, s.name(), s),
             ProgramNode::Process(h) => self.node("paxos", role, h),
+            ProgramNode::Elsewhere(_) => {}
         }
     }
 

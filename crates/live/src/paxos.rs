@@ -78,6 +78,11 @@ pub struct LiveConfig {
     /// trailer and one without is refused ([`crate::auth`]); every party of
     /// a Paxos deployment is a node, so it covers every address.
     pub auth: Option<Arc<PeerAuth>>,
+    /// The coordinator and acceptors that run in other processes (at the
+    /// addresses `base_port` gives; [`spawn_alone`] runs one): the plan
+    /// neither binds nor starts them, so each can be killed and restarted
+    /// on its own.
+    pub elsewhere: Vec<PaxosRole>,
 }
 
 impl Default for LiveConfig {
@@ -99,6 +104,7 @@ impl Default for LiveConfig {
             external_learners: false,
             pack: p.pack,
             auth: None,
+            elsewhere: vec![],
         }
     }
 }
@@ -210,12 +216,12 @@ pub fn fresh_incarnation() -> u32 {
     crate::txn::fresh_client_id_base(1) % innet_paxos::envelope::INCARNATIONS
 }
 
-impl LiveConfig {}
-
-/// A coordinator or acceptor: a software switch or a process.
+/// A coordinator or acceptor: a software switch, a process, or a node
+/// running in another process ([`LiveConfig::elsewhere`]).
 pub enum ProgramNode<P> {
     Switch(SwitchNode<P>),
     Process(NodeHandle<()>),
+    Elsewhere(SocketAddr),
 }
 
 impl<P> ProgramNode<P> {
@@ -223,15 +229,97 @@ impl<P> ProgramNode<P> {
         match self {
             ProgramNode::Switch(s) => s.addr(),
             ProgramNode::Process(h) => h.addr(),
+            ProgramNode::Elsewhere(a) => *a,
         }
     }
     /// Stops the node (its thread ends and its socket closes: a crash, as
-    /// far as its peers can tell).
+    /// far as its peers can tell); one running elsewhere is not ours to stop.
     pub fn stop(&self) {
         match self {
             ProgramNode::Switch(s) => s.stop(),
             ProgramNode::Process(h) => h.stop(),
+            ProgramNode::Elsewhere(_) => {}
         }
+    }
+}
+
+/// Runs the deployment's coordinator or acceptor `role` alone, at the
+/// address `config.base_port` gives it, for a deployment whose other nodes
+/// run in another process (there listed in [`LiveConfig::elsewhere`]).
+pub fn spawn_alone(config: &LiveConfig, role: PaxosRole, stop: &Stop) -> io::Result<AloneNode> {
+    let d = config.deployment();
+    let addrs = config.fixed_addrs()?;
+    let roles = config.roles();
+    let &n = d.with_role(|r| *r == role).first().ok_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, format!("the deployment has no {}", role_label(role)))
+    })?;
+    let socket = bind(addrs[n])?;
+    let (at, auth) = (config.data_plane, config.auth.clone());
+    Ok(match role {
+        PaxosRole::Coordinator => AloneNode::Coordinator(spawn_program(
+            &d,
+            at,
+            &addrs,
+            n,
+            socket,
+            Coordinator::new(roles.coordinator()),
+            auth,
+            stop,
+        )?),
+        PaxosRole::Acceptor { id } => AloneNode::Acceptor(spawn_program(
+            &d,
+            at,
+            &addrs,
+            n,
+            socket,
+            Acceptor::new(roles.acceptor(id)),
+            auth,
+            stop,
+        )?),
+        _ => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("only the coordinator and acceptors run alone, not the {}", role_label(role)),
+            ))
+        }
+    })
+}
+
+/// A node [`spawn_alone`] started.
+pub enum AloneNode {
+    Coordinator(ProgramNode<Coordinator>),
+    Acceptor(ProgramNode<Acceptor>),
+}
+
+impl AloneNode {
+    pub fn addr(&self) -> SocketAddr {
+        match self {
+            AloneNode::Coordinator(n) => n.addr(),
+            AloneNode::Acceptor(n) => n.addr(),
+        }
+    }
+}
+
+/// `coordinator`, `acceptor2`, ...: how the command line names a node.
+pub fn role_label(role: PaxosRole) -> String {
+    match role {
+        PaxosRole::Acceptor { id } => format!("acceptor{id}"),
+        PaxosRole::Learner { id } => format!("learner{id}"),
+        PaxosRole::Proposer { index } => format!("proposer{index}"),
+        r => r.name().to_string(),
+    }
+}
+
+/// The coordinator or an acceptor by its [`role_label`].
+pub fn parse_program_role(s: &str) -> Result<PaxosRole, String> {
+    let bad = || format!("`{s}` is not a data-plane node: say coordinator or acceptorN (acceptor0, acceptor1, ...)");
+    match s {
+        "coordinator" => Ok(PaxosRole::Coordinator),
+        _ => s
+            .strip_prefix("acceptor")
+            .and_then(|i| i.parse::<u16>().ok())
+            .map(|id| PaxosRole::Acceptor { id })
+            .ok_or_else(bad),
     }
 }
 
@@ -241,7 +329,9 @@ pub struct Plan {
     pub deployment: PaxosDeployment,
     /// Every node's address, in deployment order.
     pub addrs: Vec<SocketAddr>,
-    core_sockets: Option<Vec<UdpSocket>>,
+    /// By node index: the coordinator's, acceptors' and backup's sockets
+    /// (`None` for the others and for nodes running elsewhere).
+    core_sockets: Option<Vec<Option<UdpSocket>>>,
     pub learner_sockets: Vec<Option<UdpSocket>>,
     pub proposer_sockets: Vec<Option<UdpSocket>>,
     pub coordinator: SocketAddr,
@@ -266,6 +356,22 @@ impl Plan {
         if config.external_learners && config.base_port == 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "external learners need a base port"));
         }
+        if !config.elsewhere.is_empty() && config.base_port == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "nodes in other processes need a base port"));
+        }
+        for r in &config.elsewhere {
+            if !matches!(r, PaxosRole::Coordinator | PaxosRole::Acceptor { .. })
+                || deployment.with_role(|x| x == r).is_empty()
+            {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "{} cannot run elsewhere: only the deployment's coordinator and acceptors can",
+                        role_label(*r)
+                    ),
+                ));
+            }
+        }
         let wanted = match config.base_port {
             0 => vec![SocketAddr::new(config.ip, 0); deployment.nodes.len()],
             _ => config.fixed_addrs()?,
@@ -273,7 +379,8 @@ impl Plan {
         let mut sockets: Vec<Option<UdpSocket>> = vec![];
         let mut addrs = vec![];
         for (n, want) in deployment.nodes.iter().zip(wanted) {
-            if config.external_learners && matches!(n.role, PaxosRole::Learner { .. }) {
+            let external = config.external_learners && matches!(n.role, PaxosRole::Learner { .. });
+            if external || config.elsewhere.contains(&n.role) {
                 sockets.push(None);
                 addrs.push(want);
             } else {
@@ -289,7 +396,6 @@ impl Plan {
         let mut take = |v: &[usize]| v.iter().map(|&i| sockets[i].take()).collect::<Vec<_>>();
         let learner_sockets = take(&learner_ix);
         let proposer_sockets = take(&proposer_ix);
-        let core_sockets: Vec<UdpSocket> = sockets.into_iter().flatten().collect();
         Ok(Plan {
             config: config.clone(),
             coordinator: pick(of(|r| *r == PaxosRole::Coordinator))[0],
@@ -299,7 +405,7 @@ impl Plan {
             proposers: pick(proposer_ix),
             learner_sockets,
             proposer_sockets,
-            core_sockets: Some(core_sockets),
+            core_sockets: Some(sockets),
             addrs,
             deployment,
         })
@@ -341,7 +447,7 @@ impl Plan {
 
     /// Starts the coordinator, the acceptors and the backup coordinator.
     pub fn spawn_core(&mut self, stop: &Stop) -> io::Result<Core> {
-        let sockets = self.core_sockets.take().expect("core spawned once");
+        let mut sockets = self.core_sockets.take().expect("core spawned once");
         if self.config.data_plane == DataPlaneAt::Xdp {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -355,8 +461,16 @@ impl Plan {
         let mut coordinator = None;
         let mut acceptors = vec![];
         let mut backup = None;
-        for (n, socket) in core_nodes.into_iter().zip(sockets) {
+        for n in core_nodes {
             let name = d.nodes[n].name.clone();
+            let Some(socket) = sockets[n].take() else {
+                match d.nodes[n].role {
+                    PaxosRole::Coordinator => coordinator = Some(ProgramNode::Elsewhere(self.addrs[n])),
+                    PaxosRole::Acceptor { .. } => acceptors.push(ProgramNode::Elsewhere(self.addrs[n])),
+                    r => unreachable!("the plan binds the {}", r.name()),
+                }
+                continue;
+            };
             match d.nodes[n].role {
                 PaxosRole::Coordinator => {
                     coordinator = Some(self.spawn_program(n, socket, Coordinator::new(roles.coordinator()), stop)?)

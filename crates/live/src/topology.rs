@@ -86,6 +86,9 @@ impl RunningNode {
             RunningNode::Coordinator(ProgramNode::Process(n)) | RunningNode::Acceptor(ProgramNode::Process(n)) => {
                 n.is_finished()
             }
+            RunningNode::Coordinator(ProgramNode::Elsewhere(_)) | RunningNode::Acceptor(ProgramNode::Elsewhere(_)) => {
+                false
+            }
             RunningNode::Backup(n) => n.is_finished(),
             RunningNode::Learner(n) => n.is_finished(),
             RunningNode::ChainSwitch { switch, .. } => switch.is_finished(),

@@ -65,7 +65,7 @@ fn run(raw: &impl AsRawFd, auth: Option<AuthKeys>) -> (u64, usize, (usize, usize
         ProgramNode::Switch(s) => {
             s.stats().rejected.iter().filter(|(r, _)| r.starts_with("auth_")).map(|(_, n)| n).sum()
         }
-        ProgramNode::Process(_) => unreachable!("switch deployment"),
+        _ => unreachable!("switch deployment"),
     };
     let (mut spoofed, mut own) = (0, usize::MAX);
     for l in learners {

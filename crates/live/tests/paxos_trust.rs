@@ -60,7 +60,7 @@ fn commits(r: &Run) -> usize {
             use innet_core::Counters;
             p.counters().into_iter().find(|c| c.0 == "votes").map_or(0, |c| c.1 as usize)
         }),
-        innet_live::paxos::ProgramNode::Process(_) => 0,
+        _ => 0,
     }
 }
 
@@ -79,14 +79,14 @@ fn rejected(st: &HostStats, reason: &str) -> u64 {
 fn coordinator_rejected(r: &Run, reason: &str) -> u64 {
     match &r.core.coordinator {
         innet_live::paxos::ProgramNode::Switch(s) => s.stats().rejected.get(reason).copied().unwrap_or(0),
-        innet_live::paxos::ProgramNode::Process(_) => unreachable!("switch deployment"),
+        _ => unreachable!("switch deployment"),
     }
 }
 
 fn acceptor_rejected(r: &Run, i: usize, reason: &str) -> u64 {
     match &r.core.acceptors[i] {
         innet_live::paxos::ProgramNode::Switch(s) => s.stats().rejected.get(reason).copied().unwrap_or(0),
-        innet_live::paxos::ProgramNode::Process(_) => unreachable!("switch deployment"),
+        _ => unreachable!("switch deployment"),
     }
 }
 

@@ -128,3 +128,156 @@ pub unsafe extern "C" fn innet_paxos_stop(h: *mut InnetPaxos) {
     }
     Box::from_raw(h).app.stop();
 }
+
+// ------------------------------------------------- key-value service client
+
+/// A client of the key-value service (`include/innet_kv.h`): the Rust
+/// client [`innet_live::kv_client::KvNetClient`] (client id and sequence
+/// numbers, resends to the next replica after the timeout, one
+/// application per request).
+pub struct InnetKv {
+    client: innet_live::kv_client::KvNetClient,
+}
+
+/// Connects to the replicas' client ports `replicas` ("HOST:PORT,HOST:PORT,...");
+/// `timeout_ms` per replica before the next (0: the default, 500 ms).
+/// Returns NULL on a bad list or socket error.
+///
+/// # Safety
+/// `replicas` is a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn innet_kv_connect(replicas: *const c_char, timeout_ms: u32) -> *mut InnetKv {
+    if replicas.is_null() {
+        return std::ptr::null_mut();
+    }
+    let Ok(list) = CStr::from_ptr(replicas).to_str() else { return std::ptr::null_mut() };
+    let Ok(addrs) = list.split(',').map(|a| a.trim().parse()).collect::<Result<Vec<std::net::SocketAddr>, _>>() else {
+        return std::ptr::null_mut();
+    };
+    let Ok(mut client) = innet_live::kv_client::KvNetClient::connect(&addrs) else { return std::ptr::null_mut() };
+    if timeout_ms > 0 {
+        client.timeout = Duration::from_millis(timeout_ms as u64);
+    }
+    Box::into_raw(Box::new(InnetKv { client }))
+}
+
+/// `len` bytes at `p` (NULL allowed when `len` is 0).
+unsafe fn bytes<'a>(p: *const u8, len: usize) -> Option<&'a [u8]> {
+    match (p.is_null(), len) {
+        (_, 0) => Some(&[]),
+        (true, _) => None,
+        (false, _) => Some(std::slice::from_raw_parts(p, len)),
+    }
+}
+
+/// Sets a key; 0, or -1 on error (no replica answered, a too long key or value).
+///
+/// # Safety
+/// `h` is live; the pointers point to their lengths' readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn innet_kv_put(
+    h: *mut InnetKv,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+) -> c_int {
+    let (Some(h), Some(k), Some(v)) = (h.as_mut(), bytes(key, key_len), bytes(value, value_len)) else { return -1 };
+    if h.client.put(k, v).is_ok() {
+        0
+    } else {
+        -1
+    }
+}
+
+/// Deletes a key; 0, or -1 on error.
+///
+/// # Safety
+/// `h` is live; `key` points to `key_len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn innet_kv_delete(h: *mut InnetKv, key: *const u8, key_len: usize) -> c_int {
+    let (Some(h), Some(k)) = (h.as_mut(), bytes(key, key_len)) else { return -1 };
+    if h.client.delete(k).is_ok() {
+        0
+    } else {
+        -1
+    }
+}
+
+/// Reads a key: 1 and the value's length in `*len` (its first `cap`
+/// bytes copied to `buf`: call again with room for `*len` if it was
+/// more), 0 if there is no such key, -1 on error.
+///
+/// # Safety
+/// `h` is live; `key` points to `key_len` readable bytes, `buf` to `cap`
+/// writable ones (NULL if `cap` is 0), `len` to a `size_t`.
+#[no_mangle]
+pub unsafe extern "C" fn innet_kv_get(
+    h: *mut InnetKv,
+    key: *const u8,
+    key_len: usize,
+    buf: *mut u8,
+    cap: usize,
+    len: *mut usize,
+) -> c_int {
+    let (Some(h), Some(k), Some(len)) = (h.as_mut(), bytes(key, key_len), len.as_mut()) else { return -1 };
+    if buf.is_null() && cap > 0 {
+        return -1;
+    }
+    match h.client.get(k) {
+        Ok(Some(v)) => {
+            *len = v.len();
+            let n = v.len().min(cap);
+            if n > 0 {
+                std::ptr::copy_nonoverlapping(v.as_ptr(), buf, n);
+            }
+            1
+        }
+        Ok(None) => 0,
+        Err(_) => -1,
+    }
+}
+
+/// Sets a key to `value` if it holds `expected` (`expected` NULL: if it
+/// is absent): 1 if it did, 0 if the key held something else, -1 on error.
+///
+/// # Safety
+/// `h` is live; the pointers point to their lengths' readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn innet_kv_cas(
+    h: *mut InnetKv,
+    key: *const u8,
+    key_len: usize,
+    expected: *const u8,
+    expected_len: usize,
+    value: *const u8,
+    value_len: usize,
+) -> c_int {
+    let (Some(h), Some(k), Some(v)) = (h.as_mut(), bytes(key, key_len), bytes(value, value_len)) else { return -1 };
+    let e = if expected.is_null() { None } else { Some(std::slice::from_raw_parts(expected, expected_len)) };
+    match h.client.cas(k, e, v) {
+        Ok(true) => 1,
+        Ok(false) => 0,
+        Err(_) => -1,
+    }
+}
+
+/// Times a request moved on to another replica (a timeout or BUSY).
+///
+/// # Safety
+/// `h` is live.
+#[no_mangle]
+pub unsafe extern "C" fn innet_kv_failovers(h: *const InnetKv) -> u64 {
+    h.as_ref().map_or(0, |h| h.client.failovers)
+}
+
+/// Frees the client.
+///
+/// # Safety
+/// `h` comes from `innet_kv_connect`; it is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn innet_kv_close(h: *mut InnetKv) {
+    if !h.is_null() {
+        drop(Box::from_raw(h));
+    }
+}

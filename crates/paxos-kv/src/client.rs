@@ -65,8 +65,7 @@ impl KvClient {
     /// LevelDB in `dir`) and proposer `proposer` of `plan` as its proposer.
     pub fn spawn(plan: &mut Plan, learner: usize, proposer: usize, dir: &Path, stop: &Stop) -> io::Result<KvClient> {
         let lcfg = plan.config.learner_config(learner as u16);
-        let mut replica =
-            Replica::open(dir, lcfg).map_err(|e| io::Error::other(format!("LevelDB {}: {e:?}", dir.display())))?;
+        let mut replica = Replica::open(dir, lcfg).map_err(|e| io::Error::other(format!("{}: {e}", dir.display())))?;
         let (node, submitter) = spawn_proposer(plan, proposer, stop)?;
         replica.answer_to(submitter.proposer());
         let (tx, rx) = channel();

@@ -6,8 +6,8 @@
 //! instance each:
 //!
 //! ```text
-//! START  0x11 | total_len u32 | the first 19 bytes          (request r)
-//! MORE   0x12 | index u24     | the next 20 bytes           (request r + index)
+//! START  0x11 | total_len u32 | digest u64 | the first 11 bytes   (request r)
+//! MORE   0x12 | index u24     | the next 20 bytes                   (request r + index)
 //! ```
 //!
 //! The proposer library numbers a proposer's requests consecutively and
@@ -42,8 +42,8 @@ use innet_paxos::envelope::PAYLOAD_MAX;
 
 pub const START: u8 = 0x11;
 pub const MORE: u8 = 0x12;
-/// Command bytes a START carries.
-pub const START_DATA: usize = PAYLOAD_MAX - 5;
+/// Command bytes a START carries (after its kind, total and digest).
+pub const START_DATA: usize = PAYLOAD_MAX - 13;
 /// Command bytes a MORE carries (all but the last exactly this many).
 pub const MORE_DATA: usize = PAYLOAD_MAX - 4;
 /// Widest command: client id, sequence number and the widest operation.
@@ -58,6 +58,17 @@ pub const ASSEMBLIES_MAX: usize = 1024;
 pub const ASSEMBLY_BYTES_MAX: usize = 64 << 20;
 
 const _: () = assert!(PIECES_MAX < 1 << 24, "a piece index is a u24");
+const _: () = assert!(START_DATA > 0 && MORE_DATA > START_DATA);
+
+/// The digest a START carries: SipHash-2-4 of the whole command under a
+/// fixed, public key (see the module doc for what it does and does not
+/// keep out).
+pub fn digest(command: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = siphasher::sip::SipHasher24::new_with_keys(0x696e_6e65_742d_6b76, 0x7069_6563_6573_2d31);
+    h.write(command);
+    h.finish()
+}
 const _: () = assert!(ASSEMBLY_BYTES_MAX >= 4 * COMMAND_MAX);
 
 /// How many pieces a command of `len` bytes takes.
@@ -76,6 +87,7 @@ pub fn split(command: &[u8]) -> Vec<Vec<u8>> {
     let mut out = Vec::with_capacity(pieces(command.len()));
     let mut p = vec![START];
     p.extend_from_slice(&(command.len() as u32).to_be_bytes());
+    p.extend_from_slice(&digest(command).to_be_bytes());
     p.extend_from_slice(head);
     out.push(p);
     while !rest.is_empty() {
@@ -94,7 +106,7 @@ pub fn split(command: &[u8]) -> Vec<Vec<u8>> {
 /// A piece as read from a payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Piece<'a> {
-    Start { total: u32, data: &'a [u8] },
+    Start { total: u32, digest: u64, data: &'a [u8] },
     More { index: u32, data: &'a [u8] },
 }
 
@@ -105,9 +117,10 @@ impl<'a> Piece<'a> {
         match *payload.first()? {
             START => {
                 let total = u32::from_be_bytes(payload.get(1..5)?.try_into().ok()?);
-                let data = &payload[5..];
+                let digest = u64::from_be_bytes(payload.get(5..13)?.try_into().ok()?);
+                let data = &payload[13..];
                 let whole = (total as usize) <= COMMAND_MAX && data.len() == (total as usize).min(START_DATA);
-                whole.then_some(Piece::Start { total, data })
+                whole.then_some(Piece::Start { total, digest, data })
             }
             MORE => {
                 let b = payload.get(1..4)?;
@@ -139,7 +152,8 @@ pub type CommandId = (u32, u32);
 
 #[derive(Clone, Debug, Default)]
 struct Assembly {
-    total: Option<u32>,
+    /// The START's total length and digest.
+    total: Option<(u32, u64)>,
     pieces: BTreeMap<u32, Vec<u8>>,
     bytes: usize,
     /// The earliest instance a piece of it was chosen in.
@@ -158,6 +172,9 @@ pub enum Added {
     /// The piece contradicts its command (or names none): the command is
     /// dropped.
     Malformed,
+    /// The command's pieces do not agree with its START's digest (pieces
+    /// of two commands, see the module doc): the command is dropped.
+    Forged,
 }
 
 /// Commands in progress (see the module doc), and what they cost.
@@ -169,6 +186,8 @@ pub struct Assemblies {
     bytes: usize,
     pub evicted: u64,
     pub malformed: u64,
+    /// Commands dropped because their pieces did not match their digest.
+    pub forged: u64,
     pub completed: u64,
 }
 
@@ -214,8 +233,8 @@ impl Assemblies {
         self.by_age.remove(&(a.born, id.0, id.1));
         a.born = a.born.min(instance);
         self.by_age.insert((a.born, id.0, id.1));
-        if let Piece::Start { total, .. } = piece {
-            a.total = Some(total);
+        if let Piece::Start { total, digest, .. } = piece {
+            a.total = Some((total, digest));
         }
         let data = piece.data();
         a.pieces.insert(piece.index(), data.to_vec());
@@ -227,19 +246,23 @@ impl Assemblies {
             |t: u32, i: u32, d: &[u8]| (i as usize) < pieces(t as usize) && d.len() == Self::piece_len(t as usize, i);
         let consistent = match (a.total, piece) {
             (None, _) => true,
-            (Some(t), Piece::Start { .. }) => a.pieces.iter().all(|(&i, d)| fits(t, i, d)),
-            (Some(t), Piece::More { index, data }) => fits(t, index, data),
+            (Some((t, _)), Piece::Start { .. }) => a.pieces.iter().all(|(&i, d)| fits(t, i, d)),
+            (Some((t, _)), Piece::More { index, data }) => fits(t, index, data),
         };
         if !consistent {
             self.malformed += 1;
             self.drop_command(id, forget);
             return Added::Malformed;
         }
-        let done = a.total.is_some_and(|t| a.pieces.len() == pieces(t as usize));
-        if done {
+        if let Some((t, d)) = a.total.filter(|&(t, _)| a.pieces.len() == pieces(t as usize)) {
             let command: Vec<u8> = a.pieces.values().flatten().copied().collect();
-            self.completed += 1;
+            debug_assert_eq!(command.len(), t as usize, "every piece's length was checked");
             self.drop_command(id, forget);
+            if digest(&command) != d {
+                self.forged += 1;
+                return Added::Forged;
+            }
+            self.completed += 1;
             return Added::Complete(command);
         }
         self.make_room_for(id, forget);
@@ -361,8 +384,13 @@ mod tests {
         assert_eq!(forget, vec![(5, 10), (5, 12)]);
         // Pieces that cannot be: a MORE before request 0, bad lengths.
         assert_eq!(t.add(1, 5, 0, Piece::parse(&ps[1]).unwrap(), &mut forget), Added::Malformed);
-        assert_eq!(Piece::parse(&[START, 0, 0, 0, 30, 1]), None, "START shorter than its share");
-        assert_eq!(Piece::parse(&[START, 0xff, 0, 0, 0]), None, "past COMMAND_MAX");
+        assert_eq!(
+            Piece::parse(&[START, 0, 0, 0, 30, 0, 0, 0, 0, 0, 0, 0, 0, 1]),
+            None,
+            "START shorter than its share"
+        );
+        assert_eq!(Piece::parse(&[START, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), None, "past COMMAND_MAX");
+        assert_eq!(Piece::parse(&[START, 0, 0, 0, 0, 0, 0, 0]), None, "START without its digest");
         assert_eq!(Piece::parse(&[MORE, 0, 0, 0, 1]), None, "index 0");
         assert_eq!(Piece::parse(&[MORE, 0, 0, 1]), None, "no data");
         assert_eq!(Piece::parse(&[1, 1, b'k']), None, "an old-style command");
@@ -374,5 +402,42 @@ mod tests {
         }
         assert_eq!((t.len(), t.evicted), (ASSEMBLIES_MAX, 3));
         assert!(!t.open.contains_key(&(9, 1)) && t.open.contains_key(&(9, 301)));
+    }
+
+    /// Pieces forged under a command's `(proposer, request)`, of the
+    /// right length and index, chosen before the real ones (without
+    /// `--auth-key` anyone outside the deployment can send them): the
+    /// command is never applied with their bytes, in any order; the real
+    /// command, resubmitted under new requests, is applied whole.
+    #[test]
+    fn forged_pieces_never_complete_a_command() {
+        let real: Vec<u8> = (0..200u32).map(|i| i as u8).collect();
+        let ps = split(&real);
+        for forged_index in 0..ps.len() {
+            let mut forged = split(&[0xee; 200]);
+            if forged_index > 0 {
+                // Only the data differs: the real START's digest stands.
+                forged[0] = ps[0].clone();
+            }
+            let mut t = Assemblies::default();
+            let mut got = vec![];
+            let mut forget = vec![];
+            let mut add = |t: &mut Assemblies, k: usize, p: &Vec<u8>| {
+                got.push(t.add(k as u32, 3, 50 + k as u32, Piece::parse(p).unwrap(), &mut forget))
+            };
+            add(&mut t, forged_index, &forged[forged_index]);
+            for (k, p) in ps.iter().enumerate() {
+                add(&mut t, k, p);
+            }
+            assert!(!got.iter().any(|a| matches!(a, Added::Complete(_))), "piece {forged_index}: {got:?}");
+            let forged_count = got.iter().filter(|a| **a == Added::Forged).count();
+            assert_eq!((forged_count, t.forged), (1, 1), "piece {forged_index}: {got:?}");
+            // A real piece that came after the command was dropped opens a
+            // command that never completes (evicted in time).
+            assert!(t.len() <= 1, "piece {forged_index}");
+            // Resubmitted as new requests: applied as it was sent.
+            let again = feed(&mut t, 500, 3, 900, &ps, &(0..ps.len()).collect::<Vec<_>>());
+            assert_eq!(again.last(), Some(&Added::Complete(real.clone())));
+        }
     }
 }

@@ -28,7 +28,11 @@ pub mod client;
 pub mod clients;
 pub mod command;
 pub mod fragment;
-pub mod net_client;
+/// The network client lives in `innet_live` (it needs no LevelDB, so the
+/// Python package and the C library link it without it).
+pub mod net_client {
+    pub use innet_live::kv_client::*;
+}
 pub mod replica;
 pub mod service;
 
@@ -80,13 +84,13 @@ pub fn run_replica(
         shared: Arc<Mutex<String>>,
         every: std::time::Duration,
         next: Time,
-        service: Option<(Arc<service::Service>, service::DecidedTx)>,
+        service: Option<(Arc<service::Service>, service::FrontTx)>,
     }
     impl Reporting {
         fn serve(&mut self) {
             if let Some((s, decided)) = &self.service {
-                for d in self.replica.take_decided() {
-                    let _ = decided.send(d);
+                for (instance, value) in self.replica.take_decided() {
+                    let _ = decided.send(service::FrontEvent::Decided(instance, value));
                 }
                 s.answer(self.replica.take_net_answers());
             }
@@ -97,6 +101,15 @@ pub fn run_replica(
     }
     impl Host for Reporting {
         fn on_packet(&mut self, now: Time, p: &[u8], out: &mut Outbox) {
+            use innet_wire::paxos::{MsgType, PaxosMsg};
+            // The backup's TAKEOVER (admitted from the backup only) is for
+            // the front end's proposer, which the deployment does not name.
+            if let (Some((_, front)), Ok(m)) = (&self.service, PaxosMsg::decode(p)) {
+                if m.msgtype == MsgType::Takeover {
+                    let _ = front.send(service::FrontEvent::Takeover);
+                    return;
+                }
+            }
             self.replica.on_packet(now, p, out);
             self.serve();
         }
@@ -126,7 +139,7 @@ pub fn run_replica(
     std::fs::create_dir_all(data_dir)
         .map_err(|e| std::io::Error::new(e.kind(), format!("creating {}: {e}", data_dir.display())))?;
     let mut replica = Replica::open(data_dir, live.learner_config(id as u16))
-        .map_err(|e| std::io::Error::other(format!("opening {}: {e:?}", data_dir.display())))?;
+        .map_err(|e| std::io::Error::other(format!("opening {}: {e}", data_dir.display())))?;
     let socket = innet_live::txn::bind(addr)?;
     say(&format!("replica{id} {addr}"));
     let mut front_node = None;
@@ -165,6 +178,8 @@ pub fn run_replica(
             c.push(("applied", r.replica.applied));
             c.push(("commands", r.replica.net.applied));
             c.push(("commands_repeated", r.replica.net.repeated));
+            c.push(("pieces_malformed", r.replica.assemblies.malformed));
+            c.push(("commands_forged", r.replica.assemblies.forged));
             c.push(("client_malformed", r.malformed()));
             c
         },

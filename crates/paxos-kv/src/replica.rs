@@ -81,6 +81,46 @@ fn be32(b: &[u8]) -> u32 {
 
 pub type Error = leveldb::error::Error;
 
+/// Why [`Replica::open`] refused a directory.
+#[derive(Debug)]
+pub enum OpenError {
+    Db(Error),
+    /// The directory holds something a replica never writes (a damaged
+    /// or foreign database): refused rather than half-read.
+    Damaged {
+        what: String,
+    },
+}
+
+impl From<Error> for OpenError {
+    fn from(e: Error) -> OpenError {
+        OpenError::Db(e)
+    }
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Db(e) => write!(f, "LevelDB: {e:?}"),
+            OpenError::Damaged { what } => write!(
+                f,
+                "the replica directory is damaged ({what}): restore it from a copy, or move it away and start \
+                 the replica on a fresh directory"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+/// Delivered `(proposer, request)` pairs a replica keeps on disk (the
+/// newest, by instance), to resume its learner's duplicate filter after a
+/// restart. Older ones are deleted in the batch that adds new ones: a value
+/// resubmitted after this many later deliveries and across a restart of
+/// the replica would be applied again (the network clients' commands are
+/// still applied once: their client table decides, not this filter).
+pub const SEEN_STORED_MAX: usize = 1 << 16;
+
 /// What an applied command returns to its client.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -175,20 +215,29 @@ pub struct Replica {
     decided: Vec<(u32, Value)>,
     /// How often this directory was opened, this time included.
     pub opened: u32,
+    /// `(instance, proposer, request)` of the delivered pairs on disk,
+    /// oldest first, at most [`SEEN_STORED_MAX`].
+    stored_seen: VecDeque<(u32, u32, u32)>,
 }
 
 impl Replica {
     /// Opens (or creates) the replica's database in `dir` and resumes after
     /// the last instance it applied, with its client table and the pieces
     /// of commands in progress.
-    pub fn open(dir: &Path, config: LearnerConfig) -> Result<Replica, Error> {
+    pub fn open(dir: &Path, config: LearnerConfig) -> Result<Replica, OpenError> {
         let mut o = Options::new();
         o.create_if_missing = true;
         let db: Database<Key> = Database::open(dir, o)?;
-        let read_u32 = |k: &[u8]| -> Result<u32, Error> {
-            Ok(db
-                .get(ReadOptions::new(), Key(k.to_vec()))?
-                .map_or(0, |b| u32::from_be_bytes(b.try_into().unwrap_or([0; 4]))))
+        let damaged = |what: String| OpenError::Damaged { what };
+        let read_u32 = |k: &[u8]| -> Result<u32, OpenError> {
+            match db.get(ReadOptions::new(), Key(k.to_vec()))? {
+                None => Ok(0),
+                Some(b) => b
+                    .as_slice()
+                    .try_into()
+                    .map(u32::from_be_bytes)
+                    .map_err(|_| damaged(format!("{} holds {} bytes, not 4", String::from_utf8_lossy(k), b.len()))),
+            }
         };
         let next = read_u32(META_NEXT)?;
         let opened = read_u32(META_OPENED)?.wrapping_add(1);
@@ -197,23 +246,41 @@ impl Replica {
         let mut client_table = ClientTable::default();
         let mut assemblies = Assemblies::default();
         for (k, v) in db.iter(ReadOptions::new()) {
-            match (k.0.first(), k.0.len()) {
-                (Some(&SEEN), 10) => seen.push((be32(&k.0[2..6]), be32(&k.0[6..10]))),
-                (Some(&CLIENT), 10) => {
-                    if let Some(e) = Entry::decode(&v) {
-                        client_table.record(u64::from_be_bytes(k.0[2..10].try_into().expect("sized")), e);
-                    }
+            let bad = |what: &str| damaged(format!("key {:02x?}: {what}", &k.0[..k.0.len().min(16)]));
+            match (k.0.first(), k.0.get(1), k.0.len()) {
+                (Some(&DATA), Some(b'/'), _) => {}
+                // Earlier versions stored no instance: oldest.
+                (Some(&SEEN), Some(b'/'), 10) if v.len() == 4 || v.is_empty() => {
+                    let instance = if v.is_empty() { 0 } else { be32(&v) };
+                    seen.push((instance, be32(&k.0[2..6]), be32(&k.0[6..10])))
                 }
-                (Some(&PIECE), 10) if v.len() >= 4 => {
+                (Some(&SEEN), _, _) => {
+                    return Err(bad("a delivered pair that is not proposer u32, request u32 -> instance u32"))
+                }
+                (Some(&CLIENT), Some(b'/'), 10) => {
+                    let e = Entry::decode(&v).ok_or_else(|| bad("a client table entry that does not decode"))?;
+                    client_table.record(u64::from_be_bytes(k.0[2..10].try_into().expect("sized")), e);
+                }
+                (Some(&CLIENT), _, _) => return Err(bad("a client table key that is not c/<client u64>")),
+                (Some(&PIECE), Some(b'/'), 10) if v.len() >= 4 => {
                     let (p, r, instance) = (be32(&k.0[2..6]), be32(&k.0[6..10]), be32(&v[..4]));
-                    if let Some(piece) = Piece::parse(&v[4..]) {
-                        let added = assemblies.add(instance, p, r, piece, &mut vec![]);
-                        debug_assert_eq!(added, Added::Pending, "stored pieces are of incomplete commands");
+                    let piece = Piece::parse(&v[4..]).ok_or_else(|| bad("a stored piece that does not parse"))?;
+                    if assemblies.add(instance, p, r, piece, &mut vec![]) != Added::Pending {
+                        return Err(bad("a stored piece that completes, repeats or contradicts its command"));
                     }
                 }
-                _ => {}
+                (Some(&PIECE), _, _) => {
+                    return Err(bad("a stored piece that is not f/<proposer><request> -> instance | piece"))
+                }
+                _ if k.0 == META_NEXT || k.0 == META_OPENED => {}
+                _ => return Err(bad("not a key a replica writes")),
             }
         }
+        // Oldest first; a directory of an earlier version may hold more
+        // than the bound: trimmed at the next write.
+        seen.sort_unstable();
+        let stored_seen: VecDeque<(u32, u32, u32)> = seen.into_iter().collect();
+        let seen = stored_seen.iter().map(|&(_, p, r)| (p, r)).collect::<Vec<_>>();
         let learner = Learner::resume(config, next, seen);
         debug_assert_eq!(learner.checkpoint(), next, "the replica resumes after the last instance it applied");
         Ok(Replica {
@@ -230,6 +297,7 @@ impl Replica {
             watch: None,
             decided: vec![],
             opened,
+            stored_seen,
         })
     }
 
@@ -290,7 +358,8 @@ impl Replica {
                 continue;
             }
             let Some(e) = envelope else { continue };
-            w.batch.put(seen_key(e.proposer, e.request), &[]);
+            w.batch.put(seen_key(e.proposer, e.request), &d.instance.to_be_bytes());
+            self.stored_seen.push_back((d.instance, e.proposer, e.request));
             self.applied += 1;
             let outcome = match Piece::parse(e.payload()) {
                 Some(piece) => {
@@ -303,6 +372,10 @@ impl Replica {
                 let (proposer, request) = (e.proposer, e.request);
                 self.answers.push_back(Answer { instance: d.instance, proposer, request, outcome });
             }
+        }
+        while self.stored_seen.len() > SEEN_STORED_MAX {
+            let (_, p, r) = self.stored_seen.pop_front().expect("non-empty");
+            w.batch.delete(seen_key(p, r));
         }
         w.batch.put(Key(META_NEXT.to_vec()), &self.learner.checkpoint().to_be_bytes());
         self.db.write(WriteOptions::new(), &w.batch).expect("leveldb write");
@@ -521,6 +594,59 @@ mod tests {
         feed(&mut r, 5, 5, &Command::Put { key: b"c".to_vec(), value: b"3".to_vec() });
         assert_eq!(r.applied, 1);
         assert_eq!(r.contents().len(), 2);
+        drop(r);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A directory holding what a replica never writes is refused with
+    /// the reason, not half-read (before: a debug assertion, or nothing).
+    #[test]
+    fn refuses_a_damaged_directory() {
+        let cfg = LearnerConfig::new(0, 2);
+        let cases: [(&[u8], &[u8], &str); 5] = [
+            (b"m/next", b"abc", "m/next holds 3 bytes, not 4"),
+            (b"s/short", b"", "a delivered pair"),
+            (b"c/\0\0\0\0\0\0\0\x07", b"?", "a client table entry that does not decode"),
+            (b"f/\0\0\0\x01\0\0\0\x02", b"\0\0\0\0\x12", "a stored piece that does not parse"),
+            (b"zebra", b"", "not a key a replica writes"),
+        ];
+        for (i, (key, value, reason)) in cases.into_iter().enumerate() {
+            let dir = std::env::temp_dir().join(format!("innet-kv-damaged-{}-{i}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            {
+                let mut r = Replica::open(&dir, cfg.clone()).unwrap();
+                feed(&mut r, 0, 1, &Command::Put { key: b"a".to_vec(), value: b"1".to_vec() });
+                r.db.put(WriteOptions::new(), Key(key.to_vec()), value).unwrap();
+            }
+            let e = Replica::open(&dir, cfg.clone()).err().expect("refused").to_string();
+            assert!(e.contains("damaged") && e.contains(reason), "{reason}: {e}");
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+
+    /// The delivered pairs on disk stay within `SEEN_STORED_MAX`, the
+    /// newest kept: a reopened replica still filters a recent duplicate.
+    #[test]
+    fn the_stored_duplicate_filter_is_bounded() {
+        let dir = std::env::temp_dir().join(format!("innet-kv-seen-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = LearnerConfig::new(0, 2);
+        let n = SEEN_STORED_MAX as u32 + 100;
+        let get = Command::Get { key: b"k".to_vec() };
+        let stored = |r: &Replica| r.db.iter(ReadOptions::new()).filter(|(k, _)| k.0[0] == SEEN).count();
+        {
+            let mut r = Replica::open(&dir, cfg.clone()).unwrap();
+            for i in 0..n {
+                feed(&mut r, i, i + 1, &get);
+            }
+            assert_eq!(r.applied, n as u64);
+            assert_eq!(stored(&r), SEEN_STORED_MAX);
+        }
+        let mut r = Replica::open(&dir, cfg).unwrap();
+        assert_eq!(r.stored_seen.len(), SEEN_STORED_MAX);
+        feed(&mut r, n, n, &get); // the newest request, chosen again
+        assert_eq!(r.applied, 0, "a recent duplicate is still filtered after the reopen");
+        assert_eq!(stored(&r), SEEN_STORED_MAX);
         drop(r);
         std::fs::remove_dir_all(&dir).unwrap();
     }

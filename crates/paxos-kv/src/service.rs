@@ -18,7 +18,12 @@
 //! The front end learns that its values were chosen from its own replica's
 //! deliveries ([`Replica::watch`]): acceptors send votes only to the
 //! deployment's named proposers (and, in the switch deployment, to a
-//! request's origin), so this works in every deployment.
+//! request's origin), so this works in every deployment. Likewise it
+//! learns that the backup coordinator took over (CAANS section 3.1) from
+//! the TAKEOVER the backup sends the learners too: the replica passes it
+//! on ([`FrontEvent::Takeover`]) and the front end's proposer sends to the
+//! backup from then on, resubmitting what is pending, as the library's
+//! proposers do.
 //!
 //! Bounds: [`WAITERS_MAX`] requests waiting for their answer (older than
 //! [`WAITER_TTL`] are dropped when room is needed; then BUSY),
@@ -194,7 +199,7 @@ impl Service {
 pub struct Front {
     proposer: Proposer,
     commands: Receiver<Vec<u8>>,
-    decided: Receiver<(u32, Value)>,
+    events: Receiver<FrontEvent>,
     queue: VecDeque<Vec<u8>>,
     queued: Arc<AtomicUsize>,
     next_poll: Time,
@@ -202,11 +207,19 @@ pub struct Front {
 
 impl Front {
     fn pump(&mut self, now: Time, out: &mut Outbox) {
-        while let Ok((instance, value)) = self.decided.try_recv() {
-            let mut m = PaxosMsg::new(MsgType::Decided);
-            m.inst = instance;
-            m.value = value;
-            self.proposer.on_packet(now, &m.encode(), out);
+        while let Ok(event) = self.events.try_recv() {
+            match event {
+                FrontEvent::Decided(instance, value) => {
+                    let mut m = PaxosMsg::new(MsgType::Decided);
+                    m.inst = instance;
+                    m.value = value;
+                    self.proposer.on_packet(now, &m.encode(), out);
+                }
+                FrontEvent::Takeover => {
+                    let t = PaxosMsg::new(MsgType::Takeover);
+                    self.proposer.on_packet(now, &t.encode(), out);
+                }
+            }
         }
         self.proposer.take_committed();
         while let Ok(c) = self.commands.try_recv() {
@@ -240,17 +253,25 @@ impl Host for Front {
     }
 }
 
-/// Where the replica reports its front end's chosen values: `(instance, value)`.
-pub type DecidedTx = Sender<(u32, Value)>;
+/// What the replica tells its front end.
+pub enum FrontEvent {
+    /// One of the front end's values was chosen in this instance.
+    Decided(u32, Value),
+    /// The backup coordinator took over (its TAKEOVER reached the replica).
+    Takeover,
+}
+
+/// Where the replica reports to its front end.
+pub type FrontTx = Sender<FrontEvent>;
 
 /// Binds the client port at `addr` (UDP, and TCP on the same port) and
 /// starts its threads; returns the service and the front end to run as a
-/// host (fed `(instance, value)` of its proposer's chosen values).
+/// host (fed its proposer's chosen values and the backup's takeover).
 pub fn start(
     addr: SocketAddr,
     proposer: Proposer,
     stop: &innet_live::Stop,
-) -> io::Result<(Arc<Service>, Front, DecidedTx)> {
+) -> io::Result<(Arc<Service>, Front, FrontTx)> {
     let udp = UdpSocket::bind(addr).map_err(|e| io::Error::new(e.kind(), format!("cannot bind UDP {addr}: {e}")))?;
     let addr = udp.local_addr()?;
     let tcp = TcpListener::bind(addr).map_err(|e| io::Error::new(e.kind(), format!("cannot bind TCP {addr}: {e}")))?;
@@ -298,7 +319,7 @@ pub fn start(
             }
         }
     })?;
-    let front = Front { proposer, commands: crx, decided: drx, queue: VecDeque::new(), queued, next_poll: Time::ZERO };
+    let front = Front { proposer, commands: crx, events: drx, queue: VecDeque::new(), queued, next_poll: Time::ZERO };
     Ok((service, front, dtx))
 }
 

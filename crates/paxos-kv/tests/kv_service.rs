@@ -259,3 +259,45 @@ fn killing_the_clients_replica_costs_one_timeout() {
         assert_eq!(c.get(format!("k{k}").as_bytes()).unwrap(), Some(format!("{last}").into_bytes()));
     }
 }
+
+/// Without `--auth-key`, anyone outside the deployment may submit values in
+/// the outsiders' block of proposer ids, which the replicas' front ends
+/// use: a forger sends MORE pieces under replica 0's front end's id and
+/// its next request numbers (those that carry only value bytes) before a client's put of a 300-byte value (17
+/// pieces) goes through replica 0. The forged pieces are chosen first, so
+/// the learners take the real ones for duplicates; the command assembled
+/// from the real START and the forged rest fails its digest and is dropped
+/// (before, the value was stored with the forger's bytes). The client
+/// times out, resends to replica 1, and the value is stored as sent.
+#[test]
+fn forged_pieces_do_not_corrupt_a_value() {
+    use innet_paxos::envelope::Envelope;
+    use innet_paxos_kv::fragment::{self, MORE};
+    use innet_wire::paxos::{MsgType, PaxosMsg};
+
+    let s = start("forged", 5);
+    let ports = s.ports();
+    let front = innet_paxos_kv::replica_proposer_id(0, 1); // replica 0, opened once
+    let forger = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let value: Vec<u8> = (0..300u32).map(|i| (i % 251) as u8).collect();
+    let command_len = 16 + 1 + 2 + 3 + value.len(); // client, seq, PUT, key_len, "big", value
+    let n = fragment::pieces(command_len);
+    assert_eq!(n, 17);
+    // Pieces 2.. carry only value bytes (the START and piece 1 hold the
+    // client, seq, operation and key): forged, the command stays a
+    // well-formed put of the client's, with the forger's bytes.
+    for index in 2..n as u32 - 1 {
+        let mut piece = vec![MORE];
+        piece.extend_from_slice(&index.to_be_bytes()[1..]);
+        piece.extend_from_slice(&[0xee; fragment::MORE_DATA]);
+        let mut m = PaxosMsg::new(MsgType::Request);
+        m.value = Envelope::new(front, 1 + index, &piece).unwrap().to_value();
+        forger.send_to(&m.encode(), s._core.coordinator.addr()).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200)); // chosen before the real pieces
+    let mut c = KvNetClient::connect(&ports).unwrap();
+    c.timeout = Duration::from_millis(300);
+    c.put(b"big", &value).unwrap();
+    assert_eq!(c.get(b"big").unwrap(), Some(value), "stored as sent, not with forged bytes");
+    assert_eq!(c.failovers, 1, "the forged command was dropped at replica 0: one timeout");
+}

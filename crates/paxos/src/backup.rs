@@ -6,8 +6,9 @@
 //! While the switch coordinator answers its heartbeats, the backup only
 //! watches: it is a member of the learners' group and remembers the highest
 //! instance voted in. After `heartbeat_misses` unanswered heartbeats it takes
-//! over: it tells the proposers (TAKEOVER, repeated every heartbeat interval
-//! so a lost announcement does no harm) and from then on orders their
+//! over: it tells the proposers and learners (TAKEOVER, repeated every
+//! heartbeat interval so a lost announcement, or a proposer started later,
+//! does no harm) and from then on orders their
 //! requests itself, starting after the highest instance it saw. Its round
 //! (epoch 1, issuer 2) is higher than the coordinator's pre-initialised one,
 //! and because acceptors were only pre-initialised for round 1, it runs
@@ -151,6 +152,9 @@ impl BackupCoordinator {
         let mut t = PaxosMsg::new(MsgType::Takeover);
         t.rnd = crate::round(1, crate::ISSUER_BACKUP);
         out.send(Dest::Group(crate::GROUP_PROPOSERS), t.encode());
+        // Learners pass it to proposers in their process that the
+        // deployment does not name (a key-value replica's front end).
+        out.send(Dest::Group(crate::GROUP_LEARNERS), t.encode());
         self.next_heartbeat = now + self.config.heartbeat_interval;
     }
 
@@ -307,9 +311,14 @@ mod tests {
         assert!(b.active_since().is_none(), "within heartbeat_misses intervals");
         b.on_tick(ms(40), &mut out);
         assert_eq!(b.active_since(), Some(ms(40)));
-        let (dest, bytes) = out.sends.last().unwrap();
-        assert_eq!(*dest, Dest::Group(crate::GROUP_PROPOSERS));
-        assert_eq!(PaxosMsg::decode(bytes).unwrap().msgtype, MsgType::Takeover);
+        let takeovers: Vec<Dest> = out
+            .sends
+            .iter()
+            .filter(|(_, b)| PaxosMsg::decode(b).unwrap().msgtype == MsgType::Takeover)
+            .map(|(d, _)| *d)
+            .collect();
+        // The learners pass it on to proposers the deployment does not name.
+        assert_eq!(takeovers, [Dest::Group(crate::GROUP_PROPOSERS), Dest::Group(crate::GROUP_LEARNERS)]);
     }
 
     /// Section 3.1: after the takeover, learners that ask (TRIM) learn how

@@ -15,7 +15,9 @@
 //!   [`GROUP_PEERS`] (CATCHUP / DECIDED);
 //! * the backup watches the coordinator on [`PORT_COORDINATOR`] and, when it
 //!   takes over, sends 1A/2A to [`GROUP_ACCEPTORS`] and TAKEOVER to
-//!   [`GROUP_PROPOSERS`];
+//!   [`GROUP_PROPOSERS`] and [`GROUP_LEARNERS`] (a learner's process may
+//!   hold proposers the deployment does not name, such as a key-value
+//!   replica's front end, which learn of the takeover through it);
 //! * proposers send REQUESTs to [`PORT_COORDINATOR`], or to [`PORT_BACKUP`]
 //!   once it took over.
 //!
@@ -189,6 +191,7 @@ pub fn wire(d: &mut PaxosDeployment, origin_votes: bool) {
             PaxosRole::Backup => {
                 d.set_group(i, GROUP_ACCEPTORS, nodes(&acceptors));
                 d.set_group(i, GROUP_PROPOSERS, nodes(&proposers));
+                d.set_group(i, GROUP_LEARNERS, nodes(&learners));
                 coordinator.inspect(|&c| d.set_port(i, PORT_COORDINATOR, c));
             }
             PaxosRole::Proposer { .. } => {

@@ -140,6 +140,9 @@ pub fn allowed(kind: Kind, t: MsgType) -> u8 {
         (Kind::Learner, M::Decided) => ACCEPTOR | LEARNER,
         (Kind::Learner, M::Catchup) => LEARNER,
         (Kind::Learner, M::Window) => COORDINATOR | BACKUP,
+        // For the proposers in a learner's process that the deployment
+        // does not name (a key-value replica's front end).
+        (Kind::Learner, M::Takeover) => BACKUP,
         (Kind::Proposer, M::Phase2B | M::Decided) => ACCEPTOR,
         (Kind::Proposer, M::Takeover) => BACKUP,
         _ => 0,

@@ -338,6 +338,15 @@ pub struct UpPaxosArgs {
     /// addresses that follow from --base-port.
     #[arg(long, requires = "base_port")]
     external_learners: bool,
+    /// Run only this node of the deployment (coordinator, acceptor0, acceptor1, ...)
+    /// at the address --base-port gives it; the rest runs in another process
+    /// started with --elsewhere NODE (so the node can be killed and restarted alone).
+    #[arg(long, requires = "base_port", value_parser = innet_live::paxos::parse_program_role)]
+    node: Option<innet_paxos::deploy::PaxosRole>,
+    /// Nodes (coordinator, acceptorN; comma-separated) that run in other
+    /// processes (`innet up paxos ... --node NODE`): not started here.
+    #[arg(long, requires = "base_port", value_delimiter = ',', value_parser = innet_live::paxos::parse_program_role)]
+    elsewhere: Vec<innet_paxos::deploy::PaxosRole>,
     /// Built-in proposers submit key-value commands (put/delete/get) instead of opaque values.
     #[arg(long)]
     kv_load: bool,
@@ -381,6 +390,7 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
             external_learners: a.external_learners,
             pack: a.pack,
             auth,
+            elsewhere: a.elsewhere,
             ..innet_live::paxos::LiveConfig::default()
         },
         outstanding: a.outstanding,
@@ -391,6 +401,9 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
         kill_coordinator_at_s: a.kill_coordinator_at_s,
     };
     let stop = innet_live::stop_on_signals()?;
+    if let Some(role) = a.node {
+        return run_node(&cfg.live, role, a.duration_s, &stop);
+    }
     let sources = innet_live::metrics::Sources::default();
     let _metrics = innet_live::metrics::serve(a.metrics.metrics, &sources)?;
     let r = crate::paxos_live::up(&cfg, &stop, &sources, |line| {
@@ -410,6 +423,29 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
         println!("backup.took_over_at_ms {:.1}", t * 1e3);
         println!("proposers.longest_gap_ms {gap:.1}");
     }
+    Ok(0)
+}
+
+/// `innet up paxos --node NODE`: one coordinator or acceptor, alone, until
+/// `stop` or `duration_s`.
+fn run_node(
+    live: &innet_live::paxos::LiveConfig,
+    role: innet_paxos::deploy::PaxosRole,
+    duration_s: Option<f64>,
+    stop: &innet_live::Stop,
+) -> anyhow::Result<i32> {
+    anyhow::ensure!(
+        !live.elsewhere.contains(&role),
+        "--node {0} runs {0} here: do not also list it in --elsewhere",
+        innet_live::paxos::role_label(role)
+    );
+    let node = innet_live::paxos::spawn_alone(live, role, stop)?;
+    super::print_line(&format!("{} {}", innet_live::paxos::role_label(role), node.addr()));
+    let started = std::time::Instant::now();
+    while !stop.is_stopped() && duration_s.is_none_or(|d| started.elapsed().as_secs_f64() < d) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    stop.stop();
     Ok(0)
 }
 

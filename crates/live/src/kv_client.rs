@@ -1,6 +1,8 @@
 //! A network client of the key-value service (issue 24 item 1): talks to
-//! any of the replicas' client ports (`innet_wire::kv`), one request at a
-//! time, and fails over by itself.
+//! any of the replicas' client ports (`innet_wire::kv`; the replicas are
+//! `innet_paxos_kv`'s), one request at a time, and fails over by itself.
+//! The Python package (`innet.KvClient`) and the C library
+//! (`innet_kv_*`) are this client.
 //!
 //! Each request carries the client's id (random per client) and the next
 //! sequence number. The client sends it to its current replica and waits
@@ -78,7 +80,7 @@ impl KvNetClient {
         if replicas.is_empty() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "no replica address given"));
         }
-        let socket = UdpSocket::bind(innet_live::txn::bind_addr_for(replicas[0]))?;
+        let socket = UdpSocket::bind(crate::txn::bind_addr_for(replicas[0]))?;
         let client = fresh_client_id();
         Ok(KvNetClient {
             replicas: replicas.to_vec(),
