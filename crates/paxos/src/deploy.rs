@@ -268,6 +268,12 @@ impl Roles {
             timeout: self.params.gap_timeout,
             ..BackupConfig::new(self.quorum())
         };
+        // Never more instances in flight than the acceptors' ring holds:
+        // beyond it they refuse every message (`ring_full`), and the
+        // instances the backup announced (WINDOW) but could not run would
+        // be recovered by the learners as no-ops, moving its requests on
+        // and on (seed 903 of `innet check paxos`: 8 slots, window 64).
+        let b = BackupConfig { window: b.window.min(self.params.slots.max(1)), ..b };
         debug_assert_eq!(b.quorum, self.quorum());
         b
     }
@@ -376,6 +382,13 @@ mod tests {
         assert_eq!((r.quorum(), r.trim_quorum()), (3, 2));
         assert_eq!(r.acceptor(4).slots, 64);
         assert_eq!(r.learner(1).trim_every, 8);
+        assert_eq!(r.backup().window, 64, "the backup's own window where the ring is larger");
+        // A backup never runs more instances than the acceptors' ring holds
+        // (`innet check paxos --seed 903`: 8 slots, a window of 64, the
+        // learners recovered the instances it could not run as no-ops and
+        // its requests never committed).
+        let small = Roles::new(PaxosParams { slots: 8, ..PaxosParams::default() }, 5, 2);
+        assert_eq!(small.backup().window, 8);
     }
 
     #[test]
