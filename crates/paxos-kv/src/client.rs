@@ -87,6 +87,7 @@ impl KvClient {
         let bytes = command
             .encode()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "key and value wider than one command"))?;
+        debug_assert!(bytes.len() <= innet_paxos::envelope::PAYLOAD_MAX, "one command fits one value");
         let request = self.submitter.submit(&bytes)?;
         let deadline = Instant::now() + self.timeout;
         loop {
@@ -101,11 +102,15 @@ impl KvClient {
     }
 
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> io::Result<()> {
-        self.execute(&Command::Put { key: key.to_vec(), value: value.to_vec() }).map(|_| ())
+        let o = self.execute(&Command::Put { key: key.to_vec(), value: value.to_vec() })?;
+        debug_assert_eq!(o, Outcome::Done, "a replica applies a put it decoded");
+        Ok(())
     }
 
     pub fn delete(&mut self, key: &[u8]) -> io::Result<()> {
-        self.execute(&Command::Delete { key: key.to_vec() }).map(|_| ())
+        let o = self.execute(&Command::Delete { key: key.to_vec() })?;
+        debug_assert_eq!(o, Outcome::Done, "a replica applies a delete it decoded");
+        Ok(())
     }
 
     /// The value of `key` in the replicated store, read in its place in the

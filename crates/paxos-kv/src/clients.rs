@@ -47,6 +47,7 @@ impl Entry {
         b[..8].copy_from_slice(&self.seq.to_be_bytes());
         b[8] = self.status;
         b[9..].copy_from_slice(&self.used.to_be_bytes());
+        debug_assert!(b[8] == self.status && b[..8] == self.seq.to_be_bytes(), "an entry encodes as itself");
         b
     }
 
@@ -54,7 +55,9 @@ impl Entry {
         let b: &[u8; Entry::LEN] = b.try_into().ok()?;
         let seq = u64::from_be_bytes(b[..8].try_into().ok()?);
         let used = u32::from_be_bytes(b[9..].try_into().ok()?);
-        Some(Entry { seq, status: b[8], used })
+        let e = Entry { seq, status: b[8], used };
+        debug_assert_eq!(&e.encode(), b, "a decoded entry re-encodes to its bytes");
+        Some(e)
     }
 }
 
@@ -77,25 +80,38 @@ pub struct ClientTable {
 
 impl ClientTable {
     pub fn len(&self) -> usize {
+        debug_assert!(self.holds());
         self.entries.len()
     }
 
+    /// The table's invariants: within [`CLIENTS_MAX`], and the use index
+    /// names every entry once, at the instance the entry records.
+    fn holds(&self) -> bool {
+        self.entries.len() <= CLIENTS_MAX && self.entries.len() == self.by_use.len()
+    }
+
     pub fn is_empty(&self) -> bool {
+        debug_assert_eq!(self.entries.is_empty(), self.by_use.is_empty());
         self.entries.is_empty()
     }
 
     pub fn get(&self, client: u64) -> Option<&Entry> {
-        self.entries.get(&client)
+        let e = self.entries.get(&client);
+        debug_assert!(e.is_none_or(|e| self.by_use.contains(&(e.used, client))), "an entry is indexed by its use");
+        e
     }
 
     pub fn verdict(&self, client: u64, seq: u64) -> Verdict {
-        match self.entries.get(&client) {
+        let v = match self.entries.get(&client) {
             None if seq == 1 => Verdict::Apply,
             None => Verdict::Expired,
             Some(e) if seq > e.seq => Verdict::Apply,
             Some(e) if seq == e.seq => Verdict::Repeat(e.status),
             Some(_) => Verdict::Stale,
-        }
+        };
+        // A request is applied at most once: never again once recorded.
+        debug_assert!(v != Verdict::Apply || self.entries.get(&client).is_none_or(|e| seq > e.seq));
+        v
     }
 
     /// Records `entry` for `client`; returns the client evicted to make
@@ -113,7 +129,8 @@ impl ClientTable {
         }
         self.entries.insert(client, entry);
         self.by_use.insert((entry.used, client));
-        debug_assert!(self.entries.len() <= CLIENTS_MAX && self.entries.len() == self.by_use.len());
+        debug_assert!(self.holds());
+        debug_assert!(evicted != Some(client), "a client is never evicted for itself");
         evicted
     }
 }

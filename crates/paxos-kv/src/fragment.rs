@@ -73,11 +73,11 @@ const _: () = assert!(ASSEMBLY_BYTES_MAX >= 4 * COMMAND_MAX);
 
 /// How many pieces a command of `len` bytes takes.
 pub const fn pieces(len: usize) -> usize {
-    if len <= START_DATA {
-        1
-    } else {
-        1 + (len - START_DATA).div_ceil(MORE_DATA)
-    }
+    let n = if len <= START_DATA { 1 } else { 1 + (len - START_DATA).div_ceil(MORE_DATA) };
+    // The pieces hold the command, and one piece fewer would not.
+    debug_assert!(n >= 1 && START_DATA + (n - 1) * MORE_DATA >= len);
+    debug_assert!(n == 1 || START_DATA + (n - 2) * MORE_DATA < len);
+    n
 }
 
 /// The payloads of `command`'s pieces, in order. Panics past [`COMMAND_MAX`].
@@ -120,24 +120,30 @@ impl<'a> Piece<'a> {
                 let digest = u64::from_be_bytes(payload.get(5..13)?.try_into().ok()?);
                 let data = &payload[13..];
                 let whole = (total as usize) <= COMMAND_MAX && data.len() == (total as usize).min(START_DATA);
-                whole.then_some(Piece::Start { total, digest, data })
+                let piece = whole.then_some(Piece::Start { total, digest, data });
+                debug_assert!(piece.is_none_or(|p| p.index() == 0 && p.data().len() <= START_DATA));
+                piece
             }
             MORE => {
                 let b = payload.get(1..4)?;
                 let index = u32::from_be_bytes([0, b[0], b[1], b[2]]);
                 let data = &payload[4..];
                 let fits = index >= 1 && (index as usize) < PIECES_MAX && !data.is_empty();
-                fits.then_some(Piece::More { index, data })
+                let piece = fits.then_some(Piece::More { index, data });
+                debug_assert!(piece.is_none_or(|p| p.index() >= 1 && p.data().len() + 4 == payload.len()));
+                piece
             }
             _ => None,
         }
     }
 
     pub fn index(&self) -> u32 {
-        match self {
+        let i = match self {
             Piece::Start { .. } => 0,
             Piece::More { index, .. } => *index,
-        }
+        };
+        debug_assert!((i as usize) < PIECES_MAX, "a piece index within PIECES_MAX");
+        i
     }
 
     fn data(&self) -> &'a [u8] {
@@ -194,15 +200,18 @@ pub struct Assemblies {
 impl Assemblies {
     /// Open commands.
     pub fn len(&self) -> usize {
+        debug_assert!(self.open.len() <= ASSEMBLIES_MAX && self.open.len() == self.by_age.len());
         self.open.len()
     }
 
     pub fn is_empty(&self) -> bool {
+        debug_assert_eq!(self.open.is_empty(), self.bytes == 0, "bytes are held only by open commands");
         self.open.is_empty()
     }
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
+        debug_assert!(self.bytes <= ASSEMBLY_BYTES_MAX, "{} bytes of commands in progress", self.bytes);
         self.bytes
     }
 

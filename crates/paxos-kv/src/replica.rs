@@ -325,6 +325,7 @@ impl Replica {
     }
 
     pub fn take_net_answers(&mut self) -> Vec<NetAnswer> {
+        debug_assert!(self.serving || self.net_answers.is_empty(), "answers kept only when serving clients");
         std::mem::take(&mut self.net_answers)
     }
 
@@ -332,10 +333,12 @@ impl Replica {
     /// `(instance, value)`, for [`Replica::take_decided`]: what a proposer
     /// co-located with this replica learns its values from.
     pub fn watch(&mut self, proposer: u32) {
+        debug_assert!(self.watch.is_none_or(|w| w == proposer), "a replica's front end is one proposer");
         self.watch = Some(proposer);
     }
 
     pub fn take_decided(&mut self) -> Vec<(u32, Value)> {
+        debug_assert!(self.watch.is_some() || self.decided.is_empty(), "decisions kept only for a watched proposer");
         std::mem::take(&mut self.decided)
     }
 

@@ -112,7 +112,9 @@ pub struct Service {
 impl Service {
     /// The client port's address.
     pub fn addr(&self) -> io::Result<SocketAddr> {
-        self.udp.local_addr()
+        let a = self.udp.local_addr()?;
+        debug_assert!(a.port() != 0, "the client port is bound");
+        Ok(a)
     }
 
     /// One received message; answers BUSY when there is no room.
@@ -165,7 +167,10 @@ impl Service {
     /// Answers the waiter of each applied command, if this replica has one.
     pub fn answer(&self, answers: Vec<NetAnswer>) {
         for a in answers {
-            let route = self.waiters.lock().unwrap_or_else(|e| e.into_inner()).map.remove(&(a.client, a.seq));
+            let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+            let route = w.map.remove(&(a.client, a.seq));
+            debug_assert!(w.map.len() < WAITERS_MAX && !w.map.contains_key(&(a.client, a.seq)));
+            drop(w);
             if let Some((r, _)) = route {
                 self.send(r, a.client, a.seq, a.reply);
             }
