@@ -131,6 +131,11 @@ pub trait Host {
     fn on_tick(&mut self, now: Time, out: &mut Outbox);
     /// When `on_tick` next has work to do, if ever.
     fn next_tick(&self) -> Option<Time>;
+    /// Called by runtimes after a batch of packets and timers, before what
+    /// the host queued in it is sent: a host that must make its state
+    /// durable before its answers leave (a persistent acceptor run as a
+    /// process) syncs here once per batch. The default does nothing.
+    fn before_send(&mut self) {}
 }
 
 /// What a data-plane program decided for the packet it holds.
@@ -218,6 +223,10 @@ pub trait DataPlane {
         let _ = packet;
         None
     }
+    /// Called by runtimes after a batch of packets, before the packets the
+    /// program rewrote in it are sent (see [`Host::before_send`]). The
+    /// default does nothing.
+    fn before_send(&mut self) {}
 }
 
 /// Which side of a switch a packet arrived from: its configured upstream

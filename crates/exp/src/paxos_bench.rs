@@ -172,6 +172,33 @@ pub fn failures(runtime: Runtime, base: &PaxosConfig) -> Result<Vec<PaxosResult>
     Ok(rs)
 }
 
+/// The cost of persistent acceptors (issue 24 item 5): the same live point
+/// with acceptors in memory and on disk under each `--fsync` policy, the
+/// four interleaved in each of `rounds` rounds (so load on the shared
+/// machine hits them alike). Acceptor directories go under `dir`. Returns
+/// each policy's committed values/s per round (`None`: in memory).
+pub fn acceptor_fsync(
+    base: &PaxosConfig,
+    dir: &Path,
+    rounds: usize,
+) -> Result<Vec<(Option<innet_live::paxos::acceptor_store::Fsync>, Vec<f64>)>> {
+    use innet_live::paxos::acceptor_store::{AcceptorStore, Fsync};
+    let policies: Vec<Option<Fsync>> = std::iter::once(None).chain(Fsync::ALL.map(Some)).collect();
+    let mut out: Vec<(Option<Fsync>, Vec<f64>)> = policies.iter().map(|p| (*p, vec![])).collect();
+    let progress = crate::progress::Progress::new((rounds * policies.len()) as u64, "bench paxos acceptor fsync");
+    for round in 0..rounds {
+        for (k, p) in policies.iter().enumerate() {
+            let store = p.map(|fsync| AcceptorStore { dir: dir.join(fsync.name()), fsync });
+            let r = paxos_live::run_point_live_stored(base, store)?;
+            out[k].1.push(r.committed_per_s);
+            progress.step(format_args!("round {round}, {}", p.map_or("memory", Fsync::name)));
+        }
+    }
+    progress.finish();
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(out)
+}
+
 fn plain(r: &PaxosResult) -> bool {
     r.config.coordinator_fail_at_s.is_none() && r.config.acceptor_crash_at_s.is_none() && !r.config.kv
 }

@@ -35,9 +35,21 @@ pub fn live_config(cfg: &PaxosConfig) -> LiveConfig {
 /// Runs one point live. Link faults and restarts of the configuration are
 /// simulator-only and ignored here.
 pub fn run_point_live(cfg: &PaxosConfig) -> anyhow::Result<PaxosResult> {
+    run_point_live_stored(cfg, None)
+}
+
+/// [`run_point_live`] with persistent acceptors in `store` (each in a
+/// fresh subdirectory, emptied first).
+pub fn run_point_live_stored(
+    cfg: &PaxosConfig,
+    store: Option<innet_live::paxos::acceptor_store::AcceptorStore>,
+) -> anyhow::Result<PaxosResult> {
     cfg.validate().map_err(anyhow::Error::msg)?;
     require_leveldb(cfg.kv)?;
-    let lc = live_config(cfg);
+    if let Some(s) = &store {
+        let _ = std::fs::remove_dir_all(&s.dir);
+    }
+    let lc = LiveConfig { acceptor_store: store, ..live_config(cfg) };
     let stop = Stop::new();
     let mut plan = Plan::bind(&lc)?;
     let core = plan.spawn_core(&stop)?;

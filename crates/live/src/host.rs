@@ -367,8 +367,12 @@ impl<H: Host> HostLoop<'_, H> {
         next
     }
 
-    /// Sends what is queued and counts it per host.
+    /// Sends what is queued and counts it per host, after each host made
+    /// durable what it must ([`Host::before_send`]).
     fn flush(&mut self, ports: &mut Ports) {
+        for h in self.hosts.iter_mut() {
+            h.before_send();
+        }
         if self.tx.is_empty() {
             return;
         }

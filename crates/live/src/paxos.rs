@@ -24,6 +24,7 @@
 //! [`app`]: the application API (`submit`, `deliver` callback, `recover`)
 //! over a deployment, for Rust programs (and for the C library).
 
+pub mod acceptor_store;
 pub mod app;
 
 use std::io;
@@ -31,9 +32,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::Duration;
 
+use acceptor_store::{AcceptorStore, LiveAcceptor};
 use innet_core::deploy::DataPlaneAt;
 use innet_core::Counters;
-use innet_paxos::acceptor::Acceptor;
 use innet_paxos::deploy::{self as paxos_deploy, PaxosDeployment, PaxosParams, PaxosRole, PaxosShape, Roles};
 use innet_paxos::learner::LearnerStats;
 use innet_paxos::software::SoftwareNode;
@@ -83,6 +84,10 @@ pub struct LiveConfig {
     /// neither binds nor starts them, so each can be killed and restarted
     /// on its own.
     pub elsewhere: Vec<PaxosRole>,
+    /// Persistent acceptors (`--dir`, `--fsync`): acceptor `i` keeps its
+    /// promises and votes in `dir/acceptor<i>` and restarts from them
+    /// ([`acceptor_store`]); `None`: in memory.
+    pub acceptor_store: Option<AcceptorStore>,
 }
 
 impl Default for LiveConfig {
@@ -105,6 +110,7 @@ impl Default for LiveConfig {
             pack: p.pack,
             auth: None,
             elsewhere: vec![],
+            acceptor_store: None,
         }
     }
 }
@@ -208,6 +214,16 @@ impl LiveConfig {
     pub fn fresh_proposer_config(&self, i: usize) -> ProposerConfig {
         self.proposer_config(innet_paxos::envelope::proposer_id(i, fresh_incarnation()))
     }
+
+    /// Acceptor `id`'s program: restored from its directory when the
+    /// acceptors are persistent, else fresh in memory.
+    pub fn acceptor(&self, id: u16) -> io::Result<LiveAcceptor> {
+        let store = self
+            .acceptor_store
+            .as_ref()
+            .map(|s| AcceptorStore { dir: s.dir.join(format!("acceptor{id}")), fsync: s.fsync });
+        LiveAcceptor::new(self.roles().acceptor(id), store.as_ref())
+    }
 }
 
 /// A proposer incarnation drawn from the clock and the process id
@@ -266,16 +282,9 @@ pub fn spawn_alone(config: &LiveConfig, role: PaxosRole, stop: &Stop) -> io::Res
             auth,
             stop,
         )?),
-        PaxosRole::Acceptor { id } => AloneNode::Acceptor(spawn_program(
-            &d,
-            at,
-            &addrs,
-            n,
-            socket,
-            Acceptor::new(roles.acceptor(id)),
-            auth,
-            stop,
-        )?),
+        PaxosRole::Acceptor { id } => {
+            AloneNode::Acceptor(spawn_program(&d, at, &addrs, n, socket, config.acceptor(id)?, auth, stop)?)
+        }
         _ => {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -288,7 +297,7 @@ pub fn spawn_alone(config: &LiveConfig, role: PaxosRole, stop: &Stop) -> io::Res
 /// A node [`spawn_alone`] started.
 pub enum AloneNode {
     Coordinator(ProgramNode<Coordinator>),
-    Acceptor(ProgramNode<Acceptor>),
+    Acceptor(ProgramNode<LiveAcceptor>),
 }
 
 impl AloneNode {
@@ -344,7 +353,7 @@ pub struct Plan {
 /// The running coordinator, acceptors and backup.
 pub struct Core {
     pub coordinator: ProgramNode<Coordinator>,
-    pub acceptors: Vec<ProgramNode<Acceptor>>,
+    pub acceptors: Vec<ProgramNode<LiveAcceptor>>,
     pub backup: NodeHandle<BackupCoordinator>,
 }
 
@@ -476,7 +485,7 @@ impl Plan {
                     coordinator = Some(self.spawn_program(n, socket, Coordinator::new(roles.coordinator()), stop)?)
                 }
                 PaxosRole::Acceptor { id } => {
-                    acceptors.push(self.spawn_program(n, socket, Acceptor::new(roles.acceptor(id)), stop)?)
+                    acceptors.push(self.spawn_program(n, socket, self.config.acceptor(id)?, stop)?)
                 }
                 PaxosRole::Backup => {
                     let o = HostOptions { auth: self.config.auth.clone(), ..options(d, &self.addrs, n) };

@@ -380,6 +380,9 @@ impl SwitchLoop<'_> {
                 self.process(st, from, origin, &mut bytes, now);
             }
         }
+        // Whatever the delayed packets changed is made durable before
+        // anything of this round leaves (DataPlane::before_send).
+        st.program.before_send();
         let now = clock::now();
         while let Some((to, origin, bytes)) = self.out_up.pop_due(now) {
             Self::transmit(&mut self.tx, st, to, origin, &bytes);
@@ -453,6 +456,7 @@ pub fn run_switch<P: DataPlane>(
                     let (from, bytes) = rx.get_mut(k);
                     lp.incoming(&mut st, from, bytes, now);
                 }
+                st.program.before_send();
                 if ports.overflow(port) != overflow {
                     overflow = ports.overflow(port);
                     st.stats.rx_overflow = overflow;

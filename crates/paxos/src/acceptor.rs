@@ -20,6 +20,17 @@
 //! instances are dropped until the learners catch up (back-pressure), so a
 //! ring smaller than the log never overwrites an instance a learner needs.
 //! Messages for instances older than the slot's are dropped (trimmed).
+//!
+//! Persistence (section 3.1: an acceptor that restarts must remember its
+//! promises and votes, or it could vote against a promise it gave): the
+//! acceptor does no I/O. After each packet, [`Acceptor::changed_slot`] names
+//! the slot whose promise or vote that packet changed; a runtime that keeps
+//! the ring on disk writes that slot (and syncs it, as configured) before
+//! the packet's answer leaves, and [`Acceptor::restore_slot`] puts stored
+//! slots back into a fresh acceptor on restart. The trim floor is not
+//! kept: learners report their checkpoints again every trim interval, and
+//! until they have, a restarted acceptor only refuses instances beyond its
+//! ring (`ring_full`), which costs liveness, never safety.
 
 use innet_core::{Counters, DataPlane, Verdict};
 use innet_wire::paxos::{MsgType, PaxosPacket, Value};
@@ -146,6 +157,32 @@ pub struct Acceptor {
     slots: Vec<Slot>,
     trim: TrimFloor,
     stats: Stats,
+    /// The slot whose promise or vote the last packet changed.
+    changed: Option<usize>,
+}
+
+/// Why a stored slot cannot be put back ([`Acceptor::restore_slot`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestoreError {
+    /// The slot index is not below the ring's size.
+    NoSuchSlot,
+    /// The instance does not map to this slot (`inst mod slots`).
+    WrongSlot,
+    /// A vote from a round above the promise.
+    VoteAbovePromise,
+    /// A round below the pre-initialised one.
+    RoundBelowInit,
+}
+
+impl std::fmt::Display for RestoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RestoreError::NoSuchSlot => "slot beyond the ring",
+            RestoreError::WrongSlot => "instance stored in another instance's slot",
+            RestoreError::VoteAbovePromise => "vote from a round above the promise",
+            RestoreError::RoundBelowInit => "promise below the pre-initialised round",
+        })
+    }
 }
 
 impl Acceptor {
@@ -156,7 +193,36 @@ impl Acceptor {
             slots: vec![Slot::default(); config.slots],
             trim: TrimFloor::new(config.learners, config.trim_quorum),
             stats: Stats::default(),
+            changed: None,
         }
+    }
+
+    /// The slot whose promise or vote the last packet changed (what a
+    /// persistent acceptor must store before that packet's answer leaves).
+    pub fn changed_slot(&self) -> Option<usize> {
+        debug_assert!(self.changed.is_none_or(|i| self.slots[i].valid && self.slot_holds(i)));
+        self.changed
+    }
+
+    /// Puts a stored slot back (a persistent acceptor's restart): slot `i`
+    /// holds `inst` with promise `rnd` and vote `(vrnd, value)`. Refuses a
+    /// slot no acceptor could have written.
+    pub fn restore_slot(&mut self, i: usize, inst: u32, rnd: u16, vrnd: u16, value: Value) -> Result<(), RestoreError> {
+        if i >= self.config.slots {
+            return Err(RestoreError::NoSuchSlot);
+        }
+        if inst as usize & (self.config.slots - 1) != i {
+            return Err(RestoreError::WrongSlot);
+        }
+        if vrnd > rnd {
+            return Err(RestoreError::VoteAbovePromise);
+        }
+        if rnd < crate::ROUND_INIT {
+            return Err(RestoreError::RoundBelowInit);
+        }
+        self.slots[i] = Slot { valid: true, inst, rnd, vrnd, value };
+        debug_assert!(self.slot_holds(i));
+        Ok(())
     }
 
     pub fn config(&self) -> &AcceptorConfig {
@@ -211,6 +277,7 @@ impl Acceptor {
 
 impl DataPlane for Acceptor {
     fn process(&mut self, packet: &mut [u8]) -> Verdict {
+        self.changed = None;
         let Ok(mut p) = PaxosPacket::parse(packet) else {
             self.stats.decode_errors += 1;
             return Verdict::Drop;
@@ -223,6 +290,9 @@ impl DataPlane for Acceptor {
                 if rnd < s.rnd {
                     self.stats.stale_round += 1;
                     return Verdict::Drop;
+                }
+                if rnd > s.rnd {
+                    self.changed = Some(i);
                 }
                 s.rnd = rnd;
                 let (vrnd, value) = (s.vrnd, s.value);
@@ -249,6 +319,9 @@ impl DataPlane for Acceptor {
                     return Verdict::Drop;
                 }
                 let voted_before = (s.vrnd, s.value);
+                if (s.rnd, s.vrnd, s.value) != (rnd, rnd, value) {
+                    self.changed = Some(i);
+                }
                 s.rnd = rnd;
                 s.vrnd = rnd;
                 s.value = value;
@@ -370,6 +443,39 @@ mod tests {
         assert_eq!(a.process(&mut msg(MsgType::Phase2A, 1, 1, b"w")), Verdict::Drop);
         // The same value again (a duplicate) is voted again.
         assert!(matches!(a.process(&mut msg(MsgType::Phase2A, 1, 1, b"v")), Verdict::Multicast { .. }));
+    }
+
+    /// Section 3.1 (persistent acceptors): the slot a packet changed is
+    /// named, so a runtime can store it before the answer leaves; a fresh
+    /// acceptor given the stored slots refuses what the old one promised
+    /// against, and nothing else changes.
+    #[test]
+    fn names_the_slot_it_changed_and_restores_from_it() {
+        let mut a = acceptor(16);
+        a.process(&mut msg(MsgType::Phase2A, 3, 1, b"v"));
+        assert_eq!(a.changed_slot(), Some(3));
+        a.process(&mut msg(MsgType::Phase2A, 3, 1, b"v"));
+        assert_eq!(a.changed_slot(), None, "a repeated vote changes nothing");
+        let high = crate::round(2, 16);
+        a.process(&mut msg(MsgType::Phase1A, 19, high, b""));
+        assert_eq!(a.changed_slot(), None, "instance 19 is beyond the ring: refused");
+        a.process(&mut msg(MsgType::Phase1A, 3, high, b""));
+        assert_eq!(a.changed_slot(), Some(3));
+        a.process(&mut msg(MsgType::Phase1A, 3, crate::round(1, 16), b""));
+        assert_eq!(a.changed_slot(), None, "a stale 1A is refused");
+        let (inst, rnd, vrnd, value) = a.slot(3).unwrap();
+        let mut b = acceptor(16);
+        b.restore_slot(3, inst, rnd, vrnd, value).unwrap();
+        assert_eq!(b.process(&mut msg(MsgType::Phase2A, 3, 1, b"w")), Verdict::Drop, "below the promise");
+        let mut q = msg(MsgType::Phase1A, 3, crate::round(3, 16), b"");
+        assert_eq!(b.process(&mut q), Verdict::Origin);
+        let m = PaxosMsg::decode(&q).unwrap();
+        assert_eq!((m.vrnd, Envelope::from_value(&m.value).unwrap().payload()), (1, &b"v"[..]));
+        // Slots no acceptor writes are refused.
+        assert_eq!(b.restore_slot(16, 16, 1, 0, Value::EMPTY), Err(RestoreError::NoSuchSlot));
+        assert_eq!(b.restore_slot(2, 3, 1, 0, Value::EMPTY), Err(RestoreError::WrongSlot));
+        assert_eq!(b.restore_slot(3, 3, 1, 2, Value::EMPTY), Err(RestoreError::VoteAbovePromise));
+        assert_eq!(b.restore_slot(3, 3, 0, 0, Value::EMPTY), Err(RestoreError::RoundBelowInit));
     }
 
     fn trim(learner: u16, inst: u32) -> Vec<u8> {

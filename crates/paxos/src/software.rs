@@ -36,4 +36,7 @@ impl<P: DataPlane> Host for SoftwareNode<P> {
     fn next_tick(&self) -> Option<Time> {
         None
     }
+    fn before_send(&mut self) {
+        self.program.before_send()
+    }
 }

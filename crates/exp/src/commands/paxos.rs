@@ -173,6 +173,12 @@ pub struct BenchPaxosArgs {
     /// as BPF programs (needs root).
     #[arg(long, requires = "figure")]
     pub xdp: bool,
+    /// Instead of the sweep: the cost of persistent acceptors, live, at the
+    /// first --sweep point: acceptors in memory and with --fsync none,
+    /// batch, always side by side, interleaved over this many rounds
+    /// (their directories under --out).
+    #[arg(long, value_name = "ROUNDS", conflicts_with = "figure")]
+    pub acceptor_fsync: Option<usize>,
     #[command(flatten)]
     pub point: PaxosArgs,
 }
@@ -205,6 +211,9 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
         .map(|s| s.trim().parse::<usize>().map_err(|_| anyhow::anyhow!("--sweep: '{s}' is not a number")))
         .collect::<Result<_, _>>()?;
     let started = Instant::now();
+    if let Some(rounds) = a.acceptor_fsync {
+        return run_acceptor_fsync(&base, outstanding[0], rounds.max(1), a.out);
+    }
     let mut rs = paxos_bench::sweep(runtime, &base, &outstanding)?;
     println!("Figure 7a ({}): throughput and latency by requests in flight", a.runtime.name());
     println!(
@@ -297,6 +306,43 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// `innet bench paxos --acceptor-fsync ROUNDS`: committed values/s with the
+/// acceptors in memory and on disk under each fsync policy, live.
+fn run_acceptor_fsync(
+    base: &crate::paxos::PaxosConfig,
+    outstanding: usize,
+    rounds: usize,
+    out: Option<std::path::PathBuf>,
+) -> anyhow::Result<i32> {
+    let out = out.unwrap_or_else(|| std::path::PathBuf::from("results/paxos-acceptor-fsync"));
+    crate::results::check_writable(&out).map_err(anyhow::Error::msg)?;
+    let cfg = crate::paxos::PaxosConfig { outstanding, ..base.clone() };
+    let rs = crate::paxos_bench::acceptor_fsync(&cfg, &out.join("acceptors"), rounds)?;
+    println!(
+        "persistent acceptors, live, {} deployment, {} proposer(s) x {outstanding} in flight, {} s x {rounds} rounds: committed/s",
+        cfg.data_plane.name(),
+        cfg.proposers,
+        cfg.duration_s
+    );
+    let median = |xs: &[f64]| {
+        let mut v = xs.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let memory = median(&rs[0].1);
+    for (policy, xs) in &rs {
+        let m = median(xs);
+        let each: Vec<String> = xs.iter().map(|x| format!("{x:.0}")).collect();
+        println!(
+            "{:>8} median {m:>9.0} ({:>5.1}% of memory)  rounds {}",
+            policy.map_or("memory", |p| p.name()),
+            m / memory * 1e2,
+            each.join(" ")
+        );
+    }
+    Ok(0)
+}
+
 /// A coordinator, acceptors, backup coordinator and learners on loopback.
 #[derive(Args, Debug)]
 pub struct UpPaxosArgs {
@@ -347,6 +393,16 @@ pub struct UpPaxosArgs {
     /// processes (`innet up paxos ... --node NODE`): not started here.
     #[arg(long, requires = "base_port", value_delimiter = ',', value_parser = innet_live::paxos::parse_program_role)]
     elsewhere: Vec<innet_paxos::deploy::PaxosRole>,
+    /// Persistent acceptors: acceptor N keeps its promises and votes in
+    /// DATA_DIR/acceptorN (created if missing) and restarts from them (CAANS
+    /// section 3.1); without it acceptors are in memory and must not restart.
+    #[arg(long, value_name = "DATA_DIR")]
+    dir: Option<std::path::PathBuf>,
+    /// With --dir: when the acceptors sync what they write: none (a process
+    /// crash loses nothing, a power loss may), batch (once per received
+    /// batch, before its answers leave) or always (every write).
+    #[arg(long, default_value = "batch", requires = "dir", value_parser = |s: &str| s.parse::<innet_live::paxos::acceptor_store::Fsync>())]
+    fsync: innet_live::paxos::acceptor_store::Fsync,
     /// Built-in proposers submit key-value commands (put/delete/get) instead of opaque values.
     #[arg(long)]
     kv_load: bool,
@@ -391,6 +447,7 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
             pack: a.pack,
             auth,
             elsewhere: a.elsewhere,
+            acceptor_store: a.dir.map(|dir| innet_live::paxos::acceptor_store::AcceptorStore { dir, fsync: a.fsync }),
             ..innet_live::paxos::LiveConfig::default()
         },
         outstanding: a.outstanding,
