@@ -582,4 +582,49 @@ mod tests {
         c.seen(&m);
         assert!(!c.behind(136), "a CATCHUP names an instance someone misses, not one that exists");
     }
+
+    /// Trust (docs/paxos.md, Trust boundaries): a replica sends its
+    /// snapshot only to the deployment's other learners, over real TCP on
+    /// loopback: a connection from an address that is no peer's, a request
+    /// in the server's own name or of no learner, and a malformed request
+    /// are closed and counted; a peer's request gets the snapshot.
+    #[test]
+    fn serves_only_the_deployment_s_other_learners() {
+        let source: Source = Arc::new(|w: &mut dyn Write| {
+            let (instance, records) = sample();
+            write(instance, records.into_iter(), w)
+        });
+        let ask = |addr: SocketAddr, request: &[u8]| -> Vec<u8> {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(TRANSFER_IDLE)).unwrap();
+            let _ = s.write_all(request);
+            let mut got = vec![];
+            let _ = s.read_to_end(&mut got);
+            got
+        };
+        let stop = innet_live::Stop::new();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stranger: IpAddr = [127, 0, 0, 2].into();
+        let (c, thread) = serve(listener, source.clone(), vec![stranger], 0, 3, &stop).unwrap();
+        assert!(ask(addr, b"KVSQ\x01\x00\x01").is_empty(), "127.0.0.1 is no peer here");
+        assert_eq!(c.refused_untrusted.load(Ordering::Relaxed), 1);
+        stop.stop();
+        thread.join().unwrap();
+
+        let stop = innet_live::Stop::new();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (c, thread) = serve(listener, source, vec![[127, 0, 0, 1].into()], 0, 3, &stop).unwrap();
+        for bad in [&b"KVSQ\x01\x00\x00"[..], b"KVSQ\x01\x00\x03", b"KVSX\x01\x00\x01", b"KVSQ\x02\x00\x01"] {
+            assert!(ask(addr, bad).is_empty(), "{bad:?} was answered");
+        }
+        let s = fetch(addr, 2).unwrap();
+        assert_eq!((s.instance, s.records), sample());
+        stop.stop();
+        thread.join().unwrap();
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        assert_eq!((load(&c.refused_malformed), load(&c.served), load(&c.refused_untrusted)), (4, 1, 0));
+        assert_eq!(load(&c.served_bytes), encoded().len() as u64);
+    }
 }

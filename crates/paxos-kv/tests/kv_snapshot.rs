@@ -200,3 +200,79 @@ fn a_replica_down_for_ten_rings_catches_up_by_snapshot() {
     drop(_core);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Keys of the snapshots the crash test installs, each `KEYS` records.
+const KEYS: usize = 20_000;
+
+/// Generation `g`'s snapshot: every key holds `g`, `m/next` is `g`.
+fn generation(g: u32) -> innet_paxos_kv::snapshot::Snapshot {
+    let mut records: Vec<(Vec<u8>, Vec<u8>)> =
+        (0..KEYS).map(|k| (format!("d/key{k:06}").into_bytes(), format!("{g:0100}").into_bytes())).collect();
+    records.push((b"m/next".to_vec(), g.to_be_bytes().to_vec()));
+    innet_paxos_kv::snapshot::Snapshot { instance: g, records, bytes: 0 }
+}
+
+/// The child of `an_install_killed_midway_leaves_one_whole_store`: installs
+/// generation after generation into the directory it is given, until it is
+/// killed. Does nothing without `INNET_SNAPSHOT_CRASH_DIR`.
+#[test]
+fn install_until_killed() {
+    let Some(dir) = std::env::var_os("INNET_SNAPSHOT_CRASH_DIR") else { return };
+    let mut r = Replica::open(Path::new(&dir), innet_paxos::LearnerConfig::new(0, 2)).unwrap();
+    let mut g = r.learner.checkpoint();
+    println!("INSTALLING from {g}");
+    loop {
+        g += 1;
+        let s = generation(g);
+        r.install(&s).unwrap();
+    }
+}
+
+/// Issue 24 item 4: installing a snapshot is atomic. A process installing
+/// snapshots of 20,000 keys (about 2.2 MB each) one after the other is
+/// killed with SIGKILL at 12 moments spread over the installs; each time
+/// the directory opens (`Replica::open`) and holds one whole generation:
+/// every key, each with the value of the generation `m/next` names, or
+/// nothing at all before the first install.
+#[test]
+fn an_install_killed_midway_leaves_one_whole_store() {
+    let dir = std::env::temp_dir().join(format!("innet-kv-snapshot-crash-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut generations = vec![];
+    for round in 0..12u64 {
+        let mut child = std::process::Command::new(&exe)
+            .args(["--exact", "install_until_killed", "--nocapture", "--test-threads", "1"])
+            .env("INNET_SNAPSHOT_CRASH_DIR", &dir)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until it opened the directory, then kill it at a moment
+        // that moves through the installs (each takes tens of ms).
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("INSTALLING") {
+            line.clear();
+            assert!(std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0, "the child ended");
+        }
+        std::thread::sleep(Duration::from_millis(40 + round * 23));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let r = Replica::open(&dir, innet_paxos::LearnerConfig::new(0, 2)).unwrap();
+        let g = r.learner.checkpoint();
+        let contents = r.contents();
+        if g == 0 {
+            assert!(contents.is_empty(), "round {round}: keys without a generation");
+        } else {
+            assert_eq!(contents.len(), KEYS, "round {round}: generation {g} is not whole");
+            let want = format!("{g:0100}").into_bytes();
+            assert!(contents.iter().all(|(_, v)| *v == want), "round {round}: a mix of generations");
+        }
+        generations.push(g);
+    }
+    eprintln!("KV_SNAPSHOT_CRASH generations after each kill: {generations:?}");
+    assert!(generations.windows(2).all(|w| w[0] <= w[1]), "{generations:?}");
+    assert!(generations.last() > Some(&0), "no install finished: {generations:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
