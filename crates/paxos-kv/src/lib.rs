@@ -21,7 +21,9 @@
 //! `(proposer, request)` pairs applied (the duplicate filter survives a
 //! restart) and the next instance to apply, so a replica killed with
 //! `kill -9` restarts at a consistent point and catches up from its peers
-//! (CATCHUP) or the acceptors (`recover`). Writes are not fsynced: a process
+//! (CATCHUP) or the acceptors (`recover`), or, when a whole ring of
+//! instances or more behind (new, or down for long), from a snapshot of
+//! another replica's store ([`snapshot`]). Writes are not fsynced: a process
 //! crash loses nothing (the OS holds the data), a power loss may.
 
 pub mod client;
