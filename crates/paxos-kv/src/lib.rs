@@ -190,9 +190,16 @@ pub fn run_replica(
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot bind TCP {addr} for snapshots: {e}")))?;
     let peer_ips = peers.iter().map(|a| a.ip()).collect();
     // Its own stop: set when the replica ends, for whatever reason.
-    let serve_stop = innet_live::Stop::new();
+    // The serving thread holds the store open: stopped on every way out.
+    struct StopOnDrop(innet_live::Stop);
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            self.0.stop();
+        }
+    }
+    let serve_stop = StopOnDrop(innet_live::Stop::new());
     let (served, serving) =
-        snapshot::serve(listener, replica.snapshot_source(), peer_ips, id as u16, live.learners as u16, &serve_stop)?;
+        snapshot::serve(listener, replica.snapshot_source(), peer_ips, id as u16, live.learners as u16, &serve_stop.0)?;
     let catch_up = snapshot::CatchUp::new(id as u16, peers, live.slots as u32);
     let events = Arc::new(Mutex::new(Vec::<String>::new()));
     say(&format!("replica{id} {addr}"));
@@ -274,7 +281,7 @@ pub fn run_replica(
         f.shutdown()?;
     }
     let done = node.shutdown();
-    serve_stop.stop();
+    drop(serve_stop);
     let _ = serving.join();
     done
 }
