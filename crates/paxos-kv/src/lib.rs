@@ -21,7 +21,9 @@
 //! `(proposer, request)` pairs applied (the duplicate filter survives a
 //! restart) and the next instance to apply, so a replica killed with
 //! `kill -9` restarts at a consistent point and catches up from its peers
-//! (CATCHUP) or the acceptors (`recover`). Writes are not fsynced: a process
+//! (CATCHUP) or the acceptors (`recover`), or, when a whole ring of
+//! instances or more behind (new, or down for long), from a snapshot of
+//! another replica's store ([`snapshot`]). Writes are not fsynced: a process
 //! crash loses nothing (the OS holds the data), a power loss may.
 
 pub mod client;
@@ -35,6 +37,7 @@ pub mod net_client {
 }
 pub mod replica;
 pub mod service;
+pub mod snapshot;
 
 pub use client::KvClient;
 pub use command::Command;
@@ -58,8 +61,11 @@ pub fn with_kv_load(p: LoadProposer, kv: bool) -> LoadProposer {
 /// LevelDB in `data_dir`, until `stop`, answering network clients on
 /// `client_port` (UDP and TCP; [`service`]) unless `None`. `say` gets
 /// `replicaI HOST:PORT` once, `client HOST:PORT` once with a client port,
-/// then `applied N next I digest H keys K commands C malformed M` whenever
-/// that changed, at most every `every`. `started` gets the replica's live
+/// then `applied N next I digest H keys K commands C malformed M snapshots
+/// S` whenever that changed, at most every `every`, and `snapshot from
+/// PEER instance I ...` when it installed a snapshot
+/// ([`snapshot`]: a replica `live.slots` instances behind copies one from
+/// another replica, served on its learner's port number by TCP). `started` gets the replica's live
 /// counters (its learner's, `applied`, the network clients' commands and
 /// malformed client messages, the runtime's) once it runs.
 #[allow(clippy::too_many_arguments)]
@@ -85,8 +91,37 @@ pub fn run_replica(
         every: std::time::Duration,
         next: Time,
         service: Option<(Arc<service::Service>, service::FrontTx)>,
+        catch_up: snapshot::CatchUp,
+        served: Arc<snapshot::ServeCounters>,
+        /// Lines to say (snapshots installed or refused).
+        events: Arc<Mutex<Vec<String>>>,
     }
     impl Reporting {
+        /// Installs a snapshot fetched from a peer, if one came.
+        fn catch_up(&mut self, now: Time) {
+            let checkpoint = self.replica.learner.checkpoint();
+            let Some((peer, s, fetch)) = self.catch_up.poll(now, checkpoint) else { return };
+            let t = std::time::Instant::now();
+            let line = match self.replica.install(&s) {
+                Ok(()) => {
+                    self.catch_up.installed(&s, fetch, t.elapsed());
+                    format!(
+                        "snapshot from {peer} instance {} (was {checkpoint}) bytes {} records {} fetch_ms {:.1} \
+                         install_ms {:.1}",
+                        s.instance,
+                        s.bytes,
+                        s.records.len(),
+                        fetch.as_secs_f64() * 1e3,
+                        t.elapsed().as_secs_f64() * 1e3
+                    )
+                }
+                Err(e) => {
+                    self.catch_up.refused(now);
+                    format!("snapshot from {peer} refused: {e}")
+                }
+            };
+            self.events.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+        }
         fn serve(&mut self) {
             if let Some((s, decided)) = &self.service {
                 for (instance, value) in self.replica.take_decided() {
@@ -102,10 +137,12 @@ pub fn run_replica(
     impl Host for Reporting {
         fn on_packet(&mut self, now: Time, p: &[u8], out: &mut Outbox) {
             use innet_wire::paxos::{MsgType, PaxosMsg};
-            // The backup's TAKEOVER (admitted from the backup only) is for
-            // the front end's proposer, which the deployment does not name.
-            if let (Some((_, front)), Ok(m)) = (&self.service, PaxosMsg::decode(p)) {
-                if m.msgtype == MsgType::Takeover {
+            if let Ok(m) = PaxosMsg::decode(p) {
+                self.catch_up.seen(&m);
+                // The backup's TAKEOVER (admitted from the backup only) is
+                // for the front end's proposer, which the deployment does
+                // not name.
+                if let (Some((_, front)), MsgType::Takeover) = (&self.service, m.msgtype) {
                     let _ = front.send(service::FrontEvent::Takeover);
                     return;
                 }
@@ -114,18 +151,20 @@ pub fn run_replica(
             self.serve();
         }
         fn on_tick(&mut self, now: Time, out: &mut Outbox) {
+            self.catch_up(now);
             self.replica.on_tick(now, out);
             self.serve();
             if now >= self.next {
                 let r = &self.replica;
                 *self.shared.lock().unwrap_or_else(|e| e.into_inner()) = format!(
-                    "applied {} next {} digest {:016x} keys {} commands {} malformed {}",
+                    "applied {} next {} digest {:016x} keys {} commands {} malformed {} snapshots {}",
                     r.applied,
                     r.learner.checkpoint(),
                     r.digest(),
                     r.contents().len(),
                     r.net.applied,
                     self.malformed(),
+                    self.catch_up.stats.installed,
                 );
                 self.next = now + self.every;
             }
@@ -141,6 +180,28 @@ pub fn run_replica(
     let mut replica = Replica::open(data_dir, live.learner_config(id as u16))
         .map_err(|e| std::io::Error::other(format!("opening {}: {e}", data_dir.display())))?;
     let socket = innet_live::txn::bind(addr)?;
+    // Snapshots (catch-up beyond the ring) go by TCP on the learner's
+    // port number, to and from the deployment's other replicas only.
+    let peers: Vec<std::net::SocketAddr> = (0..live.learners)
+        .filter(|&j| j != id)
+        .map(|j| live.external_learner(j).map(|(a, _)| a))
+        .collect::<std::io::Result<_>>()?;
+    let listener = std::net::TcpListener::bind(addr)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot bind TCP {addr} for snapshots: {e}")))?;
+    let peer_ips = peers.iter().map(|a| a.ip()).collect();
+    // Its own stop: set when the replica ends, for whatever reason.
+    // The serving thread holds the store open: stopped on every way out.
+    struct StopOnDrop(innet_live::Stop);
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            self.0.stop();
+        }
+    }
+    let serve_stop = StopOnDrop(innet_live::Stop::new());
+    let (served, serving) =
+        snapshot::serve(listener, replica.snapshot_source(), peer_ips, id as u16, live.learners as u16, &serve_stop.0)?;
+    let catch_up = snapshot::CatchUp::new(id as u16, peers, live.slots as u32);
+    let events = Arc::new(Mutex::new(Vec::<String>::new()));
     say(&format!("replica{id} {addr}"));
     let mut front_node = None;
     let service = match client_port {
@@ -172,7 +233,10 @@ pub fn run_replica(
         socket,
         opts,
         stop,
-        move || Reporting { replica, shared, every, next: Time::ZERO, service },
+        {
+            let events = events.clone();
+            move || Reporting { replica, shared, every, next: Time::ZERO, service, catch_up, served, events }
+        },
         |r| {
             let mut c = r.replica.learner.stats.counters();
             c.push(("applied", r.replica.applied));
@@ -181,6 +245,21 @@ pub fn run_replica(
             c.push(("pieces_malformed", r.replica.assemblies.malformed));
             c.push(("commands_forged", r.replica.assemblies.forged));
             c.push(("client_malformed", r.malformed()));
+            let (s, load) =
+                (r.catch_up.stats, |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed));
+            c.push(("snapshot_fetches", s.fetches));
+            c.push(("snapshots_installed", s.installed));
+            c.push(("snapshot_fetches_failed", s.failed));
+            c.push(("snapshots_stale", s.stale));
+            c.push(("snapshot_bytes_last", s.last_bytes));
+            c.push(("snapshot_fetch_us_last", s.last_fetch_us));
+            c.push(("snapshot_install_us_last", s.last_install_us));
+            c.push(("snapshots_served", load(&r.served.served)));
+            c.push(("snapshot_bytes_served", load(&r.served.served_bytes)));
+            c.push(("snapshot_refused_untrusted", load(&r.served.refused_untrusted)));
+            c.push(("snapshot_refused_malformed", load(&r.served.refused_malformed)));
+            c.push(("snapshot_refused_busy", load(&r.served.refused_busy)));
+            c.push(("snapshot_sends_failed", load(&r.served.failed)));
             c
         },
         |_, _| (),
@@ -189,6 +268,9 @@ pub fn run_replica(
     let mut last = String::new();
     while !stop.is_stopped() && !node.is_finished() {
         std::thread::sleep(every);
+        for line in std::mem::take(&mut *events.lock().unwrap_or_else(|e| e.into_inner())) {
+            say(&line);
+        }
         let s = status.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if s != last && !s.is_empty() {
             say(&s);
@@ -198,7 +280,10 @@ pub fn run_replica(
     if let Some(f) = front_node {
         f.shutdown()?;
     }
-    node.shutdown()
+    let done = node.shutdown();
+    drop(serve_stop);
+    let _ = serving.join();
+    done
 }
 
 /// The proposer id of replica `id`'s front end, opened for the `opened`th

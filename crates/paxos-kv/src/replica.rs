@@ -10,7 +10,9 @@
 //! batch see its earlier writes through an overlay.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::io::{self, Write};
 use std::path::Path;
+use std::sync::Arc;
 
 use innet_core::{Host, Outbox, Time};
 use innet_paxos::envelope::Envelope;
@@ -23,10 +25,12 @@ use leveldb::database::Database;
 use leveldb::iterator::{Iterable, LevelDBIterator};
 use leveldb::kv::KV;
 use leveldb::options::{Options, ReadOptions, WriteOptions};
+use leveldb::snapshots::Snapshots;
 
 use crate::clients::{ClientTable, Entry, Verdict, READ};
 use crate::command::Command;
 use crate::fragment::{Added, Assemblies, Piece};
+use crate::snapshot::Snapshot;
 
 /// A LevelDB key (raw bytes).
 pub struct Key(pub Vec<u8>);
@@ -193,9 +197,69 @@ impl Pending {
     }
 }
 
+/// The replicated state besides the data that a replica's keys hold.
+struct Loaded {
+    /// `m/next`: every instance below it is applied.
+    next: u32,
+    /// `(instance, proposer, request)` of the delivered pairs stored.
+    seen: Vec<(u32, u32, u32)>,
+    client_table: ClientTable,
+    assemblies: Assemblies,
+}
+
+fn meta_u32(k: &[u8], b: &[u8]) -> Result<u32, OpenError> {
+    b.try_into().map(u32::from_be_bytes).map_err(|_| OpenError::Damaged {
+        what: format!("{} holds {} bytes, not 4", String::from_utf8_lossy(k), b.len()),
+    })
+}
+
+/// Reads back a replica's keys (a directory, or a snapshot of one) and
+/// refuses anything a replica never writes.
+fn load<K: AsRef<[u8]>, V: AsRef<[u8]>>(records: impl Iterator<Item = (K, V)>) -> Result<Loaded, OpenError> {
+    let damaged = |what: String| OpenError::Damaged { what };
+    let mut l =
+        Loaded { next: 0, seen: vec![], client_table: ClientTable::default(), assemblies: Assemblies::default() };
+    for (k, v) in records {
+        let (k, v) = (k.as_ref(), v.as_ref());
+        let bad = |what: &str| damaged(format!("key {:02x?}: {what}", &k[..k.len().min(16)]));
+        match (k.first(), k.get(1), k.len()) {
+            (Some(&DATA), Some(b'/'), _) => {}
+            // Earlier versions stored no instance: oldest.
+            (Some(&SEEN), Some(b'/'), 10) if v.len() == 4 || v.is_empty() => {
+                let instance = if v.is_empty() { 0 } else { be32(v) };
+                l.seen.push((instance, be32(&k[2..6]), be32(&k[6..10])))
+            }
+            (Some(&SEEN), _, _) => {
+                return Err(bad("a delivered pair that is not proposer u32, request u32 -> instance u32"))
+            }
+            (Some(&CLIENT), Some(b'/'), 10) => {
+                let e = Entry::decode(v).ok_or_else(|| bad("a client table entry that does not decode"))?;
+                l.client_table.record(u64::from_be_bytes(k[2..10].try_into().expect("sized")), e);
+            }
+            (Some(&CLIENT), _, _) => return Err(bad("a client table key that is not c/<client u64>")),
+            (Some(&PIECE), Some(b'/'), 10) if v.len() >= 4 => {
+                let (p, r, instance) = (be32(&k[2..6]), be32(&k[6..10]), be32(&v[..4]));
+                let piece = Piece::parse(&v[4..]).ok_or_else(|| bad("a stored piece that does not parse"))?;
+                if l.assemblies.add(instance, p, r, piece, &mut vec![]) != Added::Pending {
+                    return Err(bad("a stored piece that completes, repeats or contradicts its command"));
+                }
+            }
+            (Some(&PIECE), _, _) => {
+                return Err(bad("a stored piece that is not f/<proposer><request> -> instance | piece"))
+            }
+            _ if k == META_NEXT => l.next = meta_u32(k, v)?,
+            _ if k == META_OPENED => {
+                meta_u32(k, v)?;
+            }
+            _ => return Err(bad("not a key a replica writes")),
+        }
+    }
+    Ok(l)
+}
+
 pub struct Replica {
     pub learner: Learner,
-    db: Database<Key>,
+    db: Arc<Database<Key>>,
     /// Values applied since start (commands and pieces, not no-ops or
     /// duplicates).
     pub applied: u64,
@@ -228,76 +292,94 @@ impl Replica {
         let mut o = Options::new();
         o.create_if_missing = true;
         let db: Database<Key> = Database::open(dir, o)?;
-        let damaged = |what: String| OpenError::Damaged { what };
-        let read_u32 = |k: &[u8]| -> Result<u32, OpenError> {
-            match db.get(ReadOptions::new(), Key(k.to_vec()))? {
-                None => Ok(0),
-                Some(b) => b
-                    .as_slice()
-                    .try_into()
-                    .map(u32::from_be_bytes)
-                    .map_err(|_| damaged(format!("{} holds {} bytes, not 4", String::from_utf8_lossy(k), b.len()))),
-            }
-        };
-        let next = read_u32(META_NEXT)?;
-        let opened = read_u32(META_OPENED)?.wrapping_add(1);
-        db.put(WriteOptions::new(), Key(META_OPENED.to_vec()), &opened.to_be_bytes())?;
-        let mut seen = vec![];
-        let mut client_table = ClientTable::default();
-        let mut assemblies = Assemblies::default();
-        for (k, v) in db.iter(ReadOptions::new()) {
-            let bad = |what: &str| damaged(format!("key {:02x?}: {what}", &k.0[..k.0.len().min(16)]));
-            match (k.0.first(), k.0.get(1), k.0.len()) {
-                (Some(&DATA), Some(b'/'), _) => {}
-                // Earlier versions stored no instance: oldest.
-                (Some(&SEEN), Some(b'/'), 10) if v.len() == 4 || v.is_empty() => {
-                    let instance = if v.is_empty() { 0 } else { be32(&v) };
-                    seen.push((instance, be32(&k.0[2..6]), be32(&k.0[6..10])))
-                }
-                (Some(&SEEN), _, _) => {
-                    return Err(bad("a delivered pair that is not proposer u32, request u32 -> instance u32"))
-                }
-                (Some(&CLIENT), Some(b'/'), 10) => {
-                    let e = Entry::decode(&v).ok_or_else(|| bad("a client table entry that does not decode"))?;
-                    client_table.record(u64::from_be_bytes(k.0[2..10].try_into().expect("sized")), e);
-                }
-                (Some(&CLIENT), _, _) => return Err(bad("a client table key that is not c/<client u64>")),
-                (Some(&PIECE), Some(b'/'), 10) if v.len() >= 4 => {
-                    let (p, r, instance) = (be32(&k.0[2..6]), be32(&k.0[6..10]), be32(&v[..4]));
-                    let piece = Piece::parse(&v[4..]).ok_or_else(|| bad("a stored piece that does not parse"))?;
-                    if assemblies.add(instance, p, r, piece, &mut vec![]) != Added::Pending {
-                        return Err(bad("a stored piece that completes, repeats or contradicts its command"));
-                    }
-                }
-                (Some(&PIECE), _, _) => {
-                    return Err(bad("a stored piece that is not f/<proposer><request> -> instance | piece"))
-                }
-                _ if k.0 == META_NEXT || k.0 == META_OPENED => {}
-                _ => return Err(bad("not a key a replica writes")),
-            }
+        let opened = match db.get(ReadOptions::new(), Key(META_OPENED.to_vec()))? {
+            None => 0,
+            Some(b) => meta_u32(META_OPENED, &b)?,
         }
-        // Oldest first; a directory of an earlier version may hold more
-        // than the bound: trimmed at the next write.
-        seen.sort_unstable();
-        let stored_seen: VecDeque<(u32, u32, u32)> = seen.into_iter().collect();
-        let seen = stored_seen.iter().map(|&(_, p, r)| (p, r)).collect::<Vec<_>>();
-        let learner = Learner::resume(config, next, seen);
-        debug_assert_eq!(learner.checkpoint(), next, "the replica resumes after the last instance it applied");
-        Ok(Replica {
-            learner,
-            db,
+        .wrapping_add(1);
+        db.put(WriteOptions::new(), Key(META_OPENED.to_vec()), &opened.to_be_bytes())?;
+        let loaded = load(db.iter(ReadOptions::new()).map(|(k, v)| (k.0, v)))?;
+        let next = loaded.next;
+        let mut r = Replica {
+            learner: Learner::new(config),
+            db: Arc::new(db),
             applied: 0,
             clients: BTreeSet::new(),
             answers: VecDeque::new(),
-            assemblies,
-            client_table,
+            assemblies: Assemblies::default(),
+            client_table: ClientTable::default(),
             net: NetStats::default(),
             serving: false,
             net_answers: vec![],
             watch: None,
             decided: vec![],
             opened,
-            stored_seen,
+            stored_seen: VecDeque::new(),
+        };
+        r.resume(loaded);
+        debug_assert_eq!(r.learner.checkpoint(), next, "the replica resumes after the last instance it applied");
+        Ok(r)
+    }
+
+    /// Takes up the replicated state `loaded` read back: the learner
+    /// resumes after its instance with its duplicate filter.
+    fn resume(&mut self, loaded: Loaded) {
+        // Oldest first; a directory of an earlier version may hold more
+        // than the bound: trimmed at the next write.
+        let Loaded { next, mut seen, client_table, assemblies } = loaded;
+        seen.sort_unstable();
+        self.stored_seen = seen.into_iter().collect();
+        let pairs = self.stored_seen.iter().map(|&(_, p, r)| (p, r)).collect::<Vec<_>>();
+        self.learner = Learner::resume(self.learner.config().clone(), next, pairs);
+        self.client_table = client_table;
+        self.assemblies = assemblies;
+        debug_assert_eq!(self.learner.checkpoint(), next);
+    }
+
+    /// Installs a peer's snapshot ([`crate::snapshot`]) in place of the
+    /// store, in one LevelDB write batch (synced): a crash leaves the old
+    /// store or the new one, never a mix, and [`Replica::open`] reads
+    /// either. Every record is checked first as `open` checks a directory;
+    /// a snapshot that fails is refused and changes nothing. The caller
+    /// installs only a snapshot newer than the replica's checkpoint. The
+    /// replica's own open count (`m/opened`) stays.
+    pub fn install(&mut self, snapshot: &Snapshot) -> Result<(), OpenError> {
+        let records = || snapshot.records.iter().filter(|(k, _)| k != META_OPENED);
+        let loaded = load(records().map(|(k, v)| (k.as_slice(), v.as_slice())))?;
+        if loaded.next != snapshot.instance {
+            let what = format!("a snapshot of instance {} whose m/next is {}", snapshot.instance, loaded.next);
+            return Err(OpenError::Damaged { what });
+        }
+        debug_assert!(snapshot.instance > self.learner.checkpoint(), "only a newer snapshot is installed");
+        let mut batch = Writebatch::<Key>::new();
+        for k in self.db.keys_iter(ReadOptions::new()) {
+            if k.0 != META_OPENED {
+                batch.delete(k);
+            }
+        }
+        for (k, v) in records() {
+            batch.put(Key(k.clone()), v);
+        }
+        let mut sync = WriteOptions::new();
+        sync.sync = true;
+        self.db.write(sync, &batch)?;
+        self.resume(loaded);
+        self.decided.clear();
+        debug_assert_eq!(self.learner.checkpoint(), snapshot.instance);
+        Ok(())
+    }
+
+    /// Writes a consistent snapshot of this replica's store (a LevelDB
+    /// snapshot: the store as of one applied batch, while the replica goes
+    /// on applying) to a stream: what [`crate::snapshot::serve`] sends.
+    pub fn snapshot_source(&self) -> crate::snapshot::Source {
+        let db = self.db.clone();
+        Arc::new(move |w: &mut dyn Write| {
+            let snap = db.snapshot();
+            let next = snap.get(ReadOptions::new(), Key(META_NEXT.to_vec())).map_err(io::Error::other)?;
+            let next = next.map_or(Ok(0), |b| meta_u32(META_NEXT, &b)).map_err(|e| io::Error::other(e.to_string()))?;
+            let records = snap.iter(ReadOptions::new()).filter(|(k, _)| k.0 != META_OPENED).map(|(k, v)| (k.0, v));
+            crate::snapshot::write(next, records, w)
         })
     }
 
@@ -719,5 +801,73 @@ mod tests {
         assert_eq!((r.net.applied, r.net.stale), (1, 1));
         drop(r);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 24 item 4: a snapshot of one replica installed in another
+    /// (empty, or behind) gives it the same data, client table, pieces in
+    /// progress, duplicate filter and instance; `open` reads the result
+    /// back; a snapshot whose records a replica would refuse changes
+    /// nothing.
+    #[test]
+    fn a_snapshot_installs_whole_and_reopens() {
+        let base = std::env::temp_dir().join(format!("innet-kv-snap-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let cfg = LearnerConfig::new(0, 2);
+        let mut a = Replica::open(&base.join("a"), cfg.clone()).unwrap();
+        feed(&mut a, 0, 1, &Command::Put { key: b"x".to_vec(), value: b"1".to_vec() });
+        let put = Op::Put { key: b"k".to_vec(), value: vec![3u8; 200] };
+        let pieces = crate::fragment::split(&net_command(9, 1, &put));
+        for (i, p) in pieces.iter().enumerate() {
+            feed_payload(&mut a, 1 + i as u32, 2, 1 + i as u32, p);
+        }
+        let half = crate::fragment::split(&net_command(9, 2, &put));
+        let at = 1 + pieces.len() as u32;
+        feed_payload(&mut a, at, 2, 100, &half[0]);
+        let mut bytes = vec![];
+        (a.snapshot_source())(&mut bytes).unwrap();
+        let snap = crate::snapshot::read(&bytes[..]).unwrap();
+        assert_eq!(snap.instance, a.learner.checkpoint());
+
+        let mut b = Replica::open(&base.join("b"), cfg.clone()).unwrap();
+        feed(&mut b, 0, 1, &Command::Put { key: b"stale".to_vec(), value: b"0".to_vec() });
+        let mut bad = snap.clone();
+        bad.instance += 1;
+        assert!(b.install(&bad).unwrap_err().to_string().contains("m/next"));
+        let mut bad = snap.clone();
+        bad.records.push((b"zebra".to_vec(), vec![]));
+        assert!(b.install(&bad).is_err());
+        assert_eq!(b.contents(), vec![(b"stale".to_vec(), b"0".to_vec())], "a refused snapshot changes nothing");
+        b.install(&snap).unwrap();
+        let same = |a: &Replica, b: &Replica| {
+            assert_eq!(a.contents(), b.contents());
+            assert_eq!(a.learner.checkpoint(), b.learner.checkpoint());
+            assert_eq!(a.client_table.get(9), b.client_table.get(9));
+            assert_eq!(a.assemblies.len(), b.assemblies.len());
+            assert_eq!(a.stored_seen, b.stored_seen);
+        };
+        same(&a, &b);
+        assert_eq!(b.opened, 1, "the replica keeps its own open count");
+        drop(b);
+        let mut b = Replica::open(&base.join("b"), cfg).unwrap();
+        same(&a, &b);
+        assert_eq!(b.opened, 2);
+        // The duplicate filter came along: request 1 chosen again is not
+        // applied; the command in progress (seq 2) completes with its
+        // other pieces.
+        feed(&mut b, at + 1, 1, &Command::Put { key: b"x".to_vec(), value: b"2".to_vec() });
+        for (i, p) in half.iter().enumerate().skip(1) {
+            feed_payload(&mut b, at + 1 + i as u32, 2, 100 + i as u32, p);
+        }
+        assert_eq!(b.contents()[1], (b"x".to_vec(), b"1".to_vec()));
+        assert_eq!((b.net.applied, b.applied), (1, half.len() as u64 - 1), "seq 2 applied, request 1 not again");
+        // And the client table came along: seq 1 again is stale.
+        let at = at + half.len() as u32 + 1;
+        for (i, p) in pieces.iter().enumerate() {
+            feed_payload(&mut b, at + i as u32, 3, 1 + i as u32, p);
+        }
+        assert_eq!((b.net.applied, b.net.stale), (1, 1));
+        drop((a, b));
+        std::fs::remove_dir_all(&base).unwrap();
     }
 }

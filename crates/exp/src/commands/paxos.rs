@@ -523,11 +523,16 @@ pub struct KvReplicaArgs {
     acceptors: usize,
     #[arg(long, default_value_t = 3, value_parser = crate::parse::learners)]
     learners: usize,
+    /// The deployment's --slots (the acceptors' ring): a replica this many
+    /// instances behind copies a snapshot from another replica (by TCP on
+    /// the learners' port numbers) and follows the log from there.
+    #[arg(long, default_value_t = innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT, value_parser = crate::parse::acceptor_slots)]
+    slots: usize,
     /// UDP and TCP port network clients (`innet kv`) reach this replica on;
     /// 0: any free port (printed as `client HOST:PORT`).
     #[arg(long, default_value_t = 0)]
     client_port: u16,
-    /// Print `applied N next I digest H keys K commands C malformed M` this often (ms).
+    /// Print `applied N next I digest H keys K commands C malformed M snapshots S` this often (ms).
     #[arg(long, default_value_t = 200)]
     status_ms: u64,
     /// The deployment's --auth-key file.
@@ -542,6 +547,7 @@ pub fn run_kv_replica(a: KvReplicaArgs) -> anyhow::Result<i32> {
     let lc = innet_live::paxos::LiveConfig {
         acceptors: a.acceptors,
         learners: a.learners,
+        slots: a.slots,
         base_port: a.base_port,
         auth: auth_keys(&a.auth_key)?,
         ..innet_live::paxos::LiveConfig::default()
