@@ -150,8 +150,14 @@ mod tests {
         let before = CpuSnapshot::now();
         let t = Instant::now();
         let mut x = 0u64;
-        while t.elapsed().as_millis() < 300 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        // Spin until this process has had 0.3 s of CPU (on a loaded
+        // machine 300 ms of wall time gave it 0.1 s: the CI run of
+        // 2026-11-27 23:50), giving up after 60 s.
+        while before.used().process_user_s < 0.3 && t.elapsed().as_secs() < 60 {
+            let spin = Instant::now();
+            while spin.elapsed().as_millis() < 10 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
         }
         std::hint::black_box(x);
         let u = before.used();
