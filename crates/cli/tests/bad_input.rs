@@ -299,6 +299,11 @@ fn careless_flags_and_topologies_are_refused_in_one_line() {
         (vec!["sim", "txn", "--topology", &many_clients], "CLIENTS_MAX"),
         (vec!["up", "chain", "--topology", &long_chain], "MAX_CHAIN_NODES"),
         (vec!["up", "paxos", "--topology", &trim], "trim_quorum"),
+        // Removed spellings: one unit for link faults' time (milliseconds).
+        (vec!["sim", "paxos", "--jitter-us", "5"], "--jitter-ms"),
+        (vec!["bench", "paxos", "--jitter-us", "5"], "--jitter-ms"),
+        // Link faults are simulator-only.
+        (vec!["bench", "txn", "--runtime", "live", "--duplicate", "0.5"], "--duplicate 0.5"),
         // Key files (docs/security.md, "The packet authenticator").
         (vec!["up", "chain", "--auth-key", &bad_key], "not 32 hex digits"),
         (vec!["up", "chain", "--auth-key", "/nonexistent/chain.key"], "/nonexistent/chain.key"),
