@@ -1,6 +1,5 @@
 //! `innet sim|check|bench|up paxos`: the consensus service (CAANS).
 
-use crate::parse::Seeds;
 use std::time::Instant;
 
 use crate::paxos::{DataPlaneAt, PaxosConfig};
@@ -94,14 +93,8 @@ pub fn run_sim(a: SimPaxosArgs) -> anyhow::Result<i32> {
 
 #[derive(Args, Debug)]
 pub struct CheckPaxosArgs {
-    /// Number of random seeds (each runs in both deployments).
-    #[arg(long, default_value_t = 100, value_parser = crate::parse::check_seeds)]
-    seeds: u64,
-    #[arg(long, default_value_t = 1)]
-    start_seed: u64,
-    /// Replay just this seed (prints the configuration and network totals).
-    #[arg(long)]
-    seed: Option<u64>,
+    #[command(flatten)]
+    seeds: super::CheckSeeds,
     /// Comma-separated deployments to check: where the coordinator and acceptors run.
     #[arg(long, alias = "dataplanes", default_value = "switch,process")]
     data_planes: String,
@@ -112,10 +105,7 @@ pub struct CheckPaxosArgs {
 
 pub fn run_check(a: CheckPaxosArgs) -> anyhow::Result<i32> {
     let dps: Vec<DataPlaneAt> = super::parse_list(&a.data_planes)?;
-    let (seeds, verbose) = match a.seed {
-        Some(s) => (Seeds::one(s), true),
-        None => (Seeds { first: a.start_seed, count: a.seeds }, false),
-    };
+    let (seeds, verbose) = a.seeds.range(super::CHECK_SEEDS);
     let r = crate::paxos_bench::check_seeds(seeds, &dps, a.duration_s, |run| {
         if verbose {
             println!("{}", serde_json::to_string(&run.config).unwrap_or_default());

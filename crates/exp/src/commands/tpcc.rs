@@ -4,7 +4,6 @@
 //! `innet check tpcc` (random faulty TPC-C runs, with forged replies,
 //! through the serializability checker and TPC-C's consistency conditions).
 
-use crate::parse::Seeds;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -39,15 +38,8 @@ pub struct BenchTpccArgs {
 
 #[derive(Args, Debug)]
 pub struct CheckTpccArgs {
-    /// How many random seeds to run (each in every mode).
-    #[arg(long, default_value_t = 50, value_parser = crate::parse::check_seeds)]
-    seeds: u64,
-    /// First seed.
-    #[arg(long, default_value_t = 1)]
-    start_seed: u64,
-    /// Replay just this seed (prints the configuration and every violation).
-    #[arg(long)]
-    seed: Option<u64>,
+    #[command(flatten)]
+    seeds: super::CheckSeeds,
     /// Comma-separated modes.
     #[arg(long, default_value = "forward,read-cache,early-abort,optimistic-abort")]
     modes: String,
@@ -341,10 +333,7 @@ fn print_nocc5(rs: &[TpccResult]) {
 
 pub fn run_check(a: CheckTpccArgs) -> anyhow::Result<i32> {
     let modes: Vec<Mode> = parse_list(&a.modes)?;
-    let (seeds, verbose) = match a.seed {
-        Some(s) => (Seeds::one(s), true),
-        None => (Seeds { first: a.start_seed, count: a.seeds }, false),
-    };
+    let (seeds, verbose) = a.seeds.range(super::CHECK_TPCC_SEEDS);
     let wall = Instant::now();
     let jobs = seeds.iter().flat_map(|s| modes.iter().map(move |&m| tpcc_sim::random_check_config(s, m, a.duration_s)));
     let progress = crate::progress::Progress::new(seeds.count.saturating_mul(modes.len() as u64), "check tpcc");

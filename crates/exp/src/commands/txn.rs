@@ -48,15 +48,8 @@ pub const TXN_FIGURES: [&str; 10] =
 
 #[derive(Args, Debug)]
 pub struct CheckTxnArgs {
-    /// How many random seeds to run (each in every mode).
-    #[arg(long, default_value_t = 100, value_parser = crate::parse::check_seeds)]
-    seeds: u64,
-    /// First seed.
-    #[arg(long, default_value_t = 1)]
-    start_seed: u64,
-    /// Replay just this seed (prints the configuration and every violation).
-    #[arg(long)]
-    seed: Option<u64>,
+    #[command(flatten)]
+    seeds: super::CheckSeeds,
     /// Comma-separated modes.
     #[arg(long, default_value = "forward,read-cache,early-abort,optimistic-abort")]
     modes: String,
@@ -230,10 +223,7 @@ fn check_seeds(seeds: Seeds, modes: &[Mode], duration_s: f64, verbose: bool) -> 
 
 pub fn run_check(a: CheckTxnArgs) -> anyhow::Result<i32> {
     let modes: Vec<Mode> = parse_list(&a.modes)?;
-    let (range, verbose) = match a.seed {
-        Some(s) => (Seeds::one(s), true),
-        None => (Seeds { first: a.start_seed, count: a.seeds }, false),
-    };
+    let (range, verbose) = a.seeds.range(super::CHECK_SEEDS);
     let bad = check_seeds(range, &modes, a.duration_s, verbose)?;
     Ok(if bad == 0 { 0 } else { 1 })
 }
