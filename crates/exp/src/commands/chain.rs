@@ -12,15 +12,15 @@ pub struct CheckChainArgs {
     #[command(flatten)]
     seeds: super::CheckSeeds,
     /// Comma-separated protocols.
-    #[arg(long, default_value = "netcraq,netchain")]
-    protocols: String,
+    #[arg(long, value_delimiter = ',', default_value = "netcraq,netchain", value_parser = crate::parse::protocol())]
+    protocols: Vec<Protocol>,
     /// Simulated seconds per run.
     #[arg(long, default_value_t = 1.0, value_parser = crate::parse::seconds)]
     duration_s: f64,
 }
 
 pub fn run_check(a: CheckChainArgs) -> anyhow::Result<i32> {
-    let protocols: Vec<Protocol> = super::parse_list(&a.protocols)?;
+    let protocols = a.protocols.clone();
     let (seeds, verbose) = a.seeds.range(super::CHECK_SEEDS);
     let r = chain_sim::check_seeds(seeds, &protocols, a.duration_s, |run| {
         if verbose {
@@ -479,7 +479,7 @@ pub struct ClientChainArgs {
     #[arg(long, default_value_t = 8)]
     clients: u32,
     /// --load: share of operations that are puts (0: only gets, 1: only puts).
-    #[arg(long, alias = "puts-ratio", default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5)]
     write_ratio: f64,
     /// --load: keys 0..N (a NetCRAQ chain holds 1024 objects).
     #[arg(long, default_value_t = 1000, value_parser = crate::parse::chain_keys)]

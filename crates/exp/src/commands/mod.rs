@@ -18,11 +18,6 @@ pub mod paxos;
 pub mod tpcc;
 pub mod txn;
 
-/// A comma-separated list of names (modes, protocols); blanks are skipped.
-pub fn parse_list<T: std::str::FromStr<Err = String>>(s: &str) -> anyhow::Result<Vec<T>> {
-    s.split(',').filter(|x| !x.trim().is_empty()).map(|m| m.trim().parse::<T>().map_err(anyhow::Error::msg)).collect()
-}
-
 pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     topology::resolve(s).map_err(|e| format!("{e:#}"))
 }
