@@ -299,6 +299,28 @@ fn careless_flags_and_topologies_are_refused_in_one_line() {
         (vec!["sim", "txn", "--topology", &many_clients], "CLIENTS_MAX"),
         (vec!["up", "chain", "--topology", &long_chain], "MAX_CHAIN_NODES"),
         (vec!["up", "paxos", "--topology", &trim], "trim_quorum"),
+        // Removed spellings: one unit for link faults' time (milliseconds).
+        (vec!["sim", "paxos", "--jitter-us", "5"], "--jitter-ms"),
+        (vec!["bench", "paxos", "--jitter-us", "5"], "--jitter-ms"),
+        // Removed aliases, and list flags' items: clap names the choices.
+        (vec!["check", "paxos", "--dataplanes", "switch"], "--data-planes"),
+        (vec!["check", "paxos", "--data-planes", "switch,software"], "[possible values: switch, process]"),
+        (
+            vec!["check", "txn", "--modes", "forward,fast"],
+            "[possible values: forward, read-cache, early-abort, optimistic-abort]",
+        ),
+        (vec!["check", "tpcc", "--modes", "optimistic_abort"], "[possible values: forward,"),
+        (vec!["bench", "tpcc", "--modes", "none"], "[possible values: forward,"),
+        (vec!["check", "chain", "--protocols", "netcraq,craq"], "[possible values: netcraq, netchain]"),
+        (vec!["sim", "paxos", "--data-plane", "software"], "[possible values: switch, process, xdp]"),
+        (vec!["up", "paxos", "--data-plane", "software"], "[possible values: switch, process, xdp]"),
+        (
+            vec!["testbed", "up", "txn", "--data-plane", "software"],
+            "say switch (the user-space software switch) or xdp",
+        ),
+        (vec!["client", "chain", "--nodes", "127.0.0.1:9", "--load", "--puts-ratio", "0.5"], "--puts-ratio"),
+        // Link faults are simulator-only.
+        (vec!["bench", "txn", "--runtime", "live", "--duplicate", "0.5"], "--duplicate 0.5"),
         // Key files (docs/security.md, "The packet authenticator").
         (vec!["up", "chain", "--auth-key", &bad_key], "not 32 hex digits"),
         (vec!["up", "chain", "--auth-key", "/nonexistent/chain.key"], "/nonexistent/chain.key"),

@@ -48,7 +48,7 @@ fn testbed_up_commits_through_xdp_and_down_leaves_nothing_even_after_a_crash() {
     assert_eq!(left, Vec::<String>::new(), "testbed down left things behind");
 
     // A crash: the state file is lost; down still finds everything by name.
-    run(INNET, &["testbed", "up", "txn", "--data-plane", "software"]);
+    run(INNET, &["testbed", "up", "txn", "--data-plane", "switch"]);
     std::fs::remove_file("/run/innet/testbed.json").expect("state file exists while up");
     run(INNET, &["testbed", "down"]);
     assert_eq!(wait_clean(), Vec::<String>::new(), "down after a lost state file left things behind");

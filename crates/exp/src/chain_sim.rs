@@ -28,6 +28,8 @@ use innet_sim::{LinkSpec, NetStats, NodeId, Sim, TraceEvent};
 use innet_wire::netchain::key_from_u32;
 use serde::{Deserialize, Serialize};
 
+use crate::faults::Faults;
+
 /// One randomized (or hand-written) faulty run.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct ChainCheckConfig {
@@ -40,9 +42,10 @@ pub struct ChainCheckConfig {
     pub duration_s: f64,
     pub node_latency_us: u64,
     pub client_latency_us: u64,
-    pub jitter_us: u64,
-    pub loss: f64,
-    pub reorder: f64,
+    /// Link faults (no duplication: neither protocol's format detects a
+    /// duplicate); NetCRAQ's chain links keep only the loss.
+    #[serde(flatten)]
+    pub faults: Faults,
     /// NetCRAQ version cells per object.
     pub versions: usize,
     /// `(node, crash at s, restart at s)`.
@@ -57,16 +60,21 @@ impl ChainCheckConfig {
     /// A client timeout above the largest round trip the links allow
     /// (reordering holds a packet up to twice the latency more).
     pub fn client_timeout(&self) -> Duration {
-        let leg = 3 * self.client_latency_us + self.jitter_us;
-        let hop = 3 * self.node_latency_us + self.jitter_us;
+        let jitter_us = self.jitter_us();
+        let leg = 3 * self.client_latency_us + jitter_us;
+        let hop = 3 * self.node_latency_us + jitter_us;
         Duration::from_micros(4 * (2 * leg + self.nodes as u64 * hop) + 500)
+    }
+
+    fn jitter_us(&self) -> u64 {
+        self.faults.jitter().as_micros() as u64
     }
 
     pub fn control(&self) -> ControlConfig {
         ControlConfig {
             heartbeat_interval: Duration::from_millis(2),
             failure_timeout: Duration::from_millis(10),
-            drain: Duration::from_micros(4 * self.nodes as u64 * (3 * self.node_latency_us + self.jitter_us) + 1000),
+            drain: Duration::from_micros(4 * self.nodes as u64 * (3 * self.node_latency_us + self.jitter_us()) + 1000),
             full_heartbeats: 3,
         }
     }
@@ -442,20 +450,12 @@ fn checked(cfg: &ChainCheckConfig, trace: bool) -> Result<(ChainCheckedRun, Vec<
     // NetChain orders writes by sequence number (its section 4.2), so its
     // chain links may reorder too; NetCRAQ's format has no sequence and
     // relies on FIFO links between chain nodes.
-    let node_link = LinkSpec {
-        latency: Duration::from_micros(cfg.node_latency_us),
-        loss_probability: cfg.loss,
-        jitter: Duration::from_micros(if protocol == Protocol::NetChain { cfg.jitter_us } else { 0 }),
-        reorder_probability: if protocol == Protocol::NetChain { cfg.reorder } else { 0.0 },
-        duplicate_probability: 0.0,
+    let chain_faults = match protocol {
+        Protocol::NetChain => cfg.faults,
+        Protocol::NetCraq => Faults { loss: cfg.faults.loss, ..Faults::NONE },
     };
-    let fabric = LinkSpec {
-        latency: Duration::from_micros(cfg.client_latency_us),
-        jitter: Duration::from_micros(cfg.jitter_us),
-        loss_probability: cfg.loss,
-        duplicate_probability: 0.0,
-        reorder_probability: cfg.reorder,
-    };
+    let node_link = chain_faults.link(Duration::from_micros(cfg.node_latency_us));
+    let fabric = cfg.faults.link(Duration::from_micros(cfg.client_latency_us));
     let objects = (cfg.keys as usize).max(1);
     let mut c =
         ChainSim::with_sizes(protocol, cfg.nodes, rng.next_u64(), node_link, fabric, objects, cfg.versions, cfg.keys);
@@ -544,9 +544,13 @@ pub fn random_check_config(seed: u64, protocol: Protocol, duration_s: f64) -> Ch
         duration_s,
         node_latency_us: 20 + r.below(80),
         client_latency_us: 50 + r.below(200),
-        jitter_us: r.below(100),
-        loss: r.f64() * 0.03,
-        reorder: r.f64() * 0.1,
+        // One draw each, in this order (a seed's run stays what it was).
+        faults: Faults {
+            jitter_ms: r.below(100) as f64 / 1e3,
+            loss: r.f64() * 0.03,
+            duplicate: 0.0,
+            reorder: r.f64() * 0.1,
+        },
         versions: 2 + r.below(7) as usize,
         crashes,
     }

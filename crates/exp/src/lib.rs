@@ -7,6 +7,7 @@ pub mod chain_etcd;
 pub mod chain_load;
 pub mod chain_sim;
 pub mod commands;
+pub mod faults;
 pub mod parse;
 pub mod paxos;
 pub mod paxos_bench;

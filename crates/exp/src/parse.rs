@@ -283,6 +283,42 @@ pub fn whole_ms(s: &str) -> Result<u64, String> {
     count(s, "milliseconds", 0, max as u128, "a day")
 }
 
+/// A parser for one of `names` (a list flag's items with `value_delimiter`),
+/// each mapped to `T` by its `FromStr`: clap lists the choices on a bad
+/// value, and a name outside them (an old spelling) is refused.
+pub fn one_of<T>(names: impl IntoIterator<Item = &'static str>) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: std::str::FromStr + Clone + Send + Sync + 'static,
+    T::Err: std::fmt::Debug,
+{
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(names).map(|s| s.parse::<T>().expect("every listed name parses"))
+}
+
+/// A transaction switch mode (`--modes`).
+pub fn mode() -> impl clap::builder::TypedValueParser<Value = innet_txn::Mode> {
+    one_of(innet_txn::Mode::ALL.map(innet_txn::Mode::name))
+}
+
+/// A chain protocol (`--protocols`).
+pub fn protocol() -> impl clap::builder::TypedValueParser<Value = innet_chain::Protocol> {
+    one_of(innet_chain::Protocol::ALL.map(innet_chain::Protocol::name))
+}
+
+/// Where a simulated Paxos deployment's coordinator and acceptors run
+/// (`--data-planes` of `innet check paxos`): `switch` or `process` (the
+/// earlier name `software` is refused with these two).
+pub fn sim_data_plane() -> impl clap::builder::TypedValueParser<Value = innet_core::deploy::DataPlaneAt> {
+    use innet_core::deploy::DataPlaneAt;
+    one_of([DataPlaneAt::Switch, DataPlaneAt::Process].map(DataPlaneAt::name))
+}
+
+/// Where a Paxos deployment's coordinator and acceptors run (`--data-plane`):
+/// `switch`, `process` or `xdp`; `software` is refused with the choices.
+pub fn data_plane() -> impl clap::builder::TypedValueParser<Value = innet_core::deploy::DataPlaneAt> {
+    one_of(innet_core::deploy::DataPlaneAt::ALL.map(innet_core::deploy::DataPlaneAt::name))
+}
+
 /// Seeds a check runs: `count` seeds from `first`, wrapping past
 /// `u64::MAX` to 0 (a seed is a name, not a quantity).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

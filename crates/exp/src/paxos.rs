@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 
 pub use innet_core::deploy::DataPlaneAt;
 
+use crate::faults::Faults;
+
 /// Everything that defines one run; also the command-line flags of
 /// `innet sim paxos` and `innet bench paxos` (defaults: 3 acceptors, 2
 /// learners, one proposer with 8 requests in flight, 50 us links).
@@ -21,7 +23,7 @@ pub use innet_core::deploy::DataPlaneAt;
 pub struct PaxosConfig {
     /// Where the coordinator and acceptors run: switch (data-plane programs) or process.
     #[serde(alias = "dataplane")]
-    #[arg(long, default_value = "switch")]
+    #[arg(long, default_value = "switch", value_parser = crate::parse::data_plane())]
     pub data_plane: DataPlaneAt,
     #[arg(long, default_value_t = 3, value_parser = crate::parse::acceptors)]
     pub acceptors: usize,
@@ -40,18 +42,11 @@ pub struct PaxosConfig {
     /// One-way latency of every link, microseconds.
     #[arg(long, default_value_t = 50.0, value_parser = crate::parse::delay_us)]
     pub latency_us: f64,
-    /// Simulator: uniform extra one-way delay, microseconds.
-    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::delay_us)]
-    pub jitter_us: f64,
-    /// Simulator: per-packet loss probability.
-    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
-    pub loss: f64,
-    /// Simulator: per-packet duplication probability.
-    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
-    pub duplicate: f64,
-    /// Simulator: probability that a packet is held back by up to 2x the latency.
-    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
-    pub reorder: f64,
+    /// Simulator link faults (jitter in ms, loss, duplication, reordering),
+    /// on every link until the faults heal.
+    #[serde(flatten)]
+    #[command(flatten)]
+    pub faults: Faults,
     /// Acceptor ring size (a power of two).
     #[arg(long, default_value_t = innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT, value_parser = crate::parse::acceptor_slots)]
     pub slots: usize,
@@ -129,10 +124,7 @@ impl Default for PaxosConfig {
             duration_s: 1.0,
             seed: 1,
             latency_us: 50.0,
-            jitter_us: 0.0,
-            loss: 0.0,
-            duplicate: 0.0,
-            reorder: 0.0,
+            faults: Faults::NONE,
             slots: innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT,
             trim_quorum: 0,
             ordered: true,
@@ -225,11 +217,7 @@ impl PaxosConfig {
         if !self.slots.is_power_of_two() {
             return Err(format!("--slots {} must be a power of two", self.slots));
         }
-        for (name, p) in [("loss", self.loss), ("duplicate", self.duplicate), ("reorder", self.reorder)] {
-            if !(0.0..=1.0).contains(&p) {
-                return Err(format!("--{name} {p} must be a probability in 0..=1"));
-            }
-        }
+        self.faults.validate()?;
         for (name, v) in [
             ("duration-s", self.duration_s),
             ("timeout-ms", self.timeout_ms),

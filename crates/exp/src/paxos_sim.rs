@@ -20,6 +20,7 @@ use innet_paxos::workload::LoadProposer;
 use innet_paxos::{BackupCoordinator, Coordinator, Learner, LearnerConfig, Proposer};
 use innet_sim::{LinkSpec, NetStats, NodeId, ServiceModel, Sim, SimNode, TraceEvent};
 
+use crate::faults::Faults;
 use crate::paxos::{latency_quantiles_us, latency_us, longest_gap_ms, timeline, DataPlaneAt, PaxosConfig, PaxosResult};
 
 pub struct PaxosTopology {
@@ -39,14 +40,11 @@ fn us(v: f64) -> Duration {
 }
 
 fn link(cfg: &PaxosConfig, latency: Duration, faults: bool) -> LinkSpec {
-    let mut l = LinkSpec::latency(latency);
     if faults {
-        l.jitter = us(cfg.jitter_us);
-        l.loss_probability = cfg.loss;
-        l.duplicate_probability = cfg.duplicate;
-        l.reorder_probability = cfg.reorder;
+        cfg.faults.link(latency)
+    } else {
+        LinkSpec::latency(latency)
     }
-    l
 }
 
 fn service(cost_us: f64) -> Option<ServiceModel> {
@@ -493,10 +491,13 @@ pub fn random_check_config(seed: u64, data_plane: DataPlaneAt, duration_s: f64) 
         duration_s,
         seed,
         latency_us,
-        jitter_us: r.f64() * latency_us,
-        loss: r.f64() * 0.05,
-        duplicate: r.f64() * 0.05,
-        reorder: r.f64() * 0.1,
+        // One draw each, in this order (a seed's run stays what it was).
+        faults: Faults {
+            jitter_ms: r.f64() * latency_us / 1e3,
+            loss: r.f64() * 0.05,
+            duplicate: r.f64() * 0.05,
+            reorder: r.f64() * 0.1,
+        },
         slots: [8, 32, 1024][r.below(3) as usize],
         trim_quorum: 0,
         ordered: r.chance(0.7),

@@ -18,6 +18,7 @@ use innet_txn::{Mode, TxnStore, TxnSwitch};
 use innet_wire::txn::{Key, Status, Value};
 use serde::{Deserialize, Serialize};
 
+use crate::faults::Faults;
 use crate::txn::{cpu_pct, percentile_ms, TxnPointConfig, STORE_US_PER_PACKET};
 use innet_tpcc::{check_consistency, initial_db, Kind, KindStats, Scale, TpccClient, TpccStats};
 
@@ -57,18 +58,10 @@ pub struct TpccConfig {
     /// Switch cache slots (a power of two).
     #[arg(long, default_value_t = innet_txn::switch::CACHE_SLOTS_DEFAULT, value_parser = crate::parse::cache_slots)]
     pub cache_slots: usize,
-    /// Link jitter, ms: uniform extra one-way delay in [0, jitter).
-    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::delay_ms)]
-    pub jitter_ms: f64,
-    /// Per-packet loss probability.
-    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
-    pub loss: f64,
-    /// Per-packet duplication probability.
-    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
-    pub duplicate: f64,
-    /// Probability that a packet is held back by up to 2x the link latency.
-    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
-    pub reorder: f64,
+    /// Simulator link faults (jitter in ms, loss, duplication, reordering).
+    #[serde(flatten)]
+    #[command(flatten)]
+    pub faults: Faults,
     /// Commit attempts per transaction before the terminal gives up.
     #[arg(long, default_value_t = 1000)]
     pub retry_limit: u32,
@@ -106,10 +99,7 @@ impl Default for TpccConfig {
             duration_s: 180.0,
             seed: 1,
             cache_slots: innet_txn::switch::CACHE_SLOTS_DEFAULT,
-            jitter_ms: 0.0,
-            loss: 0.0,
-            duplicate: 0.0,
-            reorder: 0.0,
+            faults: Faults::NONE,
             retry_limit: 1000,
             edge_switches: 0,
             only: None,
@@ -134,10 +124,7 @@ impl TpccConfig {
             duration_s: self.duration_s,
             seed: self.seed,
             cache_slots: self.cache_slots,
-            jitter_ms: self.jitter_ms,
-            loss: self.loss,
-            duplicate: self.duplicate,
-            reorder: self.reorder,
+            faults: self.faults,
             retry_limit: self.retry_limit,
             edge_switches: self.edge_switches,
             store_us_per_packet: self.store_us_per_packet,
@@ -455,10 +442,13 @@ pub fn random_check_config(seed: u64, mode: Mode, duration_s: f64) -> TpccConfig
         duration_s,
         seed,
         cache_slots: [16, 64, 4096][r.below(3) as usize],
-        jitter_ms: r.f64() * 3.0,
-        loss: r.f64() * 0.05,
-        duplicate: r.f64() * 0.05,
-        reorder: r.f64() * 0.1,
+        // One draw each, in this order (a seed's run stays what it was).
+        faults: Faults {
+            jitter_ms: r.f64() * 3.0,
+            loss: r.f64() * 0.05,
+            duplicate: r.f64() * 0.05,
+            reorder: r.f64() * 0.1,
+        },
         retry_limit: 1000,
         edge_switches: if r.chance(0.25) { (2 + r.below(2) as u32).min(clients) } else { 0 },
         only: None,

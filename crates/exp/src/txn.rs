@@ -13,6 +13,8 @@ use innet_txn::workload::{LoadStats, Workload};
 use innet_txn::Mode;
 use serde::{Deserialize, Serialize};
 
+use crate::faults::Faults;
+
 /// Everything that defines one experiment point; also the command-line
 /// flags of `innet sim txn` and `innet bench txn` (each field's flag and
 /// default below).
@@ -51,18 +53,10 @@ pub struct TxnPointConfig {
     /// Switch cache slots (a power of two).
     #[arg(long, default_value_t = innet_txn::switch::CACHE_SLOTS_DEFAULT, value_parser = crate::parse::cache_slots)]
     pub cache_slots: usize,
-    /// Simulator link jitter, ms: uniform extra one-way delay in [0, jitter).
-    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::delay_ms)]
-    pub jitter_ms: f64,
-    /// Simulator per-packet loss probability.
-    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
-    pub loss: f64,
-    /// Simulator per-packet duplication probability.
-    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
-    pub duplicate: f64,
-    /// Simulator probability that a packet is held back by up to 2x the link latency.
-    #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
-    pub reorder: f64,
+    /// Simulator link faults (jitter in ms, loss, duplication, reordering).
+    #[serde(flatten)]
+    #[command(flatten)]
+    pub faults: Faults,
     /// Client resend timeout in ms (0: 4 x RTT + 50 ms).
     #[arg(long, default_value_t = 0.0, value_parser = crate::parse::delay_ms)]
     pub timeout_ms: f64,
@@ -148,10 +142,7 @@ impl Default for TxnPointConfig {
             seed: 1,
             think_ms: 0.0,
             cache_slots: innet_txn::switch::CACHE_SLOTS_DEFAULT,
-            jitter_ms: 0.0,
-            loss: 0.0,
-            duplicate: 0.0,
-            reorder: 0.0,
+            faults: Faults::NONE,
             timeout_ms: 0.0,
             retry_limit: 1000,
             span: 1,
@@ -168,28 +159,14 @@ impl TxnPointConfig {
     pub fn validate(&self) -> Result<Mode, String> {
         let mode: Mode = self.mode.parse()?;
         self.workload().validate()?;
-        let prob = |name: &str, p: f64| {
-            if (0.0..=1.0).contains(&p) {
-                Ok(())
-            } else {
-                Err(format!("--{name} {p} must be a probability in 0..=1"))
-            }
-        };
-        prob("loss", self.loss)?;
-        prob("duplicate", self.duplicate)?;
-        prob("reorder", self.reorder)?;
+        self.faults.validate()?;
         if !(0.0..=1.0).contains(&self.delta) {
             return Err(format!(
                 "--delta {} must be in 0..=1 (0: switch next to the clients, 1: next to the store)",
                 self.delta
             ));
         }
-        for (name, v) in [
-            ("rtt-ms", self.rtt_ms),
-            ("jitter-ms", self.jitter_ms),
-            ("think-ms", self.think_ms),
-            ("timeout-ms", self.timeout_ms),
-        ] {
+        for (name, v) in [("rtt-ms", self.rtt_ms), ("think-ms", self.think_ms), ("timeout-ms", self.timeout_ms)] {
             if !(v >= 0.0 && v.is_finite()) {
                 return Err(format!("--{name} {v} must be a finite number >= 0"));
             }

@@ -19,15 +19,7 @@ use crate::txn::{summarize, TxnPointConfig, TxnPointResult};
 /// Checks that `cfg` asks for nothing the live runtime cannot do.
 pub fn check_live(cfg: &TxnPointConfig) -> anyhow::Result<innet_txn::Mode> {
     let mode = cfg.validate().map_err(anyhow::Error::msg)?;
-    for (name, v) in
-        [("jitter-ms", cfg.jitter_ms), ("loss", cfg.loss), ("duplicate", cfg.duplicate), ("reorder", cfg.reorder)]
-    {
-        if v != 0.0 {
-            anyhow::bail!(
-                "--{name} {v}: link faults are simulator-only; the live runtime emulates delay only (set it to 0, or run the point in the simulator)"
-            );
-        }
-    }
+    cfg.faults.refuse_live().map_err(anyhow::Error::msg)?;
     Ok(mode)
 }
 
@@ -107,7 +99,11 @@ mod tests {
 
     #[test]
     fn faults_are_rejected_with_a_reason() {
-        let cfg = TxnPointConfig { loss: 0.1, duration_s: 0.1, ..Default::default() };
+        let cfg = TxnPointConfig {
+            faults: crate::faults::Faults { loss: 0.1, ..crate::faults::Faults::NONE },
+            duration_s: 0.1,
+            ..Default::default()
+        };
         let e = run_point_live(&cfg).unwrap_err().to_string();
         assert!(e.contains("simulator-only"), "{e}");
     }

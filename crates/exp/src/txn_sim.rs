@@ -97,13 +97,7 @@ impl TxnTopology {
 }
 
 pub(crate) fn link(cfg: &TxnPointConfig, latency: Duration) -> LinkSpec {
-    LinkSpec {
-        latency,
-        jitter: Duration::from_secs_f64(cfg.jitter_ms / 1e3),
-        loss_probability: cfg.loss,
-        duplicate_probability: cfg.duplicate,
-        reorder_probability: cfg.reorder,
-    }
+    cfg.faults.link(latency)
 }
 
 /// Builds `deployment` in a simulator seeded from `cfg.seed`, every client
@@ -464,10 +458,13 @@ pub fn random_check_config(seed: u64, mode: Mode, duration_s: f64) -> TxnPointCo
         seed,
         think_ms: 0.0,
         cache_slots: [4, 16, 4096][r.below(3) as usize],
-        jitter_ms: r.f64() * 3.0,
-        loss: r.f64() * 0.05,
-        duplicate: r.f64() * 0.05,
-        reorder: r.f64() * 0.1,
+        // One draw each, in this order (a seed's run stays what it was).
+        faults: crate::faults::Faults {
+            jitter_ms: r.f64() * 3.0,
+            loss: r.f64() * 0.05,
+            duplicate: r.f64() * 0.05,
+            reorder: r.f64() * 0.1,
+        },
         timeout_ms: 0.0,
         retry_limit: 1000,
         edge_switches: 0,

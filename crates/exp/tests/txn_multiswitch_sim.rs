@@ -29,10 +29,7 @@ fn clients_behind_both_edges_commit_and_the_history_is_serializable() {
             write_ratio: 0.6,
             validated_reads: 0.3,
             rtt_ms: 20.0,
-            jitter_ms: 2.0,
-            loss: 0.02,
-            duplicate: 0.02,
-            reorder: 0.05,
+            faults: innet_exp::faults::Faults { jitter_ms: 2.0, loss: 0.02, duplicate: 0.02, reorder: 0.05 },
             duration_s: 5.0,
             seed,
             ..TxnPointConfig::default()

@@ -126,7 +126,10 @@ pub fn gotthard_base(ctx: &Ctx, seconds: f64) -> TxnPointConfig {
     TxnPointConfig {
         duration_s: ctx.seconds(seconds, 3.0),
         seed: ctx.seed,
-        jitter_ms: JITTER_SHARE_OF_RTT * d.rtt_ms,
+        faults: innet_exp::faults::Faults {
+            jitter_ms: JITTER_SHARE_OF_RTT * d.rtt_ms,
+            ..innet_exp::faults::Faults::NONE
+        },
         ..d
     }
 }
@@ -136,7 +139,10 @@ pub fn nocc_base(ctx: &Ctx, seconds: f64) -> TxnPointConfig {
     TxnPointConfig {
         rtt_ms: NOCC_RTT_MS,
         delta: NOCC_DELTA,
-        jitter_ms: NOCC_JITTER_SHARE_OF_RTT * NOCC_RTT_MS,
+        faults: innet_exp::faults::Faults {
+            jitter_ms: NOCC_JITTER_SHARE_OF_RTT * NOCC_RTT_MS,
+            ..innet_exp::faults::Faults::NONE
+        },
         duration_s: ctx.seconds(seconds, 0.5),
         seed: ctx.seed,
         ..TxnPointConfig::default()
@@ -220,7 +226,7 @@ fn caption(figure: &str, c: &TxnPointConfig, varied: &[&str], per_point: &str) -
         ("writes", format!("{} writes", c.write_ratio)),
         ("keys", format!("{} key(s)", c.keys)),
         ("Zipf", format!("Zipf {}", c.zipf)),
-        ("jitter", format!("jitter {} ms", c.jitter_ms)),
+        ("jitter", format!("jitter {} ms", c.faults.jitter_ms)),
         ("store", format!("store {} us/packet", c.store_us_per_packet)),
     ];
     let fixed: Vec<String> = fields.into_iter().filter(|(k, _)| !varied.contains(k)).map(|(_, v)| v).collect();

@@ -278,7 +278,10 @@ pub fn fig11_base(ctx: &Ctx) -> TxnPointConfig {
         clients: 2 * FIG11_CLIENTS_PER_EDGE,
         keys: FIG11_KEYS_PER_SET,
         zipf: FIG11_ZIPF,
-        jitter_ms: d.rtt_ms * JITTER_SHARE_OF_RTT,
+        faults: innet_exp::faults::Faults {
+            jitter_ms: d.rtt_ms * JITTER_SHARE_OF_RTT,
+            ..innet_exp::faults::Faults::NONE
+        },
         duration_s: ctx.seconds(d.duration_s, 20.0),
         ..d
     }
@@ -335,7 +338,7 @@ fn fig11_caption(base: &TxnPointConfig, seeds: usize) -> String {
         base.write_ratio * 100.0,
         FIG11_KEYS_PER_SET,
         FIG11_ZIPF,
-        base.jitter_ms,
+        base.faults.jitter_ms,
         base.duration_s,
         seeds,
         base.seed
@@ -446,7 +449,10 @@ pub fn nocc_base(ctx: &Ctx) -> TxnPointConfig {
     TxnPointConfig {
         rtt_ms: tpcc_bench::NOCC5_RTT_MS,
         delta: tpcc_bench::NOCC5_DELTA,
-        jitter_ms: tpcc_bench::NOCC5_RTT_MS * NOCC_JITTER_SHARE_OF_RTT,
+        faults: innet_exp::faults::Faults {
+            jitter_ms: tpcc_bench::NOCC5_RTT_MS * NOCC_JITTER_SHARE_OF_RTT,
+            ..innet_exp::faults::Faults::NONE
+        },
         duration_s: ctx.seconds(NOCC_SECONDS, 1.0),
         seed: ctx.seed,
         ..TxnPointConfig::default()
@@ -461,7 +467,7 @@ fn nocc_caption(fig: &str, base: &TxnPointConfig, sweep: &str) -> String {
          per point",
         base.delta,
         base.rtt_ms,
-        base.jitter_ms,
+        base.faults.jitter_ms,
         r[0].store_us,
         r[0].seeds,
         r[1].store_us,

@@ -88,12 +88,17 @@ pub use innet_core::deploy::DataPlaneAt;
 /// The data plane a testbed's switch role runs on, from a `--data-plane`
 /// value: `xdp` (the BPF program on the switch's ports) or `switch` (an
 /// `innet switch txn` user-space software switch process in the switch
-/// namespace; `software` is accepted for it too, the testbed's earlier name).
-/// `process` (the programs as end hosts) has no place on a testbed.
+/// namespace). `process` (the programs as end hosts) has no place on a
+/// testbed; `software`, the testbed's earlier name for `switch` (and the
+/// consensus records' earlier name for `process`), is refused with the two
+/// choices.
 pub fn parse_data_plane(s: &str) -> Result<DataPlaneAt, String> {
     match s {
         "xdp" => Ok(DataPlaneAt::Xdp),
-        "switch" | "software" => Ok(DataPlaneAt::Switch),
+        "switch" => Ok(DataPlaneAt::Switch),
+        "software" => Err("'software' is no longer a data plane name: say switch (the user-space software switch) \
+                           or xdp (the BPF program)"
+            .into()),
         "process" => Err("--data-plane process: a testbed's switch runs as xdp or as a software switch (switch); \
                           the process deployment runs on loopback (`innet up paxos --data-plane process`)"
             .into()),

@@ -1,7 +1,6 @@
 //! Chain key-value store commands: `innet check chain`, `innet bench chain`,
 //! `innet up chain`.
 
-use crate::parse::Seeds;
 use std::time::Instant;
 
 use crate::chain_sim;
@@ -10,29 +9,19 @@ use innet_chain::Protocol;
 
 #[derive(Args, Debug)]
 pub struct CheckChainArgs {
-    /// How many random seeds to run (each for every protocol).
-    #[arg(long, default_value_t = 100, value_parser = crate::parse::check_seeds)]
-    seeds: u64,
-    /// First seed.
-    #[arg(long, default_value_t = 1)]
-    start_seed: u64,
-    /// Replay just this seed (prints the configuration and every violation).
-    #[arg(long)]
-    seed: Option<u64>,
+    #[command(flatten)]
+    seeds: super::CheckSeeds,
     /// Comma-separated protocols.
-    #[arg(long, default_value = "netcraq,netchain")]
-    protocols: String,
+    #[arg(long, value_delimiter = ',', default_value = "netcraq,netchain", value_parser = crate::parse::protocol())]
+    protocols: Vec<Protocol>,
     /// Simulated seconds per run.
     #[arg(long, default_value_t = 1.0, value_parser = crate::parse::seconds)]
     duration_s: f64,
 }
 
 pub fn run_check(a: CheckChainArgs) -> anyhow::Result<i32> {
-    let protocols: Vec<Protocol> = super::parse_list(&a.protocols)?;
-    let (seeds, verbose) = match a.seed {
-        Some(s) => (Seeds::one(s), true),
-        None => (Seeds { first: a.start_seed, count: a.seeds }, false),
-    };
+    let protocols = a.protocols.clone();
+    let (seeds, verbose) = a.seeds.range(super::CHECK_SEEDS);
     let r = chain_sim::check_seeds(seeds, &protocols, a.duration_s, |run| {
         if verbose {
             println!("{}", serde_json::to_string(&run.config).unwrap_or_default());
@@ -490,7 +479,7 @@ pub struct ClientChainArgs {
     #[arg(long, default_value_t = 8)]
     clients: u32,
     /// --load: share of operations that are puts (0: only gets, 1: only puts).
-    #[arg(long, alias = "puts-ratio", default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5)]
     write_ratio: f64,
     /// --load: keys 0..N (a NetCRAQ chain holds 1024 objects).
     #[arg(long, default_value_t = 1000, value_parser = crate::parse::chain_keys)]

@@ -18,11 +18,6 @@ pub mod paxos;
 pub mod tpcc;
 pub mod txn;
 
-/// A comma-separated list of names (modes, protocols); blanks are skipped.
-pub fn parse_list<T: std::str::FromStr<Err = String>>(s: &str) -> anyhow::Result<Vec<T>> {
-    s.split(',').filter(|x| !x.trim().is_empty()).map(|m| m.trim().parse::<T>().map_err(anyhow::Error::msg)).collect()
-}
-
 pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     topology::resolve(s).map_err(|e| format!("{e:#}"))
 }
@@ -56,6 +51,39 @@ pub struct TopologyArgs {
     /// addresses are for one machine's loopback, each host here has its own).
     #[arg(long, value_name = "MACHINE=IP", requires = "topology", value_parser = parse_place)]
     pub place: Vec<(String, std::net::IpAddr)>,
+}
+
+/// The seeds of a check (`innet check txn|tpcc|paxos|chain`, declared once):
+/// `--seeds N` from `--start-seed`, or `--seed S` alone, replayed with
+/// everything printed.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct CheckSeeds {
+    /// How many random seeds to run, each in every mode, protocol or
+    /// deployment [default: 100; `check tpcc`: 50].
+    #[arg(long, value_parser = crate::parse::check_seeds)]
+    pub seeds: Option<u64>,
+    /// First seed.
+    #[arg(long, default_value_t = 1)]
+    pub start_seed: u64,
+    /// Replay just this seed (prints the configuration and every violation).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+/// A check's seeds when `--seeds` is not given.
+pub const CHECK_SEEDS: u64 = 100;
+/// `check tpcc`'s seeds when `--seeds` is not given (a TPC-C run is longer).
+pub const CHECK_TPCC_SEEDS: u64 = 50;
+
+impl CheckSeeds {
+    /// The seeds to run (`count` of them unless `--seeds` says), and
+    /// whether to print everything (a replay).
+    pub fn range(&self, count: u64) -> (crate::parse::Seeds, bool) {
+        match self.seed {
+            Some(s) => (crate::parse::Seeds::one(s), true),
+            None => (crate::parse::Seeds { first: self.start_seed, count: self.seeds.unwrap_or(count) }, false),
+        }
+    }
 }
 
 /// `--metrics ADDR`, for every long-running process.

@@ -1,6 +1,5 @@
 //! `innet sim|check|bench|up paxos`: the consensus service (CAANS).
 
-use crate::parse::Seeds;
 use std::time::Instant;
 
 use crate::paxos::{DataPlaneAt, PaxosConfig};
@@ -94,28 +93,19 @@ pub fn run_sim(a: SimPaxosArgs) -> anyhow::Result<i32> {
 
 #[derive(Args, Debug)]
 pub struct CheckPaxosArgs {
-    /// Number of random seeds (each runs in both deployments).
-    #[arg(long, default_value_t = 100, value_parser = crate::parse::check_seeds)]
-    seeds: u64,
-    #[arg(long, default_value_t = 1)]
-    start_seed: u64,
-    /// Replay just this seed (prints the configuration and network totals).
-    #[arg(long)]
-    seed: Option<u64>,
+    #[command(flatten)]
+    seeds: super::CheckSeeds,
     /// Comma-separated deployments to check: where the coordinator and acceptors run.
-    #[arg(long, alias = "dataplanes", default_value = "switch,process")]
-    data_planes: String,
+    #[arg(long, value_delimiter = ',', default_value = "switch,process", value_parser = crate::parse::sim_data_plane())]
+    data_planes: Vec<DataPlaneAt>,
     /// Simulated seconds of submitting per run (then the network heals and runs drain).
     #[arg(long, default_value_t = 0.2, value_parser = crate::parse::seconds)]
     duration_s: f64,
 }
 
 pub fn run_check(a: CheckPaxosArgs) -> anyhow::Result<i32> {
-    let dps: Vec<DataPlaneAt> = super::parse_list(&a.data_planes)?;
-    let (seeds, verbose) = match a.seed {
-        Some(s) => (Seeds::one(s), true),
-        None => (Seeds { first: a.start_seed, count: a.seeds }, false),
-    };
+    let dps = a.data_planes.clone();
+    let (seeds, verbose) = a.seeds.range(super::CHECK_SEEDS);
     let r = crate::paxos_bench::check_seeds(seeds, &dps, a.duration_s, |run| {
         if verbose {
             println!("{}", serde_json::to_string(&run.config).unwrap_or_default());
@@ -347,8 +337,8 @@ fn run_acceptor_fsync(
 #[derive(Args, Debug)]
 pub struct UpPaxosArgs {
     /// Where the coordinator and acceptors run: switch (user-space software switches) or process.
-    #[arg(long, default_value = "switch")]
-    data_plane: String,
+    #[arg(long, default_value = "switch", value_parser = crate::parse::data_plane())]
+    data_plane: DataPlaneAt,
     /// Key file (lines `ID HEX`, 32 hex digits; the first seals, at most 2):
     /// every datagram between the nodes carries a SipHash-2-4 MAC trailer,
     /// and one without is refused (docs/security.md). With --topology it
@@ -437,7 +427,7 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
     }
     let cfg = crate::paxos_live::UpPaxos {
         live: innet_live::paxos::LiveConfig {
-            data_plane: a.data_plane.parse::<DataPlaneAt>().map_err(anyhow::Error::msg)?,
+            data_plane: a.data_plane,
             acceptors: a.acceptors,
             learners: a.learners,
             proposers: a.proposers,

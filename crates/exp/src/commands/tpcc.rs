@@ -4,7 +4,6 @@
 //! `innet check tpcc` (random faulty TPC-C runs, with forged replies,
 //! through the serializability checker and TPC-C's consistency conditions).
 
-use crate::parse::Seeds;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -14,8 +13,6 @@ use crate::Runtime;
 use clap::Args;
 use innet_tpcc::Kind;
 use innet_txn::Mode;
-
-use super::parse_list;
 
 #[derive(Args, Debug)]
 pub struct BenchTpccArgs {
@@ -28,8 +25,8 @@ pub struct BenchTpccArgs {
     #[arg(long, default_value = "fig13")]
     figure: String,
     /// Comma-separated modes to compare [default: the paper's for the figure].
-    #[arg(long)]
-    modes: Option<String>,
+    #[arg(long, value_delimiter = ',', value_parser = crate::parse::mode())]
+    modes: Option<Vec<Mode>>,
     /// Output folder for tpcc-<figure>.jsonl and tpcc-<figure>.png [default: results/tpcc-<runtime>].
     #[arg(long, value_parser = crate::parse::out_dir)]
     out: Option<PathBuf>,
@@ -39,18 +36,11 @@ pub struct BenchTpccArgs {
 
 #[derive(Args, Debug)]
 pub struct CheckTpccArgs {
-    /// How many random seeds to run (each in every mode).
-    #[arg(long, default_value_t = 50, value_parser = crate::parse::check_seeds)]
-    seeds: u64,
-    /// First seed.
-    #[arg(long, default_value_t = 1)]
-    start_seed: u64,
-    /// Replay just this seed (prints the configuration and every violation).
-    #[arg(long)]
-    seed: Option<u64>,
+    #[command(flatten)]
+    seeds: super::CheckSeeds,
     /// Comma-separated modes.
-    #[arg(long, default_value = "forward,read-cache,early-abort,optimistic-abort")]
-    modes: String,
+    #[arg(long, value_delimiter = ',', default_value = "forward,read-cache,early-abort,optimistic-abort", value_parser = crate::parse::mode())]
+    modes: Vec<Mode>,
     /// Simulated seconds per run.
     #[arg(long, default_value_t = 5.0, value_parser = crate::parse::seconds)]
     duration_s: f64,
@@ -184,7 +174,7 @@ pub fn run_bench(a: BenchTpccArgs) -> anyhow::Result<i32> {
     let mut bad = 0;
     for fig in figs {
         let modes: Vec<Mode> = match &a.modes {
-            Some(m) => parse_list(m)?,
+            Some(m) => m.clone(),
             None => tpcc_bench::default_modes(fig),
         };
         let cfgs = tpcc_bench::configs(fig, &base, &modes);
@@ -340,11 +330,8 @@ fn print_nocc5(rs: &[TpccResult]) {
 }
 
 pub fn run_check(a: CheckTpccArgs) -> anyhow::Result<i32> {
-    let modes: Vec<Mode> = parse_list(&a.modes)?;
-    let (seeds, verbose) = match a.seed {
-        Some(s) => (Seeds::one(s), true),
-        None => (Seeds { first: a.start_seed, count: a.seeds }, false),
-    };
+    let modes = a.modes.clone();
+    let (seeds, verbose) = a.seeds.range(super::CHECK_TPCC_SEEDS);
     let wall = Instant::now();
     let jobs = seeds.iter().flat_map(|s| modes.iter().map(move |&m| tpcc_sim::random_check_config(s, m, a.duration_s)));
     let progress = crate::progress::Progress::new(seeds.count.saturating_mul(modes.len() as u64), "check tpcc");

@@ -11,16 +11,14 @@ use crate::txn_sim;
 use clap::Args;
 use innet_txn::Mode;
 
-use super::parse_list;
-
 #[derive(Args, Debug)]
 pub struct BenchTxnArgs {
     /// Where to run: the simulator (default) or live over UDP on loopback.
     #[arg(long, value_enum, default_value = "sim")]
     pub runtime: Runtime,
     /// Comma-separated modes to compare.
-    #[arg(long, default_value = "forward,read-cache,early-abort,optimistic-abort")]
-    pub modes: String,
+    #[arg(long, value_delimiter = ',', default_value = "forward,read-cache,early-abort,optimistic-abort", value_parser = crate::parse::mode())]
+    pub modes: Vec<Mode>,
     /// Comma-separated write ratios.
     #[arg(long, default_value = "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1")]
     pub write_ratios: String,
@@ -48,18 +46,11 @@ pub const TXN_FIGURES: [&str; 10] =
 
 #[derive(Args, Debug)]
 pub struct CheckTxnArgs {
-    /// How many random seeds to run (each in every mode).
-    #[arg(long, default_value_t = 100, value_parser = crate::parse::check_seeds)]
-    seeds: u64,
-    /// First seed.
-    #[arg(long, default_value_t = 1)]
-    start_seed: u64,
-    /// Replay just this seed (prints the configuration and every violation).
-    #[arg(long)]
-    seed: Option<u64>,
+    #[command(flatten)]
+    seeds: super::CheckSeeds,
     /// Comma-separated modes.
-    #[arg(long, default_value = "forward,read-cache,early-abort,optimistic-abort")]
-    modes: String,
+    #[arg(long, value_delimiter = ',', default_value = "forward,read-cache,early-abort,optimistic-abort", value_parser = crate::parse::mode())]
+    modes: Vec<Mode>,
     /// Simulated seconds per run.
     #[arg(long, default_value_t = 5.0, value_parser = crate::parse::seconds)]
     duration_s: f64,
@@ -158,7 +149,7 @@ pub fn run_bench(a: BenchTxnArgs) -> anyhow::Result<i32> {
         base.duration_s = 10.0;
         println!("live runtime: using RTT 20 ms and 10 s per point (set --rtt-ms/--duration-s to change)");
     }
-    let modes: Vec<Mode> = parse_list(&a.modes)?;
+    let modes = a.modes.clone();
     let ratios = parse_ratios(&a.write_ratios)?;
     let rs = sweep(a.runtime, &base, &modes, &ratios)?;
     let out = a.out.unwrap_or_else(|| PathBuf::from(format!("results/txn-{}", a.runtime.name())));
@@ -229,11 +220,8 @@ fn check_seeds(seeds: Seeds, modes: &[Mode], duration_s: f64, verbose: bool) -> 
 }
 
 pub fn run_check(a: CheckTxnArgs) -> anyhow::Result<i32> {
-    let modes: Vec<Mode> = parse_list(&a.modes)?;
-    let (range, verbose) = match a.seed {
-        Some(s) => (Seeds::one(s), true),
-        None => (Seeds { first: a.start_seed, count: a.seeds }, false),
-    };
+    let modes = a.modes;
+    let (range, verbose) = a.seeds.range(super::CHECK_SEEDS);
     let bad = check_seeds(range, &modes, a.duration_s, verbose)?;
     Ok(if bad == 0 { 0 } else { 1 })
 }

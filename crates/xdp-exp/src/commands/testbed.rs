@@ -92,8 +92,8 @@ pub struct TestbedUpArgs {
     reply_to_source_port: bool,
     /// Where the switch role runs: xdp (the BPF program on the switch's
     /// ports) or switch (an `innet switch txn` user-space software switch
-    /// process in the switch namespace; `software` is accepted too). The
-    /// chain and paxos testbeds run xdp.
+    /// process in the switch namespace; `software` is refused, naming
+    /// these two). The chain and paxos testbeds run xdp.
     #[arg(long, default_value = "xdp", value_parser = testbed::parse_data_plane)]
     data_plane: DataPlaneAt,
     /// Switch mode: forward, read-cache, early-abort or optimistic-abort.
