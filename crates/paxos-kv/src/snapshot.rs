@@ -434,10 +434,12 @@ impl CatchUp {
         if inst != u32::MAX {
             self.highest = Some(self.highest.map_or(inst, |h| h.max(inst)));
         }
+        debug_assert!(self.highest.is_none_or(|h| h != u32::MAX), "instance u32::MAX is never handed out");
     }
 
     /// Whether a replica at `checkpoint` should fetch a snapshot.
     pub fn behind(&self, checkpoint: u32) -> bool {
+        debug_assert!(self.after > 0, "a gap of 0 instances is no gap");
         self.highest.is_some_and(|h| h >= checkpoint.saturating_add(self.after))
     }
 
@@ -477,12 +479,14 @@ impl CatchUp {
                 self.retry_at = now + FETCH_RETRY;
             }
         }
+        debug_assert!(self.in_flight.is_none() || self.stats.fetches > 0, "a fetch in flight was counted");
         None
     }
 
     /// Counts a fetched snapshot the replica refused to install; the next
     /// fetch goes to another peer, a retry interval later.
     pub fn refused(&mut self, now: Time) {
+        debug_assert!(self.in_flight.is_none(), "a refused snapshot is one already received");
         self.stats.failed += 1;
         self.retry_at = now + FETCH_RETRY;
     }
