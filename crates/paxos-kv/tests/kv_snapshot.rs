@@ -171,7 +171,14 @@ fn a_replica_down_for_ten_rings_catches_up_by_snapshot() {
     eprintln!("KV_SNAPSHOT restarted: down at {down_at}, gap {gap} instances ({commands} commands); {lines:?}");
     assert!(lines.iter().any(|l| l.contains(" instance ")), "{lines:?}");
 
-    // A brand-new replica: replica 1 on an empty directory.
+    // A brand-new replica: replica 1 on an empty directory, after its
+    // first life served commands of its own (its front end's proposer id
+    // and request numbers are in every replica's duplicate filter).
+    let mut old1 = KvNetClient::connect(&[rs[1].client]).unwrap();
+    for i in 0..5 {
+        old1.put(format!("first-life{i}").as_bytes(), b"replica 1").unwrap();
+    }
+    wait_same(&[&rs[0], &rs[1], &rs[2]]);
     rs[1].kill();
     std::fs::remove_dir_all(&dirs[1]).unwrap();
     rs[1] = Running::start(&live, 1, &dirs[1]);
