@@ -105,6 +105,7 @@ pub fn run_replica(
             let line = match self.replica.install(&s) {
                 Ok(()) => {
                     self.catch_up.installed(&s, fetch, t.elapsed());
+                    self.front_above_earlier_life();
                     format!(
                         "snapshot from {peer} instance {} (was {checkpoint}) bytes {} records {} fetch_ms {:.1} \
                          install_ms {:.1}",
@@ -121,6 +122,16 @@ pub fn run_replica(
                 }
             };
             self.events.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+        }
+        /// Tells the front end where an earlier life of this replica's
+        /// proposer id stopped, if the store records one (a directory
+        /// made anew numbers its opens from 1 again).
+        fn front_above_earlier_life(&self) {
+            if let (Some((_, front)), Some(pid)) = (&self.service, self.replica.watched()) {
+                if let Some(r) = self.replica.last_request_of(pid) {
+                    let _ = front.send(service::FrontEvent::UsedUpTo(r));
+                }
+            }
         }
         fn serve(&mut self) {
             if let Some((s, decided)) = &self.service {
@@ -235,7 +246,11 @@ pub fn run_replica(
         stop,
         {
             let events = events.clone();
-            move || Reporting { replica, shared, every, next: Time::ZERO, service, catch_up, served, events }
+            move || {
+                let r = Reporting { replica, shared, every, next: Time::ZERO, service, catch_up, served, events };
+                r.front_above_earlier_life();
+                r
+            }
         },
         |r| {
             let mut c = r.replica.learner.stats.counters();

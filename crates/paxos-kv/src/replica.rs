@@ -419,6 +419,22 @@ impl Replica {
         self.watch = Some(proposer);
     }
 
+    /// The proposer [`Replica::watch`] named, if any.
+    pub fn watched(&self) -> Option<u32> {
+        self.watch
+    }
+
+    /// The highest request id of `proposer` among the deliveries this
+    /// replica records (the newest [`SEEN_STORED_MAX`], which a snapshot
+    /// carries too): where a front end whose proposer id an earlier life
+    /// of this replica used must start, or the learners would take its
+    /// new values for that life's duplicates.
+    pub fn last_request_of(&self, proposer: u32) -> Option<u32> {
+        let last = self.stored_seen.iter().filter(|&&(_, p, _)| p == proposer).map(|&(_, _, r)| r).max();
+        debug_assert!(last.is_none_or(|r| r >= 1), "request ids start at 1");
+        last
+    }
+
     pub fn take_decided(&mut self) -> Vec<(u32, Value)> {
         debug_assert!(self.watch.is_some() || self.decided.is_empty(), "decisions kept only for a watched proposer");
         std::mem::take(&mut self.decided)

@@ -39,6 +39,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use innet_core::{Host, Outbox, Time};
+use innet_paxos::envelope::{Envelope, REQUEST_MAX};
 use innet_paxos::Proposer;
 use innet_wire::kv::{self, Body, DecodeError, Header, Message, Reply};
 use innet_wire::paxos::{MsgType, PaxosMsg, Value};
@@ -215,6 +216,14 @@ impl Front {
         while let Ok(event) = self.events.try_recv() {
             match event {
                 FrontEvent::Decided(instance, value) => {
+                    // A value of this proposer id it never submitted: an
+                    // earlier life of the replica's (a directory made
+                    // anew reuses the id), decided late.
+                    if let Some(e) = Envelope::from_value(&value) {
+                        if e.request >= self.proposer.next_request() {
+                            self.start_above(e.request);
+                        }
+                    }
                     let mut m = PaxosMsg::new(MsgType::Decided);
                     m.inst = instance;
                     m.value = value;
@@ -224,6 +233,7 @@ impl Front {
                     let t = PaxosMsg::new(MsgType::Takeover);
                     self.proposer.on_packet(now, &t.encode(), out);
                 }
+                FrontEvent::UsedUpTo(request) => self.start_above(request),
             }
         }
         self.proposer.take_committed();
@@ -240,6 +250,21 @@ impl Front {
                 break;
             }
         }
+    }
+}
+
+impl Front {
+    /// Numbers the next values above `request` and the
+    /// [`SUBMIT_WINDOW`] an earlier life of this proposer id may still
+    /// have had in flight, so that no learner takes them for its
+    /// duplicates. Values already submitted below stay as they are: if
+    /// one is taken for a duplicate its client's resend gets a new id.
+    fn start_above(&mut self, request: u32) {
+        let first = request.saturating_add(1 + SUBMIT_WINDOW as u32);
+        if first > self.proposer.next_request() && first < REQUEST_MAX {
+            self.proposer.set_next_request(first);
+        }
+        debug_assert!(self.proposer.next_request() > request || first >= REQUEST_MAX);
     }
 }
 
@@ -264,6 +289,10 @@ pub enum FrontEvent {
     Decided(u32, Value),
     /// The backup coordinator took over (its TAKEOVER reached the replica).
     Takeover,
+    /// The replica's store (a snapshot it installed) records values of
+    /// the front end's proposer id up to this request id: an earlier life
+    /// of the replica used the id.
+    UsedUpTo(u32),
 }
 
 /// Where the replica reports to its front end.
@@ -277,9 +306,7 @@ pub fn start(
     proposer: Proposer,
     stop: &innet_live::Stop,
 ) -> io::Result<(Arc<Service>, Front, FrontTx)> {
-    let udp = UdpSocket::bind(addr).map_err(|e| io::Error::new(e.kind(), format!("cannot bind UDP {addr}: {e}")))?;
-    let addr = udp.local_addr()?;
-    let tcp = TcpListener::bind(addr).map_err(|e| io::Error::new(e.kind(), format!("cannot bind TCP {addr}: {e}")))?;
+    let (udp, tcp) = bind_pair(addr)?;
     let (ctx, crx) = channel();
     let (dtx, drx) = channel();
     let queued = Arc::new(AtomicUsize::new(0));
@@ -326,6 +353,27 @@ pub fn start(
     })?;
     let front = Front { proposer, commands: crx, events: drx, queue: VecDeque::new(), queued, next_poll: Time::ZERO };
     Ok((service, front, dtx))
+}
+
+/// Tries for a UDP and a TCP port of one number when `addr` asks for any
+/// port: a free UDP port's number may be in use for TCP.
+const BIND_PAIR_ATTEMPTS: usize = 16;
+
+/// The client port: UDP at `addr`, TCP on the same port number.
+fn bind_pair(addr: SocketAddr) -> io::Result<(UdpSocket, TcpListener)> {
+    let mut attempt = 1;
+    loop {
+        let udp =
+            UdpSocket::bind(addr).map_err(|e| io::Error::new(e.kind(), format!("cannot bind UDP {addr}: {e}")))?;
+        let at = udp.local_addr()?;
+        match TcpListener::bind(at) {
+            Ok(tcp) => return Ok((udp, tcp)),
+            Err(e) if addr.port() == 0 && e.kind() == io::ErrorKind::AddrInUse && attempt < BIND_PAIR_ATTEMPTS => {
+                attempt += 1;
+            }
+            Err(e) => return Err(io::Error::new(e.kind(), format!("cannot bind TCP {at}: {e}"))),
+        }
+    }
 }
 
 /// One TCP connection: request frames in, one answer out per request.

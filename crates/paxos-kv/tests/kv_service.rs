@@ -264,11 +264,14 @@ fn killing_the_clients_replica_costs_one_timeout() {
 /// the outsiders' block of proposer ids, which the replicas' front ends
 /// use: a forger sends MORE pieces under replica 0's front end's id and
 /// its next request numbers (those that carry only value bytes) before a client's put of a 300-byte value (17
-/// pieces) goes through replica 0. The forged pieces are chosen first, so
-/// the learners take the real ones for duplicates; the command assembled
-/// from the real START and the forged rest fails its digest and is dropped
-/// (before, the value was stored with the forger's bytes). The client
-/// times out, resends to replica 1, and the value is stored as sent.
+/// pieces) goes through replica 0. The value is stored as sent either
+/// way: if the forged pieces are chosen before the front end numbers the
+/// put's, it sees values of its id it never submitted and numbers its own
+/// above them (the put goes through at once); if after, the learners take
+/// the real pieces for duplicates, the command assembled from the real
+/// START and the forged rest fails its digest and is dropped (before the
+/// digest, the value was stored with the forger's bytes), and the client
+/// times out once and resends to replica 1.
 #[test]
 fn forged_pieces_do_not_corrupt_a_value() {
     use innet_paxos::envelope::Envelope;
@@ -299,5 +302,5 @@ fn forged_pieces_do_not_corrupt_a_value() {
     c.timeout = Duration::from_millis(300);
     c.put(b"big", &value).unwrap();
     assert_eq!(c.get(b"big").unwrap(), Some(value), "stored as sent, not with forged bytes");
-    assert_eq!(c.failovers, 1, "the forged command was dropped at replica 0: one timeout");
+    assert!(c.failovers <= 1, "{} failovers: at most the forged command dropped at replica 0", c.failovers);
 }

@@ -118,6 +118,12 @@ impl Proposer {
         &self.config
     }
 
+    /// The request id the next submitted value gets.
+    pub fn next_request(&self) -> u32 {
+        debug_assert!(self.holds());
+        self.next_request
+    }
+
     /// Starts request ids at `first` (a restarted process continues after
     /// the ids it used before, so learners do not take new values for
     /// duplicates).
