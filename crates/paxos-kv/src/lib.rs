@@ -23,8 +23,11 @@
 //! `kill -9` restarts at a consistent point and catches up from its peers
 //! (CATCHUP) or the acceptors (`recover`), or, when a whole ring of
 //! instances or more behind (new, or down for long), from a snapshot of
-//! another replica's store ([`snapshot`]). Writes are not fsynced: a process
-//! crash loses nothing (the OS holds the data), a power loss may.
+//! another replica's store ([`snapshot`]). When writes reach the disk is a
+//! choice ([`replica::Fsync`], `innet kv-replica --fsync`, [`run_replica_synced`]):
+//! never synced (a process crash loses nothing, the OS holds the data; a
+//! power loss may), synced once per received batch before its answers
+//! leave, or each applied write synced.
 
 pub mod client;
 pub mod clients;

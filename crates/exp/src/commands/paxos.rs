@@ -167,14 +167,14 @@ pub struct BenchPaxosArgs {
     /// first --sweep point: acceptors in memory and with --fsync none,
     /// batch, always side by side, interleaved over this many rounds
     /// (their directories under --out).
-    #[arg(long, value_name = "ROUNDS", conflicts_with = "figure")]
+    #[arg(long, value_name = "ROUNDS", conflicts_with = "figure", value_parser = crate::parse::bench_rounds)]
     pub acceptor_fsync: Option<usize>,
     /// Instead of the sweep: the cost of `innet kv-replica --fsync`, live:
     /// committed key-value puts/s from as many clients as the first
     /// --sweep point (each one request at a time) against three replicas
     /// with --fsync none, batch, always side by side, interleaved over
     /// this many rounds (their directories under --out).
-    #[arg(long, value_name = "ROUNDS", conflicts_with_all = ["figure", "acceptor_fsync"])]
+    #[arg(long, value_name = "ROUNDS", conflicts_with_all = ["figure", "acceptor_fsync"], value_parser = crate::parse::bench_rounds)]
     pub replica_fsync: Option<usize>,
     #[command(flatten)]
     pub point: PaxosArgs,
@@ -306,6 +306,9 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// Clients (threads) of `bench paxos --replica-fsync`.
+pub const REPLICA_FSYNC_CLIENTS_MAX: usize = 64;
+
 /// `innet bench paxos --replica-fsync ROUNDS`: committed key-value puts/s
 /// with the replicas' writes synced under each policy, live.
 fn run_replica_fsync(
@@ -314,6 +317,11 @@ fn run_replica_fsync(
     rounds: usize,
     out: Option<std::path::PathBuf>,
 ) -> anyhow::Result<i32> {
+    anyhow::ensure!(
+        (1..=REPLICA_FSYNC_CLIENTS_MAX).contains(&clients),
+        "--replica-fsync takes its clients from the first --sweep point: {clients} is not in 1 ..= \
+         {REPLICA_FSYNC_CLIENTS_MAX} (REPLICA_FSYNC_CLIENTS_MAX)"
+    );
     let out = out.unwrap_or_else(|| std::path::PathBuf::from("results/paxos-replica-fsync"));
     crate::results::check_writable(&out).map_err(anyhow::Error::msg)?;
     #[cfg(feature = "leveldb")]
