@@ -43,6 +43,7 @@ pub fn run(cfg: &ChaosConfig) -> anyhow::Result<ChaosReport> {
     };
     match cfg.service {
         ChaosService::Txn => txn(cfg, &mut report)?,
+        ChaosService::Paxos if cfg.kv => crate::kv::run(cfg, &mut report)?,
         ChaosService::Paxos => paxos(cfg, &mut report)?,
         ChaosService::Chain => chain(cfg, &mut report)?,
     }

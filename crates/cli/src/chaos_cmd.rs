@@ -34,6 +34,19 @@ pub struct ChaosArgs {
     /// Seed of the schedule: attacks, their order, kill and restart times.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Paxos: the key-value service's crash campaign instead of the
+    /// adversary's: coordinator, persistent acceptors, backup and three
+    /// `innet kv-replica` processes; clients put, get, delete and CAS on a
+    /// few keys while acceptors and replicas are SIGKILLed and restarted
+    /// and the coordinator is killed; the history is checked for
+    /// linearizability, lost acknowledged writes and identical replicas.
+    #[arg(long)]
+    kv: bool,
+    /// With --kv: restart the killed coordinator too, again and again (a
+    /// restarted coordinator takes the role back from the backup: needs
+    /// failback).
+    #[arg(long)]
+    coordinator_restarts: bool,
     /// Folder for the topology files, the store's data and every process's log.
     #[arg(long, default_value = "results/chaos", value_parser = innet_exp::parse::out_dir)]
     out: PathBuf,
@@ -50,7 +63,9 @@ pub fn run(a: ChaosArgs) -> anyhow::Result<i32> {
         duration_s: a.duration_s,
         seed: a.seed,
         exe: std::env::current_exe()?,
-        dir: a.out.join(service.name()),
+        dir: a.out.join(if a.kv { "paxos-kv" } else { service.name() }),
+        kv: a.kv,
+        coordinator_restarts: a.coordinator_restarts,
     };
     cfg.validate().map_err(anyhow::Error::msg)?;
     let r = innet_chaos::run(&cfg)?;
@@ -58,6 +73,10 @@ pub fn run(a: ChaosArgs) -> anyhow::Result<i32> {
     println!("check: {}", if r.checked.is_empty() { "not reached" } else { &r.checked });
     for (t, what) in &r.events {
         println!("event {t:.2} s: {what}");
+    }
+    if !r.counts.is_empty() {
+        let counts: Vec<String> = r.counts.iter().map(|(n, c)| format!("{n} {c}")).collect();
+        println!("counts: {}", counts.join(" "));
     }
     for (name, kib) in &r.rss_max_kib {
         println!("rss_max {name} {kib} KiB");

@@ -376,3 +376,112 @@ impl AgainstCeiling {
         }
     }
 }
+
+/// `innet bench paxos --replica-fsync ROUNDS`: committed key-value
+/// operations/s (puts of 16-byte values, each client one request at a
+/// time) against three replicas (`run_replica_synced`, as `innet
+/// kv-replica` runs them, on LevelDB in `dir`) of a switch deployment on
+/// loopback, with the replicas' writes synced as each policy says; the
+/// policies interleaved over `rounds`. Returns each policy's rates.
+#[cfg(feature = "leveldb")]
+pub fn replica_fsync(
+    clients: usize,
+    duration_s: f64,
+    dir: &Path,
+    rounds: usize,
+) -> Result<Vec<(innet_live::paxos::acceptor_store::Fsync, Vec<f64>)>> {
+    use innet_live::paxos::acceptor_store::Fsync;
+    let mut out: Vec<(Fsync, Vec<f64>)> = Fsync::ALL.iter().map(|p| (*p, vec![])).collect();
+    let progress = crate::progress::Progress::new((rounds * out.len()) as u64, "bench paxos replica fsync");
+    for round in 0..rounds {
+        for (k, p) in Fsync::ALL.iter().enumerate() {
+            let r = replica_fsync_point(clients, duration_s, &dir.join(p.name()), *p)?;
+            out[k].1.push(r);
+            progress.step(format_args!("round {round}, {}", p.name()));
+        }
+    }
+    progress.finish();
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(out)
+}
+
+/// A base port with `n` free consecutive loopback UDP ports above it.
+#[cfg(feature = "leveldb")]
+fn free_base(n: u16) -> Result<u16> {
+    let mut rng = innet_core::rng::Rng::new(u64::from(std::process::id()) ^ innet_live::clock::now().as_nanos());
+    for _ in 0..200 {
+        let base = 20_000 + rng.below(20_000) as u16;
+        let held: Vec<_> = (0..n).map_while(|i| std::net::UdpSocket::bind(("127.0.0.1", base + i)).ok()).collect();
+        if held.len() == n as usize {
+            return Ok(base);
+        }
+    }
+    anyhow::bail!("no block of {n} free loopback ports found")
+}
+
+#[cfg(feature = "leveldb")]
+fn replica_fsync_point(
+    clients: usize,
+    duration_s: f64,
+    dir: &Path,
+    fsync: innet_live::paxos::acceptor_store::Fsync,
+) -> Result<f64> {
+    use std::net::SocketAddr;
+    use std::time::{Duration, Instant};
+    let _ = std::fs::remove_dir_all(dir);
+    let live = innet_live::paxos::LiveConfig {
+        learners: 3,
+        proposers: 0,
+        base_port: free_base(8)?,
+        external_learners: true,
+        ..innet_live::paxos::LiveConfig::default()
+    };
+    let stop = innet_live::Stop::new();
+    let mut plan = innet_live::paxos::Plan::bind(&live)?;
+    let core = plan.spawn_core(&stop)?;
+    let mut replicas = vec![];
+    let mut ports = vec![];
+    for i in 0..3 {
+        let (live, d, stop) = (live.clone(), dir.join(format!("r{i}")), stop.clone());
+        let (tx, rx) = std::sync::mpsc::channel();
+        replicas.push(std::thread::spawn(move || {
+            let say = |line: &str| {
+                if let Some(a) = line.strip_prefix("client ") {
+                    let _ = tx.send(a.parse::<SocketAddr>().ok());
+                }
+            };
+            let any = SocketAddr::from(([127, 0, 0, 1], 0));
+            let every = Duration::from_millis(200);
+            innet_paxos_kv::run_replica_synced(&live, i, &d, Some(any), every, fsync, &stop, say, |_| ())
+        }));
+        let port = rx.recv_timeout(Duration::from_secs(10)).ok().flatten();
+        ports.push(port.ok_or_else(|| anyhow::anyhow!("replica {i} did not start"))?);
+    }
+    let end = Instant::now() + Duration::from_secs_f64(duration_s);
+    let threads: Vec<_> = (0..clients)
+        .map(|k| {
+            let mut order = ports.clone();
+            order.rotate_left(k % 3);
+            std::thread::spawn(move || -> std::io::Result<u64> {
+                let mut kv = innet_paxos_kv::KvNetClient::connect(&order)?;
+                let mut n = 0u64;
+                while Instant::now() < end {
+                    kv.put(format!("c{k}-{}", n % 64).as_bytes(), &[b'v'; 16])?;
+                    n += 1;
+                }
+                Ok(n)
+            })
+        })
+        .collect();
+    let mut done = 0;
+    for t in threads {
+        done += t.join().map_err(|_| anyhow::anyhow!("a client panicked"))??;
+    }
+    stop.stop();
+    for r in replicas {
+        r.join().map_err(|_| anyhow::anyhow!("a replica panicked"))??;
+    }
+    drop(core);
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(done as f64 / duration_s)
+}

@@ -23,8 +23,11 @@
 //! `kill -9` restarts at a consistent point and catches up from its peers
 //! (CATCHUP) or the acceptors (`recover`), or, when a whole ring of
 //! instances or more behind (new, or down for long), from a snapshot of
-//! another replica's store ([`snapshot`]). Writes are not fsynced: a process
-//! crash loses nothing (the OS holds the data), a power loss may.
+//! another replica's store ([`snapshot`]). When writes reach the disk is a
+//! choice ([`replica::Fsync`], `innet kv-replica --fsync`, [`run_replica_synced`]):
+//! never synced (a process crash loses nothing, the OS holds the data; a
+//! power loss may), synced once per received batch before its answers
+//! leave, or each applied write synced.
 
 pub mod client;
 pub mod clients;
@@ -67,7 +70,8 @@ pub fn with_kv_load(p: LoadProposer, kv: bool) -> LoadProposer {
 /// ([`snapshot`]: a replica `live.slots` instances behind copies one from
 /// another replica, served on its learner's port number by TCP). `started` gets the replica's live
 /// counters (its learner's, `applied`, the network clients' commands and
-/// malformed client messages, the runtime's) once it runs.
+/// malformed client messages, the runtime's) once it runs. Writes are not
+/// synced (`--fsync none`); [`run_replica_synced`] chooses.
 #[allow(clippy::too_many_arguments)]
 pub fn run_replica(
     live: &innet_live::paxos::LiveConfig,
@@ -75,6 +79,26 @@ pub fn run_replica(
     data_dir: &std::path::Path,
     client_port: Option<std::net::SocketAddr>,
     every: std::time::Duration,
+    stop: &innet_live::Stop,
+    say: impl FnMut(&str),
+    started: impl FnOnce(&innet_live::LiveCounters),
+) -> std::io::Result<()> {
+    run_replica_synced(live, id, data_dir, client_port, every, replica::Fsync::None, stop, say, started)
+}
+
+/// [`run_replica`] with its writes synced as `fsync` says
+/// ([`Replica::set_fsync`]): with `batch`, the answers to network clients
+/// that a received batch of packets produced are held until the replica
+/// synced, once, after the batch (`Host::before_send`); with `always`
+/// every applied write batch is synced before its answers exist.
+#[allow(clippy::too_many_arguments)]
+pub fn run_replica_synced(
+    live: &innet_live::paxos::LiveConfig,
+    id: usize,
+    data_dir: &std::path::Path,
+    client_port: Option<std::net::SocketAddr>,
+    every: std::time::Duration,
+    fsync: replica::Fsync,
     stop: &innet_live::Stop,
     mut say: impl FnMut(&str),
     started: impl FnOnce(&innet_live::LiveCounters),
@@ -95,6 +119,9 @@ pub fn run_replica(
         served: Arc<snapshot::ServeCounters>,
         /// Lines to say (snapshots installed or refused).
         events: Arc<Mutex<Vec<String>>>,
+        /// Answers held until the replica synced (`--fsync batch`); at
+        /// most what one received batch of packets applied.
+        held: Vec<replica::NetAnswer>,
     }
     impl Reporting {
         /// Installs a snapshot fetched from a peer, if one came.
@@ -138,7 +165,12 @@ pub fn run_replica(
                 for (instance, value) in self.replica.take_decided() {
                     let _ = decided.send(service::FrontEvent::Decided(instance, value));
                 }
-                s.answer(self.replica.take_net_answers());
+                let answers = self.replica.take_net_answers();
+                if self.replica.fsync() == replica::Fsync::Batch {
+                    self.held.extend(answers);
+                } else {
+                    s.answer(answers);
+                }
             }
         }
         fn malformed(&self) -> u64 {
@@ -183,6 +215,16 @@ pub fn run_replica(
         fn next_tick(&self) -> Option<Time> {
             Some(self.replica.next_tick().map_or(self.next, |t| t.min(self.next)))
         }
+        /// `--fsync batch`: one sync for what the batch applied, then its
+        /// answers.
+        fn before_send(&mut self) {
+            self.replica.sync();
+            if let Some((s, _)) = &self.service {
+                if !self.held.is_empty() {
+                    s.answer(std::mem::take(&mut self.held));
+                }
+            }
+        }
     }
 
     let (addr, opts) = live.external_learner(id)?;
@@ -190,6 +232,7 @@ pub fn run_replica(
         .map_err(|e| std::io::Error::new(e.kind(), format!("creating {}: {e}", data_dir.display())))?;
     let mut replica = Replica::open(data_dir, live.learner_config(id as u16))
         .map_err(|e| std::io::Error::other(format!("opening {}: {e}", data_dir.display())))?;
+    replica.set_fsync(fsync);
     let socket = innet_live::txn::bind(addr)?;
     // Snapshots (catch-up beyond the ring) go by TCP on the learner's
     // port number, to and from the deployment's other replicas only.
@@ -247,7 +290,17 @@ pub fn run_replica(
         {
             let events = events.clone();
             move || {
-                let r = Reporting { replica, shared, every, next: Time::ZERO, service, catch_up, served, events };
+                let r = Reporting {
+                    replica,
+                    shared,
+                    every,
+                    next: Time::ZERO,
+                    service,
+                    catch_up,
+                    served,
+                    events,
+                    held: vec![],
+                };
                 r.front_above_earlier_life();
                 r
             }
@@ -255,6 +308,8 @@ pub fn run_replica(
         |r| {
             let mut c = r.replica.learner.stats.counters();
             c.push(("applied", r.replica.applied));
+            c.push(("store_writes", r.replica.store_writes));
+            c.push(("store_syncs", r.replica.store_syncs));
             c.push(("commands", r.replica.net.applied));
             c.push(("commands_repeated", r.replica.net.repeated));
             c.push(("pieces_malformed", r.replica.assemblies.malformed));

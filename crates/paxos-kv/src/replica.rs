@@ -32,6 +32,8 @@ use crate::command::Command;
 use crate::fragment::{Added, Assemblies, Piece};
 use crate::snapshot::Snapshot;
 
+pub use innet_live::paxos::acceptor_store::Fsync;
+
 /// A LevelDB key (raw bytes).
 pub struct Key(pub Vec<u8>);
 
@@ -282,6 +284,15 @@ pub struct Replica {
     /// `(instance, proposer, request)` of the delivered pairs on disk,
     /// oldest first, at most [`SEEN_STORED_MAX`].
     stored_seen: VecDeque<(u32, u32, u32)>,
+    /// When applied writes reach the disk ([`Replica::set_fsync`]).
+    fsync: Fsync,
+    /// Whether a write since the last sync is not synced yet (`batch`).
+    unsynced: bool,
+    /// LevelDB write batches of applied deliveries.
+    pub store_writes: u64,
+    /// Syncs of the LevelDB log (`always`: one per write; `batch`: one
+    /// per [`Replica::sync`] that found unsynced writes).
+    pub store_syncs: u64,
 }
 
 impl Replica {
@@ -315,6 +326,10 @@ impl Replica {
             decided: vec![],
             opened,
             stored_seen: VecDeque::new(),
+            fsync: Fsync::None,
+            unsynced: false,
+            store_writes: 0,
+            store_syncs: 0,
         };
         r.resume(loaded);
         debug_assert_eq!(r.learner.checkpoint(), next, "the replica resumes after the last instance it applied");
@@ -381,6 +396,36 @@ impl Replica {
             let records = snap.iter(ReadOptions::new()).filter(|(k, _)| k.0 != META_OPENED).map(|(k, v)| (k.0, v));
             crate::snapshot::write(next, records, w)
         })
+    }
+
+    /// When applied writes reach the disk relative to the answers: `none`
+    /// leaves them to the kernel (a process crash loses nothing, a power
+    /// loss may); `always` syncs each applied delivery's write batch
+    /// before its answers exist; `batch` writes unsynced and syncs once in
+    /// [`Replica::sync`], which the caller runs before the answers of a
+    /// received batch of packets leave (`Host::before_send`). Default
+    /// (as opened): `none`.
+    pub fn set_fsync(&mut self, fsync: Fsync) {
+        self.fsync = fsync;
+    }
+
+    pub fn fsync(&self) -> Fsync {
+        self.fsync
+    }
+
+    /// With `batch`: syncs the LevelDB log if anything was written since
+    /// the last sync (an empty write batch, synced: LevelDB appends it to
+    /// its log and syncs the log, which holds every earlier write).
+    pub fn sync(&mut self) {
+        if !self.unsynced {
+            return;
+        }
+        debug_assert_eq!(self.fsync, Fsync::Batch, "only batch leaves writes to sync later");
+        let mut o = WriteOptions::new();
+        o.sync = true;
+        self.db.write(o, &Writebatch::<Key>::new()).expect("leveldb sync");
+        self.store_syncs += 1;
+        self.unsynced = false;
     }
 
     /// Keeps an [`Answer`] for every command of `proposer` this replica
@@ -479,7 +524,15 @@ impl Replica {
             w.batch.delete(seen_key(p, r));
         }
         w.batch.put(Key(META_NEXT.to_vec()), &self.learner.checkpoint().to_be_bytes());
-        self.db.write(WriteOptions::new(), &w.batch).expect("leveldb write");
+        let mut o = WriteOptions::new();
+        o.sync = self.fsync == Fsync::Always;
+        self.db.write(o, &w.batch).expect("leveldb write");
+        self.store_writes += 1;
+        if o.sync {
+            self.store_syncs += 1;
+        } else {
+            self.unsynced = self.fsync == Fsync::Batch;
+        }
         debug_assert!(self.applied - applied_before <= ds.len() as u64, "one command per delivery at most");
     }
 
@@ -697,6 +750,36 @@ mod tests {
         assert_eq!(r.contents().len(), 2);
         drop(r);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `--fsync`: `always` syncs every applied write batch, `batch` only
+    /// in [`Replica::sync`] and only after a write, `none` never.
+    #[test]
+    fn the_fsync_policy_decides_the_syncs() {
+        let cfg = LearnerConfig::new(0, 2);
+        for fsync in Fsync::ALL {
+            let dir = std::env::temp_dir().join(format!("innet-kv-fsync-{}-{}", std::process::id(), fsync.name()));
+            let _ = std::fs::remove_dir_all(&dir);
+            let mut r = Replica::open(&dir, cfg.clone()).unwrap();
+            r.set_fsync(fsync);
+            for i in 0..3u32 {
+                feed(&mut r, i, i + 1, &Command::Put { key: vec![b'k', i as u8], value: b"v".to_vec() });
+            }
+            assert_eq!(r.store_writes, 3);
+            let after_writes = r.store_syncs;
+            r.sync();
+            let after_sync = r.store_syncs;
+            r.sync();
+            let expected = match fsync {
+                Fsync::None => (0, 0),
+                Fsync::Batch => (0, 1),
+                Fsync::Always => (3, 3),
+            };
+            assert_eq!((after_writes, after_sync), expected, "{}", fsync.name());
+            assert_eq!(r.store_syncs, after_sync, "{}: nothing new to sync", fsync.name());
+            drop(r);
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
     }
 
     /// A directory holding what a replica never writes is refused with

@@ -167,8 +167,15 @@ pub struct BenchPaxosArgs {
     /// first --sweep point: acceptors in memory and with --fsync none,
     /// batch, always side by side, interleaved over this many rounds
     /// (their directories under --out).
-    #[arg(long, value_name = "ROUNDS", conflicts_with = "figure")]
+    #[arg(long, value_name = "ROUNDS", conflicts_with = "figure", value_parser = crate::parse::bench_rounds)]
     pub acceptor_fsync: Option<usize>,
+    /// Instead of the sweep: the cost of `innet kv-replica --fsync`, live:
+    /// committed key-value puts/s from as many clients as the first
+    /// --sweep point (each one request at a time) against three replicas
+    /// with --fsync none, batch, always side by side, interleaved over
+    /// this many rounds (their directories under --out).
+    #[arg(long, value_name = "ROUNDS", conflicts_with_all = ["figure", "acceptor_fsync"], value_parser = crate::parse::bench_rounds)]
+    pub replica_fsync: Option<usize>,
     #[command(flatten)]
     pub point: PaxosArgs,
 }
@@ -203,6 +210,9 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
     if let Some(rounds) = a.acceptor_fsync {
         return run_acceptor_fsync(&base, outstanding[0], rounds.max(1), a.out);
+    }
+    if let Some(rounds) = a.replica_fsync {
+        return run_replica_fsync(outstanding[0], base.duration_s, rounds.max(1), a.out);
     }
     let mut rs = paxos_bench::sweep(runtime, &base, &outstanding)?;
     println!("Figure 7a ({}): throughput and latency by requests in flight", a.runtime.name());
@@ -296,6 +306,44 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// Clients (threads) of `bench paxos --replica-fsync`.
+pub const REPLICA_FSYNC_CLIENTS_MAX: usize = 64;
+
+/// `innet bench paxos --replica-fsync ROUNDS`: committed key-value puts/s
+/// with the replicas' writes synced under each policy, live.
+fn run_replica_fsync(
+    clients: usize,
+    duration_s: f64,
+    rounds: usize,
+    out: Option<std::path::PathBuf>,
+) -> anyhow::Result<i32> {
+    anyhow::ensure!(
+        (1..=REPLICA_FSYNC_CLIENTS_MAX).contains(&clients),
+        "--replica-fsync takes its clients from the first --sweep point: {clients} is not in 1 ..= \
+         {REPLICA_FSYNC_CLIENTS_MAX} (REPLICA_FSYNC_CLIENTS_MAX)"
+    );
+    let out = out.unwrap_or_else(|| std::path::PathBuf::from("results/paxos-replica-fsync"));
+    crate::results::check_writable(&out).map_err(anyhow::Error::msg)?;
+    #[cfg(feature = "leveldb")]
+    {
+        let rs = crate::paxos_bench::replica_fsync(clients, duration_s, &out.join("replicas"), rounds)?;
+        println!(
+            "key-value replicas (innet kv-replica --fsync), live, switch deployment, {clients} client(s) x 1 in \
+             flight, {duration_s} s x {rounds} rounds: committed puts/s"
+        );
+        let rows: Vec<(&str, Vec<f64>)> = rs.into_iter().map(|(p, xs)| (p.name(), xs)).collect();
+        print_policies(&rows);
+        Ok(0)
+    }
+    #[cfg(not(feature = "leveldb"))]
+    {
+        let _ = (clients, duration_s, rounds);
+        anyhow::bail!(
+            "this innet was built without LevelDB (cargo feature `leveldb`): no key-value replicas to measure"
+        )
+    }
+}
+
 /// `innet bench paxos --acceptor-fsync ROUNDS`: committed values/s with the
 /// acceptors in memory and on disk under each fsync policy, live.
 fn run_acceptor_fsync(
@@ -314,23 +362,26 @@ fn run_acceptor_fsync(
         cfg.proposers,
         cfg.duration_s
     );
+    let rows: Vec<(&str, Vec<f64>)> = rs.into_iter().map(|(p, xs)| (p.map_or("memory", |p| p.name()), xs)).collect();
+    print_policies(&rows);
+    Ok(0)
+}
+
+/// One line per policy: the median of its rounds, as a share of the first
+/// policy's median, and every round.
+fn print_policies(rows: &[(&str, Vec<f64>)]) {
     let median = |xs: &[f64]| {
         let mut v = xs.to_vec();
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let memory = median(&rs[0].1);
-    for (policy, xs) in &rs {
+    let Some((first, firsts)) = rows.first() else { return };
+    let base = median(firsts);
+    for (policy, xs) in rows {
         let m = median(xs);
         let each: Vec<String> = xs.iter().map(|x| format!("{x:.0}")).collect();
-        println!(
-            "{:>8} median {m:>9.0} ({:>5.1}% of memory)  rounds {}",
-            policy.map_or("memory", |p| p.name()),
-            m / memory * 1e2,
-            each.join(" ")
-        );
+        println!("{policy:>8} median {m:>9.0} ({:>5.1}% of {first})  rounds {}", m / base * 1e2, each.join(" "));
     }
-    Ok(0)
 }
 
 /// A coordinator, acceptors, backup coordinator and learners on loopback.
@@ -525,6 +576,13 @@ pub struct KvReplicaArgs {
     /// Print `applied N next I digest H keys K commands C malformed M snapshots S` this often (ms).
     #[arg(long, default_value_t = 200)]
     status_ms: u64,
+    /// When the replica's LevelDB writes reach the disk relative to its
+    /// answers: none (left to the kernel: a process crash loses nothing, a
+    /// power loss may), batch (one sync per received batch of packets,
+    /// before that batch's answers leave) or always (each applied write
+    /// synced before its answer).
+    #[arg(long, default_value = "batch", value_parser = |s: &str| s.parse::<innet_live::paxos::acceptor_store::Fsync>())]
+    fsync: innet_live::paxos::acceptor_store::Fsync,
     /// The deployment's --auth-key file.
     #[arg(long, value_name = "FILE")]
     auth_key: Option<std::path::PathBuf>,
@@ -552,12 +610,12 @@ pub fn run_kv_replica(a: KvReplicaArgs) -> anyhow::Result<i32> {
             |live: &innet_live::LiveCounters| sources.host("paxos", "replica", &format!("replica{}", a.id), live);
         let client = std::net::SocketAddr::new(lc.ip, a.client_port);
         let say = super::print_line;
-        innet_paxos_kv::run_replica(&lc, a.id, &a.data_dir, Some(client), every, &stop, say, started)?;
+        innet_paxos_kv::run_replica_synced(&lc, a.id, &a.data_dir, Some(client), every, a.fsync, &stop, say, started)?;
         Ok(0)
     }
     #[cfg(not(feature = "leveldb"))]
     {
-        let _ = (lc, &a.data_dir, a.status_ms, a.metrics, a.client_port);
+        let _ = (lc, &a.data_dir, a.status_ms, a.metrics, a.client_port, a.fsync);
         anyhow::bail!(
             "this innet was built without LevelDB (cargo feature `leveldb`): install libleveldb-dev and build \
              with the default features"
