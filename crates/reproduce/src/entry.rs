@@ -394,6 +394,11 @@ pub struct Outcome {
     pub ran_on: Where,
     /// One line naming the configuration (the plot caption's line).
     pub config: String,
+    /// Where the result ran on the XDP data plane and the simulator predicts
+    /// the same figure: the simulator's headline claim (the same comparison
+    /// as `claims[0]`), shown beside ours in the summary. Counts neither way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sim_headline: Option<Claim>,
 }
 
 impl Outcome {
@@ -484,6 +489,7 @@ mod tests {
             beside,
         };
         let o = Outcome {
+            sim_headline: None,
             claims: vec![c(true, false), c(false, true)],
             why: None,
             obtained: Obtained::Live,

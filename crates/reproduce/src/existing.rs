@@ -196,6 +196,7 @@ fn gotthard_fig7(ctx: &Ctx) -> anyhow::Result<Outcome> {
              abort: one per 2 d_cs); see {FIG7_DOC}"
     ));
     Ok(Outcome {
+        sim_headline: None,
         claims,
         why,
         obtained: txn_obtained(ran_on),
@@ -319,6 +320,7 @@ fn gotthard_fig13(ctx: &Ctx) -> anyhow::Result<Outcome> {
         kind_ratio(Kind::OrderStatus)
     ));
     Ok(Outcome {
+        sim_headline: None,
         claims,
         why,
         obtained: txn_obtained(ran_on),
@@ -422,6 +424,7 @@ fn gotthard_fig14(ctx: &Ctx) -> anyhow::Result<Outcome> {
         ),
     );
     Ok(Outcome {
+        sim_headline: None,
         claims,
         why,
         obtained: txn_obtained(ran_on),
@@ -479,6 +482,7 @@ fn nocc_fig5(ctx: &Ctx) -> anyhow::Result<Outcome> {
         ),
     );
     Ok(Outcome {
+        sim_headline: None,
         claims,
         why,
         obtained: txn_obtained(ran_on),
@@ -548,8 +552,14 @@ fn paxos_seeds(ctx: &Ctx, runtime: Runtime) -> Vec<u64> {
     }
 }
 
-/// The Figure 7a sweep of each seed (the run's seed first).
+/// The Figure 7a sweep of each seed (the run's seed first); with `--xdp`,
+/// the XDP testbed's sweep beside live software processes
+/// ([`crate::caans_xdp::sweep`]: CAANS's results carry the `Switch` data
+/// plane here, `Xdp` in their records).
 fn paxos_sweep(ctx: &Ctx) -> anyhow::Result<(Vec<Vec<PaxosResult>>, Where)> {
+    if ctx.runtime == Where::Xdp {
+        return Ok((crate::caans_xdp::sweep(ctx)?, Where::Xdp));
+    }
     let (runtime, ran_on) = sim_or_live(ctx);
     let key = (runtime, ctx.scale.to_bits(), ctx.seed);
     let mut cache = SWEEP_CACHE.lock().unwrap_or_else(|e| e.into_inner());
@@ -631,19 +641,31 @@ fn paxos_config_line(r: &PaxosResult, what: &str) -> String {
     )
 }
 
-fn deployment_label(dp: DataPlaneAt) -> &'static str {
-    match dp {
-        DataPlaneAt::Switch => "CAANS (coordinator + acceptors in switches)",
-        DataPlaneAt::Process => "libpaxos-style (software processes)",
-        DataPlaneAt::Xdp => "XDP",
+/// A deployment's name in a plot; `ran_on` XDP: CAANS is the XDP testbed
+/// and libpaxos the software processes live on loopback.
+fn deployment_label(dp: DataPlaneAt, ran_on: Where) -> &'static str {
+    match (dp, ran_on) {
+        (DataPlaneAt::Switch, Where::Xdp) | (DataPlaneAt::Xdp, _) => {
+            "CAANS on XDP (coordinator + acceptors BPF programs, netns testbed)"
+        }
+        (DataPlaneAt::Process, Where::Xdp) => "libpaxos-style (software processes, live on loopback)",
+        (DataPlaneAt::Switch, _) => "CAANS (coordinator + acceptors in switches)",
+        (DataPlaneAt::Process, _) => "libpaxos-style (software processes)",
     }
 }
 
-fn by_deployment(rs: &[PaxosResult], f: impl Fn(&PaxosResult) -> (f64, f64)) -> Vec<(String, Vec<(f64, f64)>)> {
+fn by_deployment(
+    rs: &[PaxosResult],
+    ran_on: Where,
+    f: impl Fn(&PaxosResult) -> (f64, f64),
+) -> Vec<(String, Vec<(f64, f64)>)> {
     paxos_bench::DEPLOYMENTS
         .iter()
         .map(|dp| {
-            (deployment_label(*dp).to_string(), rs.iter().filter(|r| r.config.data_plane == *dp).map(&f).collect())
+            (
+                deployment_label(*dp, ran_on).to_string(),
+                rs.iter().filter(|r| r.config.data_plane == *dp).map(&f).collect(),
+            )
         })
         .filter(|(_, v): &(String, Vec<(f64, f64)>)| !v.is_empty())
         .collect()
@@ -651,7 +673,8 @@ fn by_deployment(rs: &[PaxosResult], f: impl Fn(&PaxosResult) -> (f64, f64)) -> 
 
 fn write_records(path: PathBuf, rs: &[PaxosResult]) -> anyhow::Result<PathBuf> {
     let path = fresh(path);
-    results::append_jsonl(&path, rs)?;
+    let rs: Vec<PaxosResult> = rs.iter().map(crate::caans_xdp::as_recorded).collect();
+    results::append_jsonl(&path, &rs)?;
     Ok(path)
 }
 
@@ -689,48 +712,10 @@ fn caans_fig7a(ctx: &Ctx) -> anyhow::Result<Outcome> {
         &paxos_caption("Fig. 7a", first, ""),
         "values committed per second",
         "mean latency (us)",
-        by_deployment(rs, |r| (r.committed_per_s, r.mean_latency_us)),
+        by_deployment(rs, ran_on, |r| (r.committed_per_s, r.mean_latency_us)),
     )?;
     let (s, w, _) = paxos_bench::max_throughput(rs);
-    let lat = |rs: &[PaxosResult], dp: DataPlaneAt, f: fn(f64, f64) -> f64, init: f64| {
-        rs.iter().filter(|r| r.config.data_plane == dp).map(|r| r.mean_latency_us).fold(init, f)
-    };
-    let lo = |rs: &[PaxosResult]| {
-        ratio(lat(rs, DataPlaneAt::Process, f64::min, f64::MAX), lat(rs, DataPlaneAt::Switch, f64::min, f64::MAX))
-    };
-    let hi = |rs: &[PaxosResult]| {
-        ratio(lat(rs, DataPlaneAt::Process, f64::max, 0.0), lat(rs, DataPlaneAt::Switch, f64::max, 0.0))
-    };
-    let s63 = "Section 6.3, Throughput and latency";
-    let mut claims = vec![
-        Claim::near_over_seeds(
-            "max committed/s, CAANS / libpaxos",
-            &format!("2.24x (\"libpaxos ... 59,604 messages per second, CAANS reaches 134,094 ..., a 2.24x improvement\", {s63})"),
-            2.24,
-            &each(&runs, |rs| paxos_bench::max_throughput(rs).2),
-            "x",
-        ),
-        Claim::direction(
-            "lowest mean latency, libpaxos / CAANS",
-            &format!("3.0x (157 us vs 52 us, {s63})"),
-            Some(157.0 / 52.0),
-            &each(&runs, lo),
-            "x",
-            1.0,
-            true,
-            "ours above 1 (CAANS lower)",
-        ),
-        Claim::direction(
-            "highest mean latency, libpaxos / CAANS",
-            &format!("3.7x (2,510 us vs 686 us, {s63})"),
-            Some(2510.0 / 686.0),
-            &each(&runs, hi),
-            "x",
-            1.0,
-            true,
-            "ours above 1 (CAANS lower)",
-        ),
-    ];
+    let mut claims = fig7a_claims(&runs);
     // The live measurement of the same figure, beside the prediction.
     if ran_on == Where::Sim {
         let live = paxos_bench::sweep(Runtime::Live, &paxos_base(ctx, Runtime::Live), &LIVE_BESIDE)?;
@@ -753,8 +738,9 @@ fn caans_fig7a(ctx: &Ctx) -> anyhow::Result<Outcome> {
             )
         });
     }
+    let sim = sim_beside(ctx, ran_on, |c| Ok(fig7a_claims(&paxos_sweep(c)?.0)))?;
     let c = &crate::costs::active().paxos;
-    let why = caveat(format!(
+    let why = format!(
         "a prediction from the roles' costs measured on this machine, not the paper's FPGA: as processes our \
          coordinator costs {:.2} us and an acceptor {:.2} us per packet (the data-plane program in a process: a \
          counter and a header rewrite, not libpaxos's coordinator, whose 69,185 values/s CPU-bound is 14.5 us a \
@@ -766,21 +752,112 @@ fn caans_fig7a(ctx: &Ctx) -> anyhow::Result<Outcome> {
         c.bpf_coordinator_ns / 1e3,
         c.bpf_acceptor_ns / 1e3,
         c.learner_us
-    ));
-    Ok(Outcome {
+    );
+    let config = paxos_config_line(
+        first,
+        &format!(
+            "requests in flight {:?} per deployment; max {} {s:.0}/s, software {w:.0}/s (first seed)",
+            if ran_on == Where::Xdp { &crate::caans_xdp::SWEEP[..] } else { &SWEEP[..] },
+            if ran_on == Where::Xdp { "XDP" } else { "switch" }
+        ),
+    );
+    let xdp_detail = format!("max XDP {s:.0}/s, software processes {w:.0}/s");
+    Ok(paxos_outcome(ran_on, (claims, sim), (why, ("Figure 7a", &xdp_detail)), (vec![png], records), config))
+}
+
+/// A CAANS result's outcome on `ran_on`: its `claims`, then (with
+/// `--xdp`) the simulator's `sim` beside them, its first also in the
+/// summary; the caveat is the XDP testbed's (`xdp`: the figure and a
+/// detail) on XDP, else `why`.
+fn paxos_outcome(
+    ran_on: Where,
+    (mut claims, sim): (Vec<Claim>, Vec<Claim>),
+    (why, xdp): (String, (&str, &str)),
+    (plots, records): (Vec<PathBuf>, Vec<PathBuf>),
+    config: String,
+) -> Outcome {
+    claims.extend(sim.iter().cloned());
+    Outcome {
+        sim_headline: sim.into_iter().next(),
         claims,
-        why,
+        why: caveat(if ran_on == Where::Xdp { crate::caans_xdp::caveat(xdp.0, xdp.1) } else { why }),
         obtained: paxos_obtained(ran_on),
-        plots: vec![png],
+        plots,
         records,
         ran_on,
-        config: paxos_config_line(
-            first,
-            &format!(
-                "requests in flight {SWEEP:?} per deployment; max switch {s:.0}/s, software {w:.0}/s (first seed)"
-            ),
+        config,
+    }
+}
+
+/// Figure 7a's claims on `runs` (one sweep per seed).
+fn fig7a_claims(runs: &[Vec<PaxosResult>]) -> Vec<Claim> {
+    let lat = |rs: &[PaxosResult], dp: DataPlaneAt, f: fn(f64, f64) -> f64, init: f64| {
+        rs.iter().filter(|r| r.config.data_plane == dp).map(|r| r.mean_latency_us).fold(init, f)
+    };
+    let lo = |rs: &[PaxosResult]| {
+        ratio(lat(rs, DataPlaneAt::Process, f64::min, f64::MAX), lat(rs, DataPlaneAt::Switch, f64::min, f64::MAX))
+    };
+    let hi = |rs: &[PaxosResult]| {
+        ratio(lat(rs, DataPlaneAt::Process, f64::max, 0.0), lat(rs, DataPlaneAt::Switch, f64::max, 0.0))
+    };
+    let s63 = "Section 6.3, Throughput and latency";
+    vec![
+        Claim::near_over_seeds(
+            "max committed/s, CAANS / libpaxos",
+            &format!("2.24x (\"libpaxos ... 59,604 messages per second, CAANS reaches 134,094 ..., a 2.24x improvement\", {s63})"),
+            2.24,
+            &each(runs, |rs| paxos_bench::max_throughput(rs).2),
+            "x",
         ),
-    })
+        Claim::direction(
+            "lowest mean latency, libpaxos / CAANS",
+            &format!("3.0x (157 us vs 52 us, {s63})"),
+            Some(157.0 / 52.0),
+            &each(runs, lo),
+            "x",
+            1.0,
+            true,
+            "ours above 1 (CAANS lower)",
+        ),
+        Claim::direction(
+            "highest mean latency, libpaxos / CAANS",
+            &format!("3.7x (2,510 us vs 686 us, {s63})"),
+            Some(2510.0 / 686.0),
+            &each(runs, hi),
+            "x",
+            1.0,
+            true,
+            "ours above 1 (CAANS lower)",
+        ),
+    ]
+}
+
+/// With `--xdp`: the simulator's claims of the same result (`claims` run
+/// on a context asking for the simulator), shown beside ours, each named
+/// "simulator (measured costs): ..." and counted neither way. Empty
+/// otherwise.
+fn sim_beside(
+    ctx: &Ctx,
+    ran_on: Where,
+    claims: impl Fn(&Ctx) -> anyhow::Result<Vec<Claim>>,
+) -> anyhow::Result<Vec<Claim>> {
+    if ran_on != Where::Xdp {
+        return Ok(vec![]);
+    }
+    let sim = Ctx { runtime: Where::Sim, ..ctx.clone() };
+    Ok(claims(&sim)?
+        .into_iter()
+        .map(|c| Claim {
+            what: format!("simulator (measured costs): {}", c.what),
+            rule: format!(
+                "shown beside: the simulator's prediction ({}: {})",
+                c.rule,
+                if c.holds { "holds" } else { "does not hold" }
+            ),
+            beside: true,
+            ..c
+        })
+        .collect())
 }
 
 fn caans_fig7b(ctx: &Ctx) -> anyhow::Result<Outcome> {
@@ -796,7 +873,11 @@ fn caans_fig7b(ctx: &Ctx) -> anyhow::Result<Outcome> {
         .map(|(dp, f, r)| {
             let n = r.latency_quantiles_us.len() as f64 - 1.0;
             let pts = r.latency_quantiles_us.iter().enumerate().map(|(i, l)| (*l, i as f64 / n)).collect();
-            let who = if *dp == DataPlaneAt::Switch { "CAANS" } else { "libpaxos-style" };
+            let who = match (*dp, ran_on) {
+                (DataPlaneAt::Switch, Where::Xdp) => "CAANS on XDP",
+                (DataPlaneAt::Switch, _) => "CAANS",
+                _ => "libpaxos-style",
+            };
             (format!("{who} at {:.0}% of max", f * 100.0), pts)
         })
         .collect();
@@ -809,11 +890,23 @@ fn caans_fig7b(ctx: &Ctx) -> anyhow::Result<Outcome> {
         "fraction of requests",
         cdf,
     )?;
+    let sim = sim_beside(ctx, ran_on, |c| Ok(fig7b_claims(&paxos_sweep(c)?.0)))?;
+    Ok(paxos_outcome(
+        ran_on,
+        (fig7b_claims(&runs), sim),
+        (format!("see {PAXOS_DOC}"), ("Figure 7b", "the Figure 7a sweep's points nearest 25/50/75% of each maximum")),
+        (vec![png], vec![jsonl]),
+        paxos_config_line(first, "the Figure 7a sweep's points nearest 25/50/75% of each deployment's max"),
+    ))
+}
+
+/// Figure 7b's claims on `runs` (one sweep per seed).
+fn fig7b_claims(runs: &[Vec<PaxosResult>]) -> Vec<Claim> {
     let p99 = |t4: &[(DataPlaneAt, f64, PaxosResult)], dp: DataPlaneAt, f: f64| {
         t4.iter().find(|(d, x, _)| *d == dp && (*x - f).abs() < 1e-9).map_or(0.0, |(_, _, r)| r.p99_latency_us)
     };
     let t4s: Vec<_> = runs.iter().map(|rs| paxos_bench::table4(rs)).collect();
-    let claims: Vec<Claim> = [0.25, 0.5, 0.75]
+    [0.25, 0.5, 0.75]
         .iter()
         .map(|&f| {
             let per_seed: Vec<f64> =
@@ -829,17 +922,7 @@ fn caans_fig7b(ctx: &Ctx) -> anyhow::Result<Outcome> {
                 "ours below 1",
             )
         })
-        .collect();
-    let why = caveat(format!("see {PAXOS_DOC}"));
-    Ok(Outcome {
-        claims,
-        why,
-        obtained: paxos_obtained(ran_on),
-        plots: vec![png],
-        records: vec![jsonl],
-        ran_on,
-        config: paxos_config_line(first, "the Figure 7a sweep's points nearest 25/50/75% of each deployment's max"),
-    })
+        .collect()
 }
 
 fn caans_table4(ctx: &Ctx) -> anyhow::Result<Outcome> {
@@ -848,8 +931,62 @@ fn caans_table4(ctx: &Ctx) -> anyhow::Result<Outcome> {
     let jsonl = write_records(ctx.out.join("paxos-sweep.jsonl"), &runs.concat())?;
     let rs = &runs[0];
     let t4 = paxos_bench::table4(rs);
-    let t4s: Vec<_> = runs.iter().map(|rs| paxos_bench::table4(rs)).collect();
     let first = rs.first().ok_or_else(|| anyhow::anyhow!("empty sweep"))?;
+    let claims = table4_claims(&runs)?;
+    let sim = sim_beside(ctx, ran_on, |c| table4_claims(&paxos_sweep(c)?.0))?;
+    // The table as a plot: mean latency per fraction, with std as a second panel.
+    let series = |y: fn(&PaxosResult) -> f64| -> Vec<(String, Vec<(f64, f64)>)> {
+        paxos_bench::DEPLOYMENTS
+            .iter()
+            .map(|dp| {
+                let pts = t4.iter().filter(|(d, _, _)| d == dp).map(|(_, f, r)| (f * 100.0, y(r))).collect();
+                (deployment_label(*dp, ran_on).to_string(), pts)
+            })
+            .collect()
+    };
+    let png = ctx.out.join("caans-table4.png");
+    plot::panels_png(
+        &png,
+        "Latency at 25/50/75% of each deployment's max throughput (CAANS Table 4)",
+        &paxos_caption("Table 4", first, "; nearest sweep point to each fraction"),
+        &[
+            Panel {
+                title: "(a) mean".into(),
+                x_label: "% of max throughput".into(),
+                y_label: "mean latency (us)".into(),
+                series: series(|r| r.mean_latency_us),
+            },
+            Panel {
+                title: "(b) standard deviation".into(),
+                x_label: "% of max throughput".into(),
+                y_label: "std of latency (us)".into(),
+                series: series(|r| r.std_latency_us),
+            },
+        ],
+        2,
+    )?;
+    let means: Vec<f64> = t4.iter().map(|t| t.2.mean_latency_us).collect();
+    let (lo, hi) = (means.iter().copied().fold(f64::MAX, f64::min), means.iter().copied().fold(0.0, f64::max));
+    let why = format!(
+        "the absolute figures differ (ours {lo:.0}-{hi:.0} us, the paper's 61-1,800 us from its FPGA and 10G \
+         testbed): the simulator's latencies follow the measured per-packet costs and a chosen 10 us link, and the \
+         sweep's points below the maximum are far from saturation, so they queue little. The paper's own 50% row \
+         has CAANS's std above libpaxos's (389.2 vs 145.4 us), so no std direction is drawn there. See {PAXOS_DOC}"
+    );
+    let detail = format!("ours {lo:.0}-{hi:.0} us at the points nearest each fraction");
+    Ok(paxos_outcome(
+        ran_on,
+        (claims, sim),
+        (why, ("Table 4", &detail)),
+        (vec![png], vec![jsonl]),
+        paxos_config_line(first, "the Figure 7a sweep's points nearest 25/50/75% of each deployment's max"),
+    ))
+}
+
+/// Table 4's claims on `runs` (one sweep per seed): its 12 numbers, then
+/// the directions the paper draws from them.
+fn table4_claims(runs: &[Vec<PaxosResult>]) -> anyhow::Result<Vec<Claim>> {
+    let t4s: Vec<_> = runs.iter().map(|rs| paxos_bench::table4(rs)).collect();
     // One figure of each seed's Table 4: `stat` of deployment `dp` at `f`.
     let each_seed = |dp: DataPlaneAt, f: f64, stat: fn(&PaxosResult) -> f64| -> anyhow::Result<Vec<f64>> {
         t4s.iter()
@@ -918,54 +1055,7 @@ fn caans_table4(ctx: &Ctx) -> anyhow::Result<Outcome> {
         }
     }
     claims.extend(directions);
-    // The table as a plot: mean latency per fraction, with std as a second panel.
-    let series = |y: fn(&PaxosResult) -> f64| -> Vec<(String, Vec<(f64, f64)>)> {
-        paxos_bench::DEPLOYMENTS
-            .iter()
-            .map(|dp| {
-                let pts = t4.iter().filter(|(d, _, _)| d == dp).map(|(_, f, r)| (f * 100.0, y(r))).collect();
-                (deployment_label(*dp).to_string(), pts)
-            })
-            .collect()
-    };
-    let png = ctx.out.join("caans-table4.png");
-    plot::panels_png(
-        &png,
-        "Latency at 25/50/75% of each deployment's max throughput (CAANS Table 4)",
-        &paxos_caption("Table 4", first, "; nearest sweep point to each fraction"),
-        &[
-            Panel {
-                title: "(a) mean".into(),
-                x_label: "% of max throughput".into(),
-                y_label: "mean latency (us)".into(),
-                series: series(|r| r.mean_latency_us),
-            },
-            Panel {
-                title: "(b) standard deviation".into(),
-                x_label: "% of max throughput".into(),
-                y_label: "std of latency (us)".into(),
-                series: series(|r| r.std_latency_us),
-            },
-        ],
-        2,
-    )?;
-    let means: Vec<f64> = t4.iter().map(|t| t.2.mean_latency_us).collect();
-    let (lo, hi) = (means.iter().copied().fold(f64::MAX, f64::min), means.iter().copied().fold(0.0, f64::max));
-    let why = Some(format!(
-        "the absolute figures differ (ours {lo:.0}-{hi:.0} us, the paper's 61-1,800 us from its FPGA \
-         and 10G testbed): the simulator's latencies follow the measured per-packet costs and a chosen 10 us \
-         link, and the sweep's points below the maximum are far from saturation, so they queue little. The paper's own 50% row has CAANS's std \
-         above libpaxos's (389.2 vs 145.4 us), so no std direction is drawn there. See {PAXOS_DOC}"
-    ));
-    Ok(Outcome {
-        claims,
-        why,
-        obtained: paxos_obtained(ran_on),
-        plots: vec![png],
-        records: vec![jsonl],
-        ran_on,
-        config: paxos_config_line(first, "the Figure 7a sweep's points nearest 25/50/75% of each deployment's max"),
-    })
+    Ok(claims)
 }
 
 fn caans_fig7d(ctx: &Ctx) -> anyhow::Result<Outcome> {
@@ -979,7 +1069,7 @@ fn caans_fig7d(ctx: &Ctx) -> anyhow::Result<Outcome> {
     all.extend(plain.iter().cloned());
     let jsonl = write_records(ctx.out.join("paxos-kv.jsonl"), &all)?;
     let first = kv.first().ok_or_else(|| anyhow::anyhow!("empty kv sweep"))?;
-    let mut series = by_deployment(&kv, |r| (r.committed_per_s, r.mean_latency_us));
+    let mut series = by_deployment(&kv, Where::Live, |r| (r.committed_per_s, r.mean_latency_us));
     for (name, _) in &mut series {
         *name = format!("{name} + LevelDB");
     }
@@ -1029,6 +1119,7 @@ fn caans_fig7d(ctx: &Ctx) -> anyhow::Result<Outcome> {
         ratio(ks, kw)
     ));
     Ok(Outcome {
+        sim_headline: None,
         claims,
         why,
         obtained: Obtained::Live,
@@ -1052,23 +1143,20 @@ fn rate_between(r: &PaxosResult, from: f64, to: f64) -> f64 {
     r.timeline[a..b].iter().sum::<u64>() as f64 / ((b - a) as f64 * bin)
 }
 
-fn caans_fig8(ctx: &Ctx) -> anyhow::Result<Outcome> {
-    let (runtime, ran_on) = sim_or_live(ctx);
-    let base = paxos_base(ctx, runtime);
-    let fbase = PaxosConfig {
-        outstanding: 8,
-        duration_s: match runtime {
-            Runtime::Sim => ctx.seconds(FIG8_SIM_SECONDS, 0.2),
-            Runtime::Live => ctx.seconds(2.0, 1.0),
-        },
-        ..base
-    };
+/// The Figure 8 runs of each seed (acceptor 0 failing, then the
+/// coordinator, at `fbase`'s midpoint, both deployments) on `ctx`'s
+/// runtime; with `--xdp`, CAANS on the XDP testbed
+/// ([`crate::caans_xdp::failures`]).
+fn fig8_runs(ctx: &Ctx, fbase: &PaxosConfig) -> anyhow::Result<Vec<Vec<PaxosResult>>> {
+    let (runtime, _) = sim_or_live(ctx);
     let half = fbase.duration_s / 2.0;
+    let seeds = if ctx.runtime == Where::Xdp { crate::caans_xdp::seeds(ctx) } else { paxos_seeds(ctx, runtime) };
     let mut runs = vec![];
-    for seed in paxos_seeds(ctx, runtime) {
+    for seed in seeds {
         let fbase = PaxosConfig { seed, ..fbase.clone() };
-        runs.push(match runtime {
-            Runtime::Sim => {
+        runs.push(match (ctx.runtime, runtime) {
+            (Where::Xdp, _) => crate::caans_xdp::failures(&fbase)?,
+            (_, Runtime::Sim) => {
                 let cfgs: Vec<PaxosConfig> = paxos_bench::DEPLOYMENTS
                     .iter()
                     .flat_map(|&dp| {
@@ -1087,9 +1175,80 @@ fn caans_fig8(ctx: &Ctx) -> anyhow::Result<Outcome> {
                     .into_iter()
                     .collect::<anyhow::Result<Vec<_>>>()?
             }
-            Runtime::Live => paxos_bench::failures(runtime, &fbase)?,
+            (_, Runtime::Live) => paxos_bench::failures(runtime, &fbase)?,
         });
     }
+    Ok(runs)
+}
+
+/// Figure 8's base configuration on `ctx`'s runtime: 8 requests in flight,
+/// the failure at the midpoint.
+fn fig8_base(ctx: &Ctx) -> PaxosConfig {
+    let runtime = if ctx.runtime == Where::Sim { Runtime::Sim } else { Runtime::Live };
+    PaxosConfig {
+        outstanding: 8,
+        duration_s: match runtime {
+            Runtime::Sim => ctx.seconds(FIG8_SIM_SECONDS, 0.2),
+            Runtime::Live => ctx.seconds(2.0, 1.0),
+        },
+        ..paxos_base(ctx, runtime)
+    }
+}
+
+/// Figure 8's claims on `runs` (one list of failure runs per seed) of
+/// `duration_s`, the failure at the midpoint.
+fn fig8_claims(runs: &[Vec<PaxosResult>], duration_s: f64) -> anyhow::Result<Vec<Claim>> {
+    let half = duration_s / 2.0;
+    let find = |rs: &[PaxosResult], coord: bool| -> anyhow::Result<PaxosResult> {
+        rs.iter()
+            .find(|r| r.config.data_plane == DataPlaneAt::Switch && r.config.coordinator_fail_at_s.is_some() == coord)
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("missing failure runs"))
+    };
+    let before = |r: &PaxosResult| rate_between(r, half * 0.5, half);
+    let after_from = |r: &PaxosResult| half + r.failover_gap_ms.unwrap_or(0.0) / 1e3 + 0.05 * duration_s;
+    let after_over_before = |r: &PaxosResult| ratio(rate_between(r, after_from(r), duration_s), before(r));
+    let mut acc_x = vec![];
+    let mut coord_x = vec![];
+    for rs in runs {
+        acc_x.push(after_over_before(&find(rs, false)?));
+        coord_x.push(after_over_before(&find(rs, true)?));
+    }
+    let s = "Section 6.4";
+    let mut resilient = Claim::direction(
+        "CAANS committed/s after the software backup coordinator took over / before",
+        &format!("resilient, with overhead (\"CAANS is resilient to the failure, although the software-coordinator adds additional processing overhead\", {s}, Fig. 8b)"),
+        None,
+        &coord_x,
+        "x",
+        1.0,
+        false,
+        "every seed recovers (above 0) and ours below 1 (the software coordinator costs)",
+    );
+    resilient.holds &= coord_x.iter().all(|x| *x > 0.0);
+    Ok(vec![
+        Claim::direction(
+            "CAANS committed/s after acceptor 0 fails / before",
+            &format!("increases (\"the throughput of CAANS increases after the loss of one acceptor\", {s}, Fig. 8a)"),
+            None,
+            &acc_x,
+            "x",
+            1.0,
+            true,
+            "ours above 1",
+        ),
+        resilient,
+    ])
+}
+
+fn caans_fig8(ctx: &Ctx) -> anyhow::Result<Outcome> {
+    let ran_on = match ctx.runtime {
+        Where::Xdp => Where::Xdp,
+        _ => sim_or_live(ctx).1,
+    };
+    let fbase = fig8_base(ctx);
+    let half = fbase.duration_s / 2.0;
+    let runs = fig8_runs(ctx, &fbase)?;
     let rs = &runs[0];
     std::fs::create_dir_all(&ctx.out)?;
     let jsonl = write_records(ctx.out.join("paxos-failures.jsonl"), &runs.concat())?;
@@ -1110,7 +1269,7 @@ fn caans_fig8(ctx: &Ctx) -> anyhow::Result<Outcome> {
         series: rs
             .iter()
             .filter(|r| r.config.coordinator_fail_at_s.is_some() == coord)
-            .map(|r| (deployment_label(r.config.data_plane).to_string(), timeline(r)))
+            .map(|r| (deployment_label(r.config.data_plane, ran_on).to_string(), timeline(r)))
             .collect(),
     };
     let png = ctx.out.join("caans-fig8-failures.png");
@@ -1124,59 +1283,24 @@ fn caans_fig8(ctx: &Ctx) -> anyhow::Result<Outcome> {
         ],
         2,
     )?;
-    let find = |rs: &[PaxosResult], coord: bool| -> anyhow::Result<PaxosResult> {
-        rs.iter()
-            .find(|r| r.config.data_plane == DataPlaneAt::Switch && r.config.coordinator_fail_at_s.is_some() == coord)
-            .cloned()
-            .ok_or_else(|| anyhow::anyhow!("missing failure runs"))
-    };
-    let before = |r: &PaxosResult| rate_between(r, half * 0.5, half);
-    let after_from = |r: &PaxosResult| half + r.failover_gap_ms.unwrap_or(0.0) / 1e3 + 0.05 * fbase.duration_s;
-    let after_over_before = |r: &PaxosResult| ratio(rate_between(r, after_from(r), fbase.duration_s), before(r));
-    let mut acc_x = vec![];
-    let mut coord_x = vec![];
-    for rs in &runs {
-        acc_x.push(after_over_before(&find(rs, false)?));
-        coord_x.push(after_over_before(&find(rs, true)?));
-    }
-    let s = "Section 6.4";
-    let mut resilient = Claim::direction(
-        "CAANS committed/s after the software backup coordinator took over / before",
-        &format!("resilient, with overhead (\"CAANS is resilient to the failure, although the software-coordinator adds additional processing overhead\", {s}, Fig. 8b)"),
-        None,
-        &coord_x,
-        "x",
-        1.0,
-        false,
-        "every seed recovers (above 0) and ours below 1 (the software coordinator costs)",
-    );
-    resilient.holds &= coord_x.iter().all(|x| *x > 0.0);
-    let claims = vec![
-        Claim::direction(
-            "CAANS committed/s after acceptor 0 fails / before",
-            &format!("increases (\"the throughput of CAANS increases after the loss of one acceptor\", {s}, Fig. 8a)"),
-            None,
-            &acc_x,
-            "x",
-            1.0,
-            true,
-            "ours above 1",
-        ),
-        resilient,
-    ];
-    let why = caveat(format!("see docs/paxos.md#coordinator-failover and {PAXOS_DOC}"));
-    Ok(Outcome {
-        claims,
-        why,
-        obtained: paxos_obtained(ran_on),
-        plots: vec![png],
-        records: vec![jsonl],
+    let sim = sim_beside(ctx, ran_on, |c| {
+        let b = fig8_base(c);
+        fig8_claims(&fig8_runs(c, &b)?, b.duration_s)
+    })?;
+    Ok(paxos_outcome(
         ran_on,
-        config: paxos_config_line(
-            first,
-            &format!("8 requests in flight, {} s runs, failure at {half} s", fbase.duration_s),
+        (fig8_claims(&runs, fbase.duration_s)?, sim),
+        (
+            format!("see docs/paxos.md#coordinator-failover and {PAXOS_DOC}"),
+            (
+                "Figure 8",
+                "acceptor 0's namespace, or the coordinator's, has every link set down at the midpoint (a switch's \
+                 ports going dark); the backup coordinator is a user-space thread in the hosts namespace",
+            ),
         ),
-    })
+        (vec![png], vec![jsonl]),
+        paxos_config_line(first, &format!("8 requests in flight, {} s runs, failure at {half} s", fbase.duration_s)),
+    ))
 }
 
 // ---------------------------------------------------------------- NetCRAQ
@@ -1207,6 +1331,7 @@ fn chain_outcome(
     what: &str,
 ) -> Outcome {
     Outcome {
+        sim_headline: None,
         claims,
         why,
         obtained: chain_obtained(),

@@ -256,6 +256,7 @@ fn claim(what: &str, paper_text: &str, paper: Option<f64>, ours: f64, unit: &str
 
 fn outcome(claims: Vec<Claim>, why: &str, plot: PathBuf, records: PathBuf, config: String) -> Outcome {
     Outcome {
+        sim_headline: None,
         claims,
         why: Some(why.to_string()),
         obtained: store_measured(),

@@ -13,13 +13,15 @@
 //!   [`existing`] (the figures the experiments of `innet-exp` draw),
 //!   [`gotthard_micro`] (Gotthard's and NOCC's microbenchmarks),
 //!   [`txn_locality`] (Gotthard Figure 11, NOCC Figures 3 and 4),
-//!   [`caans_roles`] (CAANS Figures 2 and 7c, Table 1: per-role CPU).
+//!   [`caans_roles`] (CAANS Figures 2 and 7c, Table 1: per-role CPU),
+//!   [`caans_xdp`] (the XDP variants of CAANS Figures 7a, 7b, 8, Table 4).
 //!
 //! The experiments themselves (configurations, runs on every runtime,
 //! records, plots) are `innet-exp`'s; this crate sets them at the papers'
 //! parameters and compares.
 
 pub mod caans_roles;
+pub mod caans_xdp;
 pub mod commands;
 pub mod costs;
 pub mod entry;

@@ -162,6 +162,20 @@ pub fn ours_text(c: &Claim) -> String {
     }
 }
 
+/// "max committed/s, CAANS / libpaxos: 1.93x measured on XDP, 1.00x in
+/// the simulator (measured costs); paper 2.24x".
+fn side_by_side(o: &Outcome, sim: &Claim) -> String {
+    let c = &o.claims[0];
+    format!(
+        "{}: {} {}, {} in the simulator (measured costs); paper {}",
+        c.what,
+        ours_text(c),
+        o.obtained.short(),
+        ours_text(sim),
+        paper_value(c)
+    )
+}
+
 fn ratio_text(c: &Claim) -> String {
     c.ratio().map_or_else(|| "-".to_string(), |r| format!("{r:.2}"))
 }
@@ -256,6 +270,9 @@ struct Row {
     headline: String,
     paper_num: String,
     ours: String,
+    /// The simulator's figure for the same claim, where the result ran on
+    /// XDP and the simulator predicts it too ([`Outcome::sim_headline`]).
+    sim: String,
     ratio: String,
     obtained: String,
     holds: String,
@@ -281,6 +298,7 @@ fn rows(ran: &[Ran], entries: &[Entry]) -> Vec<Row> {
                 headline: "-".into(),
                 paper_num: "-".into(),
                 ours: "-".into(),
+                sim: "-".into(),
                 ratio: "-".into(),
                 obtained: "-".into(),
                 holds: holds.into(),
@@ -297,6 +315,7 @@ fn rows(ran: &[Ran], entries: &[Entry]) -> Vec<Row> {
                             headline: c.what.clone(),
                             paper_num: paper_value(c),
                             ours: fmt_value(c.ours, &c.unit),
+                            sim: o.sim_headline.as_ref().map_or("-".into(), |s| fmt_value(s.ours, &s.unit)),
                             ratio: ratio_text(c),
                             obtained: o.obtained.short().to_string(),
                             holds: verdict_text(o),
@@ -346,7 +365,8 @@ fn header_lines(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> 
          measured on the XDP data plane, the simulator with costs measured on this machine (a prediction; \
          crates/reproduce/measured-costs.json), or the simulator with a chosen model (each section names the \
          measurement or the parameter and its source). The summary shows each result's first \
-         claim; ratio = ours / paper's."
+         claim; ratio = ours / paper's; \"simulator\": where a result was measured on XDP and the simulator \
+         predicts it too, the simulator's figure for the same claim (shown beside, not counted)."
             .to_string(),
     ]
 }
@@ -371,20 +391,21 @@ fn markdown(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Stri
     let _ = writeln!(s, "## Summary\n");
     let _ = writeln!(
         s,
-        "| id | paper | figure | title | headline claim | paper | ours | ratio | how obtained | holds | s |"
+        "| id | paper | figure | title | headline claim | paper | ours | simulator | ratio | how obtained | holds | s |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in rows(ran, entries) {
         let link = if ran.iter().any(|x| x.id == r.id) { format!("[{0}](#{0})", r.id) } else { r.id.clone() };
         let _ = writeln!(
             s,
-            "| {link} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {link} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.paper,
             md_cell(&r.figure),
             md_cell(&r.title),
             md_cell(&r.headline),
             r.paper_num,
             r.ours,
+            r.sim,
             r.ratio,
             r.obtained,
             r.holds,
@@ -424,6 +445,9 @@ fn markdown(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Stri
                             v => v,
                         }
                     );
+                }
+                if let Some(sim) = &o.sim_headline {
+                    let _ = writeln!(s, "\n**Side by side:** {}", side_by_side(o, sim));
                 }
                 if let Some(w) = &o.why {
                     let _ = writeln!(s, "\n**Caveat:** {}", link_docs(w, &prefix, false));
@@ -486,7 +510,7 @@ fn html_page(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Str
     for l in header_lines(opts, entries, ran, wall_s) {
         let _ = writeln!(s, "<p>{}</p>", escape(&l));
     }
-    s.push_str("<h2>Summary</h2>\n<table><tr><th>id</th><th>paper</th><th>figure</th><th>title</th><th>headline claim</th><th>paper</th><th>ours</th><th>ratio</th><th>how obtained</th><th>holds</th><th>s</th></tr>\n");
+    s.push_str("<h2>Summary</h2>\n<table><tr><th>id</th><th>paper</th><th>figure</th><th>title</th><th>headline claim</th><th>paper</th><th>ours</th><th>simulator</th><th>ratio</th><th>how obtained</th><th>holds</th><th>s</th></tr>\n");
     for r in rows(ran, entries) {
         let class = if r.holds.starts_with("yes") {
             "yes"
@@ -502,13 +526,14 @@ fn html_page(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Str
         };
         let _ = writeln!(
             s,
-            "<tr class=\"{class}\"><td>{id}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr class=\"{class}\"><td>{id}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&r.paper),
             escape(&r.figure),
             escape(&r.title),
             escape(&r.headline),
             escape(&r.paper_num),
             escape(&r.ours),
+            escape(&r.sim),
             escape(&r.ratio),
             escape(&r.obtained),
             escape(&r.holds),
@@ -577,6 +602,9 @@ fn html_page(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Str
                     );
                 }
                 s.push_str("</table>\n");
+                if let Some(sim) = &o.sim_headline {
+                    let _ = writeln!(s, "<p><b>Side by side:</b> {}</p>", escape(&side_by_side(o, sim)));
+                }
                 if let Some(w) = &o.why {
                     let _ = writeln!(s, "<p><b>Caveat:</b> {}</p>", link_docs(w, &prefix, true));
                 }

@@ -420,6 +420,7 @@ pub fn run_fig11(ctx: &Ctx) -> anyhow::Result<Outcome> {
         )
     });
     Ok(Outcome {
+        sim_headline: None,
         claims,
         why,
         obtained: store_measured(),
@@ -724,6 +725,7 @@ pub fn run_nocc3(ctx: &Ctx) -> anyhow::Result<Outcome> {
         regimes[0].store_us
     ));
     Ok(Outcome {
+        sim_headline: None,
         claims,
         why,
         obtained: nocc_obtained(),
@@ -832,6 +834,7 @@ pub fn run_nocc4(ctx: &Ctx) -> anyhow::Result<Outcome> {
         cpu(regimes[1].tag).ceil()
     ));
     Ok(Outcome {
+        sim_headline: None,
         claims,
         why,
         obtained: nocc_obtained(),

@@ -56,6 +56,7 @@ fn a_model_only_result_never_reads_yes_and_a_calibration_never_holds() {
     // The same result, were its claim a consequence of a chosen parameter,
     // is a model only and never reads "yes", even with every claim holding.
     let mut fig7a = Outcome {
+        sim_headline: None,
         obtained: Obtained::SimChosen {
             parameter: "a software coordinator 12 us per packet, a switch 0.1 us".into(),
             source: "chosen".into(),

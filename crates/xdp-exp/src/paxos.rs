@@ -69,6 +69,10 @@ pub struct XdpPaxosLoad {
     /// links go down; software: its thread stops); the backup takes over.
     #[arg(long, value_parser = innet_exp::parse::at_seconds)]
     pub kill_coordinator_at_s: Option<f64>,
+    /// Fail acceptor 0 this many seconds into the load (XDP: its links go
+    /// down; software: it stops answering), as in CAANS Figure 8a.
+    #[arg(long, value_parser = innet_exp::parse::at_seconds)]
+    pub fail_acceptor_at_s: Option<f64>,
     /// XDP deployment: count the votes in the kernel in front of the
     /// learners and proposers (`on`), not (`off`), or run it both ways
     /// side by side (`both`, `bench xdp-paxos` only).
@@ -183,6 +187,7 @@ impl XdpPaxosLoad {
             seed: self.seed,
             slots: self.slots,
             coordinator_fail_at_s: self.kill_coordinator_at_s,
+            acceptor_crash_at_s: self.fail_acceptor_at_s,
             latency_us: 0.0,
             pack: self.pack,
             ..PaxosConfig::default()
@@ -259,6 +264,7 @@ pub fn hosts(load: &XdpPaxosLoad, backup: BackupAt) -> anyhow::Result<HostsOutco
         drain: Duration::from_millis(100),
         backup,
         fail_coordinator_at: cfg.coordinator_fail_at_s.map(Duration::from_secs_f64),
+        fail_acceptor_at: cfg.acceptor_crash_at_s.map(Duration::from_secs_f64),
         record: false,
     };
     let stats = innet_xdp::bpf_stats::enable().ok();

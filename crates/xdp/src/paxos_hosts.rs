@@ -49,6 +49,9 @@ pub struct HostsRun {
     pub backup: BackupAt,
     /// Fail the coordinator this long after the start.
     pub fail_coordinator_at: Option<Duration>,
+    /// Fail acceptor 0 this long after the start (its links go down:
+    /// CAANS Figure 8a).
+    pub fail_acceptor_at: Option<Duration>,
     /// Proposers remember every submitted value (for checks).
     pub record: bool,
 }
@@ -81,6 +84,8 @@ pub struct HostsReport {
     pub failed_at_ns: Option<u64>,
     /// How long setting its links down took (ns).
     pub fail_took_ns: Option<u64>,
+    /// When acceptor 0 was failed (ns; just before its links were set down).
+    pub acceptor_failed_at_ns: Option<u64>,
     /// When the backup took over (ns), if it runs here and did.
     pub takeover_ns: Option<u64>,
     pub proposers: Vec<LoadProposer>,
@@ -262,13 +267,13 @@ pub fn run(r: &HostsRun) -> Result<HostsReport> {
             |p, _| p,
         )?);
     }
-    let (failed_at, fail_took) = fail_at(start, r.fail_coordinator_at)?;
+    let (failed_at, fail_took, acceptor_failed) = fail_both(start, r)?;
     sleep_until(end + r.drain);
     let proposers: Vec<LoadProposer> = proposers.into_iter().map(|p| p.shutdown()).collect::<Result<_, _>>()?;
     let learners: Vec<LearnerRecord> = learners.into_iter().map(|l| l.shutdown()).collect::<Result<_, _>>()?;
     let backup = backup.map(|b| b.shutdown()).transpose()?;
     stop.stop();
-    let times = Times { start, end, failed: (failed_at, fail_took), wall };
+    let times = Times { start, end, failed: (failed_at, fail_took), acceptor_failed, wall };
     Ok(times.report(proposers, learners, backup, None, vec![]))
 }
 
@@ -338,7 +343,7 @@ fn run_machine(r: &HostsRun) -> Result<HostsReport> {
         let (net, shared) = innet_live::run_machine(&mut hosts, endpoints, shared, &s, Some(until))?;
         Ok::<_, std::io::Error>((hosts, net, shared))
     })?;
-    let (failed_at, fail_took) = fail_at(start, r.fail_coordinator_at)?;
+    let (failed_at, fail_took, acceptor_failed) = fail_both(start, r)?;
     let joined = machine.join().map_err(|_| anyhow::anyhow!("the hosts' event loop panicked"))?;
     stop.stop();
     let (hosts, net, shared) = joined?;
@@ -352,7 +357,7 @@ fn run_machine(r: &HostsRun) -> Result<HostsReport> {
             EndHost::Backup(b) => backup = Some(b),
         }
     }
-    let times = Times { start, end, failed: (failed_at, fail_took), wall };
+    let times = Times { start, end, failed: (failed_at, fail_took), acceptor_failed, wall };
     Ok(times.report(proposers, learners, backup, Some(shared), net))
 }
 
@@ -377,6 +382,8 @@ struct Times {
     end: Time,
     /// When the coordinator failed and how long setting its links down took (ns).
     failed: (Option<Time>, Option<u64>),
+    /// When acceptor 0 failed.
+    acceptor_failed: Option<Time>,
     wall: Instant,
 }
 
@@ -394,6 +401,7 @@ impl Times {
             load_end_ns: self.end.as_nanos(),
             failed_at_ns: self.failed.0.map(|t| t.as_nanos()),
             fail_took_ns: self.failed.1,
+            acceptor_failed_at_ns: self.acceptor_failed.map(|t| t.as_nanos()),
             takeover_ns: backup.as_ref().and_then(|b| b.active_since()).map(|t| t.as_nanos()),
             proposers,
             learners,
@@ -413,6 +421,26 @@ fn fail_at(start: Time, at: Option<Duration>) -> Result<(Option<Time>, Option<u6
     let t = clock::now();
     tb::fail_coordinator().context("fail the coordinator")?;
     Ok((Some(t), Some(clock::now().since(t).as_nanos() as u64)))
+}
+
+/// Fails the coordinator and acceptor 0 when `r` asks (the acceptor from a
+/// thread of its own, so either may come first): the coordinator's
+/// [`fail_at`] figures and when the acceptor failed.
+fn fail_both(start: Time, r: &HostsRun) -> Result<(Option<Time>, Option<u64>, Option<Time>)> {
+    let acceptor = r.fail_acceptor_at.map(|at| {
+        std::thread::spawn(move || -> Result<Time> {
+            sleep_until(start + at);
+            let t = clock::now();
+            tb::fail_acceptor(0).context("fail acceptor 0")?;
+            Ok(t)
+        })
+    });
+    let (failed_at, fail_took) = fail_at(start, r.fail_coordinator_at)?;
+    let acceptor_failed = match acceptor {
+        Some(h) => Some(h.join().map_err(|_| anyhow::anyhow!("the acceptor's failure thread panicked"))??),
+        None => None,
+    };
+    Ok((failed_at, fail_took, acceptor_failed))
 }
 
 fn sleep_until(t: Time) {

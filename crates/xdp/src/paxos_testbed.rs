@@ -693,8 +693,21 @@ pub fn rejected(program: &str) -> Result<Vec<(&'static str, u64)>> {
 /// `innet testbed status` still shows its counters. Returns the links it
 /// set down.
 pub fn fail_coordinator() -> Result<Vec<String>> {
+    fail_namespace(NS_COORDINATOR)
+}
+
+/// Fails acceptor `i` as [`fail_coordinator`] fails the coordinator (every
+/// link of its namespace down: CAANS Figure 8a's lost acceptor). Returns
+/// the links it set down.
+pub fn fail_acceptor(i: usize) -> Result<Vec<String>> {
+    fail_namespace(&acceptor_ns(i))
+}
+
+/// Sets every link of namespace `ns` of the running testbed down, in one
+/// `ip` batch; the links it set down.
+fn fail_namespace(ns: &str) -> Result<Vec<String>> {
     anyhow::ensure!(status().is_some(), "no paxos testbed is up ({STATE_FILE} absent)");
-    let out = ip(&["-n", NS_COORDINATOR, "-o", "link", "show"])?;
+    let out = ip(&["-n", ns, "-o", "link", "show"])?;
     // "<index>: <name>@<peer>: <flags> ..."
     let down: Vec<String> = out
         .lines()
@@ -704,8 +717,8 @@ pub fn fail_coordinator() -> Result<Vec<String>> {
         .collect();
     // One `ip` for every link: the ports go dark together.
     let batch: String = down.iter().map(|n| format!("link set {n} down\n")).collect();
-    netns::ip_batch(Some(NS_COORDINATOR), &batch).context("set the coordinator's links down")?;
-    anyhow::ensure!(!down.is_empty(), "no links in {NS_COORDINATOR}");
+    netns::ip_batch(Some(ns), &batch).with_context(|| format!("set the links of {ns} down"))?;
+    anyhow::ensure!(!down.is_empty(), "no links in {ns}");
     Ok(down)
 }
 

@@ -229,6 +229,7 @@ fn the_backup_takes_over_when_the_coordinator_fails_and_deliveries_go_on() {
         drain: Duration::from_millis(1500),
         backup: BackupAt::Here,
         fail_coordinator_at: Some(fail_at),
+        fail_acceptor_at: None,
         record: true,
     };
     let report = paxos_hosts::run(&run);
@@ -310,6 +311,7 @@ fn a_full_decision_ring_hands_over_to_the_socket_and_nothing_is_lost() {
         drain: Duration::from_millis(1500),
         backup: BackupAt::Here,
         fail_coordinator_at: None,
+        fail_acceptor_at: None,
         record: true,
     };
     let report = paxos_hosts::run(&run);
@@ -429,6 +431,7 @@ fn under_attack<T>(
         drain: Duration::from_millis(1000),
         backup: BackupAt::Here,
         fail_coordinator_at: None,
+        fail_acceptor_at: None,
         record: true,
     };
     let (report, attacked) = std::thread::scope(|s| {
