@@ -101,7 +101,7 @@ fn schedule(
     replicas: &[usize],
     coordinator_restarts: bool,
 ) -> Vec<Event> {
-    let mut first = vec![Role::Coordinator, Role::Acceptor, Role::Replica];
+    let mut first = [Role::Coordinator, Role::Acceptor, Role::Replica];
     for i in (1..first.len()).rev() {
         first.swap(i, rng.below(i as u64 + 1) as usize);
     }
