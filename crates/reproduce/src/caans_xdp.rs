@@ -114,9 +114,12 @@ fn software_point(cfg: &PaxosConfig) -> Result<PaxosResult> {
     paxos_live::run_point_live(&PaxosConfig { data_plane: DataPlaneAt::Process, ..cfg.clone() })
 }
 
+/// A sweep's key: the run's scale (its bits) and seed.
+type SweepKey = (u64, u64);
+
 /// The Figure 7a sweep of one run (scale, seed), shared by Figures 7a, 7b
 /// and Table 4.
-static SWEEP_CACHE: Mutex<Option<((u64, u64), Vec<Vec<PaxosResult>>)>> = Mutex::new(None);
+static SWEEP_CACHE: Mutex<Option<(SweepKey, Vec<Vec<PaxosResult>>)>> = Mutex::new(None);
 
 /// The Figure 7a sweep on the testbed, one per seed ([`seeds`]): for each
 /// number of requests in flight, CAANS on XDP and then libpaxos-style
