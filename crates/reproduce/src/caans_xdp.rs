@@ -114,9 +114,12 @@ fn software_point(cfg: &PaxosConfig) -> Result<PaxosResult> {
     paxos_live::run_point_live(&PaxosConfig { data_plane: DataPlaneAt::Process, ..cfg.clone() })
 }
 
+/// A sweep's key: the run's scale (its bits) and seed.
+type SweepKey = (u64, u64);
+
 /// The Figure 7a sweep of one run (scale, seed), shared by Figures 7a, 7b
 /// and Table 4.
-static SWEEP_CACHE: Mutex<Option<((u64, u64), Vec<Vec<PaxosResult>>)>> = Mutex::new(None);
+static SWEEP_CACHE: Mutex<Option<(SweepKey, Vec<Vec<PaxosResult>>)>> = Mutex::new(None);
 
 /// The Figure 7a sweep on the testbed, one per seed ([`seeds`]): for each
 /// number of requests in flight, CAANS on XDP and then libpaxos-style
@@ -171,12 +174,14 @@ pub fn failures(fbase: &PaxosConfig) -> Result<Vec<PaxosResult>> {
 pub fn caveat(figure: &str, detail: &str) -> String {
     format!(
         "measured on the XDP data plane, not the paper's hardware: the coordinator and the acceptors are BPF \
-         programs (driver-mode XDP, devmap multicast, no vote counters: the learners count the votes, as CAANS's did) \
-         on veth pairs between network namespaces of one 2-core VM, not FPGA switches on 10G links (no hardware \
-         switch here); the proposer, the learners and the backup coordinator are user-space threads on the same \
-         cores, and libpaxos is our protocol with every role a software process, live on loopback, not libpaxos \
-         itself. The end hosts, not the BPF roles, bound the XDP deployment (docs/xdp.md). {figure}: {detail}. \
-         The machine is shared: the load average is in each record. See \
-         docs/reproduce.md#the-xdp-variants-innet-reproduce---xdp"
+         programs (driver-mode XDP, devmap multicast; no vote counters: every acceptor's vote is copied to each \
+         learner, the proposer and the backup coordinator, which count them, as CAANS's learners did) on veth \
+         pairs between network namespaces of one 2-core VM, not FPGA switches on 10G links (no hardware switch \
+         here); the proposer, the learners and the backup coordinator are user-space threads on the same cores \
+         as the data plane's softirqs, and libpaxos is our protocol with every role a software process, live on \
+         loopback, not libpaxos itself. On a loaded machine the backup coordinator can miss the coordinator's \
+         heartbeats and take over with no failure (a record's takeover_at_s says when). {figure}: {detail}. The \
+         machine is shared: the load average is in docs/reproduce.md#the-xdp-variants-innet-reproduce---xdp \
+         with the figures measured"
     )
 }
