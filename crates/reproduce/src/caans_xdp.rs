@@ -198,6 +198,15 @@ pub const KV_SWEEP: [usize; 4] = [1, 4, 16, 64];
 /// applies about 10,000.
 pub const APPLIED_LOG_MAX: usize = 1 << 22;
 
+/// How long the replicas of a Figure 7d run on the testbed go on after
+/// the proposer stops submitting (the testbed's other runs: 100 ms): a
+/// replica behind on a loaded machine applies its backlog (seen: 81
+/// commands behind after 100 ms at 64 in flight), so that every replica
+/// can be checked to have applied every committed command. The proposer
+/// submits nothing new meanwhile (its requests in flight, at most 64, may
+/// still commit, as in every run).
+pub const KV_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What one key-value replica (a learner applying the delivered commands
 /// to its LevelDB, `innet_paxos_kv::Replica`) held at the end of a run,
 /// checked against what the proposers submitted.
@@ -294,7 +303,7 @@ pub fn kv_xdp_point(cfg: &PaxosConfig, dir: &std::path::Path) -> Result<KvRun> {
     let load = crate::caans_roles::xdp_load(cfg, cfg.slots, fabric());
     let dir = dir.join(format!("seed{}-inflight{}", cfg.seed, cfg.outstanding));
     let (out, checks) = innet_xdp_exp::paxos::run_xdp_with(&load, true, |run| {
-        let run = HostsRun { record: true, ..run.clone() };
+        let run = HostsRun { record: true, drain: KV_DRAIN, ..run.clone() };
         let proposers = run.up.proposers;
         let open = |id: u16, lcfg| kv_check::open(&dir.join(format!("replica{id}")), id, lcfg, proposers);
         let (report, replicas) =
