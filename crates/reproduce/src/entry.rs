@@ -8,6 +8,11 @@
 
 use std::path::PathBuf;
 
+/// How a claim shown beside an XDP figure begins when the figure beside is
+/// the live one, on loopback, not the simulator's (CAANS Figure 7d: the
+/// simulator does not model the LevelDB replicas).
+pub const LIVE_FIGURE_BESIDE: &str = "live on loopback: ";
+
 /// Which of the four papers a result comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub enum Paper {

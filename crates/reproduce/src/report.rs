@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
-use crate::entry::{Claim, Ctx, Entry, Outcome, Paper, Verdict, Where, VERDICT_RULE};
+use crate::entry::{Claim, Ctx, Entry, Outcome, Paper, Verdict, Where, LIVE_FIGURE_BESIDE, VERDICT_RULE};
 use crate::registry::{result_dir, ALL_RESULTS};
 
 /// What `innet reproduce` was asked for.
@@ -163,17 +163,32 @@ pub fn ours_text(c: &Claim) -> String {
 }
 
 /// "max committed/s, CAANS / libpaxos: 1.93x measured on XDP, 1.00x in
-/// the simulator (measured costs); paper 2.24x".
+/// the simulator (measured costs); paper 2.24x" (or "... live on
+/// loopback" where the simulator does not model the result, CAANS Figure
+/// 7d: [`LIVE_FIGURE_BESIDE`]).
 fn side_by_side(o: &Outcome, sim: &Claim) -> String {
     let c = &o.claims[0];
+    let beside =
+        if sim.what.starts_with(LIVE_FIGURE_BESIDE) { "live on loopback" } else { "in the simulator (measured costs)" };
     format!(
-        "{}: {} {}, {} in the simulator (measured costs); paper {}",
+        "{}: {} {}, {} {beside}; paper {}",
         c.what,
         ours_text(c),
         o.obtained.short(),
         ours_text(sim),
         paper_value(c)
     )
+}
+
+/// The summary's "simulator" cell: the figure shown beside, marked
+/// "(live)" where it is the live one ([`LIVE_FIGURE_BESIDE`]).
+fn beside_value(s: &Claim) -> String {
+    let v = fmt_value(s.ours, &s.unit);
+    if s.what.starts_with(LIVE_FIGURE_BESIDE) {
+        format!("{v} (live)")
+    } else {
+        v
+    }
 }
 
 fn ratio_text(c: &Claim) -> String {
@@ -315,7 +330,7 @@ fn rows(ran: &[Ran], entries: &[Entry]) -> Vec<Row> {
                             headline: c.what.clone(),
                             paper_num: paper_value(c),
                             ours: fmt_value(c.ours, &c.unit),
-                            sim: o.sim_headline.as_ref().map_or("-".into(), |s| fmt_value(s.ours, &s.unit)),
+                            sim: o.sim_headline.as_ref().map_or("-".into(), beside_value),
                             ratio: ratio_text(c),
                             obtained: o.obtained.short().to_string(),
                             holds: verdict_text(o),
@@ -366,7 +381,9 @@ fn header_lines(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> 
          crates/reproduce/measured-costs.json), or the simulator with a chosen model (each section names the \
          measurement or the parameter and its source). The summary shows each result's first \
          claim; ratio = ours / paper's; \"simulator\": where a result was measured on XDP and the simulator \
-         predicts it too, the simulator's figure for the same claim (shown beside, not counted)."
+         predicts it too, the simulator's figure for the same claim (shown beside, not counted); marked \
+         \"(live)\" where the simulator does not model the result (CAANS Figure 7d's LevelDB replicas) and the \
+         figure beside is the live one, on loopback."
             .to_string(),
     ]
 }

@@ -1,11 +1,13 @@
-//! The XDP variants of CAANS Figures 7a, 7b, 8 and Table 4
+//! The XDP variants of CAANS Figures 7a, 7b, 7d, 8 and Table 4
 //! (`innet reproduce --xdp`, `innet_reproduce::caans_xdp`) at a small
 //! scale, each run once through the report's runner as the command runs
 //! it: every result ran on the XDP testbed and says so, its records name
 //! the XDP data plane with seed and commit, learner 0 delivered every
 //! value the proposer saw committed, after a failure the deployment went
-//! on committing (the backup took over from the failed coordinator), and
-//! the summary shows the simulator's figure beside the XDP one.
+//! on committing (the backup took over from the failed coordinator), in
+//! Figure 7d every LevelDB replica applied every committed command once
+//! and the replicas are identical, and the summary shows the simulator's
+//! figure (Figure 7d: the live one) beside the XDP one.
 //!
 //! Needs root and the `xdp` feature (`cargo test --release -p
 //! innet-reproduce --features xdp --test caans_xdp`); it brings the
@@ -13,10 +15,12 @@
 //! Without root: `SKIPPED: ...` on stderr, a failure under `CI=true`.
 #![cfg(feature = "xdp")]
 
+use innet_reproduce::caans_xdp::KV_SWEEP;
+use innet_reproduce::entry::LIVE_FIGURE_BESIDE;
 use innet_reproduce::report::{self, Options};
 use innet_reproduce::{entries, Obtained, Where};
 
-const IDS: [&str; 4] = ["caans-fig7a", "caans-fig7b", "caans-table4", "caans-fig8"];
+const IDS: [&str; 5] = ["caans-fig7a", "caans-fig7b", "caans-table4", "caans-fig8", "caans-fig7d"];
 
 /// A record's configuration: a `config` object, or flattened into the record.
 fn config(v: &serde_json::Value) -> &serde_json::Value {
@@ -61,7 +65,10 @@ fn the_caans_results_run_on_the_xdp_testbed_beside_the_simulator() {
         // The simulator's figure for the same claim, beside ours, not counted.
         let sim = o.sim_headline.as_ref().unwrap_or_else(|| panic!("{}: no simulator figure", r.id));
         assert!(sim.beside && sim.what.ends_with(&o.claims[0].what), "{}: {sim:?}", r.id);
-        assert!(o.claims.iter().any(|c| c.beside && c.what.starts_with("simulator")), "{}", r.id);
+        // Figure 7d: the simulator does not model LevelDB; the live figure.
+        let beside = if r.id == "caans-fig7d" { LIVE_FIGURE_BESIDE } else { "simulator" };
+        assert!(sim.what.starts_with(beside), "{}: {sim:?}", r.id);
+        assert!(o.claims.iter().any(|c| c.beside && c.what.starts_with(beside)), "{}", r.id);
         assert!(o.why.as_deref().is_some_and(|w| w.contains("no hardware switch")), "{}: {:?}", r.id, o.why);
         for c in o.claims.iter().filter(|c| c.compared()) {
             assert!(c.ours.is_finite() && c.ours > 0.0, "{}: {c:?}", r.id);
@@ -81,8 +88,11 @@ fn the_caans_results_run_on_the_xdp_testbed_beside_the_simulator() {
             let (committed, delivered) = (v["committed"].as_u64().unwrap(), v["delivered"].as_u64().unwrap());
             assert!(committed > 0 && delivered >= committed, "{}: committed {committed}, delivered {delivered}", r.id);
         }
-        // Both deployments at every point of the sweep; the failures.
-        if r.id == "caans-fig8" {
+        // Both deployments at every point of the sweep; the failures; the
+        // replicas.
+        if r.id == "caans-fig7d" {
+            check_replicas(&xdp, &recs);
+        } else if r.id == "caans-fig8" {
             assert_eq!(xdp.len(), 2, "{}: acceptor and coordinator failure", r.id);
             let coord = xdp.iter().find(|v| config(v)["coordinator_fail_at_s"].is_number()).expect("coordinator run");
             assert!(coord["takeover_at_s"].is_number(), "the backup took over: {coord}");
@@ -101,7 +111,38 @@ fn the_caans_results_run_on_the_xdp_testbed_beside_the_simulator() {
         assert!(row.contains("measured on XDP"), "{row}");
         // ... | paper | ours | simulator | ratio | ...
         assert!(cells[7] != "-" && cells[6] != "-", "{id}: no side by side: {row}");
+        assert_eq!(cells[7].ends_with("(live)"), id == "caans-fig7d", "{row}");
     }
     assert!(md.contains("**Side by side:**"));
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Figure 7d's XDP records: at every point of the sweep CAANS with LevelDB
+/// replicas and without, libpaxos-style with replicas beside; on each XDP
+/// run with replicas, every replica applied every committed command once
+/// (no request twice, none unsubmitted, its store what replaying its
+/// commands gives) and the replicas are identical.
+fn check_replicas(xdp: &[&serde_json::Value], recs: &[serde_json::Value]) {
+    let kv: Vec<&&serde_json::Value> = xdp.iter().filter(|v| config(v)["kv"] == true).collect();
+    assert_eq!(kv.len(), KV_SWEEP.len(), "an XDP run with replicas at every point");
+    assert_eq!(xdp.len() - kv.len(), KV_SWEEP.len(), "an XDP run without replicas at every point");
+    let software = recs.iter().filter(|v| config(v)["data_plane"] == "process" && config(v)["kv"] == true);
+    assert!(software.count() >= KV_SWEEP.len(), "libpaxos-style with replicas at every point");
+    for v in kv {
+        assert_eq!(v["identical"], true, "{v}");
+        assert_eq!(v["applied_once"], true, "{v}");
+        let committed = v["committed"].as_u64().unwrap();
+        let replicas = v["replicas"].as_array().expect("replicas");
+        assert_eq!(replicas.len(), config(v)["learners"].as_u64().unwrap() as usize, "{v}");
+        for r in replicas {
+            assert!(r["applied"].as_u64().unwrap() >= committed && committed > 0, "{r}");
+            assert_eq!(r["applied_twice"], 0, "{r}");
+            assert_eq!(r["not_submitted"], 0, "{r}");
+            assert_eq!(r["matches_replay"], true, "{r}");
+            assert_eq!(r["log_full"], false, "{r}");
+            assert!(r["keys"].as_u64().unwrap() > 0, "{r}");
+            assert_eq!(r["digest"], replicas[0]["digest"], "{v}");
+            assert_eq!(r["applied"], replicas[0]["applied"], "{v}");
+        }
+    }
 }

@@ -254,7 +254,20 @@ impl HostsOutcome {
 /// (and, with `BackupAt::Here`, the backup coordinator) as threads of this
 /// process; call it in the hosts namespace.
 pub fn hosts(load: &XdpPaxosLoad, backup: BackupAt) -> anyhow::Result<HostsOutcome> {
-    let cfg = load.config(DataPlaneAt::Switch);
+    Ok(hosts_with(load, backup, false, |run| Ok((paxos_hosts::run(run)?, ())))?.0)
+}
+
+/// [`hosts`] with the end hosts `run_hosts` runs (learners of its own
+/// making, [`paxos_hosts::run_with`]: the key-value replicas of CAANS
+/// Figure 7d with `kv`, which the result's configuration records), and
+/// what it kept of them.
+pub fn hosts_with<K: Send>(
+    load: &XdpPaxosLoad,
+    backup: BackupAt,
+    kv: bool,
+    run_hosts: impl FnOnce(&HostsRun) -> anyhow::Result<(paxos_hosts::HostsReport, K)>,
+) -> anyhow::Result<(HostsOutcome, K)> {
+    let cfg = PaxosConfig { kv, ..load.config(DataPlaneAt::Switch) };
     cfg.validate().map_err(anyhow::Error::msg)?;
     let run = HostsRun {
         up: load.up(),
@@ -269,9 +282,9 @@ pub fn hosts(load: &XdpPaxosLoad, backup: BackupAt) -> anyhow::Result<HostsOutco
     };
     let stats = innet_xdp::bpf_stats::enable().ok();
     let progs0 = innet_xdp::bpf_stats::snapshot(PAXOS_PROGRAMS);
-    let (r, cpu) = innet_bench::cpu::measured(
-        || paxos_hosts::run(&run),
-        |r| r.proposers.iter().map(|p| p.latencies_ns.len() as u64).sum(),
+    let ((r, kept), cpu) = innet_bench::cpu::measured(
+        || run_hosts(&run),
+        |(r, _)| r.proposers.iter().map(|p| p.latencies_ns.len() as u64).sum(),
     )?;
     let progs1 = innet_xdp::bpf_stats::snapshot(PAXOS_PROGRAMS);
     drop(stats);
@@ -286,7 +299,7 @@ pub fn hosts(load: &XdpPaxosLoad, backup: BackupAt) -> anyhow::Result<HostsOutco
     let vote_counter = tb::vote_counter_counters()?.map(|c| c.into_iter().collect());
     let cpu = CpuPerValue { values: result.committed, ..cpu };
     let programs = innet_xdp::bpf_stats::costs(&progs0, &progs1, result.committed);
-    Ok(HostsOutcome { result, coordinator_failed, vote_counter, cpu, machine: r.machine.clone(), programs })
+    Ok((HostsOutcome { result, coordinator_failed, vote_counter, cpu, machine: r.machine.clone(), programs }, kept))
 }
 
 /// Only the backup coordinator of a running `paxos` testbed, until `stop`
@@ -304,6 +317,22 @@ pub fn backup(load: &XdpPaxosLoad, stop: &Stop, say: impl FnMut(&str)) -> anyhow
 /// testbed down.
 pub fn run_xdp(load: &XdpPaxosLoad, vote_counters: bool) -> anyhow::Result<HostsOutcome> {
     Ok(run_xdp_with_ceiling(load, vote_counters, false)?.0)
+}
+
+/// [`run_xdp`] with the end hosts `run_hosts` runs ([`hosts_with`]; no
+/// vote counters, every role on its own port): testbed up, the end hosts
+/// in the hosts namespace, testbed down.
+pub fn run_xdp_with<K: Send>(
+    load: &XdpPaxosLoad,
+    kv: bool,
+    run_hosts: impl FnOnce(&HostsRun) -> anyhow::Result<(paxos_hosts::HostsReport, K)> + Send,
+) -> anyhow::Result<(HostsOutcome, K)> {
+    tb::up(&PaxosUp { vote_counters: false, ..load.up() })?;
+    let out = in_netns(tb::NS_HOSTS, || hosts_with(load, BackupAt::Here, kv, run_hosts));
+    let removed = tb::down();
+    let out = out?;
+    removed?;
+    Ok(out)
 }
 
 /// [`run_xdp`], and first (with `ceiling`) the generator's ceiling on the

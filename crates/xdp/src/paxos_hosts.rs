@@ -18,7 +18,7 @@ use innet_live::{clock, spawn_host, HostOptions, HostStats, NodeHandle, Shared, 
 use innet_paxos::deploy::{PaxosDeployment, PaxosRole, Roles};
 use innet_paxos::learner::LearnerStats;
 use innet_paxos::workload::LoadProposer;
-use innet_paxos::{BackupCoordinator, Delivery, DeliveryKind, Learner, Proposer};
+use innet_paxos::{BackupCoordinator, Delivery, DeliveryKind, Learner, LearnerConfig, Proposer};
 
 use crate::paxos_testbed::{self as tb, PaxosUp};
 use crate::testbed::in_netns;
@@ -231,6 +231,34 @@ pub fn run(r: &HostsRun) -> Result<HostsReport> {
     if r.up.per_machine() {
         return run_machine(r);
     }
+    let timed = |_: u16, cfg: LearnerConfig| Ok(TimedLearner { learner: Learner::new(cfg), deliveries: vec![] });
+    let record = |l: TimedLearner| (LearnerRecord { stats: l.learner.stats, deliveries: l.deliveries }, ());
+    Ok(run_with(r, |p| p, timed, record)?.0)
+}
+
+/// [`run`] with learners of the caller's making (every role on its own
+/// port: not with one vote per machine): `make(id, config)` builds learner
+/// `id` (a key-value replica, CAANS Figure 7d), `finish` turns it into its
+/// record and what the caller keeps of it; every load proposer is
+/// `load(p)` of the default one (`innet_paxos_kv::with_kv_load`: submitting
+/// key-value commands). A learner's record carries no deliveries unless
+/// `finish` puts them in.
+pub fn run_with<L, K>(
+    r: &HostsRun,
+    load: fn(LoadProposer) -> LoadProposer,
+    mut make: impl FnMut(u16, LearnerConfig) -> Result<L>,
+    finish: fn(L) -> (LearnerRecord, K),
+) -> Result<(HostsReport, Vec<K>)>
+where
+    L: Host + Send + 'static,
+    K: Send + 'static,
+{
+    anyhow::ensure!(r.outstanding >= 1, "at least one request in flight per proposer");
+    anyhow::ensure!(
+        !r.up.per_machine(),
+        "learners of the caller's making need every role on its own port (`--decisions per-port`), not one vote \
+         per machine"
+    );
     let d = r.up.deployment();
     let addrs = tb::host_addrs(&d);
     let stop = Stop::new();
@@ -241,14 +269,14 @@ pub fn run(r: &HostsRun) -> Result<HostsReport> {
     let mut learners = vec![];
     for i in 0..r.up.learners {
         let (_, socket, o) = node(&r.up, &d, &addrs, PaxosRole::Learner { id: i as u16 })?;
-        let cfg = r.roles.learner(i as u16);
+        let mut learner = Some(make(i as u16, r.roles.learner(i as u16))?);
         learners.push(spawn_host(
             &format!("learner{i}"),
             socket,
             o,
             &stop,
-            move || TimedLearner { learner: Learner::new(cfg), deliveries: vec![] },
-            |l, _| LearnerRecord { stats: l.learner.stats, deliveries: l.deliveries },
+            move || learner.take().expect("built once"),
+            move |l, _| finish(l),
         )?);
     }
     let start = clock::now();
@@ -263,18 +291,19 @@ pub fn run(r: &HostsRun) -> Result<HostsReport> {
             socket,
             o,
             &stop,
-            move || LoadProposer::new(Proposer::new(cfg), outstanding, end, record),
+            move || load(LoadProposer::new(Proposer::new(cfg), outstanding, end, record)),
             |p, _| p,
         )?);
     }
     let (failed_at, fail_took, acceptor_failed) = fail_both(start, r)?;
     sleep_until(end + r.drain);
     let proposers: Vec<LoadProposer> = proposers.into_iter().map(|p| p.shutdown()).collect::<Result<_, _>>()?;
-    let learners: Vec<LearnerRecord> = learners.into_iter().map(|l| l.shutdown()).collect::<Result<_, _>>()?;
+    let (learners, kept): (Vec<LearnerRecord>, Vec<K>) =
+        learners.into_iter().map(|l| l.shutdown()).collect::<Result<Vec<_>, _>>()?.into_iter().unzip();
     let backup = backup.map(|b| b.shutdown()).transpose()?;
     stop.stop();
     let times = Times { start, end, failed: (failed_at, fail_took), acceptor_failed, wall };
-    Ok(times.report(proposers, learners, backup, None, vec![]))
+    Ok((times.report(proposers, learners, backup, None, vec![]), kept))
 }
 
 /// [`run`] with one vote per machine ([`PaxosUp::per_machine`]): every
