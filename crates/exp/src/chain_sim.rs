@@ -16,7 +16,7 @@ use std::time::Duration;
 use innet_chain::check::{check, CheckSummary};
 use innet_chain::client::{ChainClient, ClientConfig, Record};
 use innet_chain::control::{Action, ChainControl, ControlConfig, Layout};
-use innet_chain::deploy;
+use innet_chain::deploy::{self, ChainRole};
 use innet_chain::netcraq::{OBJECTS_DEFAULT, VERSIONS_DEFAULT};
 use innet_chain::node::ChainNode;
 use innet_chain::ports::{PORT_NEXT, PORT_TAIL};
@@ -24,7 +24,7 @@ use innet_chain::workload::{LoadClient, LoadStats, Workload};
 use innet_chain::Protocol;
 use innet_core::rng::Rng;
 use innet_core::Time;
-use innet_sim::{LinkSpec, NetStats, NodeId, Sim, TraceEvent};
+use innet_sim::{LinkSpec, NetStats, NodeId, Sim, SimNode, TraceEvent, Wire};
 use innet_wire::netchain::key_from_u32;
 use serde::{Deserialize, Serialize};
 
@@ -114,20 +114,29 @@ impl ChainSim {
     ) -> ChainSim {
         assert!(nodes >= 1 && keys as usize <= objects);
         let mut sim = Sim::new(seed);
-        sim.set_fabric(fabric);
-        let mut ids = vec![];
-        for i in 0..nodes {
-            let mut node = ChainNode::new(protocol, i, objects, versions);
-            if let ChainNode::Chain(p) = &mut node {
-                for k in 0..keys {
-                    p.install_key(key_from_u32(k)).expect("key table room");
+        let mut d = deploy::deployment(protocol, nodes, 0, node_link.latency, fabric.latency);
+        // The control plane is this harness (`control_step`), not a
+        // simulator node; without clients it is the deployment's last node.
+        let control = d.nodes.pop().map(|n| n.role);
+        debug_assert_eq!(control, Some(ChainRole::Control), "the chain deployment's control plane comes last");
+        let make = |_, n: &innet_core::deploy::Node<ChainRole>| match n.role {
+            ChainRole::Node { index } => {
+                let mut node = ChainNode::new(protocol, index, objects, versions);
+                if let ChainNode::Chain(p) = &mut node {
+                    for k in 0..keys {
+                        p.install_key(key_from_u32(k)).expect("key table room");
+                    }
                 }
+                SimNode::switch(node)
             }
-            ids.push(sim.add_switch(&format!("node{i}"), node));
-        }
+            r => unreachable!("a chain without clients has no {}", r.name()),
+        };
+        let ids = sim.instantiate_wired(&d, make, |w| match w {
+            Wire::Fabric(_) => fabric,
+            Wire::Link(_) => node_link,
+        });
         for a in 0..nodes {
             for b in a + 1..nodes {
-                sim.link(ids[a], ids[b], node_link);
                 sim.set_peer(ids[a], ids[b], b as u16);
                 sim.set_peer(ids[b], ids[a], a as u16);
             }

@@ -13,6 +13,10 @@
 //!   (client <-> switch); a switch emulates its links (switch <-> store and,
 //!   optionally, switch <-> clients). Packets on the wire are plain protocol
 //!   packets, so every node stays byte-compatible with plain UDP peers.
+//! * [`deploy`]: [`deploy::instantiate`], the live twin of the simulator's
+//!   `Sim::instantiate`: any service's deployment on UDP (bind every local
+//!   node's socket, then start each node's switch or host with its tables
+//!   as addresses). Every start of a service's nodes goes through it.
 //! * [`txn`]: the transaction service: start a store and a switch
 //!   in-process, run load clients, run one transaction.
 //! * [`topology`]: a TOML file naming nodes, so one binary starts its share of

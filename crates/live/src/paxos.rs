@@ -6,7 +6,8 @@
 //! proposers, all on loopback.
 //!
 //! [`Plan::bind`] binds every socket first, so each role's tables can name
-//! every address; [`Plan::spawn_core`] starts the coordinator, acceptors and
+//! every address, and [`Plan::spawn_core`] starts (the two steps of
+//! [`crate::deploy::instantiate`]) the coordinator, acceptors and
 //! backup; learners and proposers are started by the caller (they are
 //! application processes: a load generator, a key-value replica, the C
 //! library) with [`Plan::learner_options`] / [`Plan::proposer_options`].
@@ -41,10 +42,9 @@ use innet_paxos::software::SoftwareNode;
 use innet_paxos::{BackupConfig, BackupCoordinator, Coordinator, Learner, LearnerConfig, ProposerConfig};
 
 use crate::auth::PeerAuth;
-use crate::deploy::{host_options, switch_setup};
+use crate::deploy::{host_options, switch_setup, Bound, Place};
 use crate::host::{spawn_host_counted, Admission, HostOptions, NodeHandle};
 use crate::switch::{spawn_switch_with_tables, SwitchNode};
-use crate::txn::bind;
 use crate::Stop;
 
 /// A live deployment's configuration.
@@ -269,29 +269,35 @@ pub fn spawn_alone(config: &LiveConfig, role: PaxosRole, stop: &Stop) -> io::Res
     let &n = d.with_role(|r| *r == role).first().ok_or_else(|| {
         io::Error::new(io::ErrorKind::InvalidInput, format!("the deployment has no {}", role_label(role)))
     })?;
-    let socket = bind(addrs[n])?;
-    let (at, auth) = (config.data_plane, config.auth.clone());
-    Ok(match role {
-        PaxosRole::Coordinator => AloneNode::Coordinator(spawn_program(
-            &d,
-            at,
-            &addrs,
-            n,
-            socket,
-            Coordinator::new(roles.coordinator()),
-            auth,
-            stop,
-        )?),
-        PaxosRole::Acceptor { id } => {
-            AloneNode::Acceptor(spawn_program(&d, at, &addrs, n, socket, config.acceptor(id)?, auth, stop)?)
-        }
-        _ => {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("only the coordinator and acceptors run alone, not the {}", role_label(role)),
-            ))
-        }
-    })
+    if !matches!(role, PaxosRole::Coordinator | PaxosRole::Acceptor { .. }) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("only the coordinator and acceptors run alone, not the {}", role_label(role)),
+        ));
+    }
+    let places: Vec<Place> =
+        addrs.iter().enumerate().map(|(i, &a)| if i == n { Place::here(a) } else { Place::Elsewhere(a) }).collect();
+    let auth = config.auth.clone();
+    let mut started = crate::deploy::instantiate(&d, config.data_plane, &places, stop, |slot| {
+        let (d, at, addrs, socket, stop) = (slot.deployment, slot.at, slot.addrs, slot.socket, slot.stop);
+        Ok::<_, io::Error>(match role {
+            PaxosRole::Coordinator => AloneNode::Coordinator(spawn_program(
+                d,
+                at,
+                addrs,
+                n,
+                socket,
+                Coordinator::new(roles.coordinator()),
+                auth.clone(),
+                stop,
+            )?),
+            PaxosRole::Acceptor { id } => {
+                AloneNode::Acceptor(spawn_program(d, at, addrs, n, socket, config.acceptor(id)?, auth.clone(), stop)?)
+            }
+            _ => unreachable!("refused above"),
+        })
+    })?;
+    Ok(started.nodes.pop().expect("the one node placed here").1)
 }
 
 /// A node [`spawn_alone`] started.
@@ -338,9 +344,9 @@ pub struct Plan {
     pub deployment: PaxosDeployment,
     /// Every node's address, in deployment order.
     pub addrs: Vec<SocketAddr>,
-    /// By node index: the coordinator's, acceptors' and backup's sockets
-    /// (`None` for the others and for nodes running elsewhere).
-    core_sockets: Option<Vec<Option<UdpSocket>>>,
+    /// The coordinator's, acceptors' and backup's sockets, bound (the
+    /// learners' and proposers' are taken out), until [`Plan::spawn_core`].
+    core: Option<Bound>,
     pub learner_sockets: Vec<Option<UdpSocket>>,
     pub proposer_sockets: Vec<Option<UdpSocket>>,
     pub coordinator: SocketAddr,
@@ -385,24 +391,26 @@ impl Plan {
             0 => vec![SocketAddr::new(config.ip, 0); deployment.nodes.len()],
             _ => config.fixed_addrs()?,
         };
-        let mut sockets: Vec<Option<UdpSocket>> = vec![];
-        let mut addrs = vec![];
-        for (n, want) in deployment.nodes.iter().zip(wanted) {
-            let external = config.external_learners && matches!(n.role, PaxosRole::Learner { .. });
-            if external || config.elsewhere.contains(&n.role) {
-                sockets.push(None);
-                addrs.push(want);
-            } else {
-                let s = bind(want)?;
-                addrs.push(s.local_addr()?);
-                sockets.push(Some(s));
-            }
-        }
+        let places: Vec<Place> = deployment
+            .nodes
+            .iter()
+            .zip(wanted)
+            .map(|(n, want)| {
+                let external = config.external_learners && matches!(n.role, PaxosRole::Learner { .. });
+                if external || config.elsewhere.contains(&n.role) {
+                    Place::Elsewhere(want)
+                } else {
+                    Place::here(want)
+                }
+            })
+            .collect();
+        let mut bound = crate::deploy::bind(&deployment, &places)?;
+        let addrs = bound.addrs.clone();
         let of = |f: fn(&PaxosRole) -> bool| deployment.with_role(f);
         let pick = |v: Vec<usize>| v.into_iter().map(|i| addrs[i]).collect::<Vec<_>>();
         let learner_ix = of(|r| matches!(r, PaxosRole::Learner { .. }));
         let proposer_ix = of(|r| matches!(r, PaxosRole::Proposer { .. }));
-        let mut take = |v: &[usize]| v.iter().map(|&i| sockets[i].take()).collect::<Vec<_>>();
+        let mut take = |v: &[usize]| v.iter().map(|&i| bound.take(i)).collect::<Vec<_>>();
         let learner_sockets = take(&learner_ix);
         let proposer_sockets = take(&proposer_ix);
         Ok(Plan {
@@ -414,7 +422,7 @@ impl Plan {
             proposers: pick(proposer_ix),
             learner_sockets,
             proposer_sockets,
-            core_sockets: Some(sockets),
+            core: Some(bound),
             addrs,
             deployment,
         })
@@ -454,57 +462,77 @@ impl Plan {
         self.proposer_sockets[i].take().expect("proposer socket taken once")
     }
 
-    /// Starts the coordinator, the acceptors and the backup coordinator.
+    /// Starts the coordinator, the acceptors and the backup coordinator
+    /// (the second step of [`crate::deploy::instantiate`]).
     pub fn spawn_core(&mut self, stop: &Stop) -> io::Result<Core> {
-        let mut sockets = self.core_sockets.take().expect("core spawned once");
+        let bound = self.core.take().expect("core spawned once");
         if self.config.data_plane == DataPlaneAt::Xdp {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "the XDP data plane runs on the namespace testbed (innet testbed up paxos), not on loopback",
             ));
         }
-        let roles = self.config.roles();
+        let (config, roles) = (&self.config, self.config.roles());
+        let mut started = bound
+            .start(&self.deployment, config.data_plane, stop, |slot| {
+                let (d, at, addrs, n) = (slot.deployment, slot.at, slot.addrs, slot.ix);
+                let auth = config.auth.clone();
+                Ok::<_, io::Error>(match d.nodes[n].role {
+                    PaxosRole::Coordinator => CoreNode::Coordinator(spawn_program(
+                        d,
+                        at,
+                        addrs,
+                        n,
+                        slot.socket,
+                        Coordinator::new(roles.coordinator()),
+                        auth,
+                        slot.stop,
+                    )?),
+                    PaxosRole::Acceptor { id } => CoreNode::Acceptor(spawn_program(
+                        d,
+                        at,
+                        addrs,
+                        n,
+                        slot.socket,
+                        config.acceptor(id)?,
+                        auth,
+                        slot.stop,
+                    )?),
+                    PaxosRole::Backup => {
+                        let o = HostOptions { auth, ..options(d, addrs, n) };
+                        let name = d.nodes[n].name.clone();
+                        CoreNode::Backup(spawn_backup(&name, slot.socket, o, roles.backup(), slot.stop)?)
+                    }
+                    r => unreachable!("the plan hands out the {}'s socket", r.name()),
+                })
+            })?
+            .into_iter()
+            .collect::<std::collections::BTreeMap<_, _>>();
+        // Nodes elsewhere were not started here: they keep their address.
         let d = &self.deployment;
-        let core_nodes =
-            d.with_role(|r| matches!(r, PaxosRole::Coordinator | PaxosRole::Acceptor { .. } | PaxosRole::Backup));
         let mut coordinator = None;
         let mut acceptors = vec![];
         let mut backup = None;
-        for n in core_nodes {
-            let name = d.nodes[n].name.clone();
-            let Some(socket) = sockets[n].take() else {
-                match d.nodes[n].role {
-                    PaxosRole::Coordinator => coordinator = Some(ProgramNode::Elsewhere(self.addrs[n])),
-                    PaxosRole::Acceptor { .. } => acceptors.push(ProgramNode::Elsewhere(self.addrs[n])),
-                    r => unreachable!("the plan binds the {}", r.name()),
-                }
-                continue;
-            };
-            match d.nodes[n].role {
-                PaxosRole::Coordinator => {
-                    coordinator = Some(self.spawn_program(n, socket, Coordinator::new(roles.coordinator()), stop)?)
-                }
-                PaxosRole::Acceptor { id } => {
-                    acceptors.push(self.spawn_program(n, socket, self.config.acceptor(id)?, stop)?)
-                }
-                PaxosRole::Backup => {
-                    let o = HostOptions { auth: self.config.auth.clone(), ..options(d, &self.addrs, n) };
-                    let bcfg = roles.backup();
-                    backup = Some(spawn_backup(&name, socket, o, bcfg, stop)?);
-                }
-                _ => unreachable!("core roles only"),
+        for n in d.with_role(|r| matches!(r, PaxosRole::Coordinator | PaxosRole::Acceptor { .. } | PaxosRole::Backup)) {
+            match (d.nodes[n].role, started.remove(&n)) {
+                (_, Some(CoreNode::Coordinator(c))) => coordinator = Some(c),
+                (_, Some(CoreNode::Acceptor(a))) => acceptors.push(a),
+                (_, Some(CoreNode::Backup(b))) => backup = Some(b),
+                (PaxosRole::Coordinator, None) => coordinator = Some(ProgramNode::Elsewhere(self.addrs[n])),
+                (PaxosRole::Acceptor { .. }, None) => acceptors.push(ProgramNode::Elsewhere(self.addrs[n])),
+                (r, None) => unreachable!("the plan binds the {}", r.name()),
             }
         }
+        debug_assert!(started.is_empty(), "every started node placed in the core");
         Ok(Core { coordinator: coordinator.expect("one coordinator"), acceptors, backup: backup.expect("one backup") })
     }
+}
 
-    fn spawn_program<P>(&self, n: usize, socket: UdpSocket, program: P, stop: &Stop) -> io::Result<ProgramNode<P>>
-    where
-        P: innet_core::DataPlane + innet_core::Counters + Send + 'static,
-    {
-        let (d, auth) = (&self.deployment, self.config.auth.clone());
-        spawn_program(d, self.config.data_plane, &self.addrs, n, socket, program, auth, stop)
-    }
+/// A node [`Plan::spawn_core`] started.
+enum CoreNode {
+    Coordinator(ProgramNode<Coordinator>),
+    Acceptor(ProgramNode<LiveAcceptor>),
+    Backup(NodeHandle<BackupCoordinator>),
 }
 
 /// Starts the coordinator or acceptor at node `n` of `d` (every node's

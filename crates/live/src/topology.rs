@@ -4,9 +4,11 @@
 //!
 //! The file format and its checks are `innet_topology`'s; which tables each
 //! node gets is the service's description's ([`crate::deploy`] turns it into
-//! addresses). This module binds the local sockets, works out every node's
-//! address, and starts the stores, switches, Paxos roles, chain switches
-//! (each with its management agent) and the chain control plane. Nodes that
+//! addresses). This module places every node (here, or elsewhere at its
+//! fixed address) and starts the local ones through
+//! [`crate::deploy::instantiate`]'s two steps: the stores, switches, Paxos
+//! roles, chain switches (each with its management agent) and the chain
+//! control plane. Nodes that
 //! generate load (transaction clients, Paxos proposers, chain clients) are
 //! left to the caller, with their sockets bound: what load they run is an
 //! experiment's choice ([`crate::up`]).
@@ -20,7 +22,7 @@ use anyhow::{anyhow, bail, Context};
 use innet_chain::control::ChainControl;
 use innet_chain::deploy::ChainRole;
 use innet_chain::node::ChainNode;
-use innet_core::deploy::{DataPlaneAt, NodeIx};
+use innet_core::deploy::{DataPlaneAt, Deployment, NodeIx};
 use innet_paxos::acceptor::Acceptor;
 use innet_paxos::deploy::{PaxosRole, Roles};
 use innet_paxos::learner::LearnerStats;
@@ -34,11 +36,11 @@ pub use innet_topology::{Placement, Topology, TopologyError};
 use crate::auth::PeerAuth;
 use crate::chain::manage::{self, Agent, AgentStats, RemoteNodes, ViewStats};
 use crate::chain::{control_step, fresh_node, spawn_chain_switch, ChainView};
-use crate::deploy::switch_setup;
+use crate::deploy::{Place, Slot};
 use crate::host::{HostOptions, NodeHandle};
 use crate::paxos::{spawn_program, ProgramNode};
 use crate::switch::SwitchNode;
-use crate::txn::{bind, spawn_store_on, StoreAccess, StoreData, StoreNode};
+use crate::txn::{bind, start_server, ServerSetup, StoreData, StoreNode, TxnServer};
 use crate::{clock, Stop};
 
 /// How long a chain control plane keeps sending its first layout to nodes
@@ -138,10 +140,6 @@ pub fn is_load(topo: &Topology, i: NodeIx) -> bool {
     }
 }
 
-fn is_chain_switch(topo: &Topology, i: NodeIx) -> bool {
-    matches!(&topo.service, Service::Chain(c) if matches!(c.deployment.nodes[i].role, ChainRole::Node { .. }))
-}
-
 fn loopback_any() -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0)
 }
@@ -172,14 +170,6 @@ fn fixed_address(topo: &Topology, i: NodeIx) -> anyhow::Result<Option<SocketAddr
     Ok((!a.ip().is_unspecified() && a.port() != 0).then_some(a))
 }
 
-/// Binds the sockets of the nodes in `local` (chain switches' management
-/// sockets too) and works out every node's address.
-struct Bound {
-    addrs: Vec<SocketAddr>,
-    sockets: Vec<Option<UdpSocket>>,
-    manage: Vec<Option<UdpSocket>>,
-}
-
 /// The nodes whose addresses the nodes in `local` need: their tables'
 /// neighbours, and for a chain the control plane (agents answer it, clients
 /// ask it) or, at the control plane, the chain switches.
@@ -202,50 +192,32 @@ fn needed(topo: &Topology, local: &[NodeIx]) -> Vec<NodeIx> {
     v
 }
 
-fn bind_local(topo: &Topology, local: &[NodeIx]) -> anyhow::Result<Bound> {
-    let n = topo.names().len();
+/// Where every node runs: the nodes in `local` here (at their `listen`,
+/// reached at their fixed address if the file gives one), the others at
+/// their fixed addresses.
+fn places(topo: &Topology, local: &[NodeIx]) -> anyhow::Result<Vec<Place>> {
     let needed = needed(topo, local);
     let names = topo.names();
-    let mut addrs = vec![loopback_any(); n];
-    let mut sockets: Vec<Option<UdpSocket>> = (0..n).map(|_| None).collect();
-    let mut manage: Vec<Option<UdpSocket>> = (0..n).map(|_| None).collect();
-    for i in 0..n {
-        if local.contains(&i) {
-            let s = bind(listen_of(topo, i)?).with_context(|| format!("node '{}'", names[i]))?;
-            let mut a = s.local_addr()?;
-            if let Some(fixed) = fixed_address(topo, i)? {
-                a = fixed;
-            } else if a.ip().is_unspecified() {
-                a.set_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
-            }
-            addrs[i] = a;
-            if is_chain_switch(topo, i) {
-                let m = manage::manage_addr(s.local_addr()?).ok_or_else(|| {
+    (0..names.len())
+        .map(|i| {
+            Ok(if local.contains(&i) {
+                Place::Here { listen: listen_of(topo, i)?, advertise: fixed_address(topo, i)? }
+            } else if needed.contains(&i) {
+                Place::Elsewhere(fixed_address(topo, i)?.ok_or_else(|| {
                     anyhow!(
-                        "chain node '{}': its management port ({} above {}) passes 65535: choose a lower port",
-                        names[i],
-                        manage::MANAGE_PORT_OFFSET,
-                        s.local_addr().map(|a| a.port()).unwrap_or(0)
+                        "node '{}' runs elsewhere but has no fixed address: give it `listen` (or `address`) HOST:PORT",
+                        names[i]
                     )
-                })?;
-                manage[i] = Some(bind(m).with_context(|| format!("chain node '{}': management socket", names[i]))?);
-            }
-            sockets[i] = Some(s);
-        } else if needed.contains(&i) {
-            addrs[i] = fixed_address(topo, i)?.ok_or_else(|| {
-                anyhow!(
-                    "node '{}' runs elsewhere but has no fixed address: give it `listen` (or `address`) HOST:PORT",
-                    names[i]
-                )
-            })?;
-        } else if let Some(a) = fixed_address(topo, i)? {
-            // Not a neighbour, but a software switch's table of switch peers
-            // (who sends the origin shim) names every switch of the
-            // deployment: a core must know its edge switches' addresses.
-            addrs[i] = a;
-        }
-    }
-    Ok(Bound { addrs, sockets, manage })
+                })?)
+            } else {
+                // Not a neighbour, but a software switch's table of switch
+                // peers (who sends the origin shim) names every switch of
+                // the deployment: a core must know its edge switches'
+                // addresses.
+                Place::Elsewhere(fixed_address(topo, i)?.unwrap_or_else(loopback_any))
+            })
+        })
+        .collect()
 }
 
 /// Starts the nodes `only` names (a node, or every node of a machine), or
@@ -255,79 +227,75 @@ pub fn start(topo: &Topology, only: Option<&str>, stop: &Stop) -> anyhow::Result
         Some(name) => topo.select(name).map_err(|e| anyhow!("{e}"))?,
         None => (0..topo.names().len()).collect(),
     };
-    if let Service::Txn(d) = &topo.service {
-        crate::deploy::check(d).map_err(anyhow::Error::msg)?;
-    }
-    let mut b = bind_local(topo, &local)?;
-    let auth = auth_of(topo, &b.addrs)?;
-    let mut nodes = vec![];
-    let mut load = vec![];
-    let mut view = None;
-    // Servers first, then the control plane (which configures them), as
-    // node order has it within each kind.
-    let mut order = local.clone();
-    order.sort_by_key(
-        |&i| matches!(&topo.service, Service::Chain(c) if c.deployment.nodes[i].role == ChainRole::Control),
-    );
-    for i in order {
-        let socket = b.sockets[i].take().expect("bound above");
-        if is_load(topo, i) {
-            load.push((i, socket));
-            continue;
+    match &topo.service {
+        Service::Txn(d) => {
+            crate::deploy::check(d).map_err(anyhow::Error::msg)?;
+            start_here(topo, d, DataPlaneAt::Switch, &local, stop, |slot, auth| {
+                let place = &topo.places[slot.ix];
+                let setup = ServerSetup {
+                    data: place.data_dir.clone().map_or(StoreData::Memory, StoreData::Dir),
+                    allow_reset: place.allow_reset,
+                    open_store: false,
+                    auth: auth.clone(),
+                    downstream_delay: place.downstream_delay,
+                };
+                let what = format!("starting {} '{}'", slot.node().role.name(), slot.name());
+                Ok(match start_server(slot, &setup).context(what)? {
+                    TxnServer::Store(s) => RunningNode::Store(s),
+                    TxnServer::Switch(s) => RunningNode::TxnSwitch(s),
+                })
+            })
         }
-        let node = match &topo.service {
-            Service::Txn(d) => {
-                let name = &d.nodes[i].name;
-                match &d.nodes[i].role {
-                    TxnRole::Store => {
-                        let data = topo.places[i].data_dir.clone().map_or(StoreData::Memory, StoreData::Dir);
-                        // Its downstream peers: the nodes whose upstream it is.
-                        let peers = d.downstream_of(i).into_iter().map(|j| b.addrs[j]).collect();
-                        let reset = topo.places[i].allow_reset;
-                        let access = StoreAccess { peers: Some(peers), auth: auth.clone() };
-                        let s = spawn_store_on(name, socket, &data, Duration::ZERO, reset, access, stop)
-                            .with_context(|| format!("starting store '{name}'"))?;
-                        RunningNode::Store(s)
-                    }
-                    TxnRole::Switch(spec) => {
-                        let down = topo.places[i].downstream_delay;
-                        let (mut o, t) = switch_setup(d, DataPlaneAt::Switch, &b.addrs, i, down);
-                        o.auth = auth.clone();
-                        let program =
-                            TxnSwitch::new(spec.mode, spec.cache_slots, innet_txn::switch::CLIENT_SLOTS_DEFAULT);
-                        RunningNode::TxnSwitch(crate::switch::spawn_switch_with_tables(
-                            name, program, socket, o, t, stop,
-                        )?)
-                    }
-                    TxnRole::Client => unreachable!("load nodes are the caller's"),
-                }
-            }
-            Service::Paxos(p) => start_paxos(p, &b.addrs, i, socket, auth.clone(), stop)?,
-            Service::Chain(c) => {
-                let (n, v) = start_chain(c, &b.addrs, i, socket, b.manage[i].take(), stop)?;
-                view = view.or(v);
-                n
-            }
-        };
-        nodes.push((i, node));
+        Service::Paxos(p) => {
+            start_here(topo, &p.deployment, p.data_plane, &local, stop, |slot, auth| start_paxos(p, slot, auth.clone()))
+        }
+        Service::Chain(c) => {
+            // Chain switches come first (`innet_chain::deploy::validate`), so
+            // the control plane, which configures them, starts after them.
+            let mut view = None;
+            let mut started = start_here(topo, &c.deployment, DataPlaneAt::Switch, &local, stop, |slot, _| {
+                let (n, v) = start_chain(c, slot)?;
+                view = view.take().or(v);
+                Ok(n)
+            })?;
+            started.view = view;
+            Ok(started)
+        }
     }
-    nodes.sort_by_key(|(i, _)| *i);
+}
+
+/// Binds the nodes in `local` and every address ([`crate::deploy::bind`]),
+/// keeps the load nodes' sockets for the caller and starts the others
+/// with `make` (given the topology's keys).
+fn start_here<R>(
+    topo: &Topology,
+    d: &Deployment<R>,
+    at: DataPlaneAt,
+    local: &[NodeIx],
+    stop: &Stop,
+    mut make: impl FnMut(Slot<'_, R>, &Option<Arc<PeerAuth>>) -> anyhow::Result<RunningNode>,
+) -> anyhow::Result<Started> {
+    let mut bound = crate::deploy::bind(d, &places(topo, local)?)?;
+    let auth = auth_of(topo, &bound.addrs)?;
+    let mut load: Vec<(NodeIx, UdpSocket)> = vec![];
+    for &i in local.iter().filter(|&&i| is_load(topo, i)) {
+        load.push((i, bound.take(i).expect("bound above")));
+    }
     load.sort_by_key(|(i, _)| *i);
-    Ok(Started { nodes, addrs: b.addrs, load, view, auth })
+    let addrs = bound.addrs.clone();
+    let nodes = bound.start(d, at, stop, |slot| make(slot, &auth))?;
+    Ok(Started { nodes, addrs, load, view: None, auth })
 }
 
 fn start_paxos(
     p: &PaxosTopology,
-    addrs: &[SocketAddr],
-    i: NodeIx,
-    socket: UdpSocket,
+    slot: Slot<'_, PaxosRole>,
     auth: Option<Arc<PeerAuth>>,
-    stop: &Stop,
 ) -> anyhow::Result<RunningNode> {
-    let d = &p.deployment;
+    let (d, at, addrs, i, stop) = (slot.deployment, slot.at, slot.addrs, slot.ix, slot.stop);
     let roles = Roles::of(d, p.params.clone());
-    let name = d.nodes[i].name.clone();
-    let at = p.data_plane;
+    let name = slot.name().to_string();
+    let socket = slot.socket;
     Ok(match d.nodes[i].role {
         PaxosRole::Coordinator => RunningNode::Coordinator(spawn_program(
             d,
@@ -382,20 +350,28 @@ fn chain_addrs(c: &ChainTopology, addrs: &[SocketAddr]) -> anyhow::Result<(Vec<S
     Ok((switches, agents))
 }
 
-fn start_chain(
-    c: &ChainTopology,
-    addrs: &[SocketAddr],
-    i: NodeIx,
-    socket: UdpSocket,
-    manage_socket: Option<UdpSocket>,
-    stop: &Stop,
-) -> anyhow::Result<(RunningNode, Option<ChainView>)> {
+/// A chain switch's management socket, beside its data socket `s`.
+fn bind_manage(name: &str, s: &UdpSocket) -> anyhow::Result<UdpSocket> {
+    let port = s.local_addr()?;
+    let m = manage::manage_addr(port).ok_or_else(|| {
+        anyhow!(
+            "chain node '{name}': its management port ({} above {}) passes 65535: choose a lower port",
+            manage::MANAGE_PORT_OFFSET,
+            port.port()
+        )
+    })?;
+    bind(m).with_context(|| format!("chain node '{name}': management socket"))
+}
+
+fn start_chain(c: &ChainTopology, slot: Slot<'_, ChainRole>) -> anyhow::Result<(RunningNode, Option<ChainView>)> {
     let d = &c.deployment;
-    let name = d.nodes[i].name.clone();
+    let (name, addrs, stop) = (slot.name().to_string(), slot.addrs, slot.stop);
     let control = d.with_role(|r| *r == ChainRole::Control).first().map(|&k| addrs[k]);
     let (switches, agents) = chain_addrs(c, addrs)?;
-    match d.nodes[i].role {
+    let socket = slot.socket;
+    match d.nodes[slot.ix].role {
         ChainRole::Node { index } => {
+            let manage_socket = bind_manage(&name, &socket)?;
             let control =
                 control.ok_or_else(|| anyhow!("a chain needs a node with role \"control\" to configure it"))?;
             let control = control_manage_addr(control)?;
@@ -405,7 +381,7 @@ fn start_chain(
             let switch = spawn_chain_switch(&name, node, socket, tables, auth, stop)?;
             let agent =
                 Agent::new(index, c.protocol, switches, control, switch.state().clone()).with_auth(c.auth.clone());
-            let (ms, st) = (manage_socket.expect("bound with the switch"), stop.clone());
+            let (ms, st) = (manage_socket, stop.clone());
             // Connected: the kernel hands the agent only the control plane's datagrams.
             ms.connect(control).with_context(|| format!("chain node '{name}': management socket"))?;
             let agent = std::thread::Builder::new()

@@ -23,10 +23,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use innet_core::auth::AuthKeys;
+use innet_core::deploy::DataPlaneAt;
 use innet_core::rng::Rng;
 use innet_core::{Counters, Host, Outbox, Time};
 use innet_storage::RedbBackend;
 use innet_txn::client::Completed;
+use innet_txn::deploy::{SwitchSpec, TxnRole};
 use innet_txn::store::{Backend, MemBackend, StoreCounters};
 use innet_txn::switch::CACHE_SLOTS_DEFAULT;
 use innet_txn::workload::{LoadClient, LoadStats, Workload};
@@ -34,6 +36,7 @@ use innet_txn::{ClientConfig, Mode, Txn, TxnClient, TxnStore, TxnSwitch};
 
 use crate::auth::PeerAuth;
 use crate::clock;
+use crate::deploy::{reachable, Place, Slot};
 use crate::host::{run_host, run_hosts, spawn_host_counted, Admission, HostOptions, HostStats, NodeHandle};
 use crate::switch::{spawn_switch, SwitchNode, SwitchOptions};
 use crate::Stop;
@@ -304,41 +307,104 @@ impl LocalTxn {
     }
 }
 
-/// Starts a store and a switch in front of it (threads of this process).
-pub fn start_local(cfg: &LocalConfig, stop: &Stop) -> io::Result<LocalTxn> {
-    let store_socket = bind(cfg.store_listen)?;
-    let upstream = reachable(store_socket.local_addr()?);
-    // The store's peers: the switch and the harness's operator socket.
-    let switch_socket = bind(cfg.switch_listen)?;
-    let operator = bind(bind_addr_for(upstream))?;
-    let switch_addr = reachable(switch_socket.local_addr()?);
-    let peers = vec![switch_addr, reachable(operator.local_addr()?)];
-    let access = StoreAccess {
-        peers: (!cfg.store_clients).then_some(peers),
-        auth: cfg.auth.clone().map(|k| PeerAuth::peers(k, [switch_addr])),
-    };
-    let store = spawn_store_on("store", store_socket, &cfg.data, Duration::ZERO, cfg.allow_reset, access, stop)?;
-    let switch_cfg = SwitchConfig {
-        auth: cfg.auth.clone().map(|k| PeerAuth::peers(k, [upstream])).or(cfg.switch.auth.clone()),
-        ..cfg.switch.clone()
-    };
-    let switch = spawn_txn_switch_on("switch", switch_socket, upstream, &switch_cfg, stop)?;
-    Ok(LocalTxn { store, switch, operator })
+/// How a transaction deployment's store or switch starts, beyond its
+/// tables (which come from the deployment).
+#[derive(Clone, Debug, Default)]
+pub struct ServerSetup {
+    /// A store's data.
+    pub data: StoreData,
+    /// A store honours the `reset` flag.
+    pub allow_reset: bool,
+    /// A store takes requests from anyone, not only from its downstream
+    /// peers (the nodes whose upstream it is).
+    pub open_store: bool,
+    /// `--auth-key`: the keys and the addresses they cover.
+    pub auth: Option<Arc<PeerAuth>>,
+    /// What a switch emulates towards peers outside the deployment
+    /// (clients started by hand).
+    pub downstream_delay: Duration,
 }
 
-/// `addr` as its peers on this machine see it: bound to every address, it
-/// is reached (and sends) over loopback.
-fn reachable(mut addr: SocketAddr) -> SocketAddr {
-    if addr.ip().is_unspecified() {
-        addr.set_ip(loopback_like(addr.ip()));
+/// A transaction deployment's store or switch, running.
+pub enum TxnServer {
+    Store(StoreNode),
+    Switch(SwitchNode<TxnSwitch>),
+}
+
+/// Starts the store or switch of a transaction deployment in `slot`
+/// (clients are the caller's: what load they run is an experiment's
+/// choice): a store admitting its downstream peers, a switch with its
+/// tables ([`crate::deploy::instantiate`]'s `make` for the service).
+pub fn start_server(slot: Slot<'_, TxnRole>, setup: &ServerSetup) -> io::Result<TxnServer> {
+    let role = slot.node().role.clone();
+    match role {
+        TxnRole::Store => {
+            let d = slot.deployment;
+            // Its downstream peers: the nodes whose upstream it is.
+            let peers = d.downstream_of(slot.ix).into_iter().map(|j| slot.addrs[j]).collect();
+            let access = StoreAccess { peers: (!setup.open_store).then_some(peers), auth: setup.auth.clone() };
+            let name = slot.name().to_string();
+            let (data, reset) = (&setup.data, setup.allow_reset);
+            Ok(TxnServer::Store(spawn_store_on(&name, slot.socket, data, Duration::ZERO, reset, access, slot.stop)?))
+        }
+        TxnRole::Switch(spec) => {
+            let (mut o, t) = slot.switch_setup(setup.downstream_delay);
+            o.auth = setup.auth.clone();
+            let program = TxnSwitch::new(spec.mode, spec.cache_slots, innet_txn::switch::CLIENT_SLOTS_DEFAULT);
+            Ok(TxnServer::Switch(slot.switch(program, o, t)?))
+        }
+        TxnRole::Client => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("node '{}' is a client: the caller runs its load", slot.name()),
+        )),
     }
-    addr
 }
 
-fn loopback_like(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+/// Starts a store and a switch in front of it (threads of this process):
+/// Gotthard's Figure 3 without clients, plus the harness's operator socket
+/// as a peer of the store, through [`crate::deploy::instantiate`]'s two
+/// steps.
+pub fn start_local(cfg: &LocalConfig, stop: &Stop) -> io::Result<LocalTxn> {
+    cfg.switch.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let spec = SwitchSpec { mode: cfg.switch.mode, cache_slots: cfg.switch.cache_slots };
+    let mut d = innet_txn::deploy::single_switch(0, spec, Duration::ZERO, cfg.switch.store_delay);
+    let (store, switch) = (0, 1);
+    debug_assert!(d.nodes[store].role == TxnRole::Store && d.nodes[switch].role == TxnRole::Switch(spec));
+    // The harness's own way to the store, beside the switch.
+    let operator = innet_txn::deploy::add(&mut d, "operator", TxnRole::Client);
+    d.link(operator, store, Duration::ZERO);
+    d.set_upstream(operator, store);
+    let places = [
+        Place::here(cfg.store_listen),
+        Place::here(cfg.switch_listen),
+        Place::here(bind_addr_for(reachable(cfg.store_listen))),
+    ];
+    let mut bound = crate::deploy::bind(&d, &places)?;
+    let operator = bound.take(operator).expect("the operator binds here");
+    let addrs = bound.addrs.clone();
+    let mut started = bound.start(&d, DataPlaneAt::Switch, stop, |slot| {
+        let setup = if slot.ix == store {
+            ServerSetup {
+                data: cfg.data.clone(),
+                allow_reset: cfg.allow_reset,
+                open_store: cfg.store_clients,
+                auth: cfg.auth.clone().map(|k| PeerAuth::peers(k, [addrs[switch]])),
+                downstream_delay: Duration::ZERO,
+            }
+        } else {
+            ServerSetup {
+                auth: cfg.auth.clone().map(|k| PeerAuth::peers(k, [addrs[store]])).or(cfg.switch.auth.clone()),
+                downstream_delay: cfg.switch.client_delay,
+                ..ServerSetup::default()
+            }
+        };
+        start_server(slot, &setup)
+    })?;
+    match (started.pop(), started.pop()) {
+        (Some((_, TxnServer::Switch(switch))), Some((_, TxnServer::Store(store)))) => {
+            Ok(LocalTxn { store, switch, operator })
+        }
+        _ => unreachable!("a store and a switch, in node order"),
     }
 }
 

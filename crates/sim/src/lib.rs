@@ -174,6 +174,15 @@ pub fn first_difference(a: &[TraceEvent], b: &[TraceEvent]) -> Option<String> {
     Some(format!("delivery #{i} differs: first run {}; second run {}", show(a), show(b)))
 }
 
+/// A link of a deployment, as [`Sim::instantiate_wired`] asks for its
+/// [`LinkSpec`].
+#[derive(Clone, Copy, Debug)]
+pub enum Wire<'a> {
+    /// The default link of nodes without a link (its one-way delay).
+    Fabric(Duration),
+    Link(&'a innet_core::deploy::Link),
+}
+
 /// A group's members named by deployment index, named by the simulator's
 /// `ids` of those nodes.
 pub fn member_ids(members: &[Member<NodeIx>], ids: &[NodeId]) -> Vec<Member<NodeId>> {
@@ -471,8 +480,27 @@ impl Sim {
     pub fn instantiate<R>(
         &mut self,
         deployment: &Deployment<R>,
-        mut make: impl FnMut(NodeIx, &DeployNode<R>) -> SimNode,
+        make: impl FnMut(NodeIx, &DeployNode<R>) -> SimNode,
         link: impl Fn(Duration) -> LinkSpec,
+    ) -> Vec<NodeId> {
+        let ids = self.instantiate_wired(deployment, make, |w| {
+            link(match w {
+                Wire::Fabric(delay) => delay,
+                Wire::Link(l) => l.delay,
+            })
+        });
+        debug_assert_eq!(ids.len(), deployment.nodes.len(), "one simulator node per deployment node");
+        ids
+    }
+
+    /// [`Sim::instantiate`], `link` told which link it makes: the fabric or
+    /// one of the deployment's links (a harness whose links and fabric
+    /// carry different faults at the same delay tells them apart).
+    pub fn instantiate_wired<R>(
+        &mut self,
+        deployment: &Deployment<R>,
+        mut make: impl FnMut(NodeIx, &DeployNode<R>) -> SimNode,
+        link: impl Fn(Wire<'_>) -> LinkSpec,
     ) -> Vec<NodeId> {
         let ids: Vec<NodeId> = deployment
             .nodes
@@ -484,10 +512,10 @@ impl Sim {
             })
             .collect();
         if let Some(f) = deployment.fabric {
-            self.set_fabric(link(f));
+            self.set_fabric(link(Wire::Fabric(f)));
         }
         for l in &deployment.links {
-            self.link(ids[l.a], ids[l.b], link(l.delay));
+            self.link(ids[l.a], ids[l.b], link(Wire::Link(l)));
         }
         for (i, n) in deployment.nodes.iter().enumerate() {
             if let Some(u) = n.upstream {

@@ -23,22 +23,24 @@
 pub mod manage;
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, UdpSocket};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use innet_chain::control::{Action, ChainControl, ControlConfig, Layout, NodeReport};
-use innet_chain::deploy;
+use innet_chain::deploy::{self, ChainRole};
 use innet_chain::netcraq::{OBJECTS_DEFAULT, VERSIONS_DEFAULT};
 use innet_chain::node::ChainNode;
 use innet_chain::workload::LoadClient;
 use innet_chain::Protocol;
 use innet_core::auth::AuthKeys;
+use innet_core::deploy::DataPlaneAt;
 use innet_core::{Host, Member, Outbox, Time};
 use innet_wire::netchain::key_from_u32;
 
 use crate::auth::PeerAuth;
 use crate::clock;
+use crate::deploy::Place;
 use crate::switch::{spawn_switch_with_tables, SwitchNode, SwitchOptions, SwitchTables};
 use crate::txn::bind;
 use crate::Stop;
@@ -124,11 +126,12 @@ impl Shared {
         all
     }
 
-    fn spawn(&self, i: usize, addr: SocketAddr) -> io::Result<SwitchNode<ChainNode>> {
+    /// Starts chain switch `i`, fresh, on `socket`.
+    fn spawn(&self, i: usize, socket: UdpSocket) -> io::Result<SwitchNode<ChainNode>> {
         let c = &self.cfg;
         let node = fresh_node(c.protocol, i, c.objects, c.versions, c.keys)?;
         let (name, tables) = (format!("chain-node{i}"), self.tables(i));
-        spawn_chain_switch(&name, node, bind(addr)?, tables, self.auth.clone(), &self.stop)
+        spawn_chain_switch(&name, node, socket, tables, self.auth.clone(), &self.stop)
     }
 }
 
@@ -211,21 +214,30 @@ pub struct LiveChain {
 }
 
 impl LiveChain {
-    /// Starts `cfg.nodes` switches and the control plane.
+    /// Starts `cfg.nodes` switches and the control plane: the chain's
+    /// deployment ([`deploy::deployment`]) through
+    /// [`crate::deploy::instantiate`]'s two steps, the control plane in a
+    /// thread of this process reaching the switches in memory.
     pub fn start(cfg: LiveChainConfig, stop: &Stop) -> io::Result<LiveChain> {
         let stop = stop.child();
-        let mut addrs = vec![];
-        let mut sockets = vec![];
-        for i in 0..cfg.nodes {
-            let mut a = cfg.base;
-            if a.port() != 0 {
-                a.set_port(a.port() + i as u16);
-            }
-            let s = bind(a)?;
-            addrs.push(s.local_addr()?);
-            sockets.push(s);
-        }
-        drop(sockets);
+        let d = deploy::deployment(cfg.protocol, cfg.nodes, 0, Duration::ZERO, Duration::ZERO);
+        let places: Vec<Place> = d
+            .nodes
+            .iter()
+            .map(|n| match n.role {
+                ChainRole::Node { index } => {
+                    let mut a = cfg.base;
+                    if a.port() != 0 {
+                        a.set_port(a.port() + index as u16);
+                    }
+                    Place::here(a)
+                }
+                // The control plane is the thread below.
+                ChainRole::Control | ChainRole::Client => Place::Unbound,
+            })
+            .collect();
+        let bound = crate::deploy::bind(&d, &places)?;
+        let addrs: Vec<SocketAddr> = deploy::chain_nodes(&d).into_iter().map(|i| bound.addrs[i]).collect();
         let (control, layout) = ChainControl::new(cfg.control.clone(), cfg.nodes, clock::now());
         let view = Arc::new(Mutex::new((0, layout.chain.clone())));
         let auth = chain_auth(cfg.auth.as_ref(), &addrs);
@@ -238,10 +250,10 @@ impl LiveChain {
             auth,
             stop: stop.clone(),
         };
-        for (i, a) in addrs.iter().enumerate() {
-            let sw = sh.spawn(i, *a)?;
-            sh.switches.push(Some(sw));
-        }
+        // A chain node's index is its chain index (`deploy::validate`).
+        let started = bound.start(&d, DataPlaneAt::Switch, &stop, |slot| sh.spawn(slot.ix, slot.socket))?;
+        sh.switches = started.into_iter().map(|(_, sw)| Some(sw)).collect();
+        debug_assert_eq!(sh.switches.len(), addrs.len(), "every chain node started");
         sh.apply(layout);
         let shared = Arc::new(Mutex::new(sh));
         let (s2, st2) = (shared.clone(), stop.clone());
@@ -284,7 +296,7 @@ impl LiveChain {
             return Ok(());
         }
         let addr = sh.addrs[i];
-        let sw = sh.spawn(i, addr)?;
+        let sw = sh.spawn(i, bind(addr)?)?;
         sh.switches[i] = Some(sw);
         Ok(())
     }
