@@ -11,6 +11,9 @@ import signal
 import subprocess
 import tempfile
 
+import random
+import socket
+
 import pytest
 
 import innet
@@ -23,6 +26,35 @@ def innet_binary():
     if not os.access(path, os.X_OK):
         pytest.skip(f"no innet binary at {path}: cargo build --release -p innet, or set INNET_BIN")
     return path
+
+
+def free_block(n):
+    """The first of ``n`` consecutive loopback ports free for UDP and TCP,
+    below the kernel's ephemeral range (a port inside it may be handed to
+    another socket while its replica is down), as
+    ``innet_live::ports::free_block`` picks them."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    top = low - n if low > 21000 + n else 65535 - n
+    for _ in range(200):
+        base = random.randint(20000, top)
+        held = []
+        try:
+            for port in range(base, base + n):
+                for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):
+                    s = socket.socket(socket.AF_INET, kind)
+                    held.append(s)
+                    s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in held:
+                s.close()
+    raise RuntimeError(f"no block of {n} free loopback ports")
 
 
 class Service:
@@ -67,7 +99,7 @@ class Service:
 
 @pytest.fixture
 def service():
-    s = Service(innet_binary(), 33000 + (os.getpid() % 500) * 30)
+    s = Service(innet_binary(), free_block(30))
     yield s
     s.close()
 

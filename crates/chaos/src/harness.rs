@@ -318,39 +318,16 @@ pub fn peak_rss_kib(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// The lowest port the kernel hands out as an ephemeral (local) port
-/// (`/proc/sys/net/ipv4/ip_local_port_range`; Linux's default 32768).
-fn ephemeral_low() -> u16 {
-    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap_or_default();
-    range.split_whitespace().next().and_then(|p| p.parse().ok()).unwrap_or(32_768)
-}
-
 /// `n` consecutive free loopback ports (and, with `manage`, the ports
 /// [`innet_live::chain::manage::MANAGE_PORT_OFFSET`] above them), below
-/// the kernel's ephemeral range where it has room: a port in that range
-/// may be given to another socket's connection (or a client's UDP
-/// socket) while the process that owns it is killed, and the restarted
-/// process then cannot bind it (seen: a restarted `innet kv-replica`
-/// found its snapshot port taken, `Address already in use`, 4 times in
-/// 160 restarts).
+/// the kernel's ephemeral range ([`innet_live::ports::free_block`]): a
+/// port in that range may be given to another socket while the process
+/// that owns it is killed, and the restarted process then could not bind
+/// it.
 pub(crate) fn free_ports(n: u16, manage: bool) -> anyhow::Result<u16> {
     let offset = innet_live::chain::manage::MANAGE_PORT_OFFSET;
-    let mut rng = Rng::new(u64::from(std::process::id()) ^ clock::now().as_nanos());
-    let top = if manage { n + offset } else { n };
-    let low = ephemeral_low();
-    let span = if low > 20_000 + top + 1_000 { low - 20_000 - top } else { 20_000 };
-    for _ in 0..200 {
-        let base = 20_000 + rng.below(u64::from(span)) as u16;
-        let mut all = (0..n).map(|i| base + i).collect::<Vec<u16>>();
-        if manage {
-            all.extend((0..n).map(|i| base + offset + i));
-        }
-        let held: Vec<_> = all.iter().map_while(|p| UdpSocket::bind(("127.0.0.1", *p)).ok()).collect();
-        if held.len() == all.len() {
-            return Ok(base);
-        }
-    }
-    bail!("no block of {n} free loopback ports found")
+    let also: &[u16] = if manage { &[offset] } else { &[] };
+    Ok(innet_live::ports::free_block(n, also)?)
 }
 
 /// A kill or a restart of process `proc` at `at` seconds.

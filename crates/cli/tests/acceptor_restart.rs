@@ -120,23 +120,26 @@ fn voted_against_its_promise_after_restart(base: u16, dir: Option<&std::path::Pa
     against.is_some()
 }
 
-/// Even for the switch runs, odd for the process runs.
-fn base_port(k: u16, switch: bool) -> u16 {
-    40_000 + (std::process::id() % 400) as u16 * 40 + k * 10 + u16::from(!switch)
+/// A free block of ports below the ephemeral range (the killed acceptor's
+/// port must still be free when it restarts): even for the switch runs,
+/// odd for the process runs.
+fn base_port(switch: bool) -> u16 {
+    let b = innet_live::ports::free_block(11, &[]).unwrap();
+    b + u16::from((b % 2 == 0) != switch)
 }
 
 #[test]
 fn a_restarted_acceptor_never_votes_against_a_promise_it_gave() {
-    for (k, data_plane) in ["switch", "process"].into_iter().enumerate() {
+    for data_plane in ["switch", "process"] {
         let dir = std::env::temp_dir().join(format!("innet-acceptor-restart-{}-{data_plane}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let switch = data_plane == "switch";
-        let with_dir = voted_against_its_promise_after_restart(base_port(2 * k as u16, switch), Some(&dir), data_plane);
+        let with_dir = voted_against_its_promise_after_restart(base_port(switch), Some(&dir), data_plane);
         assert!(!with_dir, "{data_plane}: restarted from its directory, the acceptor voted against its promise");
         assert!(dir.join("acceptor0").join("acceptor.ring").exists());
         let _ = std::fs::remove_dir_all(&dir);
         // The control: in memory, the restarted acceptor has forgotten.
-        let in_memory = voted_against_its_promise_after_restart(base_port(2 * k as u16 + 1, switch), None, data_plane);
+        let in_memory = voted_against_its_promise_after_restart(base_port(switch), None, data_plane);
         assert!(in_memory, "{data_plane}: without --dir the restarted acceptor should have forgotten its promise");
         println!("ACCEPTOR_RESTART {data_plane}: refused the 2A below its promise after kill -9 (in memory: voted)");
     }

@@ -99,11 +99,10 @@ struct Service {
     base: u16,
 }
 
-/// A [`Service`] on a fresh directory, at a base port from `first_port`
-/// (30 ports per process id).
-fn service(name: &str, first_port: u16) -> Service {
+/// A [`Service`] on a fresh directory, on a block of 30 free ports.
+fn service(name: &str) -> Service {
     let dir = fresh_dir(name);
-    let base = first_port + (std::process::id() % 500) as u16 * 30;
+    let base = innet_live::ports::free_block(30, &[]).unwrap();
     let up = spawn(&[&deployment(&base.to_string())[..], &["--duration-s", "120"]].concat());
     let (replicas, ports) = start_replicas(&dir, base);
     Service { dir, up, replicas, ports, base }
@@ -112,7 +111,7 @@ fn service(name: &str, first_port: u16) -> Service {
 #[test]
 fn a_client_in_another_process_survives_its_replica_killed() {
     let _serial = one_at_a_time();
-    let Service { dir, up: _up, mut replicas, ports, .. } = service("service-procs", 45_000);
+    let Service { dir, up: _up, mut replicas, ports, .. } = service("service-procs");
     let list = ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",");
 
     // The command line, in its own processes.
@@ -165,7 +164,7 @@ fn a_client_in_another_process_survives_its_replica_killed() {
 fn the_service_keeps_counting_when_the_coordinator_is_killed() {
     let _serial = one_at_a_time();
     let dir = fresh_dir("coordinator-killed");
-    let base = 30_000 + (std::process::id() % 500) as u16 * 30;
+    let base = innet_live::ports::free_block(30, &[]).unwrap();
     let b = base.to_string();
     let mut coordinator = spawn(&[&deployment(&b)[..], &["--node", "coordinator", "--duration-s", "120"]].concat());
     let line = coordinator.lines.recv_timeout(Duration::from_secs(20)).expect("the coordinator starts");
@@ -283,7 +282,7 @@ fn agreed(replicas: &[Proc], keys: usize) -> String {
 #[test]
 fn a_replica_killed_for_ten_rings_catches_up_by_snapshot() {
     let _serial = one_at_a_time();
-    let Service { dir, up: _up, mut replicas, ports, base } = service("snapshot-procs", 15_000);
+    let Service { dir, up: _up, mut replicas, ports, base } = service("snapshot-procs");
     let mut c = innet_paxos_kv::KvNetClient::connect(&ports[..2]).unwrap();
     c.put(b"first", b"1").unwrap();
     replicas[2].child.kill().unwrap(); // SIGKILL

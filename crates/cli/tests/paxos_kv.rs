@@ -63,8 +63,9 @@ fn replicas_agree_after_kill_9_and_restart() {
     let dir = std::env::temp_dir().join(format!("innet-paxos-kv-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    // A port range unlikely to be in use: 9 consecutive ports.
-    let base = 20_000 + (std::process::id() % 20_000) as u16;
+    // 9 consecutive free ports, below the ephemeral range (a killed
+    // replica's port must still be free when it restarts).
+    let base = innet_live::ports::free_block(9, &[]).unwrap();
     let b = base.to_string();
     let _up = spawn(&[
         "up",

@@ -413,18 +413,11 @@ pub fn replica_fsync(
     Ok(out)
 }
 
-/// A base port with `n` free consecutive loopback UDP ports above it.
+/// A base port with `n` free consecutive loopback ports above it, below
+/// the ephemeral range ([`innet_live::ports::free_block`]).
 #[cfg(feature = "leveldb")]
 fn free_base(n: u16) -> Result<u16> {
-    let mut rng = innet_core::rng::Rng::new(u64::from(std::process::id()) ^ innet_live::clock::now().as_nanos());
-    for _ in 0..200 {
-        let base = 20_000 + rng.below(20_000) as u16;
-        let held: Vec<_> = (0..n).map_while(|i| std::net::UdpSocket::bind(("127.0.0.1", base + i)).ok()).collect();
-        if held.len() == n as usize {
-            return Ok(base);
-        }
-    }
-    anyhow::bail!("no block of {n} free loopback ports found")
+    Ok(innet_live::ports::free_block(n, &[])?)
 }
 
 #[cfg(feature = "leveldb")]

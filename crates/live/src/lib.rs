@@ -51,6 +51,7 @@ pub mod metrics;
 pub mod mininet;
 pub mod net;
 pub mod paxos;
+pub mod ports;
 pub mod switch;
 pub mod topology;
 pub mod txn;

@@ -21,7 +21,7 @@ use innet_live::Stop;
 fn the_c_client_counts_across_a_replica_stopped() {
     let (exe, lib_dir) = (common::compile_example("cc", "kv_example"), common::library_dir());
 
-    let base = 26_000 + ((std::process::id() % 300) as u16) * 20;
+    let base = innet_live::ports::free_block(20, &[]).unwrap();
     let live =
         LiveConfig { learners: 3, proposers: 0, base_port: base, external_learners: true, ..LiveConfig::default() };
     let stop = Stop::new();

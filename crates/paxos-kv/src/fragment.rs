@@ -65,6 +65,7 @@ const _: () = assert!(START_DATA > 0 && MORE_DATA > START_DATA);
 /// keep out).
 pub fn digest(command: &[u8]) -> u64 {
     use std::hash::Hasher;
+    debug_assert!(command.len() <= COMMAND_MAX, "a digest covers one command (a parsed START bounds its total)");
     let mut h = siphasher::sip::SipHasher24::new_with_keys(0x696e_6e65_742d_6b76, 0x7069_6563_6573_2d31);
     h.write(command);
     h.finish()

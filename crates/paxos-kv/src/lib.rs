@@ -107,6 +107,12 @@ pub fn run_replica_synced(
 
     use innet_core::{Counters, Host, Outbox, Time};
 
+    /// The status line's store scan takes at most 1 part in this many of
+    /// the replica thread's time: the next scan waits `STATUS_COST_SHARE`
+    /// times as long as the last one took, when that is longer than the
+    /// status interval (a store of millions of keys).
+    const STATUS_COST_SHARE: u32 = 20;
+
     // The replica runs in the node's thread; a status line is published
     // through `shared` after every tick (the host is not Send).
     struct Reporting {
@@ -122,6 +128,11 @@ pub fn run_replica_synced(
         /// Answers held until the replica synced (`--fsync batch`); at
         /// most what one received batch of packets applied.
         held: Vec<replica::NetAnswer>,
+        /// The store's digest and key count, and (`applied`, checkpoint)
+        /// when they were read: the store changes only with them (a
+        /// delivery, or a snapshot installed), so an idle replica's store
+        /// is not scanned again.
+        scanned: Option<((u64, u32), u64, usize)>,
     }
     impl Reporting {
         /// Installs a snapshot fetched from a peer, if one came.
@@ -199,18 +210,26 @@ pub fn run_replica_synced(
             self.replica.on_tick(now, out);
             self.serve();
             if now >= self.next {
+                // The digest and key count read the whole store, on the
+                // node's thread: their cost is held to at most
+                // 1/STATUS_COST_SHARE of it, however large the store.
+                let t = std::time::Instant::now();
                 let r = &self.replica;
+                let at = (r.applied, r.learner.checkpoint());
+                let (digest, keys) = match self.scanned {
+                    Some((when, digest, keys)) if when == at => (digest, keys),
+                    _ => r.summary(),
+                };
+                self.scanned = Some((at, digest, keys));
                 *self.shared.lock().unwrap_or_else(|e| e.into_inner()) = format!(
-                    "applied {} next {} digest {:016x} keys {} commands {} malformed {} snapshots {}",
-                    r.applied,
-                    r.learner.checkpoint(),
-                    r.digest(),
-                    r.contents().len(),
+                    "applied {} next {} digest {digest:016x} keys {keys} commands {} malformed {} snapshots {}",
+                    at.0,
+                    at.1,
                     r.net.applied,
                     self.malformed(),
                     self.catch_up.stats.installed,
                 );
-                self.next = now + self.every;
+                self.next = now + self.every.max(t.elapsed() * STATUS_COST_SHARE);
             }
         }
         fn next_tick(&self) -> Option<Time> {
@@ -301,6 +320,7 @@ pub fn run_replica_synced(
                     served,
                     events,
                     held: vec![],
+                    scanned: None,
                 };
                 r.front_above_earlier_life();
                 r

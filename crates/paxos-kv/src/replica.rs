@@ -406,7 +406,13 @@ impl Replica {
     /// received batch of packets leave (`Host::before_send`). Default
     /// (as opened): `none`.
     pub fn set_fsync(&mut self, fsync: Fsync) {
+        // Leaving `batch` with writes unsynced would lose them from the
+        // next sync: sync them first.
+        if self.fsync == Fsync::Batch && fsync != Fsync::Batch {
+            self.sync();
+        }
         self.fsync = fsync;
+        debug_assert!(!self.unsynced || self.fsync == Fsync::Batch, "unsynced writes only under batch");
     }
 
     pub fn fsync(&self) -> Fsync {
@@ -448,6 +454,7 @@ impl Replica {
     /// Keeps a [`NetAnswer`] for every network client's command applied
     /// (for [`Replica::take_net_answers`]).
     pub fn serve_clients(&mut self) {
+        debug_assert!(self.net_answers.is_empty(), "no network answer is kept before serving clients");
         self.serving = true;
     }
 
@@ -466,6 +473,7 @@ impl Replica {
 
     /// The proposer [`Replica::watch`] named, if any.
     pub fn watched(&self) -> Option<u32> {
+        debug_assert_ne!(self.watch, Some(innet_paxos::envelope::NOOP_PROPOSER), "the no-op is nobody's front end");
         self.watch
     }
 
@@ -665,14 +673,22 @@ impl Replica {
 
     /// A digest of the contents (FNV-1a over keys and values).
     pub fn digest(&self) -> u64 {
+        self.summary().0
+    }
+
+    /// The contents' digest ([`Replica::digest`]) and key count, from one
+    /// scan of the store.
+    pub fn summary(&self) -> (u64, usize) {
+        let contents = self.contents();
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for (k, v) in self.contents() {
-            for b in (k.len() as u32).to_be_bytes().iter().chain(&k).chain(&(v.len() as u32).to_be_bytes()).chain(&v) {
+        for (k, v) in &contents {
+            debug_assert!(k.len() <= u32::MAX as usize && v.len() <= u32::MAX as usize, "lengths fit the digest's u32");
+            for b in (k.len() as u32).to_be_bytes().iter().chain(k).chain(&(v.len() as u32).to_be_bytes()).chain(v) {
                 h ^= *b as u64;
                 h = h.wrapping_mul(0x0100_0000_01b3);
             }
         }
-        h
+        (h, contents.len())
     }
 }
 

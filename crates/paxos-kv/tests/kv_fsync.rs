@@ -20,8 +20,8 @@ fn counter(c: &LiveCounters, name: &str) -> u64 {
 
 #[test]
 fn the_fsync_policy_reaches_the_store() {
-    for (k, fsync) in Fsync::ALL.into_iter().enumerate() {
-        let base = 45_000 + (std::process::id() % 300) as u16 * 30 + k as u16 * 10;
+    for fsync in Fsync::ALL {
+        let base = innet_live::ports::free_block(10, &[]).unwrap();
         let live =
             LiveConfig { learners: 3, proposers: 0, base_port: base, external_learners: true, ..LiveConfig::default() };
         let stop = Stop::new();

@@ -62,8 +62,8 @@ impl Drop for Service {
     }
 }
 
-fn start(name: &str, offset: u16) -> Service {
-    let base = 21_000 + ((std::process::id() % 400) as u16) * 60 + offset * 10;
+fn start(name: &str) -> Service {
+    let base = innet_live::ports::free_block(10, &[]).unwrap();
     let live =
         LiveConfig { learners: 3, proposers: 0, base_port: base, external_learners: true, ..LiveConfig::default() };
     let stop = Stop::new();
@@ -104,7 +104,7 @@ impl Service {
 
 #[test]
 fn put_get_delete_cas_from_clients_of_different_replicas() {
-    let s = start("ops", 0);
+    let s = start("ops");
     let ports = s.ports();
     let mut a = KvNetClient::connect(&ports).unwrap();
     let mut b = KvNetClient::connect(&[ports[2], ports[1], ports[0]]).unwrap();
@@ -128,7 +128,7 @@ fn put_get_delete_cas_from_clients_of_different_replicas() {
 /// answer what its first application answered.
 #[test]
 fn a_resent_request_is_applied_once() {
-    let s = start("dedup", 1);
+    let s = start("dedup");
     let ports = s.ports();
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     socket.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -178,7 +178,7 @@ fn a_resent_request_is_applied_once() {
 /// answer too large for a datagram: asked again by TCP).
 #[test]
 fn a_one_mebibyte_value_round_trips() {
-    let s = start("large", 2);
+    let s = start("large");
     let ports = s.ports();
     let value: Vec<u8> =
         (0..innet_wire::kv::VALUE_MAX as u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
@@ -200,7 +200,7 @@ fn a_one_mebibyte_value_round_trips() {
 /// and counted; the replica goes on answering.
 #[test]
 fn malformed_client_messages_are_counted_not_fatal() {
-    let s = start("malformed", 3);
+    let s = start("malformed");
     let port = s.replicas[0].client;
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     let good = Message::request(1, 1, Op::Get { key: b"k".to_vec() }).encode().unwrap();
@@ -243,7 +243,7 @@ fn malformed_client_messages_are_counted_not_fatal() {
 /// an error; every acknowledged write is there afterwards.
 #[test]
 fn killing_the_clients_replica_costs_one_timeout() {
-    let mut s = start("failover", 4);
+    let mut s = start("failover");
     let ports = s.ports();
     let mut c = KvNetClient::connect(&ports).unwrap();
     c.timeout = Duration::from_millis(300);
@@ -278,7 +278,7 @@ fn forged_pieces_do_not_corrupt_a_value() {
     use innet_paxos_kv::fragment::{self, MORE};
     use innet_wire::paxos::{MsgType, PaxosMsg};
 
-    let s = start("forged", 5);
+    let s = start("forged");
     let ports = s.ports();
     let front = innet_paxos_kv::replica_proposer_id(0, 1); // replica 0, opened once
     let forger = UdpSocket::bind("127.0.0.1:0").unwrap();

@@ -129,7 +129,7 @@ fn wait_same(rs: &[&Running]) {
 
 #[test]
 fn a_replica_down_for_ten_rings_catches_up_by_snapshot() {
-    let base = 25_000 + ((std::process::id() % 500) as u16) * 10;
+    let base = innet_live::ports::free_block(10, &[]).unwrap();
     let live = LiveConfig {
         learners: 3,
         proposers: 0,

@@ -13,7 +13,7 @@
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, ensure, Context, Result};
 use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, Xdp, XdpFlags};
 
 /// XDP action codes (`enum xdp_action`).
@@ -31,12 +31,43 @@ impl BpfObject {
     /// Loads the object in `bytes` after setting `max_entries` of the named
     /// maps.
     pub fn load(bytes: &[u8], max_entries: &[(&str, u32)]) -> Result<BpfObject> {
+        BpfObject::load_reusing(bytes, max_entries, None)
+    }
+
+    /// [`BpfObject::load`], except that each map named in `names` takes
+    /// the map pinned at `dir/<name>` (the kernel object itself, with its
+    /// contents) instead of a new one: the programs of this load see the
+    /// state an earlier load of the same object left there. Every named
+    /// pin must exist. libbpf adopts the pinned map's definition (its
+    /// `max_entries` too): a caller that needs a size checks the pin.
+    pub fn load_reusing(
+        bytes: &[u8],
+        max_entries: &[(&str, u32)],
+        pinned: Option<(&Path, &[&str])>,
+    ) -> Result<BpfObject> {
         let mut open = ObjectBuilder::default().open_memory(bytes).context("open BPF object")?;
+        let mut reused = 0;
         for mut m in open.maps_mut() {
             let name = m.name().to_string_lossy().to_string();
             if let Some((_, n)) = max_entries.iter().find(|(k, _)| *k == name) {
                 m.set_max_entries(*n).with_context(|| format!("resize {name}"))?;
             }
+            if let Some((dir, _)) = pinned.filter(|(_, names)| names.contains(&name.as_str())) {
+                let path = dir.join(&name);
+                m.reuse_pinned_map(&path).with_context(|| {
+                    format!("reuse the map pinned at {} (a different program or ring size?)", path.display())
+                })?;
+                reused += 1;
+            }
+        }
+        if let Some((dir, names)) = pinned {
+            ensure!(
+                reused == names.len(),
+                "{} of the {} maps to reuse from {} are in the object",
+                reused,
+                names.len(),
+                dir.display()
+            );
         }
         let obj = open.load().context("load BPF object (needs root or CAP_BPF + CAP_NET_ADMIN)")?;
         Ok(BpfObject { obj })

@@ -443,6 +443,40 @@ impl PaxosXdp {
         Ok(PaxosXdp { obj: BpfObject::load(OBJECT, &[(MAP_SLOTS, ring)])?, role })
     }
 
+    /// Loads `role` again over the maps an earlier load pinned under
+    /// `dir` ([`PaxosXdp::pin_maps`]): the restarted program holds every
+    /// promise and vote of the ring, the trim floor, the configuration,
+    /// the senders it admits and its counters, as they were. This is the
+    /// acceptor restart CAANS section 3.1 asks for ("if the acceptor fails,
+    /// and then restarts, it should be able to recover its durable state";
+    /// the paper assumes the device's memory is made persistent, e.g. by
+    /// battery-backed memory): here the program is what fails and
+    /// restarts, and the pinned maps are the device memory that outlives
+    /// it. They do not outlive a reboot of the machine. `slots` must be
+    /// the ring size of the pinned maps (libbpf refuses another).
+    pub fn load_pinned(role: Role, slots: usize, dir: &Path) -> Result<PaxosXdp> {
+        if !slots.is_power_of_two() {
+            bail!("ring size {slots} must be a power of two");
+        }
+        let ring = if role == Role::Acceptor { slots as u32 } else { 1 };
+        // libbpf takes a reused map as it is pinned, whatever the object
+        // asks: a ring of another size is refused here, by name.
+        let pinned_ring = pinned(dir, MAP_SLOTS)?.max_entries();
+        if pinned_ring != ring {
+            bail!(
+                "the {role:?} pinned at {} has a ring of {pinned_ring} slots, not {ring}: restart it with its own ring size",
+                dir.display()
+            );
+        }
+        let obj = BpfObject::load_reusing(OBJECT, &[(MAP_SLOTS, ring)], Some((dir, &PINNED_MAPS)))?;
+        let x = PaxosXdp { obj, role };
+        debug_assert!(
+            x.obj.map(MAP_SLOTS).is_ok_and(|m| m.max_entries() == ring),
+            "the pinned ring is the ring asked for"
+        );
+        Ok(x)
+    }
+
     pub fn role(&self) -> Role {
         self.role
     }

@@ -512,29 +512,7 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
                 coord.pin_program(&coordinator_program_pin())?;
                 attach(&coord, &o.fabric, o.multicast, NS_COORDINATOR, &["innet-ch"])?;
             }
-            PaxosRole::Acceptor { id } => {
-                let i = id as usize;
-                // Every voter sits in the hosts namespace, behind innet-ah<i>:
-                // one copy to its decision port, or one to each voter's port.
-                let (ah, ha) = (ls[2 + 2 * i].0.clone(), ls[2 + 2 * i].1.clone());
-                let to_voters = if o.per_machine() {
-                    vec![member(&ah, &ha, DECISION_PORT)?]
-                } else {
-                    group_members(d, n, GROUP_LEARNERS, &addrs, |_| Ok((ah.clone(), ha.clone())))?
-                };
-                let mut acc = PaxosXdp::load(Role::Acceptor, o.slots)?;
-                let cfg = Config { mcast: o.vote_multicast(), ..Config::acceptor(&roles.acceptor(id)) };
-                acc.configure(&cfg, &to_voters)?;
-                if cfg.mcast == Multicast::Devmap {
-                    let w = acc.ports_writer()?;
-                    in_netns(&acceptor_ns(i), || w.write(&to_voters))?;
-                }
-                acc.set_senders(&senders_at(d, &arrivals(d, Some(n))?, n))?;
-                acc.set_auth(o.keys())?;
-                acc.pin_maps(&dir.join(format!("acceptor{i}")))?;
-                let devs = [format!("innet-ac{i}"), format!("innet-ah{i}")];
-                attach(&acc, &o.fabric, o.vote_multicast(), &acceptor_ns(i), &[&devs[0], &devs[1]])?;
-            }
+            PaxosRole::Acceptor { id } => start_acceptor(o, d, n, id, &ls, &dir, false)?,
             _ => {}
         }
     }
@@ -686,6 +664,92 @@ pub fn rejected(program: &str) -> Result<Vec<(&'static str, u64)>> {
     } else {
         crate::paxos::pinned_rejected(&dir)
     }
+}
+
+/// Loads acceptor `id` (node `n` of `d`) and attaches it to its devices:
+/// afresh (configured, then its maps pinned under `dir/acceptor<id>`), or
+/// with `restart` over the maps pinned there ([`PaxosXdp::load_pinned`]:
+/// its promises, votes, configuration and senders as they were; the
+/// devmap of its vote copies and its keys, which are not pinned, written
+/// again).
+fn start_acceptor(
+    o: &PaxosUp,
+    d: &PaxosDeployment,
+    n: NodeIx,
+    id: u16,
+    ls: &[(End, End)],
+    dir: &Path,
+    restart: bool,
+) -> Result<()> {
+    let i = id as usize;
+    let pins = dir.join(format!("acceptor{i}"));
+    // Every voter sits in the hosts namespace, behind innet-ah<i>: one copy
+    // to its decision port, or one to each voter's port.
+    let (ah, ha) = (ls[2 + 2 * i].0.clone(), ls[2 + 2 * i].1.clone());
+    let to_voters = if o.per_machine() {
+        vec![member(&ah, &ha, DECISION_PORT)?]
+    } else {
+        group_members(d, n, GROUP_LEARNERS, &host_addrs(d), |_| Ok((ah.clone(), ha.clone())))?
+    };
+    let cfg = Config { mcast: o.vote_multicast(), ..Config::acceptor(&o.roles().acceptor(id)) };
+    let mut acc = match restart {
+        true => PaxosXdp::load_pinned(Role::Acceptor, o.slots, &pins)?,
+        false => {
+            let acc = PaxosXdp::load(Role::Acceptor, o.slots)?;
+            acc.configure(&cfg, &to_voters)?;
+            acc.set_senders(&senders_at(d, &arrivals(d, Some(n))?, n))?;
+            acc
+        }
+    };
+    if cfg.mcast == Multicast::Devmap {
+        let w = acc.ports_writer()?;
+        in_netns(&acceptor_ns(i), || w.write(&to_voters))?;
+    }
+    acc.set_auth(o.keys())?;
+    if !restart {
+        acc.pin_maps(&pins)?;
+    }
+    let devs = [format!("innet-ac{i}"), format!("innet-ah{i}")];
+    attach(&acc, &o.fabric, o.vote_multicast(), &acceptor_ns(i), &[&devs[0], &devs[1]])
+}
+
+/// Stops acceptor `i` of the running testbed the way a crash of its
+/// program stops it: its XDP and tc programs come off its devices (its
+/// links stay up; frames for it reach a namespace with no socket for them
+/// and are dropped). Its maps stay pinned: [`restart_acceptor`] brings it
+/// back with them.
+pub fn stop_acceptor(i: usize) -> Result<()> {
+    anyhow::ensure!(status().is_some(), "no paxos testbed is up ({STATE_FILE} absent)");
+    let pass = PassProgram::load()?;
+    let fd = pass.fd()?;
+    let ns = acceptor_ns(i);
+    for dev in [format!("innet-ac{i}"), format!("innet-ah{i}")] {
+        let index = ifindex(&ns, &dev)?;
+        in_netns(&ns, || {
+            crate::object::detach_any(fd, index)?;
+            // SAFETY: `pass` keeps the program open for the duration of the call.
+            let prog = unsafe { BorrowedFd::borrow_raw(fd) };
+            let mut hook = TcHookBuilder::new(prog).ifindex(index as i32).handle(1).priority(1).hook(TC_INGRESS);
+            // No tc program there (driver mode, devmap multicast) is no error.
+            let _ = hook.detach();
+            Ok(())
+        })
+        .with_context(|| format!("detach acceptor {i}'s programs from {dev}"))?;
+    }
+    Ok(())
+}
+
+/// Starts acceptor `i` of the testbed that `o` built again, over its
+/// pinned maps (after [`stop_acceptor`], or in place of a running
+/// program): CAANS section 3.1's acceptor that "restarts ... and recovers
+/// its durable state", with the pinned maps as the device memory that
+/// outlives the program.
+pub fn restart_acceptor(o: &PaxosUp, i: usize) -> Result<()> {
+    anyhow::ensure!(status().is_some(), "no paxos testbed is up ({STATE_FILE} absent)");
+    anyhow::ensure!(i < o.acceptors, "acceptor {i}: the testbed has {} acceptors", o.acceptors);
+    let d = o.deployment();
+    let n = d.find(&format!("acceptor{i}")).context("the acceptor in the deployment")?;
+    start_acceptor(o, &d, n, i as u16, &links(o.acceptors), &Path::new(PIN_DIR).join("paxos"), true)
 }
 
 /// Fails the coordinator the way a switch fails: every link of its

@@ -211,6 +211,68 @@ fn counters(role: paxos::Role, name: &str) -> BTreeMap<&'static str, u64> {
     paxos::pinned_counters(role, &dir).expect("pinned counters").into_iter().collect()
 }
 
+/// CAANS section 3.1's acceptor restart on the XDP data plane, under load:
+/// acceptor 0's programs are stopped (a crash of the program: detached,
+/// its frames dropped) and started again over its pinned maps (the device
+/// memory that outlives the program), then acceptor 1's the same way; while
+/// acceptor 1 is down, every quorum needs the restarted acceptor 0. Every
+/// submitted value is delivered once, in one order at both learners, and
+/// acceptor 0 voted after its restart with its counters carried on (one
+/// count from before the stop to after).
+#[test]
+fn a_restarted_xdp_acceptor_keeps_its_promises_and_deliveries_go_on() {
+    let name = "a_restarted_xdp_acceptor_keeps_its_promises_and_deliveries_go_on";
+    if !privileged::proceed(name, paxos::unavailable()) {
+        return;
+    }
+    let _one = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
+    let up = PaxosUp { proposers: 2, ..PaxosUp::default() };
+    tb::up(&up).expect("testbed up paxos");
+    let run = HostsRun {
+        roles: up.roles(),
+        up: up.clone(),
+        outstanding: 8,
+        duration: Duration::from_millis(2400),
+        drain: Duration::from_millis(1500),
+        backup: BackupAt::Here,
+        fail_coordinator_at: None,
+        fail_acceptor_at: None,
+        record: true,
+    };
+    let crashes = {
+        let up = up.clone();
+        std::thread::spawn(move || -> (u64, u64) {
+            let votes = || counters(paxos::Role::Acceptor, "acceptor0")["votes"];
+            std::thread::sleep(Duration::from_millis(500));
+            tb::stop_acceptor(0).expect("stop acceptor 0");
+            let before = votes();
+            std::thread::sleep(Duration::from_millis(300));
+            assert_eq!(votes(), before, "a stopped acceptor does not vote");
+            tb::restart_acceptor(&up, 0).expect("restart acceptor 0");
+            std::thread::sleep(Duration::from_millis(400));
+            tb::stop_acceptor(1).expect("stop acceptor 1");
+            std::thread::sleep(Duration::from_millis(500));
+            let during = votes();
+            tb::restart_acceptor(&up, 1).expect("restart acceptor 1");
+            (before, during)
+        })
+    };
+    let report = paxos_hosts::run(&run);
+    let (before, during) = crashes.join().expect("the crash schedule");
+    let a0 = counters(paxos::Role::Acceptor, "acceptor0");
+    let a1 = counters(paxos::Role::Acceptor, "acceptor1");
+    tb::down().expect("testbed down");
+    let r = report.expect("end hosts on the testbed");
+    let (delivered, submitted) = every_value_delivered_once_in_one_order(&r);
+    assert!(before > 0, "acceptor 0 voted before its stop: {a0:?}");
+    assert!(during > before, "restarted over its maps, acceptor 0 voted on from its old count: {before} -> {during}");
+    assert!(a0["votes"] >= during && a1["votes"] > 0, "{a0:?} {a1:?}");
+    say(&format!(
+        "TESTBED paxos acceptor restart: acceptors 0 and 1 stopped and restarted over their pinned maps in turn; acceptor 0 voted {before} times before, {} in all; learners delivered {delivered} instances in one order, every one of {submitted} submitted values once",
+        a0["votes"]
+    ));
+}
+
 #[test]
 fn the_backup_takes_over_when_the_coordinator_fails_and_deliveries_go_on() {
     let name = "the_backup_takes_over_when_the_coordinator_fails_and_deliveries_go_on";
