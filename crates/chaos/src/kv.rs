@@ -9,8 +9,10 @@
 //! the schedule SIGKILLs and restarts acceptors and replicas (one process
 //! down at a time) and kills the coordinator (the backup takes over). A
 //! coordinator restart is one kind of event of the schedule, enabled by
-//! `--coordinator-restarts` (a restarted coordinator needs failback: it
-//! must take a fresh round and the backup must hand the role back).
+//! `--coordinator-restarts`: every `innet up paxos` process runs with
+//! `--data-plane process --dir D`, so the deployment has failback (a
+//! restarted coordinator takes a fresh round with phase 1 and the backup
+//! hands the role back; `innet_live::paxos::coordinator_epoch`).
 //!
 //! Every client's history is recorded (invocation and response times,
 //! operation, result; an operation that timed out, or was answered
@@ -26,7 +28,8 @@
 //!   read saw.
 //!
 //! Failovers and failbacks are counted from what the backup reports (its
-//! `took_over` metric, polled from the process that runs it), not from
+//! `takeovers` and `step_downs` metrics, polled from the process that runs
+//! it), not from
 //! what the schedule intended. The schedule derives from the seed; timing
 //! on a live machine is not replayed exactly.
 
@@ -216,15 +219,20 @@ fn replica_status(log: &Path) -> Option<(u64, String)> {
     Some((field("next")?.parse().ok()?, field("digest")?.to_string()))
 }
 
-/// The backup's `took_over` (0 or 1) from the metrics at `addr`.
-fn took_over(addr: SocketAddr) -> Option<u64> {
+/// The backup's `takeovers` and `step_downs` (its handbacks to a
+/// restarted coordinator) from the metrics at `addr`: counts, so a
+/// failover and failback between two polls are both seen.
+fn takeovers(addr: SocketAddr) -> Option<(u64, u64)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
     s.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
     s.write_all(b"GET /metrics HTTP/1.0\r\nHost: chaos\r\n\r\n").ok()?;
     let mut text = String::new();
     s.read_to_string(&mut text).ok()?;
-    let line = text.lines().find(|l| l.starts_with("innet_paxos_took_over"))?;
-    line.split_whitespace().last()?.parse::<f64>().ok().map(|v| v as u64)
+    let value = |name: &str| {
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        line.split_whitespace().last()?.parse::<f64>().ok().map(|v| v as u64)
+    };
+    Some((value("innet_paxos_takeovers")?, value("innet_paxos_step_downs")?))
 }
 
 /// A replica directory's data (key, value), read after its process stopped.
@@ -285,9 +293,13 @@ pub fn run(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> {
     let data = cfg.dir.join("kv-data");
     let _ = std::fs::remove_dir_all(&data);
     std::fs::create_dir_all(&data)?;
+    let acceptor_dir = data.join("acceptors");
+    // Processes with a directory: failback (the coordinator's epochs in
+    // DIR/coordinator; every process of the deployment must agree).
     let deployment = |extra: &[String]| {
         let mut a = vec![s("up"), s("paxos"), s("--base-port"), s(base), s("--learners"), s(REPLICAS)];
         a.extend([s("--external-learners"), s("--proposers"), s("0")]);
+        a.extend([s("--data-plane"), s("process"), s("--dir"), s(acceptor_dir.display())]);
         a.extend(extra.iter().cloned());
         a
     };
@@ -296,10 +308,9 @@ pub fn run(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> {
     let rest = deployment(&[s("--elsewhere"), elsewhere.collect::<Vec<_>>().join(","), s("--metrics"), s(metrics)]);
     run.add("backup", &rest);
     let coordinator = run.add("coordinator", &deployment(&[s("--node"), s("coordinator")]));
-    let acceptor_dir = data.join("acceptors");
     let acceptors: Vec<usize> = (0..ACCEPTORS)
         .map(|i| {
-            let args = [s("--node"), format!("acceptor{i}"), s("--dir"), s(acceptor_dir.display())];
+            let args = [s("--node"), format!("acceptor{i}")];
             run.add(&format!("acceptor{i}"), &deployment(&args))
         })
         .collect();
@@ -361,7 +372,7 @@ pub fn run(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> {
     };
     let mut kills: BTreeMap<Role, u64> = BTreeMap::new();
     let mut restarts: BTreeMap<Role, u64> = BTreeMap::new();
-    let (mut failovers, mut failbacks, mut last_took_over, mut next_poll) = (0u64, 0u64, 0u64, Instant::now());
+    let (mut failovers, mut failbacks, mut next_poll) = (0u64, 0u64, Instant::now());
     let supervise_until = load_end;
     while Instant::now() < supervise_until {
         let now = t0.elapsed().as_secs_f64();
@@ -385,15 +396,14 @@ pub fn run(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> {
         }
         if Instant::now() >= next_poll {
             next_poll = Instant::now() + METRICS_POLL;
-            if let Some(v) = took_over(metrics) {
-                if v > last_took_over {
-                    failovers += 1;
-                    report.events.push((now, "backup took over".into()));
-                } else if v < last_took_over {
-                    failbacks += 1;
-                    report.events.push((now, "backup handed the role back".into()));
+            if let Some((over, back)) = takeovers(metrics) {
+                if over > failovers {
+                    report.events.push((now, format!("backup took over ({over} times)")));
                 }
-                last_took_over = v;
+                if back > failbacks {
+                    report.events.push((now, format!("backup handed the role back ({back} times)")));
+                }
+                (failovers, failbacks) = (failovers.max(over), failbacks.max(back));
             }
         }
         std::thread::sleep(Duration::from_millis(20));

@@ -107,6 +107,14 @@ pub struct PaxosConfig {
     #[serde(default = "pack_off")]
     #[arg(long, default_value_t = 1, value_parser = crate::parse::pack)]
     pub pack: usize,
+    /// Simulator, after `coordinator_fail_at_s`: restart the coordinator at
+    /// the first time (it takes the role back from the backup: failback),
+    /// fail it again at the second, restart it at the third, ... Not empty:
+    /// the deployment has failback (`PaxosShape::failback`: the coordinator
+    /// in the vote group).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[arg(skip)]
+    pub coordinator_restart_at_s: Vec<f64>,
 }
 
 fn pack_off() -> usize {
@@ -141,6 +149,7 @@ impl Default for PaxosConfig {
             kv: false,
             vote_counters: false,
             pack: 1,
+            coordinator_restart_at_s: vec![],
         }
     }
 }
@@ -157,7 +166,13 @@ impl PaxosConfig {
             gap_timeout: ms(self.gap_timeout_ms),
             heartbeat: ms(self.heartbeat_ms),
             pack: self.pack,
+            failback: self.failback(),
         }
+    }
+
+    /// The coordinator restarts (failback) in this run.
+    pub fn failback(&self) -> bool {
+        self.coordinator_fail_at_s.is_some() && !self.coordinator_restart_at_s.is_empty()
     }
 
     /// The deployment (CAANS Figure 1 on a one-switch fabric with the
@@ -168,6 +183,7 @@ impl PaxosConfig {
             learners: self.learners,
             proposers: self.proposers,
             origin_votes: false,
+            failback: self.failback(),
         };
         deploy::deployment(shape, Duration::from_secs_f64(self.latency_us / 1e6))
     }

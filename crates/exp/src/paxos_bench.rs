@@ -63,6 +63,11 @@ pub struct CheckReport {
     pub crashes: u64,
     /// Runs whose proposers packed several values per instance.
     pub packed: u64,
+    /// Runs whose coordinator restarted (failback), its restarts, and the
+    /// backup's handbacks to it.
+    pub failback_runs: u64,
+    pub coordinator_restarts: u64,
+    pub handbacks: u64,
     pub instances: u64,
     pub values: u64,
     pub noops: u64,
@@ -103,6 +108,9 @@ pub fn check_seeds(
             r.takeovers += u64::from(run.took_over);
             r.crashes += u64::from(run.config.acceptor_crash_at_s.is_some());
             r.packed += u64::from(run.config.pack > 1);
+            r.failback_runs += u64::from(run.coordinator_restarts > 0);
+            r.coordinator_restarts += run.coordinator_restarts;
+            r.handbacks += run.handbacks;
             let replay = format!("innet check paxos --seed {seed} --data-planes {dp} --duration-s {duration_s}");
             match &run.result {
                 Ok(s) => {

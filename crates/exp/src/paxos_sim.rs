@@ -33,6 +33,12 @@ pub struct PaxosTopology {
     pub proposers: Vec<NodeId>,
     /// Failure events already applied (each happens once).
     applied: Vec<u8>,
+    /// The highest epoch the coordinator's incarnations used: what the
+    /// live runtime keeps in `coordinator.epoch` (written before packets
+    /// of a new epoch leave, so reading it at the crash is the same).
+    coordinator_epoch_high: u8,
+    /// Coordinator restarts applied.
+    pub coordinator_restarts: u64,
 }
 
 fn us(v: f64) -> Duration {
@@ -116,6 +122,8 @@ pub fn build(cfg: &PaxosConfig, record: bool) -> Result<PaxosTopology, String> {
         sim,
         config: cfg.clone(),
         applied: vec![],
+        coordinator_epoch_high: 0,
+        coordinator_restarts: 0,
     })
 }
 
@@ -163,12 +171,45 @@ impl PaxosTopology {
         }
     }
 
+    /// The restarted coordinator (failback), if the coordinator restarted.
+    pub fn restarted_coordinator(&self) -> Option<&BackupCoordinator> {
+        host_of::<BackupCoordinator>(&self.sim, self.coordinator)
+    }
+
+    fn crash_coordinator(&mut self) {
+        if let Some(c) = self.restarted_coordinator() {
+            self.coordinator_epoch_high = self.coordinator_epoch_high.max(c.epoch_high());
+        }
+        self.sim.crash(self.coordinator);
+    }
+
+    /// Brings the coordinator back as a restarted coordinator (failback):
+    /// the backup's state machine under the coordinator's issuer, above
+    /// every epoch its earlier incarnations used.
+    fn restart_coordinator(&mut self) {
+        let Some(first_epoch) = self.coordinator_epoch_high.checked_add(1) else { return };
+        let cfg = &self.config;
+        let roles = roles(cfg);
+        let c = BackupCoordinator::new(roles.restarted_coordinator(first_epoch));
+        if cfg.vote_counters {
+            let counter = VoteCounterConfig { quorum: roles.quorum(), ..VoteCounterConfig::new(cfg.acceptors) };
+            self.sim.restart_host(self.coordinator, BehindCounter::new(VoteCounter::new(counter), c));
+        } else {
+            self.sim.restart_host(self.coordinator, c);
+        }
+        self.coordinator_restarts += 1;
+    }
+
     /// Runs to `end`, applying the configured failures on the way, with the
     /// network's faults healed from `heal_at` on (so runs can drain).
     pub fn run(&mut self, end: Time, heal_at: Option<Time>) {
         let mut events: Vec<(Time, u8)> = vec![];
         if let Some(t) = self.config.coordinator_fail_at_s {
             events.push((Time::from_secs_f64(t), 0));
+            // Restart, fail, restart, ... (codes 10, 11, 12, ...).
+            for (k, r) in self.config.coordinator_restart_at_s.iter().enumerate().take(100) {
+                events.push((Time::from_secs_f64(r.max(t)), 10 + k as u8));
+            }
         }
         if let Some(t) = self.config.acceptor_crash_at_s {
             events.push((Time::from_secs_f64(t), 1));
@@ -190,9 +231,11 @@ impl PaxosTopology {
             self.applied.push(what);
             self.sim.run_until(t);
             match what {
-                0 => self.sim.crash(self.coordinator),
+                0 => self.crash_coordinator(),
                 1 => self.crash_acceptor(),
                 2 => self.restart_acceptor(),
+                10.. if (what - 10) % 2 == 0 => self.restart_coordinator(),
+                10.. => self.crash_coordinator(),
                 _ => self.sim.set_fabric(link(&self.config, us(self.config.latency_us), false)),
             }
         }
@@ -312,6 +355,10 @@ pub struct CheckedRun {
     pub trace_hash: u64,
     pub net: NetStats,
     pub took_over: bool,
+    /// Coordinator restarts in the run (failback).
+    pub coordinator_restarts: u64,
+    /// Times the backup handed the role back to a restarted coordinator.
+    pub handbacks: u64,
 }
 
 /// How long a checked run goes on after submitting stopped, with the
@@ -356,7 +403,9 @@ fn checked(cfg: &PaxosConfig, trace: bool) -> Result<(CheckedRun, Vec<TraceEvent
         result,
         trace_hash: t.sim.trace_hash(),
         net: t.sim.stats.clone(),
-        took_over: t.backup().active_since().is_some(),
+        took_over: t.backup().takeovers > 0,
+        coordinator_restarts: t.coordinator_restarts,
+        handbacks: t.backup().step_downs,
     };
     Ok((run, t.sim.trace_events().to_vec()))
 }
@@ -514,11 +563,25 @@ pub fn random_check_config(seed: u64, data_plane: DataPlaneAt, duration_s: f64) 
         kv: false,
         vote_counters: false,
         pack: 1,
+        coordinator_restart_at_s: vec![],
     };
     // Drawn last: the draws above stay what they were for every seed.
     c.vote_counters = r.chance(0.5);
     if r.chance(0.3) {
         c.pack = 2 + r.below(7) as usize;
+    }
+    // Failback, drawn after everything above: in half the seeds whose
+    // coordinator fails it comes back (a restarted coordinator takes the
+    // role back), and may fail and come back again, up to 3 times.
+    if let Some(f) = c.coordinator_fail_at_s {
+        if r.chance(0.5) {
+            let cycles = 1 + 2 * r.below(3) as usize;
+            let mut t = f;
+            for _ in 0..cycles {
+                t += (duration_s - t) * (0.1 + 0.5 * r.f64());
+                c.coordinator_restart_at_s.push(t);
+            }
+        }
     }
     c
 }

@@ -27,6 +27,7 @@
 
 pub mod acceptor_store;
 pub mod app;
+pub mod coordinator_epoch;
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
@@ -88,6 +89,11 @@ pub struct LiveConfig {
     /// promises and votes in `dir/acceptor<i>` and restarts from them
     /// ([`acceptor_store`]); `None`: in memory.
     pub acceptor_store: Option<AcceptorStore>,
+    /// Failback (`innet up paxos --data-plane process --dir D`): votes also
+    /// go to the coordinator, and a coordinator run alone (`--node
+    /// coordinator`) that restarts takes the role back from the backup
+    /// ([`coordinator_epoch`]). Every process of the deployment must agree.
+    pub failback: bool,
 }
 
 impl Default for LiveConfig {
@@ -111,6 +117,7 @@ impl Default for LiveConfig {
             auth: None,
             elsewhere: vec![],
             acceptor_store: None,
+            failback: false,
         }
     }
 }
@@ -125,6 +132,7 @@ impl LiveConfig {
             gap_timeout: self.gap_timeout,
             heartbeat: self.heartbeat,
             pack: self.pack,
+            failback: self.failback,
         }
     }
     /// Every role's configuration (one definition for every runtime).
@@ -140,6 +148,7 @@ impl LiveConfig {
             learners: self.learners,
             proposers: self.proposers,
             origin_votes: self.proposers == 0,
+            failback: self.failback,
         };
         paxos_deploy::deployment(shape, Duration::ZERO)
     }
@@ -187,7 +196,7 @@ impl LiveConfig {
         let mut d = self.deployment();
         let mut addrs = self.fixed_addrs()?;
         let p = paxos_deploy::add(&mut d, "proposer-outside", PaxosRole::Proposer { index: self.proposers as u16 });
-        paxos_deploy::wire(&mut d, true);
+        paxos_deploy::wire_with(&mut d, true, self.failback);
         addrs.push(SocketAddr::new(self.ip, 0));
         Ok(HostOptions { auth: self.auth.clone(), ..options(&d, &addrs, p) })
     }
@@ -275,13 +284,43 @@ pub fn spawn_alone(config: &LiveConfig, role: PaxosRole, stop: &Stop) -> io::Res
             format!("only the coordinator and acceptors run alone, not the {}", role_label(role)),
         ));
     }
+    // Failback: a coordinator with a directory reads its epochs before it
+    // binds; every start after the first is a restarted coordinator.
+    let mut restarted = match role {
+        PaxosRole::Coordinator if config.failback => {
+            let Some(store) = &config.acceptor_store else {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "failback needs --dir (the coordinator's epochs)",
+                ));
+            };
+            let file = coordinator_epoch::EpochFile::start(&store.dir)?;
+            match (file.is_restart(), file.first_epoch()) {
+                (false, _) => None,
+                (true, Some(first_epoch)) => Some((file, first_epoch)),
+                (true, None) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "the coordinator's rounds are used up (epoch 255 stored): it cannot take the role back; \
+                         leave it down (the backup coordinates) or start a new deployment",
+                    ))
+                }
+            }
+        }
+        _ => None,
+    };
     let places: Vec<Place> =
         addrs.iter().enumerate().map(|(i, &a)| if i == n { Place::here(a) } else { Place::Elsewhere(a) }).collect();
     let auth = config.auth.clone();
     let mut started = crate::deploy::instantiate(&d, config.data_plane, &places, stop, |slot| {
         let (d, at, addrs, socket, stop) = (slot.deployment, slot.at, slot.addrs, slot.socket, slot.stop);
-        Ok::<_, io::Error>(match role {
-            PaxosRole::Coordinator => AloneNode::Coordinator(spawn_program(
+        Ok::<_, io::Error>(match (role, restarted.take()) {
+            (PaxosRole::Coordinator, Some((file, first_epoch))) => {
+                let machine = BackupCoordinator::new(roles.restarted_coordinator(first_epoch));
+                let o = HostOptions { auth: auth.clone(), ..options(d, addrs, n) };
+                AloneNode::Restarted(spawn_restarted_coordinator("coordinator", socket, o, machine, file, stop)?)
+            }
+            (PaxosRole::Coordinator, None) => AloneNode::Coordinator(spawn_program(
                 d,
                 at,
                 addrs,
@@ -291,7 +330,7 @@ pub fn spawn_alone(config: &LiveConfig, role: PaxosRole, stop: &Stop) -> io::Res
                 auth.clone(),
                 stop,
             )?),
-            PaxosRole::Acceptor { id } => {
+            (PaxosRole::Acceptor { id }, _) => {
                 AloneNode::Acceptor(spawn_program(d, at, addrs, n, socket, config.acceptor(id)?, auth.clone(), stop)?)
             }
             _ => unreachable!("refused above"),
@@ -303,6 +342,9 @@ pub fn spawn_alone(config: &LiveConfig, role: PaxosRole, stop: &Stop) -> io::Res
 /// A node [`spawn_alone`] started.
 pub enum AloneNode {
     Coordinator(ProgramNode<Coordinator>),
+    /// A coordinator that restarted (failback): the backup's state machine
+    /// under the coordinator's issuer.
+    Restarted(NodeHandle<coordinator_epoch::Epochs>),
     Acceptor(ProgramNode<LiveAcceptor>),
 }
 
@@ -310,6 +352,7 @@ impl AloneNode {
     pub fn addr(&self) -> SocketAddr {
         match self {
             AloneNode::Coordinator(n) => n.addr(),
+            AloneNode::Restarted(n) => n.addr(),
             AloneNode::Acceptor(n) => n.addr(),
         }
     }
@@ -445,7 +488,7 @@ impl Plan {
         if self.proposers.is_empty() {
             // A proposer of another process: the same ports as one of ours.
             paxos_deploy::add(&mut d, "proposer", PaxosRole::Proposer { index: 0 });
-            paxos_deploy::wire(&mut d, true);
+            paxos_deploy::wire_with(&mut d, true, self.config.failback);
             addrs.push(SocketAddr::new(self.config.ip, 0));
         }
         let p = d.with_role(|r| matches!(r, PaxosRole::Proposer { .. }))[0];
@@ -587,9 +630,41 @@ pub fn spawn_backup(
             ("took_over", u64::from(b.active_since().is_some())),
             ("requests_before_takeover", b.requests_before_takeover),
             ("requests_dropped_full", b.requests_dropped_full),
+            ("takeovers", b.takeovers),
+            ("step_downs", b.step_downs),
+            ("round", u64::from(b.round())),
+            ("heard_round", u64::from(b.heard())),
         ]
     };
     spawn_host_counted(name, socket, opts, stop, move || BackupCoordinator::new(config), own, |b, _| b)
+}
+
+/// Starts a restarted coordinator (failback); it publishes its round,
+/// epochs, takeovers and the instances it started.
+pub fn spawn_restarted_coordinator(
+    name: &str,
+    socket: UdpSocket,
+    opts: HostOptions,
+    machine: BackupCoordinator,
+    file: coordinator_epoch::EpochFile,
+    stop: &Stop,
+) -> io::Result<NodeHandle<coordinator_epoch::Epochs>> {
+    use coordinator_epoch::RestartedCoordinator;
+    let own = |c: &RestartedCoordinator| {
+        let m = &c.machine;
+        vec![
+            ("round", u64::from(m.round())),
+            ("epoch_high", u64::from(c.epochs().epoch_high)),
+            ("starts", u64::from(c.epochs().starts)),
+            ("takeovers", m.takeovers),
+            ("instances_started", m.instances_started),
+            ("values_repeated", m.values_repeated),
+            ("epochs_exhausted", m.epochs_exhausted),
+            ("epoch_store_errors", c.epoch_store_errors),
+        ]
+    };
+    let make = move || RestartedCoordinator::new(machine, file);
+    spawn_host_counted(name, socket, opts, stop, make, own, |c, _| c.epochs())
 }
 
 /// Starts a learner; it publishes its [`LearnerStats`] as it runs and

@@ -193,11 +193,12 @@ pub fn run_replica_synced(
             use innet_wire::paxos::{MsgType, PaxosMsg};
             if let Ok(m) = PaxosMsg::decode(p) {
                 self.catch_up.seen(&m);
-                // The backup's TAKEOVER (admitted from the backup only) is
-                // for the front end's proposer, which the deployment does
-                // not name.
+                // A coordinator's TAKEOVER (admitted from the backup and
+                // the coordinator only) is for the front end's proposer,
+                // which the deployment does not name; it follows the
+                // highest round announced.
                 if let (Some((_, front)), MsgType::Takeover) = (&self.service, m.msgtype) {
-                    let _ = front.send(service::FrontEvent::Takeover);
+                    let _ = front.send(service::FrontEvent::Takeover(m.rnd));
                     return;
                 }
             }

@@ -229,8 +229,9 @@ impl Front {
                     m.value = value;
                     self.proposer.on_packet(now, &m.encode(), out);
                 }
-                FrontEvent::Takeover => {
-                    let t = PaxosMsg::new(MsgType::Takeover);
+                FrontEvent::Takeover(rnd) => {
+                    let mut t = PaxosMsg::new(MsgType::Takeover);
+                    t.rnd = rnd;
                     self.proposer.on_packet(now, &t.encode(), out);
                 }
                 FrontEvent::UsedUpTo(request) => self.start_above(request),
@@ -287,8 +288,10 @@ impl Host for Front {
 pub enum FrontEvent {
     /// One of the front end's values was chosen in this instance.
     Decided(u32, Value),
-    /// The backup coordinator took over (its TAKEOVER reached the replica).
-    Takeover,
+    /// A coordinator announced this round (its TAKEOVER reached the
+    /// replica): the backup taking over, or a restarted coordinator taking
+    /// the role back. The proposer follows the highest.
+    Takeover(u16),
     /// The replica's store (a snapshot it installed) records values of
     /// the front end's proposer id up to this request id: an earlier life
     /// of the replica used the id.

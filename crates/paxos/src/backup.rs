@@ -20,6 +20,20 @@
 //! still alive (a false suspicion) is safe: two coordinators in different
 //! rounds are ordinary Paxos.
 //!
+//! Failback (issue 24 item 3): the same state machine runs a *restarted*
+//! coordinator ([`Mode::Restarted`]): under the coordinator's issuer, in an
+//! epoch above every epoch its earlier incarnations used (the runtime keeps
+//! that on disk), it takes the role at once, announces TAKEOVER, and takes
+//! it back again (in a yet higher epoch) whenever it hears a higher round
+//! announced. It waits to hand out instances until it knows where the log
+//! is (a learner's TRIM, or a vote). The backup steps down when it hears a
+//! round above its own (it goes back to watching; if the coordinator fails
+//! again it takes over in a round above every round it heard). Proposers
+//! follow the highest round announced. Every takeover runs phase 1 for
+//! every instance it uses, so rounds are never shared: two coordinators in
+//! different rounds are ordinary Paxos, and an incarnation never revisits
+//! an instance (its next instance never goes back).
+//!
 //! Requests (issue 21): a proposer sends to the backup only after its
 //! TAKEOVER, which the backup sends once it is in charge; so a request that
 //! arrives before is not a proposer's and is dropped and counted
@@ -43,8 +57,28 @@ use crate::votes::Votes;
 /// its proposer resends it. 2^16 values of 40 bytes: about 2.6 MB.
 pub const QUEUE_MAX: usize = 1 << 16;
 
+/// Which coordinator this state machine is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The backup coordinator (issuer [`crate::ISSUER_BACKUP`]): watches the
+    /// coordinator with heartbeats, takes over when they go unanswered,
+    /// steps down when it hears a higher round.
+    Backup,
+    /// A restarted coordinator (issuer [`crate::ISSUER_COORDINATOR`]):
+    /// takes the role at once in an epoch of at least `first_epoch` (above
+    /// every epoch an earlier incarnation used), answers the backup's
+    /// heartbeats, and takes the role back whenever it hears a higher round.
+    Restarted { first_epoch: u8 },
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BackupConfig {
+    pub mode: Mode,
+    /// Failback deployments (`PaxosShape::failback`): TAKEOVER also goes to
+    /// the other coordinator (the backup's to the coordinator's port, the
+    /// restarted coordinator's to the backup's), so each hears the other's
+    /// round. Off: the backup sends exactly what it always did.
+    pub failback: bool,
     pub quorum: usize,
     pub heartbeat_interval: Duration,
     /// Unanswered heartbeats in a row that make the backup take over.
@@ -58,6 +92,8 @@ pub struct BackupConfig {
 impl BackupConfig {
     pub fn new(quorum: usize) -> BackupConfig {
         let config = BackupConfig {
+            mode: Mode::Backup,
+            failback: false,
             quorum,
             heartbeat_interval: Duration::from_millis(10),
             heartbeat_misses: 3,
@@ -66,6 +102,22 @@ impl BackupConfig {
         };
         debug_assert!(config.window >= 1 && config.heartbeat_misses >= 1 && !config.heartbeat_interval.is_zero());
         config
+    }
+
+    /// The round issuer of this coordinator.
+    pub fn issuer(&self) -> u8 {
+        match self.mode {
+            Mode::Backup => crate::ISSUER_BACKUP,
+            Mode::Restarted { .. } => crate::ISSUER_COORDINATOR,
+        }
+    }
+
+    /// The lowest epoch it takes over in.
+    pub fn first_epoch(&self) -> u8 {
+        match self.mode {
+            Mode::Backup => 1,
+            Mode::Restarted { first_epoch } => first_epoch,
+        }
     }
 }
 
@@ -89,7 +141,23 @@ pub struct BackupCoordinator {
     queue: VecDeque<Value>,
     slots: BTreeMap<u32, Slot>,
     votes: Votes,
+    /// The epoch of the round it announces (0: it has not taken over yet).
+    epoch: u8,
+    /// The highest epoch any of its rounds used (phase 1 retries go
+    /// higher than the announced one): a restarted coordinator's runtime
+    /// keeps it on disk, so the next incarnation starts above it.
+    epoch_high: u8,
+    /// The highest round another coordinator announced (TAKEOVER).
+    heard: u16,
+    /// A restarted coordinator knows where the log is (a TRIM or a vote).
+    knows_log: bool,
     pub instances_started: u64,
+    /// Times it took the role (its first takeover included).
+    pub takeovers: u64,
+    /// Times it handed the role on to a higher round (stepped down).
+    pub step_downs: u64,
+    /// Takeovers refused because no epoch was left above the rounds heard.
+    pub epochs_exhausted: u64,
     pub values_repeated: u64,
     /// REQUESTs that arrived before the takeover (proposers only send here
     /// after TAKEOVER): dropped, so no one can fill the first instances
@@ -113,7 +181,14 @@ impl BackupCoordinator {
             queue: VecDeque::new(),
             slots: BTreeMap::new(),
             votes: Votes::new(config.quorum),
+            epoch: 0,
+            epoch_high: 0,
+            heard: 0,
+            knows_log: false,
             instances_started: 0,
+            takeovers: 0,
+            step_downs: 0,
+            epochs_exhausted: 0,
             values_repeated: 0,
             requests_before_takeover: 0,
             requests_dropped_full: 0,
@@ -142,26 +217,116 @@ impl BackupCoordinator {
         if self.active_since.is_some() {
             return;
         }
+        let Some(epoch) = self.next_epoch() else {
+            self.epochs_exhausted += 1;
+            return;
+        };
+        self.set_epoch(epoch);
         self.active_since = Some(now);
+        self.takeovers += 1;
         self.announce(now, out);
         self.fill(now, out);
         debug_assert!(self.holds());
     }
 
+    /// The smallest epoch at least the configured first one, above the
+    /// epoch it announced last, whose round is above every round heard;
+    /// `None` once epochs run out (rounds are 8-bit epochs).
+    fn next_epoch(&self) -> Option<u8> {
+        let issuer = self.config.issuer();
+        let above_own = if self.epoch == 0 { 0 } else { self.epoch.checked_add(1)? };
+        let (heard_epoch, heard_issuer) = ((self.heard >> 8) as u8, self.heard as u8);
+        let above_heard = if issuer > heard_issuer { heard_epoch } else { heard_epoch.checked_add(1)? };
+        let e = self.config.first_epoch().max(above_own).max(above_heard).max(1);
+        debug_assert!(crate::round(e, issuer) > self.heard && crate::round(e, issuer) > crate::ROUND_INIT);
+        Some(e)
+    }
+
+    fn set_epoch(&mut self, epoch: u8) {
+        debug_assert!(epoch > self.epoch, "an announced round never goes back");
+        self.epoch = epoch;
+        self.epoch_high = self.epoch_high.max(epoch);
+    }
+
+    /// The round it announces (or announced last).
+    pub fn round(&self) -> u16 {
+        crate::round(self.epoch, self.config.issuer())
+    }
+
+    /// The highest epoch any of its rounds used.
+    pub fn epoch_high(&self) -> u8 {
+        debug_assert!(self.epoch_high >= self.epoch);
+        self.epoch_high
+    }
+
+    /// The highest round another coordinator announced.
+    pub fn heard(&self) -> u16 {
+        self.heard
+    }
+
     fn announce(&mut self, now: Time, out: &mut Outbox) {
         let mut t = PaxosMsg::new(MsgType::Takeover);
-        t.rnd = crate::round(1, crate::ISSUER_BACKUP);
+        t.rnd = self.round();
         out.send(Dest::Group(crate::GROUP_PROPOSERS), t.encode());
         // Learners pass it to proposers in their process that the
         // deployment does not name (a key-value replica's front end).
         out.send(Dest::Group(crate::GROUP_LEARNERS), t.encode());
+        if self.config.failback {
+            let other = match self.config.mode {
+                Mode::Backup => crate::PORT_COORDINATOR,
+                Mode::Restarted { .. } => crate::PORT_BACKUP,
+            };
+            out.send(Dest::Port(other), t.encode());
+        }
         self.next_heartbeat = now + self.config.heartbeat_interval;
+    }
+
+    /// Another coordinator announced round `rnd`: a backup in charge below
+    /// it steps down (its instances in flight and requests waiting are
+    /// dropped: their proposers resubmit to the new coordinator); a
+    /// restarted coordinator takes the role back above it.
+    fn heard_takeover(&mut self, now: Time, rnd: u16, out: &mut Outbox) {
+        if rnd <= self.heard {
+            return;
+        }
+        self.heard = rnd;
+        if self.active_since.is_none() || rnd <= self.round() {
+            return;
+        }
+        match self.config.mode {
+            Mode::Backup => {
+                self.active_since = None;
+                self.step_downs += 1;
+                self.slots.clear();
+                self.queue.clear();
+                self.votes = Votes::new(self.config.quorum);
+                // Watch the coordinator again from now on.
+                self.last_reply = now;
+                self.next_heartbeat = now;
+            }
+            // It keeps its instances in flight (its own, in its earlier
+            // round: safe) and its queue; new instances use the new round.
+            Mode::Restarted { .. } => match self.next_epoch() {
+                Some(e) => {
+                    self.set_epoch(e);
+                    self.takeovers += 1;
+                    self.announce(now, out);
+                }
+                None => self.epochs_exhausted += 1,
+            },
+        }
+        debug_assert!(self.holds());
     }
 
     /// Starts phase 1 for queued requests while the window has room.
     fn fill(&mut self, now: Time, out: &mut Outbox) {
         debug_assert!(self.active_since.is_some(), "only a backup in charge hands out instances");
         let next_before = self.next_inst;
+        if matches!(self.config.mode, Mode::Restarted { .. }) && !self.knows_log {
+            // Instances below the learners' checkpoints may be trimmed at
+            // the acceptors: phase 1 for them would never be answered.
+            return;
+        }
         while self.slots.len() < self.config.window {
             // Past every instance seen decided: at the takeover (the old
             // coordinator's), and after it (a coordinator suspected wrongly,
@@ -178,7 +343,7 @@ impl BackupCoordinator {
             let Some(v) = self.queue.pop_front() else { break };
             let inst = self.next_inst;
             self.next_inst += 1;
-            let prepare = Prepare::start(inst, crate::ISSUER_BACKUP, 1, v, now, self.config.timeout, out);
+            let prepare = Prepare::start(inst, self.config.issuer(), self.epoch, v, now, self.config.timeout, out);
             let fresh = self.slots.insert(inst, Slot { prepare, request: Some(v) }).is_none();
             debug_assert!(fresh, "instance {inst} handed out twice");
             self.instances_started += 1;
@@ -192,7 +357,12 @@ impl Host for BackupCoordinator {
     fn on_packet(&mut self, now: Time, packet: &[u8], out: &mut Outbox) {
         let Ok(m) = PaxosMsg::decode(packet) else { return };
         match m.msgtype {
+            // A restarted coordinator answers the backup's heartbeats.
+            MsgType::Heartbeat if matches!(self.config.mode, Mode::Restarted { .. }) => {
+                out.send(Dest::Reply, packet.to_vec())
+            }
             MsgType::Heartbeat if m.inst == self.heartbeat_seq => self.last_reply = now,
+            MsgType::Takeover => self.heard_takeover(now, m.rnd, out),
             MsgType::Request => {
                 // Proposers only send here after TAKEOVER (and resend what
                 // is not committed after it): anything earlier is not theirs.
@@ -210,7 +380,24 @@ impl Host for BackupCoordinator {
             // A vote, or a decision from a vote counter in front of the
             // backup (crate::vote_counter).
             MsgType::Phase2B | MsgType::Decided => {
+                // A vote in the other coordinator's round tells its round
+                // too (a lost TAKEOVER, or a deployment whose backup does
+                // not send it to the coordinator). Votes of round 1 never
+                // reach above the backup's rounds.
+                let other = match self.config.mode {
+                    Mode::Backup => crate::ISSUER_COORDINATOR,
+                    Mode::Restarted { .. } => crate::ISSUER_BACKUP,
+                };
+                if m.msgtype == MsgType::Phase2B && (m.vrnd & 0xff) as u8 == other && m.vrnd > crate::ROUND_INIT {
+                    self.heard_takeover(now, m.vrnd, out);
+                }
                 self.max_seen = Some(self.max_seen.map_or(m.inst, |x| x.max(m.inst)));
+                if !self.knows_log {
+                    self.knows_log = true;
+                    if self.active_since.is_some() && matches!(self.config.mode, Mode::Restarted { .. }) {
+                        self.fill(now, out);
+                    }
+                }
                 let decided = m.msgtype == MsgType::Decided
                     || (self.slots.contains_key(&m.inst)
                         && self.votes.record(m.inst, m.acptid, m.vrnd, m.value).is_some());
@@ -224,6 +411,18 @@ impl Host for BackupCoordinator {
             // handed out instances, as the coordinator does: a learner
             // that missed every vote of the last instances learns of the
             // gap and recovers them (section 3.1).
+            MsgType::Trim if matches!(self.config.mode, Mode::Restarted { .. }) && !self.knows_log => {
+                // A learner delivered every instance below its checkpoint:
+                // start past it (a restarted coordinator only; the backup
+                // saw every vote).
+                if let Some(last) = m.inst.checked_sub(1) {
+                    self.max_seen = Some(self.max_seen.map_or(last, |x| x.max(last)));
+                }
+                self.knows_log = true;
+                if self.active_since.is_some() {
+                    self.fill(now, out);
+                }
+            }
             MsgType::Trim if self.active_since.is_some() => {
                 let mut w = PaxosMsg::new(MsgType::Window);
                 w.inst = self.next_inst;
@@ -249,7 +448,11 @@ impl Host for BackupCoordinator {
 
     fn on_tick(&mut self, now: Time, out: &mut Outbox) {
         if now >= self.next_heartbeat {
-            if self.active_since.is_some() {
+            if matches!(self.config.mode, Mode::Restarted { .. }) && self.active_since.is_none() {
+                // The restarted coordinator takes the role at its first tick.
+                self.take_over(now, out);
+                self.next_heartbeat = now + self.config.heartbeat_interval;
+            } else if self.active_since.is_some() {
                 self.announce(now, out);
             } else {
                 let silent = now.since(self.last_reply);
@@ -275,6 +478,7 @@ impl Host for BackupCoordinator {
                 // earlier value again if it is still there, else a no-op.
                 s.prepare.set_proposal(crate::envelope::Envelope::noop(&[]).expect("fits").to_value());
             }
+            self.epoch_high = self.epoch_high.max(s.prepare.epoch());
         }
     }
 
@@ -471,5 +675,111 @@ mod tests {
         }
         // The window's second slot took one; the queue holds the bound.
         assert_eq!((b.queue.len(), b.requests_dropped_full), (QUEUE_MAX, 99));
+    }
+
+    fn takeovers_sent(out: &Outbox) -> Vec<(Dest, u16)> {
+        let t = out.sends.iter().map(|(d, b)| (*d, PaxosMsg::decode(b).unwrap()));
+        t.filter(|(_, m)| m.msgtype == MsgType::Takeover).map(|(d, m)| (d, m.rnd)).collect()
+    }
+
+    fn takeover(rnd: u16) -> Vec<u8> {
+        let mut t = PaxosMsg::new(MsgType::Takeover);
+        t.rnd = rnd;
+        t.encode()
+    }
+
+    /// Failback (issue 24 item 3): a restarted coordinator takes the role
+    /// at once, and back above the backup's round once it hears it; the
+    /// backup steps down, watches again (the coordinator answers its
+    /// heartbeats) and, when the coordinator goes silent, takes over in a
+    /// round above the coordinator's. Rounds rise every time.
+    #[test]
+    fn a_restarted_coordinator_takes_the_role_back_and_the_backup_steps_down() {
+        let failback = |mode| BackupConfig { mode, failback: true, window: 2, ..BackupConfig::new(2) };
+        let mut b = BackupCoordinator::new(failback(Mode::Backup));
+        let mut c = BackupCoordinator::new(failback(Mode::Restarted { first_epoch: 1 }));
+        let mut out = Outbox::new();
+        b.take_over(ms(0), &mut out);
+        assert_eq!(b.round(), crate::round(1, crate::ISSUER_BACKUP));
+        assert!(takeovers_sent(&out).contains(&(Dest::Port(crate::PORT_COORDINATOR), 0x102)), "failback: told too");
+        out.sends.clear();
+        c.on_tick(ms(1), &mut out);
+        assert_eq!((c.round(), c.takeovers), (crate::round(1, crate::ISSUER_COORDINATOR), 1));
+        assert_eq!(
+            takeovers_sent(&out),
+            [
+                (Dest::Group(crate::GROUP_PROPOSERS), 0x101),
+                (Dest::Group(crate::GROUP_LEARNERS), 0x101),
+                (Dest::Port(crate::PORT_BACKUP), 0x101)
+            ]
+        );
+        // The backup's round is higher: the restarted coordinator's is
+        // below it and changes nothing there.
+        b.on_packet(ms(2), &takeover(0x101), &mut out);
+        assert!(b.active_since().is_some());
+        out.sends.clear();
+        c.on_packet(ms(2), &takeover(0x102), &mut out);
+        assert_eq!(c.round(), crate::round(2, crate::ISSUER_COORDINATOR), "takes it back above the backup's");
+        assert_eq!(takeovers_sent(&out).last(), Some(&(Dest::Port(crate::PORT_BACKUP), 0x201)));
+        b.on_packet(ms(3), &takeover(0x201), &mut out);
+        assert_eq!((b.active_since(), b.step_downs, b.heard()), (None, 1, 0x201), "the backup steps down");
+        // Watching again: the restarted coordinator answers its heartbeats.
+        out.sends.clear();
+        b.on_tick(ms(3), &mut out);
+        let (dest, hb) = out.sends.pop().unwrap();
+        assert_eq!(dest, Dest::Port(crate::PORT_COORDINATOR));
+        c.on_packet(ms(4), &hb, &mut out);
+        let (dest, echo) = out.sends.pop().unwrap();
+        assert_eq!((dest, &echo), (Dest::Reply, &hb));
+        b.on_packet(ms(5), &echo, &mut out);
+        for t in [13, 23, 33] {
+            b.on_tick(ms(t), &mut out);
+        }
+        assert!(b.active_since().is_none(), "answered heartbeats keep it watching");
+        // The coordinator dies again: the backup takes over above it.
+        for t in [43, 53, 63, 73] {
+            b.on_tick(ms(t), &mut out);
+        }
+        assert!(b.active_since().is_some());
+        assert_eq!((b.round(), b.takeovers), (crate::round(2, crate::ISSUER_BACKUP), 2));
+    }
+
+    /// A restarted coordinator does not know where the log is: it hands out
+    /// no instance until a learner's TRIM (or a vote) tells it, then starts
+    /// past the checkpoint, in its own issuer's round.
+    #[test]
+    fn a_restarted_coordinator_waits_for_the_log_position() {
+        let cfg = BackupConfig { mode: Mode::Restarted { first_epoch: 4 }, failback: true, ..BackupConfig::new(2) };
+        let mut c = BackupCoordinator::new(cfg);
+        let mut out = Outbox::new();
+        c.on_tick(ms(0), &mut out);
+        let mut req = PaxosMsg::new(MsgType::Request);
+        req.value = Value::new(b"v").unwrap();
+        out.sends.clear();
+        c.on_packet(ms(1), &req.encode(), &mut out);
+        assert!(out.sends.is_empty(), "no phase 1 before the log position is known");
+        let mut trim = PaxosMsg::new(MsgType::Trim);
+        trim.inst = 50;
+        c.on_packet(ms(2), &trim.encode(), &mut out);
+        let a = PaxosMsg::decode(&out.sends[0].1).unwrap();
+        assert_eq!((a.msgtype, a.inst, a.rnd), (MsgType::Phase1A, 50, crate::round(4, crate::ISSUER_COORDINATOR)));
+        // A retry of phase 1 raises the highest epoch used (what the
+        // runtime stores before the 1A leaves).
+        assert_eq!(c.epoch_high(), 4);
+        c.on_tick(ms(100), &mut out);
+        assert_eq!(c.epoch_high(), 5);
+    }
+
+    /// Epochs are 8 bits: with the backup's round at epoch 255 heard, a
+    /// restarted coordinator has no round above it and takes nothing.
+    #[test]
+    fn no_takeover_without_an_epoch_left() {
+        let cfg = BackupConfig { mode: Mode::Restarted { first_epoch: 9 }, failback: true, ..BackupConfig::new(2) };
+        let mut c = BackupCoordinator::new(cfg);
+        let mut out = Outbox::new();
+        c.on_packet(ms(0), &takeover(crate::round(255, crate::ISSUER_BACKUP)), &mut out);
+        c.on_tick(ms(1), &mut out);
+        assert_eq!((c.takeovers, c.epochs_exhausted), (0, 1));
+        assert!(out.sends.is_empty());
     }
 }

@@ -20,6 +20,13 @@
 //!   replica's front end, which learn of the takeover through it);
 //! * proposers send REQUESTs to [`PORT_COORDINATOR`], or to [`PORT_BACKUP`]
 //!   once it took over.
+//! * failback deployments only ([`PaxosShape::failback`], opt-in): the
+//!   coordinator is also a member of the acceptors' vote group (a restarted
+//!   coordinator counts votes like the backup), and reaches the proposers
+//!   and learners ([`GROUP_PROPOSERS`], [`GROUP_LEARNERS`]) and the backup
+//!   ([`PORT_BACKUP`]) with its TAKEOVER. Not in every deployment: the
+//!   votes would triple what a data-plane coordinator receives (CAANS's
+//!   cost model, Figures 2 and 7, counts 1 packet per instance).
 //!
 //! All of them meet in one switch (the CAANS testbed, Figure 6): the
 //! deployment's fabric.
@@ -94,6 +101,10 @@ pub struct PaxosParams {
     /// Most client values a proposer packs into one instance's value (1:
     /// no packing; see [`crate::envelope`]).
     pub pack: usize,
+    /// Failback (with [`PaxosShape::failback`]): the backup also tells the
+    /// coordinator its round, so a restarted coordinator takes the role back
+    /// above it.
+    pub failback: bool,
 }
 
 impl Default for PaxosParams {
@@ -107,6 +118,7 @@ impl Default for PaxosParams {
             // 3 missed heartbeats: 75 ms, tolerant of a loaded 2-core machine.
             heartbeat: Duration::from_millis(25),
             pack: 1,
+            failback: false,
         }
     }
 }
@@ -121,11 +133,15 @@ pub struct PaxosShape {
     /// Votes also go to the origin of each 2A (proposers outside the
     /// deployment learn their values; see the module doc).
     pub origin_votes: bool,
+    /// Failback: votes also go to the coordinator, which reaches the
+    /// proposers, learners and the backup with TAKEOVER (see the module
+    /// doc). Off by default: only deployments whose coordinator restarts.
+    pub failback: bool,
 }
 
 impl Default for PaxosShape {
     fn default() -> Self {
-        PaxosShape { acceptors: 3, learners: 2, proposers: 1, origin_votes: false }
+        PaxosShape { acceptors: 3, learners: 2, proposers: 1, origin_votes: false, failback: false }
     }
 }
 
@@ -145,7 +161,7 @@ pub fn deployment(shape: PaxosShape, fabric: Duration) -> PaxosDeployment {
     for i in 0..shape.proposers {
         add(&mut d, format!("proposer{i}"), PaxosRole::Proposer { index: i as u16 });
     }
-    wire(&mut d, shape.origin_votes);
+    wire_with(&mut d, shape.origin_votes, shape.failback);
     debug_assert_eq!(d.nodes.len(), 2 + shape.acceptors + shape.learners + shape.proposers);
     d
 }
@@ -158,8 +174,14 @@ pub fn add(d: &mut PaxosDeployment, name: impl Into<String>, role: PaxosRole) ->
 }
 
 /// Writes every node's ports and groups from the roles present (see the
-/// module doc). Replaces whatever the tables held.
+/// module doc), without failback. Replaces whatever the tables held.
 pub fn wire(d: &mut PaxosDeployment, origin_votes: bool) {
+    wire_with(d, origin_votes, false)
+}
+
+/// [`wire`], with the coordinator in the vote group and reaching the
+/// proposers, learners and backup if `failback`.
+pub fn wire_with(d: &mut PaxosDeployment, origin_votes: bool, failback: bool) {
     let of = |d: &PaxosDeployment, f: fn(&PaxosRole) -> bool| d.with_role(f);
     let coordinator = of(d, |r| *r == PaxosRole::Coordinator).first().copied();
     let backup = of(d, |r| *r == PaxosRole::Backup).first().copied();
@@ -170,6 +192,9 @@ pub fn wire(d: &mut PaxosDeployment, origin_votes: bool) {
     let mut voters = nodes(&learners);
     voters.extend(nodes(&proposers));
     voters.extend(backup.map(Member::Node));
+    if failback {
+        voters.extend(coordinator.map(Member::Node));
+    }
     if origin_votes {
         voters.push(Member::Origin);
     }
@@ -179,7 +204,14 @@ pub fn wire(d: &mut PaxosDeployment, origin_votes: bool) {
     }
     for i in 0..d.nodes.len() {
         match d.nodes[i].role {
-            PaxosRole::Coordinator => d.set_group(i, GROUP_ACCEPTORS, nodes(&acceptors)),
+            PaxosRole::Coordinator => {
+                d.set_group(i, GROUP_ACCEPTORS, nodes(&acceptors));
+                if failback {
+                    d.set_group(i, GROUP_PROPOSERS, nodes(&proposers));
+                    d.set_group(i, GROUP_LEARNERS, nodes(&learners));
+                    backup.inspect(|&b| d.set_port(i, PORT_BACKUP, b));
+                }
+            }
             PaxosRole::Acceptor { .. } => d.set_group(i, GROUP_LEARNERS, voters.clone()),
             PaxosRole::Learner { .. } => {
                 d.set_group(i, GROUP_ACCEPTORS, nodes(&acceptors));
@@ -264,6 +296,7 @@ impl Roles {
     }
     pub fn backup(&self) -> BackupConfig {
         let b = BackupConfig {
+            failback: self.params.failback,
             heartbeat_interval: self.params.heartbeat,
             timeout: self.params.gap_timeout,
             ..BackupConfig::new(self.quorum())
@@ -276,6 +309,15 @@ impl Roles {
         let b = BackupConfig { window: b.window.min(self.params.slots.max(1)), ..b };
         debug_assert_eq!(b.quorum, self.quorum());
         b
+    }
+    /// A restarted coordinator (failback): the backup's state machine under
+    /// the coordinator's issuer, from `first_epoch` (above every epoch its
+    /// earlier incarnations used).
+    pub fn restarted_coordinator(&self, first_epoch: u8) -> BackupConfig {
+        assert!(first_epoch >= 1, "epoch 0 is the pre-initialised round's");
+        let c = BackupConfig { mode: crate::backup::Mode::Restarted { first_epoch }, failback: true, ..self.backup() };
+        debug_assert_eq!(c.issuer(), crate::ISSUER_COORDINATOR);
+        c
     }
     pub fn learner(&self, id: u16) -> LearnerConfig {
         let p = &self.params;
@@ -374,6 +416,23 @@ mod tests {
         let with_origin =
             deployment(PaxosShape { proposers: 0, origin_votes: true, ..PaxosShape::default() }, Duration::ZERO);
         assert_eq!(with_origin.nodes[1].groups[&GROUP_LEARNERS].last(), Some(&Member::Origin));
+        // The coordinator gets no votes unless the deployment has failback.
+        assert!(!votes.contains(&Member::Node(0)));
+        assert_eq!(d.nodes[0].groups.len(), 1);
+    }
+
+    /// Failback (opt-in): votes reach the coordinator too, and it reaches
+    /// the proposers, learners and the backup with TAKEOVER.
+    #[test]
+    fn failback_adds_the_coordinator_to_the_votes() {
+        let d = deployment(PaxosShape { failback: true, ..PaxosShape::default() }, Duration::ZERO);
+        validate(&d).unwrap();
+        let votes = &d.nodes[1].groups[&GROUP_LEARNERS];
+        assert_eq!(votes.last(), Some(&Member::Node(0)));
+        assert_eq!(votes.len(), 5);
+        assert_eq!(d.nodes[0].groups[&GROUP_PROPOSERS], vec![Member::Node(7)]);
+        assert_eq!(d.nodes[0].groups[&GROUP_LEARNERS], vec![Member::Node(5), Member::Node(6)]);
+        assert_eq!(d.nodes[0].ports[&PORT_BACKUP], 4);
     }
 
     #[test]

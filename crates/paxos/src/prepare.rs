@@ -63,6 +63,11 @@ impl Prepare {
         crate::round(self.epoch, self.issuer)
     }
 
+    /// The epoch of the round it runs now.
+    pub fn epoch(&self) -> u8 {
+        self.epoch
+    }
+
     pub fn deadline(&self) -> Time {
         debug_assert!(self.attempts >= 1, "a deadline is set by the first 1A");
         self.deadline

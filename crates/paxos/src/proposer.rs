@@ -12,9 +12,12 @@
 //! packed value is resubmitted whole, and all its client values complete
 //! together when it is chosen; each is reported in [`Committed`].
 //!
-//! Failover: when the backup coordinator announces itself (TAKEOVER), the
-//! proposer sends to the backup's port from then on and resubmits what is
-//! outstanding at once.
+//! Failover and failback: when a coordinator announces a round (TAKEOVER)
+//! above the highest it followed, the proposer sends to that coordinator's
+//! port from then on (the backup's for the backup's issuer, the
+//! coordinator's for the coordinator's: a restarted coordinator taking the
+//! role back) and resubmits what is outstanding at once. A late TAKEOVER of
+//! a lower round changes nothing.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -76,6 +79,9 @@ pub struct Proposer {
     /// The pack being filled, and when its values were submitted.
     open: Option<(PackBuilder, Vec<Time>)>,
     votes: Votes,
+    /// The highest round a coordinator announced (the pre-initialised
+    /// round 1 of the coordinator until one does).
+    leader: u16,
     to_backup: bool,
     committed: VecDeque<Committed>,
     pub resubmissions: u64,
@@ -91,6 +97,7 @@ impl Proposer {
             outstanding_values: 0,
             open: None,
             votes: Votes::new(config.quorum),
+            leader: crate::ROUND_INIT,
             to_backup: false,
             committed: VecDeque::new(),
             resubmissions: 0,
@@ -198,6 +205,11 @@ impl Proposer {
         self.outstanding_values
     }
 
+    /// The highest round a coordinator announced (the one it follows).
+    pub fn leader_round(&self) -> u16 {
+        self.leader
+    }
+
     /// Whether requests go to the backup coordinator.
     pub fn uses_backup(&self) -> bool {
         debug_assert!(self.holds());
@@ -242,8 +254,9 @@ impl Proposer {
                     debug_assert!(self.holds());
                 }
             }
-            MsgType::Takeover if !self.to_backup => {
-                self.to_backup = true;
+            MsgType::Takeover if m.rnd > self.leader => {
+                self.leader = m.rnd;
+                self.to_backup = (m.rnd & 0xff) as u8 != crate::ISSUER_COORDINATOR;
                 for p in self.outstanding.values_mut() {
                     p.deadline = now + self.config.timeout;
                     p.attempts += 1;
@@ -343,10 +356,28 @@ mod tests {
         let mut p = proposer();
         let mut out = Outbox::new();
         p.submit(Time::ZERO, b"x", &mut out);
-        p.on_packet(Time(1), &PaxosMsg::new(MsgType::Takeover).encode(), &mut out);
+        let takeover = |rnd| {
+            let mut t = PaxosMsg::new(MsgType::Takeover);
+            t.rnd = rnd;
+            t.encode()
+        };
+        p.on_packet(Time(1), &takeover(crate::round(1, crate::ISSUER_BACKUP)), &mut out);
         assert!(p.uses_backup());
         assert_eq!(out.sends[1].0, Dest::Port(crate::PORT_BACKUP));
         assert!(p.submit(Time(2), &[0; 25], &mut out).is_none(), "payload too wide");
+        // Failback: a restarted coordinator announces a higher round; the
+        // proposer goes back to the coordinator's port and resubmits.
+        p.on_packet(Time(3), &takeover(crate::round(2, crate::ISSUER_COORDINATOR)), &mut out);
+        assert!(!p.uses_backup());
+        assert_eq!(out.sends.last().unwrap().0, Dest::Port(crate::PORT_COORDINATOR));
+        let sent = out.sends.len();
+        // The backup's late announcement of its lower round changes nothing.
+        p.on_packet(Time(4), &takeover(crate::round(1, crate::ISSUER_BACKUP)), &mut out);
+        p.on_packet(Time(4), &takeover(crate::round(2, crate::ISSUER_COORDINATOR)), &mut out);
+        assert_eq!((out.sends.len(), p.uses_backup()), (sent, false));
+        // The backup taking over again needs a round above the coordinator's.
+        p.on_packet(Time(5), &takeover(crate::round(2, crate::ISSUER_BACKUP)), &mut out);
+        assert_eq!((out.sends.last().unwrap().0, p.leader_round()), (Dest::Port(crate::PORT_BACKUP), 0x202));
     }
 
     /// Packing: values go out `pack` at a time in one value (a partial pack

@@ -129,6 +129,11 @@ pub fn allowed(kind: Kind, t: MsgType) -> u8 {
         (Kind::Coordinator, M::Request) => ANY,
         (Kind::Coordinator, M::Heartbeat) => BACKUP,
         (Kind::Coordinator, M::Trim) => LEARNER,
+        // A restarted coordinator (failback) runs phase 1 and counts votes
+        // (it is in the acceptors' vote group only in failback
+        // deployments), and hears the backup's round.
+        (Kind::Coordinator, M::Phase1B | M::Phase2B | M::Decided) => ACCEPTOR,
+        (Kind::Coordinator, M::Takeover) => BACKUP,
         (Kind::Acceptor, M::Phase1A | M::Phase2A) => COORDINATOR | BACKUP | LEARNER,
         (Kind::Acceptor, M::Trim) => LEARNER,
         (Kind::Backup, M::Request) => ANY,
@@ -136,15 +141,17 @@ pub fn allowed(kind: Kind, t: MsgType) -> u8 {
         (Kind::Backup, M::Phase1B | M::Phase2B) => ACCEPTOR,
         (Kind::Backup, M::Decided) => ACCEPTOR,
         (Kind::Backup, M::Trim) => LEARNER,
+        // A restarted coordinator taking the role back (failback).
+        (Kind::Backup, M::Takeover) => COORDINATOR,
         (Kind::Learner, M::Phase1B | M::Phase2B) => ACCEPTOR,
         (Kind::Learner, M::Decided) => ACCEPTOR | LEARNER,
         (Kind::Learner, M::Catchup) => LEARNER,
         (Kind::Learner, M::Window) => COORDINATOR | BACKUP,
         // For the proposers in a learner's process that the deployment
         // does not name (a key-value replica's front end).
-        (Kind::Learner, M::Takeover) => BACKUP,
+        (Kind::Learner, M::Takeover) => BACKUP | COORDINATOR,
         (Kind::Proposer, M::Phase2B | M::Decided) => ACCEPTOR,
-        (Kind::Proposer, M::Takeover) => BACKUP,
+        (Kind::Proposer, M::Takeover) => BACKUP | COORDINATOR,
         _ => 0,
     }
 }
@@ -328,6 +335,18 @@ mod tests {
         assert_eq!(learner.check(&outsider, &decided), Err(Reject::Untrusted(MsgType::Decided)));
         assert_eq!(learner.check(&outsider, &msg(MsgType::Window, 0)), Err(Reject::Untrusted(MsgType::Window)));
         assert_eq!(proposer.check(&find("backup"), &msg(MsgType::Takeover, 0)), Ok(()));
+        // Failback: a restarted coordinator announces its round too.
+        assert_eq!(proposer.check(&find("coordinator"), &msg(MsgType::Takeover, 0)), Ok(()));
+        assert_eq!(at("backup").check(&find("coordinator"), &msg(MsgType::Takeover, 0)), Ok(()));
+        assert_eq!(
+            at("backup").check(&find("acceptor0"), &msg(MsgType::Takeover, 0)),
+            Err(Reject::Untrusted(MsgType::Takeover))
+        );
+        assert_eq!(at("coordinator").check(&find("acceptor1"), &msg(MsgType::Phase2B, 0)), Ok(()));
+        assert_eq!(
+            at("coordinator").check(&find("learner0"), &msg(MsgType::Phase2B, 0)),
+            Err(Reject::Untrusted(MsgType::Phase2B))
+        );
         assert_eq!(
             proposer.check(&find("learner0"), &msg(MsgType::Takeover, 0)).unwrap_err().name(),
             "untrusted_takeover"

@@ -68,6 +68,7 @@ fn deploy(cmd: &Command) -> Result<(Scenario, String), String> {
         learners: cmd.parse_or("learners", 1)?,
         proposers: cmd.parse_or("proposers", 1)?,
         origin_votes: false,
+        failback: false,
     };
     let d = deploy::deployment(shape, Duration::from_secs_f64(cmd.parse_or("fabric", 1.0)? / 1e3));
     deploy::validate(&d).map_err(|e| e.0)?;

@@ -237,6 +237,7 @@ impl PaxosUp {
             learners: self.learners,
             proposers: self.proposers,
             origin_votes: false,
+            failback: false,
         };
         paxos_deploy::deployment(shape, Duration::ZERO)
     }

@@ -111,7 +111,10 @@ pub fn run_check(a: CheckPaxosArgs) -> anyhow::Result<i32> {
             println!("{}", serde_json::to_string(&run.config).unwrap_or_default());
             println!("network: {:?}", run.net);
             if let Ok(s) = &run.result {
-                println!("ok: {s:?}, backup took over: {}", run.took_over);
+                println!(
+                    "ok: {s:?}, backup took over: {}, coordinator restarts: {}, handbacks: {}",
+                    run.took_over, run.coordinator_restarts, run.handbacks
+                );
             }
         }
     })?;
@@ -121,7 +124,8 @@ pub fn run_check(a: CheckPaxosArgs) -> anyhow::Result<i32> {
     println!(
         "checked {} runs ({} seeds x {} deployments, {} s of submitting each with loss/dup/reorder/jitter, then healed) \
          in {:.1} s: {} instances, {} values, {} no-ops, {} duplicates filtered; \
-         backup took over in {} runs, acceptor crashed in {}, values packed in {}; {} violations",
+         backup took over in {} runs, acceptor crashed in {}, values packed in {}; coordinator restarted {} times \
+         in {} runs (failback), the backup handed the role back {} times; {} violations",
         r.runs,
         r.seeds,
         r.deployments,
@@ -134,6 +138,9 @@ pub fn run_check(a: CheckPaxosArgs) -> anyhow::Result<i32> {
         r.takeovers,
         r.crashes,
         r.packed,
+        r.coordinator_restarts,
+        r.failback_runs,
+        r.handbacks,
         r.violations.len()
     );
     Ok(if r.violations.is_empty() { 0 } else { 1 })
@@ -488,6 +495,10 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
             pack: a.pack,
             auth,
             elsewhere: a.elsewhere,
+            // Failback (the coordinator in the vote group, a restarted
+            // coordinator taking the role back) where it can run: processes
+            // with a directory for the coordinator's epochs.
+            failback: a.data_plane == DataPlaneAt::Process && a.dir.is_some(),
             acceptor_store: a.dir.map(|dir| innet_live::paxos::acceptor_store::AcceptorStore { dir, fsync: a.fsync }),
             ..innet_live::paxos::LiveConfig::default()
         },

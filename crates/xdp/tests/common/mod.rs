@@ -255,7 +255,7 @@ pub fn paxos_sources(
     use innet_xdp::frame::Endpoint;
     use innet_xdp::paxos::SenderKey;
     use std::net::Ipv4Addr;
-    let shape = PaxosShape { acceptors: 3, learners: 2, proposers: 1, origin_votes: false };
+    let shape = PaxosShape { acceptors: 3, learners: 2, proposers: 1, origin_votes: false, failback: false };
     let d = deployment(shape, std::time::Duration::ZERO);
     let ports = innet_xdp::paxos_testbed::host_addrs(&d);
     let hosts = Ipv4Addr::new(10, 98, 0, 2);
