@@ -90,7 +90,7 @@ pub fn bind<R>(d: &Deployment<R>, places: &[Place]) -> io::Result<Bound> {
     for (n, place) in d.nodes.iter().zip(places) {
         match *place {
             Place::Here { listen, advertise } => {
-                let s = crate::txn::bind(listen)
+                let s = crate::ports::bind(listen)
                     .map_err(|e| io::Error::new(e.kind(), format!("node '{}': {e}", n.name)))?;
                 addrs.push(advertise.unwrap_or(reachable(s.local_addr()?)));
                 sockets.push(Some(s));

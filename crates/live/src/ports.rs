@@ -1,5 +1,6 @@
-//! Free loopback port blocks for deployments that must know their ports
-//! before they start (tests, the crash campaigns, examples).
+//! Binding a node's socket ([`bind`]), and free loopback port blocks for
+//! deployments that must know their ports before they start (tests, the
+//! crash campaigns, examples).
 //!
 //! A block is chosen below the kernel's ephemeral range
 //! (`/proc/sys/net/ipv4/ip_local_port_range`): a port inside that range may
@@ -13,7 +14,7 @@
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::io;
-use std::net::{TcpListener, UdpSocket};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
 
 /// The lowest port of the range blocks are drawn from.
 pub const BLOCK_LOW: u16 = 20_000;
@@ -21,6 +22,11 @@ pub const BLOCK_LOW: u16 = 20_000;
 pub const BLOCK_ATTEMPTS: usize = 200;
 /// Linux's default lowest ephemeral port, used when /proc cannot be read.
 const EPHEMERAL_LOW_DEFAULT: u16 = 32_768;
+
+/// Binds a UDP socket, saying which address failed.
+pub fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
+    UdpSocket::bind(addr).map_err(|e| io::Error::new(e.kind(), format!("cannot bind UDP {addr}: {e}")))
+}
 
 /// The lowest port the kernel hands out as an ephemeral (local) port.
 pub fn ephemeral_low() -> u16 {

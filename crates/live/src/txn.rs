@@ -41,10 +41,7 @@ use crate::host::{run_host, run_hosts, spawn_host_counted, Admission, HostOption
 use crate::switch::{spawn_switch, SwitchNode, SwitchOptions};
 use crate::Stop;
 
-/// Binds a UDP socket, saying which address failed.
-pub fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
-    UdpSocket::bind(addr).map_err(|e| io::Error::new(e.kind(), format!("cannot bind UDP {addr}: {e}")))
-}
+pub use crate::ports::bind;
 
 /// What a stopped store reports.
 #[derive(Clone, Debug)]

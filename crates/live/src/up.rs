@@ -362,7 +362,7 @@ pub fn follow_remote_view(topo: &Topology, addrs: &[SocketAddr], stop: &Stop) ->
         .context("a chain needs a node with role \"control\"")?;
     let nodes = innet_chain::deploy::chain_nodes(&c.deployment).len();
     let view: ChainView = Arc::new(Mutex::new((0, (0..nodes).collect())));
-    let socket = crate::txn::bind(crate::txn::bind_addr_for(control))?;
+    let socket = crate::ports::bind(crate::txn::bind_addr_for(control))?;
     let (v, st) = (view.clone(), stop.clone());
     std::thread::Builder::new()
         .name("innet-chain-view".into())

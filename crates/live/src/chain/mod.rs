@@ -41,8 +41,8 @@ use innet_wire::netchain::key_from_u32;
 use crate::auth::PeerAuth;
 use crate::clock;
 use crate::deploy::Place;
+use crate::ports::bind;
 use crate::switch::{spawn_switch_with_tables, SwitchNode, SwitchOptions, SwitchTables};
-use crate::txn::bind;
 use crate::Stop;
 
 #[derive(Clone, Debug)]
