@@ -47,7 +47,8 @@ pub fn free_block(n: u16, also: &[u16]) -> io::Result<u16> {
     let span = if low > BLOCK_LOW.saturating_add(top).saturating_add(1_000) {
         low - BLOCK_LOW - top
     } else {
-        // A system whose ephemeral range starts low: draw from above it.
+        // An ephemeral range that starts at or near BLOCK_LOW leaves no
+        // room below it: any block above BLOCK_LOW that probes free.
         u16::MAX - BLOCK_LOW - top
     };
     let mut seed = RandomState::new().build_hasher();
