@@ -11,42 +11,15 @@
 
 #![cfg(feature = "leveldb")]
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-struct Proc {
-    child: Child,
-    lines: Receiver<String>,
-}
+mod common;
 
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn spawn(args: &[&str]) -> Proc {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_innet"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("innet runs");
-    let out = BufReader::new(child.stdout.take().unwrap());
-    let (tx, lines) = channel();
-    std::thread::spawn(move || {
-        for line in out.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    Proc { child, lines }
-}
+use common::{spawn, Proc};
 
 fn innet(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_innet")).args(args).output().expect("innet runs")

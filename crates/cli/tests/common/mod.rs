@@ -97,3 +97,37 @@ pub fn spawn_innet(role: &str, args: &[&str]) -> Innet {
         .unwrap();
     Innet { child, addr }
 }
+
+/// A running `innet` process whose stdout lines arrive on `lines` (read
+/// by a thread of their own), killed when dropped (also when an assertion
+/// fails); `child` is there to kill it on purpose (SIGKILL).
+pub struct Proc {
+    pub child: std::process::Child,
+    pub lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `innet ARGS` with its stdout lines on [`Proc::lines`] (stderr dropped).
+pub fn spawn(args: &[&str]) -> Proc {
+    use std::io::BufRead;
+    let mut child = Command::new(INNET)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("innet runs");
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in out.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    Proc { child, lines }
+}
