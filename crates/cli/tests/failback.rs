@@ -172,3 +172,103 @@ fn the_coordinator_takes_the_role_back_after_each_restart() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `next` of [`agreed`]'s answer (every instance below it applied).
+fn next_in(state: &str) -> u64 {
+    state.split_whitespace().nth(1).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{state}"))
+}
+
+/// Issue 24 item 3, "a restarted `innet up paxos` reuses its replicas'
+/// directories": the whole deployment (`innet up paxos --data-plane process
+/// --dir D`: coordinator, persistent acceptors, backup) and the three
+/// `innet kv-replica` processes are killed with SIGKILL and started again
+/// on the same directories. The deployment's start count and epochs live
+/// in `D/coordinator` (the deployment epoch): the second start runs the
+/// coordinator restarted, which learns from the replicas' TRIMs where the
+/// log is and numbers instances past it, with phase 1 in a round above
+/// every earlier one. So the keys written before are read back, writes go
+/// on, the replicas' `next` keeps rising (a deployment numbering from 0
+/// again would have its first instances dropped as already applied, and
+/// the writes below would time out) and the replicas end identical.
+#[test]
+fn a_whole_deployment_started_again_reuses_its_directories() {
+    let dir = std::env::temp_dir().join(format!("innet-redeploy-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = innet_live::ports::free_block(30, &[]).unwrap();
+    let (b, d) = (base.to_string(), dir.join("deployment").to_str().unwrap().to_string());
+    let deployment: Vec<String> = [
+        "up",
+        "paxos",
+        "--base-port",
+        &b,
+        "--learners",
+        "3",
+        "--external-learners",
+        "--proposers",
+        "0",
+        "--data-plane",
+        "process",
+        "--dir",
+        &d,
+        "--duration-s",
+        "120",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    let ports: Vec<SocketAddr> = (0..3).map(|i| SocketAddr::from(([127, 0, 0, 1], base + 20 + i))).collect();
+    let start = || {
+        let up = spawn(&args(&deployment));
+        let replicas: Vec<Proc> = (0..3)
+            .map(|i| {
+                let r = dir.join(format!("r{i}"));
+                let client = (base + 20 + i as u16).to_string();
+                let a = ["kv-replica", "--id", &i.to_string(), "--data-dir", r.to_str().unwrap(), "--base-port", &b];
+                spawn(&[&a[..], &["--learners", "3", "--client-port", &client, "--status-ms", "50"]].concat())
+            })
+            .collect();
+        let t = Instant::now();
+        let c = loop {
+            // The replicas bind their client ports as they start; the first
+            // write after a restart waits for the coordinator's phase 1.
+            if let Ok(mut c) = innet_paxos_kv::KvNetClient::connect(&ports) {
+                if c.put(b"alive", b"yes").is_ok() {
+                    break c;
+                }
+            }
+            assert!(t.elapsed() < Duration::from_secs(60), "the deployment does not take writes");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        (up, replicas, c)
+    };
+    let key = |k: u32| format!("k{k}").into_bytes();
+    let value = |k: u32| format!("v{k}").into_bytes();
+
+    let (mut up, mut replicas, mut c) = start();
+    for k in 0..50 {
+        c.put(&key(k), &value(k)).unwrap();
+    }
+    let next_before = next_in(&agreed(&replicas));
+    for p in replicas.iter_mut().chain(std::iter::once(&mut up)) {
+        p.child.kill().unwrap(); // SIGKILL
+        p.child.wait().unwrap();
+    }
+
+    let (_up, replicas, mut c) = start();
+    for k in 0..50 {
+        assert_eq!(c.get(&key(k)).unwrap(), Some(value(k)), "key {k} written before the restart");
+    }
+    for k in 50..100 {
+        c.put(&key(k), &value(k)).unwrap();
+    }
+    for k in 0..100 {
+        assert_eq!(c.get(&key(k)).unwrap(), Some(value(k)), "key {k}");
+    }
+    let state = agreed(&replicas);
+    let next_after = next_in(&state);
+    assert!(next_after > next_before + 50, "instances numbered on past the log: next {next_before} -> {next_after}");
+    assert!(state.ends_with("keys 101"), "100 keys and `alive`: {state}");
+    println!("REDEPLOY next {next_before} -> {next_after}, replicas {state}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -268,6 +268,32 @@ impl<P> ProgramNode<P> {
     }
 }
 
+/// Failback: a coordinator that keeps its epochs (`--dir`) reads them
+/// before it binds. `None`: no failback, or its first start (the ordinary
+/// data-plane coordinator, round 1); else a restart: the epoch file and
+/// the first epoch of the restarted coordinator, which takes the role with
+/// phase 1 past the log's position (so a whole deployment started again
+/// on its directories, replicas included, goes on numbering instances
+/// where the log is, never from 0 again).
+fn coordinator_restart(config: &LiveConfig) -> io::Result<Option<(coordinator_epoch::EpochFile, u8)>> {
+    if !config.failback {
+        return Ok(None);
+    }
+    let Some(store) = &config.acceptor_store else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "failback needs --dir (the coordinator's epochs)"));
+    };
+    let file = coordinator_epoch::EpochFile::start(&store.dir)?;
+    match (file.is_restart(), file.first_epoch()) {
+        (false, _) => Ok(None),
+        (true, Some(first_epoch)) => Ok(Some((file, first_epoch))),
+        (true, None) => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "the coordinator's rounds are used up (epoch 255 stored): it cannot take the role back; \
+             leave it down (the backup coordinates) or start a new deployment",
+        )),
+    }
+}
+
 /// Runs the deployment's coordinator or acceptor `role` alone, at the
 /// address `config.base_port` gives it, for a deployment whose other nodes
 /// run in another process (there listed in [`LiveConfig::elsewhere`]).
@@ -287,26 +313,7 @@ pub fn spawn_alone(config: &LiveConfig, role: PaxosRole, stop: &Stop) -> io::Res
     // Failback: a coordinator with a directory reads its epochs before it
     // binds; every start after the first is a restarted coordinator.
     let mut restarted = match role {
-        PaxosRole::Coordinator if config.failback => {
-            let Some(store) = &config.acceptor_store else {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "failback needs --dir (the coordinator's epochs)",
-                ));
-            };
-            let file = coordinator_epoch::EpochFile::start(&store.dir)?;
-            match (file.is_restart(), file.first_epoch()) {
-                (false, _) => None,
-                (true, Some(first_epoch)) => Some((file, first_epoch)),
-                (true, None) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        "the coordinator's rounds are used up (epoch 255 stored): it cannot take the role back; \
-                         leave it down (the backup coordinates) or start a new deployment",
-                    ))
-                }
-            }
-        }
+        PaxosRole::Coordinator => coordinator_restart(config)?,
         _ => None,
     };
     let places: Vec<Place> =
@@ -516,12 +523,25 @@ impl Plan {
             ));
         }
         let (config, roles) = (&self.config, self.config.roles());
+        // Failback: the coordinator run here, started again on its
+        // directory, takes the role back where the log is.
+        let mut restarted = match config.elsewhere.contains(&PaxosRole::Coordinator) {
+            true => None,
+            false => coordinator_restart(config)?,
+        };
         let mut started = bound
             .start(&self.deployment, config.data_plane, stop, |slot| {
                 let (d, at, addrs, n) = (slot.deployment, slot.at, slot.addrs, slot.ix);
                 let auth = config.auth.clone();
-                Ok::<_, io::Error>(match d.nodes[n].role {
-                    PaxosRole::Coordinator => CoreNode::Coordinator(spawn_program(
+                Ok::<_, io::Error>(match (d.nodes[n].role, restarted.take()) {
+                    (PaxosRole::Coordinator, Some((file, first_epoch))) => {
+                        let machine = BackupCoordinator::new(roles.restarted_coordinator(first_epoch));
+                        let o = HostOptions { auth, ..options(d, addrs, n) };
+                        let name = d.nodes[n].name.clone();
+                        let h = spawn_restarted(&name, slot.socket, o, machine, file, slot.stop, |_| ())?;
+                        CoreNode::Coordinator(ProgramNode::Process(h))
+                    }
+                    (PaxosRole::Coordinator, None) => CoreNode::Coordinator(spawn_program(
                         d,
                         at,
                         addrs,
@@ -531,7 +551,7 @@ impl Plan {
                         auth,
                         slot.stop,
                     )?),
-                    PaxosRole::Acceptor { id } => CoreNode::Acceptor(spawn_program(
+                    (PaxosRole::Acceptor { id }, _) => CoreNode::Acceptor(spawn_program(
                         d,
                         at,
                         addrs,
@@ -541,12 +561,12 @@ impl Plan {
                         auth,
                         slot.stop,
                     )?),
-                    PaxosRole::Backup => {
+                    (PaxosRole::Backup, _) => {
                         let o = HostOptions { auth, ..options(d, addrs, n) };
                         let name = d.nodes[n].name.clone();
                         CoreNode::Backup(spawn_backup(&name, slot.socket, o, roles.backup(), slot.stop)?)
                     }
-                    r => unreachable!("the plan hands out the {}'s socket", r.name()),
+                    (r, _) => unreachable!("the plan hands out the {}'s socket", r.name()),
                 })
             })?
             .into_iter()
@@ -628,8 +648,8 @@ pub fn spawn_backup(
             ("requests_before_takeover", b.requests_before_takeover),
             ("requests_dropped_full", b.requests_dropped_full),
             ("took_over", u64::from(b.active_since().is_some())),
-            ("requests_before_takeover", b.requests_before_takeover),
-            ("requests_dropped_full", b.requests_dropped_full),
+            ("slots_below_checkpoints", b.slots_below_checkpoints),
+            ("epochs_exhausted", b.epochs_exhausted),
             ("takeovers", b.takeovers),
             ("step_downs", b.step_downs),
             ("round", u64::from(b.round())),
@@ -649,6 +669,20 @@ pub fn spawn_restarted_coordinator(
     file: coordinator_epoch::EpochFile,
     stop: &Stop,
 ) -> io::Result<NodeHandle<coordinator_epoch::Epochs>> {
+    spawn_restarted(name, socket, opts, machine, file, stop, |c| c.epochs())
+}
+
+/// [`spawn_restarted_coordinator`], handing back `result` of the machine
+/// when it stops.
+fn spawn_restarted<R: Send + 'static>(
+    name: &str,
+    socket: UdpSocket,
+    opts: HostOptions,
+    machine: BackupCoordinator,
+    file: coordinator_epoch::EpochFile,
+    stop: &Stop,
+    result: fn(&coordinator_epoch::RestartedCoordinator) -> R,
+) -> io::Result<NodeHandle<R>> {
     use coordinator_epoch::RestartedCoordinator;
     let own = |c: &RestartedCoordinator| {
         let m = &c.machine;
@@ -659,12 +693,13 @@ pub fn spawn_restarted_coordinator(
             ("takeovers", m.takeovers),
             ("instances_started", m.instances_started),
             ("values_repeated", m.values_repeated),
+            ("slots_below_checkpoints", m.slots_below_checkpoints),
             ("epochs_exhausted", m.epochs_exhausted),
             ("epoch_store_errors", c.epoch_store_errors),
         ]
     };
     let make = move || RestartedCoordinator::new(machine, file);
-    spawn_host_counted(name, socket, opts, stop, make, own, |c, _| c.epochs())
+    spawn_host_counted(name, socket, opts, stop, make, own, move |c, _| result(&c))
 }
 
 /// Starts a learner; it publishes its [`LearnerStats`] as it runs and

@@ -159,6 +159,9 @@ pub struct BackupCoordinator {
     /// Takeovers refused because no epoch was left above the rounds heard.
     pub epochs_exhausted: u64,
     pub values_repeated: u64,
+    /// Instances in flight given up because a learner's checkpoint passed
+    /// them (they were decided, by us or by another coordinator).
+    pub slots_below_checkpoints: u64,
     /// REQUESTs that arrived before the takeover (proposers only send here
     /// after TAKEOVER): dropped, so no one can fill the first instances
     /// of a failover with values queued in advance.
@@ -190,6 +193,7 @@ impl BackupCoordinator {
             step_downs: 0,
             epochs_exhausted: 0,
             values_repeated: 0,
+            slots_below_checkpoints: 0,
             requests_before_takeover: 0,
             requests_dropped_full: 0,
         }
@@ -407,27 +411,36 @@ impl Host for BackupCoordinator {
                     self.fill(now, out);
                 }
             }
-            // Once in charge, the backup tells learners how far it has
-            // handed out instances, as the coordinator does: a learner
-            // that missed every vote of the last instances learns of the
-            // gap and recovers them (section 3.1).
-            MsgType::Trim if matches!(self.config.mode, Mode::Restarted { .. }) && !self.knows_log => {
-                // A learner delivered every instance below its checkpoint:
-                // start past it (a restarted coordinator only; the backup
-                // saw every vote).
+            // A learner delivered every instance below its checkpoint
+            // (section 3.1's TRIM): those are decided. New instances start
+            // past it (a restarted coordinator learns there where the log
+            // is), and an instance of ours below it is given up, not
+            // retried: its phase 1 may never be answered (the acceptors
+            // trim it) and every retry would climb the epochs. Its request,
+            // if it carried one, is resubmitted by its proposer.
+            // Once in charge, it tells learners how far it has handed out
+            // instances, as the coordinator does: a learner that missed
+            // every vote of the last instances learns of the gap and
+            // recovers them.
+            MsgType::Trim => {
                 if let Some(last) = m.inst.checked_sub(1) {
                     self.max_seen = Some(self.max_seen.map_or(last, |x| x.max(last)));
                 }
+                let before = self.slots.len();
+                self.slots.retain(|&i, _| i >= m.inst);
+                self.slots_below_checkpoints += (before - self.slots.len()) as u64;
+                self.votes.forget_below(m.inst);
+                let first = matches!(self.config.mode, Mode::Restarted { .. }) && !self.knows_log;
                 self.knows_log = true;
                 if self.active_since.is_some() {
                     self.fill(now, out);
+                    if !first {
+                        let mut w = PaxosMsg::new(MsgType::Window);
+                        w.inst = self.next_inst;
+                        w.acptid = m.acptid;
+                        out.send(Dest::Reply, w.encode());
+                    }
                 }
-            }
-            MsgType::Trim if self.active_since.is_some() => {
-                let mut w = PaxosMsg::new(MsgType::Window);
-                w.inst = self.next_inst;
-                w.acptid = m.acptid;
-                out.send(Dest::Reply, w.encode());
             }
             MsgType::Phase1B => {
                 let q = self.config.quorum;
@@ -545,6 +558,49 @@ mod tests {
         let (dest, bytes) = &out.sends[0];
         let w = PaxosMsg::decode(bytes).unwrap();
         assert_eq!((*dest, w.msgtype, w.inst), (Dest::Reply, MsgType::Window, 10));
+    }
+
+    /// A learner's checkpoint passing an instance in flight means it was
+    /// decided (by us or another coordinator): its slot is given up, not
+    /// retried (the acceptors may have trimmed it, so phase 1 would never
+    /// be answered and each retry would climb the epochs), and new
+    /// instances start past the checkpoint.
+    #[test]
+    fn a_learner_checkpoint_gives_up_the_instances_below_it() {
+        let mut b = backup();
+        let mut out = Outbox::new();
+        b.take_over(ms(0), &mut out);
+        for v in [b"a", b"b"] {
+            let mut req = PaxosMsg::new(MsgType::Request);
+            req.value = Value::new(v).unwrap();
+            b.on_packet(ms(1), &req.encode(), &mut out);
+        }
+        assert_eq!(b.slots.keys().copied().collect::<Vec<_>>(), [0, 1]);
+        let mut trim = PaxosMsg::new(MsgType::Trim);
+        trim.inst = 1;
+        b.on_packet(ms(2), &trim.encode(), &mut out);
+        assert_eq!(b.slots.keys().copied().collect::<Vec<_>>(), [1], "instance 0 given up");
+        assert_eq!(b.slots_below_checkpoints, 1);
+        trim.inst = 40;
+        b.on_packet(ms(3), &trim.encode(), &mut out);
+        assert!(b.slots.is_empty());
+        out.sends.clear();
+        let mut req = PaxosMsg::new(MsgType::Request);
+        req.value = Value::new(b"c").unwrap();
+        b.on_packet(ms(4), &req.encode(), &mut out);
+        let a = PaxosMsg::decode(&out.sends[0].1).unwrap();
+        assert_eq!((a.msgtype, a.inst), (MsgType::Phase1A, 40), "past the checkpoint");
+        // Ticks long after: only instance 40 is retried.
+        out.sends.clear();
+        b.on_tick(ms(1_000), &mut out);
+        let retried: Vec<u32> = out
+            .sends
+            .iter()
+            .map(|(_, p)| PaxosMsg::decode(p).unwrap())
+            .filter(|m| m.msgtype == MsgType::Phase1A)
+            .map(|m| m.inst)
+            .collect();
+        assert_eq!(retried, [40]);
     }
 
     /// With a vote counter in front of the backup (crate::vote_counter),
@@ -763,10 +819,15 @@ mod tests {
         c.on_packet(ms(2), &trim.encode(), &mut out);
         let a = PaxosMsg::decode(&out.sends[0].1).unwrap();
         assert_eq!((a.msgtype, a.inst, a.rnd), (MsgType::Phase1A, 50, crate::round(4, crate::ISSUER_COORDINATOR)));
-        // A retry of phase 1 raises the highest epoch used (what the
-        // runtime stores before the 1A leaves).
+        // Phase 1 is retried in its round first; a retry in the next epoch
+        // raises the highest epoch used (what the runtime stores before
+        // the 1A leaves).
         assert_eq!(c.epoch_high(), 4);
-        c.on_tick(ms(100), &mut out);
+        for k in 1..crate::prepare::TRIES_FIRST_ROUND as u64 {
+            c.on_tick(ms(100 * k), &mut out);
+        }
+        assert_eq!(c.epoch_high(), 4, "the same round's retries");
+        c.on_tick(ms(100 * crate::prepare::TRIES_FIRST_ROUND as u64), &mut out);
         assert_eq!(c.epoch_high(), 5);
     }
 

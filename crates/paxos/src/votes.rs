@@ -66,6 +66,12 @@ impl Votes {
         debug_assert!(!self.pending.contains_key(&inst));
     }
 
+    /// Forgets every instance below `inst` (decided: a checkpoint passed it).
+    pub fn forget_below(&mut self, inst: u32) {
+        self.pending.retain(|&i, _| i >= inst);
+        debug_assert!(self.pending.keys().all(|&i| i >= inst));
+    }
+
     /// Forgets instances whose votes carry a value matching `pred`.
     pub fn forget_where(&mut self, pred: impl Fn(&Value) -> bool) {
         self.pending.retain(|_, vs| !vs.iter().any(|v| pred(&v.value)));
