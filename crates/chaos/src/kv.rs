@@ -37,7 +37,6 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use innet_core::rng::Rng;
@@ -209,6 +208,30 @@ fn client_load(
     (history, odd, kv.failovers)
 }
 
+/// The clients' loads ([`client_load`]) in threads of their own, client
+/// `k` trying the replicas at `client_ports` from the `k`th on.
+#[allow(clippy::type_complexity)]
+fn spawn_clients(
+    client_ports: &[SocketAddr],
+    rng: &mut Rng,
+    t0: Instant,
+    end: Instant,
+) -> anyhow::Result<Vec<std::thread::JoinHandle<(Vec<KvRecord>, Vec<String>, u64)>>> {
+    (0..CLIENTS)
+        .map(|k| {
+            let mut order = client_ports.to_vec();
+            order.rotate_left(k % REPLICAS);
+            let mut kv = KvNetClient::connect(&order)?;
+            kv.timeout = CLIENT_TIMEOUT;
+            kv.deadline = CLIENT_DEADLINE;
+            let rng = rng.fork();
+            Ok(std::thread::Builder::new()
+                .name(format!("innet-chaos-kv{k}"))
+                .spawn(move || client_load(k, kv, rng, t0, end))?)
+        })
+        .collect()
+}
+
 /// The last status line (`applied N next I digest H ...`) in a replica's
 /// log: `(next, digest)`.
 fn replica_status(log: &Path) -> Option<(u64, String)> {
@@ -284,153 +307,254 @@ fn lost_writes(history: &[KvRecord], finals: &BTreeMap<Vec<u8>, Option<Vec<u8>>>
 /// The campaign ([`crate::kv`]'s module doc).
 pub fn run(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> {
     report.flags = format!(" --kv{}", if cfg.coordinator_restarts { " --coordinator-restarts" } else { "" });
-    // Ports: coordinator, acceptors, backup, learners (the replicas), then
-    // the replicas' client ports and the metrics of the backup's process.
-    let base = free_ports(16, false)?;
-    let client_ports: Vec<SocketAddr> =
-        (0..REPLICAS).map(|i| SocketAddr::from(([127, 0, 0, 1], base + 10 + i as u16))).collect();
-    let metrics = SocketAddr::from(([127, 0, 0, 1], base + 14));
-    let data = cfg.dir.join("kv-data");
-    let _ = std::fs::remove_dir_all(&data);
-    std::fs::create_dir_all(&data)?;
-    let acceptor_dir = data.join("acceptors");
-    // Processes with a directory: failback (the coordinator's epochs in
-    // DIR/coordinator; every process of the deployment must agree).
-    let deployment = |extra: &[String]| {
-        let mut a = vec![s("up"), s("paxos"), s("--base-port"), s(base), s("--learners"), s(REPLICAS)];
-        a.extend([s("--external-learners"), s("--proposers"), s("0")]);
-        a.extend([s("--data-plane"), s("process"), s("--dir"), s(acceptor_dir.display())]);
-        a.extend(extra.iter().cloned());
-        a
-    };
-    let mut run = Run::new(cfg);
-    let elsewhere = std::iter::once(s("coordinator")).chain((0..ACCEPTORS).map(|i| format!("acceptor{i}")));
-    let rest = deployment(&[s("--elsewhere"), elsewhere.collect::<Vec<_>>().join(","), s("--metrics"), s(metrics)]);
-    run.add("backup", &rest);
-    let coordinator = run.add("coordinator", &deployment(&[s("--node"), s("coordinator")]));
-    let acceptors: Vec<usize> = (0..ACCEPTORS)
-        .map(|i| {
-            let args = [s("--node"), format!("acceptor{i}")];
-            run.add(&format!("acceptor{i}"), &deployment(&args))
-        })
-        .collect();
-    let replicas: Vec<usize> = (0..REPLICAS)
-        .map(|i| {
-            let args = [
-                s("kv-replica"),
-                s("--id"),
-                s(i),
-                s("--data-dir"),
-                s(data.join(format!("r{i}")).display()),
-                s("--base-port"),
-                s(base),
-                s("--learners"),
-                s(REPLICAS),
-                s("--client-port"),
-                s(client_ports[i].port()),
-                s("--status-ms"),
-                s(100),
-            ];
-            run.add(&format!("replica{i}"), &args)
-        })
-        .collect();
-    run.start_all()?;
-    let events = schedule(&mut run.rng, cfg.duration_s, coordinator, &acceptors, &replicas, cfg.coordinator_restarts);
-    let role_of = |p: usize| {
-        if p == coordinator {
-            Role::Coordinator
-        } else if acceptors.contains(&p) {
-            Role::Acceptor
-        } else {
-            Role::Replica
-        }
-    };
+    let mut d = KvDeployment::start(cfg)?;
+    let events =
+        schedule(&mut d.run.rng, cfg.duration_s, d.coordinator, &d.acceptors, &d.replicas, cfg.coordinator_restarts);
 
     // The clients, in threads of their own.
     let t0 = Instant::now();
     let load_end = t0 + Duration::from_secs_f64(cfg.duration_s);
-    let odd = Arc::new(Mutex::new(Vec::<String>::new()));
-    let clients: Vec<_> = (0..CLIENTS)
-        .map(|k| {
-            let mut order = client_ports.clone();
-            order.rotate_left(k % REPLICAS);
-            let mut kv = KvNetClient::connect(&order)?;
-            kv.timeout = CLIENT_TIMEOUT;
-            kv.deadline = CLIENT_DEADLINE;
-            let rng = run.rng.fork();
-            Ok(std::thread::Builder::new()
-                .name(format!("innet-chaos-kv{k}"))
-                .spawn(move || client_load(k, kv, rng, t0, load_end))?)
-        })
-        .collect::<anyhow::Result<_>>()?;
+    let clients = spawn_clients(&d.client_ports, &mut d.run.rng, t0, load_end)?;
 
-    // The schedule, and the backup's reports.
-    let mut queue: std::collections::VecDeque<Event> = {
-        let mut e = events;
-        e.sort_by(|a, b| a.at.total_cmp(&b.at));
-        e.into()
-    };
-    let mut kills: BTreeMap<Role, u64> = BTreeMap::new();
-    let mut restarts: BTreeMap<Role, u64> = BTreeMap::new();
-    let (mut failovers, mut failbacks, mut next_poll) = (0u64, 0u64, Instant::now());
-    let supervise_until = load_end;
-    while Instant::now() < supervise_until {
-        let now = t0.elapsed().as_secs_f64();
-        while queue.front().is_some_and(|e| e.at <= now) {
-            let Some(e) = queue.pop_front() else { break };
-            let role = role_of(e.proc);
-            let p = &mut run.procs[e.proc];
-            if e.restart {
-                p.start(&cfg.exe)?;
-                *restarts.entry(role).or_insert(0) += 1;
-                report.events.push((now, format!("restart {}", p.name)));
-            } else if p.child.is_some() {
-                p.kill();
-                *kills.entry(role).or_insert(0) += 1;
-                report.events.push((now, format!("SIGKILL {}", p.name)));
-            }
-        }
-        for p in run.procs.iter_mut() {
-            p.sample();
-            p.poll();
-        }
-        if Instant::now() >= next_poll {
-            next_poll = Instant::now() + METRICS_POLL;
-            if let Some((over, back)) = takeovers(metrics) {
-                if over > failovers {
-                    report.events.push((now, format!("backup took over ({over} times)")));
-                }
-                if back > failbacks {
-                    report.events.push((now, format!("backup handed the role back ({back} times)")));
-                }
-                (failovers, failbacks) = (failovers.max(over), failbacks.max(back));
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // Whatever the schedule left down comes back (not a coordinator
-    // without failback).
-    for (i, p) in run.procs.iter_mut().enumerate() {
-        if p.child.is_none() && (i != coordinator || cfg.coordinator_restarts) {
-            p.start(&cfg.exe)?;
-            *restarts.entry(role_of(i)).or_insert(0) += 1;
-            report.events.push((t0.elapsed().as_secs_f64(), format!("restart {} (end of the schedule)", p.name)));
-        }
-    }
-    let mut history = vec![];
-    let mut client_failovers = 0;
+    let mut tally = d.supervise(cfg, events, t0, load_end, report)?;
+    d.restart_the_rest(cfg, t0, &mut tally, report)?;
+    let (mut history, mut odd, mut client_failovers) = (vec![], vec![], 0);
     for c in clients {
         let (h, o, f) = c.join().map_err(|_| anyhow::anyhow!("a client thread panicked"))?;
         history.extend(h);
-        odd.lock().unwrap_or_else(|e| e.into_inner()).extend(o);
+        odd.extend(o);
         client_failovers += f;
     }
     let operations = history.len() as u64;
     let timeouts = history.iter().filter(|r| r.response.is_none()).count() as u64;
     std::thread::sleep(DRAIN);
 
-    // The final reads, part of the history.
-    let mut reader = KvNetClient::connect(&client_ports)?;
+    let finals = final_reads(&d.client_ports, t0, &mut history, report)?;
+    let logs: Vec<std::path::PathBuf> = d.replicas.iter().map(|&i| d.run.procs[i].log.clone()).collect();
+    let agreed = replicas_agree(&logs, report);
+    d.run.finish(report);
+    report.violations.extend(odd);
+
+    // The checks.
+    let lost = lost_writes(&history, &finals);
+    let lin = crate::kv_check::check(&history);
+    let mismatches = store_mismatches(&d.data, &finals, report)?;
+    let lost_n = lost.len() as u64;
+    report.violations.extend(lost);
+    match &lin {
+        Ok(sum) => {
+            report.checked = format!(
+                "linearizable: {} operations on {} keys ({} acknowledged writes, {} without response), {} states \
+                 searched; {} acknowledged writes lost; {} replicas identical: {}",
+                sum.operations,
+                sum.keys,
+                sum.writes_acked,
+                sum.unknown,
+                sum.states,
+                lost_n,
+                REPLICAS,
+                mismatches == 0 && agreed
+            )
+        }
+        Err(v) => report.violations.extend(v.iter().cloned()),
+    }
+    tally.report(report);
+    report.counts.push(("operations".into(), operations));
+    report.counts.push(("timeouts".into(), timeouts));
+    report.counts.push(("client_failovers".into(), client_failovers));
+    report.counts.push(("lost_acked_writes".into(), lost_n));
+    report.counts.push(("replica_mismatches".into(), mismatches));
+    let _ = std::fs::remove_dir_all(&d.data);
+    Ok(())
+}
+
+/// The deployment as processes: the backup's (with the metrics), the
+/// coordinator's, the acceptors' and the replicas', started.
+struct KvDeployment<'a> {
+    run: Run<'a>,
+    /// Process indices in `run`.
+    coordinator: usize,
+    acceptors: Vec<usize>,
+    replicas: Vec<usize>,
+    /// The replicas' client ports.
+    client_ports: Vec<SocketAddr>,
+    /// The backup's process's metrics endpoint.
+    metrics: SocketAddr,
+    /// The acceptors' and the replicas' directories.
+    data: std::path::PathBuf,
+}
+
+impl<'a> KvDeployment<'a> {
+    fn start(cfg: &'a ChaosConfig) -> anyhow::Result<KvDeployment<'a>> {
+        // Ports: coordinator, acceptors, backup, learners (the replicas), then
+        // the replicas' client ports and the metrics of the backup's process.
+        let base = free_ports(16, false)?;
+        let client_ports: Vec<SocketAddr> =
+            (0..REPLICAS).map(|i| SocketAddr::from(([127, 0, 0, 1], base + 10 + i as u16))).collect();
+        let metrics = SocketAddr::from(([127, 0, 0, 1], base + 14));
+        let data = cfg.dir.join("kv-data");
+        let _ = std::fs::remove_dir_all(&data);
+        std::fs::create_dir_all(&data)?;
+        let acceptor_dir = data.join("acceptors");
+        // Processes with a directory: failback (the coordinator's epochs in
+        // DIR/coordinator; every process of the deployment must agree).
+        let deployment = |extra: &[String]| {
+            let mut a = vec![s("up"), s("paxos"), s("--base-port"), s(base), s("--learners"), s(REPLICAS)];
+            a.extend([s("--external-learners"), s("--proposers"), s("0")]);
+            a.extend([s("--data-plane"), s("process"), s("--dir"), s(acceptor_dir.display())]);
+            a.extend(extra.iter().cloned());
+            a
+        };
+        let mut run = Run::new(cfg);
+        let elsewhere = std::iter::once(s("coordinator")).chain((0..ACCEPTORS).map(|i| format!("acceptor{i}")));
+        let rest = deployment(&[s("--elsewhere"), elsewhere.collect::<Vec<_>>().join(","), s("--metrics"), s(metrics)]);
+        run.add("backup", &rest);
+        let coordinator = run.add("coordinator", &deployment(&[s("--node"), s("coordinator")]));
+        let acceptors: Vec<usize> = (0..ACCEPTORS)
+            .map(|i| {
+                let args = [s("--node"), format!("acceptor{i}")];
+                run.add(&format!("acceptor{i}"), &deployment(&args))
+            })
+            .collect();
+        let replicas: Vec<usize> = (0..REPLICAS)
+            .map(|i| {
+                let args = [
+                    s("kv-replica"),
+                    s("--id"),
+                    s(i),
+                    s("--data-dir"),
+                    s(data.join(format!("r{i}")).display()),
+                    s("--base-port"),
+                    s(base),
+                    s("--learners"),
+                    s(REPLICAS),
+                    s("--client-port"),
+                    s(client_ports[i].port()),
+                    s("--status-ms"),
+                    s(100),
+                ];
+                run.add(&format!("replica{i}"), &args)
+            })
+            .collect();
+        run.start_all()?;
+        Ok(KvDeployment { run, coordinator, acceptors, replicas, client_ports, metrics, data })
+    }
+
+    fn role_of(&self, p: usize) -> Role {
+        if p == self.coordinator {
+            Role::Coordinator
+        } else if self.acceptors.contains(&p) {
+            Role::Acceptor
+        } else {
+            Role::Replica
+        }
+    }
+
+    /// Until `until`: kills and restarts processes as `events` say (times
+    /// from `t0`), samples them, and counts the backup's failovers and
+    /// failbacks from its metrics.
+    fn supervise(
+        &mut self,
+        cfg: &ChaosConfig,
+        mut events: Vec<Event>,
+        t0: Instant,
+        until: Instant,
+        report: &mut ChaosReport,
+    ) -> anyhow::Result<Tally> {
+        events.sort_by(|a, b| a.at.total_cmp(&b.at));
+        let mut queue: std::collections::VecDeque<Event> = events.into();
+        let mut tally = Tally::default();
+        let mut next_poll = Instant::now();
+        while Instant::now() < until {
+            let now = t0.elapsed().as_secs_f64();
+            while queue.front().is_some_and(|e| e.at <= now) {
+                let Some(e) = queue.pop_front() else { break };
+                let role = self.role_of(e.proc);
+                let p = &mut self.run.procs[e.proc];
+                if e.restart {
+                    p.start(&cfg.exe)?;
+                    *tally.restarts.entry(role).or_insert(0) += 1;
+                    report.events.push((now, format!("restart {}", p.name)));
+                } else if p.child.is_some() {
+                    p.kill();
+                    *tally.kills.entry(role).or_insert(0) += 1;
+                    report.events.push((now, format!("SIGKILL {}", p.name)));
+                }
+            }
+            for p in self.run.procs.iter_mut() {
+                p.sample();
+                p.poll();
+            }
+            if Instant::now() >= next_poll {
+                next_poll = Instant::now() + METRICS_POLL;
+                if let Some((over, back)) = takeovers(self.metrics) {
+                    if over > tally.failovers {
+                        report.events.push((now, format!("backup took over ({over} times)")));
+                    }
+                    if back > tally.failbacks {
+                        report.events.push((now, format!("backup handed the role back ({back} times)")));
+                    }
+                    (tally.failovers, tally.failbacks) = (tally.failovers.max(over), tally.failbacks.max(back));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(tally)
+    }
+
+    /// Whatever the schedule left down comes back (not a coordinator
+    /// without failback).
+    fn restart_the_rest(
+        &mut self,
+        cfg: &ChaosConfig,
+        t0: Instant,
+        tally: &mut Tally,
+        report: &mut ChaosReport,
+    ) -> anyhow::Result<()> {
+        for i in 0..self.run.procs.len() {
+            let role = self.role_of(i);
+            let p = &mut self.run.procs[i];
+            if p.child.is_none() && (i != self.coordinator || cfg.coordinator_restarts) {
+                p.start(&cfg.exe)?;
+                *tally.restarts.entry(role).or_insert(0) += 1;
+                report.events.push((t0.elapsed().as_secs_f64(), format!("restart {} (end of the schedule)", p.name)));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the supervision did and saw: kills and restarts by role, and the
+/// backup's failovers and failbacks.
+#[derive(Default)]
+struct Tally {
+    kills: BTreeMap<Role, u64>,
+    restarts: BTreeMap<Role, u64>,
+    failovers: u64,
+    failbacks: u64,
+}
+
+impl Tally {
+    fn report(&self, report: &mut ChaosReport) {
+        for role in [Role::Coordinator, Role::Acceptor, Role::Replica] {
+            report.counts.push((format!("kills_{}", role.name()), self.kills.get(&role).copied().unwrap_or(0)));
+            report.counts.push((format!("restarts_{}", role.name()), self.restarts.get(&role).copied().unwrap_or(0)));
+        }
+        report.counts.push(("failovers".into(), self.failovers));
+        report.counts.push(("failbacks".into(), self.failbacks));
+    }
+}
+
+/// The final reads of every key, through the replicas at `client_ports`,
+/// added to `history`: what each key holds (a read that failed is a
+/// violation, and its key is left out).
+fn final_reads(
+    client_ports: &[SocketAddr],
+    t0: Instant,
+    history: &mut Vec<KvRecord>,
+    report: &mut ChaosReport,
+) -> anyhow::Result<BTreeMap<Vec<u8>, Option<Vec<u8>>>> {
+    let mut reader = KvNetClient::connect(client_ports)?;
     reader.timeout = CLIENT_TIMEOUT;
     reader.deadline = CONVERGE_MAX;
     let mut finals = BTreeMap::new();
@@ -454,26 +578,34 @@ pub fn run(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> {
         });
         finals.insert(kb, got);
     }
-    // Until the replicas agree (or CONVERGE_MAX).
-    let logs: Vec<std::path::PathBuf> = replicas.iter().map(|&i| run.procs[i].log.clone()).collect();
+    Ok(finals)
+}
+
+/// Whether the replicas whose logs are `logs` agree (same next instance
+/// and digest) within [`CONVERGE_MAX`]; a violation if not.
+fn replicas_agree(logs: &[std::path::PathBuf], report: &mut ChaosReport) -> bool {
     let until = Instant::now() + CONVERGE_MAX;
-    let agreed = loop {
+    loop {
         let st: Vec<Option<(u64, String)>> = logs.iter().map(|l| replica_status(l)).collect();
         if st.iter().all(|x| x.is_some() && *x == st[0]) {
-            break true;
+            return true;
         }
         if Instant::now() > until {
             report.violations.push(format!("the replicas did not agree within {CONVERGE_MAX:?}: {st:?}"));
-            break false;
+            return false;
         }
         std::thread::sleep(Duration::from_millis(200));
-    };
-    run.finish(report);
-    report.violations.extend(odd.lock().unwrap_or_else(|e| e.into_inner()).drain(..));
+    }
+}
 
-    // The checks.
-    let lost = lost_writes(&history, &finals);
-    let lin = crate::kv_check::check(&history);
+/// Stores (read from the replicas' directories under `data`) that differ
+/// from replica 0's, and values that differ from what the final read
+/// `finals` saw, each a violation.
+fn store_mismatches(
+    data: &Path,
+    finals: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    report: &mut ChaosReport,
+) -> anyhow::Result<u64> {
     let mut mismatches = 0u64;
     let stores: Vec<Vec<(Vec<u8>, Vec<u8>)>> =
         (0..REPLICAS).map(|i| replica_contents(&data.join(format!("r{i}")))).collect::<anyhow::Result<_>>()?;
@@ -487,7 +619,7 @@ pub fn run(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> {
             ));
         }
         let map: BTreeMap<&Vec<u8>, &Vec<u8>> = st.iter().map(|(k, v)| (k, v)).collect();
-        for (key, seen) in &finals {
+        for (key, seen) in finals {
             if map.get(key).copied() != seen.as_ref() {
                 mismatches += 1;
                 report.violations.push(format!(
@@ -497,38 +629,7 @@ pub fn run(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> {
             }
         }
     }
-    let lost_n = lost.len() as u64;
-    report.violations.extend(lost);
-    match &lin {
-        Ok(sum) => {
-            report.checked = format!(
-                "linearizable: {} operations on {} keys ({} acknowledged writes, {} without response), {} states \
-                 searched; {} acknowledged writes lost; {} replicas identical: {}",
-                sum.operations,
-                sum.keys,
-                sum.writes_acked,
-                sum.unknown,
-                sum.states,
-                lost_n,
-                REPLICAS,
-                mismatches == 0 && agreed
-            )
-        }
-        Err(v) => report.violations.extend(v.iter().cloned()),
-    }
-    for role in [Role::Coordinator, Role::Acceptor, Role::Replica] {
-        report.counts.push((format!("kills_{}", role.name()), kills.get(&role).copied().unwrap_or(0)));
-        report.counts.push((format!("restarts_{}", role.name()), restarts.get(&role).copied().unwrap_or(0)));
-    }
-    report.counts.push(("failovers".into(), failovers));
-    report.counts.push(("failbacks".into(), failbacks));
-    report.counts.push(("operations".into(), operations));
-    report.counts.push(("timeouts".into(), timeouts));
-    report.counts.push(("client_failovers".into(), client_failovers));
-    report.counts.push(("lost_acked_writes".into(), lost_n));
-    report.counts.push(("replica_mismatches".into(), mismatches));
-    let _ = std::fs::remove_dir_all(&data);
-    Ok(())
+    Ok(mismatches)
 }
 
 #[cfg(test)]

@@ -132,9 +132,14 @@ pub fn txn(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> {
     let forge = Box::new(TxnForge { keys: 8, n: 0 });
     let hosts = run.drive(events, forge, vec![switch, store], report, clients);
     run.finish(report);
-    let hosts = hosts?;
+    check_txn(&data, &hosts?, report)
+}
+
+/// Serializability of what the store in `data` decided and the clients
+/// `hosts` saw ([`innet_txn::check`]).
+fn check_txn(data: &std::path::Path, hosts: &[LoadClient], report: &mut ChaosReport) -> anyhow::Result<()> {
     let (decisions, state) =
-        innet_storage::RedbBackend::read_decisions(&data).map_err(|e| anyhow::anyhow!("reading the store: {e}"))?;
+        innet_storage::RedbBackend::read_decisions(data).map_err(|e| anyhow::anyhow!("reading the store: {e}"))?;
     let attempts: Vec<_> = hosts.iter().flat_map(|h| h.client.history.clone().unwrap_or_default()).collect();
     match innet_txn::check::check(&decisions, &attempts, &state) {
         Ok(sum) => {
@@ -150,6 +155,29 @@ pub fn txn(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> {
         Err(v) => report.violations.extend(v),
     }
     Ok(())
+}
+
+/// Writes and loads the topology file `name` in the run's directory:
+/// `header`, node i of `names` with role i of `roles` listening on
+/// 127.0.0.1:`base`+i, then `tail`.
+fn write_topology(
+    cfg: &ChaosConfig,
+    name: &str,
+    header: &str,
+    names: &[impl std::fmt::Display],
+    roles: &[&str],
+    base: u16,
+    tail: &str,
+) -> anyhow::Result<(std::path::PathBuf, Topology)> {
+    let mut toml = String::from(header);
+    for (i, (n, r)) in names.iter().zip(roles).enumerate() {
+        toml += &format!("\n[[node]]\nname = \"{n}\"\nrole = \"{r}\"\nlisten = \"127.0.0.1:{}\"\n", base + i as u16);
+    }
+    toml += tail;
+    let file = cfg.dir.join(name);
+    std::fs::write(&file, &toml)?;
+    let topo = Topology::load(&file)?;
+    Ok((file, topo))
 }
 
 /// Kills in a run of `duration_s`: one every 5 s or so, at least one.
@@ -247,13 +275,8 @@ pub fn paxos(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> 
         names.push(format!("proposer{k}"));
         roles.push("proposer");
     }
-    let mut toml = String::from("[paxos]\ndata_plane = \"switch\"\nslots = 65536\nheartbeat_ms = 25.0\n");
-    for (i, (n, r)) in names.iter().zip(roles).enumerate() {
-        toml += &format!("\n[[node]]\nname = \"{n}\"\nrole = \"{r}\"\nlisten = \"127.0.0.1:{}\"\n", base + i as u16);
-    }
-    let file = cfg.dir.join("paxos.toml");
-    std::fs::write(&file, &toml)?;
-    let topo = Topology::load(&file)?;
+    let header = "[paxos]\ndata_plane = \"switch\"\nslots = 65536\nheartbeat_ms = 25.0\n";
+    let (file, topo) = write_topology(cfg, "paxos.toml", header, &names, &roles, base, "")?;
     let Service::Paxos(p) = &topo.service else { anyhow::bail!("a paxos topology") };
     let d = p.deployment.clone();
     let addrs: Vec<SocketAddr> =
@@ -282,41 +305,8 @@ pub fn paxos(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> 
     let proposer_of = move |k: u32| innet_paxos::envelope::proposer_id(k as usize, incarnation);
     let clients = move |stop_at: Time, until: Time, stop: innet_live::Stop| {
         let _ = seed;
-        let roles = Roles::of(&d2, params);
-        // The learners, on their own addresses (the deployment's tables
-        // name them), recording every delivery.
-        let learner_ix: Vec<usize> = d2.with_role(|r| matches!(r, PaxosRole::Learner { .. }));
-        let learners: Vec<Learner> = (0..learner_ix.len())
-            .map(|id| {
-                let mut c = roles.learner(id as u16);
-                c.keep_log = true;
-                Learner::new(c)
-            })
-            .collect();
-        let lsockets = learner_ix
-            .iter()
-            .map(|&i| Ok((std::net::UdpSocket::bind(addrs2[i])?, innet_live::paxos::options(&d2, &addrs2, i))))
-            .collect::<std::io::Result<Vec<_>>>()?;
-        let lstop = stop.clone();
-        let learner_thread = std::thread::Builder::new().name("innet-chaos-learners".into()).spawn(move || {
-            let mut learners = learners;
-            innet_live::run_hosts(&mut learners, lsockets, &lstop, Some(until)).map(|_| learners)
-        })?;
-        // Each proposer on its node's address: TAKEOVER goes there.
-        let proposer_ix = d2.with_role(|r| matches!(r, PaxosRole::Proposer { .. }));
-        let proposers: Vec<LoadProposer> = (0..proposer_ix.len() as u32)
-            .map(|k| LoadProposer::new(Proposer::new(roles.proposer(proposer_of(k))), 8, stop_at, true))
-            .collect();
-        let proposers = run_tapped(
-            proposers,
-            |k| addrs2[proposer_ix[k]],
-            |k| innet_live::paxos::options(&d2, &addrs2, proposer_ix[k]),
-            &tap,
-            &stop,
-            until,
-        )?;
-        let learners = learner_thread.join().map_err(|_| anyhow::anyhow!("the learners' thread panicked"))??;
-        Ok((proposers, learners))
+        let proposer_of = &proposer_of;
+        paxos_clients(&d2, params, &addrs2, proposer_of, (stop_at, until), &stop, &tap)
     };
     let targets: Vec<SocketAddr> = addrs[..7].to_vec();
     let forge = Box::new(PaxosForge { real: vec![] });
@@ -324,8 +314,16 @@ pub fn paxos(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> 
     run.finish(report);
     let (proposers, learners) = out?;
     let real: Vec<u32> = (0..CLIENTS).map(proposer_of).collect();
+    check_paxos(&proposers, &learners, &real, report);
+    Ok(())
+}
+
+/// Agreement, validity, exactly-once and order ([`innet_paxos::check`])
+/// of what the `proposers` submitted and the `learners` delivered; `real`
+/// are the proposers' ids (a value under any other is the adversary's).
+fn check_paxos(proposers: &[LoadProposer], learners: &[Learner], real: &[u32], report: &mut ChaosReport) {
     let mut h = History::default();
-    for p in &proposers {
+    for p in proposers {
         h.submitted.extend(p.submitted.iter().map(|(k, v)| (*k, v.clone())));
     }
     for (i, l) in learners.iter().enumerate() {
@@ -359,7 +357,54 @@ pub fn paxos(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> 
         }
         Err(v) => report.violations.push(v.0),
     }
-    Ok(())
+}
+
+/// The Paxos run's clients: the deployment `d`'s learners, on their own
+/// addresses (the deployment's tables name them), recording every
+/// delivery, and its proposers (proposer k under the id `proposer_of(k)`)
+/// submitting load until `stop_at`; all stop at `until`.
+fn paxos_clients(
+    d: &innet_paxos::deploy::PaxosDeployment,
+    params: innet_paxos::deploy::PaxosParams,
+    addrs: &[SocketAddr],
+    proposer_of: &impl Fn(u32) -> u32,
+    (stop_at, until): (Time, Time),
+    stop: &innet_live::Stop,
+    tap: &crate::harness::Tap,
+) -> anyhow::Result<(Vec<LoadProposer>, Vec<Learner>)> {
+    let roles = Roles::of(d, params);
+    let learner_ix: Vec<usize> = d.with_role(|r| matches!(r, PaxosRole::Learner { .. }));
+    let learners: Vec<Learner> = (0..learner_ix.len())
+        .map(|id| {
+            let mut c = roles.learner(id as u16);
+            c.keep_log = true;
+            Learner::new(c)
+        })
+        .collect();
+    let lsockets = learner_ix
+        .iter()
+        .map(|&i| Ok((std::net::UdpSocket::bind(addrs[i])?, innet_live::paxos::options(d, addrs, i))))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let lstop = stop.clone();
+    let learner_thread = std::thread::Builder::new().name("innet-chaos-learners".into()).spawn(move || {
+        let mut learners = learners;
+        innet_live::run_hosts(&mut learners, lsockets, &lstop, Some(until)).map(|_| learners)
+    })?;
+    // Each proposer on its node's address: TAKEOVER goes there.
+    let proposer_ix = d.with_role(|r| matches!(r, PaxosRole::Proposer { .. }));
+    let proposers: Vec<LoadProposer> = (0..proposer_ix.len() as u32)
+        .map(|k| LoadProposer::new(Proposer::new(roles.proposer(proposer_of(k))), 8, stop_at, true))
+        .collect();
+    let proposers = run_tapped(
+        proposers,
+        |k| addrs[proposer_ix[k]],
+        |k| innet_live::paxos::options(d, addrs, proposer_ix[k]),
+        tap,
+        stop,
+        until,
+    )?;
+    let learners = learner_thread.join().map_err(|_| anyhow::anyhow!("the learners' thread panicked"))??;
+    Ok((proposers, learners))
 }
 
 struct PaxosForge {
@@ -424,14 +469,9 @@ pub fn chain(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> 
     let pname = if protocol == Protocol::NetCraq { "netcraq" } else { "netchain" };
     let names = ["node0", "node1", "node2", "control"];
     let roles = ["node", "node", "node", "control"];
-    let mut toml = format!("[chain]\nprotocol = \"{pname}\"\nkeys = 16\n");
-    for (i, (n, r)) in names.iter().zip(roles).enumerate() {
-        toml += &format!("\n[[node]]\nname = \"{n}\"\nrole = \"{r}\"\nlisten = \"127.0.0.1:{}\"\n", base + i as u16);
-    }
-    toml += &format!("\n[[node]]\nname = \"clients\"\nrole = \"clients\"\ncount = {CLIENTS}\n");
-    let file = cfg.dir.join("chain.toml");
-    std::fs::write(&file, &toml)?;
-    let topo = Topology::load(&file)?;
+    let header = format!("[chain]\nprotocol = \"{pname}\"\nkeys = 16\n");
+    let clients = format!("\n[[node]]\nname = \"clients\"\nrole = \"clients\"\ncount = {CLIENTS}\n");
+    let (file, topo) = write_topology(cfg, "chain.toml", &header, &names, &roles, base, &clients)?;
     let Service::Chain(c) = &topo.service else { anyhow::bail!("a chain topology") };
     let d = c.deployment.clone();
     let n = topo.names().len();
@@ -480,6 +520,13 @@ pub fn chain(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> 
     let out = run.drive(events, Box::new(forge), targets, report, clients);
     run.finish(report);
     let hosts = out.context("the chain clients")?;
+    check_chain(&hosts, &written, pname, report);
+    Ok(())
+}
+
+/// Linearizability ([`innet_chain::check`]) of what the clients `hosts`
+/// saw and the adversary `written`, on the chain of protocol `pname`.
+fn check_chain(hosts: &[ViewedClient], written: &Written, pname: &str, report: &mut ChaosReport) {
     let mut history: Vec<Record> =
         hosts.iter().flat_map(|h| h.load.client.history.clone().unwrap_or_default()).collect();
     history.extend(written.lock().unwrap_or_else(|e| e.into_inner()).iter().copied());
@@ -492,7 +539,6 @@ pub fn chain(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> 
         }
         Err(v) => report.violations.extend(v),
     }
-    Ok(())
 }
 
 type Written = std::sync::Arc<std::sync::Mutex<Vec<Record>>>;

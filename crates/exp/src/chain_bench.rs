@@ -145,6 +145,37 @@ pub struct RateClient {
 }
 
 impl RateClient {
+    /// A client of `protocol` sending `rate` requests a second on `keys`
+    /// keys (reads to `cfg.read_targets`) until `stop`, measuring from
+    /// `measure_from`.
+    fn new(
+        protocol: Protocol,
+        cfg: &ChainBenchConfig,
+        rate: f64,
+        keys: u32,
+        (measure_from, stop): (Time, Time),
+    ) -> RateClient {
+        RateClient {
+            protocol,
+            chain: (0..cfg.nodes).collect(),
+            targets: cfg.read_targets.clone(),
+            interval: Duration::from_secs_f64(1.0 / rate),
+            write_ratio: cfg.write_ratio,
+            keys,
+            rng: Rng::new(cfg.seed ^ 0x5eed),
+            next: Time::ZERO,
+            stop,
+            measure_from,
+            n: 0,
+            sent_at: vec![None; keys as usize],
+            sent: 0,
+            replies: 0,
+            read_replies: 0,
+            refused: 0,
+            latencies_us: vec![],
+        }
+    }
+
     fn request(&mut self, now: Time) -> (usize, Vec<u8>) {
         let key = (self.n % self.keys as u64) as u32;
         let write = self.rng.chance(self.write_ratio);
@@ -204,13 +235,9 @@ impl Host for RateClient {
     }
 }
 
-/// Runs one configuration at one offered rate.
-pub fn run_point(cfg: &ChainBenchConfig, rate: f64) -> anyhow::Result<ChainBenchResult> {
-    let protocol: Protocol = cfg.protocol.parse().map_err(anyhow::Error::msg)?;
-    anyhow::ensure!(rate > 0.0 && cfg.nodes >= 1, "rate and nodes must be positive");
-    let keys = 1024u32;
-    let link = LinkSpec::latency(Duration::from_secs_f64(cfg.link_latency_us / 1e6));
-    let mut c = ChainSim::with_sizes(protocol, cfg.nodes, cfg.seed, link, link, keys as usize, 8, keys);
+/// The switches' CPU as `cfg.service` says: one core `shared` by every
+/// node, or one `per-switch`.
+fn set_service(c: &mut ChainSim, cfg: &ChainBenchConfig) -> anyhow::Result<()> {
     let model = ServiceModel {
         per_packet: Duration::from_secs_f64(cfg.per_packet_us / 1e6),
         per_byte_ns: cfg.per_byte_ns,
@@ -230,37 +257,36 @@ pub fn run_point(cfg: &ChainBenchConfig, rate: f64) -> anyhow::Result<ChainBench
         }
         other => anyhow::bail!("unknown service model '{other}': expected shared or per-switch"),
     }
-    if cfg.dirty && protocol == Protocol::NetCraq {
-        for &n in &c.nodes[..cfg.nodes - 1] {
-            let Some(ChainNode::Craq(p)) = c.sim.program_mut::<ChainNode>(n) else { continue };
-            for k in 0..keys {
-                let mut b = CraqMsg::write(k, Value::from_counter(1)).encode();
-                p.process(&mut b);
-            }
-            p.counters = Default::default();
+    Ok(())
+}
+
+/// Starts every NetCRAQ node but the tail (of `nodes`) with a dirty
+/// version of each of `keys` keys, its counters zeroed.
+fn dirty_all_but_tail(c: &mut ChainSim, nodes: usize, keys: u32) {
+    for &n in &c.nodes[..nodes - 1] {
+        let Some(ChainNode::Craq(p)) = c.sim.program_mut::<ChainNode>(n) else { continue };
+        for k in 0..keys {
+            let mut b = CraqMsg::write(k, Value::from_counter(1)).encode();
+            p.process(&mut b);
         }
+        p.counters = Default::default();
+    }
+}
+
+/// Runs one configuration at one offered rate.
+pub fn run_point(cfg: &ChainBenchConfig, rate: f64) -> anyhow::Result<ChainBenchResult> {
+    let protocol: Protocol = cfg.protocol.parse().map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(rate > 0.0 && cfg.nodes >= 1, "rate and nodes must be positive");
+    let keys = 1024u32;
+    let link = LinkSpec::latency(Duration::from_secs_f64(cfg.link_latency_us / 1e6));
+    let mut c = ChainSim::with_sizes(protocol, cfg.nodes, cfg.seed, link, link, keys as usize, 8, keys);
+    set_service(&mut c, cfg)?;
+    if cfg.dirty && protocol == Protocol::NetCraq {
+        dirty_all_but_tail(&mut c, cfg.nodes, keys);
     }
     let warmup = Time::from_secs_f64(0.02);
     let stop = Time::from_secs_f64(cfg.duration_s);
-    let client = RateClient {
-        protocol,
-        chain: (0..cfg.nodes).collect(),
-        targets: cfg.read_targets.clone(),
-        interval: Duration::from_secs_f64(1.0 / rate),
-        write_ratio: cfg.write_ratio,
-        keys,
-        rng: Rng::new(cfg.seed ^ 0x5eed),
-        next: Time::ZERO,
-        stop,
-        measure_from: warmup,
-        n: 0,
-        sent_at: vec![None; keys as usize],
-        sent: 0,
-        replies: 0,
-        read_replies: 0,
-        refused: 0,
-        latencies_us: vec![],
-    };
+    let client = RateClient::new(protocol, cfg, rate, keys, (warmup, stop));
     let id = c.sim.add_host("client", client);
     for (i, n) in c.nodes.clone().into_iter().enumerate() {
         c.sim.set_port(id, i as u16, Some(n));
@@ -413,24 +439,27 @@ fn series(
     out
 }
 
+/// The figures' caption: the switches' CPU model, links and run of `r`.
+fn figure_caption(r: &ChainBenchResult, service: &str) -> String {
+    let c = &r.config;
+    format!(
+        "{service} switch CPU: {} us/packet + {:.1} ns/header byte, queues of {} packets, links {} us; {} simulated \
+         s per point, max rate = largest answered at >= {:.0}%; seed {}, commit {}",
+        c.per_packet_us,
+        c.per_byte_ns,
+        c.queue_packets,
+        c.link_latency_us,
+        c.duration_s,
+        SUSTAINED_FRACTION * 100.0,
+        c.seed,
+        r.git_commit.chars().take(12).collect::<String>()
+    )
+}
+
 /// Writes the figures' PNGs into `dir`; returns their paths.
 pub fn plot_figures(rs: &[ChainBenchResult], dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
     let service = rs.first().map_or("shared", |r| r.config.service.as_str()).to_string();
-    let caption = rs.first().map_or_else(String::new, |r| {
-        let c = &r.config;
-        format!(
-            "{service} switch CPU: {} us/packet + {:.1} ns/header byte, queues of {} packets, links {} us; {} simulated \
-             s per point, max rate = largest answered at >= {:.0}%; seed {}, commit {}",
-            c.per_packet_us,
-            c.per_byte_ns,
-            c.queue_packets,
-            c.link_latency_us,
-            c.duration_s,
-            SUSTAINED_FRACTION * 100.0,
-            c.seed,
-            r.git_commit.chars().take(12).collect::<String>()
-        )
-    });
+    let caption = rs.first().map_or_else(String::new, |r| figure_caption(r, &service));
     let mut paths = vec![];
     let mut png = |name: &str, title: String, xl: &str, yl: &str, s: Vec<(String, Vec<(f64, f64)>)>| {
         if s.is_empty() {

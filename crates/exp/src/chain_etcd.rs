@@ -143,6 +143,36 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// The record of repetition `rep` of `system` running `op` with `clients`
+/// clients: its load report `l`, errors and client ceiling.
+fn run_record(
+    cfg: &ChainEtcdConfig,
+    commit: &str,
+    (system, op, clients, rep): (&str, &'static str, u32, usize),
+    l: &loadgen::LoadReport,
+    errors: u64,
+    client_ceiling: Option<f64>,
+) -> RunRecord {
+    RunRecord {
+        bench: "chain-etcd",
+        system: system.into(),
+        op,
+        clients,
+        rep,
+        ops_per_s: l.ops_per_s,
+        p50_us: l.p50_us,
+        p99_us: l.p99_us,
+        mean_us: l.mean_us,
+        timeouts: l.timeouts,
+        errors,
+        client_ceiling,
+        loadavg: loadavg(),
+        seed: cfg.seed,
+        git_commit: commit.to_string(),
+        config: cfg.clone(),
+    }
+}
+
 /// Runs the whole comparison; `each` sees every run as it finishes.
 pub fn run(cfg: &ChainEtcdConfig, mut each: impl FnMut(&RunRecord)) -> anyhow::Result<(Vec<RunRecord>, Vec<Summary>)> {
     use innet_chain::Protocol;
@@ -158,31 +188,8 @@ pub fn run(cfg: &ChainEtcdConfig, mut each: impl FnMut(&RunRecord)) -> anyhow::R
     }
     let commit = git_commit();
     let mut records = vec![];
-    let mut record = |system: &str,
-                      op: &'static str,
-                      clients: u32,
-                      rep: usize,
-                      l: &loadgen::LoadReport,
-                      errors: u64,
-                      client_ceiling: Option<f64>| {
-        let r = RunRecord {
-            bench: "chain-etcd",
-            system: system.into(),
-            op,
-            clients,
-            rep,
-            ops_per_s: l.ops_per_s,
-            p50_us: l.p50_us,
-            p99_us: l.p99_us,
-            mean_us: l.mean_us,
-            timeouts: l.timeouts,
-            errors,
-            client_ceiling,
-            loadavg: loadavg(),
-            seed: cfg.seed,
-            git_commit: commit.clone(),
-            config: cfg.clone(),
-        };
+    let mut record = |system: &str, op, clients, rep, l: &loadgen::LoadReport, errors, client_ceiling| {
+        let r = run_record(cfg, &commit, (system, op, clients, rep), l, errors, client_ceiling);
         each(&r);
         records.push(r);
     };

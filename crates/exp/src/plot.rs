@@ -105,21 +105,7 @@ fn draw_panel(
 ) -> Result<()> {
     check_series(caption, series)?;
     let points = || series.iter().flat_map(|(_, p)| p.iter().copied());
-    let (x_lo, x_hi) = points().fold((f64::MAX, f64::MIN), |(a, b), (x, _)| (a.min(x), b.max(x)));
-    let (y_lo, y_hi) = points().fold((f64::MAX, f64::MIN), |(a, b), (_, y)| (a.min(y), b.max(y)));
-    let y_range = padded_range(y_lo, y_hi, true);
-    let x_range = padded_range(x_lo, x_hi, false);
-    // The legend goes in a corner the lines leave empty; where none is, in
-    // the upper right above the data (headroom added for it).
-    let corner = empty_corner(series, &x_range, &y_range, series.len());
-    let y_range = match corner {
-        Some(_) => y_range,
-        None => {
-            let legend_share = 0.1 + 0.07 * series.len() as f64;
-            y_range.start..y_range.end + (y_range.end - y_range.start) * legend_share
-        }
-    };
-
+    let (x_range, y_range, corner) = panel_ranges(series);
     let mut builder = ChartBuilder::on(area);
     if !caption.is_empty() {
         builder.caption(caption, ("sans-serif", 28));
@@ -174,6 +160,40 @@ fn draw_panel(
         .draw()
         .map_err(plot_err)?;
     Ok(())
+}
+
+/// A panel's x and y ranges and its legend's corner: one the lines leave
+/// empty; where none is, the upper right above the data (`None`, the y
+/// range with headroom for it).
+fn panel_ranges(
+    series: &[(String, Vec<(f64, f64)>)],
+) -> (std::ops::Range<f64>, std::ops::Range<f64>, Option<SeriesLabelPosition>) {
+    let points = || series.iter().flat_map(|(_, p)| p.iter().copied());
+    let (x_lo, x_hi) = points().fold((f64::MAX, f64::MIN), |(a, b), (x, _)| (a.min(x), b.max(x)));
+    let (y_lo, y_hi) = points().fold((f64::MAX, f64::MIN), |(a, b), (_, y)| (a.min(y), b.max(y)));
+    let y_range = padded_range(y_lo, y_hi, true);
+    let x_range = padded_range(x_lo, x_hi, false);
+    let corner = empty_corner(series, &x_range, &y_range, series.len());
+    let y_range = match corner {
+        Some(_) => y_range,
+        None => {
+            let legend_share = 0.1 + 0.07 * series.len() as f64;
+            y_range.start..y_range.end + (y_range.end - y_range.start) * legend_share
+        }
+    };
+    (x_range, y_range, corner)
+}
+
+/// An axis formatter naming position `i` `names[i]` (nothing between).
+fn category_label(names: Vec<String>) -> impl Fn(&f64) -> String {
+    move |v: &f64| {
+        let i = v.round();
+        if (v - i).abs() < 0.01 && i >= 0.0 && (i as usize) < names.len() {
+            names[i as usize].clone()
+        } else {
+            String::new()
+        }
+    }
 }
 
 /// A corner of the plot area that no line passes through (points and the
@@ -375,17 +395,7 @@ pub fn bars_png(
     categories: &[String],
     series: &[(String, Vec<f64>)],
 ) -> Result<()> {
-    if categories.is_empty() || series.is_empty() {
-        bail!("bars_png: nothing to plot in '{title}'");
-    }
-    for (name, vs) in series {
-        if vs.len() != categories.len() {
-            bail!("'{title}': series {name} has {} values for {} categories", vs.len(), categories.len());
-        }
-        if let Some(v) = vs.iter().find(|v| !v.is_finite() || **v < 0.0) {
-            bail!("'{title}': series {name} has value {v}, not a finite non-negative number");
-        }
-    }
+    check_bars(title, categories, series)?;
     ensure_font()?;
     let size = (1400, 750 + TITLE_PX + caption_px(caption, 1400));
     let root = BitMapBackend::new(path, size).into_drawing_area();
@@ -400,19 +410,12 @@ pub fn bars_png(
         .y_label_area_size(90)
         .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..y_max * (1.08 + legend_share))
         .map_err(plot_err)?;
-    let cats = categories.to_vec();
+    let cats = category_label(categories.to_vec());
     chart
         .configure_mesh()
         .y_desc(y_label)
         .x_labels(n)
-        .x_label_formatter(&move |v| {
-            let i = v.round();
-            if (v - i).abs() < 0.01 && i >= 0.0 && (i as usize) < cats.len() {
-                cats[i as usize].clone()
-            } else {
-                String::new()
-            }
-        })
+        .x_label_formatter(&cats)
         .y_label_formatter(&|v| human(*v))
         .disable_x_mesh()
         .axis_desc_style(("sans-serif", 22))
@@ -450,6 +453,23 @@ pub fn bars_png(
         .draw()
         .map_err(plot_err)?;
     finish(root, path)
+}
+
+/// Refuses bars that cannot be drawn: none, a series without a value
+/// per category, a value that is not a finite non-negative number.
+fn check_bars(title: &str, categories: &[String], series: &[(String, Vec<f64>)]) -> Result<()> {
+    if categories.is_empty() || series.is_empty() {
+        bail!("bars_png: nothing to plot in '{title}'");
+    }
+    for (name, vs) in series {
+        if vs.len() != categories.len() {
+            bail!("'{title}': series {name} has {} values for {} categories", vs.len(), categories.len());
+        }
+        if let Some(v) = vs.iter().find(|v| !v.is_finite() || **v < 0.0) {
+            bail!("'{title}': series {name} has value {v}, not a finite non-negative number");
+        }
+    }
+    Ok(())
 }
 
 /// Empirical CDFs of named samples (e.g. latencies in ms) in one panel with
@@ -502,20 +522,7 @@ pub fn heatmap_png(
     centre: f64,
     span: f64,
 ) -> Result<()> {
-    if cols.is_empty() || rows.is_empty() || values.len() != rows.len() {
-        bail!("heatmap_png: '{title}' needs a value row per row label ({} rows, {} labels)", values.len(), rows.len());
-    }
-    for (r, vs) in values.iter().enumerate() {
-        if vs.len() != cols.len() {
-            bail!("heatmap_png: '{title}' row {r} has {} values for {} columns", vs.len(), cols.len());
-        }
-        if let Some(v) = vs.iter().find(|v| !v.is_finite() || **v <= 0.0) {
-            bail!("heatmap_png: '{title}' row {r} has value {v}, not a finite positive number");
-        }
-    }
-    if !(centre > 0.0 && span > 1.0) {
-        bail!("heatmap_png: centre {centre} must be > 0 and span {span} > 1");
-    }
+    check_heatmap(title, cols, rows, values, (centre, span))?;
     ensure_font()?;
     let size = (1300, 850 + TITLE_PX + caption_px(caption, 1300));
     let root = BitMapBackend::new(path, size).into_drawing_area();
@@ -528,17 +535,7 @@ pub fn heatmap_png(
         .y_label_area_size(90)
         .build_cartesian_2d(-0.5..nx as f64 - 0.5, -0.5..ny as f64 - 0.5)
         .map_err(plot_err)?;
-    let label_of = |names: Vec<String>| {
-        move |v: &f64| {
-            let i = v.round();
-            if (v - i).abs() < 0.01 && i >= 0.0 && (i as usize) < names.len() {
-                names[i as usize].clone()
-            } else {
-                String::new()
-            }
-        }
-    };
-    let (xf, yf) = (label_of(cols.to_vec()), label_of(rows.to_vec()));
+    let (xf, yf) = (category_label(cols.to_vec()), category_label(rows.to_vec()));
     chart
         .configure_mesh()
         .x_desc(x_label)
@@ -552,15 +549,7 @@ pub fn heatmap_png(
         .label_style(("sans-serif", 18))
         .draw()
         .map_err(plot_err)?;
-    let colour = |v: f64| {
-        let t = ((v / centre).ln() / span.ln()).clamp(-1.0, 1.0);
-        let mix = |a: u8, b: u8, f: f64| (a as f64 + (b as f64 - a as f64) * f).round() as u8;
-        if t >= 0.0 {
-            RGBColor(mix(255, 178, t), mix(255, 24, t), mix(255, 43, t))
-        } else {
-            RGBColor(mix(255, 33, -t), mix(255, 102, -t), mix(255, 172, -t))
-        }
-    };
+    let colour = |v: f64| diverging_colour(v, centre, span);
     for (r, vs) in values.iter().enumerate() {
         chart
             .draw_series(vs.iter().enumerate().map(|(c, &v)| {
@@ -575,6 +564,45 @@ pub fn heatmap_png(
             .map_err(plot_err)?;
     }
     finish(root, path)
+}
+
+/// Refuses a heatmap that cannot be drawn: a value row per row label, a
+/// value per column, each finite and positive; `centre` above 0 and
+/// `span` above 1.
+fn check_heatmap(
+    title: &str,
+    cols: &[String],
+    rows: &[String],
+    values: &[Vec<f64>],
+    (centre, span): (f64, f64),
+) -> Result<()> {
+    if cols.is_empty() || rows.is_empty() || values.len() != rows.len() {
+        bail!("heatmap_png: '{title}' needs a value row per row label ({} rows, {} labels)", values.len(), rows.len());
+    }
+    for (r, vs) in values.iter().enumerate() {
+        if vs.len() != cols.len() {
+            bail!("heatmap_png: '{title}' row {r} has {} values for {} columns", vs.len(), cols.len());
+        }
+        if let Some(v) = vs.iter().find(|v| !v.is_finite() || **v <= 0.0) {
+            bail!("heatmap_png: '{title}' row {r} has value {v}, not a finite positive number");
+        }
+    }
+    if !(centre > 0.0 && span > 1.0) {
+        bail!("heatmap_png: centre {centre} must be > 0 and span {span} > 1");
+    }
+    Ok(())
+}
+
+/// A heatmap cell's colour: white at `centre`, red above it and blue below,
+/// full at `centre` times or divided by `span` (on a log scale).
+fn diverging_colour(v: f64, centre: f64, span: f64) -> RGBColor {
+    let t = ((v / centre).ln() / span.ln()).clamp(-1.0, 1.0);
+    let mix = |a: u8, b: u8, f: f64| (a as f64 + (b as f64 - a as f64) * f).round() as u8;
+    if t >= 0.0 {
+        RGBColor(mix(255, 178, t), mix(255, 24, t), mix(255, 43, t))
+    } else {
+        RGBColor(mix(255, 33, -t), mix(255, 102, -t), mix(255, 172, -t))
+    }
 }
 
 /// The marker of series `i`: circle, triangle, square, cross, repeating.

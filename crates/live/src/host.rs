@@ -229,6 +229,71 @@ pub struct Shared {
     pub segment_everywhere: bool,
 }
 
+impl Shared {
+    /// Refuses a shared socket or feed route to a host beyond the loop's `n`.
+    fn check_hosts(&self, n: usize) -> io::Result<()> {
+        for t in self.sockets.iter().flat_map(|s| &s.to).chain(self.feed.iter().flat_map(|f| f.1.iter().flatten())) {
+            if *t >= n {
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("shared delivery to host {t} of {n}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The loop's feed, if any, watched by `ports`; its routes; and the
+/// longest the loop may sleep with it.
+#[allow(clippy::type_complexity)]
+fn open_feed(
+    feed: Option<(MakeFeed, Vec<Vec<usize>>)>,
+    ports: &mut Ports,
+) -> io::Result<(Option<Box<dyn Feed>>, Vec<Vec<usize>>, Duration)> {
+    let (feed, routes) = match feed {
+        Some((make, routes)) => {
+            let f = make()?;
+            ports.watch(f.fd())?;
+            (Some(f), routes)
+        }
+        None => (None, vec![]),
+    };
+    let max_wait = feed.as_ref().and_then(|f| f.poll_every()).map_or(MAX_WAIT, |p| p.min(MAX_WAIT));
+    Ok((feed, routes, max_wait))
+}
+
+/// A shared socket's hosts, admission rule and keys ([`SharedSocket`]).
+type SharedRoute = (Vec<usize>, Option<Admission>, Option<Arc<crate::auth::PeerAuth>>);
+
+/// The loop's ports: the hosts' sockets of `endpoints` (port `i` host
+/// `i`'s), then the `shared` sockets; a slot per host and a route per
+/// shared socket.
+fn open_ports(
+    endpoints: Vec<(UdpSocket, HostOptions)>,
+    shared: Vec<SharedSocket>,
+    segment_everywhere: bool,
+) -> io::Result<(Ports, Vec<Slot>, Vec<SharedRoute>)> {
+    let mut sockets = vec![];
+    let mut slots = vec![];
+    for (s, opts) in endpoints {
+        sockets.push(s);
+        slots.push(Slot {
+            ingress: DelayLine::new(opts.delay),
+            egress: DelayLine::new(opts.delay),
+            opts,
+            stats: HostStats::default(),
+        });
+    }
+    let mut routes = vec![];
+    for s in shared {
+        sockets.push(s.socket);
+        routes.push((s.to, s.admit, s.auth));
+    }
+    let mut ports = Ports::new(sockets)?;
+    if segment_everywhere {
+        ports.segment_everywhere();
+    }
+    Ok((ports, slots, routes))
+}
+
 /// What the runtime did for the shared sockets and the feed of a loop.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SharedStats {
@@ -344,6 +409,41 @@ impl<H: Host> HostLoop<'_, H> {
         }
     }
 
+    /// What arrived on a shared socket (`route` its hosts and admission),
+    /// opened, admitted and delivered to each of its hosts.
+    #[inline]
+    fn shared_incoming(&mut self, route: &SharedRoute, rx: &mut RxBatch, sstats: &mut SharedStats) {
+        let (to, admit, auth) = route;
+        let now = clock::now();
+        sstats.received += rx.len() as u64;
+        for k in 0..rx.len() {
+            let (from, bytes) = rx.get_mut(k);
+            let Some(len) = crate::auth::PeerAuth::open(auth, from, bytes, &mut sstats.rejected) else {
+                continue;
+            };
+            let bytes = &bytes[..len];
+            if Admission::admit(admit, from, bytes, &mut sstats.rejected) {
+                self.deliver_to(to, Some(from), bytes, now);
+            }
+        }
+    }
+
+    /// Delivers the records waiting in `feed`, each to the hosts `routes`
+    /// lists for its key; how many there were.
+    #[inline]
+    fn drain_feed(&mut self, feed: &mut dyn Feed, routes: &[Vec<usize>], sstats: &mut SharedStats) -> usize {
+        let now = clock::now();
+        let got = feed.drain(&mut |key, bytes| match routes.get(key as usize) {
+            Some(to) => self.deliver_to(to, None, bytes, now),
+            None => sstats.unrouted += 1,
+        });
+        if got > 0 {
+            sstats.fed += got as u64;
+            sstats.feed_batches += 1;
+        }
+        got
+    }
+
     /// Runs every timer that is due; returns the next deadline.
     fn timers(&mut self) -> Option<Time> {
         let mut next: Option<Time> = None;
@@ -421,40 +521,9 @@ fn run_loop<H: Host>(
 ) -> io::Result<(Vec<HostStats>, SharedStats)> {
     assert_eq!(hosts.len(), endpoints.len(), "one endpoint per host");
     let n = hosts.len();
-    for t in shared.sockets.iter().flat_map(|s| &s.to).chain(shared.feed.iter().flat_map(|f| f.1.iter().flatten())) {
-        if *t >= n {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("shared delivery to host {t} of {n}")));
-        }
-    }
-    let mut sockets = vec![];
-    let mut slots = vec![];
-    for (s, opts) in endpoints {
-        sockets.push(s);
-        slots.push(Slot {
-            ingress: DelayLine::new(opts.delay),
-            egress: DelayLine::new(opts.delay),
-            opts,
-            stats: HostStats::default(),
-        });
-    }
-    let mut shared_to = vec![];
-    for s in shared.sockets {
-        sockets.push(s.socket);
-        shared_to.push((s.to, s.admit, s.auth));
-    }
-    let mut ports = Ports::new(sockets)?;
-    if shared.segment_everywhere {
-        ports.segment_everywhere();
-    }
-    let (mut feed, routes) = match shared.feed {
-        Some((make, routes)) => {
-            let f = make()?;
-            ports.watch(f.fd())?;
-            (Some(f), routes)
-        }
-        None => (None, vec![]),
-    };
-    let max_wait = feed.as_ref().and_then(|f| f.poll_every()).map_or(MAX_WAIT, |p| p.min(MAX_WAIT));
+    shared.check_hosts(n)?;
+    let (mut ports, slots, shared_to) = open_ports(endpoints, shared.sockets, shared.segment_everywhere)?;
+    let (mut feed, routes, max_wait) = open_feed(shared.feed, &mut ports)?;
     let mut sstats = SharedStats::default();
     // One batch for every host of the loop: the first host's keys seal (a
     // process runs the nodes of one deployment).
@@ -483,14 +552,7 @@ fn run_loop<H: Host>(
         }
         ports.wait(next, max_wait);
         if let Some(f) = feed.as_mut() {
-            let now = clock::now();
-            let got = f.drain(&mut |key, bytes| match routes.get(key as usize) {
-                Some(to) => lp.deliver_to(to, None, bytes, now),
-                None => sstats.unrouted += 1,
-            });
-            if got > 0 {
-                sstats.fed += got as u64;
-                sstats.feed_batches += 1;
+            if lp.drain_feed(f.as_mut(), &routes, &mut sstats) > 0 {
                 lp.flush(&mut ports);
             }
         }
@@ -502,19 +564,7 @@ fn run_loop<H: Host>(
             if i < n {
                 lp.incoming(i, &mut rx);
             } else {
-                let (to, admit, auth) = &shared_to[i - n];
-                let now = clock::now();
-                sstats.received += rx.len() as u64;
-                for k in 0..rx.len() {
-                    let (from, bytes) = rx.get_mut(k);
-                    let Some(len) = crate::auth::PeerAuth::open(auth, from, bytes, &mut sstats.rejected) else {
-                        continue;
-                    };
-                    let bytes = &bytes[..len];
-                    if Admission::admit(admit, from, bytes, &mut sstats.rejected) {
-                        lp.deliver_to(to, Some(from), bytes, now);
-                    }
-                }
+                lp.shared_incoming(&shared_to[i - n], &mut rx, &mut sstats);
             }
             lp.flush(&mut ports);
         }

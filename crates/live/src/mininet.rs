@@ -206,6 +206,44 @@ impl Drop for OwnDir {
     }
 }
 
+/// Lines of the runner's stderr kept for an error message.
+const STDERR_TAIL_LINES: usize = 20;
+
+/// Passes `child`'s stderr on, in a thread, keeping its last
+/// [`STDERR_TAIL_LINES`] lines for an error message.
+fn pass_stderr_on(child: &mut std::process::Child) -> (std::thread::JoinHandle<()>, Arc<Mutex<Vec<String>>>) {
+    let tail: Arc<Mutex<Vec<String>>> = Arc::default();
+    let reader = {
+        let (err, tail) = (child.stderr.take().expect("piped"), tail.clone());
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = writeln!(std::io::stderr(), "{line}");
+                let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
+                t.push(line);
+                let excess = t.len().saturating_sub(STDERR_TAIL_LINES);
+                t.drain(..excess);
+            }
+        })
+    };
+    (reader, tail)
+}
+
+/// Waits for `child` to exit, sending it SIGTERM once when `stop` is set
+/// (the runner stops its processes and the network on SIGTERM).
+fn wait_passing_stop_on(child: &mut std::process::Child, stop: &Stop) -> std::io::Result<std::process::ExitStatus> {
+    let mut forwarded = false;
+    loop {
+        if let Some(s) = child.try_wait()? {
+            return Ok(s);
+        }
+        if stop.is_stopped() && !forwarded {
+            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            forwarded = true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Builds the Mininet network of `cfg.topology`, runs its nodes and the
 /// load, tears it down and reports (see the module doc). `stop` (Ctrl-C)
 /// ends the run early; the teardown still runs.
@@ -239,32 +277,8 @@ pub fn run(cfg: &MininetRun, stop: &Stop) -> anyhow::Result<MininetReport> {
         cmd.arg("--verbose");
     }
     let mut child = cmd.spawn().with_context(|| format!("starting {PYTHON}"))?;
-    // Pass the runner's stderr on, keeping its end for an error message.
-    let tail: Arc<Mutex<Vec<String>>> = Arc::default();
-    let reader = {
-        let (err, tail) = (child.stderr.take().expect("piped"), tail.clone());
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                let _ = writeln!(std::io::stderr(), "{line}");
-                let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
-                t.push(line);
-                let excess = t.len().saturating_sub(20);
-                t.drain(..excess);
-            }
-        })
-    };
-    let mut forwarded = false;
-    let status = loop {
-        if let Some(s) = child.try_wait()? {
-            break s;
-        }
-        if stop.is_stopped() && !forwarded {
-            // The runner stops its processes and the network on SIGTERM.
-            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-            forwarded = true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let (reader, tail) = pass_stderr_on(&mut child);
+    let status = wait_passing_stop_on(&mut child, stop)?;
     let _ = reader.join();
     let tail = tail.lock().unwrap_or_else(|e| e.into_inner()).join("\n");
     let text = match std::fs::read_to_string(&result) {

@@ -184,76 +184,143 @@ impl Up {
     fn stop_nodes(self) -> anyhow::Result<Vec<(String, String, u64)>> {
         let names = self.topology.names();
         let mut out = vec![];
-        let mut push =
-            |i: NodeIx, c: Vec<(String, u64)>| out.extend(c.into_iter().map(|(k, v)| (names[i].clone(), k, v)));
-        let own = |c: &dyn Counters| c.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect::<Vec<_>>();
         for (i, node) in self.started.nodes {
-            match node {
-                RunningNode::Store(s) => {
-                    let r = s.shutdown()?;
-                    let mut c = own(&r.counters);
-                    c.extend(own(&r.net));
-                    push(i, c);
-                }
-                RunningNode::TxnSwitch(s) => {
-                    push(i, s.counters());
-                    s.shutdown()?;
-                }
-                RunningNode::ChainSwitch { switch, agent } => {
-                    push(i, switch.counters());
-                    switch.shutdown()?;
-                    let a = agent.join().map_err(|_| anyhow::anyhow!("agent panicked"))??;
-                    push(
-                        i,
-                        vec![
-                            ("agent_requests".into(), a.requests),
-                            ("agent_dropped_foreign".into(), a.dropped_foreign),
-                        ],
-                    );
-                }
-                RunningNode::ChainControl(t) => {
-                    let r = t.join().map_err(|_| anyhow::anyhow!("control plane panicked"))?;
-                    push(
-                        i,
-                        vec![
-                            ("removals".into(), r.control.stats.removals),
-                            ("resyncs".into(), r.control.stats.resyncs),
-                            ("joins".into(), r.control.stats.joins),
-                            ("views_answered".into(), r.views.answered),
-                            ("views_limited".into(), r.views.limited),
-                            ("views_dropped_malformed".into(), r.views.dropped_malformed),
-                        ],
-                    );
-                }
-                RunningNode::Learner(h) => {
-                    let s = h.shutdown()?;
-                    push(
-                        i,
-                        vec![
-                            ("delivered".into(), s.delivered),
-                            ("duplicates".into(), s.duplicates),
-                            ("noops".into(), s.noops),
-                        ],
-                    );
-                }
-                RunningNode::Backup(h) => {
-                    let b = h.shutdown()?;
-                    push(
-                        i,
-                        vec![
-                            ("took_over".into(), u64::from(b.active_since().is_some())),
-                            ("instances_started".into(), b.instances_started),
-                            ("requests_before_takeover".into(), b.requests_before_takeover),
-                            ("requests_dropped_full".into(), b.requests_dropped_full),
-                        ],
-                    );
-                }
-                RunningNode::Coordinator(n) => n.stop(),
-                RunningNode::Acceptor(n) => n.stop(),
-            }
+            out.extend(stop_counted(node)?.into_iter().map(|(k, v)| (names[i].clone(), k, v)));
         }
         Ok(out)
     }
+}
+
+/// Stops `node`; the counters it ends with (none for the coordinator and
+/// the acceptors, which publish theirs while they run).
+fn stop_counted(node: RunningNode) -> anyhow::Result<Vec<(String, u64)>> {
+    let mut out = vec![];
+    let mut push = |c: Vec<(String, u64)>| out.extend(c);
+    let own = |c: &dyn Counters| c.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect::<Vec<_>>();
+    match node {
+        RunningNode::Store(s) => {
+            let r = s.shutdown()?;
+            let mut c = own(&r.counters);
+            c.extend(own(&r.net));
+            push(c);
+        }
+        RunningNode::TxnSwitch(s) => {
+            push(s.counters());
+            s.shutdown()?;
+        }
+        RunningNode::ChainSwitch { switch, agent } => {
+            push(switch.counters());
+            switch.shutdown()?;
+            let a = agent.join().map_err(|_| anyhow::anyhow!("agent panicked"))??;
+            push(vec![("agent_requests".into(), a.requests), ("agent_dropped_foreign".into(), a.dropped_foreign)]);
+        }
+        RunningNode::ChainControl(t) => {
+            let r = t.join().map_err(|_| anyhow::anyhow!("control plane panicked"))?;
+            push(vec![
+                ("removals".into(), r.control.stats.removals),
+                ("resyncs".into(), r.control.stats.resyncs),
+                ("joins".into(), r.control.stats.joins),
+                ("views_answered".into(), r.views.answered),
+                ("views_limited".into(), r.views.limited),
+                ("views_dropped_malformed".into(), r.views.dropped_malformed),
+            ]);
+        }
+        RunningNode::Learner(h) => {
+            let s = h.shutdown()?;
+            push(vec![
+                ("delivered".into(), s.delivered),
+                ("duplicates".into(), s.duplicates),
+                ("noops".into(), s.noops),
+            ]);
+        }
+        RunningNode::Backup(h) => {
+            let b = h.shutdown()?;
+            push(vec![
+                ("took_over".into(), u64::from(b.active_since().is_some())),
+                ("instances_started".into(), b.instances_started),
+                ("requests_before_takeover".into(), b.requests_before_takeover),
+                ("requests_dropped_full".into(), b.requests_dropped_full),
+            ]);
+        }
+        RunningNode::Coordinator(n) => n.stop(),
+        RunningNode::Acceptor(n) => n.stop(),
+    }
+    Ok(out)
+}
+
+/// The transaction deployment `d`'s load clients on `nodes`, issuing
+/// `load`'s workload from `start` until `stop_at`.
+fn txn_clients(
+    d: &innet_txn::deploy::TxnDeployment,
+    nodes: &[(NodeIx, UdpSocket)],
+    load: &UpLoad,
+    rng: &mut Rng,
+    (start, stop_at): (innet_core::Time, innet_core::Time),
+) -> Vec<LoadClient> {
+    let ids = client_ids(d);
+    let base = fresh_client_id_base(ids.iter().copied().max().unwrap_or(0) + 1);
+    nodes
+        .iter()
+        .map(|(i, _)| {
+            let mut cc = ClientConfig::new(base + ids[*i]);
+            cc.first_req_id = wall_clock_req_id();
+            LoadClient::new(TxnClient::new(cc), load.workload.clone(), rng.fork(), start, stop_at)
+        })
+        .collect()
+}
+
+/// The Paxos deployment `p`'s proposers on `nodes` (each must be one),
+/// submitting `load` until `stop_at`. Each proposer submits with an id of
+/// its own block (the coordinators take no other from its address).
+fn paxos_proposers(
+    p: &innet_topology::PaxosTopology,
+    nodes: &[(NodeIx, UdpSocket)],
+    load: &UpLoad,
+    stop_at: innet_core::Time,
+) -> anyhow::Result<Vec<LoadProposer>> {
+    let d = &p.deployment;
+    let roles = Roles::of(d, innet_paxos::deploy::PaxosParams { pack: load.pack, ..p.params.clone() });
+    let incarnation = crate::paxos::fresh_incarnation();
+    let index = |i: NodeIx| match d.nodes[i].role {
+        innet_paxos::deploy::PaxosRole::Proposer { index } => Ok(index as usize),
+        r => Err(anyhow::anyhow!("load node {} is a {}, not a proposer", d.nodes[i].name, r.name())),
+    };
+    nodes
+        .iter()
+        .map(|(i, _)| {
+            let id = innet_paxos::envelope::proposer_id(index(*i)?, incarnation);
+            Ok(LoadProposer::new(Proposer::new(roles.proposer(id)), load.outstanding, stop_at, false))
+        })
+        .collect()
+}
+
+/// `n` load clients of the chain `c` (client ids from `1000 * group`),
+/// following `view`, issuing `load`'s reads and writes from `start` until
+/// `stop_at`.
+fn chain_clients(
+    c: &innet_topology::ChainTopology,
+    n: usize,
+    view: ChainView,
+    load: &UpLoad,
+    group: u64,
+    rng: &mut Rng,
+    (start, stop_at): (innet_core::Time, innet_core::Time),
+) -> Vec<ViewedClient> {
+    let chain_nodes = innet_chain::deploy::chain_nodes(&c.deployment).len();
+    (0..n)
+        .map(|k| {
+            let mut cc = ChainClientConfig::new(c.protocol, k as u32 + 1000 * group as u32, chain_nodes);
+            cc.near = k % chain_nodes;
+            let w = ChainWorkload {
+                write_ratio: load.chain_write_ratio,
+                keys: load.chain_keys.min(c.keys.max(1)),
+                think: Duration::ZERO,
+                start,
+                stop: stop_at,
+            };
+            ViewedClient::new(ChainLoad::new(ChainClient::new(cc), w, rng.fork()), view.clone())
+        })
+        .collect()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -278,16 +345,7 @@ fn run_group(
     };
     let net: Vec<HostStats> = match &topo.service {
         Service::Txn(d) => {
-            let ids = client_ids(d);
-            let base = fresh_client_id_base(ids.iter().copied().max().unwrap_or(0) + 1);
-            let mut hosts: Vec<LoadClient> = nodes
-                .iter()
-                .map(|(i, _)| {
-                    let mut cc = ClientConfig::new(base + ids[*i]);
-                    cc.first_req_id = wall_clock_req_id();
-                    LoadClient::new(TxnClient::new(cc), load.workload.clone(), rng.fork(), start, stop_at)
-                })
-                .collect();
+            let mut hosts = txn_clients(d, &nodes, load, &mut rng, (start, stop_at));
             let net = run_hosts(&mut hosts, endpoints(&|i| host_options(d, addrs, i)), stop, until)?;
             let mut s = LoadStats::default();
             hosts.iter().for_each(|h| s.merge(&h.stats));
@@ -297,21 +355,7 @@ fn run_group(
         }
         Service::Paxos(p) => {
             let d = &p.deployment;
-            let roles = Roles::of(d, innet_paxos::deploy::PaxosParams { pack: load.pack, ..p.params.clone() });
-            // Each proposer submits with an id of its own block (the
-            // coordinators take no other from its address).
-            let incarnation = crate::paxos::fresh_incarnation();
-            let index = |i: NodeIx| match d.nodes[i].role {
-                innet_paxos::deploy::PaxosRole::Proposer { index } => Ok(index as usize),
-                r => Err(anyhow::anyhow!("load node {} is a {}, not a proposer", d.nodes[i].name, r.name())),
-            };
-            let mut hosts: Vec<LoadProposer> = nodes
-                .iter()
-                .map(|(i, _)| {
-                    let id = innet_paxos::envelope::proposer_id(index(*i)?, incarnation);
-                    Ok(LoadProposer::new(Proposer::new(roles.proposer(id)), load.outstanding, stop_at, false))
-                })
-                .collect::<anyhow::Result<_>>()?;
+            let mut hosts = paxos_proposers(p, &nodes, load, stop_at)?;
             let options = |i| HostOptions { auth: auth.clone(), ..crate::paxos::options(d, addrs, i) };
             let net = run_hosts(&mut hosts, endpoints(&options), stop, until)?;
             report.committed = hosts.iter().map(|h| h.latencies_ns.len() as u64).sum();
@@ -319,27 +363,11 @@ fn run_group(
         }
         Service::Chain(c) => {
             let d = &c.deployment;
-            let chain_nodes = innet_chain::deploy::chain_nodes(d).len();
             let view = match view {
                 Some(v) => v,
                 None => follow_remote_view(topo, addrs, stop)?,
             };
-            let mut hosts: Vec<ViewedClient> = nodes
-                .iter()
-                .enumerate()
-                .map(|(k, _)| {
-                    let mut cc = ChainClientConfig::new(c.protocol, k as u32 + 1000 * group as u32, chain_nodes);
-                    cc.near = k % chain_nodes;
-                    let w = ChainWorkload {
-                        write_ratio: load.chain_write_ratio,
-                        keys: load.chain_keys.min(c.keys.max(1)),
-                        think: Duration::ZERO,
-                        start,
-                        stop: stop_at,
-                    };
-                    ViewedClient::new(ChainLoad::new(ChainClient::new(cc), w, rng.fork()), view.clone())
-                })
-                .collect();
+            let mut hosts = chain_clients(c, nodes.len(), view, load, group, &mut rng, (start, stop_at));
             let net = run_hosts(&mut hosts, endpoints(&|i| host_options(d, addrs, i)), stop, until)?;
             report.reads = hosts.iter().map(|h| h.load.stats.reads).sum();
             report.writes = hosts.iter().map(|h| h.load.stats.writes).sum();

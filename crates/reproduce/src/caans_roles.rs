@@ -517,57 +517,8 @@ pub fn fig2_with(ctx: &Ctx, load: Load) -> Result<(Outcome, Vec<RolesRecord>)> {
             ("live on loopback: our roles, unsaturated".into(), &live),
         ],
     )?;
-    let s22 = "Section 2.2, Figure 2a";
-    let roles_claims = |r: &RolesRecord, regime: &str, beside: bool| -> Vec<Claim> {
-        let (c, a, l, p) = (r.role("coordinator"), r.role("acceptor"), r.role("learner"), r.role("proposer"));
-        vec![
-            Claim {
-                what: format!("coordinator CPU, software processes at peak load ({regime})"),
-                paper_text: format!(
-                    "the coordinator is the bottleneck, as it becomes CPU bound, at 69,185 values/s ({s22})"
-                ),
-                paper: Some(100.0),
-                ours: c,
-                calibration: !beside,
-                spread: None,
-                beside,
-                unit: "% of one core".into(),
-                holds: c >= a.max(l).max(p),
-                rule: if beside {
-                    "shown beside: the coordinator the busiest role".into()
-                } else {
-                    format!(
-                        "calibration: the coordinator's cost is set from this statement (1 s / 69,185 = {:.2} us a \
-                         value); ours {:.0} committed/s",
-                        crate::costs::LIBPAXOS_COORDINATOR_US,
-                        r.committed_per_s
-                    )
-                },
-            },
-            Claim {
-                what: format!("acceptor CPU (mean of 3) over learner CPU (mean of 2) ({regime})"),
-                paper_text: "the coordinator and acceptor are performance bottlenecks for Paxos (Section 2.2, \
-                             Figure 2)"
-                    .into(),
-                paper: None,
-                ours: a / l.max(1e-9),
-                calibration: false,
-                spread: None,
-                beside,
-                unit: "x".into(),
-                holds: c > l && a > l,
-                rule: if beside {
-                    "shown beside: coordinator and acceptors each above the learners".into()
-                } else {
-                    "coordinator and acceptors each above the learners (the acceptors' and learners' costs measured; \
-                     the simulator has no run-to-run spread at a fixed seed)"
-                        .into()
-                },
-            },
-        ]
-    };
-    let mut claims = roles_claims(&sat, "simulator, libpaxos coordinator", false);
-    claims.extend(roles_claims(&live, "live, our roles", true));
+    let mut claims = fig2_claims(&sat, "simulator, libpaxos coordinator", false);
+    claims.extend(fig2_claims(&live, "live, our roles", true));
     let o = Outcome {
         sim_headline: None,
         obtained: Obtained::SimMeasured {
@@ -597,6 +548,59 @@ pub fn fig2_with(ctx: &Ctx, load: Load) -> Result<(Outcome, Vec<RolesRecord>)> {
         config: caption,
     };
     Ok((o, vec![sat, live]))
+}
+
+/// CAANS Figure 2(a)'s claims on record `r` (`regime` names it): the
+/// coordinator the busiest role, the acceptors above the learners;
+/// calibration claims unless `beside`.
+fn fig2_claims(r: &RolesRecord, regime: &str, beside: bool) -> Vec<Claim> {
+    let s22 = "Section 2.2, Figure 2a";
+    let (c, a, l, p) = (r.role("coordinator"), r.role("acceptor"), r.role("learner"), r.role("proposer"));
+    vec![
+        Claim {
+            what: format!("coordinator CPU, software processes at peak load ({regime})"),
+            paper_text: format!(
+                "the coordinator is the bottleneck, as it becomes CPU bound, at 69,185 values/s ({s22})"
+            ),
+            paper: Some(100.0),
+            ours: c,
+            calibration: !beside,
+            spread: None,
+            beside,
+            unit: "% of one core".into(),
+            holds: c >= a.max(l).max(p),
+            rule: if beside {
+                "shown beside: the coordinator the busiest role".into()
+            } else {
+                format!(
+                    "calibration: the coordinator's cost is set from this statement (1 s / 69,185 = {:.2} us a \
+                     value); ours {:.0} committed/s",
+                    crate::costs::LIBPAXOS_COORDINATOR_US,
+                    r.committed_per_s
+                )
+            },
+        },
+        Claim {
+            what: format!("acceptor CPU (mean of 3) over learner CPU (mean of 2) ({regime})"),
+            paper_text: "the coordinator and acceptor are performance bottlenecks for Paxos (Section 2.2, \
+                         Figure 2)"
+                .into(),
+            paper: None,
+            ours: a / l.max(1e-9),
+            calibration: false,
+            spread: None,
+            beside,
+            unit: "x".into(),
+            holds: c > l && a > l,
+            rule: if beside {
+                "shown beside: coordinator and acceptors each above the learners".into()
+            } else {
+                "coordinator and acceptors each above the learners (the acceptors' and learners' costs measured; \
+                 the simulator has no run-to-run spread at a fixed seed)"
+                    .into()
+            },
+        },
+    ]
 }
 
 /// CAANS Figure 7(c).
@@ -629,10 +633,52 @@ pub fn fig7c_with(ctx: &Ctx, load: Load) -> Result<(Outcome, Vec<RolesRecord>)> 
         measured.git_commit
     );
     plot_roles(&png, "CPU per role, coordinator and acceptors in the data plane", &caption, &bars)?;
+    let claims = fig7c_claims(measured, &software);
+    // On XDP, the simulator's learner CPU beside ours in the summary.
+    let sim_headline = xdp.as_ref().map(|_| Claim {
+        what: format!("simulator (measured costs): learner CPU (mean of 2), {} at peak load", sim.label()),
+        ours: sim.role("learner"),
+        holds: sim.role("learner") > sim.role("coordinator").max(sim.role("acceptor")),
+        beside: true,
+        ..claims[0].clone()
+    });
+    let o = Outcome {
+        sim_headline,
+        obtained: if xdp.is_some() { Obtained::Xdp } else { Obtained::Live },
+        why: Some({
+            format!(
+                "in the {} deployment the busiest role is the {}{}; see docs/paxos.md#cpu-per-role-with-the-coordinator-and-acceptors-in-the-data-plane-caans-figure-7c",
+                measured.label(),
+                busiest(measured, &ROLES),
+                if xdp.is_none() {
+                    " (software switches are user-space threads on the same 2 cores; `innet reproduce --xdp` \
+                     runs the BPF data plane)"
+                } else {
+                    " (on veth the data plane's path runs in the softirq of the sending thread: the proposer \
+                     pays for the coordinator's and acceptors' forwarding)"
+                }
+            )
+        }),
+        claims,
+        plots: vec![png],
+        records: vec![jsonl],
+        ran_on: if xdp.is_some() { Where::Xdp } else { Where::Live },
+        config: caption,
+    };
+    let mut recs = vec![];
+    recs.extend(xdp);
+    recs.extend([switch, software, sim]);
+    Ok((o, recs))
+}
+
+/// CAANS Figure 7(c)'s claims on the deployment `measured` (coordinator
+/// and acceptors in the data plane), beside `software` (every role a
+/// process): the learners the busiest, the data plane's roles lighter.
+fn fig7c_claims(measured: &RolesRecord, software: &RolesRecord) -> Vec<Claim> {
     let (l, p) = (measured.role("learner"), measured.role("proposer"));
     let (dc, da) = (measured.role("coordinator"), measured.role("acceptor"));
     let (sc, sa) = (software.role("coordinator"), software.role("acceptor"));
-    let claims = vec![
+    vec![
         Claim {
             what: format!("learner CPU (mean of 2), {} at peak load", measured.label()),
             paper_text: "with CAANS, we measured close to 100% utilization on the learner ... the performance \
@@ -675,42 +721,7 @@ pub fn fig7c_with(ctx: &Ctx, load: Load) -> Result<(Outcome, Vec<RolesRecord>)> 
             holds: dc < sc && da < sa,
             rule: "the coordinator's and acceptors' CPU lower in the data plane than as processes".into(),
         },
-    ];
-    // On XDP, the simulator's learner CPU beside ours in the summary.
-    let sim_headline = xdp.as_ref().map(|_| Claim {
-        what: format!("simulator (measured costs): learner CPU (mean of 2), {} at peak load", sim.label()),
-        ours: sim.role("learner"),
-        holds: sim.role("learner") > sim.role("coordinator").max(sim.role("acceptor")),
-        beside: true,
-        ..claims[0].clone()
-    });
-    let o = Outcome {
-        sim_headline,
-        obtained: if xdp.is_some() { Obtained::Xdp } else { Obtained::Live },
-        why: Some({
-            format!(
-                "in the {} deployment the busiest role is the {}{}; see docs/paxos.md#cpu-per-role-with-the-coordinator-and-acceptors-in-the-data-plane-caans-figure-7c",
-                measured.label(),
-                busiest(measured, &ROLES),
-                if xdp.is_none() {
-                    " (software switches are user-space threads on the same 2 cores; `innet reproduce --xdp` \
-                     runs the BPF data plane)"
-                } else {
-                    " (on veth the data plane's path runs in the softirq of the sending thread: the proposer \
-                     pays for the coordinator's and acceptors' forwarding)"
-                }
-            )
-        }),
-        claims,
-        plots: vec![png],
-        records: vec![jsonl],
-        ran_on: if xdp.is_some() { Where::Xdp } else { Where::Live },
-        config: caption,
-    };
-    let mut recs = vec![];
-    recs.extend(xdp);
-    recs.extend([switch, software, sim]);
-    Ok((o, recs))
+    ]
 }
 
 /// The XDP testbed's Figure 7c run when the reproduction asks for XDP.
@@ -821,7 +832,30 @@ pub fn table1_with(ctx: &Ctx, runs: u32) -> Result<(Outcome, Table1Record)> {
             ("ours: XDP (BPF_PROG_TEST_RUN)".into(), vec![t.forward_ns, t.acceptor_ns, t.coordinator_ns]),
         ],
     )?;
-    let claims = vec![
+    let claims = table1_claims(&t);
+    let o = Outcome {
+        sim_headline: None,
+        obtained: Obtained::Xdp,
+        why: Some(
+            "BPF_PROG_TEST_RUN times our XDP programs on this CPU, the paper an FPGA pipeline; see \
+             docs/paxos.md#per-packet-latency-caans-table-1"
+                .to_string(),
+        ),
+        claims,
+        plots: vec![png],
+        records: vec![jsonl],
+        ran_on: Where::Xdp,
+        config: caption,
+    };
+    Ok((o, t))
+}
+
+/// CAANS Table 1's claims on the measured record `t`: the acceptor and
+/// the coordinator a little slower than forwarding, the acceptor slower
+/// than the coordinator.
+fn table1_claims(t: &Table1Record) -> Vec<Claim> {
+    let (pf, pa, pc) = PAPER_TABLE1_P4FPGA_US;
+    vec![
         Claim {
             what: "acceptor latency over forwarding".into(),
             paper_text: "acceptor 0.79 us vs forwarding 0.37 us on P4FPGA (1.44 vs 0.73 us on SDNet): \
@@ -868,22 +902,7 @@ pub fn table1_with(ctx: &Ctx, runs: u32) -> Result<(Outcome, Table1Record)> {
             holds: t.acceptor_ns > t.coordinator_ns,
             rule: "the acceptor slower than the coordinator".into(),
         },
-    ];
-    let o = Outcome {
-        sim_headline: None,
-        obtained: Obtained::Xdp,
-        why: Some(
-            "BPF_PROG_TEST_RUN times our XDP programs on this CPU, the paper an FPGA pipeline; see \
-             docs/paxos.md#per-packet-latency-caans-table-1"
-                .to_string(),
-        ),
-        claims,
-        plots: vec![png],
-        records: vec![jsonl],
-        ran_on: Where::Xdp,
-        config: caption,
-    };
-    Ok((o, t))
+    ]
 }
 
 /// Lines for the terminal: each record's CPU per role, then the claims.

@@ -13,6 +13,7 @@ use innet_core::deploy::DataPlaneAt;
 use innet_txn::Mode;
 
 use crate::entry::{Claim, Ctx, Entry, Obtained, Outcome, Paper, Where, LIVE_FIGURE_BESIDE};
+use crate::txn_locality::one_plot_outcome;
 use innet_exp::chain_bench::{self, ChainBenchResult};
 use innet_exp::paxos::{PaxosConfig, PaxosResult};
 use innet_exp::plot::{self, Panel};
@@ -195,23 +196,15 @@ fn gotthard_fig7(ctx: &Ctx) -> anyhow::Result<Outcome> {
         "the ratios come from the latencies alone (read cache: one write per RTT on the counter; optimistic \
              abort: one per 2 d_cs); see {FIG7_DOC}"
     ));
-    Ok(Outcome {
-        sim_headline: None,
-        claims,
-        why,
-        obtained: txn_obtained(ran_on),
-        plots: vec![png],
-        records: vec![jsonl],
-        ran_on,
-        config: format!(
-            "Gotthard Table 2 defaults: 8 clients, 1 key, RTT 100 ms, delta 0.2, {} s per point, {} modes x {} \
-             write ratios, {} runtime",
-            duration_s,
-            Mode::ALL.len(),
-            ratios.len(),
-            ran_on.name()
-        ),
-    })
+    let config = format!(
+        "Gotthard Table 2 defaults: 8 clients, 1 key, RTT 100 ms, delta 0.2, {} s per point, {} modes x {} \
+         write ratios, {} runtime",
+        duration_s,
+        Mode::ALL.len(),
+        ratios.len(),
+        ran_on.name()
+    );
+    Ok(one_plot_outcome(txn_obtained(ran_on), ran_on, claims, why, (png, jsonl), config))
 }
 
 // ---------------------------------------------------------------- TPC-C
@@ -268,27 +261,60 @@ fn gotthard_fig13(ctx: &Ctx) -> anyhow::Result<Outcome> {
     let (Some(oa), Some(rc)) = (row(Mode::OptimisticAbort), row(Mode::ReadCache)) else {
         anyhow::bail!("Figure 13 needs optimistic-abort and read-cache results");
     };
-    let kind_ratio = |k: Kind| {
-        let i = Kind::ALL.iter().position(|x| *x == k).unwrap_or(0);
-        ratio(oa.2[i], rc.2[i])
-    };
+    let kind_ratio = |k: Kind| fig13_ratio(&oa, &rc, k);
+    let claims = fig13_claims(&oa, &rc);
+    let why = caveat(format!(
+        "Payment {:.2}x, not about 2x: every Payment of the one warehouse updates W_YTD, so with the read cache \
+             a stale Payment learns so only at the store (one commit per RTT), while optimistic abort serializes \
+             them at the switch; the paper's Payment record shapes are not known. Order-Status {:.2}x, not 1.1x: \
+             TPC-C's Order-Status only reads, so nothing conflicts when it runs alone. See \
+             {TPCC_DOC}#why-ours-differs-figure-13",
+        kind_ratio(Kind::Payment),
+        kind_ratio(Kind::OrderStatus)
+    ));
+    let config = format!(
+        "Gotthard's TPC-C scale (1 warehouse, 2 districts, 10 customers, 50 items), {} terminals, RTT {} ms, \
+         delta {}, {} s per point, each type alone and the mix, {} modes, {} runtime",
+        base.clients,
+        base.rtt_ms,
+        base.delta,
+        base.duration_s,
+        table.len(),
+        ran_on.name()
+    );
+    Ok(one_plot_outcome(txn_obtained(ran_on), ran_on, claims, why, (png, jsonl), config))
+}
+
+/// A row of Figure 13's table: the mode, its weighted mean committed/s
+/// and its committed/s per transaction type (in [`Kind::ALL`]'s order).
+type Fig13Row = (Mode, f64, Vec<f64>);
+
+/// Committed/s of type `k`, row `oa` over row `rc`.
+fn fig13_ratio(oa: &Fig13Row, rc: &Fig13Row, k: Kind) -> f64 {
+    let i = Kind::ALL.iter().position(|x| *x == k).unwrap_or(0);
+    ratio(oa.2[i], rc.2[i])
+}
+
+/// The claims of Section 5.4 on Figure 13: optimistic abort (`oa`) over
+/// read cache (`rc`) per type and on the mix.
+fn fig13_claims(oa: &Fig13Row, rc: &Fig13Row) -> Vec<Claim> {
     let text = "Section 5.4, Complete benchmark: \"Gotthard significantly improves the throughput compared to the \
                 Read Cache (around 2x for Payment, and 1.1x for Order status)\"";
-    let others = [Kind::NewOrder, Kind::Delivery, Kind::StockLevel].map(kind_ratio);
+    let others = [Kind::NewOrder, Kind::Delivery, Kind::StockLevel].map(|k| fig13_ratio(oa, rc, k));
     let others_max = others.iter().copied().fold(0.0, f64::max);
-    let claims = vec![
+    vec![
         near(
             "Payment committed/s, optimistic abort / read cache",
             &format!("about 2x ({text})"),
             2.0,
-            kind_ratio(Kind::Payment),
+            fig13_ratio(oa, rc, Kind::Payment),
             "x",
         ),
         near(
             "Order-Status committed/s, optimistic abort / read cache",
             &format!("1.1x ({text})"),
             1.1,
-            kind_ratio(Kind::OrderStatus),
+            fig13_ratio(oa, rc, Kind::OrderStatus),
             "x",
         ),
         rule(
@@ -306,113 +332,16 @@ fn gotthard_fig13(ctx: &Ctx) -> anyhow::Result<Outcome> {
             None,
             others_max,
             "x",
-            others_max < kind_ratio(Kind::Payment),
+            others_max < fig13_ratio(oa, rc, Kind::Payment),
             "ours below the Payment ratio",
         ),
-    ];
-    let why = caveat(format!(
-        "Payment {:.2}x, not about 2x: every Payment of the one warehouse updates W_YTD, so with the read cache \
-             a stale Payment learns so only at the store (one commit per RTT), while optimistic abort serializes \
-             them at the switch; the paper's Payment record shapes are not known. Order-Status {:.2}x, not 1.1x: \
-             TPC-C's Order-Status only reads, so nothing conflicts when it runs alone. See \
-             {TPCC_DOC}#why-ours-differs-figure-13",
-        kind_ratio(Kind::Payment),
-        kind_ratio(Kind::OrderStatus)
-    ));
-    Ok(Outcome {
-        sim_headline: None,
-        claims,
-        why,
-        obtained: txn_obtained(ran_on),
-        plots: vec![png],
-        records: vec![jsonl],
-        ran_on,
-        config: format!(
-            "Gotthard's TPC-C scale (1 warehouse, 2 districts, 10 customers, 50 items), {} terminals, RTT {} ms, \
-             delta {}, {} s per point, each type alone and the mix, {} modes, {} runtime",
-            base.clients,
-            base.rtt_ms,
-            base.delta,
-            base.duration_s,
-            table.len(),
-            ran_on.name()
-        ),
-    })
+    ]
 }
 
 fn gotthard_fig14(ctx: &Ctx) -> anyhow::Result<Outcome> {
     let (rs, base, ran_on, jsonl, png) = tpcc_run(ctx, Figure::Fig14)?;
     let (c0, d0) = (base.clients, base.delta);
-    let tput = |m, k, f: &dyn Fn(&TpccConfig) -> bool| tpcc_find(&rs, m, k, f).map_or(0.0, |r| per_s(r, k));
-    let lat = |m, k, f: &dyn Fn(&TpccConfig) -> bool| tpcc_find(&rs, m, k, f).map_or(0.0, |r| latency_ms(r, k));
-    let at_delta = |d: f64| move |c: &TpccConfig| c.clients == c0 && (c.delta - d).abs() < 1e-9;
-    let at_clients = |n: u32| move |c: &TpccConfig| c.clients == n && (c.delta - d0).abs() < 1e-9;
-    let (oa, rc) = (Mode::OptimisticAbort, Mode::ReadCache);
-    let pay = Kind::Payment;
-    let os = Kind::OrderStatus;
-    let pay_d0 = ratio(tput(oa, pay, &at_delta(0.0)), tput(rc, pay, &at_delta(0.0)));
-    let pay_d1 = ratio(tput(oa, pay, &at_delta(1.0)), tput(rc, pay, &at_delta(1.0)));
-    let pay_scale = ratio(tput(oa, pay, &at_clients(24)), tput(oa, pay, &at_clients(8)));
-    let os_d02 = ratio(tput(oa, os, &at_delta(d0)), tput(rc, os, &at_delta(d0)));
-    let os_lat = ratio(lat(oa, os, &at_delta(d0)), lat(rc, os, &at_delta(d0)));
-    let rc_os_sat = ratio(tput(rc, os, &at_clients(8)), tput(rc, os, &at_clients(4)));
-    let s = "Section 5.4";
-    let claims = vec![
-        rule(
-            "Payment at delta 0: optimistic abort / read cache committed/s",
-            &format!("\"When the switch is closer to the clients (lower delta ratio), Gotthard has ... higher throughput\" ({s}, Fig. 14a)"),
-            None,
-            pay_d0,
-            "x",
-            pay_d0 > 1.05,
-            "ours above 1.05",
-        ),
-        rule(
-            "Payment at delta 1: optimistic abort / read cache committed/s",
-            &format!("\"As the switch is moved further from the clients ... Gotthard's performance is more similar to the other switches'\" ({s}, Fig. 14a)"),
-            None,
-            pay_d1,
-            "x",
-            (pay_d1 - 1.0).abs() < (pay_d0 - 1.0).abs(),
-            "ours closer to 1 than the delta-0 ratio (\"more similar\" is a direction; the paper gives no number)",
-        ),
-        rule(
-            "Payment, optimistic abort: committed/s at 24 clients / at 8",
-            &format!("\"The other switches saturate at 8 clients, while Gotthard continues to scale\" ({s}, Fig. 14b)"),
-            None,
-            pay_scale,
-            "x",
-            pay_scale > 1.1,
-            "ours above 1.1 (still scaling past 8 clients)",
-        ),
-        rule(
-            &format!("Order-Status at delta {d0}: optimistic abort / read cache committed/s"),
-            &format!("\"Gotthard has higher throughput than the Read Cache until the switch is halfway\" ({s}, Fig. 14c)"),
-            None,
-            os_d02,
-            "x",
-            os_d02 > 1.0,
-            "ours above 1",
-        ),
-        rule(
-            &format!("Order-Status at delta {d0}: optimistic abort / read cache mean latency"),
-            &format!("\"Gotthard always has lower latency than the others\" ({s}, Fig. 14g)"),
-            None,
-            os_lat,
-            "x",
-            os_lat > 0.0 && os_lat < 1.0,
-            "ours below 1",
-        ),
-        rule(
-            "Order-Status, read cache: committed/s at 8 clients / at 4",
-            &format!("\"The other switches saturate at 4 clients\" ({s}, Fig. 14d)"),
-            None,
-            rc_os_sat,
-            "x",
-            rc_os_sat <= 1.1,
-            "ours at most 1.1 (saturated)",
-        ),
-    ];
+    let claims = Fig14Ratios::of(&rs, &base).claims(d0);
     let why = caveat(format!(
             "Payment with optimistic abort flattens past 8 clients at its own limit (the switch passes one Payment \
              per round trip to the clients, 2 d_cs = {:.0} ms, {:.0}/s); Order-Status only reads here (TPC-C's writes nothing), so alone nothing \
@@ -423,24 +352,114 @@ fn gotthard_fig14(ctx: &Ctx) -> anyhow::Result<Outcome> {
             1e3 / (d0 * base.rtt_ms).max(1e-9)
         ),
     );
-    Ok(Outcome {
-        sim_headline: None,
-        claims,
-        why,
-        obtained: txn_obtained(ran_on),
-        plots: vec![png],
-        records: vec![jsonl],
-        ran_on,
-        config: format!(
-            "Gotthard's TPC-C scale, Payment and Order-Status alone, RTT {} ms, {} terminals when delta varies, delta \
-             {} when clients vary, {} s per point, forward / read-cache / optimistic-abort, {} runtime",
-            base.rtt_ms,
-            c0,
-            d0,
-            base.duration_s,
-            ran_on.name()
-        ),
-    })
+    let config = format!(
+        "Gotthard's TPC-C scale, Payment and Order-Status alone, RTT {} ms, {} terminals when delta varies, delta \
+         {} when clients vary, {} s per point, forward / read-cache / optimistic-abort, {} runtime",
+        base.rtt_ms,
+        c0,
+        d0,
+        base.duration_s,
+        ran_on.name()
+    );
+    Ok(one_plot_outcome(txn_obtained(ran_on), ran_on, claims, why, (png, jsonl), config))
+}
+
+/// Gotthard Figure 14's ratios of committed/s (of mean latency where
+/// named), optimistic abort over read cache unless named otherwise.
+struct Fig14Ratios {
+    /// Payment at delta 0 and at delta 1.
+    payment_delta0: f64,
+    payment_delta1: f64,
+    /// Payment, optimistic abort: 24 clients over 8.
+    payment_scaling: f64,
+    /// Order-Status at the base delta.
+    order_status: f64,
+    order_status_latency: f64,
+    /// Order-Status, read cache: 8 clients over 4.
+    read_cache_saturation: f64,
+}
+
+impl Fig14Ratios {
+    /// The ratios of the results `rs` of a Figure 14 run around `base`.
+    fn of(rs: &[TpccResult], base: &TpccConfig) -> Fig14Ratios {
+        let (c0, d0) = (base.clients, base.delta);
+        let tput = |m, k, f: &dyn Fn(&TpccConfig) -> bool| tpcc_find(rs, m, k, f).map_or(0.0, |r| per_s(r, k));
+        let lat = |m, k, f: &dyn Fn(&TpccConfig) -> bool| tpcc_find(rs, m, k, f).map_or(0.0, |r| latency_ms(r, k));
+        let at_delta = |d: f64| move |c: &TpccConfig| c.clients == c0 && (c.delta - d).abs() < 1e-9;
+        let at_clients = |n: u32| move |c: &TpccConfig| c.clients == n && (c.delta - d0).abs() < 1e-9;
+        let (oa, rc) = (Mode::OptimisticAbort, Mode::ReadCache);
+        let pay = Kind::Payment;
+        let os = Kind::OrderStatus;
+        Fig14Ratios {
+            payment_delta0: ratio(tput(oa, pay, &at_delta(0.0)), tput(rc, pay, &at_delta(0.0))),
+            payment_delta1: ratio(tput(oa, pay, &at_delta(1.0)), tput(rc, pay, &at_delta(1.0))),
+            payment_scaling: ratio(tput(oa, pay, &at_clients(24)), tput(oa, pay, &at_clients(8))),
+            order_status: ratio(tput(oa, os, &at_delta(d0)), tput(rc, os, &at_delta(d0))),
+            order_status_latency: ratio(lat(oa, os, &at_delta(d0)), lat(rc, os, &at_delta(d0))),
+            read_cache_saturation: ratio(tput(rc, os, &at_clients(8)), tput(rc, os, &at_clients(4))),
+        }
+    }
+
+    /// The claims of Section 5.4 on Figure 14; `d0` the base delta.
+    fn claims(&self, d0: f64) -> Vec<Claim> {
+        let s = "Section 5.4";
+        vec![
+            rule(
+                "Payment at delta 0: optimistic abort / read cache committed/s",
+                &format!("\"When the switch is closer to the clients (lower delta ratio), Gotthard has ... higher throughput\" ({s}, Fig. 14a)"),
+                None,
+                self.payment_delta0,
+                "x",
+                self.payment_delta0 > 1.05,
+                "ours above 1.05",
+            ),
+            rule(
+                "Payment at delta 1: optimistic abort / read cache committed/s",
+                &format!("\"As the switch is moved further from the clients ... Gotthard's performance is more similar to the other switches'\" ({s}, Fig. 14a)"),
+                None,
+                self.payment_delta1,
+                "x",
+                (self.payment_delta1 - 1.0).abs() < (self.payment_delta0 - 1.0).abs(),
+                "ours closer to 1 than the delta-0 ratio (\"more similar\" is a direction; the paper gives no number)",
+            ),
+            rule(
+                "Payment, optimistic abort: committed/s at 24 clients / at 8",
+                &format!("\"The other switches saturate at 8 clients, while Gotthard continues to scale\" ({s}, Fig. 14b)"),
+                None,
+                self.payment_scaling,
+                "x",
+                self.payment_scaling > 1.1,
+                "ours above 1.1 (still scaling past 8 clients)",
+            ),
+            rule(
+                &format!("Order-Status at delta {d0}: optimistic abort / read cache committed/s"),
+                &format!("\"Gotthard has higher throughput than the Read Cache until the switch is halfway\" ({s}, Fig. 14c)"),
+                None,
+                self.order_status,
+                "x",
+                self.order_status > 1.0,
+                "ours above 1",
+            ),
+            rule(
+                &format!("Order-Status at delta {d0}: optimistic abort / read cache mean latency"),
+                &format!("\"Gotthard always has lower latency than the others\" ({s}, Fig. 14g)"),
+                None,
+                self.order_status_latency,
+                "x",
+                self.order_status_latency > 0.0 && self.order_status_latency < 1.0,
+                "ours below 1",
+            ),
+            rule(
+                "Order-Status, read cache: committed/s at 8 clients / at 4",
+                &format!("\"The other switches saturate at 4 clients\" ({s}, Fig. 14d)"),
+                None,
+                self.read_cache_saturation,
+                "x",
+                self.read_cache_saturation <= 1.1,
+                "ours at most 1.1 (saturated)",
+            ),
+        ]
+    }
 }
 
 fn nocc_fig5(ctx: &Ctx) -> anyhow::Result<Outcome> {
@@ -481,25 +500,17 @@ fn nocc_fig5(ctx: &Ctx) -> anyhow::Result<Outcome> {
              decisions. See {TPCC_DOC}#nocc-figure-5-payment-alone-noccs-scale-10-items-occ--forward-nocc--optimistic-abort"
         ),
     );
-    Ok(Outcome {
-        sim_headline: None,
-        claims,
-        why,
-        obtained: txn_obtained(ran_on),
-        plots: vec![png],
-        records: vec![jsonl],
-        ran_on,
-        config: format!(
-            "NOCC's TPC-C scale (10 items), Payment alone, RTT {} ms, delta {}, {} s per point, clients {:?}, OCC = \
-             forward, NOCC = optimistic-abort, store {} us/packet, {} runtime",
-            tpcc_bench::NOCC5_RTT_MS,
-            tpcc_bench::NOCC5_DELTA,
-            base.duration_s.min(tpcc_bench::NOCC5_DURATION_S),
-            table.iter().map(|t| t.0).collect::<Vec<_>>(),
-            base.store_us_per_packet,
-            ran_on.name()
-        ),
-    })
+    let config = format!(
+        "NOCC's TPC-C scale (10 items), Payment alone, RTT {} ms, delta {}, {} s per point, clients {:?}, OCC = \
+         forward, NOCC = optimistic-abort, store {} us/packet, {} runtime",
+        tpcc_bench::NOCC5_RTT_MS,
+        tpcc_bench::NOCC5_DELTA,
+        base.duration_s.min(tpcc_bench::NOCC5_DURATION_S),
+        table.iter().map(|t| t.0).collect::<Vec<_>>(),
+        base.store_us_per_packet,
+        ran_on.name()
+    );
+    Ok(one_plot_outcome(txn_obtained(ran_on), ran_on, claims, why, (png, jsonl), config))
 }
 
 // ---------------------------------------------------------------- CAANS
@@ -989,17 +1000,7 @@ fn caans_table4(ctx: &Ctx) -> anyhow::Result<Outcome> {
 /// the directions the paper draws from them.
 fn table4_claims(runs: &[Vec<PaxosResult>]) -> anyhow::Result<Vec<Claim>> {
     let t4s: Vec<_> = runs.iter().map(|rs| paxos_bench::table4(rs)).collect();
-    // One figure of each seed's Table 4: `stat` of deployment `dp` at `f`.
-    let each_seed = |dp: DataPlaneAt, f: f64, stat: fn(&PaxosResult) -> f64| -> anyhow::Result<Vec<f64>> {
-        t4s.iter()
-            .map(|t| {
-                t.iter()
-                    .find(|(d, x, _)| *d == dp && (*x - f).abs() < 1e-9)
-                    .map(|t| stat(&t.2))
-                    .ok_or_else(|| anyhow::anyhow!("no Table 4 point at {f}"))
-            })
-            .collect()
-    };
+    let each_seed = |dp, f, stat| table4_each_seed(&t4s, dp, f, stat);
     let mean_of = |r: &PaxosResult| r.mean_latency_us;
     let std_of = |r: &PaxosResult| r.std_latency_us;
     // Table 4 of the paper: (fraction, CAANS mean, CAANS std, libpaxos mean, libpaxos std), us.
@@ -1060,6 +1061,24 @@ fn table4_claims(runs: &[Vec<PaxosResult>]) -> anyhow::Result<Vec<Claim>> {
     Ok(claims)
 }
 
+/// One figure of each seed's Table 4 (of `t4s`): `stat` of deployment
+/// `dp` at the fraction `f` of its max throughput.
+fn table4_each_seed(
+    t4s: &[Vec<(DataPlaneAt, f64, PaxosResult)>],
+    dp: DataPlaneAt,
+    f: f64,
+    stat: fn(&PaxosResult) -> f64,
+) -> anyhow::Result<Vec<f64>> {
+    t4s.iter()
+        .map(|t| {
+            t.iter()
+                .find(|(d, x, _)| *d == dp && (*x - f).abs() < 1e-9)
+                .map(|t| stat(&t.2))
+                .ok_or_else(|| anyhow::anyhow!("no Table 4 point at {f}"))
+        })
+        .collect()
+}
+
 fn caans_fig7d(ctx: &Ctx) -> anyhow::Result<Outcome> {
     if ctx.runtime == Where::Xdp {
         return caans_fig7d_xdp(ctx);
@@ -1092,27 +1111,7 @@ fn caans_fig7d(ctx: &Ctx) -> anyhow::Result<Outcome> {
     };
     let (ks, kw) = (max(&kv, DataPlaneAt::Switch), max(&kv, DataPlaneAt::Process));
     let ps = max(&plain, DataPlaneAt::Switch);
-    let s = "Section 6.3, Application overhead";
-    let claims = vec![
-        near(
-            "max committed/s with LevelDB, CAANS / libpaxos",
-            &format!("1.30x (CAANS 75,825 vs libpaxos 58,427 messages per second, {s})"),
-            75825.0 / 58427.0,
-            ratio(ks, kw),
-            "x",
-        ),
-        rule(
-            "CAANS max committed/s, with LevelDB / without",
-            &format!(
-                "0.57x (75,825 vs 134,094: \"the replicated application itself ... becomes the bottleneck\", {s})"
-            ),
-            Some(75825.0 / 134094.0),
-            ratio(ks, ps),
-            "x",
-            ratio(ks, ps) < 1.0,
-            "ours below 1 (LevelDB costs throughput)",
-        ),
-    ];
+    let claims = fig7d_claims(ks, kw, ps);
     // Said whether or not the claims hold: a live ratio on a shared
     // machine moves from run to run.
     let why = Some(format!(
@@ -1135,6 +1134,32 @@ fn caans_fig7d(ctx: &Ctx) -> anyhow::Result<Outcome> {
     })
 }
 
+/// CAANS Figure 7d's claims on the max committed/s of CAANS with LevelDB
+/// (`ks`), libpaxos with LevelDB (`kw`) and CAANS without it (`ps`).
+fn fig7d_claims(ks: f64, kw: f64, ps: f64) -> Vec<Claim> {
+    let s = "Section 6.3, Application overhead";
+    vec![
+        near(
+            "max committed/s with LevelDB, CAANS / libpaxos",
+            &format!("1.30x (CAANS 75,825 vs libpaxos 58,427 messages per second, {s})"),
+            75825.0 / 58427.0,
+            ratio(ks, kw),
+            "x",
+        ),
+        rule(
+            "CAANS max committed/s, with LevelDB / without",
+            &format!(
+                "0.57x (75,825 vs 134,094: \"the replicated application itself ... becomes the bottleneck\", {s})"
+            ),
+            Some(75825.0 / 134094.0),
+            ratio(ks, ps),
+            "x",
+            ratio(ks, ps) < 1.0,
+            "ours below 1 (LevelDB costs throughput)",
+        ),
+    ]
+}
+
 /// Figure 7d on the XDP data plane ([`crate::caans_xdp::kv_sweep`]): the
 /// coordinator and the acceptors BPF programs, the learners LevelDB
 /// key-value replicas; libpaxos-style processes with the same replicas
@@ -1145,31 +1170,9 @@ fn caans_fig7d(ctx: &Ctx) -> anyhow::Result<Outcome> {
 fn caans_fig7d_xdp(ctx: &Ctx) -> anyhow::Result<Outcome> {
     let dir = std::env::temp_dir().join(format!("innet-reproduce-kv-xdp-{}", std::process::id()));
     let runs = crate::caans_xdp::kv_sweep(ctx, &dir)?;
-    for r in runs.iter().flat_map(|s| &s.xdp_kv) {
-        anyhow::ensure!(
-            r.identical && r.applied_once,
-            "CAANS Figure 7d on XDP, {} in flight, seed {}: the replicas failed their check (identical: {}; every \
-             committed command applied once: {}): {:?}",
-            r.result.config.outstanding,
-            r.result.config.seed,
-            r.identical,
-            r.applied_once,
-            r.replicas
-        );
-    }
+    replicas_checked(&runs)?;
     std::fs::create_dir_all(&ctx.out)?;
-    let jsonl = fresh(ctx.out.join("paxos-kv-xdp.jsonl"));
-    for s in &runs {
-        let kv: Vec<crate::caans_xdp::KvRun> = s
-            .xdp_kv
-            .iter()
-            .map(|r| crate::caans_xdp::KvRun { result: crate::caans_xdp::as_recorded(&r.result), ..r.clone() })
-            .collect();
-        results::append_jsonl(&jsonl, &kv)?;
-        let others: Vec<PaxosResult> =
-            s.software_kv.iter().chain(&s.xdp_plain).map(crate::caans_xdp::as_recorded).collect();
-        results::append_jsonl(&jsonl, &others)?;
-    }
+    let jsonl = write_kv_xdp_records(fresh(ctx.out.join("paxos-kv-xdp.jsonl")), &runs)?;
     let s0 = runs.first().ok_or_else(|| anyhow::anyhow!("no Figure 7d run"))?;
     let first = &s0.xdp_kv.first().ok_or_else(|| anyhow::anyhow!("empty Figure 7d sweep"))?.result;
     let points =
@@ -1223,6 +1226,40 @@ fn caans_fig7d_xdp(ctx: &Ctx) -> anyhow::Result<Outcome> {
     let mut records = vec![jsonl];
     records.extend(live.records);
     Ok(paxos_outcome(Where::Xdp, (claims, beside), (String::new(), ("Figure 7d", &detail)), (plots, records), config))
+}
+
+/// Fails naming the first run of `runs` whose replicas are not identical
+/// or did not apply every committed command once.
+fn replicas_checked(runs: &[crate::caans_xdp::KvSweep]) -> anyhow::Result<()> {
+    for r in runs.iter().flat_map(|s| &s.xdp_kv) {
+        anyhow::ensure!(
+            r.identical && r.applied_once,
+            "CAANS Figure 7d on XDP, {} in flight, seed {}: the replicas failed their check (identical: {}; every \
+             committed command applied once: {}): {:?}",
+            r.result.config.outstanding,
+            r.result.config.seed,
+            r.identical,
+            r.applied_once,
+            r.replicas
+        );
+    }
+    Ok(())
+}
+
+/// Appends every run of `runs` to `jsonl` (as recorded); its path.
+fn write_kv_xdp_records(jsonl: PathBuf, runs: &[crate::caans_xdp::KvSweep]) -> anyhow::Result<PathBuf> {
+    for s in runs {
+        let kv: Vec<crate::caans_xdp::KvRun> = s
+            .xdp_kv
+            .iter()
+            .map(|r| crate::caans_xdp::KvRun { result: crate::caans_xdp::as_recorded(&r.result), ..r.clone() })
+            .collect();
+        results::append_jsonl(&jsonl, &kv)?;
+        let others: Vec<PaxosResult> =
+            s.software_kv.iter().chain(&s.xdp_plain).map(crate::caans_xdp::as_recorded).collect();
+        results::append_jsonl(&jsonl, &others)?;
+    }
+    Ok(jsonl)
 }
 
 /// The highest committed/s of `rs`.

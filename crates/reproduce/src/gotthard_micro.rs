@@ -17,6 +17,7 @@ use innet_txn::Mode;
 use serde::Serialize;
 
 use crate::entry::{store_measured, Claim, Ctx, Entry, Outcome, Paper, Where};
+use crate::txn_locality::Regime;
 use innet_exp::plot::{self, Panel};
 use innet_exp::txn::{percentile_ms, TxnPointConfig, TxnPointResult};
 use innet_exp::{results, txn_sim};
@@ -285,21 +286,7 @@ pub fn fig2(ctx: &Ctx) -> anyhow::Result<Outcome> {
             points.push((TxnPointConfig { mode: m.name().into(), write_ratio: w, ..base.clone() }, Some(n)));
         }
     }
-    let mut recs = vec![];
-    for (p, stats) in run_points(id, &points)? {
-        let mut done = stats.finished_ns.clone();
-        done.sort_unstable();
-        let Some(&last) = done.get(n as usize - 1) else {
-            anyhow::bail!(
-                "{} at {} writes committed {} of {n} transactions in {} s",
-                p.config.mode,
-                p.config.write_ratio,
-                done.len(),
-                p.run_seconds
-            );
-        };
-        recs.push(MicroRecord { transactions: Some(n), time_to_complete_s: Some(last as f64 / 1e9), ..record(p) });
-    }
+    let recs = time_to_complete(id, &points, n)?;
     let records = write_records(ctx, id, &recs)?;
     let time = |m: Mode, w: f64| -> anyhow::Result<f64> {
         recs.iter()
@@ -349,6 +336,27 @@ pub fn fig2(ctx: &Ctx) -> anyhow::Result<Outcome> {
         ),
     ];
     Ok(outcome(claims, "see docs/txn.md#gotthard-figure-2-time-to-complete-1000-transactions", plot, records, cap))
+}
+
+/// Runs `points` (each stopping at its `n`th commit), each recorded with
+/// the simulated time its `n`th transaction committed at.
+fn time_to_complete(id: &str, points: &[(TxnPointConfig, Option<u64>)], n: u64) -> anyhow::Result<Vec<MicroRecord>> {
+    let mut recs = vec![];
+    for (p, stats) in run_points(id, points)? {
+        let mut done = stats.finished_ns.clone();
+        done.sort_unstable();
+        let Some(&last) = done.get(n as usize - 1) else {
+            anyhow::bail!(
+                "{} at {} writes committed {} of {n} transactions in {} s",
+                p.config.mode,
+                p.config.write_ratio,
+                done.len(),
+                p.run_seconds
+            );
+        };
+        recs.push(MicroRecord { transactions: Some(n), time_to_complete_s: Some(last as f64 / 1e9), ..record(p) });
+    }
+    Ok(recs)
 }
 
 /// Figure 6's delta ratios.
@@ -753,23 +761,7 @@ pub fn nocc_fig1(ctx: &Ctx) -> anyhow::Result<Outcome> {
     // The paper's regime (its Python store, saturated; counted, several
     // seeds) and ours (2 us per packet; beside).
     let regimes = crate::txn_locality::nocc_regimes(base.seed);
-    let mut points = vec![];
-    for r in &regimes {
-        for &seed in &r.seeds {
-            for m in modes {
-                for c in NOCC1_CLIENTS {
-                    let cfg = TxnPointConfig {
-                        mode: m.name().into(),
-                        clients: c,
-                        seed,
-                        store_us_per_packet: r.store_us,
-                        ..base.clone()
-                    };
-                    points.push((cfg, None));
-                }
-            }
-        }
-    }
+    let points = nocc1_points(&base, &regimes, &modes);
     let rs: Vec<TxnPointResult> = run_points(id, &points)?.into_iter().map(|(p, _)| p).collect();
     let records = write_records(ctx, id, &rs.iter().cloned().map(record).collect::<Vec<_>>())?;
     let cap = caption(
@@ -784,12 +776,7 @@ pub fn nocc_fig1(ctx: &Ctx) -> anyhow::Result<Outcome> {
     );
     let plot = png(ctx, id);
     let x = |r: &TxnPointResult| r.config.clients as f64;
-    let of = |r: &crate::txn_locality::Regime, seed: u64| -> Vec<TxnPointResult> {
-        rs.iter()
-            .filter(|p| p.config.seed == seed && (p.config.store_us_per_packet - r.store_us).abs() < 1e-9)
-            .cloned()
-            .collect()
-    };
+    let of = |r: &Regime, seed: u64| of_regime(&rs, r, seed);
     let panel_series = |y: &dyn Fn(&TxnPointResult) -> f64| {
         let mut v = vec![];
         for r in &regimes {
@@ -823,15 +810,55 @@ pub fn nocc_fig1(ctx: &Ctx) -> anyhow::Result<Outcome> {
         2,
     )?;
     let most = *NOCC1_CLIENTS.last().expect("clients") as f64;
+    let claims = nocc1_claims(&rs, &regimes, most)?;
+    let why = nocc1_why(&rs, &regimes);
+    Ok(Outcome { obtained: crate::txn_locality::nocc_obtained(), ..outcome(claims, &why, plot, records, cap) })
+}
+
+/// NOCC Figure 1's points: every regime's store and seeds, every mode of
+/// `modes`, every count of clients.
+fn nocc1_points(base: &TxnPointConfig, regimes: &[Regime], modes: &[Mode]) -> Vec<(TxnPointConfig, Option<u64>)> {
+    let mut points = vec![];
+    for r in regimes {
+        for &seed in &r.seeds {
+            for m in modes {
+                for c in NOCC1_CLIENTS {
+                    let cfg = TxnPointConfig {
+                        mode: m.name().into(),
+                        clients: c,
+                        seed,
+                        store_us_per_packet: r.store_us,
+                        ..base.clone()
+                    };
+                    points.push((cfg, None));
+                }
+            }
+        }
+    }
+    points
+}
+
+/// The points of `rs` of regime `r`'s store and of `seed`.
+fn of_regime(rs: &[TxnPointResult], r: &Regime, seed: u64) -> Vec<TxnPointResult> {
+    rs.iter()
+        .filter(|p| p.config.seed == seed && (p.config.store_us_per_packet - r.store_us).abs() < 1e-9)
+        .cloned()
+        .collect()
+}
+
+/// NOCC Figure 1's claims: committed/s, NOCC / OCC, at `most` clients, per
+/// regime over its seeds (our store's beside).
+fn nocc1_claims(rs: &[TxnPointResult], regimes: &[Regime], most: f64) -> anyhow::Result<Vec<Claim>> {
+    let clients = |r: &TxnPointResult| r.config.clients as f64;
     let mut claims = vec![];
-    for r in &regimes {
+    for r in regimes {
         let per_seed: Vec<f64> = r
             .seeds
             .iter()
             .map(|&seed| -> anyhow::Result<f64> {
-                let rs = of(r, seed);
-                Ok(at(&rs, Mode::OptimisticAbort, x, most)?.committed_per_s
-                    / at(&rs, Mode::Forward, x, most)?.committed_per_s.max(1e-9))
+                let rs = of_regime(rs, r, seed);
+                Ok(at(&rs, Mode::OptimisticAbort, clients, most)?.committed_per_s
+                    / at(&rs, Mode::Forward, clients, most)?.committed_per_s.max(1e-9))
             })
             .collect::<anyhow::Result<_>>()?;
         let mut c = Claim::near_over_seeds(
@@ -850,7 +877,13 @@ pub fn nocc_fig1(ctx: &Ctx) -> anyhow::Result<Outcome> {
         }
         claims.push(c);
     }
-    let busiest = |r: &crate::txn_locality::Regime| {
+    Ok(claims)
+}
+
+/// Why NOCC Figure 1's counted run saturates the store and ours does not:
+/// the store CPU of OCC's busiest point in each regime.
+fn nocc1_why(rs: &[TxnPointResult], regimes: &[Regime]) -> String {
+    let busiest = |r: &Regime| {
         rs.iter()
             .filter(|p| {
                 (p.config.store_us_per_packet - r.store_us).abs() < 1e-9 && p.config.mode == Mode::Forward.name()
@@ -858,7 +891,7 @@ pub fn nocc_fig1(ctx: &Ctx) -> anyhow::Result<Outcome> {
             .filter_map(|p| p.store_cpu_pct)
             .fold(0.0, f64::max)
     };
-    let why = format!(
+    format!(
         "the counted run gives the store the papers' own Python store's cost ({:.0} us of CPU a request, measured on \
          this machine, a lower bound for the paper's 1.6 GHz Xeon): OCC's store reaches {:.0}% of a core at 40 \
          clients, past its saturation point as in the paper, and NOCC's gain is what the store is spared as well \
@@ -867,8 +900,7 @@ pub fn nocc_fig1(ctx: &Ctx) -> anyhow::Result<Outcome> {
         regimes[0].store_us,
         busiest(&regimes[0]),
         busiest(&regimes[1])
-    );
-    Ok(Outcome { obtained: crate::txn_locality::nocc_obtained(), ..outcome(claims, &why, plot, records, cap) })
+    )
 }
 
 /// Prints an outcome's claims as a table (the `innet bench txn --figure` output).

@@ -405,6 +405,15 @@ fn markdown(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Stri
     for l in header_lines(opts, entries, ran, wall_s) {
         let _ = writeln!(s, "{l}\n");
     }
+    markdown_summary(&mut s, ran, entries);
+    for r in ran {
+        markdown_result(&mut s, &opts.out, &prefix, r);
+    }
+    s
+}
+
+/// The summary table: one row per result, linked to its section if it ran.
+fn markdown_summary(s: &mut String, ran: &[Ran], entries: &[Entry]) {
     let _ = writeln!(s, "## Summary\n");
     let _ = writeln!(
         s,
@@ -429,66 +438,62 @@ fn markdown(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Stri
             r.seconds
         );
     }
-    for r in ran {
-        let _ = writeln!(s, "\n<a id=\"{0}\"></a>\n\n## {0}: {1} {2}, {3}\n", r.id, r.paper.name(), r.figure, r.title);
-        match &r.outcome {
-            Err(e) => {
-                let _ = writeln!(s, "**Failed** after {:.1} s: {}\n", r.seconds, md_cell(e));
+}
+
+/// Result `r`'s section: its plots (relative to the report's folder `out`),
+/// verdict, claims, caveat and how it ran; documents linked under `prefix`.
+fn markdown_result(s: &mut String, out: &Path, prefix: &str, r: &Ran) {
+    let _ = writeln!(s, "\n<a id=\"{0}\"></a>\n\n## {0}: {1} {2}, {3}\n", r.id, r.paper.name(), r.figure, r.title);
+    match &r.outcome {
+        Err(e) => {
+            let _ = writeln!(s, "**Failed** after {:.1} s: {}\n", r.seconds, md_cell(e));
+        }
+        Ok(o) => {
+            for p in &o.plots {
+                let _ = writeln!(s, "![{}]({})\n", r.id, rel(out, p).display());
             }
-            Ok(o) => {
-                for p in &o.plots {
-                    let _ = writeln!(s, "![{}]({})\n", r.id, rel(&opts.out, p).display());
-                }
+            let _ = writeln!(
+                s,
+                "**Verdict: {}.** How obtained: {}.\n",
+                verdict_text(o),
+                link_docs(&o.obtained.sentence(), prefix, false)
+            );
+            let _ = writeln!(s, "| what | paper says | paper | ours | ratio | rule | holds |");
+            let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+            for c in &o.claims {
                 let _ = writeln!(
                     s,
-                    "**Verdict: {}.** How obtained: {}.\n",
-                    verdict_text(o),
-                    link_docs(&o.obtained.sentence(), &prefix, false)
+                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    md_cell(&c.what),
+                    md_cell(&c.paper_text),
+                    paper_value(c),
+                    ours_text(c),
+                    ratio_text(c),
+                    md_cell(&c.rule),
+                    match c.verdict_text() {
+                        "no" => "**no**",
+                        v => v,
+                    }
                 );
-                let _ = writeln!(s, "| what | paper says | paper | ours | ratio | rule | holds |");
-                let _ = writeln!(s, "|---|---|---|---|---|---|---|");
-                for c in &o.claims {
-                    let _ = writeln!(
-                        s,
-                        "| {} | {} | {} | {} | {} | {} | {} |",
-                        md_cell(&c.what),
-                        md_cell(&c.paper_text),
-                        paper_value(c),
-                        ours_text(c),
-                        ratio_text(c),
-                        md_cell(&c.rule),
-                        match c.verdict_text() {
-                            "no" => "**no**",
-                            v => v,
-                        }
-                    );
-                }
-                if let Some(sim) = &o.sim_headline {
-                    let _ = writeln!(s, "\n**Side by side:** {}", side_by_side(o, sim));
-                }
-                if let Some(w) = &o.why {
-                    let _ = writeln!(s, "\n**Caveat:** {}", link_docs(w, &prefix, false));
-                }
-                let _ = writeln!(s, "\n* Configuration: {}", o.config);
-                let ran_on = if o.ran_on == r.asked {
-                    o.ran_on.name().to_string()
-                } else {
-                    format!(
-                        "{} ({} asked; this result has no {} variant)",
-                        o.ran_on.name(),
-                        r.asked.name(),
-                        r.asked.name()
-                    )
-                };
-                let _ =
-                    writeln!(s, "* Ran on: {ran_on}; seed {}; scale {}; git commit {}", r.seed, r.scale, r.git_commit);
-                let recs: Vec<String> = o.records.iter().map(|p| rel(&opts.out, p).display().to_string()).collect();
-                let _ = writeln!(s, "* Records: {}", recs.join(", "));
-                let _ = writeln!(s, "* Wall time: {:.1} s", r.seconds);
             }
+            if let Some(sim) = &o.sim_headline {
+                let _ = writeln!(s, "\n**Side by side:** {}", side_by_side(o, sim));
+            }
+            if let Some(w) = &o.why {
+                let _ = writeln!(s, "\n**Caveat:** {}", link_docs(w, prefix, false));
+            }
+            let _ = writeln!(s, "\n* Configuration: {}", o.config);
+            let ran_on = if o.ran_on == r.asked {
+                o.ran_on.name().to_string()
+            } else {
+                format!("{} ({} asked; this result has no {} variant)", o.ran_on.name(), r.asked.name(), r.asked.name())
+            };
+            let _ = writeln!(s, "* Ran on: {ran_on}; seed {}; scale {}; git commit {}", r.seed, r.scale, r.git_commit);
+            let recs: Vec<String> = o.records.iter().map(|p| rel(out, p).display().to_string()).collect();
+            let _ = writeln!(s, "* Records: {}", recs.join(", "));
+            let _ = writeln!(s, "* Wall time: {:.1} s", r.seconds);
         }
     }
-    s
 }
 
 fn escape(s: &str) -> String {
@@ -512,21 +517,34 @@ pub fn base64(bytes: &[u8]) -> String {
     out
 }
 
-fn html_page(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> String {
-    let prefix = docs_prefix(&opts.out);
-    let mut s = String::new();
-    s.push_str(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>innet reproduce</title>\n<style>\n\
+/// The report page's head: its style and title.
+const HTML_HEAD: &str =
+    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>innet reproduce</title>\n<style>\n\
          body{font-family:sans-serif;max-width:1400px;margin:2em auto;padding:0 1em;color:#222}\n\
          table{border-collapse:collapse;margin:1em 0;font-size:0.9em}\n\
          th,td{border:1px solid #bbb;padding:4px 8px;text-align:left;vertical-align:top}\n\
          th{background:#eee}\n.yes{background:#e3f5e1}\n.no{background:#fbe3e1}\n.gray{color:#777}\n\
          img{max-width:100%;border:1px solid #ddd;margin:0.5em 0}\n\
-         </style></head><body>\n<h1>innet reproduce: the four papers' 26 results beside ours</h1>\n",
-    );
+         </style></head><body>\n<h1>innet reproduce: the four papers' 26 results beside ours</h1>\n";
+
+fn html_page(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> String {
+    let prefix = docs_prefix(&opts.out);
+    let mut s = String::new();
+    s.push_str(HTML_HEAD);
     for l in header_lines(opts, entries, ran, wall_s) {
         let _ = writeln!(s, "<p>{}</p>", escape(&l));
     }
+    html_summary(&mut s, ran, entries);
+    for r in ran {
+        html_result(&mut s, &opts.out, &prefix, r);
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+/// The summary table: one row per result, colored by its verdict, linked
+/// to its section if it ran.
+fn html_summary(s: &mut String, ran: &[Ran], entries: &[Entry]) {
     s.push_str("<h2>Summary</h2>\n<table><tr><th>id</th><th>paper</th><th>figure</th><th>title</th><th>headline claim</th><th>paper</th><th>ours</th><th>simulator</th><th>ratio</th><th>how obtained</th><th>holds</th><th>s</th></tr>\n");
     for r in rows(ran, entries) {
         let class = if r.holds.starts_with("yes") {
@@ -558,91 +576,103 @@ fn html_page(opts: &Options, entries: &[Entry], ran: &[Ran], wall_s: f64) -> Str
         );
     }
     s.push_str("</table>\n");
-    for r in ran {
-        let _ = writeln!(
-            s,
-            "<h2 id=\"{0}\">{0}: {1} {2}, {3}</h2>",
-            escape(&r.id),
-            r.paper.name(),
-            escape(&r.figure),
-            escape(&r.title)
-        );
-        match &r.outcome {
-            Err(e) => {
-                let _ = writeln!(s, "<p class=\"no\"><b>Failed</b> after {:.1} s: {}</p>", r.seconds, escape(e));
+}
+
+/// Result `r`'s section: its plots (relative to the report's folder `out`),
+/// verdict, claims, caveat and how it ran; documents linked under `prefix`.
+fn html_result(s: &mut String, out: &Path, prefix: &str, r: &Ran) {
+    let _ = writeln!(
+        s,
+        "<h2 id=\"{0}\">{0}: {1} {2}, {3}</h2>",
+        escape(&r.id),
+        r.paper.name(),
+        escape(&r.figure),
+        escape(&r.title)
+    );
+    match &r.outcome {
+        Err(e) => {
+            let _ = writeln!(s, "<p class=\"no\"><b>Failed</b> after {:.1} s: {}</p>", r.seconds, escape(e));
+        }
+        Ok(o) => {
+            html_plots(s, out, &o.plots);
+            let _ = writeln!(
+                s,
+                "<p><b>Verdict: {}.</b> How obtained: {}.</p>",
+                escape(&verdict_text(o)),
+                link_docs(&o.obtained.sentence(), prefix, true)
+            );
+            html_claims(s, &o.claims);
+            if let Some(sim) = &o.sim_headline {
+                let _ = writeln!(s, "<p><b>Side by side:</b> {}</p>", escape(&side_by_side(o, sim)));
             }
-            Ok(o) => {
-                for p in &o.plots {
-                    let path = if p.is_absolute() { p.clone() } else { opts.out.join(p) };
-                    match std::fs::read(&path).or_else(|_| std::fs::read(p)) {
-                        Ok(bytes) => {
-                            let _ = writeln!(
-                                s,
-                                "<p><img alt=\"{}\" src=\"data:image/png;base64,{}\"></p>",
-                                escape(&rel(&opts.out, p).display().to_string()),
-                                base64(&bytes)
-                            );
-                        }
-                        Err(e) => {
-                            let _ = writeln!(
-                                s,
-                                "<p class=\"no\">plot {} unreadable: {}</p>",
-                                escape(&p.display().to_string()),
-                                escape(&e.to_string())
-                            );
-                        }
-                    }
-                }
+            if let Some(w) = &o.why {
+                let _ = writeln!(s, "<p><b>Caveat:</b> {}</p>", link_docs(w, prefix, true));
+            }
+            let recs: Vec<String> = o.records.iter().map(|p| rel(out, p).display().to_string()).collect();
+            let _ = writeln!(
+                s,
+                "<ul><li>Configuration: {}</li><li>Ran on: {} (asked {}); seed {}; scale {}; git commit {}</li><li>Records: {}</li><li>Wall time: {:.1} s</li></ul>",
+                escape(&o.config),
+                o.ran_on.name(),
+                r.asked.name(),
+                r.seed,
+                r.scale,
+                escape(&r.git_commit),
+                escape(&recs.join(", ")),
+                r.seconds
+            );
+        }
+    }
+}
+
+/// `plots` as images inlined in the page (paths relative to `out`), or a
+/// line saying why one could not be read.
+fn html_plots(s: &mut String, out: &Path, plots: &[PathBuf]) {
+    for p in plots {
+        let path = if p.is_absolute() { p.clone() } else { out.join(p) };
+        match std::fs::read(&path).or_else(|_| std::fs::read(p)) {
+            Ok(bytes) => {
                 let _ = writeln!(
                     s,
-                    "<p><b>Verdict: {}.</b> How obtained: {}.</p>",
-                    escape(&verdict_text(o)),
-                    link_docs(&o.obtained.sentence(), &prefix, true)
+                    "<p><img alt=\"{}\" src=\"data:image/png;base64,{}\"></p>",
+                    escape(&rel(out, p).display().to_string()),
+                    base64(&bytes)
                 );
-                s.push_str("<table><tr><th>what</th><th>paper says</th><th>paper</th><th>ours</th><th>ratio</th><th>rule</th><th>holds</th></tr>\n");
-                for c in &o.claims {
-                    let _ = writeln!(
-                        s,
-                        "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                        match c.verdict_text() {
-                            "yes" => "yes",
-                            "no" => "no",
-                            _ => "gray",
-                        },
-                        escape(&c.what),
-                        escape(&c.paper_text),
-                        escape(&paper_value(c)),
-                        escape(&ours_text(c)),
-                        escape(&ratio_text(c)),
-                        escape(&c.rule),
-                        c.verdict_text()
-                    );
-                }
-                s.push_str("</table>\n");
-                if let Some(sim) = &o.sim_headline {
-                    let _ = writeln!(s, "<p><b>Side by side:</b> {}</p>", escape(&side_by_side(o, sim)));
-                }
-                if let Some(w) = &o.why {
-                    let _ = writeln!(s, "<p><b>Caveat:</b> {}</p>", link_docs(w, &prefix, true));
-                }
-                let recs: Vec<String> = o.records.iter().map(|p| rel(&opts.out, p).display().to_string()).collect();
+            }
+            Err(e) => {
                 let _ = writeln!(
                     s,
-                    "<ul><li>Configuration: {}</li><li>Ran on: {} (asked {}); seed {}; scale {}; git commit {}</li><li>Records: {}</li><li>Wall time: {:.1} s</li></ul>",
-                    escape(&o.config),
-                    o.ran_on.name(),
-                    r.asked.name(),
-                    r.seed,
-                    r.scale,
-                    escape(&r.git_commit),
-                    escape(&recs.join(", ")),
-                    r.seconds
+                    "<p class=\"no\">plot {} unreadable: {}</p>",
+                    escape(&p.display().to_string()),
+                    escape(&e.to_string())
                 );
             }
         }
     }
-    s.push_str("</body></html>\n");
-    s
+}
+
+/// The claims table, each row colored by its verdict.
+fn html_claims(s: &mut String, claims: &[Claim]) {
+    s.push_str("<table><tr><th>what</th><th>paper says</th><th>paper</th><th>ours</th><th>ratio</th><th>rule</th><th>holds</th></tr>\n");
+    for c in claims {
+        let _ = writeln!(
+            s,
+            "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            match c.verdict_text() {
+                "yes" => "yes",
+                "no" => "no",
+                _ => "gray",
+            },
+            escape(&c.what),
+            escape(&c.paper_text),
+            escape(&paper_value(c)),
+            escape(&ours_text(c)),
+            escape(&ratio_text(c)),
+            escape(&c.rule),
+            c.verdict_text()
+        );
+    }
+    s.push_str("</table>\n");
 }
 
 #[cfg(test)]

@@ -365,12 +365,37 @@ pub fn run_fig11(ctx: &Ctx) -> anyhow::Result<Outcome> {
         ],
         2,
     )?;
-    let g = curve(&points, FIG11_SERIES[2].0, "locality", |p| p.result.committed_per_s);
-    let core = curve(&points, FIG11_SERIES[3].0, "locality", |p| p.result.committed_per_s);
     let cross = fig11_crossover(&points);
+    let claims = fig11_claims(&points, cross);
+    let why = Some({
+        format!(
+            "Gotthard at the edges stays above forward and read cache down to locality 0.5 (crossover {cross:.2}, \
+             paper ~0.8): a remote client's false positive costs one store round trip, and the store's ABORT \
+             reply corrects the edge; docs/txn.md#gotthard-figure-11"
+        )
+    });
+    Ok(one_plot_outcome(store_measured(), Where::Sim, claims, why, (png, jsonl), config))
+}
+
+// ------------------------------------------------------------- NOCC figures
+
+/// OCC (the switch forwards) and NOCC (the switch's speculative verification
+/// offload: optimistic-abort).
+pub const NOCC_SERIES: [(&str, Mode); 2] =
+    [("OCC (forward)", Mode::Forward), ("NOCC (optimistic-abort)", Mode::OptimisticAbort)];
+
+/// Simulated seconds per point of NOCC Figures 3 and 4 at scale 1, per
+/// seed (the saturated regime runs [`NOCC_SEEDS`]).
+pub const NOCC_SECONDS: f64 = 5.0;
+
+/// Gotthard Figure 11's claims on `points`, `cross` the locality below
+/// which Gotthard is under forward and read cache.
+fn fig11_claims(points: &[FigurePoint], cross: f64) -> Vec<Claim> {
+    let g = curve(points, FIG11_SERIES[2].0, "locality", |p| p.result.committed_per_s);
+    let core = curve(points, FIG11_SERIES[3].0, "locality", |p| p.result.committed_per_s);
     let rise = at(&g, 1.0) / at(&g, 0.5).max(1e-9);
     let edge_gain = at(&g, 1.0) / at(&core, 1.0).max(1e-9);
-    let claims = vec![
+    vec![
         Claim {
             what: "locality below which Gotthard is under forward and read cache".into(),
             paper_text: "\"Gotthard does worse than the other two approaches when locality is lower than around 0.8\" \
@@ -411,36 +436,8 @@ pub fn run_fig11(ctx: &Ctx) -> anyhow::Result<Outcome> {
             holds: edge_gain > 1.0,
             rule: "above 1".into(),
         },
-    ];
-    let why = Some({
-        format!(
-            "Gotthard at the edges stays above forward and read cache down to locality 0.5 (crossover {cross:.2}, \
-             paper ~0.8): a remote client's false positive costs one store round trip, and the store's ABORT \
-             reply corrects the edge; docs/txn.md#gotthard-figure-11"
-        )
-    });
-    Ok(Outcome {
-        sim_headline: None,
-        claims,
-        why,
-        obtained: store_measured(),
-        plots: vec![png],
-        records: vec![jsonl],
-        ran_on: Where::Sim,
-        config,
-    })
+    ]
 }
-
-// ------------------------------------------------------------- NOCC figures
-
-/// OCC (the switch forwards) and NOCC (the switch's speculative verification
-/// offload: optimistic-abort).
-pub const NOCC_SERIES: [(&str, Mode); 2] =
-    [("OCC (forward)", Mode::Forward), ("NOCC (optimistic-abort)", Mode::OptimisticAbort)];
-
-/// Simulated seconds per point of NOCC Figures 3 and 4 at scale 1, per
-/// seed (the saturated regime runs [`NOCC_SEEDS`]).
-pub const NOCC_SECONDS: f64 = 5.0;
 
 /// NOCC's testbed as a network (the same as NOCC Figure 5's, docs/tpcc.md):
 /// the switch midway between the clients' and the store's machines, RTT 1 ms
@@ -682,11 +679,31 @@ pub fn run_nocc3(ctx: &Ctx) -> anyhow::Result<Outcome> {
         let occ_growth = at(&occ_a, top) / at(&occ_a, 2.0).max(1e-9);
         vec![worst, occ_growth, r_squared(&curve(pts, &n[1], "clients", |p| p.result.mean_latency_ms))]
     };
-    let make = |i: usize, v: &[f64], regime: &str| match i {
+    let make = |i: usize, v: &[f64], regime: &str| nocc3_claim(i, v, regime, top);
+    let mut claims = vec![];
+    for r in &regimes {
+        claims.extend(regime_claims(&points, r, 3, values, make));
+    }
+    let why = Some(format!(
+        "the counted run gives the store the papers' own Python store's cost ({:.0} us of CPU a request, measured \
+         on this machine: a lower bound for the paper's 1.6 GHz Xeon), so OCC's store saturates as the paper's did; \
+         beside it our store at 2 us per packet is at most 7% busy and the latency gap comes from the aborts' \
+         distance alone. See docs/txn.md#nocc-figure-3",
+        regimes[0].store_us
+    ));
+    Ok(one_plot_outcome(nocc_obtained(), Where::Sim, claims, why, (png, jsonl), config))
+}
+
+/// NOCC Figure 3's claim `i` of a regime (`regime` names it): the store's
+/// aborts per commit, NOCC / OCC (0) and OCC's growth with load (1), and
+/// the linearity of NOCC's latency (2); `v` its values over the seeds,
+/// `top` the most clients.
+fn nocc3_claim(i: usize, v: &[f64], regime: &str, top: f64) -> Claim {
+    match i {
         0 => Claim::direction(
             &format!("store aborts per commit, NOCC / OCC, the highest over 2-{top} clients ({regime})"),
             "\"Offloading verification to the switch reduces the number of aborts the store has to send\" \
-             (Section 4, Figure 3a)",
+         (Section 4, Figure 3a)",
             None,
             v,
             "x",
@@ -712,28 +729,7 @@ pub fn run_nocc3(ctx: &Ctx) -> anyhow::Result<Outcome> {
             0.95,
             "exception: R^2 >= 0.95 on every seed (the paper states linearity, not a number)",
         ),
-    };
-    let mut claims = vec![];
-    for r in &regimes {
-        claims.extend(regime_claims(&points, r, 3, values, make));
     }
-    let why = Some(format!(
-        "the counted run gives the store the papers' own Python store's cost ({:.0} us of CPU a request, measured \
-         on this machine: a lower bound for the paper's 1.6 GHz Xeon), so OCC's store saturates as the paper's did; \
-         beside it our store at 2 us per packet is at most 7% busy and the latency gap comes from the aborts' \
-         distance alone. See docs/txn.md#nocc-figure-3",
-        regimes[0].store_us
-    ));
-    Ok(Outcome {
-        sim_headline: None,
-        claims,
-        why,
-        obtained: nocc_obtained(),
-        plots: vec![png],
-        records: vec![jsonl],
-        ran_on: Where::Sim,
-        config,
-    })
 }
 
 /// NOCC Figure 4.
@@ -784,7 +780,32 @@ pub fn run_nocc4(ctx: &Ctx) -> anyhow::Result<Outcome> {
         let kept = |c: &[(f64, f64)]| at(c, z_hi) / at(c, 0.0).max(1e-9);
         vec![ratio(0.2), ratio(1.0), ratio(0.0), kept(&nocc_z) / kept(&occ_z).max(1e-9)]
     };
-    let make = |i: usize, v: &[f64], regime: &str| match i {
+    let make = |i: usize, v: &[f64], regime: &str| nocc4_claim(i, v, regime, z_hi);
+    let mut claims = vec![];
+    for r in &regimes {
+        claims.extend(regime_claims(&points, r, 4, values, make));
+    }
+    let cpu = |tag: &str| {
+        points.iter().filter(|p| p.series.ends_with(tag)).filter_map(|p| p.result.store_cpu_pct).fold(0.0, f64::max)
+    };
+    let why = Some(format!(
+        "the counted run gives the store the papers' own Python store's cost ({:.0} us of CPU a request, measured on \
+         this machine; its busiest point {:.0}% of a core), so under OCC the store also pays for every aborted \
+         request, as the paper's did; beside it our store (2 us/packet, at most {:.0}% busy) leaves NOCC only the \
+         shorter abort path. Delta 0.5 and RTT 1 ms are chosen (the paper gives neither); docs/txn.md#nocc-figure-4",
+        regimes[0].store_us,
+        cpu(regimes[0].tag),
+        cpu(regimes[1].tag).ceil()
+    ));
+    Ok(one_plot_outcome(nocc_obtained(), Where::Sim, claims, why, (png, jsonl), config))
+}
+
+/// NOCC Figure 4's claim `i` of a regime (`regime` names it): committed/s,
+/// NOCC / OCC, at 0.2 (0), 1.0 (1) and 0 writes (2), and the throughput
+/// each keeps under contention up to Zipf `z_hi` (3); `v` its values over
+/// the seeds.
+fn nocc4_claim(i: usize, v: &[f64], regime: &str, z_hi: f64) -> Claim {
+    match i {
         0 => Claim::near_over_seeds(
             &format!("committed/s, NOCC / OCC, 0.2 writes ({regime})"),
             "\"At 0.2 write ratio, NOCC's throughput is already 1.3x that of OCC\" (Section 4)",
@@ -816,33 +837,20 @@ pub fn run_nocc4(ctx: &Ctx) -> anyhow::Result<Outcome> {
             true,
             "above 1 (NOCC keeps a larger share of its Zipf-0 throughput)",
         ),
-    };
-    let mut claims = vec![];
-    for r in &regimes {
-        claims.extend(regime_claims(&points, r, 4, values, make));
     }
-    let cpu = |tag: &str| {
-        points.iter().filter(|p| p.series.ends_with(tag)).filter_map(|p| p.result.store_cpu_pct).fold(0.0, f64::max)
-    };
-    let why = Some(format!(
-        "the counted run gives the store the papers' own Python store's cost ({:.0} us of CPU a request, measured on \
-         this machine; its busiest point {:.0}% of a core), so under OCC the store also pays for every aborted \
-         request, as the paper's did; beside it our store (2 us/packet, at most {:.0}% busy) leaves NOCC only the \
-         shorter abort path. Delta 0.5 and RTT 1 ms are chosen (the paper gives neither); docs/txn.md#nocc-figure-4",
-        regimes[0].store_us,
-        cpu(regimes[0].tag),
-        cpu(regimes[1].tag).ceil()
-    ));
-    Ok(Outcome {
-        sim_headline: None,
-        claims,
-        why,
-        obtained: nocc_obtained(),
-        plots: vec![png],
-        records: vec![jsonl],
-        ran_on: Where::Sim,
-        config,
-    })
+}
+
+/// An outcome of one plot `png` and one records file `jsonl`, run on
+/// `ran_on` and obtained as `obtained` says.
+pub(crate) fn one_plot_outcome(
+    obtained: crate::entry::Obtained,
+    ran_on: Where,
+    claims: Vec<Claim>,
+    why: Option<String>,
+    (png, jsonl): (PathBuf, PathBuf),
+    config: String,
+) -> Outcome {
+    Outcome { sim_headline: None, claims, why, obtained, plots: vec![png], records: vec![jsonl], ran_on, config }
 }
 
 /// Runs this module's entry `id` (`innet bench txn --figure`).

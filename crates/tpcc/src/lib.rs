@@ -424,141 +424,169 @@ pub enum Outcome {
 /// Runs `input` against `db` (TPC-C section 2, exact selects only).
 pub fn execute(input: &Input, db: &mut dyn Db) -> Outcome {
     match *input {
-        Input::NewOrder { w, d, c, ref lines, now } => {
-            db.get_static(key::warehouse(w, STATIC));
-            db.get_static(key::district(w, d, STATIC));
-            db.get_static(key::customer(w, d, c, STATIC));
-            let mut prices = Vec::with_capacity(lines.len());
-            for l in lines {
-                match Item0::decode(db.get_static(key::item(l.item))) {
-                    Some(i) => prices.push(i.price),
-                    None => return Outcome::RolledBack,
-                }
-            }
-            let mut d0 = District0::of(db.get(key::district(w, d, HOT)));
-            let o = d0.next_o_id;
-            if o == 0 || o > MAX_ORDER {
-                return Outcome::Exhausted;
-            }
-            d0.next_o_id += 1;
-            db.put(key::district(w, d, HOT), d0.encode());
-            let all_local = lines.iter().all(|l| l.supply_w == w) as u32;
-            let order = Order0 { c_id: c, carrier_id: 0, ol_cnt: lines.len() as u32, all_local, entry_d: now };
-            db.put(key::order(w, d, o), order.encode());
-            db.put(key::new_order(w, d, o), NewOrder0 {}.encode());
-            db.put(key::customer(w, d, c, LAST_ORDER), CustomerLast { last_o_id: o }.encode());
-            for (n, (l, price)) in lines.iter().zip(prices).enumerate() {
-                let sk = key::stock(l.supply_w, l.item);
-                let mut s = Stock0::of(db.get(sk));
-                s.quantity =
-                    if s.quantity >= l.quantity + 10 { s.quantity - l.quantity } else { s.quantity + 91 - l.quantity };
-                s.ytd = sat_add(s.ytd as u64, l.quantity as u64, 4) as u32;
-                s.order_cnt = sat_add(s.order_cnt as u64, 1, 4) as u32;
-                if l.supply_w != w {
-                    s.remote_cnt = sat_add(s.remote_cnt as u64, 1, 2) as u32;
-                }
-                db.put(sk, s.encode());
-                let ol = OrderLine0 {
-                    i_id: l.item,
-                    supply_w_id: l.supply_w,
-                    quantity: l.quantity,
-                    amount: l.quantity * price,
-                    delivery_d: 0,
-                };
-                db.put(key::order_line(w, d, o, n as u32 + 1), ol.encode());
-            }
-            Outcome::Done
-        }
-        Input::Payment { w, d, c_w, c_d, c, amount, now } => {
-            db.get_static(key::warehouse(w, STATIC));
-            db.get_static(key::district(w, d, STATIC));
-            db.get_static(key::customer(c_w, c_d, c, STATIC));
-            let wk = key::warehouse(w, HOT);
-            let mut w0 = Warehouse0::of(db.get(wk));
-            let dk = key::district(w, d, HOT);
-            let mut d0 = District0::of(db.get(dk));
-            let ck = key::customer(c_w, c_d, c, HOT);
-            let mut c0 = Customer0::of(db.get(ck));
-            w0.ytd += amount as i64;
-            d0.ytd += amount as i64;
-            d0.history_cnt = sat_add(d0.history_cnt as u64, 1, 3) as u32;
-            c0.balance -= amount as i64;
-            c0.ytd_payment = sat_add(c0.ytd_payment, amount as u64, 5);
-            c0.payment_cnt = sat_add(c0.payment_cnt as u64, 1, 2) as u32;
-            db.put(wk, w0.encode());
-            db.put(dk, d0.encode());
-            db.put(ck, c0.encode());
-            let h = History0 { c_id: c, c_d_id: c_d, c_w_id: c_w, amount, date: now };
-            db.put(key::history(w, d, d0.history_cnt.min(MAX_HISTORY)), h.encode());
-            Outcome::Done
-        }
-        Input::OrderStatus { w, d, c } => {
-            db.get(key::customer(w, d, c, HOT));
-            let last = CustomerLast::of(db.get(key::customer(w, d, c, LAST_ORDER))).last_o_id;
-            if last == 0 || last > MAX_ORDER {
-                return Outcome::OrderLines(0);
-            }
-            let o = Order0::of(db.get(key::order(w, d, last)));
-            let n = o.ol_cnt.min(MAX_LINES);
-            for ol in 1..=n {
-                db.get(key::order_line(w, d, last, ol));
-            }
-            Outcome::OrderLines(n)
-        }
-        Input::Delivery { w, districts, carrier, now } => {
-            let mut delivered = 0;
-            for d in 1..=districts {
-                let cur_k = key::district(w, d, DELIVERY);
-                let mut cur = DistrictDelivery::of(db.get(cur_k));
-                let o = cur.next_delivery;
-                if o == 0 || o > MAX_ORDER || NewOrder0::decode(db.get(key::new_order(w, d, o))).is_none() {
-                    continue;
-                }
-                let ok = key::order(w, d, o);
-                let mut order = Order0::of(db.get(ok));
-                order.carrier_id = carrier;
-                db.put(ok, order.encode());
-                let mut sum = 0i64;
-                for n in 1..=order.ol_cnt.min(MAX_LINES) {
-                    let lk = key::order_line(w, d, o, n);
-                    let mut ol = OrderLine0::of(db.get(lk));
-                    ol.delivery_d = now;
-                    sum += ol.amount as i64;
-                    db.put(lk, ol.encode());
-                }
-                db.put(key::new_order(w, d, o), Value::ZERO);
-                cur.next_delivery = o + 1;
-                db.put(cur_k, cur.encode());
-                if order.c_id != 0 && order.c_id <= MAX_CUSTOMER {
-                    let ck = key::customer(w, d, order.c_id, HOT);
-                    let mut c0 = Customer0::of(db.get(ck));
-                    c0.balance += sum;
-                    db.put(ck, c0.encode());
-                    let dk = key::customer(w, d, order.c_id, DELIVERY);
-                    let mut cd = CustomerDelivery::of(db.get(dk));
-                    cd.delivery_cnt = sat_add(cd.delivery_cnt as u64, 1, 4) as u32;
-                    db.put(dk, cd.encode());
-                }
-                delivered += 1;
-            }
-            Outcome::Delivered(delivered)
-        }
-        Input::StockLevel { w, d, threshold } => {
-            let next = District0::of(db.get(key::district(w, d, HOT))).next_o_id.min(MAX_ORDER + 1);
-            let mut items = BTreeSet::new();
-            for o in next.saturating_sub(20).max(1)..next {
-                let order = Order0::of(db.get(key::order(w, d, o)));
-                for n in 1..=order.ol_cnt.min(MAX_LINES) {
-                    let i = OrderLine0::of(db.get(key::order_line(w, d, o, n))).i_id;
-                    if i != 0 && i <= MAX_ITEM {
-                        items.insert(i);
-                    }
-                }
-            }
-            let low = items.iter().filter(|&&i| Stock0::of(db.get(key::stock(w, i))).quantity < threshold).count();
-            Outcome::LowStock(low as u32)
+        Input::NewOrder { w, d, c, ref lines, now } => new_order(db, (w, d, c), lines, now),
+        Input::Payment { w, d, c_w, c_d, c, amount, now } => payment(db, (w, d), (c_w, c_d, c), amount, now),
+        Input::OrderStatus { w, d, c } => order_status(db, w, d, c),
+        Input::Delivery { w, districts, carrier, now } => delivery(db, w, districts, carrier, now),
+        Input::StockLevel { w, d, threshold } => stock_level(db, w, d, threshold),
+    }
+}
+
+/// New-Order (TPC-C 2.4.2) by customer `c` of district `d` of warehouse
+/// `w`: the district's next order id, the order, its new-order row and
+/// its lines, each taking from its supplying warehouse's stock.
+fn new_order(db: &mut dyn Db, (w, d, c): (u32, u32, u32), lines: &[Line], now: u32) -> Outcome {
+    db.get_static(key::warehouse(w, STATIC));
+    db.get_static(key::district(w, d, STATIC));
+    db.get_static(key::customer(w, d, c, STATIC));
+    let mut prices = Vec::with_capacity(lines.len());
+    for l in lines {
+        match Item0::decode(db.get_static(key::item(l.item))) {
+            Some(i) => prices.push(i.price),
+            None => return Outcome::RolledBack,
         }
     }
+    let mut d0 = District0::of(db.get(key::district(w, d, HOT)));
+    let o = d0.next_o_id;
+    if o == 0 || o > MAX_ORDER {
+        return Outcome::Exhausted;
+    }
+    d0.next_o_id += 1;
+    db.put(key::district(w, d, HOT), d0.encode());
+    let all_local = lines.iter().all(|l| l.supply_w == w) as u32;
+    let order = Order0 { c_id: c, carrier_id: 0, ol_cnt: lines.len() as u32, all_local, entry_d: now };
+    db.put(key::order(w, d, o), order.encode());
+    db.put(key::new_order(w, d, o), NewOrder0 {}.encode());
+    db.put(key::customer(w, d, c, LAST_ORDER), CustomerLast { last_o_id: o }.encode());
+    for (n, (l, price)) in lines.iter().zip(prices).enumerate() {
+        let sk = key::stock(l.supply_w, l.item);
+        let mut s = Stock0::of(db.get(sk));
+        s.quantity = if s.quantity >= l.quantity + 10 { s.quantity - l.quantity } else { s.quantity + 91 - l.quantity };
+        s.ytd = sat_add(s.ytd as u64, l.quantity as u64, 4) as u32;
+        s.order_cnt = sat_add(s.order_cnt as u64, 1, 4) as u32;
+        if l.supply_w != w {
+            s.remote_cnt = sat_add(s.remote_cnt as u64, 1, 2) as u32;
+        }
+        db.put(sk, s.encode());
+        let ol = OrderLine0 {
+            i_id: l.item,
+            supply_w_id: l.supply_w,
+            quantity: l.quantity,
+            amount: l.quantity * price,
+            delivery_d: 0,
+        };
+        db.put(key::order_line(w, d, o, n as u32 + 1), ol.encode());
+    }
+    Outcome::Done
+}
+
+/// Payment (TPC-C 2.5.2) of `amount` to district `d` of warehouse `w` by
+/// customer `c` of district `c_d` of warehouse `c_w`, with its history row.
+fn payment(db: &mut dyn Db, (w, d): (u32, u32), (c_w, c_d, c): (u32, u32, u32), amount: u32, now: u32) -> Outcome {
+    db.get_static(key::warehouse(w, STATIC));
+    db.get_static(key::district(w, d, STATIC));
+    db.get_static(key::customer(c_w, c_d, c, STATIC));
+    let wk = key::warehouse(w, HOT);
+    let mut w0 = Warehouse0::of(db.get(wk));
+    let dk = key::district(w, d, HOT);
+    let mut d0 = District0::of(db.get(dk));
+    let ck = key::customer(c_w, c_d, c, HOT);
+    let mut c0 = Customer0::of(db.get(ck));
+    w0.ytd += amount as i64;
+    d0.ytd += amount as i64;
+    d0.history_cnt = sat_add(d0.history_cnt as u64, 1, 3) as u32;
+    c0.balance -= amount as i64;
+    c0.ytd_payment = sat_add(c0.ytd_payment, amount as u64, 5);
+    c0.payment_cnt = sat_add(c0.payment_cnt as u64, 1, 2) as u32;
+    db.put(wk, w0.encode());
+    db.put(dk, d0.encode());
+    db.put(ck, c0.encode());
+    let h = History0 { c_id: c, c_d_id: c_d, c_w_id: c_w, amount, date: now };
+    db.put(key::history(w, d, d0.history_cnt.min(MAX_HISTORY)), h.encode());
+    Outcome::Done
+}
+
+/// Order-Status (TPC-C 2.6.2): the lines of customer `c`'s last order.
+fn order_status(db: &mut dyn Db, w: u32, d: u32, c: u32) -> Outcome {
+    db.get(key::customer(w, d, c, HOT));
+    let last = CustomerLast::of(db.get(key::customer(w, d, c, LAST_ORDER))).last_o_id;
+    if last == 0 || last > MAX_ORDER {
+        return Outcome::OrderLines(0);
+    }
+    let o = Order0::of(db.get(key::order(w, d, last)));
+    let n = o.ol_cnt.min(MAX_LINES);
+    for ol in 1..=n {
+        db.get(key::order_line(w, d, last, ol));
+    }
+    Outcome::OrderLines(n)
+}
+
+/// Delivery (TPC-C 2.7.4): in each of warehouse `w`'s `districts`
+/// districts, the oldest new order, if any ([`deliver_oldest`]).
+fn delivery(db: &mut dyn Db, w: u32, districts: u32, carrier: u32, now: u32) -> Outcome {
+    let mut delivered = 0;
+    for d in 1..=districts {
+        if deliver_oldest(db, w, d, carrier, now) {
+            delivered += 1;
+        }
+    }
+    Outcome::Delivered(delivered)
+}
+
+/// Delivers district `d`'s oldest new order (the one at its delivery
+/// cursor) by `carrier`: its lines dated `now`, their sum credited to its
+/// customer; false when the district has none.
+fn deliver_oldest(db: &mut dyn Db, w: u32, d: u32, carrier: u32, now: u32) -> bool {
+    let cur_k = key::district(w, d, DELIVERY);
+    let mut cur = DistrictDelivery::of(db.get(cur_k));
+    let o = cur.next_delivery;
+    if o == 0 || o > MAX_ORDER || NewOrder0::decode(db.get(key::new_order(w, d, o))).is_none() {
+        return false;
+    }
+    let ok = key::order(w, d, o);
+    let mut order = Order0::of(db.get(ok));
+    order.carrier_id = carrier;
+    db.put(ok, order.encode());
+    let mut sum = 0i64;
+    for n in 1..=order.ol_cnt.min(MAX_LINES) {
+        let lk = key::order_line(w, d, o, n);
+        let mut ol = OrderLine0::of(db.get(lk));
+        ol.delivery_d = now;
+        sum += ol.amount as i64;
+        db.put(lk, ol.encode());
+    }
+    db.put(key::new_order(w, d, o), Value::ZERO);
+    cur.next_delivery = o + 1;
+    db.put(cur_k, cur.encode());
+    if order.c_id != 0 && order.c_id <= MAX_CUSTOMER {
+        let ck = key::customer(w, d, order.c_id, HOT);
+        let mut c0 = Customer0::of(db.get(ck));
+        c0.balance += sum;
+        db.put(ck, c0.encode());
+        let dk = key::customer(w, d, order.c_id, DELIVERY);
+        let mut cd = CustomerDelivery::of(db.get(dk));
+        cd.delivery_cnt = sat_add(cd.delivery_cnt as u64, 1, 4) as u32;
+        db.put(dk, cd.encode());
+    }
+    true
+}
+
+/// Stock-Level (TPC-C 2.8.2): distinct items of district `d`'s last 20
+/// orders whose stock is below `threshold`.
+fn stock_level(db: &mut dyn Db, w: u32, d: u32, threshold: u32) -> Outcome {
+    let next = District0::of(db.get(key::district(w, d, HOT))).next_o_id.min(MAX_ORDER + 1);
+    let mut items = BTreeSet::new();
+    for o in next.saturating_sub(20).max(1)..next {
+        let order = Order0::of(db.get(key::order(w, d, o)));
+        for n in 1..=order.ol_cnt.min(MAX_LINES) {
+            let i = OrderLine0::of(db.get(key::order_line(w, d, o, n))).i_id;
+            if i != 0 && i <= MAX_ITEM {
+                items.insert(i);
+            }
+        }
+    }
+    let low = items.iter().filter(|&&i| Stock0::of(db.get(key::stock(w, i))).quantity < threshold).count();
+    Outcome::LowStock(low as u32)
 }
 
 // ---------------------------------------------------------------- the load
@@ -589,58 +617,62 @@ pub fn initial_db(scale: &Scale, seed: u64) -> BTreeMap<Key, Value> {
             db.insert(key::stock(w, i), st.encode());
         }
         for d in 1..=s.districts {
-            let d0 = District0 { ytd: s.customers as i64 * 1000, next_o_id: s.customers + 1, history_cnt: s.customers };
-            db.insert(key::district(w, d, HOT), d0.encode());
-            let ds = DistrictStatic { tax_bp: rng.below(2001) as u32, name: d as u64 };
-            db.insert(key::district(w, d, STATIC), ds.encode());
-            db.insert(key::district(w, d, DELIVERY), DistrictDelivery { next_delivery: first_new }.encode());
-            let mut perm: Vec<u32> = (1..=s.customers).collect();
-            for i in (1..perm.len()).rev() {
-                perm.swap(i, rng.below(i as u64 + 1) as usize);
-            }
-            for c in 1..=s.customers {
-                let c0 = Customer0 { balance: -1000, ytd_payment: 1000, payment_cnt: 1 };
-                db.insert(key::customer(w, d, c, HOT), c0.encode());
-                let cs = CustomerStatic {
-                    discount_bp: rng.below(5001) as u32,
-                    bad_credit: rng.chance(0.1) as u8,
-                    last: c % 1000,
-                };
-                db.insert(key::customer(w, d, c, STATIC), cs.encode());
-                db.insert(key::customer(w, d, c, DELIVERY), CustomerDelivery { delivery_cnt: 0 }.encode());
-                let h = History0 { c_id: c, c_d_id: d, c_w_id: w, amount: 1000, date: 1 };
-                db.insert(key::history(w, d, c), h.encode());
-            }
-            for o in 1..=s.customers {
-                let c = perm[o as usize - 1];
-                let delivered = o < first_new;
-                let ol_cnt = 5 + rng.below(11) as u32;
-                let order = Order0 {
-                    c_id: c,
-                    carrier_id: if delivered { 1 + rng.below(10) as u32 } else { 0 },
-                    ol_cnt,
-                    all_local: 1,
-                    entry_d: 1,
-                };
-                db.insert(key::order(w, d, o), order.encode());
-                db.insert(key::customer(w, d, c, LAST_ORDER), CustomerLast { last_o_id: o }.encode());
-                if !delivered {
-                    db.insert(key::new_order(w, d, o), NewOrder0 {}.encode());
-                }
-                for n in 1..=ol_cnt {
-                    let ol = OrderLine0 {
-                        i_id: 1 + rng.below(s.items as u64) as u32,
-                        supply_w_id: w,
-                        quantity: 5,
-                        amount: if delivered { 0 } else { 1 + rng.below(999_999) as u32 },
-                        delivery_d: if delivered { 1 } else { 0 },
-                    };
-                    db.insert(key::order_line(w, d, o, n), ol.encode());
-                }
-            }
+            load_district(&mut db, &mut rng, s, (w, d), first_new);
         }
     }
     db
+}
+
+/// District `d` of warehouse `w` of the initial database, into `db`: its
+/// records, its customers (one history row each) and as many orders as
+/// customers, those from `first_new` on undelivered.
+fn load_district(db: &mut BTreeMap<Key, Value>, rng: &mut Rng, s: &Scale, (w, d): (u32, u32), first_new: u32) {
+    let d0 = District0 { ytd: s.customers as i64 * 1000, next_o_id: s.customers + 1, history_cnt: s.customers };
+    db.insert(key::district(w, d, HOT), d0.encode());
+    let ds = DistrictStatic { tax_bp: rng.below(2001) as u32, name: d as u64 };
+    db.insert(key::district(w, d, STATIC), ds.encode());
+    db.insert(key::district(w, d, DELIVERY), DistrictDelivery { next_delivery: first_new }.encode());
+    let mut perm: Vec<u32> = (1..=s.customers).collect();
+    for i in (1..perm.len()).rev() {
+        perm.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    for c in 1..=s.customers {
+        let c0 = Customer0 { balance: -1000, ytd_payment: 1000, payment_cnt: 1 };
+        db.insert(key::customer(w, d, c, HOT), c0.encode());
+        let cs =
+            CustomerStatic { discount_bp: rng.below(5001) as u32, bad_credit: rng.chance(0.1) as u8, last: c % 1000 };
+        db.insert(key::customer(w, d, c, STATIC), cs.encode());
+        db.insert(key::customer(w, d, c, DELIVERY), CustomerDelivery { delivery_cnt: 0 }.encode());
+        let h = History0 { c_id: c, c_d_id: d, c_w_id: w, amount: 1000, date: 1 };
+        db.insert(key::history(w, d, c), h.encode());
+    }
+    for o in 1..=s.customers {
+        let c = perm[o as usize - 1];
+        let delivered = o < first_new;
+        let ol_cnt = 5 + rng.below(11) as u32;
+        let order = Order0 {
+            c_id: c,
+            carrier_id: if delivered { 1 + rng.below(10) as u32 } else { 0 },
+            ol_cnt,
+            all_local: 1,
+            entry_d: 1,
+        };
+        db.insert(key::order(w, d, o), order.encode());
+        db.insert(key::customer(w, d, c, LAST_ORDER), CustomerLast { last_o_id: o }.encode());
+        if !delivered {
+            db.insert(key::new_order(w, d, o), NewOrder0 {}.encode());
+        }
+        for n in 1..=ol_cnt {
+            let ol = OrderLine0 {
+                i_id: 1 + rng.below(s.items as u64) as u32,
+                supply_w_id: w,
+                quantity: 5,
+                amount: if delivered { 0 } else { 1 + rng.below(999_999) as u32 },
+                delivery_d: if delivered { 1 } else { 0 },
+            };
+            db.insert(key::order_line(w, d, o, n), ol.encode());
+        }
+    }
 }
 
 // ---------------------------------------------------------------- consistency
@@ -665,83 +697,10 @@ pub fn initial_db(scale: &Scale, seed: u64) -> BTreeMap<Key, Value> {
 /// last-order id is its highest order id.
 pub fn check_consistency(scale: &Scale, db: &BTreeMap<Key, Value>) -> Vec<String> {
     let mut errs = vec![];
-    #[derive(Default)]
-    struct Dist {
-        d0: Option<District0>,
-        cursor: Option<u32>,
-        orders: BTreeMap<u32, Order0>,
-        new_orders: BTreeSet<u32>,
-        lines: BTreeMap<u32, BTreeMap<u32, OrderLine0>>,
-        history: BTreeMap<u32, History0>,
-    }
-    let mut wh: BTreeMap<u32, i64> = BTreeMap::new();
-    let mut dists: BTreeMap<(u32, u32), Dist> = BTreeMap::new();
-    let mut custs: BTreeMap<(u32, u32, u32), (Customer0, Option<u32>)> = BTreeMap::new();
-    let bad = |k: Key, what: &str| format!("key {k:#010x}: {what}");
-    for (&k, &v) in db {
-        if v == Value::ZERO {
-            continue;
-        }
-        let Some((t, f)) = decode_key(k) else {
-            errs.push(bad(k, "not a TPC-C key"));
-            continue;
-        };
-        let in_scale = |w: u32, d: u32| w >= 1 && w <= scale.warehouses && d >= 1 && d <= scale.districts;
-        let undecodable = || format!("key {k:#010x} ({t:?} {f:?}): value {v:?} is not a record");
-        match t {
-            Table::Warehouse => {
-                if f[1] == HOT {
-                    match Warehouse0::decode(v) {
-                        Some(r) => {
-                            wh.insert(f[0], r.ytd);
-                        }
-                        None => errs.push(undecodable()),
-                    }
-                }
-            }
-            Table::District | Table::Customer | Table::History | Table::NewOrder | Table::Order | Table::OrderLine => {
-                if !in_scale(f[0], f[1]) {
-                    errs.push(bad(k, &format!("{t:?} of warehouse {} district {} is outside the scale", f[0], f[1])));
-                    continue;
-                }
-                let ds = dists.entry((f[0], f[1])).or_default();
-                let ok = match t {
-                    Table::District if f[2] == HOT => District0::decode(v).map(|r| ds.d0 = Some(r)),
-                    Table::District if f[2] == DELIVERY => {
-                        DistrictDelivery::decode(v).map(|r| ds.cursor = Some(r.next_delivery))
-                    }
-                    Table::Customer if f[3] == HOT => Customer0::decode(v).map(|r| {
-                        custs.entry((f[0], f[1], f[2])).or_insert((r, None)).0 = r;
-                    }),
-                    Table::Customer if f[3] == LAST_ORDER => CustomerLast::decode(v).map(|r| {
-                        custs.entry((f[0], f[1], f[2])).or_default().1 = Some(r.last_o_id);
-                    }),
-                    Table::History => History0::decode(v).map(|r| {
-                        ds.history.insert(f[2], r);
-                    }),
-                    Table::NewOrder => NewOrder0::decode(v).map(|_| {
-                        ds.new_orders.insert(f[2]);
-                    }),
-                    Table::Order => Order0::decode(v).map(|r| {
-                        ds.orders.insert(f[2], r);
-                    }),
-                    Table::OrderLine => OrderLine0::decode(v).map(|r| {
-                        ds.lines.entry(f[2]).or_default().insert(f[3], r);
-                    }),
-                    _ => Some(()),
-                };
-                if ok.is_none() {
-                    errs.push(undecodable());
-                }
-            }
-            Table::Item | Table::Stock => {}
-        }
-    }
-    let mut hist_by_customer: BTreeMap<(u32, u32, u32), (i64, u32)> = BTreeMap::new();
-    let mut delivered_by_customer: BTreeMap<(u32, u32, u32), i64> = BTreeMap::new();
-    let mut last_order: BTreeMap<(u32, u32, u32), u32> = BTreeMap::new();
+    let records = Records::read(scale, db, &mut errs);
+    let mut per_customer = PerCustomer::default();
     for w in 1..=scale.warehouses {
-        let Some(&w_ytd) = wh.get(&w) else {
+        let Some(&w_ytd) = records.warehouses.get(&w) else {
             errs.push(format!("warehouse {w} is missing"));
             continue;
         };
@@ -749,7 +708,7 @@ pub fn check_consistency(scale: &Scale, db: &BTreeMap<Key, Value>) -> Vec<String
         let mut h_sum_w = 0i64;
         for d in 1..=scale.districts {
             let at = format!("warehouse {w} district {d}");
-            let Some(ds) = dists.get(&(w, d)) else {
+            let Some(ds) = records.districts.get(&(w, d)) else {
                 errs.push(format!("{at} is missing"));
                 continue;
             };
@@ -758,86 +717,7 @@ pub fn check_consistency(scale: &Scale, db: &BTreeMap<Key, Value>) -> Vec<String
                 continue;
             };
             d_sum += d0.ytd;
-            let h_sum: i64 = ds.history.values().map(|h| h.amount as i64).sum();
-            h_sum_w += h_sum;
-            if d0.ytd != h_sum {
-                errs.push(format!("{at}: D_YTD {} != sum(H_AMOUNT) {h_sum} (condition 9)", d0.ytd));
-            }
-            let ids: Vec<u32> = ds.history.keys().copied().collect();
-            if ids != (1..=d0.history_cnt).collect::<Vec<_>>() {
-                errs.push(format!("{at}: history rows are not 1..={} ({} rows)", d0.history_cnt, ids.len()));
-            }
-            for h in ds.history.values() {
-                let e = hist_by_customer.entry((h.c_w_id, h.c_d_id, h.c_id)).or_default();
-                e.0 += h.amount as i64;
-                e.1 += 1;
-            }
-            let max_o = ds.orders.keys().next_back().copied().unwrap_or(0);
-            if d0.next_o_id.wrapping_sub(1) != max_o {
-                errs.push(format!("{at}: D_NEXT_O_ID - 1 = {} != max(O_ID) {max_o} (condition 2)", d0.next_o_id - 1));
-            }
-            if let (Some(&lo), Some(&hi)) = (ds.new_orders.first(), ds.new_orders.last()) {
-                if hi != max_o {
-                    errs.push(format!("{at}: max(NO_O_ID) {hi} != max(O_ID) {max_o} (condition 2)"));
-                }
-                if hi - lo + 1 != ds.new_orders.len() as u32 {
-                    errs.push(format!(
-                        "{at}: new orders {lo}..={hi} are not contiguous ({} rows, condition 3)",
-                        ds.new_orders.len()
-                    ));
-                }
-            }
-            let cursor_want = ds.new_orders.first().copied().unwrap_or(d0.next_o_id);
-            if ds.cursor != Some(cursor_want) {
-                errs.push(format!("{at}: delivery cursor {:?} != oldest new order {cursor_want}", ds.cursor));
-            }
-            let ol_cnt_sum: u64 = ds.orders.values().map(|o| o.ol_cnt as u64).sum();
-            let ol_rows: u64 = ds.lines.values().map(|l| l.len() as u64).sum();
-            if ol_cnt_sum != ol_rows {
-                errs.push(format!("{at}: sum(O_OL_CNT) {ol_cnt_sum} != order-line rows {ol_rows} (condition 4)"));
-            }
-            for o in ds.lines.keys() {
-                if !ds.orders.contains_key(o) {
-                    errs.push(format!("{at}: order lines of order {o}, which does not exist"));
-                }
-            }
-            if (1..=max_o).any(|o| !ds.orders.contains_key(&o)) {
-                errs.push(format!("{at}: order ids 1..={max_o} have gaps"));
-            }
-            for (&o, order) in &ds.orders {
-                let no = ds.new_orders.contains(&o);
-                if (order.carrier_id == 0) != no {
-                    errs.push(format!(
-                        "{at} order {o}: carrier {} with{} a new-order row (condition 5)",
-                        order.carrier_id,
-                        if no { "" } else { "out" }
-                    ));
-                }
-                let empty = BTreeMap::new();
-                let lines = ds.lines.get(&o).unwrap_or(&empty);
-                if lines.keys().copied().collect::<Vec<_>>() != (1..=order.ol_cnt).collect::<Vec<_>>() {
-                    errs.push(format!(
-                        "{at} order {o}: lines {:?} != 1..={} (condition 6)",
-                        lines.keys(),
-                        order.ol_cnt
-                    ));
-                }
-                let mut sum = 0i64;
-                for (n, l) in lines {
-                    if (l.delivery_d == 0) != (order.carrier_id == 0) {
-                        errs.push(format!(
-                            "{at} order {o} line {n}: delivery date {} with carrier {} (condition 7)",
-                            l.delivery_d, order.carrier_id
-                        ));
-                    }
-                    if l.delivery_d != 0 {
-                        sum += l.amount as i64;
-                    }
-                }
-                *delivered_by_customer.entry((w, d, order.c_id)).or_default() += sum;
-                let lo = last_order.entry((w, d, order.c_id)).or_default();
-                *lo = (*lo).max(o);
-            }
+            h_sum_w += ds.check(&at, d0, (w, d), &mut per_customer, &mut errs);
         }
         if w_ytd != d_sum {
             errs.push(format!("warehouse {w}: W_YTD {w_ytd} != sum(D_YTD) {d_sum} (condition 1)"));
@@ -846,31 +726,250 @@ pub fn check_consistency(scale: &Scale, db: &BTreeMap<Key, Value>) -> Vec<String
             errs.push(format!("warehouse {w}: W_YTD {w_ytd} != sum(H_AMOUNT) {h_sum_w} (condition 8)"));
         }
     }
-    for (&(w, d, c), &(c0, last)) in &custs {
-        let at = format!("customer {w}/{d}/{c}");
-        let (h_sum, h_rows) = hist_by_customer.get(&(w, d, c)).copied().unwrap_or_default();
-        let delivered = delivered_by_customer.get(&(w, d, c)).copied().unwrap_or(0);
-        if c0.balance != delivered - h_sum {
-            errs.push(format!(
-                "{at}: C_BALANCE {} != delivered OL_AMOUNT {delivered} - H_AMOUNT {h_sum} (condition 10)",
-                c0.balance
-            ));
+    per_customer.check(&records.customers, &mut errs);
+    errs
+}
+
+/// A store's records, as [`check_consistency`] reads them.
+#[derive(Default)]
+struct Records {
+    /// W_YTD by warehouse.
+    warehouses: BTreeMap<u32, i64>,
+    /// By (warehouse, district).
+    districts: BTreeMap<(u32, u32), DistrictRecords>,
+    /// By (warehouse, district, customer): its record and its last order id.
+    customers: BTreeMap<(u32, u32, u32), (Customer0, Option<u32>)>,
+}
+
+/// One district's records and the rows of its tables.
+#[derive(Default)]
+struct DistrictRecords {
+    d0: Option<District0>,
+    cursor: Option<u32>,
+    orders: BTreeMap<u32, Order0>,
+    new_orders: BTreeSet<u32>,
+    lines: BTreeMap<u32, BTreeMap<u32, OrderLine0>>,
+    history: BTreeMap<u32, History0>,
+}
+
+/// Sums by customer over every district's rows: history (amount, rows),
+/// delivered order-line amounts, and the highest order id.
+#[derive(Default)]
+struct PerCustomer {
+    history: BTreeMap<(u32, u32, u32), (i64, u32)>,
+    delivered: BTreeMap<(u32, u32, u32), i64>,
+    last_order: BTreeMap<(u32, u32, u32), u32>,
+}
+
+impl Records {
+    /// The records of `db` (a key that is not TPC-C's, a value that is not
+    /// a record or a district outside `scale` goes to `errs`).
+    fn read(scale: &Scale, db: &BTreeMap<Key, Value>, errs: &mut Vec<String>) -> Records {
+        let mut r = Records::default();
+        let bad = |k: Key, what: &str| format!("key {k:#010x}: {what}");
+        for (&k, &v) in db {
+            if v == Value::ZERO {
+                continue;
+            }
+            let Some((t, f)) = decode_key(k) else {
+                errs.push(bad(k, "not a TPC-C key"));
+                continue;
+            };
+            let in_scale = |w: u32, d: u32| w >= 1 && w <= scale.warehouses && d >= 1 && d <= scale.districts;
+            let undecodable = || format!("key {k:#010x} ({t:?} {f:?}): value {v:?} is not a record");
+            match t {
+                Table::Warehouse => {
+                    if f[1] == HOT {
+                        match Warehouse0::decode(v) {
+                            Some(w0) => {
+                                r.warehouses.insert(f[0], w0.ytd);
+                            }
+                            None => errs.push(undecodable()),
+                        }
+                    }
+                }
+                Table::District
+                | Table::Customer
+                | Table::History
+                | Table::NewOrder
+                | Table::Order
+                | Table::OrderLine => {
+                    if !in_scale(f[0], f[1]) {
+                        errs.push(bad(
+                            k,
+                            &format!("{t:?} of warehouse {} district {} is outside the scale", f[0], f[1]),
+                        ));
+                        continue;
+                    }
+                    if r.read_district_row(t, &f, v).is_none() {
+                        errs.push(undecodable());
+                    }
+                }
+                Table::Item | Table::Stock => {}
+            }
         }
-        if c0.balance + c0.ytd_payment as i64 != delivered {
-            errs.push(format!(
-                "{at}: C_BALANCE {} + C_YTD_PAYMENT {} != delivered OL_AMOUNT {delivered} (condition 12)",
-                c0.balance, c0.ytd_payment
-            ));
-        }
-        if c0.payment_cnt != h_rows {
-            errs.push(format!("{at}: C_PAYMENT_CNT {} != its history rows {h_rows}", c0.payment_cnt));
-        }
-        let want = last_order.get(&(w, d, c)).copied();
-        if last != want {
-            errs.push(format!("{at}: last order id {last:?} != its highest order {want:?}"));
+        r
+    }
+
+    /// Reads the row `v` of table `t` at the key fields `f` into its
+    /// district's (or customer's) records; `None` if `v` is not a record.
+    fn read_district_row(&mut self, t: Table, f: &[u32], v: Value) -> Option<()> {
+        let ds = self.districts.entry((f[0], f[1])).or_default();
+        let custs = &mut self.customers;
+        match t {
+            Table::District if f[2] == HOT => District0::decode(v).map(|r| ds.d0 = Some(r)),
+            Table::District if f[2] == DELIVERY => {
+                DistrictDelivery::decode(v).map(|r| ds.cursor = Some(r.next_delivery))
+            }
+            Table::Customer if f[3] == HOT => Customer0::decode(v).map(|r| {
+                custs.entry((f[0], f[1], f[2])).or_insert((r, None)).0 = r;
+            }),
+            Table::Customer if f[3] == LAST_ORDER => CustomerLast::decode(v).map(|r| {
+                custs.entry((f[0], f[1], f[2])).or_default().1 = Some(r.last_o_id);
+            }),
+            Table::History => History0::decode(v).map(|r| {
+                ds.history.insert(f[2], r);
+            }),
+            Table::NewOrder => NewOrder0::decode(v).map(|_| {
+                ds.new_orders.insert(f[2]);
+            }),
+            Table::Order => Order0::decode(v).map(|r| {
+                ds.orders.insert(f[2], r);
+            }),
+            Table::OrderLine => OrderLine0::decode(v).map(|r| {
+                ds.lines.entry(f[2]).or_default().insert(f[3], r);
+            }),
+            _ => Some(()),
         }
     }
-    errs
+}
+
+impl DistrictRecords {
+    /// Conditions 2-7 and 9 over district `(w, d)` (called `at`) whose
+    /// record is `d0`, its history's and orders' sums added to
+    /// `per_customer`; returns sum(H_AMOUNT) of the district.
+    fn check(
+        &self,
+        at: &str,
+        d0: District0,
+        (w, d): (u32, u32),
+        per_customer: &mut PerCustomer,
+        errs: &mut Vec<String>,
+    ) -> i64 {
+        let h_sum: i64 = self.history.values().map(|h| h.amount as i64).sum();
+        if d0.ytd != h_sum {
+            errs.push(format!("{at}: D_YTD {} != sum(H_AMOUNT) {h_sum} (condition 9)", d0.ytd));
+        }
+        let ids: Vec<u32> = self.history.keys().copied().collect();
+        if ids != (1..=d0.history_cnt).collect::<Vec<_>>() {
+            errs.push(format!("{at}: history rows are not 1..={} ({} rows)", d0.history_cnt, ids.len()));
+        }
+        for h in self.history.values() {
+            let e = per_customer.history.entry((h.c_w_id, h.c_d_id, h.c_id)).or_default();
+            e.0 += h.amount as i64;
+            e.1 += 1;
+        }
+        let max_o = self.orders.keys().next_back().copied().unwrap_or(0);
+        if d0.next_o_id.wrapping_sub(1) != max_o {
+            errs.push(format!("{at}: D_NEXT_O_ID - 1 = {} != max(O_ID) {max_o} (condition 2)", d0.next_o_id - 1));
+        }
+        if let (Some(&lo), Some(&hi)) = (self.new_orders.first(), self.new_orders.last()) {
+            if hi != max_o {
+                errs.push(format!("{at}: max(NO_O_ID) {hi} != max(O_ID) {max_o} (condition 2)"));
+            }
+            if hi - lo + 1 != self.new_orders.len() as u32 {
+                errs.push(format!(
+                    "{at}: new orders {lo}..={hi} are not contiguous ({} rows, condition 3)",
+                    self.new_orders.len()
+                ));
+            }
+        }
+        let cursor_want = self.new_orders.first().copied().unwrap_or(d0.next_o_id);
+        if self.cursor != Some(cursor_want) {
+            errs.push(format!("{at}: delivery cursor {:?} != oldest new order {cursor_want}", self.cursor));
+        }
+        let ol_cnt_sum: u64 = self.orders.values().map(|o| o.ol_cnt as u64).sum();
+        let ol_rows: u64 = self.lines.values().map(|l| l.len() as u64).sum();
+        if ol_cnt_sum != ol_rows {
+            errs.push(format!("{at}: sum(O_OL_CNT) {ol_cnt_sum} != order-line rows {ol_rows} (condition 4)"));
+        }
+        for o in self.lines.keys() {
+            if !self.orders.contains_key(o) {
+                errs.push(format!("{at}: order lines of order {o}, which does not exist"));
+            }
+        }
+        if (1..=max_o).any(|o| !self.orders.contains_key(&o)) {
+            errs.push(format!("{at}: order ids 1..={max_o} have gaps"));
+        }
+        self.check_orders(at, (w, d), per_customer, errs);
+        h_sum
+    }
+
+    /// Conditions 5-7 over each order of district `(w, d)`, its delivered
+    /// lines' sum and its id added to its customer's in `per_customer`.
+    fn check_orders(&self, at: &str, (w, d): (u32, u32), per_customer: &mut PerCustomer, errs: &mut Vec<String>) {
+        for (&o, order) in &self.orders {
+            let no = self.new_orders.contains(&o);
+            if (order.carrier_id == 0) != no {
+                errs.push(format!(
+                    "{at} order {o}: carrier {} with{} a new-order row (condition 5)",
+                    order.carrier_id,
+                    if no { "" } else { "out" }
+                ));
+            }
+            let empty = BTreeMap::new();
+            let lines = self.lines.get(&o).unwrap_or(&empty);
+            if lines.keys().copied().collect::<Vec<_>>() != (1..=order.ol_cnt).collect::<Vec<_>>() {
+                errs.push(format!("{at} order {o}: lines {:?} != 1..={} (condition 6)", lines.keys(), order.ol_cnt));
+            }
+            let mut sum = 0i64;
+            for (n, l) in lines {
+                if (l.delivery_d == 0) != (order.carrier_id == 0) {
+                    errs.push(format!(
+                        "{at} order {o} line {n}: delivery date {} with carrier {} (condition 7)",
+                        l.delivery_d, order.carrier_id
+                    ));
+                }
+                if l.delivery_d != 0 {
+                    sum += l.amount as i64;
+                }
+            }
+            *per_customer.delivered.entry((w, d, order.c_id)).or_default() += sum;
+            let lo = per_customer.last_order.entry((w, d, order.c_id)).or_default();
+            *lo = (*lo).max(o);
+        }
+    }
+}
+
+impl PerCustomer {
+    /// Conditions 10 and 12, the payment count and the last order id of
+    /// every customer record of `customers`.
+    fn check(&self, customers: &BTreeMap<(u32, u32, u32), (Customer0, Option<u32>)>, errs: &mut Vec<String>) {
+        for (&(w, d, c), &(c0, last)) in customers {
+            let at = format!("customer {w}/{d}/{c}");
+            let (h_sum, h_rows) = self.history.get(&(w, d, c)).copied().unwrap_or_default();
+            let delivered = self.delivered.get(&(w, d, c)).copied().unwrap_or(0);
+            if c0.balance != delivered - h_sum {
+                errs.push(format!(
+                    "{at}: C_BALANCE {} != delivered OL_AMOUNT {delivered} - H_AMOUNT {h_sum} (condition 10)",
+                    c0.balance
+                ));
+            }
+            if c0.balance + c0.ytd_payment as i64 != delivered {
+                errs.push(format!(
+                    "{at}: C_BALANCE {} + C_YTD_PAYMENT {} != delivered OL_AMOUNT {delivered} (condition 12)",
+                    c0.balance, c0.ytd_payment
+                ));
+            }
+            if c0.payment_cnt != h_rows {
+                errs.push(format!("{at}: C_PAYMENT_CNT {} != its history rows {h_rows}", c0.payment_cnt));
+            }
+            let want = self.last_order.get(&(w, d, c)).copied();
+            if last != want {
+                errs.push(format!("{at}: last order id {last:?} != its highest order {want:?}"));
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------- the client

@@ -305,21 +305,98 @@ impl Drop for StopOnDrop {
     }
 }
 
+impl DrillConfig {
+    /// Refuses a drill the testbed cannot run.
+    fn check(&self) -> Result<()> {
+        let protocol = self.protocol;
+        ensure!(self.nodes >= 3, "a drill fails a middle node: at least 3 nodes (got {})", self.nodes);
+        ensure!(self.victim < self.nodes, "node {} is not in a chain of {}", self.victim, self.nodes);
+        let most = match protocol {
+            Protocol::NetCraq => tb::NODES_MAX,
+            Protocol::NetChain => tb::NODES_MAX.min(innet_wire::netchain::MAX_CHAIN_NODES),
+        };
+        ensure!(self.nodes <= most, "{protocol} chains on the testbed have at most {most} nodes");
+        ensure!(
+            self.keys >= 1 && self.keys <= tb::NETCHAIN_KEYS_INSTALLED,
+            "keys in 1..={}",
+            tb::NETCHAIN_KEYS_INSTALLED
+        );
+        Ok(())
+    }
+
+    /// The drill's clients, sending to the testbed's nodes.
+    fn load(&self) -> DrillLoad {
+        let port = udp_port(self.protocol);
+        let addrs: Vec<SocketAddr> = (0..self.nodes).map(|i| SocketAddr::from((node_ip(i), port))).collect();
+        DrillLoad {
+            protocol: self.protocol,
+            victim: self.victim,
+            clients: self.clients,
+            write_ratio: self.write_ratio,
+            keys: self.keys,
+            client_timeout: self.client_timeout,
+            seed: self.seed,
+            addrs,
+            chain_addrs: Some((0..self.nodes).map(|j| u32::from(node_ip(j))).collect()),
+        }
+    }
+}
+
+/// Runs `control` on `chain` in a thread of its own, a step every
+/// heartbeat, publishing its view to `view`, until `stop`; returns it.
+fn spawn_control(
+    control: ChainControl,
+    chain: Arc<Mutex<XdpChain>>,
+    view: ChainView,
+    stop: Stop,
+) -> std::io::Result<std::thread::JoinHandle<ChainControl>> {
+    std::thread::Builder::new().name("innet-xdp-chain-control".into()).spawn(move || {
+        let mut control = control;
+        while !stop.is_stopped() {
+            std::thread::sleep(control.config.heartbeat_interval);
+            let mut c = chain.lock().unwrap_or_else(|e| e.into_inner());
+            control_step(&mut control, &mut *c, &view, clock::now());
+        }
+        control
+    })
+}
+
+/// How long after `after` the control plane's `log` first applied a
+/// layout with (`member`) or without node `victim` in the chain.
+fn first_layout(log: &[(Time, Action)], after: Time, victim: usize, member: bool) -> Option<Duration> {
+    log.iter().find_map(|(t, a)| match a {
+        Action::Apply(l) if *t >= after && l.chain.contains(&victim) == member => Some(t.since(after)),
+        _ => None,
+    })
+}
+
+/// How long each write pause of the control plane's `log` lasted (from
+/// the layout that paused writes to the one that resumed them).
+fn write_pauses(log: &[(Time, Action)]) -> Vec<Duration> {
+    let mut pauses = vec![];
+    let mut paused_at = None;
+    for (t, a) in log {
+        if let Action::Apply(l) = a {
+            match (l.writes_paused, paused_at) {
+                (true, None) => paused_at = Some(*t),
+                (false, Some(p)) => {
+                    pauses.push(t.since(p));
+                    paused_at = None;
+                }
+                _ => {}
+            }
+        }
+    }
+    pauses
+}
+
 /// Builds the chain testbed (replacing any testbed on the machine, as
 /// `innet testbed up` does), runs the drill in real time (about
 /// `fail_after + restart_after + run_after_restart`) and leaves the testbed
 /// up, with the chain in its final order; `testbed::down` removes it.
 pub fn run_drill(cfg: &DrillConfig, stop: &Stop) -> Result<DrillReport> {
     let protocol = cfg.protocol;
-    ensure!(cfg.nodes >= 3, "a drill fails a middle node: at least 3 nodes (got {})", cfg.nodes);
-    ensure!(cfg.victim < cfg.nodes, "node {} is not in a chain of {}", cfg.victim, cfg.nodes);
-    let most = match protocol {
-        Protocol::NetCraq => tb::NODES_MAX,
-        Protocol::NetChain => tb::NODES_MAX.min(innet_wire::netchain::MAX_CHAIN_NODES),
-    };
-    ensure!(cfg.nodes <= most, "{protocol} chains on the testbed have at most {most} nodes");
-    ensure!(cfg.keys >= 1 && cfg.keys <= tb::NETCHAIN_KEYS_INSTALLED, "keys in 1..={}", tb::NETCHAIN_KEYS_INSTALLED);
-
+    cfg.check()?;
     let chain_up = ChainUp { fabric: cfg.fabric, multicast: cfg.multicast, ..ChainUp::new(protocol, cfg.nodes) };
     tb::up(&chain_up, None)?;
     let (control, layout) = ChainControl::new(cfg.control.clone(), cfg.nodes, clock::now());
@@ -329,34 +406,11 @@ pub fn run_drill(cfg: &DrillConfig, stop: &Stop) -> Result<DrillReport> {
     let stop = stop.child();
     let _guard = StopOnDrop(stop.clone());
 
-    let control_thread = {
-        let (chain, view, stop) = (chain.clone(), view.clone(), stop.clone());
-        std::thread::Builder::new().name("innet-xdp-chain-control".into()).spawn(move || {
-            let mut control = control;
-            while !stop.is_stopped() {
-                std::thread::sleep(control.config.heartbeat_interval);
-                let mut c = chain.lock().unwrap_or_else(|e| e.into_inner());
-                control_step(&mut control, &mut *c, &view, clock::now());
-            }
-            control
-        })?
-    };
+    let control_thread = spawn_control(control, chain.clone(), view.clone(), stop.clone())?;
 
     let t0 = clock::now();
     let end = t0 + cfg.fail_after + cfg.restart_after + cfg.run_after_restart;
-    let port = udp_port(protocol);
-    let addrs: Vec<SocketAddr> = (0..cfg.nodes).map(|i| SocketAddr::from((node_ip(i), port))).collect();
-    let load = DrillLoad {
-        protocol,
-        victim: cfg.victim,
-        clients: cfg.clients,
-        write_ratio: cfg.write_ratio,
-        keys: cfg.keys,
-        client_timeout: cfg.client_timeout,
-        seed: cfg.seed,
-        addrs,
-        chain_addrs: Some((0..cfg.nodes).map(|j| u32::from(node_ip(j))).collect()),
-    };
+    let load = cfg.load();
     let bind_client = || in_netns(NS_CLIENT, || Ok(UdpSocket::bind((CLIENT_IP, 0))?)).map_err(std::io::Error::other);
     let clients = spawn_drill_clients(&load, "xdp-chain-client", &view, (t0, end), &stop, bind_client)
         .context("client sockets")?;
@@ -389,26 +443,8 @@ pub fn run_drill(cfg: &DrillConfig, stop: &Stop) -> Result<DrillReport> {
         .iter()
         .map(|l| l.completions.as_ref().map_or(0, |c| c.iter().filter(|c| c.finished > failed).count()))
         .sum();
-    let applied = |after: Time, member: bool| {
-        control.log.iter().find_map(|(t, a)| match a {
-            Action::Apply(l) if *t >= after && l.chain.contains(&cfg.victim) == member => Some(t.since(after)),
-            _ => None,
-        })
-    };
-    let mut pauses = vec![];
-    let mut paused_at = None;
-    for (t, a) in &control.log {
-        if let Action::Apply(l) = a {
-            match (l.writes_paused, paused_at) {
-                (true, None) => paused_at = Some(*t),
-                (false, Some(p)) => {
-                    pauses.push(t.since(p));
-                    paused_at = None;
-                }
-                _ => {}
-            }
-        }
-    }
+    let applied = |after, member| first_layout(&control.log, after, cfg.victim, member);
+    let pauses = write_pauses(&control.log);
     let history: Vec<Record> = loads.iter().flat_map(|l| l.client.history.clone().unwrap_or_default()).collect();
     Ok(DrillReport {
         members_after_failure,

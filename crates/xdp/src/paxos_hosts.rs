@@ -306,6 +306,18 @@ where
     Ok((times.report(proposers, learners, backup, None, vec![]), kept))
 }
 
+/// The vote counter's ring of decisions (pinned by the testbed `up`) as
+/// the event loop's feed.
+fn decision_ring(up: &PaxosUp) -> innet_live::MakeFeed {
+    let dir = std::path::Path::new(crate::testbed::PIN_DIR).join("paxos").join(tb::COUNTER_PINS);
+    let poll = (up.ring.wakeup > 0).then_some(crate::paxos_learner::RING_POLL);
+    Box::new(move || {
+        let mut ring = crate::paxos_learner::DecisionRing::open_pinned(&dir).map_err(std::io::Error::other)?;
+        ring.poll_every = poll;
+        Ok(Box::new(ring) as Box<dyn innet_live::Feed>)
+    })
+}
+
 /// [`run`] with one vote per machine ([`PaxosUp::per_machine`]): every
 /// role of the hosts machine in one event loop, each on its own socket
 /// for its own traffic, all learning every decision from the machine's
@@ -349,16 +361,7 @@ fn run_machine(r: &HostsRun) -> Result<HostsReport> {
     // trailer: only the counter's program writes the ring.
     let auth = r.up.peer_auth();
     let shared_socket = SharedSocket { socket: bind_in_hosts(tb::DECISION_PORT)?, to: all.clone(), admit, auth };
-    let feed: Option<(innet_live::MakeFeed, Vec<Vec<usize>>)> = (r.up.decisions == tb::Decisions::Ring).then(|| {
-        let dir = std::path::Path::new(crate::testbed::PIN_DIR).join("paxos").join(tb::COUNTER_PINS);
-        let poll = (r.up.ring.wakeup > 0).then_some(crate::paxos_learner::RING_POLL);
-        let make: innet_live::MakeFeed = Box::new(move || {
-            let mut ring = crate::paxos_learner::DecisionRing::open_pinned(&dir).map_err(std::io::Error::other)?;
-            ring.poll_every = poll;
-            Ok(Box::new(ring) as Box<dyn innet_live::Feed>)
-        });
-        (make, vec![all])
-    });
+    let feed = (r.up.decisions == tb::Decisions::Ring).then(|| (decision_ring(&r.up), vec![all]));
     // In driver mode every veth's peer runs a driver-mode program, so a
     // segmented send is cut into single frames before any program sees
     // it: the proposers' requests leave in one trip per batch.

@@ -484,34 +484,10 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
     };
     testbed_common::save_to(Path::new(STATE_FILE), &state)?;
     let ls = build(o, &nss).context("build namespaces and links")?;
-    let addrs = host_addrs(d);
     let roles = o.roles();
-    let acceptor_id = |x: NodeIx| match d.nodes[x].role {
-        PaxosRole::Acceptor { id } => Ok(id as usize),
-        r => anyhow::bail!("{} in the acceptors' group", r.name()),
-    };
     for (n, node) in d.nodes.iter().enumerate() {
         match node.role {
-            PaxosRole::Coordinator => {
-                // Each acceptor over its own link from the coordinator.
-                let to_acceptors = group_members(d, n, GROUP_ACCEPTORS, &addrs, |x| {
-                    let i = acceptor_id(x)?;
-                    Ok((ls[1 + 2 * i].0.clone(), ls[1 + 2 * i].1.clone()))
-                })?;
-                let mut coord = PaxosXdp::load(Role::Coordinator, o.slots)?;
-                let cfg = Config { mcast: o.multicast, ..Config::coordinator(&roles.coordinator()) };
-                coord.configure(&cfg, &to_acceptors)?;
-                if cfg.mcast == Multicast::Devmap {
-                    let w = coord.ports_writer()?;
-                    in_netns(NS_COORDINATOR, || w.write(&to_acceptors))?;
-                }
-                coord.set_senders(&senders_at(d, &arrivals(d, Some(n))?, n))?;
-                coord.set_auth(o.keys())?;
-                coord.pin_maps(&dir.join("coordinator"))?;
-                // For the in-kernel generator (`bench xdp-paxos --fabric-only`).
-                coord.pin_program(&coordinator_program_pin())?;
-                attach(&coord, &o.fabric, o.multicast, NS_COORDINATOR, &["innet-ch"])?;
-            }
+            PaxosRole::Coordinator => start_coordinator(o, d, n, &roles, &ls, &dir)?,
             PaxosRole::Acceptor { id } => start_acceptor(o, d, n, id, &ls, &dir, false)?,
             _ => {}
         }
@@ -521,26 +497,7 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
     }
     finish_fabric(o)?;
     if let Some(exe) = &o.backup_exe {
-        let mut args: Vec<String> = [
-            "bench",
-            "xdp-paxos-hosts",
-            "--backup",
-            "only",
-            "--acceptors",
-            &o.acceptors.to_string(),
-            "--learners",
-            &o.learners.to_string(),
-            "--proposers",
-            &o.proposers.to_string(),
-            "--slots",
-            &o.slots.to_string(),
-        ]
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
-        if let Some(k) = &o.auth {
-            args.extend(["--auth-key".to_string(), k.path.display().to_string()]);
-        }
+        let args = backup_args(o);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let pid = testbed_common::spawn_in(NS_HOSTS, exe, &args, BACKUP_PROCESS)?;
         state.processes.push((BACKUP_PROCESS.into(), pid));
@@ -548,6 +505,67 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
         testbed_common::wait_for_log_line(BACKUP_PROCESS, "backup ", Duration::from_secs(10))?;
     }
     Ok(state)
+}
+
+/// The arguments of the backup coordinator's process (`innet bench
+/// xdp-paxos-hosts --backup only`) for the testbed `o`.
+fn backup_args(o: &PaxosUp) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "bench",
+        "xdp-paxos-hosts",
+        "--backup",
+        "only",
+        "--acceptors",
+        &o.acceptors.to_string(),
+        "--learners",
+        &o.learners.to_string(),
+        "--proposers",
+        &o.proposers.to_string(),
+        "--slots",
+        &o.slots.to_string(),
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    if let Some(k) = &o.auth {
+        args.extend(["--auth-key".to_string(), k.path.display().to_string()]);
+    }
+    args
+}
+
+/// Loads, configures and attaches the coordinator (node `n`) in its
+/// namespace, each acceptor over its own link `ls` from it, its maps and
+/// program pinned under `dir`.
+fn start_coordinator(
+    o: &PaxosUp,
+    d: &PaxosDeployment,
+    n: NodeIx,
+    roles: &Roles,
+    ls: &[(End, End)],
+    dir: &Path,
+) -> Result<()> {
+    let addrs = host_addrs(d);
+    let acceptor_id = |x: NodeIx| match d.nodes[x].role {
+        PaxosRole::Acceptor { id } => Ok(id as usize),
+        r => anyhow::bail!("{} in the acceptors' group", r.name()),
+    };
+    let to_acceptors = group_members(d, n, GROUP_ACCEPTORS, &addrs, |x| {
+        let i = acceptor_id(x)?;
+        Ok((ls[1 + 2 * i].0.clone(), ls[1 + 2 * i].1.clone()))
+    })?;
+    let mut coord = PaxosXdp::load(Role::Coordinator, o.slots)?;
+    let cfg = Config { mcast: o.multicast, ..Config::coordinator(&roles.coordinator()) };
+    coord.configure(&cfg, &to_acceptors)?;
+    if cfg.mcast == Multicast::Devmap {
+        let w = coord.ports_writer()?;
+        in_netns(NS_COORDINATOR, || w.write(&to_acceptors))?;
+    }
+    coord.set_senders(&senders_at(d, &arrivals(d, Some(n))?, n))?;
+    coord.set_auth(o.keys())?;
+    coord.pin_maps(&dir.join("coordinator"))?;
+    // For the in-kernel generator (`bench xdp-paxos --fabric-only`).
+    coord.pin_program(&coordinator_program_pin())?;
+    attach(&coord, &o.fabric, o.multicast, NS_COORDINATOR, &["innet-ch"])
 }
 
 /// Driver mode: `xdp_pass` on the devices that receive frames but run no

@@ -168,7 +168,27 @@ fn build(d: &TxnDeployment, net: &Net, innet_exe: &Path, start_store: bool, fabr
     let store_ip = net.address(store_m);
     st.store = Some(SocketAddrV4::new(store_ip, PORT));
 
-    // Client groups: each machine of clients, its upstream switch and delay.
+    st.groups = client_groups(d, net)?;
+
+    for (n, node) in d.nodes.iter().enumerate() {
+        let TxnRole::Switch(spec) = node.role else { continue };
+        let switch = start_switch(d, net, n, spec, store_ip, &st.groups, fabric)?;
+        st.switches.push(switch);
+        save(&st)?;
+    }
+
+    finish_fabric(net, fabric)?;
+
+    if start_store {
+        start_store_process(net, store_m, store_ip, innet_exe, &mut st)?;
+    }
+    Ok(st)
+}
+
+/// The client groups of `d` on `net`: each machine of clients, with its
+/// upstream switch (one for the whole group) and its link's delay.
+fn client_groups(d: &TxnDeployment, net: &Net) -> Result<Vec<GroupAt>> {
+    let mut groups = vec![];
     for (m, machine) in net.machines.iter().enumerate() {
         let nodes: Vec<NodeIx> = (0..d.nodes.len()).filter(|&n| net.node_machine[n] == m).collect();
         if !nodes.iter().all(|&n| d.nodes[n].role.is_client()) {
@@ -179,7 +199,7 @@ fn build(d: &TxnDeployment, net: &Net, innet_exe: &Path, start_store: bool, fabr
             bail!("the clients of group '{machine}' have different upstream switches: give each its own group");
         }
         let (_, sw) = net.toward(m, up_m).expect("a client group is linked to its upstream");
-        st.groups.push(GroupAt {
+        groups.push(GroupAt {
             name: machine.clone(),
             namespace: net.namespaces[m].clone(),
             clients: nodes.len() as u32,
@@ -187,82 +207,106 @@ fn build(d: &TxnDeployment, net: &Net, innet_exe: &Path, start_store: bool, fabr
             delay_ms: net.links.iter().find(|l| [l.a.ip, l.b.ip].contains(&sw.ip)).map_or(0.0, |l| ms(l.delay)),
         });
     }
+    Ok(groups)
+}
 
-    for (n, node) in d.nodes.iter().enumerate() {
-        let TxnRole::Switch(spec) = node.role else { continue };
-        let m = net.node_machine[n];
-        let ns = net.namespaces[m].clone();
-        let up_m = upstream_machine(d, net, n).expect("a switch has an upstream (validated)");
-        let (up_port, up_peer) = net.toward(m, up_m).expect("linked to its upstream");
-        let below: Vec<usize> = d.downstream_of(n).into_iter().map(|c| net.node_machine[c]).collect();
-        let first_below = *below.first().with_context(|| format!("switch '{}' has nothing below it", node.name))?;
-        let (down_port, down_peer) = net.toward(m, first_below).expect("linked to what is below");
-        let ports = Ports {
-            udp_port: PORT,
-            client_ifindex: ifindex(&ns, &down_port.dev)?,
-            store_ifindex: ifindex(&ns, &up_port.dev)?,
-            service_ip: down_port.ip,
-            store_ip,
-            client_port_mac: down_port.mac,
-            client_mac: down_peer.mac,
-            store_port_mac: up_port.mac,
-            store_mac: up_peer.mac,
-        };
-        let mut xdp = TxnXdp::load(Tables { cache_slots: spec.cache_slots, ..Tables::default() })?;
-        xdp.configure(spec.mode, &ports)?;
-        // A route for every client group whose path to the store passes
-        // here, through the neighbour it came from.
-        for g in &st.groups {
-            let gm = net.namespaces.iter().position(|x| *x == g.namespace).expect("a group's namespace");
-            let client = (0..d.nodes.len()).find(|&c| net.node_machine[c] == gm).expect("a group has clients");
-            let group_ip = g.own_ip(net, gm);
-            let o = group_ip.octets();
-            let mut prev = gm;
-            for hop in innet_txn::deploy::path_to_store(d, client) {
-                if hop == n {
-                    let (port, peer) = net.toward(m, prev).expect("path hops are linked");
-                    xdp.add_route(&Route {
-                        prefix: Ipv4Addr::new(o[0], o[1], o[2], 0),
-                        prefix_len: 24,
-                        ifindex: ifindex(&ns, &port.dev)?,
-                        port_mac: port.mac,
-                        next_mac: peer.mac,
-                    })?;
-                }
-                prev = net.node_machine[hop];
+/// Loads, configures and attaches the XDP switch of node `n` (a switch
+/// of `spec`) on `fabric`, with a route for each of the client `groups`
+/// behind it, its maps pinned; where it runs.
+fn start_switch(
+    d: &TxnDeployment,
+    net: &Net,
+    n: NodeIx,
+    spec: innet_txn::deploy::SwitchSpec,
+    store_ip: Ipv4Addr,
+    groups: &[GroupAt],
+    fabric: Fabric,
+) -> Result<SwitchAt> {
+    let node = &d.nodes[n];
+    let m = net.node_machine[n];
+    let ns = net.namespaces[m].clone();
+    let up_m = upstream_machine(d, net, n).expect("a switch has an upstream (validated)");
+    let (up_port, up_peer) = net.toward(m, up_m).expect("linked to its upstream");
+    let below: Vec<usize> = d.downstream_of(n).into_iter().map(|c| net.node_machine[c]).collect();
+    let first_below = *below.first().with_context(|| format!("switch '{}' has nothing below it", node.name))?;
+    let (down_port, down_peer) = net.toward(m, first_below).expect("linked to what is below");
+    let ports = Ports {
+        udp_port: PORT,
+        client_ifindex: ifindex(&ns, &down_port.dev)?,
+        store_ifindex: ifindex(&ns, &up_port.dev)?,
+        service_ip: down_port.ip,
+        store_ip,
+        client_port_mac: down_port.mac,
+        client_mac: down_peer.mac,
+        store_port_mac: up_port.mac,
+        store_mac: up_peer.mac,
+    };
+    let mut xdp = TxnXdp::load(Tables { cache_slots: spec.cache_slots, ..Tables::default() })?;
+    xdp.configure(spec.mode, &ports)?;
+    add_group_routes(&mut xdp, d, net, n, groups)?;
+    let dir = pin_root().join(&node.name);
+    xdp.pin_maps(&dir)?;
+    let devs: Vec<&str> = net.ifaces(m).iter().map(|i| i.dev.as_str()).collect();
+    fabric.attach(xdp.program_fd(Program::TxnSwitch)?, &ns, &devs)?;
+    Ok(SwitchAt {
+        name: node.name.clone(),
+        namespace: ns,
+        mode: spec.mode.name().into(),
+        service: SocketAddrV4::new(down_port.ip, PORT),
+        pin_dir: dir.display().to_string(),
+    })
+}
+
+/// A route on switch `n`'s program for every client group whose path to
+/// the store passes it, through the neighbour the path came from.
+fn add_group_routes(xdp: &mut TxnXdp, d: &TxnDeployment, net: &Net, n: NodeIx, groups: &[GroupAt]) -> Result<()> {
+    let m = net.node_machine[n];
+    let ns = &net.namespaces[m];
+    for g in groups {
+        let gm = net.namespaces.iter().position(|x| *x == g.namespace).expect("a group's namespace");
+        let client = (0..d.nodes.len()).find(|&c| net.node_machine[c] == gm).expect("a group has clients");
+        let group_ip = g.own_ip(net, gm);
+        let o = group_ip.octets();
+        let mut prev = gm;
+        for hop in innet_txn::deploy::path_to_store(d, client) {
+            if hop == n {
+                let (port, peer) = net.toward(m, prev).expect("path hops are linked");
+                xdp.add_route(&Route {
+                    prefix: Ipv4Addr::new(o[0], o[1], o[2], 0),
+                    prefix_len: 24,
+                    ifindex: ifindex(ns, &port.dev)?,
+                    port_mac: port.mac,
+                    next_mac: peer.mac,
+                })?;
             }
+            prev = net.node_machine[hop];
         }
-        let dir = pin_root().join(&node.name);
-        xdp.pin_maps(&dir)?;
-        let devs: Vec<&str> = net.ifaces(m).iter().map(|i| i.dev.as_str()).collect();
-        fabric.attach(xdp.program_fd(Program::TxnSwitch)?, &ns, &devs)?;
-        st.switches.push(SwitchAt {
-            name: node.name.clone(),
-            namespace: ns,
-            mode: spec.mode.name().into(),
-            service: SocketAddrV4::new(down_port.ip, PORT),
-            pin_dir: dir.display().to_string(),
-        });
-        save(&st)?;
     }
+    Ok(())
+}
 
-    finish_fabric(net, fabric)?;
-
-    if start_store {
-        // The store emulates its link's delay (a store has one link: to the
-        // switch in front of it).
-        let store_link_delay =
-            net.links.iter().find(|l| l.a.machine == store_m || l.b.machine == store_m).map_or(0.0, |l| ms(l.delay));
-        let listen = SocketAddrV4::new(store_ip, PORT).to_string();
-        let delay = store_link_delay.to_string();
-        let args = ["store", "--listen", &listen, "--link-delay-ms", &delay];
-        let name = "txn-topology-store";
-        let pid = testbed_common::spawn_in(&net.namespaces[store_m], innet_exe, &args, name)?;
-        st.state.processes.push((name.into(), pid));
-        save(&st)?;
-        testbed_common::wait_for_log_line(name, "store ", Duration::from_secs(10))?;
-    }
-    Ok(st)
+/// Starts the store (`innet_exe store`) in its namespace (machine
+/// `store_m`), listening on `store_ip`, and waits until it runs.
+fn start_store_process(
+    net: &Net,
+    store_m: usize,
+    store_ip: Ipv4Addr,
+    innet_exe: &Path,
+    st: &mut TopologyState,
+) -> Result<()> {
+    // The store emulates its link's delay (a store has one link: to the
+    // switch in front of it).
+    let store_link_delay =
+        net.links.iter().find(|l| l.a.machine == store_m || l.b.machine == store_m).map_or(0.0, |l| ms(l.delay));
+    let listen = SocketAddrV4::new(store_ip, PORT).to_string();
+    let delay = store_link_delay.to_string();
+    let args = ["store", "--listen", &listen, "--link-delay-ms", &delay];
+    let name = "txn-topology-store";
+    let pid = testbed_common::spawn_in(&net.namespaces[store_m], innet_exe, &args, name)?;
+    st.state.processes.push((name.into(), pid));
+    save(st)?;
+    testbed_common::wait_for_log_line(name, "store ", Duration::from_secs(10))?;
+    Ok(())
 }
 
 /// Driver mode: `xdp_pass` on every device of the end hosts' namespaces

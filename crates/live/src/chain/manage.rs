@@ -329,58 +329,66 @@ impl Agent {
                 }
                 msg(ACK, seq, &[])
             }
-            SNAPSHOT_GET => {
-                let offset = be32(body, 0)? as usize;
-                if offset == 0 || self.snapshot.is_none() {
-                    let snap = self.state().program.snapshot();
-                    self.snapshot = Some(snap);
-                }
-                let s = self.snapshot.as_ref().expect("taken above");
-                let total = snapshot_len(s);
-                if offset > total {
-                    self.stats.dropped_malformed += 1;
-                    return None;
-                }
-                let mut body = (total as u32).to_be_bytes().to_vec();
-                body.extend_from_slice(&(offset as u32).to_be_bytes());
-                encode_entries(s, offset, &mut body);
-                msg(SNAPSHOT_CHUNK, seq, &body)
-            }
-            SNAPSHOT_PUT => {
-                let (total, offset) = (be32(body, 0)?, be32(body, 4)? as usize);
-                if offset == 0 {
-                    // A snapshot of exactly this switch's size, or nothing.
-                    let size = snapshot_len(&self.state().program.snapshot());
-                    if total as usize != size {
-                        self.stats.dropped_malformed += 1;
-                        return None;
-                    }
-                    self.incoming = Some((total, empty(self.protocol)));
-                }
-                let (want, snap) = self.incoming.as_mut()?;
-                if *want != total || snapshot_len(snap) != offset {
-                    // Out of order: the control plane starts again from 0.
-                    self.stats.dropped_malformed += 1;
-                    return None;
-                }
-                decode_entries(self.protocol, &body[8..], snap)?;
-                if snapshot_len(snap) > total as usize {
-                    self.incoming = None;
-                    self.stats.dropped_malformed += 1;
-                    return None;
-                }
-                if snapshot_len(snap) == total as usize {
-                    let (_, snap) = self.incoming.take().expect("present");
-                    self.state().program.load(&snap);
-                }
-                msg(ACK, seq, &[])
-            }
+            SNAPSHOT_GET => self.snapshot_get(seq, body)?,
+            SNAPSHOT_PUT => self.snapshot_put(seq, body)?,
             _ => {
                 self.stats.dropped_malformed += 1;
                 return None;
             }
         };
         Some(seal(&self.auth, reply))
+    }
+
+    /// SNAPSHOT_GET: the chunk of this switch's snapshot from the entry
+    /// offset in `body` (a fresh snapshot at offset 0).
+    fn snapshot_get(&mut self, seq: u32, body: &[u8]) -> Option<Vec<u8>> {
+        let offset = be32(body, 0)? as usize;
+        if offset == 0 || self.snapshot.is_none() {
+            let snap = self.state().program.snapshot();
+            self.snapshot = Some(snap);
+        }
+        let s = self.snapshot.as_ref().expect("taken above");
+        let total = snapshot_len(s);
+        if offset > total {
+            self.stats.dropped_malformed += 1;
+            return None;
+        }
+        let mut body = (total as u32).to_be_bytes().to_vec();
+        body.extend_from_slice(&(offset as u32).to_be_bytes());
+        encode_entries(s, offset, &mut body);
+        Some(msg(SNAPSHOT_CHUNK, seq, &body))
+    }
+
+    /// SNAPSHOT_PUT: one chunk of a snapshot to install, in order from
+    /// offset 0; the switch loads it once it is whole.
+    fn snapshot_put(&mut self, seq: u32, body: &[u8]) -> Option<Vec<u8>> {
+        let (total, offset) = (be32(body, 0)?, be32(body, 4)? as usize);
+        if offset == 0 {
+            // A snapshot of exactly this switch's size, or nothing.
+            let size = snapshot_len(&self.state().program.snapshot());
+            if total as usize != size {
+                self.stats.dropped_malformed += 1;
+                return None;
+            }
+            self.incoming = Some((total, empty(self.protocol)));
+        }
+        let (want, snap) = self.incoming.as_mut()?;
+        if *want != total || snapshot_len(snap) != offset {
+            // Out of order: the control plane starts again from 0.
+            self.stats.dropped_malformed += 1;
+            return None;
+        }
+        decode_entries(self.protocol, &body[8..], snap)?;
+        if snapshot_len(snap) > total as usize {
+            self.incoming = None;
+            self.stats.dropped_malformed += 1;
+            return None;
+        }
+        if snapshot_len(snap) == total as usize {
+            let (_, snap) = self.incoming.take().expect("present");
+            self.state().program.load(&snap);
+        }
+        Some(msg(ACK, seq, &[]))
     }
 }
 
