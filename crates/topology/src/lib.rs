@@ -123,7 +123,7 @@ pub struct LinkSpec {
 #[serde(deny_unknown_fields, default)]
 pub struct PaxosSettings {
     /// Where the coordinator and acceptors run: switch or process.
-    pub data_plane: String,
+    pub data_plane: DataPlaneAt,
     pub slots: usize,
     pub trim_quorum: usize,
     pub ordered: bool,
@@ -137,7 +137,7 @@ impl Default for PaxosSettings {
         let p = PaxosParams::default();
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         PaxosSettings {
-            data_plane: DataPlaneAt::Switch.name().into(),
+            data_plane: DataPlaneAt::Switch,
             slots: p.slots,
             trim_quorum: p.trim_quorum,
             ordered: p.ordered,
@@ -737,8 +737,7 @@ impl Topology {
             }
             "paxos" => {
                 let s = file.paxos.map(|s| s.into_inner()).unwrap_or_default();
-                let data_plane: DataPlaneAt =
-                    s.data_plane.parse().map_err(|e| TopologyError(format!("[paxos] data_plane: {e}")))?;
+                let data_plane = s.data_plane;
                 if data_plane == DataPlaneAt::Xdp {
                     return Err(TopologyError(
                         "[paxos] data_plane = \"xdp\": choose switch or process here; the XDP testbed is `innet testbed up`".into(),
