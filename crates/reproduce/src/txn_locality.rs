@@ -15,7 +15,7 @@ use innet_core::Time;
 use innet_txn::Mode;
 use serde::Serialize;
 
-use crate::entry::{store_measured, Claim, Ctx, Entry, Outcome, Paper, Where};
+use crate::entry::{store_measured, Claim, Ctx, Entry, Outcome, Paper, Runtime};
 use innet_exp::txn::{summarize, TxnPointConfig, TxnPointResult};
 use innet_exp::{plot, results, tpcc_bench, txn_sim};
 
@@ -121,7 +121,7 @@ fn run_job(job: &Job) -> anyhow::Result<FigurePoint> {
     let wall = std::time::Instant::now();
     t.sim.run_until(Time::from_secs_f64(job.cfg.duration_s));
     let wall_s = wall.elapsed().as_secs_f64();
-    let mut r = summarize(&job.cfg, "sim", &t.stats(), job.cfg.duration_s, wall_s, t.switch_counters());
+    let mut r = summarize(&job.cfg, Runtime::Sim, &t.stats(), job.cfg.duration_s, wall_s, t.switch_counters());
     r.speedup = Some(job.cfg.duration_s / wall_s.max(1e-9));
     r.per_node = t.per_node();
     let st = t.sim.node_stats(t.store);
@@ -426,7 +426,7 @@ pub fn run_fig11(ctx: &Ctx) -> anyhow::Result<Outcome> {
         obtained: store_measured(),
         plots: vec![png],
         records: vec![jsonl],
-        ran_on: Where::Sim,
+        ran_on: Runtime::Sim,
         config,
     })
 }
@@ -731,7 +731,7 @@ pub fn run_nocc3(ctx: &Ctx) -> anyhow::Result<Outcome> {
         obtained: nocc_obtained(),
         plots: vec![png],
         records: vec![jsonl],
-        ran_on: Where::Sim,
+        ran_on: Runtime::Sim,
         config,
     })
 }
@@ -840,7 +840,7 @@ pub fn run_nocc4(ctx: &Ctx) -> anyhow::Result<Outcome> {
         obtained: nocc_obtained(),
         plots: vec![png],
         records: vec![jsonl],
-        ran_on: Where::Sim,
+        ran_on: Runtime::Sim,
         config,
     })
 }
