@@ -122,8 +122,11 @@ pub struct LinkSpec {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PaxosSettings {
-    /// Where the coordinator and acceptors run: switch or process.
-    pub data_plane: DataPlaneAt,
+    /// Where the coordinator and acceptors run: switch or process. Read as
+    /// text and parsed by [`Topology::load`] into
+    /// [`PaxosTopology::data_plane`], so a bad name gets a one-line error
+    /// naming `[paxos] data_plane` (serde's TOML error spans lines).
+    pub data_plane: String,
     pub slots: usize,
     pub trim_quorum: usize,
     pub ordered: bool,
@@ -137,7 +140,7 @@ impl Default for PaxosSettings {
         let p = PaxosParams::default();
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         PaxosSettings {
-            data_plane: DataPlaneAt::Switch,
+            data_plane: DataPlaneAt::Switch.name().into(),
             slots: p.slots,
             trim_quorum: p.trim_quorum,
             ordered: p.ordered,
@@ -737,7 +740,8 @@ impl Topology {
             }
             "paxos" => {
                 let s = file.paxos.map(|s| s.into_inner()).unwrap_or_default();
-                let data_plane = s.data_plane;
+                let data_plane: DataPlaneAt =
+                    s.data_plane.parse().map_err(|e| TopologyError(format!("[paxos] data_plane: {e}")))?;
                 if data_plane == DataPlaneAt::Xdp {
                     return Err(TopologyError(
                         "[paxos] data_plane = \"xdp\": choose switch or process here; the XDP testbed is `innet testbed up`".into(),
