@@ -245,6 +245,12 @@ fn careless_flags_and_topologies_are_refused_in_one_line() {
         "[paxos]\ntrim_quorum = 2\n\n[[node]]\nname = \"c\"\nrole = \"coordinator\"\n\n[[node]]\nname = \"a\"\n\
          role = \"acceptor\"\n\n[[node]]\nname = \"l\"\nrole = \"learner\"\n\n[[node]]\nname = \"p\"\nrole = \"proposer\"\n",
     );
+    let software = write(
+        &dir,
+        "software.toml",
+        "[paxos]\ndata_plane = \"software\"\n\n[[node]]\nname = \"c\"\nrole = \"coordinator\"\n\n[[node]]\nname = \"a\"\n\
+         role = \"acceptor\"\n\n[[node]]\nname = \"l\"\nrole = \"learner\"\n\n[[node]]\nname = \"p\"\nrole = \"proposer\"\n",
+    );
     let bad_key = write(&dir, "bad.key", "1 0011\n");
     let good_key = write(&dir, "good.key", &format!("1 {}\n", "ab".repeat(16)));
     let chain_bad_key = write(
@@ -319,6 +325,13 @@ fn careless_flags_and_topologies_are_refused_in_one_line() {
             "say switch (the user-space software switch) or xdp",
         ),
         (vec!["client", "chain", "--nodes", "127.0.0.1:9", "--load", "--puts-ratio", "0.5"], "--puts-ratio"),
+        // "software" meant process in older records and switch on the testbed.
+        (vec!["up", "paxos", "--topology", &software], "say process (every role an ordinary process"),
+        // Comma lists' items, checked by clap.
+        (vec!["bench", "paxos", "--sweep", "1,x"], "'x' is not a whole number of requests in flight"),
+        (vec!["bench", "chain", "--figures", "3,7"], "[possible values: 3, 4, 5, 6]"),
+        (vec!["bench", "txn", "--write-ratios", "0.5,2"], "2 is out of range: expected a ratio from 0 to 1"),
+        (vec!["sim", "chain", "--targets", "0,a"], "'a' is not a chain position"),
         // Link faults are simulator-only.
         (vec!["bench", "txn", "--runtime", "live", "--duplicate", "0.5"], "--duplicate 0.5"),
         // Key files (docs/security.md, "The packet authenticator").

@@ -25,21 +25,63 @@ pub mod txn_client;
 pub mod txn_live;
 pub mod txn_sim;
 
-/// Where an experiment runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// Where an experiment runs: one enum for every command (`--runtime`), the
+/// reproduction (`innet reproduce`, `--live`, `--xdp`) and every record's
+/// `runtime` field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Runtime {
     /// The deterministic simulator.
     Sim,
     /// Live over UDP on loopback.
     Live,
+    /// The XDP namespace testbed (root): `innet reproduce --xdp` and the
+    /// `innet bench xdp-*` commands; no `--runtime` flag offers it.
+    #[value(skip)]
+    Xdp,
 }
 
 impl Runtime {
+    pub const ALL: [Runtime; 3] = [Runtime::Sim, Runtime::Live, Runtime::Xdp];
+
+    /// The command-line and folder name (`results/txn-sim`).
     pub fn name(self) -> &'static str {
         match self {
             Runtime::Sim => "sim",
             Runtime::Live => "live",
+            Runtime::Xdp => "xdp",
         }
+    }
+
+    /// The name result records carry in `runtime` (the testbed's is
+    /// `xdp-testbed`).
+    pub fn record_name(self) -> &'static str {
+        match self {
+            Runtime::Xdp => "xdp-testbed",
+            other => other.name(),
+        }
+    }
+
+    /// The error of an experiment that runs in the simulator or live only
+    /// when asked for the testbed, naming what measures it there.
+    pub fn no_xdp(there: &str) -> anyhow::Error {
+        anyhow::anyhow!(
+            "this experiment runs in the simulator or live (--runtime sim|live); on the XDP testbed: {there}"
+        )
+    }
+}
+
+impl serde::Serialize for Runtime {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.record_name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Runtime {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Runtime, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Runtime::ALL.into_iter().find(|r| r.record_name() == s).ok_or_else(|| {
+            serde::de::Error::custom(format!("unknown runtime '{s}': expected sim, live or xdp-testbed"))
+        })
     }
 }
 

@@ -247,6 +247,12 @@ pub fn outstanding(s: &str) -> Result<usize, String> {
     count(s, "requests in flight", 1, innet_core::limits::OUTSTANDING_MAX as u128, "OUTSTANDING_MAX")
 }
 
+/// A node's position in a chain (0: the head); `< --nodes` is checked
+/// with the chain's length.
+pub fn chain_position(s: &str) -> Result<usize, String> {
+    s.parse().map_err(|_| format!("'{s}' is not a chain position (0 = head, 1 = the next node, ...)"))
+}
+
 /// Seeds of a check: 1 ..= [`innet_core::limits::CHECK_SEEDS_MAX`].
 pub fn check_seeds(s: &str) -> Result<u64, String> {
     count(s, "seeds", 1, innet_core::limits::CHECK_SEEDS_MAX as u128, "CHECK_SEEDS_MAX")

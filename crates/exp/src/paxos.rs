@@ -260,7 +260,7 @@ impl PaxosConfig {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PaxosResult {
     pub experiment: String,
-    pub runtime: String,
+    pub runtime: crate::Runtime,
     #[serde(flatten)]
     pub config: PaxosConfig,
     pub git_commit: String,

@@ -140,6 +140,7 @@ pub fn run(runtime: Runtime, cfg: &PaxosConfig) -> Result<PaxosResult> {
     match runtime {
         Runtime::Sim => paxos_sim::run_point_sim(cfg),
         Runtime::Live => paxos_live::run_point_live(cfg),
+        Runtime::Xdp => Err(Runtime::no_xdp("innet bench xdp-paxos")),
     }
 }
 
@@ -267,7 +268,7 @@ pub fn write(out: &Path, rs: &[PaxosResult]) -> Result<()> {
             .filter(|(_, v): &(String, Vec<(f64, f64)>)| !v.is_empty())
             .collect()
     };
-    let runtime = rs.first().map_or("", |r| r.runtime.as_str());
+    let runtime = rs.first().map_or("", |r| r.runtime.record_name());
     if !sweep.is_empty() {
         plot::lines_png(
             &out.join("paxos-fig7a-throughput-latency.png"),

@@ -110,7 +110,7 @@ pub fn run_point_live_stored(
     let takeover = backup.active_since().map(|t| t.since(start).as_secs_f64());
     let refs: Vec<&LoadProposer> = ps.iter().collect();
     let wall_s = wall.elapsed().as_secs_f64();
-    Ok(make_result(cfg, "live", &refs, start.as_nanos(), &stats[0], takeover, cfg.duration_s, wall_s))
+    Ok(make_result(cfg, crate::Runtime::Live, &refs, start.as_nanos(), &stats[0], takeover, cfg.duration_s, wall_s))
 }
 
 fn sleep_until(t: Time) {

@@ -282,7 +282,7 @@ impl PaxosTopology {
     }
 
     /// The result record of a run that lasted `run_seconds`.
-    pub fn result(&self, runtime: &str, run_seconds: f64, wall_seconds: f64) -> PaxosResult {
+    pub fn result(&self, runtime: crate::Runtime, run_seconds: f64, wall_seconds: f64) -> PaxosResult {
         let proposers: Vec<&LoadProposer> = (0..self.proposers.len()).map(|i| self.proposer(i)).collect();
         let takeover = self.backup().active_since().map(|t| t.as_secs_f64());
         make_result(&self.config, runtime, &proposers, 0, &self.learner(0).stats, takeover, run_seconds, wall_seconds)
@@ -294,7 +294,7 @@ impl PaxosTopology {
 #[allow(clippy::too_many_arguments)]
 pub fn make_result(
     cfg: &PaxosConfig,
-    runtime: &str,
+    runtime: crate::Runtime,
     proposers: &[&LoadProposer],
     start_ns: u64,
     learner0: &innet_paxos::learner::LearnerStats,
@@ -317,7 +317,7 @@ pub fn make_result(
     let in_window = times.iter().filter(|&&t| t <= end_ns).count() as u64;
     PaxosResult {
         experiment: "paxos".into(),
-        runtime: runtime.into(),
+        runtime,
         config: cfg.clone(),
         git_commit: crate::results::git_commit(),
         committed: in_window,
@@ -345,7 +345,7 @@ pub fn run_point_sim(cfg: &PaxosConfig) -> anyhow::Result<PaxosResult> {
     let mut t = build(cfg, false).map_err(anyhow::Error::msg)?;
     let wall = Instant::now();
     t.run(Time::from_secs_f64(cfg.duration_s), None);
-    Ok(t.result("sim", cfg.duration_s, wall.elapsed().as_secs_f64()))
+    Ok(t.result(crate::Runtime::Sim, cfg.duration_s, wall.elapsed().as_secs_f64()))
 }
 
 /// The outcome of one checked run.

@@ -687,7 +687,7 @@ pub fn txn_figure7(results: &[TxnPointResult], path: &Path) -> Result<()> {
     ensure_font()?;
     let title = format!(
         "Transactions vs write ratio (Gotthard Fig. 7): runtime {}, RTT {} ms, delta {}, {} clients",
-        joined(&distinct(results, |r| r.runtime.clone())),
+        joined(&distinct(results, |r| r.runtime.record_name().to_string())),
         joined(&distinct(results, |r| r.config.rtt_ms)),
         joined(&distinct(results, |r| r.config.delta)),
         joined(&distinct(results, |r| r.config.clients)),
@@ -736,7 +736,7 @@ mod tests {
     fn point(mode: &str, write_ratio: f64, per_s: f64, latency_ms: f64) -> TxnPointResult {
         TxnPointResult {
             experiment: "txn".into(),
-            runtime: "sim".into(),
+            runtime: crate::Runtime::Sim,
             config: TxnPointConfig { mode: mode.into(), write_ratio, ..TxnPointConfig::default() },
             git_commit: "test".into(),
             committed: 0,

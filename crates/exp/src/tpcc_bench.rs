@@ -118,6 +118,7 @@ pub fn run(
     mut each: impl FnMut(&TpccResult),
 ) -> anyhow::Result<Vec<TpccResult>> {
     let rs: Vec<TpccResult> = match runtime {
+        Runtime::Xdp => return Err(Runtime::no_xdp("none (TPC-C runs in the simulator or live)")),
         Runtime::Sim => {
             let progress = crate::progress::Progress::new(cfgs.len() as u64, "bench tpcc");
             let name = |c: &TpccConfig| format!("{} seed {}", c.mode, c.seed);
@@ -182,7 +183,7 @@ fn network_caption(r: &TpccResult) -> String {
     format!(
         "{} runtime; scale {} warehouse, {} districts, {} customers/district, {} items; RTT {} ms, seed {}, \
          store {} us/packet, commit {}",
-        r.runtime,
+        r.runtime.record_name(),
         c.warehouses,
         c.districts,
         c.customers,

@@ -299,7 +299,7 @@ pub fn run_point_live(cfg: &TpccConfig, stop: &Stop) -> anyhow::Result<TpccResul
     Ok(record(
         cfg,
         TpccMeasured {
-            runtime: "live",
+            runtime: crate::Runtime::Live,
             stats: &r.stats,
             snapshot: &snapshot,
             store_requests: store.requests,
@@ -378,7 +378,7 @@ pub fn client_run(c: &ClientRun, stop: &Stop) -> anyhow::Result<TpccResult> {
     Ok(record(
         &cfg,
         TpccMeasured {
-            runtime: "live",
+            runtime: crate::Runtime::Live,
             stats: &r.stats,
             snapshot: &snapshot,
             store_requests: 0,

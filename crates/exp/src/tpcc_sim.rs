@@ -156,7 +156,7 @@ pub struct KindResult {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TpccResult {
     pub experiment: String,
-    pub runtime: String,
+    pub runtime: crate::Runtime,
     #[serde(flatten)]
     pub config: TpccConfig,
     pub git_commit: String,
@@ -261,7 +261,7 @@ pub fn build(cfg: &TpccConfig, record: bool) -> Result<TpccTopology, String> {
 
 /// What a finished run measured, from either runtime.
 pub struct TpccMeasured<'a> {
-    pub runtime: &'a str,
+    pub runtime: crate::Runtime,
     pub stats: &'a TpccStats,
     /// The store's contents at the end.
     pub snapshot: &'a BTreeMap<Key, Value>,
@@ -300,7 +300,7 @@ pub fn record(cfg: &TpccConfig, m: TpccMeasured<'_>) -> TpccResult {
     }
     TpccResult {
         experiment: "tpcc".into(),
-        runtime: m.runtime.into(),
+        runtime: m.runtime,
         config: cfg.clone(),
         git_commit: crate::results::git_commit(),
         committed_per_s: m.stats.committed() as f64 / m.run_seconds,
@@ -324,7 +324,7 @@ pub fn summarize(cfg: &TpccConfig, t: &TpccTopology, run_seconds: f64, wall_seco
     record(
         cfg,
         TpccMeasured {
-            runtime: "sim",
+            runtime: crate::Runtime::Sim,
             stats: &t.stats(),
             snapshot: &store.snapshot(),
             store_requests: store.counters.requests,

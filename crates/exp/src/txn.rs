@@ -273,7 +273,7 @@ impl TxnPointConfig {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TxnPointResult {
     pub experiment: String,
-    pub runtime: String,
+    pub runtime: crate::Runtime,
     #[serde(flatten)]
     pub config: TxnPointConfig,
     pub git_commit: String,
@@ -320,7 +320,7 @@ pub fn percentile_ms(sorted_ns: &[u64], p: f64) -> f64 {
 /// Builds a result record from a run's totals.
 pub fn summarize(
     config: &TxnPointConfig,
-    runtime: &str,
+    runtime: crate::Runtime,
     stats: &LoadStats,
     run_seconds: f64,
     wall_seconds: f64,
@@ -331,7 +331,7 @@ pub fn summarize(
     let mean = if lat.is_empty() { 0.0 } else { lat.iter().map(|&x| x as f64).sum::<f64>() / lat.len() as f64 / 1e6 };
     TxnPointResult {
         experiment: "txn".into(),
-        runtime: runtime.into(),
+        runtime,
         config: config.clone(),
         git_commit: crate::results::git_commit(),
         committed: stats.committed,

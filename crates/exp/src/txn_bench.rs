@@ -33,6 +33,7 @@ pub fn sweep(
     let progress = crate::progress::Progress::new(configs.len() as u64, "bench txn");
     let step = |r: &TxnPointResult| format!("{} write ratio {}", r.config.mode, r.config.write_ratio);
     match runtime {
+        Runtime::Xdp => return Err(Runtime::no_xdp("innet bench xdp-txn")),
         Runtime::Live => {
             for c in &configs {
                 let r = txn_live::run_point_live(c)?;

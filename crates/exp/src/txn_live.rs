@@ -52,7 +52,7 @@ pub fn run_point_live_until(cfg: &TxnPointConfig, stop: &Stop) -> anyhow::Result
     let report = net.shutdown()?;
     let r = r?;
     let run_s = r.run.as_secs_f64().max(1e-9);
-    let mut out = summarize(cfg, "live", &r.stats, run_s, r.wall.as_secs_f64(), report.switch_counters);
+    let mut out = summarize(cfg, crate::Runtime::Live, &r.stats, run_s, r.wall.as_secs_f64(), report.switch_counters);
     out.store_cpu_pct = cpu?;
     out.store_packets = Some(report.store.net.received);
     Ok(out)
@@ -91,7 +91,7 @@ mod tests {
     fn short_live_point() {
         let cfg = TxnPointConfig { duration_s: 0.5, rtt_ms: 20.0, clients: 4, write_ratio: 0.5, ..Default::default() };
         let r = run_point_live(&cfg).unwrap();
-        assert_eq!(r.runtime, "live");
+        assert_eq!(r.runtime, crate::Runtime::Live);
         assert!(r.committed > 0);
         assert!(r.p50_latency_ms >= 2.0 * 0.2 * 10.0, "p50 {} ms", r.p50_latency_ms);
         assert!(r.switch_counters["requests"] > 0);

@@ -209,7 +209,7 @@ pub fn run_point_sim_until(
     let run_s = ran.as_nanos() as f64 / 1e9;
     let wall_s = wall.elapsed().as_secs_f64();
     let stats = t.stats();
-    let mut r = summarize(cfg, "sim", &stats, run_s, wall_s, t.switch_counters());
+    let mut r = summarize(cfg, crate::Runtime::Sim, &stats, run_s, wall_s, t.switch_counters());
     r.speedup = Some(run_s / wall_s.max(1e-9));
     r.per_node = t.per_node();
     let st = t.sim.node_stats(t.store);

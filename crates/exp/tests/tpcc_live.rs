@@ -40,7 +40,7 @@ fn live_terminals_in_every_mode_commit_and_leave_a_consistent_database() {
             ..TpccConfig::default()
         };
         let r = run_point_live(&cfg, &Stop::new()).unwrap();
-        assert_eq!(r.runtime, "live");
+        assert_eq!(r.runtime, innet_exp::Runtime::Live);
         assert!(r.consistency_violations.is_empty(), "{mode}: {:?}", r.consistency_violations);
         let committed: u64 = r.per_type.values().map(|t| t.totals.committed).sum();
         assert!(committed > 20, "{mode}: {committed} committed");

@@ -29,8 +29,7 @@ pub struct InnetPaxos {
 }
 
 /// Starts a deployment on loopback. `data_plane` is "switch" or "process"
-/// ("software" is accepted for "process"; NULL: "switch"). Returns NULL on
-/// error.
+/// (NULL: "switch"). Returns NULL on error.
 ///
 /// # Safety
 /// `data_plane` is NULL or a NUL-terminated string.

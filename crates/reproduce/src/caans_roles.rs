@@ -7,7 +7,7 @@
 //!   each role's thread used over a window of the run, in percent of one
 //!   core, beside the simulator's service model (busy time per node).
 //! * **Figure 7c**: the coordinator and acceptors in the data plane: live
-//!   software switches, and with `Where::Xdp` the XDP testbed, where they
+//!   software switches, and with `Runtime::Xdp` the XDP testbed, where they
 //!   are BPF programs and use no user-space CPU (their kernel cost is
 //!   estimated from `BPF_PROG_TEST_RUN` ns/packet x packets/s), beside the
 //!   simulator's service model.
@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
-use crate::entry::{Claim, Ctx, Entry, Obtained, Outcome, Paper, Where};
+use crate::entry::{Claim, Ctx, Entry, Obtained, Outcome, Paper, Runtime};
 use innet_exp::paxos::{DataPlaneAt, PaxosConfig, PaxosResult};
 use innet_exp::paxos_bench::PAPER_SLOTS;
 use innet_exp::{paxos_live, paxos_sim, plot, results};
@@ -188,8 +188,8 @@ pub fn measure_nodes<R: Send>(
 pub struct RolesRecord {
     pub experiment: &'static str,
     /// "live", "xdp-testbed" or "sim" (the service model).
-    pub runtime: String,
-    /// Where the coordinator and acceptors ran.
+    pub runtime: Runtime,
+    /// Runtime the coordinator and acceptors ran.
     pub data_plane: DataPlaneAt,
     pub config: PaxosConfig,
     pub seed: u64,
@@ -251,7 +251,7 @@ fn node_names(cfg: &PaxosConfig, data_plane_threads: bool) -> Vec<String> {
 impl RolesRecord {
     /// "live switch", "xdp-testbed xdp", "sim process", ...
     pub fn label(&self) -> String {
-        format!("{} {}", self.runtime, self.data_plane.name())
+        format!("{} {}", self.runtime.record_name(), self.data_plane.name())
     }
 }
 
@@ -286,12 +286,19 @@ fn windows(duration_s: f64) -> (Duration, Duration) {
 pub fn run_live(cfg: &PaxosConfig, experiment: &'static str) -> Result<RolesRecord> {
     let (warmup, window) = windows(cfg.duration_s);
     let (r, w) = measure_nodes(&node_names(cfg, true), warmup, window, || paxos_live::run_point_live(cfg))?;
-    Ok(record(experiment, "live", cfg, &r, w, "thread CPU time (schedstat) over the window, every node a thread"))
+    Ok(record(
+        experiment,
+        Runtime::Live,
+        cfg,
+        &r,
+        w,
+        "thread CPU time (schedstat) over the window, every node a thread",
+    ))
 }
 
 fn record(
     experiment: &'static str,
-    runtime: &str,
+    runtime: Runtime,
     cfg: &PaxosConfig,
     r: &PaxosResult,
     w: CpuWindow,
@@ -299,7 +306,7 @@ fn record(
 ) -> RolesRecord {
     RolesRecord {
         experiment,
-        runtime: runtime.into(),
+        runtime,
         data_plane: cfg.data_plane,
         config: cfg.clone(),
         seed: cfg.seed,
@@ -330,7 +337,7 @@ pub fn run_sim(cfg: &PaxosConfig, experiment: &'static str, coordinator_us: Opti
     let mut t = paxos_sim::build(&cfg, false).map_err(anyhow::Error::msg)?;
     let wall = Instant::now();
     t.run(innet_core::Time::from_secs_f64(cfg.duration_s), None);
-    let r = t.result("sim", cfg.duration_s, wall.elapsed().as_secs_f64());
+    let r = t.result(Runtime::Sim, cfg.duration_s, wall.elapsed().as_secs_f64());
     let busy = |id| t.sim.node_stats(id).busy.as_secs_f64() / cfg.duration_s * 1e2;
     let mut cpu = vec![("coordinator".to_string(), busy(t.coordinator))];
     cpu.extend(t.acceptors.iter().enumerate().map(|(i, &id)| (format!("acceptor{i}"), busy(id))));
@@ -352,7 +359,7 @@ pub fn run_sim(cfg: &PaxosConfig, experiment: &'static str, coordinator_us: Opti
     );
     Ok(record(
         experiment,
-        "sim",
+        Runtime::Sim,
         &cfg,
         &r,
         CpuWindow { window_s: cfg.duration_s, cpu_pct: cpu, user_pct: vec![] },
@@ -418,7 +425,7 @@ pub fn run_xdp(cfg: &PaxosConfig, experiment: &'static str) -> Result<RolesRecor
     cpu.extend(w.cpu_pct);
     let mut rec = record(
         experiment,
-        "xdp-testbed",
+        Runtime::Xdp,
         &PaxosConfig { data_plane: DataPlaneAt::Xdp, slots: load.slots, ..cfg.clone() },
         &r,
         CpuWindow { window_s: w.window_s, cpu_pct: cpu, user_pct: w.user_pct },
@@ -434,7 +441,7 @@ pub fn run_xdp(cfg: &PaxosConfig, experiment: &'static str) -> Result<RolesRecor
 fn caption_of(r: &RolesRecord) -> String {
     format!(
         "{}: {} acceptors, {} learners, {} proposer x {} in flight, {:.1} s; {:.0} committed/s; load average {}",
-        r.runtime,
+        r.runtime.record_name(),
         r.config.acceptors,
         r.config.learners,
         r.config.proposers,
@@ -544,7 +551,7 @@ pub fn fig2_with(ctx: &Ctx, load: Load) -> Result<(Outcome, Vec<RolesRecord>)> {
         claims,
         plots: vec![png],
         records: vec![jsonl],
-        ran_on: Where::Sim,
+        ran_on: Runtime::Sim,
         config: caption,
     };
     Ok((o, vec![sat, live]))
@@ -662,7 +669,7 @@ pub fn fig7c_with(ctx: &Ctx, load: Load) -> Result<(Outcome, Vec<RolesRecord>)> 
         claims,
         plots: vec![png],
         records: vec![jsonl],
-        ran_on: if xdp.is_some() { Where::Xdp } else { Where::Live },
+        ran_on: if xdp.is_some() { Runtime::Xdp } else { Runtime::Live },
         config: caption,
     };
     let mut recs = vec![];
@@ -726,7 +733,7 @@ fn fig7c_claims(measured: &RolesRecord, software: &RolesRecord) -> Vec<Claim> {
 
 /// The XDP testbed's Figure 7c run when the reproduction asks for XDP.
 fn xdp_fig7c(ctx: &Ctx, cfg: &PaxosConfig) -> Result<Option<RolesRecord>> {
-    if ctx.runtime != Where::Xdp {
+    if ctx.runtime != Runtime::Xdp {
         return Ok(None);
     }
     #[cfg(feature = "xdp")]
@@ -844,7 +851,7 @@ pub fn table1_with(ctx: &Ctx, runs: u32) -> Result<(Outcome, Table1Record)> {
         claims,
         plots: vec![png],
         records: vec![jsonl],
-        ran_on: Where::Xdp,
+        ran_on: Runtime::Xdp,
         config: caption,
     };
     Ok((o, t))
@@ -917,7 +924,7 @@ pub fn summary(o: &Outcome, recs: &[RolesRecord]) -> Vec<String> {
     for r in recs {
         out.push(format!(
             "{:<12} {:<8} {:>12.0} {}   (% of one core; load average {})",
-            r.runtime,
+            r.runtime.record_name(),
             r.data_plane.name(),
             r.committed_per_s,
             ROLES.map(|role| format!("{:>11.1}%", r.role(role))).join(""),

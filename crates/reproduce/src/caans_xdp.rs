@@ -13,7 +13,7 @@
 //!
 //! Every figure is measured, never predicted. The results' records carry
 //! the configuration, seed and commit; CAANS's say data plane `xdp` and
-//! runtime `xdp-testbed` ([`as_recorded`]). Inside this crate CAANS's
+//! runtime `xdp-testbed` ([`Runtime::Xdp`], [`as_recorded`]). Inside this crate CAANS's
 //! results carry the `Switch` data plane, so that the claims of the
 //! simulator's and the live runs (`paxos_bench::max_throughput`,
 //! `paxos_bench::table4`) apply unchanged.
@@ -26,7 +26,7 @@ use std::sync::Mutex;
 
 use anyhow::Result;
 
-use crate::entry::Ctx;
+use crate::entry::{Ctx, Runtime};
 use innet_exp::paxos::{DataPlaneAt, PaxosConfig, PaxosResult};
 use innet_exp::paxos_bench::PAPER_SLOTS;
 use innet_exp::paxos_live;
@@ -68,14 +68,11 @@ pub fn base(ctx: &Ctx, seed: u64) -> PaxosConfig {
 /// `Xdp` data plane (inside this crate they carry `Switch`).
 pub fn as_recorded(r: &PaxosResult) -> PaxosResult {
     let mut r = r.clone();
-    if r.runtime == XDP_RUNTIME {
+    if r.runtime == Runtime::Xdp {
         r.config.data_plane = DataPlaneAt::Xdp;
     }
     r
 }
-
-/// The runtime name of a result measured on the testbed.
-pub const XDP_RUNTIME: &str = "xdp-testbed";
 
 /// One run of `cfg` with the coordinator and acceptors as BPF programs
 /// (the testbed up, the end hosts, the testbed down), its result labelled
@@ -87,7 +84,7 @@ pub fn xdp_point(cfg: &PaxosConfig) -> Result<PaxosResult> {
     }
     let load = crate::caans_roles::xdp_load(cfg, cfg.slots, fabric());
     let mut r = innet_xdp_exp::paxos::run_xdp(&load, false)?.result;
-    anyhow::ensure!(r.runtime == XDP_RUNTIME, "the testbed's result says runtime {}", r.runtime);
+    anyhow::ensure!(r.runtime == Runtime::Xdp, "the testbed's result says runtime {}", r.runtime.record_name());
     r.config.data_plane = DataPlaneAt::Switch;
     Ok(r)
 }
@@ -313,7 +310,11 @@ pub fn kv_xdp_point(cfg: &PaxosConfig, dir: &std::path::Path) -> Result<KvRun> {
     })?;
     let _ = std::fs::remove_dir_all(&dir);
     let mut result = out.result;
-    anyhow::ensure!(result.runtime == XDP_RUNTIME, "the testbed's result says runtime {}", result.runtime);
+    anyhow::ensure!(
+        result.runtime == Runtime::Xdp,
+        "the testbed's result says runtime {}",
+        result.runtime.record_name()
+    );
     result.config.data_plane = DataPlaneAt::Switch;
     let (replicas, identical, applied_once) = checks;
     let committed = result.committed;

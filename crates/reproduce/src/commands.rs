@@ -15,10 +15,9 @@ use std::path::PathBuf;
 use innet_exp::commands::paxos::{BenchPaxosArgs, RolesFigure};
 use innet_exp::commands::txn::{BenchTxnArgs, TXN_FIGURES};
 use innet_exp::paxos::PaxosConfig;
-use innet_exp::txn_bench::Runtime;
 
 use crate::report::{self, Options, Progress};
-use crate::Where;
+use crate::Runtime;
 
 #[derive(Args, Debug)]
 pub struct ReproduceArgs {
@@ -26,8 +25,8 @@ pub struct ReproduceArgs {
     #[arg(long, default_value = "results/reproduce", value_parser = innet_exp::parse::out_dir)]
     out: std::path::PathBuf,
     /// Comma-separated result ids (e.g. gotthard-fig7,caans-fig8); default: all 26.
-    #[arg(long)]
-    only: Option<String>,
+    #[arg(long, value_delimiter = ',')]
+    only: Option<Vec<String>>,
     /// Run size: 1.0 fits all 26 in under 10 minutes on 2 cores; 0.05 is a quick look.
     #[arg(long, default_value_t = 1.0, value_parser = scale)]
     scale: f64,
@@ -107,15 +106,15 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<i32> {
     }
     let opts = Options {
         out: a.out,
-        only: a.only.map(|s| s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect()),
+        only: a.only,
         scale: a.scale,
         seed: a.seed,
         runtime: if a.live {
-            Where::Live
+            Runtime::Live
         } else if a.xdp {
-            Where::Xdp
+            Runtime::Xdp
         } else {
-            Where::Sim
+            Runtime::Sim
         },
     };
     let entries = crate::entries();
@@ -252,7 +251,7 @@ impl TxnFigure {
 /// paper's numbers beside ours.
 fn run_txn_figure(f: TxnFigure, seed: u64, scale: f64, out: Option<PathBuf>) -> anyhow::Result<i32> {
     let out = out.unwrap_or_else(|| PathBuf::from("results/txn-figures"));
-    let ctx = crate::Ctx { out: crate::result_dir(&out, f.id()), seed, scale, runtime: crate::Where::Sim };
+    let ctx = crate::Ctx { out: crate::result_dir(&out, f.id()), seed, scale, runtime: crate::Runtime::Sim };
     let started = Instant::now();
     let o = crate::txn_locality::run_by_id(f.id(), &ctx)?;
     println!("{} ({:.1} s wall): {}", f.id(), started.elapsed().as_secs_f64(), o.config);
@@ -291,7 +290,7 @@ pub fn run_txn_figure_named(name: &str, a: &BenchTxnArgs) -> anyhow::Result<i32>
         .ok_or_else(|| anyhow::anyhow!("--figure {name}: not one of {}", TXN_FIGURES.join(", ")))?;
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("results/txn-sim/{}", entry.id)));
     innet_exp::results::check_writable(&out).map_err(anyhow::Error::msg)?;
-    let ctx = Ctx { out: out.clone(), seed: a.point.seed, scale: a.scale, runtime: Where::Sim };
+    let ctx = Ctx { out: out.clone(), seed: a.point.seed, scale: a.scale, runtime: Runtime::Sim };
     let started = Instant::now();
     let o = (entry.run)(&ctx)?;
     gotthard_micro::print_outcome(&entry, &o, &out);
@@ -313,7 +312,7 @@ pub fn run_paxos_figure(figure: RolesFigure, a: &BenchPaxosArgs) -> anyhow::Resu
         out: a.out.clone().unwrap_or_else(|| std::path::PathBuf::from(format!("results/paxos-{name}"))),
         seed: base.seed,
         scale: 1.0,
-        runtime: if a.xdp { Where::Xdp } else { Where::Live },
+        runtime: if a.xdp { Runtime::Xdp } else { Runtime::Live },
     };
     innet_exp::results::check_writable(&ctx.out).map_err(anyhow::Error::msg)?;
     let mut load = Load::of(&ctx);
@@ -363,7 +362,7 @@ pub fn run_table1(a: BenchTable1Args) -> anyhow::Result<i32> {
     use crate::caans_roles;
     use crate::Ctx;
     anyhow::ensure!(a.runs >= 1, "--runs must be at least 1");
-    let ctx = Ctx { out: a.out.clone(), seed: a.seed, scale: 1.0, runtime: Where::Xdp };
+    let ctx = Ctx { out: a.out.clone(), seed: a.seed, scale: 1.0, runtime: Runtime::Xdp };
     let (o, t) = caans_roles::table1_with(&ctx, a.runs)?;
     let (pf, pa, pc) = caans_roles::PAPER_TABLE1_P4FPGA_US;
     let (sf, sa, sc) = caans_roles::PAPER_TABLE1_SDNET_US;

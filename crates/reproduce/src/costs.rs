@@ -255,7 +255,7 @@ pub fn received_per_instance(cfg: &PaxosConfig) -> Result<Vec<(String, f64)>> {
     };
     let mut t = innet_exp::paxos_sim::build(&cfg, false).map_err(anyhow::Error::msg)?;
     t.run(innet_core::Time::from_secs_f64(cfg.duration_s), None);
-    let r = t.result("sim", cfg.duration_s, 0.0);
+    let r = t.result(innet_exp::Runtime::Sim, cfg.duration_s, 0.0);
     let instances = (r.instances_per_s * cfg.duration_s).max(1.0);
     let stat = |id| t.sim.node_stats(id).processed as f64;
     let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64 / instances;

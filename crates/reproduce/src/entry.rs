@@ -50,7 +50,7 @@ pub struct Ctx {
     /// use ~0.05), larger gives tighter figures.
     pub scale: f64,
     /// Where the experiment runs when it can run in more than one place.
-    pub runtime: Where,
+    pub runtime: Runtime,
 }
 
 impl Ctx {
@@ -68,23 +68,18 @@ impl Ctx {
 }
 
 /// The runtime a reproduction asks for (`innet reproduce`, `--live`,
-/// `--xdp`). A result with no variant for it runs in the simulator and says
+/// `--xdp`): a result with no variant for it runs in the simulator and says
 /// so in its outcome.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub enum Where {
-    Sim,
-    Live,
-    Xdp,
-}
+pub use innet_exp::Runtime;
 
-impl Where {
-    pub fn name(self) -> &'static str {
-        match self {
-            Where::Sim => "sim",
-            Where::Live => "live",
-            Where::Xdp => "xdp",
-        }
-    }
+/// `outcome.json` names the runtime by its variant (`Sim`, `Live`, `Xdp`),
+/// as it always has; the result records say `sim`, `live`, `xdp-testbed`.
+pub fn serialize_variant<S: serde::Serializer>(r: &Runtime, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match r {
+        Runtime::Sim => "Sim",
+        Runtime::Live => "Live",
+        Runtime::Xdp => "Xdp",
+    })
 }
 
 /// One number the paper states, and ours beside it.
@@ -396,7 +391,8 @@ pub struct Outcome {
     /// and commit).
     pub records: Vec<PathBuf>,
     /// The runtime it actually ran on.
-    pub ran_on: Where,
+    #[serde(serialize_with = "serialize_variant")]
+    pub ran_on: Runtime,
     /// One line naming the configuration (the plot caption's line).
     pub config: String,
     /// Where the result ran on the XDP data plane and the simulator predicts
@@ -500,7 +496,7 @@ mod tests {
             obtained: Obtained::Live,
             plots: vec![],
             records: vec![],
-            ran_on: Where::Live,
+            ran_on: Runtime::Live,
             config: String::new(),
         };
         assert_eq!(o.verdict(), Verdict::Holds);

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use innet_core::deploy::DataPlaneAt;
 use innet_txn::Mode;
 
-use crate::entry::{Claim, Ctx, Entry, Obtained, Outcome, Paper, Where, LIVE_FIGURE_BESIDE};
+use crate::entry::{Claim, Ctx, Entry, Obtained, Outcome, Paper, Runtime, LIVE_FIGURE_BESIDE};
 use crate::txn_locality::one_plot_outcome;
 use innet_exp::chain_bench::{self, ChainBenchResult};
 use innet_exp::paxos::{PaxosConfig, PaxosResult};
@@ -20,7 +20,7 @@ use innet_exp::plot::{self, Panel};
 use innet_exp::tpcc_bench::{self, Figure};
 use innet_exp::tpcc_sim::{TpccConfig, TpccResult};
 use innet_exp::txn::TxnPointConfig;
-use innet_exp::{paxos_bench, results, txn_bench, Runtime};
+use innet_exp::{paxos_bench, results, txn_bench};
 use innet_tpcc::Kind;
 
 pub fn entries() -> Vec<Entry> {
@@ -107,22 +107,22 @@ fn caveat(text: String) -> Option<String> {
 /// How a transaction result was obtained: live, or the simulator whose one
 /// cost (the store's per-packet time) was measured on the live store; the
 /// latencies are the paper's own.
-fn txn_obtained(ran_on: Where) -> Obtained {
+fn txn_obtained(ran_on: Runtime) -> Obtained {
     match ran_on {
-        Where::Live => Obtained::Live,
-        Where::Xdp => Obtained::Xdp,
-        Where::Sim => crate::entry::store_measured(),
+        Runtime::Live => Obtained::Live,
+        Runtime::Xdp => Obtained::Xdp,
+        Runtime::Sim => crate::entry::store_measured(),
     }
 }
 
 /// How a CAANS simulator result was obtained: live, or the simulator
 /// with the roles' costs measured on this machine (a prediction; the
 /// measurement is named, `crate::costs`).
-fn paxos_obtained(ran_on: Where) -> Obtained {
+fn paxos_obtained(ran_on: Runtime) -> Obtained {
     match ran_on {
-        Where::Live => Obtained::Live,
-        Where::Xdp => Obtained::Xdp,
-        Where::Sim => Obtained::SimMeasured { measurement: crate::costs::active().paxos.sentence() },
+        Runtime::Live => Obtained::Live,
+        Runtime::Xdp => Obtained::Xdp,
+        Runtime::Sim => Obtained::SimMeasured { measurement: crate::costs::active().paxos.sentence() },
     }
 }
 
@@ -157,10 +157,13 @@ fn short(commit: &str) -> &str {
 
 /// The runtime an entry with a live variant runs on: live when asked for
 /// live, else the simulator (the XDP data plane has no variant of these).
-fn sim_or_live(ctx: &Ctx) -> (Runtime, Where) {
+///
+/// Never `Xdp`: matches on its value put `Xdp` with `Sim` only because
+/// the enum has it.
+fn sim_or_live(ctx: &Ctx) -> Runtime {
     match ctx.runtime {
-        Where::Live => (Runtime::Live, Where::Live),
-        _ => (Runtime::Sim, Where::Sim),
+        Runtime::Live => Runtime::Live,
+        _ => Runtime::Sim,
     }
 }
 
@@ -175,11 +178,11 @@ const FIG7_RATIOS: [f64; 11] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9
 const FIG7_DOC: &str = "docs/txn.md#the-headline-experiment-figure-7";
 
 fn gotthard_fig7(ctx: &Ctx) -> anyhow::Result<Outcome> {
-    let (runtime, ran_on) = sim_or_live(ctx);
+    let runtime = sim_or_live(ctx);
     // The paper's 3 minutes per point in the simulator; live, 5 s per point
     // at the ratios the claims name and the ends.
     let (duration_s, ratios): (f64, Vec<f64>) = match runtime {
-        Runtime::Sim => (ctx.seconds(180.0, 10.0), FIG7_RATIOS.to_vec()),
+        Runtime::Sim | Runtime::Xdp => (ctx.seconds(180.0, 10.0), FIG7_RATIOS.to_vec()),
         Runtime::Live => (ctx.seconds(5.0, 1.0), vec![0.0, 0.2, 0.5, 1.0]),
     };
     let base = TxnPointConfig { duration_s, seed: ctx.seed, ..TxnPointConfig::default() };
@@ -202,9 +205,9 @@ fn gotthard_fig7(ctx: &Ctx) -> anyhow::Result<Outcome> {
         duration_s,
         Mode::ALL.len(),
         ratios.len(),
-        ran_on.name()
+        runtime.name()
     );
-    Ok(one_plot_outcome(txn_obtained(ran_on), ran_on, claims, why, (png, jsonl), config))
+    Ok(one_plot_outcome(txn_obtained(runtime), runtime, claims, why, (png, jsonl), config))
 }
 
 // ---------------------------------------------------------------- TPC-C
@@ -217,13 +220,13 @@ fn tpcc_live_point(c: &TpccConfig, base: &TpccConfig) -> bool {
         || c.rtt_ms != base.rtt_ms && [1, 8, 40].contains(&c.clients)
 }
 
-fn tpcc_run(ctx: &Ctx, figure: Figure) -> anyhow::Result<(Vec<TpccResult>, TpccConfig, Where, PathBuf, PathBuf)> {
-    let (runtime, ran_on) = sim_or_live(ctx);
+fn tpcc_run(ctx: &Ctx, figure: Figure) -> anyhow::Result<(Vec<TpccResult>, TpccConfig, Runtime, PathBuf, PathBuf)> {
+    let runtime = sim_or_live(ctx);
     // Gotthard's 3 minutes per point; NOCC Figure 5's points (RTT 1 ms,
     // thousands of transactions a second) take 10 s, capped by `configs`.
     let duration_s = match (runtime, figure) {
-        (Runtime::Sim, Figure::Nocc5) => ctx.seconds(tpcc_bench::NOCC5_DURATION_S, 0.5),
-        (Runtime::Sim, _) => ctx.seconds(180.0, 10.0),
+        (Runtime::Sim | Runtime::Xdp, Figure::Nocc5) => ctx.seconds(tpcc_bench::NOCC5_DURATION_S, 0.5),
+        (Runtime::Sim | Runtime::Xdp, _) => ctx.seconds(180.0, 10.0),
         (Runtime::Live, _) => ctx.seconds(5.0, 1.0),
     };
     let base = TpccConfig { duration_s, seed: ctx.seed, ..TpccConfig::default() };
@@ -239,7 +242,7 @@ fn tpcc_run(ctx: &Ctx, figure: Figure) -> anyhow::Result<(Vec<TpccResult>, TpccC
     std::fs::create_dir_all(&ctx.out)?;
     let _ = std::fs::remove_file(ctx.out.join(format!("tpcc-{}.jsonl", figure.name())));
     let (jsonl, png) = tpcc_bench::write(figure, &base, &rs, &ctx.out)?;
-    Ok((rs, base, ran_on, jsonl, png))
+    Ok((rs, base, runtime, jsonl, png))
 }
 
 fn per_s(r: &TpccResult, k: Kind) -> f64 {
@@ -528,7 +531,7 @@ fn paxos_base(ctx: &Ctx, runtime: Runtime) -> PaxosConfig {
         seed: ctx.seed,
         slots: paxos_bench::PAPER_SLOTS,
         duration_s: match runtime {
-            Runtime::Sim => ctx.seconds(PAXOS_SIM_SECONDS, 0.03),
+            Runtime::Sim | Runtime::Xdp => ctx.seconds(PAXOS_SIM_SECONDS, 0.03),
             Runtime::Live => ctx.seconds(1.0, 0.3),
         },
         ..PaxosConfig::default()
@@ -558,7 +561,7 @@ fn measured(mut cfg: PaxosConfig) -> PaxosConfig {
 /// The seeds a CAANS result runs: [`PAXOS_SEEDS`] in the simulator, one live.
 fn paxos_seeds(ctx: &Ctx, runtime: Runtime) -> Vec<u64> {
     match runtime {
-        Runtime::Sim => (0..PAXOS_SEEDS as u64).map(|i| ctx.seed + i).collect(),
+        Runtime::Sim | Runtime::Xdp => (0..PAXOS_SEEDS as u64).map(|i| ctx.seed + i).collect(),
         Runtime::Live => vec![ctx.seed],
     }
 }
@@ -567,16 +570,16 @@ fn paxos_seeds(ctx: &Ctx, runtime: Runtime) -> Vec<u64> {
 /// the XDP testbed's sweep beside live software processes
 /// ([`crate::caans_xdp::sweep`]: CAANS's results carry the `Switch` data
 /// plane here, `Xdp` in their records).
-fn paxos_sweep(ctx: &Ctx) -> anyhow::Result<(Vec<Vec<PaxosResult>>, Where)> {
-    if ctx.runtime == Where::Xdp {
-        return Ok((crate::caans_xdp::sweep(ctx)?, Where::Xdp));
+fn paxos_sweep(ctx: &Ctx) -> anyhow::Result<(Vec<Vec<PaxosResult>>, Runtime)> {
+    if ctx.runtime == Runtime::Xdp {
+        return Ok((crate::caans_xdp::sweep(ctx)?, Runtime::Xdp));
     }
-    let (runtime, ran_on) = sim_or_live(ctx);
+    let runtime = sim_or_live(ctx);
     let key = (runtime, ctx.scale.to_bits(), ctx.seed);
     let mut cache = SWEEP_CACHE.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((k, rs)) = cache.as_ref() {
         if *k == key {
-            return Ok((rs.clone(), ran_on));
+            return Ok((rs.clone(), runtime));
         }
     }
     let base = paxos_base(ctx, runtime);
@@ -584,7 +587,7 @@ fn paxos_sweep(ctx: &Ctx) -> anyhow::Result<(Vec<Vec<PaxosResult>>, Where)> {
     for seed in paxos_seeds(ctx, runtime) {
         let base = PaxosConfig { seed, ..base.clone() };
         runs.push(match runtime {
-            Runtime::Sim => {
+            Runtime::Sim | Runtime::Xdp => {
                 let cfgs: Vec<PaxosConfig> = SWEEP
                     .iter()
                     .flat_map(|&n| {
@@ -600,7 +603,7 @@ fn paxos_sweep(ctx: &Ctx) -> anyhow::Result<(Vec<Vec<PaxosResult>>, Where)> {
         });
     }
     *cache = Some((key, runs.clone()));
-    Ok((runs, ran_on))
+    Ok((runs, runtime))
 }
 
 /// Ours for each seed's run.
@@ -625,11 +628,11 @@ fn paxos_costs_line() -> String {
 
 fn paxos_caption(fig: &str, r: &PaxosResult, extra: &str) -> String {
     let c = &r.config;
-    let costs = if r.runtime == "sim" { format!("; {}", paxos_costs_line()) } else { String::new() };
+    let costs = if r.runtime == Runtime::Sim { format!("; {}", paxos_costs_line()) } else { String::new() };
     format!(
         "CAANS {fig}; {} runtime, {} acceptors, {} learners, {} proposer(s), {} s per point{extra}{costs}; seed {}, \
          commit {}",
-        r.runtime,
+        r.runtime.record_name(),
         c.acceptors,
         c.learners,
         c.proposers,
@@ -641,25 +644,30 @@ fn paxos_caption(fig: &str, r: &PaxosResult, extra: &str) -> String {
 
 fn paxos_config_line(r: &PaxosResult, what: &str) -> String {
     let c = &r.config;
-    let costs = if r.runtime == "sim" {
+    let costs = if r.runtime == Runtime::Sim {
         format!("; {} seeds from {}; {}", PAXOS_SEEDS, c.seed, paxos_costs_line())
     } else {
         String::new()
     };
     format!(
         "{what}; {} acceptors, {} learners, {} proposer(s), {} s per point, ring {} slots{costs} ({} runtime)",
-        c.acceptors, c.learners, c.proposers, c.duration_s, c.slots, r.runtime
+        c.acceptors,
+        c.learners,
+        c.proposers,
+        c.duration_s,
+        c.slots,
+        r.runtime.record_name()
     )
 }
 
 /// A deployment's name in a plot; `ran_on` XDP: CAANS is the XDP testbed
 /// and libpaxos the software processes live on loopback.
-fn deployment_label(dp: DataPlaneAt, ran_on: Where) -> &'static str {
+fn deployment_label(dp: DataPlaneAt, ran_on: Runtime) -> &'static str {
     match (dp, ran_on) {
-        (DataPlaneAt::Switch, Where::Xdp) | (DataPlaneAt::Xdp, _) => {
+        (DataPlaneAt::Switch, Runtime::Xdp) | (DataPlaneAt::Xdp, _) => {
             "CAANS on XDP (coordinator + acceptors BPF programs, netns testbed)"
         }
-        (DataPlaneAt::Process, Where::Xdp) => "libpaxos-style (software processes, live on loopback)",
+        (DataPlaneAt::Process, Runtime::Xdp) => "libpaxos-style (software processes, live on loopback)",
         (DataPlaneAt::Switch, _) => "CAANS (coordinator + acceptors in switches)",
         (DataPlaneAt::Process, _) => "libpaxos-style (software processes)",
     }
@@ -667,7 +675,7 @@ fn deployment_label(dp: DataPlaneAt, ran_on: Where) -> &'static str {
 
 fn by_deployment(
     rs: &[PaxosResult],
-    ran_on: Where,
+    ran_on: Runtime,
     f: impl Fn(&PaxosResult) -> (f64, f64),
 ) -> Vec<(String, Vec<(f64, f64)>)> {
     paxos_bench::DEPLOYMENTS
@@ -728,7 +736,7 @@ fn caans_fig7a(ctx: &Ctx) -> anyhow::Result<Outcome> {
     let (s, w, _) = paxos_bench::max_throughput(rs);
     let mut claims = fig7a_claims(&runs);
     // The live measurement of the same figure, beside the prediction.
-    if ran_on == Where::Sim {
+    if ran_on == Runtime::Sim {
         let live = paxos_bench::sweep(Runtime::Live, &paxos_base(ctx, Runtime::Live), &LIVE_BESIDE)?;
         let (ls, lw, lx) = paxos_bench::max_throughput(&live);
         records.push(write_records(ctx.out.join("paxos-live-beside.jsonl"), &live)?);
@@ -768,8 +776,8 @@ fn caans_fig7a(ctx: &Ctx) -> anyhow::Result<Outcome> {
         first,
         &format!(
             "requests in flight {:?} per deployment; max {} {s:.0}/s, software {w:.0}/s (first seed)",
-            if ran_on == Where::Xdp { &crate::caans_xdp::SWEEP[..] } else { &SWEEP[..] },
-            if ran_on == Where::Xdp { "XDP" } else { "switch" }
+            if ran_on == Runtime::Xdp { &crate::caans_xdp::SWEEP[..] } else { &SWEEP[..] },
+            if ran_on == Runtime::Xdp { "XDP" } else { "switch" }
         ),
     );
     let xdp_detail = format!("max XDP {s:.0}/s, software processes {w:.0}/s");
@@ -781,7 +789,7 @@ fn caans_fig7a(ctx: &Ctx) -> anyhow::Result<Outcome> {
 /// summary; the caveat is the XDP testbed's (`xdp`: the figure and a
 /// detail) on XDP, else `why`.
 fn paxos_outcome(
-    ran_on: Where,
+    ran_on: Runtime,
     (mut claims, sim): (Vec<Claim>, Vec<Claim>),
     (why, xdp): (String, (&str, &str)),
     (plots, records): (Vec<PathBuf>, Vec<PathBuf>),
@@ -791,7 +799,7 @@ fn paxos_outcome(
     Outcome {
         sim_headline: sim.into_iter().next(),
         claims,
-        why: caveat(if ran_on == Where::Xdp { crate::caans_xdp::caveat(xdp.0, xdp.1) } else { why }),
+        why: caveat(if ran_on == Runtime::Xdp { crate::caans_xdp::caveat(xdp.0, xdp.1) } else { why }),
         obtained: paxos_obtained(ran_on),
         plots,
         records,
@@ -849,13 +857,13 @@ fn fig7a_claims(runs: &[Vec<PaxosResult>]) -> Vec<Claim> {
 /// otherwise.
 fn sim_beside(
     ctx: &Ctx,
-    ran_on: Where,
+    ran_on: Runtime,
     claims: impl Fn(&Ctx) -> anyhow::Result<Vec<Claim>>,
 ) -> anyhow::Result<Vec<Claim>> {
-    if ran_on != Where::Xdp {
+    if ran_on != Runtime::Xdp {
         return Ok(vec![]);
     }
-    let sim = Ctx { runtime: Where::Sim, ..ctx.clone() };
+    let sim = Ctx { runtime: Runtime::Sim, ..ctx.clone() };
     Ok(claims(&sim)?
         .into_iter()
         .map(|c| shown_beside(c, "simulator (measured costs): ", "the simulator's prediction"))
@@ -887,7 +895,7 @@ fn caans_fig7b(ctx: &Ctx) -> anyhow::Result<Outcome> {
             let n = r.latency_quantiles_us.len() as f64 - 1.0;
             let pts = r.latency_quantiles_us.iter().enumerate().map(|(i, l)| (*l, i as f64 / n)).collect();
             let who = match (*dp, ran_on) {
-                (DataPlaneAt::Switch, Where::Xdp) => "CAANS on XDP",
+                (DataPlaneAt::Switch, Runtime::Xdp) => "CAANS on XDP",
                 (DataPlaneAt::Switch, _) => "CAANS",
                 _ => "libpaxos-style",
             };
@@ -1080,7 +1088,7 @@ fn table4_each_seed(
 }
 
 fn caans_fig7d(ctx: &Ctx) -> anyhow::Result<Outcome> {
-    if ctx.runtime == Where::Xdp {
+    if ctx.runtime == Runtime::Xdp {
         return caans_fig7d_xdp(ctx);
     }
     // The simulator does not model LevelDB: live (docs/paxos.md); 1 s per point.
@@ -1093,7 +1101,7 @@ fn caans_fig7d(ctx: &Ctx) -> anyhow::Result<Outcome> {
     all.extend(plain.iter().cloned());
     let jsonl = write_records(ctx.out.join("paxos-kv.jsonl"), &all)?;
     let first = kv.first().ok_or_else(|| anyhow::anyhow!("empty kv sweep"))?;
-    let mut series = by_deployment(&kv, Where::Live, |r| (r.committed_per_s, r.mean_latency_us));
+    let mut series = by_deployment(&kv, Runtime::Live, |r| (r.committed_per_s, r.mean_latency_us));
     for (name, _) in &mut series {
         *name = format!("{name} + LevelDB");
     }
@@ -1129,7 +1137,7 @@ fn caans_fig7d(ctx: &Ctx) -> anyhow::Result<Outcome> {
         obtained: Obtained::Live,
         plots: vec![png],
         records: vec![jsonl],
-        ran_on: Where::Live,
+        ran_on: Runtime::Live,
         config: paxos_config_line(first, &format!("live on loopback, LevelDB replicas as learners, requests in flight {points:?}, and the same without LevelDB")),
     })
 }
@@ -1177,7 +1185,7 @@ fn caans_fig7d_xdp(ctx: &Ctx) -> anyhow::Result<Outcome> {
     let first = &s0.xdp_kv.first().ok_or_else(|| anyhow::anyhow!("empty Figure 7d sweep"))?.result;
     let points =
         |rs: &[PaxosResult]| -> Vec<(f64, f64)> { rs.iter().map(|r| (r.committed_per_s, r.mean_latency_us)).collect() };
-    let label = |dp| deployment_label(dp, Where::Xdp);
+    let label = |dp| deployment_label(dp, Runtime::Xdp);
     let series = vec![
         (format!("{} + LevelDB", label(DataPlaneAt::Switch)), points(&s0.xdp_kv_results())),
         (format!("{} + LevelDB", label(DataPlaneAt::Process)), points(&s0.software_kv)),
@@ -1198,7 +1206,7 @@ fn caans_fig7d_xdp(ctx: &Ctx) -> anyhow::Result<Outcome> {
     )?;
     let claims = fig7d_xdp_claims(&runs);
     // The live figure beside (its records and plot too).
-    let live = caans_fig7d(&Ctx { runtime: Where::Live, ..ctx.clone() })?;
+    let live = caans_fig7d(&Ctx { runtime: Runtime::Live, ..ctx.clone() })?;
     let source = "live on loopback, both deployments software processes";
     let beside: Vec<Claim> =
         live.claims.iter().filter(|c| !c.beside).map(|c| shown_beside(c.clone(), LIVE_FIGURE_BESIDE, source)).collect();
@@ -1225,7 +1233,7 @@ fn caans_fig7d_xdp(ctx: &Ctx) -> anyhow::Result<Outcome> {
     plots.extend(live.plots);
     let mut records = vec![jsonl];
     records.extend(live.records);
-    Ok(paxos_outcome(Where::Xdp, (claims, beside), (String::new(), ("Figure 7d", &detail)), (plots, records), config))
+    Ok(paxos_outcome(Runtime::Xdp, (claims, beside), (String::new(), ("Figure 7d", &detail)), (plots, records), config))
 }
 
 /// Fails naming the first run of `runs` whose replicas are not identical
@@ -1314,15 +1322,15 @@ fn rate_between(r: &PaxosResult, from: f64, to: f64) -> f64 {
 /// runtime; with `--xdp`, CAANS on the XDP testbed
 /// ([`crate::caans_xdp::failures`]).
 fn fig8_runs(ctx: &Ctx, fbase: &PaxosConfig) -> anyhow::Result<Vec<Vec<PaxosResult>>> {
-    let (runtime, _) = sim_or_live(ctx);
+    let runtime = sim_or_live(ctx);
     let half = fbase.duration_s / 2.0;
-    let seeds = if ctx.runtime == Where::Xdp { crate::caans_xdp::seeds(ctx) } else { paxos_seeds(ctx, runtime) };
+    let seeds = if ctx.runtime == Runtime::Xdp { crate::caans_xdp::seeds(ctx) } else { paxos_seeds(ctx, runtime) };
     let mut runs = vec![];
     for seed in seeds {
         let fbase = PaxosConfig { seed, ..fbase.clone() };
         runs.push(match (ctx.runtime, runtime) {
-            (Where::Xdp, _) => crate::caans_xdp::failures(&fbase)?,
-            (_, Runtime::Sim) => {
+            (Runtime::Xdp, _) => crate::caans_xdp::failures(&fbase)?,
+            (_, Runtime::Sim | Runtime::Xdp) => {
                 let cfgs: Vec<PaxosConfig> = paxos_bench::DEPLOYMENTS
                     .iter()
                     .flat_map(|&dp| {
@@ -1350,11 +1358,11 @@ fn fig8_runs(ctx: &Ctx, fbase: &PaxosConfig) -> anyhow::Result<Vec<Vec<PaxosResu
 /// Figure 8's base configuration on `ctx`'s runtime: 8 requests in flight,
 /// the failure at the midpoint.
 fn fig8_base(ctx: &Ctx) -> PaxosConfig {
-    let runtime = if ctx.runtime == Where::Sim { Runtime::Sim } else { Runtime::Live };
+    let runtime = if ctx.runtime == Runtime::Sim { Runtime::Sim } else { Runtime::Live };
     PaxosConfig {
         outstanding: 8,
         duration_s: match runtime {
-            Runtime::Sim => ctx.seconds(FIG8_SIM_SECONDS, 0.2),
+            Runtime::Sim | Runtime::Xdp => ctx.seconds(FIG8_SIM_SECONDS, 0.2),
             Runtime::Live => ctx.seconds(2.0, 1.0),
         },
         ..paxos_base(ctx, runtime)
@@ -1409,8 +1417,8 @@ fn fig8_claims(runs: &[Vec<PaxosResult>], duration_s: f64) -> anyhow::Result<Vec
 
 fn caans_fig8(ctx: &Ctx) -> anyhow::Result<Outcome> {
     let ran_on = match ctx.runtime {
-        Where::Xdp => Where::Xdp,
-        _ => sim_or_live(ctx).1,
+        Runtime::Xdp => Runtime::Xdp,
+        _ => sim_or_live(ctx),
     };
     let fbase = fig8_base(ctx);
     let half = fbase.duration_s / 2.0;
@@ -1503,7 +1511,7 @@ fn chain_outcome(
         obtained: chain_obtained(),
         plots,
         records: vec![records],
-        ran_on: Where::Sim,
+        ran_on: Runtime::Sim,
         config: chain_config(duration_s, what),
     }
 }

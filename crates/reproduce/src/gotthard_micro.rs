@@ -16,7 +16,7 @@ use innet_txn::workload::LoadStats;
 use innet_txn::Mode;
 use serde::Serialize;
 
-use crate::entry::{store_measured, Claim, Ctx, Entry, Outcome, Paper, Where};
+use crate::entry::{store_measured, Claim, Ctx, Entry, Outcome, Paper, Runtime};
 use crate::txn_locality::Regime;
 use innet_exp::plot::{self, Panel};
 use innet_exp::txn::{percentile_ms, TxnPointConfig, TxnPointResult};
@@ -263,7 +263,7 @@ fn outcome(claims: Vec<Claim>, why: &str, plot: PathBuf, records: PathBuf, confi
         obtained: store_measured(),
         plots: vec![plot],
         records: vec![records],
-        ran_on: Where::Sim,
+        ran_on: Runtime::Sim,
         config,
     }
 }
@@ -932,7 +932,7 @@ mod tests {
 
     fn ctx(name: &str) -> Ctx {
         let out = std::env::temp_dir().join(format!("innet-gmicro-{name}-{}", std::process::id()));
-        Ctx { out, seed: 1, scale: 0.05, runtime: Where::Sim }
+        Ctx { out, seed: 1, scale: 0.05, runtime: Runtime::Sim }
     }
 
     fn read_records(path: &Path) -> Vec<serde_json::Value> {

@@ -32,6 +32,6 @@ pub mod report;
 pub mod txn_locality;
 
 pub use entry::{
-    over_seeds, store_measured, Claim, Ctx, Entry, Obtained, Outcome, Paper, Spread, Verdict, Where, VERDICT_RULE,
+    over_seeds, store_measured, Claim, Ctx, Entry, Obtained, Outcome, Paper, Runtime, Spread, Verdict, VERDICT_RULE,
 };
 pub use registry::{entries, result_dir, ALL_RESULTS};

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
-use crate::entry::{Claim, Ctx, Entry, Outcome, Paper, Verdict, Where, LIVE_FIGURE_BESIDE, VERDICT_RULE};
+use crate::entry::{Claim, Ctx, Entry, Outcome, Paper, Runtime, Verdict, LIVE_FIGURE_BESIDE, VERDICT_RULE};
 use crate::registry::{result_dir, ALL_RESULTS};
 
 /// What `innet reproduce` was asked for.
@@ -20,7 +20,7 @@ pub struct Options {
     pub only: Option<Vec<String>>,
     pub scale: f64,
     pub seed: u64,
-    pub runtime: Where,
+    pub runtime: Runtime,
 }
 
 /// One result's run: its outcome or the error it failed with.
@@ -35,7 +35,8 @@ pub struct Ran {
     pub seed: u64,
     pub scale: f64,
     /// The runtime asked for (the outcome says where it ran).
-    pub asked: Where,
+    #[serde(serialize_with = "crate::entry::serialize_variant")]
+    pub asked: Runtime,
     pub git_commit: String,
 }
 

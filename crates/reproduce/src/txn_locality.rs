@@ -15,7 +15,7 @@ use innet_core::Time;
 use innet_txn::Mode;
 use serde::Serialize;
 
-use crate::entry::{store_measured, Claim, Ctx, Entry, Outcome, Paper, Where};
+use crate::entry::{store_measured, Claim, Ctx, Entry, Outcome, Paper, Runtime};
 use innet_exp::txn::{summarize, TxnPointConfig, TxnPointResult};
 use innet_exp::{plot, results, tpcc_bench, txn_sim};
 
@@ -121,7 +121,7 @@ fn run_job(job: &Job) -> anyhow::Result<FigurePoint> {
     let wall = std::time::Instant::now();
     t.sim.run_until(Time::from_secs_f64(job.cfg.duration_s));
     let wall_s = wall.elapsed().as_secs_f64();
-    let mut r = summarize(&job.cfg, "sim", &t.stats(), job.cfg.duration_s, wall_s, t.switch_counters());
+    let mut r = summarize(&job.cfg, Runtime::Sim, &t.stats(), job.cfg.duration_s, wall_s, t.switch_counters());
     r.speedup = Some(job.cfg.duration_s / wall_s.max(1e-9));
     r.per_node = t.per_node();
     let st = t.sim.node_stats(t.store);
@@ -374,7 +374,7 @@ pub fn run_fig11(ctx: &Ctx) -> anyhow::Result<Outcome> {
              reply corrects the edge; docs/txn.md#gotthard-figure-11"
         )
     });
-    Ok(one_plot_outcome(store_measured(), Where::Sim, claims, why, (png, jsonl), config))
+    Ok(one_plot_outcome(store_measured(), Runtime::Sim, claims, why, (png, jsonl), config))
 }
 
 // ------------------------------------------------------------- NOCC figures
@@ -691,7 +691,7 @@ pub fn run_nocc3(ctx: &Ctx) -> anyhow::Result<Outcome> {
          distance alone. See docs/txn.md#nocc-figure-3",
         regimes[0].store_us
     ));
-    Ok(one_plot_outcome(nocc_obtained(), Where::Sim, claims, why, (png, jsonl), config))
+    Ok(one_plot_outcome(nocc_obtained(), Runtime::Sim, claims, why, (png, jsonl), config))
 }
 
 /// NOCC Figure 3's claim `i` of a regime (`regime` names it): the store's
@@ -797,7 +797,7 @@ pub fn run_nocc4(ctx: &Ctx) -> anyhow::Result<Outcome> {
         cpu(regimes[0].tag),
         cpu(regimes[1].tag).ceil()
     ));
-    Ok(one_plot_outcome(nocc_obtained(), Where::Sim, claims, why, (png, jsonl), config))
+    Ok(one_plot_outcome(nocc_obtained(), Runtime::Sim, claims, why, (png, jsonl), config))
 }
 
 /// NOCC Figure 4's claim `i` of a regime (`regime` names it): committed/s,
@@ -844,7 +844,7 @@ fn nocc4_claim(i: usize, v: &[f64], regime: &str, z_hi: f64) -> Claim {
 /// `ran_on` and obtained as `obtained` says.
 pub(crate) fn one_plot_outcome(
     obtained: crate::entry::Obtained,
-    ran_on: Where,
+    ran_on: Runtime,
     claims: Vec<Claim>,
     why: Option<String>,
     (png, jsonl): (PathBuf, PathBuf),

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use innet_exp::paxos::DataPlaneAt;
 use innet_reproduce::caans_roles;
-use innet_reproduce::{Ctx, Where};
+use innet_reproduce::{Ctx, Runtime};
 
 #[test]
 fn cpu_per_role_is_measured_per_thread_and_modelled_per_node() {
@@ -53,7 +53,7 @@ fn cpu_per_role_is_measured_per_thread_and_modelled_per_node() {
 
     // The entries at the test scale.
     let dir = std::env::temp_dir().join(format!("innet-caans-roles-{}", std::process::id()));
-    let ctx = Ctx { out: dir.clone(), seed: 1, scale: 0.05, runtime: Where::Live };
+    let ctx = Ctx { out: dir.clone(), seed: 1, scale: 0.05, runtime: Runtime::Live };
     let load = caans_roles::Load::of(&ctx);
     let (o2, r2) = caans_roles::fig2_with(&ctx, load).expect("caans-fig2");
     let (o7, r7) = caans_roles::fig7c_with(&ctx, load).expect("caans-fig7c");
@@ -75,7 +75,13 @@ fn cpu_per_role_is_measured_per_thread_and_modelled_per_node() {
         // 3 acceptors, 2 learners, 1 proposer, the coordinator and the backup.
         assert_eq!(r.cpu_pct.len(), 8, "{r:?}");
         for role in caans_roles::ROLES {
-            assert!(r.role(role) > 0.0, "{} {}: {role} used no CPU: {:?}", r.runtime, r.data_plane.name(), r.cpu_pct);
+            assert!(
+                r.role(role) > 0.0,
+                "{} {}: {role} used no CPU: {:?}",
+                r.runtime.record_name(),
+                r.data_plane.name(),
+                r.cpu_pct
+            );
         }
     }
     // Figure 2 counts the paper's regime: libpaxos's coordinator, CPU-bound
@@ -86,7 +92,7 @@ fn cpu_per_role_is_measured_per_thread_and_modelled_per_node() {
     assert!(o2.claims.iter().filter(|c| c.what.contains("live")).all(|c| c.beside));
     assert_eq!(o2.claim_counts().1, 1, "one compared claim: acceptors and coordinator above the learners");
     let sim = |rs: &[caans_roles::RolesRecord], dp| {
-        rs.iter().find(|r| r.runtime == "sim" && r.data_plane == dp).cloned().expect("a sim record")
+        rs.iter().find(|r| r.runtime == Runtime::Sim && r.data_plane == dp).cloned().expect("a sim record")
     };
     let sw = sim(&r2, DataPlaneAt::Process);
     assert!(sw.role("coordinator") > 90.0 && sw.role("coordinator") > sw.role("learner"), "{:?}", sw.cpu_pct);

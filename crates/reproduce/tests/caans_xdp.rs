@@ -18,7 +18,7 @@
 use innet_reproduce::caans_xdp::KV_SWEEP;
 use innet_reproduce::entry::LIVE_FIGURE_BESIDE;
 use innet_reproduce::report::{self, Options};
-use innet_reproduce::{entries, Obtained, Where};
+use innet_reproduce::{entries, Obtained, Runtime};
 
 const IDS: [&str; 5] = ["caans-fig7a", "caans-fig7b", "caans-table4", "caans-fig8", "caans-fig7d"];
 
@@ -50,7 +50,7 @@ fn the_caans_results_run_on_the_xdp_testbed_beside_the_simulator() {
         only: Some(IDS.iter().map(|s| s.to_string()).collect()),
         scale: 0.05,
         seed: 5,
-        runtime: Where::Xdp,
+        runtime: Runtime::Xdp,
     };
     let all = entries();
     let selected = report::select(&all, &opts).expect("ids");
@@ -59,7 +59,7 @@ fn the_caans_results_run_on_the_xdp_testbed_beside_the_simulator() {
     assert_eq!(ran.len(), IDS.len());
     for r in &ran {
         let o = r.outcome.as_ref().unwrap_or_else(|e| panic!("{} failed: {e}", r.id));
-        assert_eq!(o.ran_on, Where::Xdp, "{}", r.id);
+        assert_eq!(o.ran_on, Runtime::Xdp, "{}", r.id);
         assert_eq!(o.obtained, Obtained::Xdp, "{}", r.id);
         assert!(o.claim_counts().1 > 0, "{}: no claim compared", r.id);
         // The simulator's figure for the same claim, beside ours, not counted.

@@ -9,12 +9,12 @@
 //! does not count either way.
 
 use innet_reproduce::report::{verdict_counts, verdict_text, Ran};
-use innet_reproduce::{entries, Ctx, Obtained, Outcome, Verdict, Where};
+use innet_reproduce::{entries, Ctx, Obtained, Outcome, Runtime, Verdict};
 
 fn run(id: &str, dir: &std::path::Path) -> Outcome {
     let all = entries();
     let e = all.iter().find(|e| e.id == id).unwrap_or_else(|| panic!("{id} is registered"));
-    let ctx = Ctx { out: dir.join(id), seed: 1, scale: 0.05, runtime: Where::Sim };
+    let ctx = Ctx { out: dir.join(id), seed: 1, scale: 0.05, runtime: Runtime::Sim };
     std::fs::create_dir_all(&ctx.out).expect("result folder");
     (e.run)(&ctx).unwrap_or_else(|err| panic!("{id}: {err:#}"))
 }
@@ -29,7 +29,7 @@ fn ran(id: &str, o: &Outcome) -> Ran {
         seconds: 0.0,
         seed: 1,
         scale: 0.05,
-        asked: Where::Sim,
+        asked: Runtime::Sim,
         git_commit: "test".into(),
     }
 }

@@ -2,12 +2,12 @@
 //! properties the papers' conclusions rest on, the records and the plots.
 
 use innet_reproduce::txn_locality;
-use innet_reproduce::{Ctx, Outcome, Where};
+use innet_reproduce::{Ctx, Outcome, Runtime};
 
 fn ctx(id: &str) -> Ctx {
     let out = std::env::temp_dir().join(format!("innet-txn-locality-{}-{id}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    Ctx { out, seed: 1, scale: 0.05, runtime: Where::Sim }
+    Ctx { out, seed: 1, scale: 0.05, runtime: Runtime::Sim }
 }
 
 /// Each record of `o` as JSON, after checking that its files exist.

@@ -122,7 +122,10 @@ pub struct LinkSpec {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PaxosSettings {
-    /// Where the coordinator and acceptors run: switch or process.
+    /// Where the coordinator and acceptors run: switch or process. Read as
+    /// text and parsed by [`Topology::load`] into
+    /// [`PaxosTopology::data_plane`], so a bad name gets a one-line error
+    /// naming `[paxos] data_plane` (serde's TOML error spans lines).
     pub data_plane: String,
     pub slots: usize,
     pub trim_quorum: usize,

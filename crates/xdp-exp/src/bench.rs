@@ -16,6 +16,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use innet_chain::Protocol;
+use innet_core::deploy::DataPlaneAt;
 use innet_txn::switch::Mode;
 use innet_xdp::bench::{self, summarize, BenchConfig, DownOnDrop, Summary, TxnExperimentConfig};
 use innet_xdp::chain_bench::{probe, ChainBenchConfig, Workload, KEYS};
@@ -92,8 +93,9 @@ pub struct TxnRecord {
     pub config: TxnExperimentConfig,
     pub seed: u64,
     pub git_commit: String,
-    /// `xdp-switch` or `software-switch`.
-    pub data_plane: String,
+    /// `xdp-switch` or `software-switch` ([`bench::txn_plane_name`]).
+    #[serde(serialize_with = "txn_plane")]
+    pub data_plane: DataPlaneAt,
     /// CPU per committed transaction over the load (the whole machine from
     /// /proc/stat: clients, switch, store, kernel; this process: the
     /// clients).
@@ -105,6 +107,10 @@ pub struct TxnRecord {
     /// The generator's ceiling measured in the same run
     /// ([`txn_ceiling`]), and this data plane's replies per second against it.
     pub ceiling: TxnCeiling,
+}
+
+fn txn_plane<S: serde::Serializer>(plane: &DataPlaneAt, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(bench::txn_plane_name(*plane))
 }
 
 /// A data plane's round trips beside the generator's ceiling.
@@ -135,8 +141,8 @@ pub fn txn_ratios(recs: &[TxnRecord]) -> Vec<(f64, f64, f64)> {
     let runs = recs.iter().map(|r| r.run).max().map_or(0, |m| m + 1);
     (0..runs)
         .filter_map(|run| {
-            let plane = |name: &str| recs.iter().find(|r| r.run == run && r.data_plane == name);
-            let (x, s) = (plane("xdp-switch")?, plane("software-switch")?);
+            let plane = |dp: DataPlaneAt| recs.iter().find(|r| r.run == run && r.data_plane == dp);
+            let (x, s) = (plane(DataPlaneAt::Xdp)?, plane(DataPlaneAt::Switch)?);
             let over = |k: &str| x.num(k) / s.num(k);
             Some((over("committed_per_s"), over("p50_latency_ms"), over("p99_latency_ms")))
         })
@@ -204,7 +210,7 @@ fn txn_round(
     let load_average = load_average();
     Ok(planes
         .into_iter()
-        .map(|(name, (r, cpu))| {
+        .map(|(plane, (r, cpu))| {
             let replies_per_s =
                 r["packets_received"].as_f64().unwrap_or(0.0) / r["run_seconds"].as_f64().unwrap_or(f64::NAN).max(1e-9);
             TxnRecord {
@@ -213,7 +219,7 @@ fn txn_round(
                 config: cfg.clone(),
                 seed: cfg.seed,
                 git_commit: commit.clone(),
-                data_plane: name,
+                data_plane: plane,
                 cpu,
                 load_average,
                 result: r,

@@ -294,8 +294,16 @@ pub fn hosts_with<K: Send>(
     };
     let refs: Vec<_> = r.proposers.iter().collect();
     let takeover = r.takeover_ns.map(|t| t.saturating_sub(r.start_ns) as f64 / 1e9);
-    let result =
-        make_result(&cfg, "xdp-testbed", &refs, r.start_ns, &r.learners[0].stats, takeover, cfg.duration_s, r.wall_s);
+    let result = make_result(
+        &cfg,
+        innet_exp::Runtime::Xdp,
+        &refs,
+        r.start_ns,
+        &r.learners[0].stats,
+        takeover,
+        cfg.duration_s,
+        r.wall_s,
+    );
     let vote_counter = tb::vote_counter_counters()?.map(|c| c.into_iter().collect());
     let cpu = CpuPerValue { values: result.committed, ..cpu };
     let programs = innet_xdp::bpf_stats::costs(&progs0, &progs1, result.committed);

@@ -314,6 +314,18 @@ fn mode_name<S: serde::Serializer>(m: &Mode, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(m.name())
 }
 
+/// The name `bench xdp-txn`'s records give the switch on `plane`:
+/// `xdp-switch` (the BPF program) or `software-switch` (`innet switch txn`
+/// in the switch namespace).
+pub fn txn_plane_name(plane: DataPlaneAt) -> &'static str {
+    debug_assert!(plane != DataPlaneAt::Process, "the testbed's switch runs as xdp or switch");
+    if plane == DataPlaneAt::Xdp {
+        "xdp-switch"
+    } else {
+        "software-switch"
+    }
+}
+
 /// `(data plane, load's result)` for XDP, then the software switch. `load`
 /// runs the clients against the service address on a thread inside the
 /// client namespace (its threads inherit the namespace).
@@ -321,7 +333,7 @@ pub fn run_txn_experiment<R: Send>(
     cfg: &TxnExperimentConfig,
     innet_exe: &Path,
     load: impl Fn(SocketAddr) -> Result<R> + Sync,
-) -> Result<Vec<(String, R)>> {
+) -> Result<Vec<(DataPlaneAt, R)>> {
     let mut out = vec![];
     for plane in [DataPlaneAt::Xdp, DataPlaneAt::Switch] {
         let opts = UpOptions {
@@ -342,8 +354,7 @@ pub fn run_txn_experiment<R: Send>(
         }
         let r = testbed::in_netns(NS_CLIENT, || load(SocketAddr::V4(testbed::service_addr())))
             .context("load clients in the client namespace")?;
-        let name = if plane == DataPlaneAt::Xdp { "xdp-switch" } else { "software-switch" };
-        out.push((name.to_string(), r));
+        out.push((plane, r));
     }
     Ok(out)
 }

@@ -84,9 +84,9 @@ pub struct BenchChainArgs {
     duration_s: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Comma-separated figures to run (3, 4, 5, 6).
-    #[arg(long, default_value = "3,4,5,6")]
-    figures: String,
+    /// Comma-separated figures to run (3, 4, 5, 6: the NetCRAQ paper's experiments).
+    #[arg(long, value_delimiter = ',', default_value = "3,4,5,6", value_parser = crate::parse::one_of::<u32>(["3", "4", "5", "6"]))]
+    figures: Vec<u32>,
     /// Output folder (default results/chain-sim-<service>).
     #[arg(long, value_parser = crate::parse::out_dir)]
     out: Option<std::path::PathBuf>,
@@ -95,16 +95,7 @@ pub struct BenchChainArgs {
 use crate::chain_bench;
 
 pub fn run_bench(a: BenchChainArgs) -> anyhow::Result<i32> {
-    let figures: Vec<u32> = a
-        .figures
-        .split(',')
-        .map(|f| {
-            f.trim().parse().map_err(|_| anyhow::anyhow!("--figures: '{f}' is not a figure number (3, 4, 5 or 6)"))
-        })
-        .collect::<anyhow::Result<_>>()?;
-    if let Some(f) = figures.iter().find(|f| ![3, 4, 5, 6].contains(*f)) {
-        anyhow::bail!("--figures: there is no figure {f}; the NetCRAQ paper's experiments are figures 3, 4, 5 and 6");
-    }
+    let figures = a.figures;
     let configs: Vec<_> = chain_bench::figure_configs(&a.service, a.duration_s, a.seed)
         .into_iter()
         .filter(|(_, c, _)| figures.contains(&c.figure))
@@ -376,8 +367,8 @@ pub struct SimChainArgs {
     #[arg(long, default_value_t = 0.0, value_parser = crate::parse::ratio)]
     write_ratio: f64,
     /// Comma-separated chain positions reads go to, round robin (0 = head).
-    #[arg(long, default_value = "0")]
-    targets: String,
+    #[arg(long, value_delimiter = ',', default_value = "0", value_parser = crate::parse::chain_position)]
+    targets: Vec<usize>,
     /// NetCRAQ: start every object dirty on the non-tail nodes.
     #[arg(long)]
     dirty: bool,
@@ -406,11 +397,7 @@ pub fn run_sim(mut a: SimChainArgs) -> anyhow::Result<i32> {
     anyhow::ensure!((1..=innet_wire::netchain::MAX_CHAIN_NODES).contains(&a.nodes), "--nodes must be 1..=10");
     anyhow::ensure!((0.0..=1.0).contains(&a.write_ratio), "--write-ratio must be in 0..=1");
     anyhow::ensure!(a.duration_s > 0.05, "--duration-s must exceed the 0.02 s warm-up");
-    let targets: Vec<usize> = a
-        .targets
-        .split(',')
-        .map(|t| t.trim().parse().map_err(|_| anyhow::anyhow!("--targets: '{t}' is not a chain position")))
-        .collect::<anyhow::Result<_>>()?;
+    let targets = a.targets.clone();
     anyhow::ensure!(
         !targets.is_empty() && targets.iter().all(|t| *t < a.nodes),
         "--targets must name positions < --nodes"

@@ -152,8 +152,8 @@ pub struct BenchPaxosArgs {
     #[arg(long, value_enum, default_value = "sim")]
     pub runtime: crate::Runtime,
     /// Requests in flight per proposer, one sweep point each (Figure 7a).
-    #[arg(long, default_value = "1,2,4,8,16,32,64")]
-    pub sweep: String,
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64", value_parser = crate::parse::outstanding)]
+    pub sweep: Vec<usize>,
     /// Skip the failure runs (Figure 8).
     #[arg(long)]
     pub no_failures: bool,
@@ -209,11 +209,7 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
     if a.point.point.slots == innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT {
         base.slots = paxos_bench::PAPER_SLOTS;
     }
-    let outstanding: Vec<usize> = a
-        .sweep
-        .split(',')
-        .map(|s| s.trim().parse::<usize>().map_err(|_| anyhow::anyhow!("--sweep: '{s}' is not a number")))
-        .collect::<Result<_, _>>()?;
+    let outstanding = a.sweep;
     let started = Instant::now();
     if let Some(rounds) = a.acceptor_fsync {
         return run_acceptor_fsync(&base, outstanding[0], rounds.max(1), a.out);

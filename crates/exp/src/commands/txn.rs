@@ -20,8 +20,8 @@ pub struct BenchTxnArgs {
     #[arg(long, value_delimiter = ',', default_value = "forward,read-cache,early-abort,optimistic-abort", value_parser = crate::parse::mode())]
     pub modes: Vec<Mode>,
     /// Comma-separated write ratios.
-    #[arg(long, default_value = "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1")]
-    pub write_ratios: String,
+    #[arg(long, value_delimiter = ',', default_value = "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1", value_parser = crate::parse::ratio)]
+    pub write_ratios: Vec<f64>,
     /// Output folder for txn.jsonl and txn-figure7.png (with --figure: for
     /// that figure's records and plot).
     #[arg(long, value_parser = crate::parse::out_dir)]
@@ -69,9 +69,8 @@ pub struct DemoArgs {
     check_seeds: u64,
 }
 
-fn parse_ratios(s: &str) -> anyhow::Result<Vec<f64>> {
-    s.split(',').map(|x| crate::parse::ratio(x).map_err(|e| anyhow::anyhow!("--write-ratios: {e}"))).collect()
-}
+/// Gotthard Figure 7's write ratios (`innet demo`; `--write-ratios`' default).
+const FIG7_RATIOS: [f64; 11] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
 
 pub fn run_sim(point: TxnPointConfig, json: bool) -> anyhow::Result<i32> {
     let cfg = point.resolved().map_err(anyhow::Error::msg)?;
@@ -150,7 +149,7 @@ pub fn run_bench(a: BenchTxnArgs) -> anyhow::Result<i32> {
         println!("live runtime: using RTT 20 ms and 10 s per point (set --rtt-ms/--duration-s to change)");
     }
     let modes = a.modes.clone();
-    let ratios = parse_ratios(&a.write_ratios)?;
+    let ratios = a.write_ratios;
     let rs = sweep(a.runtime, &base, &modes, &ratios)?;
     let out = a.out.unwrap_or_else(|| PathBuf::from(format!("results/txn-{}", a.runtime.name())));
     crate::results::check_writable(&out).map_err(anyhow::Error::msg)?;
@@ -231,7 +230,7 @@ pub fn run_demo(a: DemoArgs) -> anyhow::Result<i32> {
     println!("1. Transactions: Gotthard Figure 7 (RTT 100 ms, delta 0.2, 8 clients, one counter key,");
     println!("{} simulated seconds per point), then a serializability check under faults.\n", a.duration_s);
     let base = TxnPointConfig { duration_s: a.duration_s, ..TxnPointConfig::default() };
-    let ratios = parse_ratios("0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1")?;
+    let ratios = FIG7_RATIOS;
     let started = Instant::now();
     let rs = sweep(Runtime::Sim, &base, &Mode::ALL, &ratios)?;
     let simulated: f64 = rs.iter().map(|r| r.run_seconds).sum();

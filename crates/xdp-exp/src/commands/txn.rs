@@ -146,7 +146,7 @@ pub fn run_bench_xdp_txn(a: BenchXdpTxnArgs) -> anyhow::Result<i32> {
         println!(
             "{:>3} {:<16} {:>12.0} {:>8.3} {:>9.3} {:>9} {:>16} {:>15} {:>10.1} {:>9.2} {:>11.0}%{}",
             r.run,
-            r.data_plane,
+            innet_xdp::bench::txn_plane_name(r.data_plane),
             r.num("committed_per_s"),
             r.num("p50_latency_ms"),
             r.num("p99_latency_ms"),
