@@ -114,7 +114,9 @@ impl Seeds {
 
     fn put(&mut self, name: &str, bytes: &[u8]) {
         assert!(!bytes.is_empty(), "{name}: empty seed");
-        std::fs::write(self.dir.join(format!("seed-{name}")), bytes).expect("write seed");
+        let path = self.dir.join(format!("seed-{name}"));
+        assert!(!path.exists(), "{name}: two seeds of one name");
+        std::fs::write(path, bytes).expect("write seed");
         self.bytes += bytes.len();
         self.count += 1;
     }
@@ -292,8 +294,11 @@ fn chain_seeds(golden_dir: &Path, corpus: &Path) {
     let nc = golden(golden_dir, "netchain.json");
     let replica = golden(golden_dir, "netcraq_replica.json");
     let mut decode = Seeds::new(corpus, "chain_decode");
-    for (name, b, _) in craq.iter().chain(&nc) {
-        decode.put(&format!("golden-{name}"), b);
+    for (name, b, _) in &craq {
+        decode.put(&format!("golden-craq-{name}"), b);
+    }
+    for (name, b, _) in &nc {
+        decode.put(&format!("golden-netchain-{name}"), b);
     }
     decode.done();
 
