@@ -30,21 +30,8 @@ targets="${FUZZ_TARGETS:-$(cargo +nightly fuzz list)}"
 log_dir="${FUZZ_LOG_DIR:-$(mktemp -d)}"
 mkdir -p "$log_dir"
 
-# Seed each corpus with the golden vectors (as txn_switch's framing expects:
-# a length byte before each packet), so short runs start from valid packets.
-python3 - "$root/crates/wire/golden/txn.json" <<'PY' || echo "fuzz-smoke: no python3, corpora not seeded"
-import json, os, sys
-vectors = json.load(open(sys.argv[1]))
-for t in ("txn_decode", "txn_switch"):
-    os.makedirs(f"corpus/{t}", exist_ok=True)
-every = b""
-for v in vectors:
-    b = bytes.fromhex(v["hex"])
-    open(f"corpus/txn_decode/golden_{v['name']}", "wb").write(b)
-    open(f"corpus/txn_switch/golden_{v['name']}", "wb").write(bytes([len(b)]) + b)
-    every += bytes([len(b)]) + b
-open("corpus/txn_switch/golden_all", "wb").write(every)
-PY
+# Each target starts from its committed seeds, corpus/<target>/seed-*
+# (examples/seeds.rs writes them from the golden vectors; fuzz/README.md).
 
 status=0
 for t in $targets; do

@@ -8,8 +8,8 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --release --workspace --all-targets -q -- -D warnings
-echo "== cargo check fuzz/ (its own workspace: the targets must build after every change)"
-cargo check -q --manifest-path fuzz/Cargo.toml --bins
+echo "== cargo check fuzz/ (its own workspace: the targets and the seed generator must build after every change)"
+cargo check -q --manifest-path fuzz/Cargo.toml --bins --examples
 echo "== cargo test"
 cargo test --release --workspace -q 2>&1 | tee /tmp/innet-test.log | grep -E "^test result|FAILED|panicked|^error" || true
 if grep -qE "FAILED|^error|test result: FAILED" /tmp/innet-test.log; then

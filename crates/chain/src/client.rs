@@ -342,6 +342,10 @@ impl ChainClient {
             }
             self.send(now, out);
         }
+        debug_assert!(
+            self.current.as_ref().is_none_or(|c| c.next_send > now || self.config.timeout.is_zero()),
+            "after a tick no attempt is overdue"
+        );
     }
 
     pub fn next_tick(&self) -> Option<Time> {

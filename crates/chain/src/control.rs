@@ -198,6 +198,7 @@ impl ChainControl {
     }
 
     pub fn is_paused(&self) -> bool {
+        debug_assert!(self.holds());
         matches!(self.phase, Phase::Draining { .. })
     }
 

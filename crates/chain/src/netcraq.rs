@@ -185,6 +185,7 @@ impl CraqNode {
     /// Control plane: the chain indexes of the predecessor (whose WRITEs
     /// this node takes) and of the tail (whose ACKs it takes).
     pub fn set_peers(&mut self, prev: Option<u16>, tail: Option<u16>) {
+        debug_assert!(prev.is_none() || prev != tail, "the tail is after every predecessor, never one");
         self.prev = prev;
         self.tail = tail;
     }
@@ -205,6 +206,7 @@ impl CraqNode {
 
     /// Control plane register read: every object's clean version.
     pub fn snapshot(&self) -> Vec<Value> {
+        debug_assert!((0..self.objects()).all(|k| self.object_holds(k)), "registers consistent when copied");
         (0..self.objects()).map(|k| self.objects_store[k * self.versions]).collect()
     }
 
@@ -240,6 +242,7 @@ impl CraqNode {
 
     /// Objects whose version cells are all in use.
     pub fn full_objects(&self) -> usize {
+        debug_assert!(self.index.iter().all(|&i| (i as usize) < self.versions), "dirty versions fit the cells");
         self.index.iter().filter(|i| **i as usize + 1 >= self.versions).count()
     }
 
@@ -322,6 +325,7 @@ impl CraqNode {
 /// predecessor is `prev`: from the predecessor, or at the head from a
 /// sender that is not a chain node. Shared with NetChain.
 pub(crate) fn write_trusted(role: Role, prev: Option<u16>, ingress: Ingress) -> bool {
+    debug_assert!(!role.is_head() || prev.is_none(), "a head has no predecessor: it takes writes from clients only");
     match ingress {
         Ingress::Peer(n) => prev == Some(n),
         Ingress::Upstream | Ingress::Downstream => role.is_head(),

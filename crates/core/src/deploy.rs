@@ -208,6 +208,7 @@ impl std::error::Error for DeployError {}
 
 impl<R> Deployment<R> {
     pub fn new(service: &'static str) -> Deployment<R> {
+        debug_assert!(!service.is_empty(), "a deployment names its service (messages and records use it)");
         Deployment { service, nodes: vec![], links: vec![], fabric: None }
     }
 

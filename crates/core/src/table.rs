@@ -178,7 +178,12 @@ impl<V: Copy + Default> SetAssoc<V> {
     }
 
     pub fn len(&self) -> usize {
-        self.slots.iter().filter(|s| s.valid).count()
+        let n = self.slots.iter().filter(|s| s.valid).count();
+        debug_assert!(
+            self.slots.iter().enumerate().all(|(i, s)| !s.valid || self.set_range(s.key).contains(&i)),
+            "every entry sits in the set its key hashes to"
+        );
+        n
     }
 
     pub fn is_empty(&self) -> bool {

@@ -541,6 +541,12 @@ impl Sim {
 
     /// The link every pair of nodes without a direct link uses.
     pub fn set_fabric(&mut self, spec: LinkSpec) {
+        debug_assert!(
+            [spec.loss_probability, spec.duplicate_probability, spec.reorder_probability]
+                .iter()
+                .all(|p| (0.0..=1.0).contains(p)),
+            "fault probabilities in 0..=1: {spec:?}"
+        );
         self.fabric = Some(spec);
     }
 

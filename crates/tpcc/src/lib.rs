@@ -132,7 +132,9 @@ pub fn decode_key(k: Key) -> Option<(Table, Vec<u32>)> {
         fields[i] = rest & ((1 << bits) - 1);
         rest >>= bits;
     }
-    (rest == 0).then_some((t, fields))
+    let decoded = (rest == 0).then_some((t, fields));
+    debug_assert!(decoded.as_ref().is_none_or(|(t, f)| pack(*t, f) == k), "a decoded key packs back to itself");
+    decoded
 }
 
 /// Record chunks: chunk 0 of a record holds the fields transactions write,
@@ -223,7 +225,9 @@ macro_rules! record {
             pub fn encode(&self) -> Value {
                 let mut b = Bytes::new();
                 $(b.put_uint($at, $len, self.$field as u64);)*
-                b.value()
+                let v = b.value();
+                debug_assert_eq!($name::decode(v).as_ref(), Some(self), "every field fits its bytes: reads back");
+                v
             }
         }
     };
@@ -248,7 +252,9 @@ impl NewOrder0 {
         Bytes::of(v).map(|_| NewOrder0 {})
     }
     pub fn encode(&self) -> Value {
-        Bytes::new().value()
+        let v = Bytes::new().value();
+        debug_assert!(NewOrder0::decode(v).is_some() && v != Value::ZERO, "a row is present, unlike a deleted one");
+        v
     }
 }
 record!(Order0 { c_id: u32 = 0, 2; carrier_id: u32 = 2, 1; ol_cnt: u32 = 3, 1; all_local: u32 = 4, 1; entry_d: u32 = 5, 4; });
@@ -349,6 +355,7 @@ impl Input {
 
     /// Draws the next transaction of the mix for a terminal of warehouse `w`.
     pub fn draw(rng: &mut Rng, scale: &Scale, w: u32, now: u32) -> Input {
+        debug_assert_eq!(Kind::ALL.iter().map(|k| k.weight()).sum::<u64>(), 100, "the mix is in percent");
         let mut roll = rng.below(100);
         let mut kind = Kind::NewOrder;
         for k in Kind::ALL {
@@ -362,6 +369,31 @@ impl Input {
     }
 
     pub fn draw_kind(rng: &mut Rng, s: &Scale, w: u32, now: u32, kind: Kind) -> Input {
+        let input = Input::draw_unchecked(rng, s, w, now, kind);
+        debug_assert!(input.kind() == kind && input.within(s), "{input:?} outside {s:?}");
+        input
+    }
+
+    /// Every id within `s` (an item one past it: New-Order's rollback),
+    /// New-Order's 5..=15 lines (TPC-C 2.4.1.3).
+    fn within(&self, s: &Scale) -> bool {
+        let id = |v: u32, max: u32| (1..=max).contains(&v);
+        let wd = |w: u32, d: u32| id(w, s.warehouses) && id(d, s.districts);
+        match self {
+            Input::NewOrder { w, d, c, lines, .. } => {
+                wd(*w, *d)
+                    && id(*c, s.customers)
+                    && (5..=15).contains(&lines.len())
+                    && lines.iter().all(|l| id(l.item, s.items + 1) && id(l.supply_w, s.warehouses))
+            }
+            Input::Payment { w, d, c_w, c_d, c, .. } => wd(*w, *d) && wd(*c_w, *c_d) && id(*c, s.customers),
+            Input::OrderStatus { w, d, c } => wd(*w, *d) && id(*c, s.customers),
+            Input::Delivery { w, districts, .. } => id(*w, s.warehouses) && *districts == s.districts,
+            Input::StockLevel { w, d, .. } => wd(*w, *d),
+        }
+    }
+
+    fn draw_unchecked(rng: &mut Rng, s: &Scale, w: u32, now: u32, kind: Kind) -> Input {
         let mut pick = |n: u32| 1 + rng.below(n as u64) as u32;
         let d = pick(s.districts);
         let c = pick(s.customers);
@@ -423,6 +455,23 @@ pub enum Outcome {
 
 /// Runs `input` against `db` (TPC-C section 2, exact selects only).
 pub fn execute(input: &Input, db: &mut dyn Db) -> Outcome {
+    let outcome = run(input, db);
+    debug_assert!(
+        match (input, outcome) {
+            (Input::NewOrder { .. }, Outcome::Done | Outcome::RolledBack | Outcome::Exhausted) => true,
+            (Input::Payment { .. }, Outcome::Done) => true,
+            (Input::OrderStatus { .. }, Outcome::OrderLines(n)) => n <= MAX_LINES,
+            (Input::Delivery { districts, .. }, Outcome::Delivered(n)) => n <= *districts,
+            // Distinct items of the last 20 orders.
+            (Input::StockLevel { .. }, Outcome::LowStock(n)) => n <= 20 * MAX_LINES,
+            _ => false,
+        },
+        "{input:?} cannot end {outcome:?}"
+    );
+    outcome
+}
+
+fn run(input: &Input, db: &mut dyn Db) -> Outcome {
     match *input {
         Input::NewOrder { w, d, c, ref lines, now } => new_order(db, (w, d, c), lines, now),
         Input::Payment { w, d, c_w, c_d, c, amount, now } => payment(db, (w, d), (c_w, c_d, c), amount, now),
@@ -598,6 +647,7 @@ fn stock_level(db: &mut dyn Db, w: u32, d: u32, threshold: u32) -> Outcome {
 /// hold from the start (W_YTD = D x C x $10, D_YTD = C x $10, as TPC-C's
 /// $300,000 = 10 x $30,000 = 30,000 x $10).
 pub fn initial_db(scale: &Scale, seed: u64) -> BTreeMap<Key, Value> {
+    debug_assert!(scale.validate().is_ok(), "a validated scale: {scale:?}");
     let mut rng = Rng::new(seed ^ 0x7C7C_0001);
     let mut db = BTreeMap::new();
     let s = scale;
@@ -620,6 +670,7 @@ pub fn initial_db(scale: &Scale, seed: u64) -> BTreeMap<Key, Value> {
             load_district(&mut db, &mut rng, s, (w, d), first_new);
         }
     }
+    debug_assert_eq!(check_consistency(scale, &db), Vec::<String>::new(), "the load meets every condition");
     db
 }
 
@@ -696,6 +747,7 @@ fn load_district(db: &mut BTreeMap<Key, Value>, rng: &mut Rng, s: &Scale, (w, d)
 /// 1..=n, C_PAYMENT_CNT is the customer's history rows, and a customer's
 /// last-order id is its highest order id.
 pub fn check_consistency(scale: &Scale, db: &BTreeMap<Key, Value>) -> Vec<String> {
+    debug_assert!(scale.validate().is_ok(), "a validated scale (its ids fit the keys): {scale:?}");
     let mut errs = vec![];
     let records = Records::read(scale, db, &mut errs);
     let mut per_customer = PerCustomer::default();
@@ -1056,7 +1108,14 @@ pub struct KindStats {
 }
 
 impl KindStats {
+    /// A transaction finishes once, after it started; a rollback or an
+    /// exhausted New-Order is a committed one.
+    fn adds_up(&self) -> bool {
+        self.committed + self.gave_up <= self.started && self.rolled_back + self.exhausted <= self.committed
+    }
+
     pub fn merge(&mut self, o: &KindStats) {
+        debug_assert!(self.adds_up() && o.adds_up(), "{self:?} {o:?}");
         self.started += o.started;
         self.committed += o.committed;
         self.rolled_back += o.rolled_back;
@@ -1077,14 +1136,19 @@ pub struct TpccStats {
 
 impl TpccStats {
     pub fn kind(&mut self, k: Kind) -> &mut KindStats {
-        self.per_kind.entry(k).or_default()
+        let s = self.per_kind.entry(k).or_default();
+        debug_assert!(s.adds_up(), "{k:?}: {s:?}");
+        s
     }
     pub fn merge(&mut self, o: &TpccStats) {
+        let before = self.committed();
         for (k, s) in &o.per_kind {
             self.kind(*k).merge(s);
         }
+        debug_assert_eq!(self.committed(), before + o.committed(), "a merge loses no transaction");
     }
     pub fn committed(&self) -> u64 {
+        debug_assert!(self.per_kind.values().all(KindStats::adds_up));
         self.per_kind.values().map(|s| s.committed).sum()
     }
 }

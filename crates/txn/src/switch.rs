@@ -320,11 +320,21 @@ impl TxnSwitch {
     /// Every valid cache slot in slot order, of any generation (for
     /// comparing with the BPF program's map, `crates/xdp`).
     pub fn cache_slots(&self) -> impl Iterator<Item = (u32, &CacheEntry)> {
+        debug_assert!(
+            self.cache
+                .iter()
+                .all(|(_, e)| self.mode != Mode::Forward && (!e.opti || self.mode == Mode::OptimisticAbort)),
+            "a forwarding switch caches nothing; only optimistic-abort logs pending writes"
+        );
         self.cache.iter()
     }
 
     /// Every valid client slot in slot order (as [`TxnSwitch::cache_slots`]).
     pub fn client_slots(&self) -> impl Iterator<Item = (u32, &ClientEntry)> {
+        debug_assert!(
+            self.clients.iter().all(|(_, e)| !(e.forwarded && e.pinned) && (e.awaiting != 1 || e.forwarded)),
+            "a forwarded request unpins its client; awaiting 1 is the client's last request, forwarded"
+        );
         self.clients.iter()
     }
 

@@ -476,10 +476,19 @@ impl Message {
 
     /// The message of header `h` and its `body`.
     pub fn with_body(h: Header, body: &[u8]) -> Result<Message, DecodeError> {
+        let len = body.len();
         let body = match h.kind {
             Kind::Request => Body::Request(Op::decode(body)?),
             Kind::Reply => Body::Reply(Reply::decode(body)?),
         };
+        debug_assert_eq!(
+            match &body {
+                Body::Request(op) => op.encode().map(|b| b.len()),
+                Body::Reply(r) => Some(r.encode().len()),
+            },
+            Some(len),
+            "a decoded body re-encodes to its own length"
+        );
         Ok(Message { client: h.client, seq: h.seq, body })
     }
 }

@@ -31,7 +31,9 @@ macro_rules! decode_error_impls {
         impl $t {
             /// Position in `ALL`, for per-reason counter arrays.
             pub fn index(self) -> usize {
-                self as usize
+                let i = self as usize;
+                debug_assert!(Self::ALL.get(i) == Some(&self), "{self:?} is at its code's place in ALL");
+                i
             }
         }
 
@@ -50,10 +52,14 @@ macro_rules! decode_error_impls {
 pub(crate) mod bytes {
     /// `N` bytes from `at`.
     pub fn array<const N: usize>(b: &[u8], at: usize) -> Option<[u8; N]> {
-        b.get(at..at.checked_add(N)?)?.try_into().ok()
+        let read = b.get(at..at.checked_add(N)?).and_then(|s| s.try_into().ok());
+        debug_assert_eq!(read.is_some(), at.checked_add(N).is_some_and(|end| end <= b.len()), "read iff in bounds");
+        read
     }
     pub fn byte(b: &[u8], at: usize) -> Option<u8> {
-        b.get(at).copied()
+        let read = b.get(at).copied();
+        debug_assert_eq!(read.is_some(), at < b.len(), "read iff in bounds");
+        read
     }
     pub fn be16(b: &[u8], at: usize) -> Option<u16> {
         array(b, at).map(u16::from_be_bytes)

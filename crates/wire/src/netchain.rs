@@ -296,7 +296,9 @@ impl<'a> NcPacket<'a> {
         debug_assert!(self.entries <= MAX_CHAIN_NODES.saturating_add(1));
         self.fixed().saturating_add(FIXED_LEN)
     }
+    /// Never: a packet holds at least its fixed part.
     pub fn is_empty(&self) -> bool {
+        debug_assert!(self.buf.len() >= self.len(), "the packet, at least its fixed part, is in the buffer");
         false
     }
     pub fn op(&self) -> NcOp {
