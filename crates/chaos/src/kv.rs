@@ -9,7 +9,10 @@
 //! the schedule SIGKILLs and restarts acceptors and replicas (one process
 //! down at a time) and kills the coordinator (the backup takes over). A
 //! coordinator restart is one kind of event of the schedule, enabled by
-//! `--coordinator-restarts`: every `innet up paxos` process runs with
+//! `--coordinator-restarts`, and so is a restart of the backup's process
+//! (while the coordinator is up: one process down at a time; the backup
+//! starts again watching, and takes over above every round it hears when
+//! the coordinator dies next): every `innet up paxos` process runs with
 //! `--data-plane process --dir D`, so the deployment has failback (a
 //! restarted coordinator takes a fresh round with phase 1 and the backup
 //! hands the role back; `innet_live::paxos::coordinator_epoch`).
@@ -79,6 +82,7 @@ enum Role {
     Coordinator,
     Acceptor,
     Replica,
+    Backup,
 }
 
 impl Role {
@@ -87,6 +91,7 @@ impl Role {
             Role::Coordinator => "coordinator",
             Role::Acceptor => "acceptor",
             Role::Replica => "replica",
+            Role::Backup => "backup",
         }
     }
 }
@@ -95,15 +100,21 @@ impl Role {
 /// by its restart 0.4-1.6 s later and the next kill 0.3-1.2 s after that.
 /// The first three kills are one of each kind (in an order the seed
 /// picks); a coordinator that is not restarted is killed once.
-fn schedule(
-    rng: &mut Rng,
-    duration_s: f64,
+/// Process indices of the deployment's roles in its [`Run`].
+struct Procs<'p> {
+    backup: usize,
     coordinator: usize,
-    acceptors: &[usize],
-    replicas: &[usize],
-    coordinator_restarts: bool,
-) -> Vec<Event> {
-    let mut first = [Role::Coordinator, Role::Acceptor, Role::Replica];
+    acceptors: &'p [usize],
+    replicas: &'p [usize],
+}
+
+fn schedule(rng: &mut Rng, duration_s: f64, p: Procs, coordinator_restarts: bool) -> Vec<Event> {
+    let (coordinator, acceptors, replicas) = (p.coordinator, p.acceptors, p.replicas);
+    let mut first = vec![Role::Coordinator, Role::Acceptor, Role::Replica];
+    if coordinator_restarts {
+        // With failback every role restarts: the backup too.
+        first.push(Role::Backup);
+    }
     for i in (1..first.len()).rev() {
         first.swap(i, rng.below(i as u64 + 1) as usize);
     }
@@ -115,6 +126,7 @@ fn schedule(
         let role = match first.get(k) {
             Some(&r) => r,
             None if coordinator_restarts && rng.below(5) == 0 => Role::Coordinator,
+            None if coordinator_restarts && rng.below(10) == 0 => Role::Backup,
             None if rng.chance(0.5) => Role::Acceptor,
             None => Role::Replica,
         };
@@ -122,6 +134,7 @@ fn schedule(
             Role::Coordinator => coordinator,
             Role::Acceptor => acceptors[rng.below(acceptors.len() as u64) as usize],
             Role::Replica => replicas[rng.below(replicas.len() as u64) as usize],
+            Role::Backup => p.backup,
         };
         let down = 0.4 + rng.f64() * 1.2;
         if t + down > end {
@@ -308,8 +321,8 @@ fn lost_writes(history: &[KvRecord], finals: &BTreeMap<Vec<u8>, Option<Vec<u8>>>
 pub fn run(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> {
     report.flags = format!(" --kv{}", if cfg.coordinator_restarts { " --coordinator-restarts" } else { "" });
     let mut d = KvDeployment::start(cfg)?;
-    let events =
-        schedule(&mut d.run.rng, cfg.duration_s, d.coordinator, &d.acceptors, &d.replicas, cfg.coordinator_restarts);
+    let procs = Procs { backup: d.backup, coordinator: d.coordinator, acceptors: &d.acceptors, replicas: &d.replicas };
+    let events = schedule(&mut d.run.rng, cfg.duration_s, procs, cfg.coordinator_restarts);
 
     // The clients, in threads of their own.
     let t0 = Instant::now();
@@ -373,6 +386,7 @@ pub fn run(cfg: &ChaosConfig, report: &mut ChaosReport) -> anyhow::Result<()> {
 struct KvDeployment<'a> {
     run: Run<'a>,
     /// Process indices in `run`.
+    backup: usize,
     coordinator: usize,
     acceptors: Vec<usize>,
     replicas: Vec<usize>,
@@ -408,7 +422,7 @@ impl<'a> KvDeployment<'a> {
         let mut run = Run::new(cfg);
         let elsewhere = std::iter::once(s("coordinator")).chain((0..ACCEPTORS).map(|i| format!("acceptor{i}")));
         let rest = deployment(&[s("--elsewhere"), elsewhere.collect::<Vec<_>>().join(","), s("--metrics"), s(metrics)]);
-        run.add("backup", &rest);
+        let backup = run.add("backup", &rest);
         let coordinator = run.add("coordinator", &deployment(&[s("--node"), s("coordinator")]));
         let acceptors: Vec<usize> = (0..ACCEPTORS)
             .map(|i| {
@@ -437,12 +451,14 @@ impl<'a> KvDeployment<'a> {
             })
             .collect();
         run.start_all()?;
-        Ok(KvDeployment { run, coordinator, acceptors, replicas, client_ports, metrics, data })
+        Ok(KvDeployment { run, backup, coordinator, acceptors, replicas, client_ports, metrics, data })
     }
 
     fn role_of(&self, p: usize) -> Role {
         if p == self.coordinator {
             Role::Coordinator
+        } else if p == self.backup {
+            Role::Backup
         } else if self.acceptors.contains(&p) {
             Role::Acceptor
         } else {
@@ -464,6 +480,8 @@ impl<'a> KvDeployment<'a> {
         events.sort_by(|a, b| a.at.total_cmp(&b.at));
         let mut queue: std::collections::VecDeque<Event> = events.into();
         let mut tally = Tally::default();
+        // The backup's counters as last read (its process restarts too).
+        let mut seen = (0u64, 0u64);
         let mut next_poll = Instant::now();
         while Instant::now() < until {
             let now = t0.elapsed().as_secs_f64();
@@ -488,13 +506,19 @@ impl<'a> KvDeployment<'a> {
             if Instant::now() >= next_poll {
                 next_poll = Instant::now() + METRICS_POLL;
                 if let Some((over, back)) = takeovers(self.metrics) {
-                    if over > tally.failovers {
-                        report.events.push((now, format!("backup took over ({over} times)")));
+                    if over < seen.0 || back < seen.1 {
+                        // A restarted backup counts from 0 again.
+                        seen = (0, 0);
                     }
-                    if back > tally.failbacks {
-                        report.events.push((now, format!("backup handed the role back ({back} times)")));
+                    if over > seen.0 {
+                        tally.failovers += over - seen.0;
+                        report.events.push((now, format!("backup took over ({} times)", tally.failovers)));
                     }
-                    (tally.failovers, tally.failbacks) = (tally.failovers.max(over), tally.failbacks.max(back));
+                    if back > seen.1 {
+                        tally.failbacks += back - seen.1;
+                        report.events.push((now, format!("backup handed the role back ({} times)", tally.failbacks)));
+                    }
+                    seen = (over, back);
                 }
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -536,7 +560,7 @@ struct Tally {
 
 impl Tally {
     fn report(&self, report: &mut ChaosReport) {
-        for role in [Role::Coordinator, Role::Acceptor, Role::Replica] {
+        for role in [Role::Coordinator, Role::Acceptor, Role::Replica, Role::Backup] {
             report.counts.push((format!("kills_{}", role.name()), self.kills.get(&role).copied().unwrap_or(0)));
             report.counts.push((format!("restarts_{}", role.name()), self.restarts.get(&role).copied().unwrap_or(0)));
         }
@@ -636,21 +660,24 @@ fn store_mismatches(
 mod tests {
     use super::*;
 
-    /// The first three kills are one of each kind; one process down at a
-    /// time; without restarts the coordinator is killed once; the same
-    /// seed gives the same schedule.
+    /// The first kills are one of each kind (the backup too with
+    /// restarts); one process down at a time; without restarts the
+    /// coordinator is killed once; the same seed gives the same schedule.
     #[test]
     fn the_schedule_kills_every_kind_one_at_a_time() {
         for restarts in [false, true] {
-            let sched = |seed| schedule(&mut Rng::new(seed), 120.0, 0, &[1, 2, 3], &[4, 5, 6], restarts);
+            let procs = || Procs { backup: 7, coordinator: 0, acceptors: &[1, 2, 3], replicas: &[4, 5, 6] };
+            let sched = |seed| schedule(&mut Rng::new(seed), 120.0, procs(), restarts);
             let e = sched(7);
             let again = sched(7);
             assert_eq!(format!("{e:?}"), format!("{again:?}"));
             let kills: Vec<usize> = e.iter().filter(|e| !e.restart).map(|e| e.proc).collect();
-            let kind = |p: usize| [0, 1, 1, 1, 2, 2, 2][p];
-            let mut first: Vec<usize> = kills[..3].iter().map(|&p| kind(p)).collect();
+            let kind = |p: usize| [0, 1, 1, 1, 2, 2, 2, 3][p];
+            let kinds = if restarts { 4 } else { 3 };
+            let mut first: Vec<usize> = kills[..kinds].iter().map(|&p| kind(p)).collect();
             first.sort();
-            assert_eq!(first, [0, 1, 2]);
+            assert_eq!(first, (0..kinds).collect::<Vec<_>>());
+            assert_eq!(kills.contains(&7), restarts, "the backup is killed only with restarts");
             let coord = kills.iter().filter(|&&p| p == 0).count();
             if restarts {
                 assert!(coord > 1, "{coord}");
