@@ -35,6 +35,7 @@ use crate::harness::{
 pub fn run(cfg: &ChaosConfig) -> anyhow::Result<ChaosReport> {
     cfg.validate().map_err(anyhow::Error::msg)?;
     std::fs::create_dir_all(&cfg.dir).with_context(|| format!("cannot create {}", cfg.dir.display()))?;
+    let _lock = hold_dir(&cfg.dir)?;
     let mut report = ChaosReport {
         service: cfg.service.name().to_string(),
         seed: cfg.seed,
@@ -51,6 +52,21 @@ pub fn run(cfg: &ChaosConfig) -> anyhow::Result<ChaosReport> {
         report.rss_max_kib.push(("chaos".into(), k));
     }
     Ok(report)
+}
+
+/// One campaign per directory: a second one would delete the first's data
+/// directories under it. The lock is held while the returned file lives.
+fn hold_dir(dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    let path = dir.join(".chaos.lock");
+    let lock = std::fs::File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    if lock.try_lock().is_err() {
+        anyhow::bail!(
+            "another innet chaos campaign is running in {} (it holds {}); give this one another --out",
+            dir.display(),
+            path.display()
+        );
+    }
+    Ok(lock)
 }
 
 fn s(x: impl ToString) -> String {
@@ -657,5 +673,24 @@ impl Forge for ChainForge {
             Protocol::NetCraq => CraqMsg::decode(b).map_or(true, |m| m.op != KvOp::Write),
             Protocol::NetChain => NcMsg::decode(b).map_or(true, |m| m.op != NcOp::WriteReq),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A second campaign in a directory in use is refused (it would delete
+    /// the first one's data), and the directory is free again after.
+    #[test]
+    fn one_campaign_per_directory() {
+        let dir = std::env::temp_dir().join(format!("innet-chaos-lock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = hold_dir(&dir).unwrap();
+        let e = hold_dir(&dir).unwrap_err().to_string();
+        assert!(e.contains("another innet chaos campaign") && e.contains("--out"), "{e}");
+        drop(first);
+        assert!(hold_dir(&dir).is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
