@@ -59,7 +59,9 @@ pub fn run(cfg: &ChaosConfig) -> anyhow::Result<ChaosReport> {
 fn hold_dir(dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
     let path = dir.join(".chaos.lock");
     let lock = std::fs::File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
-    if lock.try_lock().is_err() {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this function owns; no memory is shared.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         anyhow::bail!(
             "another innet chaos campaign is running in {} (it holds {}); give this one another --out",
             dir.display(),
