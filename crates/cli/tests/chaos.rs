@@ -111,12 +111,8 @@ fn the_kv_service_stays_linearizable_while_every_role_is_killed() {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     eprintln!("CHAOS paxos --kv:\n{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success() && stdout.contains("chaos: OK"), "{stdout}");
-    let counts: Vec<&str> =
-        stdout.lines().find_map(|l| l.strip_prefix("counts: ")).expect("a counts line").split_whitespace().collect();
-    let count = |name: &str| -> u64 {
-        let i = counts.iter().position(|w| *w == name).unwrap_or_else(|| panic!("no {name} in {counts:?}"));
-        counts[i + 1].parse().unwrap()
-    };
+    let counts = counts_line(&stdout);
+    let count = |name: &str| count_of(&counts, name);
     for role in ["coordinator", "acceptor", "replica"] {
         assert!(count(&format!("kills_{role}")) >= 1, "no {role} killed: {counts:?}");
     }
@@ -146,12 +142,8 @@ fn every_role_restarts_and_the_coordinator_takes_the_role_back() {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     eprintln!("CHAOS paxos --kv --coordinator-restarts:\n{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success() && stdout.contains("chaos: OK"), "{stdout}");
-    let counts: Vec<&str> =
-        stdout.lines().find_map(|l| l.strip_prefix("counts: ")).expect("a counts line").split_whitespace().collect();
-    let count = |name: &str| -> u64 {
-        let i = counts.iter().position(|w| *w == name).unwrap_or_else(|| panic!("no {name} in {counts:?}"));
-        counts[i + 1].parse().unwrap()
-    };
+    let counts = counts_line(&stdout);
+    let count = |name: &str| count_of(&counts, name);
     for role in ["coordinator", "acceptor", "replica", "backup"] {
         let (k, r) = (count(&format!("kills_{role}")), count(&format!("restarts_{role}")));
         assert!(k >= 1 && r == k, "{role}: {k} kills, {r} restarts: {counts:?}");
@@ -160,4 +152,15 @@ fn every_role_restarts_and_the_coordinator_takes_the_role_back() {
     assert_eq!((count("lost_acked_writes"), count("replica_mismatches")), (0, 0));
     assert!(stdout.lines().any(|l| l.starts_with("check: linearizable")), "{stdout}");
     let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+/// The words of a campaign's `counts:` line.
+fn counts_line(stdout: &str) -> Vec<&str> {
+    stdout.lines().find_map(|l| l.strip_prefix("counts: ")).expect("a counts line").split_whitespace().collect()
+}
+
+/// The figure after `name` in `counts_line`'s words.
+fn count_of(counts: &[&str], name: &str) -> u64 {
+    let i = counts.iter().position(|w| *w == name).unwrap_or_else(|| panic!("no {name} in {counts:?}"));
+    counts[i + 1].parse().unwrap()
 }

@@ -49,6 +49,20 @@ fn wait_metric(addr: SocketAddr, name: &str, want: u64) -> u64 {
     }
 }
 
+/// Three `innet kv-replica` processes of the deployment at `base`, on
+/// `dir/r0..r2`, their client ports at `base + 20 + i`.
+fn spawn_replicas(dir: &std::path::Path, base: u16) -> Vec<Proc> {
+    let b = base.to_string();
+    (0..3)
+        .map(|i| {
+            let r = dir.join(format!("r{i}"));
+            let client = (base + 20 + i as u16).to_string();
+            let a = ["kv-replica", "--id", &i.to_string(), "--data-dir", r.to_str().unwrap(), "--base-port", &b];
+            spawn(&[&a[..], &["--learners", "3", "--client-port", &client, "--status-ms", "50"]].concat())
+        })
+        .collect()
+}
+
 /// Waits until every replica's latest status line says the same `next`,
 /// `digest` and `keys`; returns that.
 fn agreed(replicas: &[Proc]) -> String {
@@ -96,14 +110,7 @@ fn the_coordinator_takes_the_role_back_after_each_restart() {
     };
     let mut coordinator = start_coordinator();
     let _rest = spawn(&args(&deployment(&["--elsewhere", "coordinator", "--metrics", &m])));
-    let replicas: Vec<Proc> = (0..3)
-        .map(|i| {
-            let r = dir.join(format!("r{i}"));
-            let client = (base + 20 + i as u16).to_string();
-            let a = ["kv-replica", "--id", &i.to_string(), "--data-dir", r.to_str().unwrap(), "--base-port", &b];
-            spawn(&[&a[..], &["--learners", "3", "--client-port", &client, "--status-ms", "50"]].concat())
-        })
-        .collect();
+    let replicas = spawn_replicas(&dir, base);
     let ports: Vec<SocketAddr> = (0..3).map(|i| SocketAddr::from(([127, 0, 0, 1], base + 20 + i))).collect();
     wait_metric(metrics, "innet_paxos_round", 0);
     let mut c = loop {
@@ -220,14 +227,7 @@ fn a_whole_deployment_started_again_reuses_its_directories() {
     let ports: Vec<SocketAddr> = (0..3).map(|i| SocketAddr::from(([127, 0, 0, 1], base + 20 + i))).collect();
     let start = || {
         let up = spawn(&args(&deployment));
-        let replicas: Vec<Proc> = (0..3)
-            .map(|i| {
-                let r = dir.join(format!("r{i}"));
-                let client = (base + 20 + i as u16).to_string();
-                let a = ["kv-replica", "--id", &i.to_string(), "--data-dir", r.to_str().unwrap(), "--base-port", &b];
-                spawn(&[&a[..], &["--learners", "3", "--client-port", &client, "--status-ms", "50"]].concat())
-            })
-            .collect();
+        let replicas = spawn_replicas(&dir, base);
         let t = Instant::now();
         let c = loop {
             // The replicas bind their client ports as they start; the first
