@@ -355,6 +355,97 @@ impl BackupCoordinator {
         debug_assert!(self.next_inst >= next_before, "the next instance went back");
         debug_assert!(self.holds());
     }
+
+    /// A client value. Proposers only send here after TAKEOVER (and resend
+    /// what is not committed after it): anything earlier is not theirs.
+    fn on_request(&mut self, now: Time, value: Value, out: &mut Outbox) {
+        if self.active_since.is_none() {
+            self.requests_before_takeover += 1;
+            return;
+        }
+        if self.queue.len() >= QUEUE_MAX {
+            self.requests_dropped_full += 1;
+            return;
+        }
+        self.queue.push_back(value);
+        self.fill(now, out);
+    }
+
+    /// A 2B vote or a vote counter's decision: the log reaches its instance,
+    /// and one of our slots may be decided.
+    fn on_vote(&mut self, now: Time, m: &PaxosMsg, out: &mut Outbox) {
+        // A vote in the other coordinator's round tells its round too (a
+        // lost TAKEOVER, or a deployment whose backup does not send it to
+        // the coordinator). Votes of round 1 never reach above the backup's
+        // rounds.
+        let other = match self.config.mode {
+            Mode::Backup => crate::ISSUER_COORDINATOR,
+            Mode::Restarted { .. } => crate::ISSUER_BACKUP,
+        };
+        if m.msgtype == MsgType::Phase2B && (m.vrnd & 0xff) as u8 == other && m.vrnd > crate::ROUND_INIT {
+            self.heard_takeover(now, m.vrnd, out);
+        }
+        self.max_seen = Some(self.max_seen.map_or(m.inst, |x| x.max(m.inst)));
+        if !self.knows_log {
+            self.knows_log = true;
+            if self.active_since.is_some() && matches!(self.config.mode, Mode::Restarted { .. }) {
+                self.fill(now, out);
+            }
+        }
+        let decided = m.msgtype == MsgType::Decided
+            || (self.slots.contains_key(&m.inst) && self.votes.record(m.inst, m.acptid, m.vrnd, m.value).is_some());
+        if decided && self.slots.contains_key(&m.inst) {
+            self.votes.forget(m.inst);
+            self.slots.remove(&m.inst);
+            self.fill(now, out);
+        }
+    }
+
+    /// A learner delivered every instance below its checkpoint (section
+    /// 3.1's TRIM): those are decided. New instances start past it (a
+    /// restarted coordinator learns there where the log is), and an instance
+    /// of ours below it is given up, not retried: its phase 1 may never be
+    /// answered (the acceptors trim it) and every retry would climb the
+    /// epochs. Its request, if it carried one, is resubmitted by its
+    /// proposer. Once in charge, it tells learners how far it has handed
+    /// out instances, as the coordinator does: a learner that missed every
+    /// vote of the last instances learns of the gap and recovers them.
+    fn on_trim(&mut self, now: Time, m: &PaxosMsg, out: &mut Outbox) {
+        if let Some(last) = m.inst.checked_sub(1) {
+            self.max_seen = Some(self.max_seen.map_or(last, |x| x.max(last)));
+        }
+        let before = self.slots.len();
+        self.slots.retain(|&i, _| i >= m.inst);
+        self.slots_below_checkpoints += (before - self.slots.len()) as u64;
+        self.votes.forget_below(m.inst);
+        debug_assert!(self.slots.keys().all(|&i| i >= m.inst), "no slot left below the checkpoint");
+        let first = matches!(self.config.mode, Mode::Restarted { .. }) && !self.knows_log;
+        self.knows_log = true;
+        if self.active_since.is_some() {
+            self.fill(now, out);
+            if !first {
+                let mut w = PaxosMsg::new(MsgType::Window);
+                w.inst = self.next_inst;
+                w.acptid = m.acptid;
+                out.send(Dest::Reply, w.encode());
+            }
+        }
+    }
+
+    /// A promise for one of our slots' phase 1.
+    fn on_1b(&mut self, now: Time, m: &PaxosMsg, out: &mut Outbox) {
+        let q = self.config.quorum;
+        let Some(s) = self.slots.get_mut(&m.inst) else { return };
+        if let Some(Phase2::Earlier(_)) = s.prepare.on_1b(m, q, out) {
+            // An earlier vote occupies this instance: finish it, and give
+            // our request the next free instance.
+            self.values_repeated += 1;
+            if let Some(r) = s.request.take() {
+                self.queue.push_front(r);
+            }
+            self.fill(now, out);
+        }
+    }
 }
 
 impl Host for BackupCoordinator {
@@ -367,94 +458,12 @@ impl Host for BackupCoordinator {
             }
             MsgType::Heartbeat if m.inst == self.heartbeat_seq => self.last_reply = now,
             MsgType::Takeover => self.heard_takeover(now, m.rnd, out),
-            MsgType::Request => {
-                // Proposers only send here after TAKEOVER (and resend what
-                // is not committed after it): anything earlier is not theirs.
-                if self.active_since.is_none() {
-                    self.requests_before_takeover += 1;
-                    return;
-                }
-                if self.queue.len() >= QUEUE_MAX {
-                    self.requests_dropped_full += 1;
-                    return;
-                }
-                self.queue.push_back(m.value);
-                self.fill(now, out);
-            }
+            MsgType::Request => self.on_request(now, m.value, out),
             // A vote, or a decision from a vote counter in front of the
             // backup (crate::vote_counter).
-            MsgType::Phase2B | MsgType::Decided => {
-                // A vote in the other coordinator's round tells its round
-                // too (a lost TAKEOVER, or a deployment whose backup does
-                // not send it to the coordinator). Votes of round 1 never
-                // reach above the backup's rounds.
-                let other = match self.config.mode {
-                    Mode::Backup => crate::ISSUER_COORDINATOR,
-                    Mode::Restarted { .. } => crate::ISSUER_BACKUP,
-                };
-                if m.msgtype == MsgType::Phase2B && (m.vrnd & 0xff) as u8 == other && m.vrnd > crate::ROUND_INIT {
-                    self.heard_takeover(now, m.vrnd, out);
-                }
-                self.max_seen = Some(self.max_seen.map_or(m.inst, |x| x.max(m.inst)));
-                if !self.knows_log {
-                    self.knows_log = true;
-                    if self.active_since.is_some() && matches!(self.config.mode, Mode::Restarted { .. }) {
-                        self.fill(now, out);
-                    }
-                }
-                let decided = m.msgtype == MsgType::Decided
-                    || (self.slots.contains_key(&m.inst)
-                        && self.votes.record(m.inst, m.acptid, m.vrnd, m.value).is_some());
-                if decided && self.slots.contains_key(&m.inst) {
-                    self.votes.forget(m.inst);
-                    self.slots.remove(&m.inst);
-                    self.fill(now, out);
-                }
-            }
-            // A learner delivered every instance below its checkpoint
-            // (section 3.1's TRIM): those are decided. New instances start
-            // past it (a restarted coordinator learns there where the log
-            // is), and an instance of ours below it is given up, not
-            // retried: its phase 1 may never be answered (the acceptors
-            // trim it) and every retry would climb the epochs. Its request,
-            // if it carried one, is resubmitted by its proposer.
-            // Once in charge, it tells learners how far it has handed out
-            // instances, as the coordinator does: a learner that missed
-            // every vote of the last instances learns of the gap and
-            // recovers them.
-            MsgType::Trim => {
-                if let Some(last) = m.inst.checked_sub(1) {
-                    self.max_seen = Some(self.max_seen.map_or(last, |x| x.max(last)));
-                }
-                let before = self.slots.len();
-                self.slots.retain(|&i, _| i >= m.inst);
-                self.slots_below_checkpoints += (before - self.slots.len()) as u64;
-                self.votes.forget_below(m.inst);
-                let first = matches!(self.config.mode, Mode::Restarted { .. }) && !self.knows_log;
-                self.knows_log = true;
-                if self.active_since.is_some() {
-                    self.fill(now, out);
-                    if !first {
-                        let mut w = PaxosMsg::new(MsgType::Window);
-                        w.inst = self.next_inst;
-                        w.acptid = m.acptid;
-                        out.send(Dest::Reply, w.encode());
-                    }
-                }
-            }
-            MsgType::Phase1B => {
-                let q = self.config.quorum;
-                let Some(s) = self.slots.get_mut(&m.inst) else { return };
-                if let Some(Phase2::Earlier(_)) = s.prepare.on_1b(&m, q, out) {
-                    // An earlier vote occupies this instance: finish it, and
-                    // give our request the next free instance.
-                    self.values_repeated += 1;
-                    if let Some(r) = s.request.take() {
-                        self.queue.push_front(r);
-                    }
-                    self.fill(now, out);
-                }
-            }
+            MsgType::Phase2B | MsgType::Decided => self.on_vote(now, &m, out),
+            MsgType::Trim => self.on_trim(now, &m, out),
+            MsgType::Phase1B => self.on_1b(now, &m, out),
             _ => {}
         }
     }
