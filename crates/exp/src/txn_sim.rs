@@ -364,6 +364,41 @@ fn checked(cfg: &TxnPointConfig, trace: bool) -> Result<(CheckedRun, Vec<TraceEv
     if trace {
         t.sim.record_trace();
     }
+    let replayers = add_outside_senders(&mut t, cfg);
+    // Clients stop starting transactions at duration_s; give retries and
+    // resends time to finish so that most attempts have an outcome. The run
+    // goes in steps: after each, the replayers get the requests the clients
+    // finished meanwhile.
+    let end = Time::from_secs_f64(cfg.duration_s) + cfg.timeout() * 30;
+    let mut seen = vec![0usize; t.clients.len()];
+    let mut now = Time::ZERO;
+    while now < end {
+        now = (now + Duration::from_millis(20)).min(end);
+        t.sim.run_until(now);
+        feed_replayers(&mut t, &replayers, &mut seen);
+    }
+    let store = t.store();
+    let decisions = store.log.as_deref().expect("recording on");
+    let mut attempts = vec![];
+    for &c in &t.clients {
+        let lc = t.sim.host::<LoadClient>(c).expect("load client");
+        attempts.extend_from_slice(lc.client.history.as_deref().expect("recording on"));
+    }
+    let result = check(decisions, &attempts, &store.snapshot());
+    let run = CheckedRun {
+        config: cfg.clone(),
+        result,
+        trace_hash: t.sim.trace_hash(),
+        net: t.sim.stats.clone(),
+        committed: t.stats().committed,
+    };
+    Ok((run, t.sim.trace_events().to_vec()))
+}
+
+/// Beside every switch a [`Forger`], and beside every switch that clients
+/// send to a [`Replayer`] (linked to that switch and to the store); each
+/// replayer's id and its switch's.
+fn add_outside_senders(t: &mut TxnTopology, cfg: &TxnPointConfig) -> Vec<(NodeId, NodeId)> {
     let cl_ids: Vec<u32> = deploy::client_ids(&t.deployment).into_iter().filter(|&id| id != 0).collect();
     let mut rng = Rng::new(cfg.seed ^ 0x00F0_F6E4);
     let keys: Vec<innet_wire::txn::Key> = (0..cfg.keys).collect();
@@ -387,53 +422,33 @@ fn checked(cfg: &TxnPointConfig, trace: bool) -> Result<(CheckedRun, Vec<TraceEv
         t.sim.set_port(r, 0, Some(t.store));
         replayers.push((r, sw));
     }
-    // Clients stop starting transactions at duration_s; give retries and
-    // resends time to finish so that most attempts have an outcome. The run
-    // goes in steps: after each, the replayers get the requests the clients
-    // finished meanwhile.
-    let end = Time::from_secs_f64(cfg.duration_s) + cfg.timeout() * 30;
-    let mut seen = vec![0usize; t.clients.len()];
-    let mut now = Time::ZERO;
-    while now < end {
-        now = (now + Duration::from_millis(20)).min(end);
-        t.sim.run_until(now);
-        let mut fresh: Vec<(NodeId, (Vec<innet_wire::txn::TxnMsg>, bool))> = vec![];
-        let decided: std::collections::HashSet<(u32, i32)> =
-            t.store().log.as_deref().expect("recording on").iter().map(|d| (d.cl_id, d.req_id)).collect();
-        for (k, &c) in t.clients.iter().enumerate() {
-            let ix = t.nodes.iter().position(|&n| n == c).expect("a deployment node");
-            let Some(up) = t.deployment.nodes[ix].upstream.map(|u| t.nodes[u]) else { continue };
-            let lc = t.sim.host::<LoadClient>(c).expect("load client");
-            let h = lc.client.history.as_deref().expect("recording on");
-            for a in &h[seen[k]..] {
-                let template = innet_wire::txn::TxnMsg::request(a.cl_id, a.req_id, vec![]);
-                // Attempts in a history were sent, so they fit.
-                let Some(frags) = innet_wire::txn::TxnMsg::fragments(&template, &a.ops) else { continue };
-                fresh.push((up, (frags, decided.contains(&(a.cl_id, a.req_id)))));
-            }
-            seen[k] = h.len();
-        }
-        for &(r, sw) in &replayers {
-            let mine = fresh.iter().filter(|(up, _)| *up == sw).map(|(_, f)| f.clone());
-            t.sim.host_mut::<Replayer>(r).expect("replayer").captured.extend(mine);
-        }
-    }
-    let store = t.store();
-    let decisions = store.log.as_deref().expect("recording on");
-    let mut attempts = vec![];
-    for &c in &t.clients {
+    replayers
+}
+
+/// Hands each replayer (`replayers`: its id and its switch's) the requests
+/// its switch's clients attempted since `seen` (per client, the history
+/// entries already handed over), each with whether the store decided it.
+fn feed_replayers(t: &mut TxnTopology, replayers: &[(NodeId, NodeId)], seen: &mut [usize]) {
+    let mut fresh: Vec<(NodeId, (Vec<innet_wire::txn::TxnMsg>, bool))> = vec![];
+    let decided: std::collections::HashSet<(u32, i32)> =
+        t.store().log.as_deref().expect("recording on").iter().map(|d| (d.cl_id, d.req_id)).collect();
+    for (k, &c) in t.clients.iter().enumerate() {
+        let ix = t.nodes.iter().position(|&n| n == c).expect("a deployment node");
+        let Some(up) = t.deployment.nodes[ix].upstream.map(|u| t.nodes[u]) else { continue };
         let lc = t.sim.host::<LoadClient>(c).expect("load client");
-        attempts.extend_from_slice(lc.client.history.as_deref().expect("recording on"));
+        let h = lc.client.history.as_deref().expect("recording on");
+        for a in &h[seen[k]..] {
+            let template = innet_wire::txn::TxnMsg::request(a.cl_id, a.req_id, vec![]);
+            // Attempts in a history were sent, so they fit.
+            let Some(frags) = innet_wire::txn::TxnMsg::fragments(&template, &a.ops) else { continue };
+            fresh.push((up, (frags, decided.contains(&(a.cl_id, a.req_id)))));
+        }
+        seen[k] = h.len();
     }
-    let result = check(decisions, &attempts, &store.snapshot());
-    let run = CheckedRun {
-        config: cfg.clone(),
-        result,
-        trace_hash: t.sim.trace_hash(),
-        net: t.sim.stats.clone(),
-        committed: t.stats().committed,
-    };
-    Ok((run, t.sim.trace_events().to_vec()))
+    for &(r, sw) in replayers {
+        let mine = fresh.iter().filter(|(up, _)| *up == sw).map(|(_, f)| f.clone());
+        t.sim.host_mut::<Replayer>(r).expect("replayer").captured.extend(mine);
+    }
 }
 
 /// The random configuration `innet check txn` uses for `seed` and `mode`:

@@ -119,12 +119,7 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<i32> {
     };
     let entries = crate::entries();
     let chosen = report::select(&entries, &opts)?;
-    let unregistered: Vec<&str> = crate::ALL_RESULTS
-        .iter()
-        .copied()
-        .filter(|id| !entries.iter().any(|e| e.id == *id))
-        .filter(|id| opts.only.as_ref().is_none_or(|o| o.iter().any(|x| x == id)))
-        .collect();
+    let unregistered = unregistered(&entries, &opts);
     println!(
         "innet reproduce: {} results into {} (scale {}, seed {}, runtime {}){}",
         chosen.len(),
@@ -137,79 +132,12 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
     // Each result's own sweep would draw its own bar or lines inside ours.
     innet_exp::progress::hide_nested(true);
-    let tty = std::io::stdout().is_terminal();
-    let weights: Vec<u64> =
-        chosen.iter().map(|e| (report::expected_seconds(e.id) * opts.scale * 10.0).ceil() as u64 + 1).collect();
-    let bar = tty.then(|| {
-        let b = indicatif::ProgressBar::new(weights.iter().sum());
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {percent}% ~{eta} left  {msg}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b.enable_steady_tick(Duration::from_millis(200));
-        b
-    });
-    // The bar moves through each result's budget (tenths of its expected
-    // seconds) as it runs, stopping short of its end until it finishes, so
-    // the time left follows the real pace.
-    let current: Arc<Mutex<(u64, u64, Instant)>> = Arc::new(Mutex::new((0, 0, Instant::now())));
-    let ticking = Arc::new(AtomicBool::new(true));
-    let ticker = bar.clone().map(|b| {
-        let (current, ticking) = (current.clone(), ticking.clone());
-        std::thread::spawn(move || {
-            while ticking.load(Ordering::Relaxed) {
-                let (base, weight, since) = *current.lock().unwrap_or_else(|e| e.into_inner());
-                let inside = ((since.elapsed().as_secs_f64() * 10.0) as u64).min(weight.saturating_sub(1));
-                b.set_position(base + inside);
-                std::thread::sleep(Duration::from_millis(250));
-            }
-        })
-    });
-    let mut done_weight = 0u64;
+    let mut bar = RunBar::new(&chosen, opts.scale);
     let ran = report::run(&chosen, &opts, |p| match p {
-        Progress::Start { index, total, id, .. } => {
-            *current.lock().unwrap_or_else(|e| e.into_inner()) = (done_weight, weights[index], Instant::now());
-            if let Some(b) = &bar {
-                b.set_message(format!("[{}/{total}] {id}", index + 1));
-            }
-        }
-        Progress::Done { index, total, ran } => {
-            done_weight += weights[index];
-            *current.lock().unwrap_or_else(|e| e.into_inner()) = (done_weight, 0, Instant::now());
-            let line = match &ran.outcome {
-                Ok(o) => {
-                    let c = &o.claims[0];
-                    format!(
-                        "[{}/{total}] {:<15} {:>6.1} s  {:<14}  {}: ours {} vs paper {}",
-                        index + 1,
-                        ran.id,
-                        ran.seconds,
-                        o.verdict().name(),
-                        c.what,
-                        report::fmt_value(c.ours, &c.unit),
-                        c.paper.map_or("(direction)".to_string(), |v| report::fmt_value(v, &c.unit))
-                    )
-                }
-                Err(e) => format!("[{}/{total}] {:<15} {:>6.1} s  FAILED: {e}", index + 1, ran.id, ran.seconds),
-            };
-            match &bar {
-                Some(b) => {
-                    b.set_position(done_weight);
-                    b.println(line);
-                }
-                None => println!("{line}"),
-            }
-        }
+        Progress::Start { index, total, id, .. } => bar.start(index, total, id),
+        Progress::Done { index, total, ran } => bar.done(index, done_line(index, total, ran)),
     });
-    ticking.store(false, Ordering::Relaxed);
-    if let Some(t) = ticker {
-        let _ = t.join();
-    }
-    if let Some(b) = &bar {
-        b.finish_and_clear();
-    }
+    bar.finish();
     let wall = started.elapsed().as_secs_f64();
     let (md, html) = report::write_report(&opts, &entries, &ran, wall)?;
     let failed: Vec<&str> = ran.iter().filter(|r| r.outcome.is_err()).map(|r| r.id.as_str()).collect();
@@ -223,6 +151,119 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<i32> {
         html.display()
     );
     Ok(if failed.is_empty() { 0 } else { 1 })
+}
+
+/// The paper results `--only` asks for (all when absent) that no entry
+/// runs yet.
+fn unregistered(entries: &[crate::Entry], opts: &Options) -> Vec<&'static str> {
+    crate::ALL_RESULTS
+        .iter()
+        .copied()
+        .filter(|id| !entries.iter().any(|e| e.id == *id))
+        .filter(|id| opts.only.as_ref().is_none_or(|o| o.iter().any(|x| x == id)))
+        .collect()
+}
+
+/// The line printed when one result finishes: its verdict and first claim,
+/// or why it failed.
+fn done_line(index: usize, total: usize, ran: &report::Ran) -> String {
+    match &ran.outcome {
+        Ok(o) => {
+            let c = &o.claims[0];
+            format!(
+                "[{}/{total}] {:<15} {:>6.1} s  {:<14}  {}: ours {} vs paper {}",
+                index + 1,
+                ran.id,
+                ran.seconds,
+                o.verdict().name(),
+                c.what,
+                report::fmt_value(c.ours, &c.unit),
+                c.paper.map_or("(direction)".to_string(), |v| report::fmt_value(v, &c.unit))
+            )
+        }
+        Err(e) => format!("[{}/{total}] {:<15} {:>6.1} s  FAILED: {e}", index + 1, ran.id, ran.seconds),
+    }
+}
+
+/// The reproduction's progress: on a terminal a bar weighted by each
+/// result's expected seconds, moved by a ticker thread while a result runs;
+/// elsewhere plain lines.
+struct RunBar {
+    /// Each chosen result's budget, in tenths of its expected seconds.
+    weights: Vec<u64>,
+    /// The budgets of the results finished so far.
+    done_weight: u64,
+    bar: Option<indicatif::ProgressBar>,
+    /// (budget done before the running result, its budget, when it started).
+    current: Arc<Mutex<(u64, u64, Instant)>>,
+    ticking: Arc<AtomicBool>,
+    ticker: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RunBar {
+    fn new(chosen: &[&crate::Entry], scale: f64) -> RunBar {
+        let weights: Vec<u64> =
+            chosen.iter().map(|e| (report::expected_seconds(e.id) * scale * 10.0).ceil() as u64 + 1).collect();
+        let bar = std::io::stdout().is_terminal().then(|| {
+            let b = indicatif::ProgressBar::new(weights.iter().sum());
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {wide_bar} {percent}% ~{eta} left  {msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b.enable_steady_tick(Duration::from_millis(200));
+            b
+        });
+        // The bar moves through each result's budget (tenths of its expected
+        // seconds) as it runs, stopping short of its end until it finishes, so
+        // the time left follows the real pace.
+        let current: Arc<Mutex<(u64, u64, Instant)>> = Arc::new(Mutex::new((0, 0, Instant::now())));
+        let ticking = Arc::new(AtomicBool::new(true));
+        let ticker = bar.clone().map(|b| {
+            let (current, ticking) = (current.clone(), ticking.clone());
+            std::thread::spawn(move || {
+                while ticking.load(Ordering::Relaxed) {
+                    let (base, weight, since) = *current.lock().unwrap_or_else(|e| e.into_inner());
+                    let inside = ((since.elapsed().as_secs_f64() * 10.0) as u64).min(weight.saturating_sub(1));
+                    b.set_position(base + inside);
+                    std::thread::sleep(Duration::from_millis(250));
+                }
+            })
+        });
+        RunBar { weights, done_weight: 0, bar, current, ticking, ticker }
+    }
+
+    fn start(&mut self, index: usize, total: usize, id: &str) {
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) =
+            (self.done_weight, self.weights[index], Instant::now());
+        if let Some(b) = &self.bar {
+            b.set_message(format!("[{}/{total}] {id}", index + 1));
+        }
+    }
+
+    fn done(&mut self, index: usize, line: String) {
+        self.done_weight += self.weights[index];
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = (self.done_weight, 0, Instant::now());
+        match &self.bar {
+            Some(b) => {
+                b.set_position(self.done_weight);
+                b.println(line);
+            }
+            None => println!("{line}"),
+        }
+    }
+
+    /// Stops the ticker and clears the bar.
+    fn finish(self) {
+        self.ticking.store(false, Ordering::Relaxed);
+        if let Some(t) = self.ticker {
+            let _ = t.join();
+        }
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
 }
 
 /// A figure of `txn_locality` that `innet bench txn --figure` regenerates.

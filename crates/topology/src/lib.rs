@@ -348,6 +348,10 @@ fn service_of(file: &File, text: &str) -> Result<String> {
     }
 }
 
+/// A transaction node's upstream as its table names it: (line, node, its
+/// table's name, the upstream's name, the link's delay).
+type Upstream = (usize, usize, String, String, Duration);
+
 struct Builder {
     service: String,
     specs: Vec<(usize, NodeSpec)>,
@@ -462,8 +466,7 @@ impl Builder {
         let mut d: TxnDeployment = Deployment::new(txn_deploy::SERVICE);
         let mut places = vec![];
         let mut clients = 0u32;
-        // (line, node, its table's name, upstream name, link delay)
-        let mut ups: Vec<(usize, usize, String, String, Duration)> = vec![];
+        let mut ups: Vec<Upstream> = vec![];
         for (line, n) in &self.specs {
             let line = *line;
             match n.role.as_str() {
@@ -472,34 +475,7 @@ impl Builder {
                     places.push(self.place(line, n, Duration::ZERO));
                 }
                 "switch" => {
-                    let mode: Mode = n
-                        .mode
-                        .as_deref()
-                        .ok_or_else(|| {
-                            TopologyError(format!(
-                                "line {line}: switch '{}' needs `mode` (forward, read-cache, early-abort, optimistic-abort)",
-                                n.name
-                            ))
-                        })?
-                        .parse()
-                        .map_err(|e: String| TopologyError(format!("line {line}: switch '{}': {e}", n.name)))?;
-                    let cache_slots = n.cache_slots.unwrap_or(CACHE_SLOTS_DEFAULT);
-                    if cache_slots < innet_core::table::WAYS
-                        || !cache_slots.is_power_of_two()
-                        || cache_slots > TABLE_SLOTS_MAX
-                    {
-                        return self.err(
-                            line,
-                            format!(
-                                "switch '{}': cache_slots = {cache_slots} must be a power of two from {} to {} \
-                                 (the limit TABLE_SLOTS_MAX)",
-                                n.name,
-                                innet_core::table::WAYS,
-                                TABLE_SLOTS_MAX
-                            ),
-                        );
-                    }
-                    let i = txn_deploy::add(&mut d, n.name.clone(), TxnRole::Switch(SwitchSpec { mode, cache_slots }));
+                    let i = txn_deploy::add(&mut d, n.name.clone(), TxnRole::Switch(self.switch_spec(line, n)?));
                     let down = self.delay(line, &n.name, "client_delay_ms", n.client_delay_ms)?;
                     places.push(self.place(line, n, down));
                     let up = n.upstream.clone().ok_or_else(|| {
@@ -535,11 +511,51 @@ impl Builder {
                 }
             }
         }
+        self.upstreams(&mut d, ups)?;
+        self.links(&mut d, links)?;
+        txn_deploy::validate(&d).map_err(|e| TopologyError(e.0))?;
+        Ok((d, places))
+    }
+
+    /// A transaction switch's `mode` (required) and `cache_slots` (a power
+    /// of two within the table's limits).
+    fn switch_spec(&self, line: usize, n: &NodeSpec) -> Result<SwitchSpec> {
+        let mode: Mode = n
+            .mode
+            .as_deref()
+            .ok_or_else(|| {
+                TopologyError(format!(
+                    "line {line}: switch '{}' needs `mode` (forward, read-cache, early-abort, optimistic-abort)",
+                    n.name
+                ))
+            })?
+            .parse()
+            .map_err(|e: String| TopologyError(format!("line {line}: switch '{}': {e}", n.name)))?;
+        let cache_slots = n.cache_slots.unwrap_or(CACHE_SLOTS_DEFAULT);
+        if cache_slots < innet_core::table::WAYS || !cache_slots.is_power_of_two() || cache_slots > TABLE_SLOTS_MAX {
+            return self.err(
+                line,
+                format!(
+                    "switch '{}': cache_slots = {cache_slots} must be a power of two from {} to {} \
+                             (the limit TABLE_SLOTS_MAX)",
+                    n.name,
+                    innet_core::table::WAYS,
+                    TABLE_SLOTS_MAX
+                ),
+            );
+        }
+        Ok(SwitchSpec { mode, cache_slots })
+    }
+
+    /// Sets each transaction node's upstream (`ups`: line, node, its
+    /// table's name, the upstream's name, the link's delay), linking the
+    /// two; an upstream must be another node, and not a client.
+    fn upstreams(&self, d: &mut TxnDeployment, ups: Vec<Upstream>) -> Result<()> {
         for (line, i, table, up, delay) in ups {
             if up == table {
                 return self.err(line, format!("'{table}' is its own upstream: name the next switch or the store"));
             }
-            let u = self.named(&d, line, "upstream", &up)?;
+            let u = self.named(d, line, "upstream", &up)?;
             if d.nodes[u].role.is_client() {
                 return self.err(
                     line,
@@ -549,9 +565,7 @@ impl Builder {
             d.set_upstream(i, u);
             d.link(i, u, delay);
         }
-        self.links(&mut d, links)?;
-        txn_deploy::validate(&d).map_err(|e| TopologyError(e.0))?;
-        Ok((d, places))
+        Ok(())
     }
 
     /// Applies `[[link]]` tables: each sets the delay of a link the roles
@@ -606,6 +620,29 @@ impl Builder {
         self.links(&mut d, links)?;
         paxos_deploy::validate(&d).map_err(|e| TopologyError(e.0))?;
         Ok((d, places))
+    }
+
+    /// A chain topology: its `[chain]` settings `s` (with the top level's
+    /// `auth_key`, which may not also be in `[chain]`) and its deployment.
+    fn chain_service(
+        &self,
+        mut s: ChainSettings,
+        top_auth_key: Option<&Path>,
+        links: &[(usize, LinkSpec)],
+        fabric: Duration,
+        folder: Option<&Path>,
+    ) -> Result<(ChainTopology, Vec<Placement>)> {
+        // A chain's key file: at the top level (as for the other
+        // services) or in its [chain] table, not both.
+        if let Some(k) = top_auth_key {
+            if s.auth_key.is_some() {
+                return Err(TopologyError("auth_key given twice (at the top level and in [chain]): keep one".into()));
+            }
+            s.auth_key = Some(k.to_path_buf());
+        }
+        let protocol: Protocol = s.protocol.parse().map_err(|e| TopologyError(format!("[chain] protocol: {e}")))?;
+        let (d, p) = self.chain(protocol, links, fabric)?;
+        Ok((chain_settings(&s, protocol, d, folder)?, p))
     }
 
     fn chain(
@@ -698,6 +735,27 @@ fn check_addr(s: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// Refuses a `[paxos]` or `[chain]` table in another service's topology,
+/// and `fabric_delay_ms` in a transaction topology (its delays are per
+/// link).
+fn check_service_tables(file: &File, text: &str, service: &str) -> Result<()> {
+    for (name, table, line) in [
+        ("paxos", file.paxos.is_some(), file.paxos.as_ref().map(|s| line_of(text, s.span().start))),
+        ("chain", file.chain.is_some(), file.chain.as_ref().map(|s| line_of(text, s.span().start))),
+    ] {
+        if table && service != name {
+            return Err(TopologyError(format!(
+                "line {}: a [{name}] table in a {service} topology: remove it",
+                line.unwrap_or(0)
+            )));
+        }
+    }
+    if service == "txn" && file.fabric_delay_ms.is_some() {
+        return Err(TopologyError("fabric_delay_ms: a transaction topology gives its delays per link".into()));
+    }
+    Ok(())
+}
+
 impl Topology {
     /// Parses and checks a topology.
     pub fn parse(text: &str) -> Result<Topology> {
@@ -719,20 +777,7 @@ impl Topology {
         let b = Builder { service: service.clone(), specs };
         b.check_nodes()?;
         let fabric = ms("fabric_delay_ms", file.fabric_delay_ms.unwrap_or(0.0)).map_err(TopologyError)?;
-        for (name, table, line) in [
-            ("paxos", file.paxos.is_some(), file.paxos.as_ref().map(|s| line_of(text, s.span().start))),
-            ("chain", file.chain.is_some(), file.chain.as_ref().map(|s| line_of(text, s.span().start))),
-        ] {
-            if table && service != name {
-                return Err(TopologyError(format!(
-                    "line {}: a [{name}] table in a {service} topology: remove it",
-                    line.unwrap_or(0)
-                )));
-            }
-        }
-        if service == "txn" && file.fabric_delay_ms.is_some() {
-            return Err(TopologyError("fabric_delay_ms: a transaction topology gives its delays per link".into()));
-        }
+        check_service_tables(&file, text, &service)?;
         let (service, places) = match service.as_str() {
             "txn" => {
                 let (d, p) = b.txn(&links)?;
@@ -759,21 +804,8 @@ impl Topology {
                 (Service::Paxos(PaxosTopology { deployment: d, params, data_plane }), p)
             }
             _ => {
-                let mut s = file.chain.map(|s| s.into_inner()).unwrap_or_default();
-                // A chain's key file: at the top level (as for the other
-                // services) or in its [chain] table, not both.
-                if let Some(k) = &file.auth_key {
-                    if s.auth_key.is_some() {
-                        return Err(TopologyError(
-                            "auth_key given twice (at the top level and in [chain]): keep one".into(),
-                        ));
-                    }
-                    s.auth_key = Some(k.clone());
-                }
-                let protocol: Protocol =
-                    s.protocol.parse().map_err(|e| TopologyError(format!("[chain] protocol: {e}")))?;
-                let (d, p) = b.chain(protocol, &links, fabric)?;
-                let t = chain_settings(&s, protocol, d, folder)?;
+                let chain = file.chain.map(|s| s.into_inner()).unwrap_or_default();
+                let (t, p) = b.chain_service(chain, file.auth_key.as_deref(), &links, fabric, folder)?;
                 (Service::Chain(t), p)
             }
         };

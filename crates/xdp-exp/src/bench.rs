@@ -317,20 +317,7 @@ pub fn bench_chain(
     tb::up(&o, None)?;
     let _down = DownOnDrop;
     let xdp_nodes = tb::attach_nodes(&o)?;
-    let bounce = TxnXdp::load(Tables { cache_slots: 4, client_slots: 4 })?;
-    let unused = Ipv4Addr::UNSPECIFIED;
-    let ports = Ports {
-        udp_port: port,
-        client_ifindex: 0,
-        store_ifindex: 0,
-        service_ip: unused,
-        store_ip: unused,
-        client_port_mac: [0; 6],
-        client_mac: [0; 6],
-        store_port_mac: [0; 6],
-        store_mac: [0; 6],
-    };
-    bounce.configure(Mode::Forward, &ports)?;
+    let bounce = port_bounce(port)?;
 
     let xdp_addr = |i: usize| SocketAddr::V4(SocketAddrV4::new(tb::node_ip(i), port));
     let last = nodes - 1;
@@ -346,50 +333,102 @@ pub fn bench_chain(
     let (xdp_write, xdp_read, sw_write, sw_read) = (&w[0], &w[1], &w[2], &w[3]);
     let bounce_w = Workload { any_reply: true, ..xdp_write.clone() };
     let in_client = |w: &Workload| in_netns(NS_CLIENT, || probe(&cfg.rounds, w, CLIENT_IP));
-    let mut parts: Vec<Vec<_>> = vec![vec![]; 5];
-    let mut cpu = [CpuUse::default(); 5];
-    let mut ops = [0u64; 5];
     let rc = &cfg.rounds;
-    let mut measure = |k: usize, f: &dyn Fn() -> anyhow::Result<innet_xdp::bench::ProbeResult>| {
-        let before = CpuSnapshot::now();
-        let r = f()?;
-        cpu[k] += before.used();
-        ops[k] += (rc.warmup + rc.requests).saturating_sub(r.lost) as u64 + r.rate_replies;
-        parts[k].push(r);
-        anyhow::Ok(())
-    };
+    let mut t = ChainTally::default();
     for _ in 0..cfg.rounds.rounds {
         tb::attach_to_node(&o.fabric, 0, bounce.program_fd(Program::Bounce)?)?;
-        measure(0, &|| in_client(&bounce_w).context("bounce"))?;
+        t.measure(0, rc, &|| in_client(&bounce_w).context("bounce"))?;
         tb::attach_to_node(&o.fabric, 0, xdp_nodes[0].xdp_fd()?)?;
-        measure(1, &|| in_client(xdp_write).context("xdp chain writes"))?;
-        measure(2, &|| in_client(xdp_read).context("xdp chain reads"))?;
-        measure(3, &|| probe(rc, sw_write, Ipv4Addr::LOCALHOST).context("software chain writes"))?;
-        measure(4, &|| probe(rc, sw_read, Ipv4Addr::LOCALHOST).context("software chain reads"))?;
+        t.measure(1, rc, &|| in_client(xdp_write).context("xdp chain writes"))?;
+        t.measure(2, rc, &|| in_client(xdp_read).context("xdp chain reads"))?;
+        t.measure(3, rc, &|| probe(rc, sw_write, Ipv4Addr::LOCALHOST).context("software chain writes"))?;
+        t.measure(4, rc, &|| probe(rc, sw_read, Ipv4Addr::LOCALHOST).context("software chain reads"))?;
     }
     live.shutdown()?;
-    let names = ["xdp-bounce", "xdp-chain-write", "xdp-chain-read", "software-chain-write", "software-chain-read"];
-    let planes: Vec<Summary> = names.iter().zip(&parts).map(|(n, p)| summarize(n, p)).collect();
-    let cpu: Vec<(String, CpuPerValue)> =
-        names.iter().zip(cpu.iter().zip(ops)).map(|(n, (u, k))| (n.to_string(), u.per_value(k))).collect();
-    let (b, xw, xr, sww, swr) = (&planes[0], &planes[1], &planes[2], &planes[3], &planes[4]);
-    let rec = ChainRecord {
-        experiment: "xdp-chain",
-        seed: 0,
-        git_commit: results::git_commit(),
-        ratio_median_xdp_write_over_bounce: xw.median_us / b.median_us,
-        ratio_median_software_write_over_xdp_write: sww.median_us / xw.median_us,
-        ratio_median_software_read_over_xdp_read: swr.median_us / xr.median_us,
-        ratio_rate_xdp_write_over_software_write: xw.replies_per_s / sww.replies_per_s,
-        ratio_rate_xdp_read_over_software_read: xr.replies_per_s / swr.replies_per_s,
-        config: cfg,
-        planes,
-        cpu,
-        load_average: load_average(),
-    };
+    let rec = t.record(cfg);
     let path = out.join("xdp-chain.jsonl");
     results::append_jsonl(&path, std::slice::from_ref(&rec))?;
     Ok((rec, path))
+}
+
+/// A bare XDP bounce for UDP `port` (the transaction program's
+/// `xdp_bounce`, its forwarding ports unused): the floor the chain's head
+/// is measured against.
+fn port_bounce(port: u16) -> anyhow::Result<TxnXdp> {
+    let bounce = TxnXdp::load(Tables { cache_slots: 4, client_slots: 4 })?;
+    let unused = Ipv4Addr::UNSPECIFIED;
+    let ports = Ports {
+        udp_port: port,
+        client_ifindex: 0,
+        store_ifindex: 0,
+        service_ip: unused,
+        store_ip: unused,
+        client_port_mac: [0; 6],
+        client_mac: [0; 6],
+        store_port_mac: [0; 6],
+        store_mac: [0; 6],
+    };
+    bounce.configure(Mode::Forward, &ports)?;
+    Ok(bounce)
+}
+
+/// The planes of `bench xdp-chain`, in [`ChainTally`]'s order.
+const CHAIN_PLANES: [&str; 5] =
+    ["xdp-bounce", "xdp-chain-write", "xdp-chain-read", "software-chain-write", "software-chain-read"];
+
+/// What `bench xdp-chain`'s rounds measured, per plane of [`CHAIN_PLANES`].
+#[derive(Default)]
+struct ChainTally {
+    /// Each round's probe result.
+    parts: [Vec<innet_xdp::bench::ProbeResult>; 5],
+    /// The CPU used while probing it.
+    cpu: [CpuUse; 5],
+    /// Requests it completed (answered, plus the rate phase's replies).
+    ops: [u64; 5],
+}
+
+impl ChainTally {
+    /// Runs one probe of plane `k` (with `rc`'s request counts), adding
+    /// its result, CPU and completed requests.
+    fn measure(
+        &mut self,
+        k: usize,
+        rc: &BenchConfig,
+        f: &dyn Fn() -> anyhow::Result<innet_xdp::bench::ProbeResult>,
+    ) -> anyhow::Result<()> {
+        let before = CpuSnapshot::now();
+        let r = f()?;
+        self.cpu[k] += before.used();
+        self.ops[k] += (rc.warmup + rc.requests).saturating_sub(r.lost) as u64 + r.rate_replies;
+        self.parts[k].push(r);
+        Ok(())
+    }
+
+    /// The record: every plane's summary and CPU per request, and the
+    /// ratios between them.
+    fn record(self, config: ChainBenchConfig) -> ChainRecord {
+        let planes: Vec<Summary> = CHAIN_PLANES.iter().zip(&self.parts).map(|(n, p)| summarize(n, p)).collect();
+        let cpu: Vec<(String, CpuPerValue)> = CHAIN_PLANES
+            .iter()
+            .zip(self.cpu.iter().zip(self.ops))
+            .map(|(n, (u, k))| (n.to_string(), u.per_value(k)))
+            .collect();
+        let (b, xw, xr, sww, swr) = (&planes[0], &planes[1], &planes[2], &planes[3], &planes[4]);
+        ChainRecord {
+            experiment: "xdp-chain",
+            seed: 0,
+            git_commit: results::git_commit(),
+            ratio_median_xdp_write_over_bounce: xw.median_us / b.median_us,
+            ratio_median_software_write_over_xdp_write: sww.median_us / xw.median_us,
+            ratio_median_software_read_over_xdp_read: swr.median_us / xr.median_us,
+            ratio_rate_xdp_write_over_software_write: xw.replies_per_s / sww.replies_per_s,
+            ratio_rate_xdp_read_over_software_read: xr.replies_per_s / swr.replies_per_s,
+            config,
+            planes,
+            cpu,
+            load_average: load_average(),
+        }
+    }
 }
 
 /// The `innet bench xdp-upcall` record (`xdp-upcall.jsonl`): how decided

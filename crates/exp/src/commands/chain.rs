@@ -281,17 +281,9 @@ pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
             auth.is_none(),
             "--auth-key with --topology: write `auth_key = \"FILE\"` in the topology's [chain] table instead"
         );
-        anyhow::ensure!((0.0..=1.0).contains(&a.write_ratio), "--write-ratio {} must be in 0..=1", a.write_ratio);
-        anyhow::ensure!(a.keys >= 1, "--keys must be at least 1");
-        let load = innet_live::up::UpLoad {
-            duration: a.duration_s.map(std::time::Duration::from_secs_f64),
-            chain_write_ratio: a.write_ratio,
-            chain_keys: a.keys,
-            ..innet_live::up::UpLoad::default()
-        };
-        return super::run_topology(&a.deployment, &a.metrics, "chain", None, load);
+        return run_up_topology(&a);
     }
-    use innet_live::chain::{run_drill, DrillConfig, LiveChain, LiveChainConfig};
+    use innet_live::chain::LiveChainConfig;
     let protocol: Protocol = a.protocol.parse().map_err(anyhow::Error::msg)?;
     anyhow::ensure!((1..=innet_wire::netchain::MAX_CHAIN_NODES).contains(&a.nodes), "--nodes must be 1..=10");
     anyhow::ensure!(a.listen.ip().is_loopback(), "--listen must be a loopback address");
@@ -304,27 +296,61 @@ pub fn run_up(a: UpChainArgs) -> anyhow::Result<i32> {
     cfg.auth = auth;
     if a.drill {
         anyhow::ensure!(a.nodes >= 3, "--drill needs at least 3 nodes");
-        let drill = DrillConfig { chain: cfg, ..DrillConfig::new(protocol, a.nodes) };
-        let r = run_drill(&drill, &stop)?;
-        for (i, addr) in r.addrs.iter().enumerate() {
-            super::print_line(&format!("node{i} {addr}"));
-        }
-        let same = r.values.iter().all(|v| *v == r.values[0]);
-        let history: Vec<_> = r.loads.iter().flat_map(|l| l.client.history.clone().unwrap_or_default()).collect();
-        let lin = innet_chain::check::check(&history);
-        println!(
-            "killed node{} after {:?}; chain then {:?}; restarted it {:?} later; chain at the end {:?}",
-            drill.victim, drill.kill_after, r.members_after_kill, drill.restart_after, r.members_at_end
-        );
-        println!(
-            "interruption: {:.1} ms (longest gap between a client's completions); {} operations after the kill",
-            r.interruption.as_secs_f64() * 1e3,
-            r.operations_after_kill
-        );
-        println!("all nodes hold the same values: {same}; history linearizable: {}", lin.is_ok());
-        return Ok(if same && lin.is_ok() { 0 } else { 1 });
+        return run_up_drill(cfg, &stop);
     }
-    let chain = LiveChain::start(cfg, &stop)?;
+    run_up_chain(cfg, &a, &stop)
+}
+
+/// `innet up chain --topology FILE`: the file's deployment, with its
+/// clients' load if --duration-s asks for one.
+fn run_up_topology(a: &UpChainArgs) -> anyhow::Result<i32> {
+    anyhow::ensure!((0.0..=1.0).contains(&a.write_ratio), "--write-ratio {} must be in 0..=1", a.write_ratio);
+    anyhow::ensure!(a.keys >= 1, "--keys must be at least 1");
+    let load = innet_live::up::UpLoad {
+        duration: a.duration_s.map(std::time::Duration::from_secs_f64),
+        chain_write_ratio: a.write_ratio,
+        chain_keys: a.keys,
+        ..innet_live::up::UpLoad::default()
+    };
+    super::run_topology(&a.deployment, &a.metrics, "chain", None, load)
+}
+
+/// `innet up chain --drill`: clients read and write while a middle node
+/// is killed, removed, restarted and re-added; exit status 0 if every
+/// node ends with the same values and the history is linearizable.
+fn run_up_drill(chain: innet_live::chain::LiveChainConfig, stop: &innet_live::Stop) -> anyhow::Result<i32> {
+    use innet_live::chain::{run_drill, DrillConfig};
+    let (protocol, nodes) = (chain.protocol, chain.nodes);
+    let drill = DrillConfig { chain, ..DrillConfig::new(protocol, nodes) };
+    let r = run_drill(&drill, stop)?;
+    for (i, addr) in r.addrs.iter().enumerate() {
+        super::print_line(&format!("node{i} {addr}"));
+    }
+    let same = r.values.iter().all(|v| *v == r.values[0]);
+    let history: Vec<_> = r.loads.iter().flat_map(|l| l.client.history.clone().unwrap_or_default()).collect();
+    let lin = innet_chain::check::check(&history);
+    println!(
+        "killed node{} after {:?}; chain then {:?}; restarted it {:?} later; chain at the end {:?}",
+        drill.victim, drill.kill_after, r.members_after_kill, drill.restart_after, r.members_at_end
+    );
+    println!(
+        "interruption: {:.1} ms (longest gap between a client's completions); {} operations after the kill",
+        r.interruption.as_secs_f64() * 1e3,
+        r.operations_after_kill
+    );
+    println!("all nodes hold the same values: {same}; history linearizable: {}", lin.is_ok());
+    Ok(if same && lin.is_ok() { 0 } else { 1 })
+}
+
+/// `innet up chain`: the chain and its control plane, each node's
+/// counters on the metrics endpoint, until a signal stops it.
+fn run_up_chain(
+    cfg: innet_live::chain::LiveChainConfig,
+    a: &UpChainArgs,
+    stop: &innet_live::Stop,
+) -> anyhow::Result<i32> {
+    let protocol = cfg.protocol;
+    let chain = innet_live::chain::LiveChain::start(cfg, stop)?;
     let sources = innet_live::metrics::Sources::default();
     for i in 0..a.nodes {
         let read = chain.counters_reader();

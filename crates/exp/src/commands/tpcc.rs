@@ -160,14 +160,7 @@ fn figures(s: &str) -> anyhow::Result<Vec<Figure>> {
 pub fn run_bench(a: BenchTpccArgs) -> anyhow::Result<i32> {
     a.point.validate().map_err(anyhow::Error::msg)?;
     let figs = figures(&a.figure)?;
-    let mut base = a.point.clone();
-    let defaults = TpccConfig::default();
-    if a.runtime == Runtime::Live && base.duration_s == defaults.duration_s && base.rtt_ms == defaults.rtt_ms {
-        // Live runs take real time: default to a short, nearer deployment.
-        base.rtt_ms = 20.0;
-        base.duration_s = 10.0;
-        println!("live runtime: using RTT 20 ms and 10 s per point (set --rtt-ms/--duration-s to change)");
-    }
+    let base = bench_base(&a);
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("results/tpcc-{}", a.runtime.name())));
     crate::results::check_writable(&out).map_err(anyhow::Error::msg)?;
     let stop = innet_live::stop_on_signals()?;
@@ -178,25 +171,7 @@ pub fn run_bench(a: BenchTpccArgs) -> anyhow::Result<i32> {
             None => tpcc_bench::default_modes(fig),
         };
         let cfgs = tpcc_bench::configs(fig, &base, &modes);
-        let p = &base;
-        println!(
-            "TPC-C {} ({} points, {} runtime): {} warehouse(s), {} districts, {} customers/district, {} items; \
-             {} terminals, RTT {} ms, delta {}, {} s per point, seed {}, store {} us/packet (simulator), load {}",
-            fig.name(),
-            cfgs.len(),
-            a.runtime.name(),
-            p.warehouses,
-            p.districts,
-            p.customers,
-            p.items,
-            p.clients,
-            p.rtt_ms,
-            p.delta,
-            p.duration_s,
-            p.seed,
-            p.store_us_per_packet,
-            std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
-        );
+        print_bench_header(fig, cfgs.len(), a.runtime, &base);
         let wall = Instant::now();
         let live = a.runtime == Runtime::Live;
         let rs = tpcc_bench::run(a.runtime, &cfgs, &stop, |r| {
@@ -217,24 +192,66 @@ pub fn run_bench(a: BenchTpccArgs) -> anyhow::Result<i32> {
             Figure::Fig14 => print_fig14(&rs, &base),
             Figure::Nocc5 => print_nocc5(&rs),
         }
-        for r in &rs {
-            if !r.consistency_violations.is_empty() {
-                bad += 1;
-                println!(
-                    "CONSISTENCY VIOLATED in {} {:?} clients {} delta {}: {:?}",
-                    r.config.mode,
-                    r.config.only,
-                    r.config.clients,
-                    r.config.delta,
-                    &r.consistency_violations[..5.min(r.consistency_violations.len())]
-                );
-            }
-        }
+        bad += print_violations(&rs);
         println!("TPC-C consistency conditions: {} of {} runs hold all", rs.len() - bad.min(rs.len()), rs.len());
         let (jsonl, png) = tpcc_bench::write(fig, &base, &rs, &out)?;
         println!("wrote {} and {} ({:.1} s wall)", jsonl.display(), png.display(), wall.elapsed().as_secs_f64());
     }
     Ok(if bad == 0 { 0 } else { 1 })
+}
+
+/// The point every figure varies: the flags', except that a live run left
+/// at the simulator's RTT and duration gets a short, nearer deployment.
+fn bench_base(a: &BenchTpccArgs) -> TpccConfig {
+    let mut base = a.point.clone();
+    let defaults = TpccConfig::default();
+    if a.runtime == Runtime::Live && base.duration_s == defaults.duration_s && base.rtt_ms == defaults.rtt_ms {
+        // Live runs take real time: default to a short, nearer deployment.
+        base.rtt_ms = 20.0;
+        base.duration_s = 10.0;
+        println!("live runtime: using RTT 20 ms and 10 s per point (set --rtt-ms/--duration-s to change)");
+    }
+    base
+}
+
+/// The line that opens a figure: its size and the point's settings.
+fn print_bench_header(fig: Figure, points: usize, runtime: Runtime, p: &TpccConfig) {
+    println!(
+        "TPC-C {} ({} points, {} runtime): {} warehouse(s), {} districts, {} customers/district, {} items; \
+         {} terminals, RTT {} ms, delta {}, {} s per point, seed {}, store {} us/packet (simulator), load {}",
+        fig.name(),
+        points,
+        runtime.name(),
+        p.warehouses,
+        p.districts,
+        p.customers,
+        p.items,
+        p.clients,
+        p.rtt_ms,
+        p.delta,
+        p.duration_s,
+        p.seed,
+        p.store_us_per_packet,
+        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
+    );
+}
+
+/// Prints every run of `rs` whose TPC-C consistency conditions fail; their
+/// number.
+fn print_violations(rs: &[TpccResult]) -> usize {
+    let mut bad = 0;
+    for r in rs.iter().filter(|r| !r.consistency_violations.is_empty()) {
+        bad += 1;
+        println!(
+            "CONSISTENCY VIOLATED in {} {:?} clients {} delta {}: {:?}",
+            r.config.mode,
+            r.config.only,
+            r.config.clients,
+            r.config.delta,
+            &r.consistency_violations[..5.min(r.consistency_violations.len())]
+        );
+    }
+    bad
 }
 
 fn print_fig13(rs: &[TpccResult]) {

@@ -161,25 +161,7 @@ fn run_txn_topology(d: &innet_txn::deploy::TxnDeployment, a: &TestbedUpArgs) -> 
          `innet up txn --topology FILE` (loopback) or `innet mininet --topology FILE`"
     );
     let st = tt::up(d, &innet_exe()?, !a.no_store, a.fabric.fabric())?;
-    println!("testbed up: namespaces {}", st.state.namespaces.join(" "));
-    if let Some(store) = st.store {
-        println!("  store {store} (netns {})", st.state.namespaces.first().map_or("", |s| s.as_str()));
-    }
-    for s in &st.switches {
-        println!(
-            "  switch {} ({}): xdp_txn_switch in netns {}, service {}, maps {}",
-            s.name, s.mode, s.namespace, s.service, s.pin_dir
-        );
-    }
-    for g in &st.groups {
-        println!(
-            "  clients {} ({} clients, {} ms): netns {}, send to {}",
-            g.name, g.clients, g.delay_ms, g.namespace, g.target
-        );
-    }
-    for (x, y, ms) in &st.unemulated {
-        println!("  note: the {ms} ms between {x} and {y} is not emulated: no netem here, and XDP keeps the packet in the kernel");
-    }
+    print_txn_topology(&st);
     let Some(secs) = a.load_s else {
         if let Some(g) = st.groups.first() {
             println!(
@@ -201,11 +183,45 @@ fn run_txn_topology(d: &innet_txn::deploy::TxnDeployment, a: &TestbedUpArgs) -> 
         validated_reads: 0.0,
     };
     let loads = tt::run_load(&st, &workload, std::time::Duration::from_secs_f64(secs), 1)?;
+    print_topology_loads(&st, &loads)?;
+    Ok(if loads.iter().all(|l| l.stats.committed > 0) { 0 } else { 1 })
+}
+
+/// What `testbed up txn --topology` built: the store, every switch and
+/// client group, and the delays XDP cannot emulate.
+fn print_txn_topology(st: &innet_xdp::txn_topology::TopologyState) {
+    println!("testbed up: namespaces {}", st.state.namespaces.join(" "));
+    if let Some(store) = st.store {
+        println!("  store {store} (netns {})", st.state.namespaces.first().map_or("", |s| s.as_str()));
+    }
+    for s in &st.switches {
+        println!(
+            "  switch {} ({}): xdp_txn_switch in netns {}, service {}, maps {}",
+            s.name, s.mode, s.namespace, s.service, s.pin_dir
+        );
+    }
+    for g in &st.groups {
+        println!(
+            "  clients {} ({} clients, {} ms): netns {}, send to {}",
+            g.name, g.clients, g.delay_ms, g.namespace, g.target
+        );
+    }
+    for (x, y, ms) in &st.unemulated {
+        println!("  note: the {ms} ms between {x} and {y} is not emulated: no netem here, and XDP keeps the packet in the kernel");
+    }
+}
+
+/// `--load-s`'s report: what each client group committed, then what each
+/// switch counted.
+fn print_topology_loads(
+    st: &innet_xdp::txn_topology::TopologyState,
+    loads: &[innet_xdp::txn_topology::GroupLoad],
+) -> anyhow::Result<()> {
     println!(
         "{:<12} {:>8} {:>10} {:>12} {:>16} {:>15}",
         "group", "clients", "committed", "committed/s", "aborts_by_switch", "aborts_by_store"
     );
-    for l in &loads {
+    for l in loads {
         println!(
             "{:<12} {:>8} {:>10} {:>12.0} {:>16} {:>15}",
             l.group,
@@ -216,7 +232,7 @@ fn run_txn_topology(d: &innet_txn::deploy::TxnDeployment, a: &TestbedUpArgs) -> 
             l.stats.aborts_by_store
         );
     }
-    for (name, counters) in tt::switch_counters(&st)? {
+    for (name, counters) in innet_xdp::txn_topology::switch_counters(st)? {
         let get = |k: &str| counters.iter().find(|(n, _)| *n == k).map_or(0, |(_, v)| *v);
         println!(
             "switch {name:<8} forwarded {} aborted {} optimistically_aborted {} learned_replies {}",
@@ -226,44 +242,14 @@ fn run_txn_topology(d: &innet_txn::deploy::TxnDeployment, a: &TestbedUpArgs) -> 
             get("learned_replies")
         );
     }
-    Ok(if loads.iter().all(|l| l.stats.committed > 0) { 0 } else { 1 })
+    Ok(())
 }
 
 /// `innet testbed up SERVICE` without a topology file (or a chain's counts
 /// and keys from one: `chain_keys`, else --auth-key's).
 fn run_up(a: TestbedUpArgs, chain_keys: Option<AuthKeys>) -> anyhow::Result<i32> {
     match a.service.as_str() {
-        "chain" => {
-            use innet_xdp::chain_testbed::{ChainUp, ReplyTo};
-            let reply = if a.reply_to_source_port { ReplyTo::SourcePort } else { ReplyTo::ReferencePort };
-            let o = ChainUp {
-                fabric: a.fabric.fabric(),
-                multicast: a.multicast.into(),
-                reply,
-                auth: chain_keys.or(a.auth_key.map(|k| k.keys)),
-                ..ChainUp::new(a.protocol, a.nodes)
-            };
-            if a.drill {
-                return super::chain::run_drill(&o);
-            }
-            let st = innet_xdp::chain_testbed::up(&o, Some(a.data_plane))?;
-            println!("testbed up: {}: namespaces {}", st.topology, st.namespaces.join(" "));
-            println!("  {}", fabric_line(&o.fabric));
-            for i in 0..a.nodes {
-                let ip = innet_xdp::chain_testbed::node_ip(i);
-                println!(
-                    "  node {i} {ip}:{} in {}",
-                    innet_xdp::chain_testbed::udp_port(a.protocol),
-                    st.namespaces[1 + i]
-                );
-            }
-            println!("  client namespace {} ({})", testbed::NS_CLIENT, innet_xdp::chain_testbed::CLIENT_IP);
-            match reply.port(a.protocol) {
-                0 => println!("  replies go to the request's source port"),
-                p => println!("  replies go to the client's port {p} (NetChain's P4 reference)"),
-            }
-            Ok(0)
-        }
+        "chain" => run_chain_up(a, chain_keys),
         "paxos" => super::paxos::run_up_with(
             PaxosUp {
                 fabric: a.fabric.fabric(),
@@ -273,145 +259,193 @@ fn run_up(a: TestbedUpArgs, chain_keys: Option<AuthKeys>) -> anyhow::Result<i32>
             },
             innet_exe()?,
         ),
-        _ => {
-            let opts = UpOptions {
-                topology: a.service,
-                data_plane: Some(a.data_plane),
-                mode: a.mode,
-                start_store: !a.no_store,
-                store_delay_ms: a.store_delay_ms,
-                innet_exe: innet_exe()?,
-                fabric: a.fabric.fabric(),
-                auth_key: a.auth_key,
-            };
-            let st = testbed::up(&opts)?;
-            println!("testbed up: namespaces {}", st.namespaces.join(" "));
-            if st.topology == "paxos" {
-                super::paxos::print_up(&st);
-                return Ok(0);
-            }
-            for (name, pid) in &st.processes {
-                println!("  {name} pid {pid} (log /run/innet/{name}.log)");
-            }
-            if let Some(dir) = &st.pin_dir {
-                println!("  xdp_txn_switch ({}) on innet-sc and innet-ss, maps pinned in {dir}", opts.mode);
-                println!("  {}", fabric_line(&opts.fabric));
-            }
-            println!("  service address {}", testbed::service_addr());
-            println!(
-                "  try: ip netns exec {} {} client txn --to {} --increment 1",
-                testbed::NS_CLIENT,
-                opts.innet_exe.display(),
-                testbed::service_addr()
-            );
-            Ok(0)
-        }
+        _ => run_txn_up(a),
     }
+}
+
+/// `innet testbed up chain` (its counts from the flags or a topology file).
+fn run_chain_up(a: TestbedUpArgs, chain_keys: Option<AuthKeys>) -> anyhow::Result<i32> {
+    use innet_xdp::chain_testbed::{ChainUp, ReplyTo};
+    let reply = if a.reply_to_source_port { ReplyTo::SourcePort } else { ReplyTo::ReferencePort };
+    let o = ChainUp {
+        fabric: a.fabric.fabric(),
+        multicast: a.multicast.into(),
+        reply,
+        auth: chain_keys.or(a.auth_key.map(|k| k.keys)),
+        ..ChainUp::new(a.protocol, a.nodes)
+    };
+    if a.drill {
+        return super::chain::run_drill(&o);
+    }
+    let st = innet_xdp::chain_testbed::up(&o, Some(a.data_plane))?;
+    println!("testbed up: {}: namespaces {}", st.topology, st.namespaces.join(" "));
+    println!("  {}", fabric_line(&o.fabric));
+    for i in 0..a.nodes {
+        let ip = innet_xdp::chain_testbed::node_ip(i);
+        println!("  node {i} {ip}:{} in {}", innet_xdp::chain_testbed::udp_port(a.protocol), st.namespaces[1 + i]);
+    }
+    println!("  client namespace {} ({})", testbed::NS_CLIENT, innet_xdp::chain_testbed::CLIENT_IP);
+    match reply.port(a.protocol) {
+        0 => println!("  replies go to the request's source port"),
+        p => println!("  replies go to the client's port {p} (NetChain's P4 reference)"),
+    }
+    Ok(0)
+}
+
+/// `innet testbed up txn` without a topology file: client, switch (XDP
+/// or a software switch process) and store namespaces.
+fn run_txn_up(a: TestbedUpArgs) -> anyhow::Result<i32> {
+    let opts = UpOptions {
+        topology: a.service,
+        data_plane: Some(a.data_plane),
+        mode: a.mode,
+        start_store: !a.no_store,
+        store_delay_ms: a.store_delay_ms,
+        innet_exe: innet_exe()?,
+        fabric: a.fabric.fabric(),
+        auth_key: a.auth_key,
+    };
+    let st = testbed::up(&opts)?;
+    println!("testbed up: namespaces {}", st.namespaces.join(" "));
+    if st.topology == "paxos" {
+        super::paxos::print_up(&st);
+        return Ok(0);
+    }
+    for (name, pid) in &st.processes {
+        println!("  {name} pid {pid} (log /run/innet/{name}.log)");
+    }
+    if let Some(dir) = &st.pin_dir {
+        println!("  xdp_txn_switch ({}) on innet-sc and innet-ss, maps pinned in {dir}", opts.mode);
+        println!("  {}", fabric_line(&opts.fabric));
+    }
+    println!("  service address {}", testbed::service_addr());
+    println!(
+        "  try: ip netns exec {} {} client txn --to {} --increment 1",
+        testbed::NS_CLIENT,
+        opts.innet_exe.display(),
+        testbed::service_addr()
+    );
+    Ok(0)
 }
 
 pub fn run_testbed(c: TestbedCmd) -> anyhow::Result<i32> {
     match c {
-        TestbedCmd::Up(mut a) => {
-            anyhow::ensure!(
-                a.auth_key.is_none() || !(a.service == "txn" && a.topology.is_some()),
-                "--auth-key: `innet testbed up txn --topology` does not wire keys yet (its trees); \
-                 run `innet testbed up txn --auth-key FILE` without --topology, or `innet up txn --topology FILE`"
-            );
-            let topology = load_topology(&a)?;
-            let file_key = topology.as_ref().and_then(|t| t.auth_key.clone());
-            match topology.map(|t| t.service) {
-                Some(Service::Txn(d)) => return run_txn_topology(&d, &a),
-                Some(Service::Paxos(p)) => {
-                    // The file's keys, else --auth-key's.
-                    let auth = match file_key {
-                        Some(f) => Some(KeyFile::read(&f).map_err(anyhow::Error::msg)?),
-                        None => a.auth_key.take(),
-                    };
-                    let count = |f: fn(&PaxosRole) -> bool| p.deployment.with_role(f).len();
-                    let up = PaxosUp {
-                        acceptors: count(|r| matches!(r, PaxosRole::Acceptor { .. })),
-                        learners: count(|r| matches!(r, PaxosRole::Learner { .. })),
-                        proposers: count(|r| matches!(r, PaxosRole::Proposer { .. })),
-                        slots: p.params.slots,
-                        auth,
-                        ..PaxosUp::default()
-                    };
-                    return super::paxos::run_up_with(up, innet_exe()?);
-                }
-                Some(Service::Chain(c)) => {
-                    a.protocol = c.protocol;
-                    a.nodes = c.deployment.with_role(|r| matches!(r, ChainRole::Node { .. })).len();
-                    return run_up(a, c.auth);
-                }
-                None => {}
-            }
-            run_up(a, None)
-        }
+        TestbedCmd::Up(a) => run_testbed_up(a),
         TestbedCmd::Fail { topology, role } => super::paxos::run_fail(&topology, &role),
-        TestbedCmd::Down { only } => {
-            let removed = match only.as_deref() {
-                None => testbed::down_all()?,
-                Some("txn") | Some("chain") => testbed::down()?,
-                Some("paxos") => innet_xdp::paxos_testbed::down()?,
-                Some("txn-topology") => innet_xdp::txn_topology::down()?,
-                Some(t) => {
-                    anyhow::bail!("--only {t}: the testbeds are 'txn' (also 'chain'), 'paxos' and 'txn-topology'")
-                }
+        TestbedCmd::Down { only } => run_down(only.as_deref()),
+        TestbedCmd::Status { tables } => run_status(tables),
+    }
+}
+
+/// `innet testbed up SERVICE [--topology FILE]`.
+fn run_testbed_up(mut a: TestbedUpArgs) -> anyhow::Result<i32> {
+    anyhow::ensure!(
+        a.auth_key.is_none() || !(a.service == "txn" && a.topology.is_some()),
+        "--auth-key: `innet testbed up txn --topology` does not wire keys yet (its trees); \
+         run `innet testbed up txn --auth-key FILE` without --topology, or `innet up txn --topology FILE`"
+    );
+    let topology = load_topology(&a)?;
+    let file_key = topology.as_ref().and_then(|t| t.auth_key.clone());
+    match topology.map(|t| t.service) {
+        Some(Service::Txn(d)) => run_txn_topology(&d, &a),
+        Some(Service::Paxos(p)) => {
+            // The file's keys, else --auth-key's.
+            let auth = match file_key {
+                Some(f) => Some(KeyFile::read(&f).map_err(anyhow::Error::msg)?),
+                None => a.auth_key.take(),
             };
-            if removed.is_empty() {
-                println!("testbed down: nothing to remove");
-            }
-            for r in removed {
-                println!("removed {r}");
-            }
-            Ok(0)
+            let count = |f: fn(&PaxosRole) -> bool| p.deployment.with_role(f).len();
+            let up = PaxosUp {
+                acceptors: count(|r| matches!(r, PaxosRole::Acceptor { .. })),
+                learners: count(|r| matches!(r, PaxosRole::Learner { .. })),
+                proposers: count(|r| matches!(r, PaxosRole::Proposer { .. })),
+                slots: p.params.slots,
+                auth,
+                ..PaxosUp::default()
+            };
+            super::paxos::run_up_with(up, innet_exe()?)
         }
-        TestbedCmd::Status { tables } => {
-            if let Some(st) = innet_xdp::txn_topology::status() {
-                println!("{}", serde_json::to_string_pretty(&st)?);
-                for (name, counters) in innet_xdp::txn_topology::switch_counters(&st)? {
-                    for (k, v) in counters {
-                        println!("switch {name} {k:>40} {v}");
-                    }
-                }
+        Some(Service::Chain(c)) => {
+            a.protocol = c.protocol;
+            a.nodes = c.deployment.with_role(|r| matches!(r, ChainRole::Node { .. })).len();
+            run_up(a, c.auth)
+        }
+        None => run_up(a, None),
+    }
+}
+
+/// `innet testbed down [--only TOPOLOGY]`.
+fn run_down(only: Option<&str>) -> anyhow::Result<i32> {
+    let removed = match only {
+        None => testbed::down_all()?,
+        Some("txn") | Some("chain") => testbed::down()?,
+        Some("paxos") => innet_xdp::paxos_testbed::down()?,
+        Some("txn-topology") => innet_xdp::txn_topology::down()?,
+        Some(t) => {
+            anyhow::bail!("--only {t}: the testbeds are 'txn' (also 'chain'), 'paxos' and 'txn-topology'")
+        }
+    };
+    if removed.is_empty() {
+        println!("testbed down: nothing to remove");
+    }
+    for r in removed {
+        println!("removed {r}");
+    }
+    Ok(0)
+}
+
+/// `innet testbed status [--tables]`: every running testbed's state and
+/// its data plane's counters; exit status 1 if none runs.
+fn run_status(tables: bool) -> anyhow::Result<i32> {
+    if let Some(st) = innet_xdp::txn_topology::status() {
+        println!("{}", serde_json::to_string_pretty(&st)?);
+        for (name, counters) in innet_xdp::txn_topology::switch_counters(&st)? {
+            for (k, v) in counters {
+                println!("switch {name} {k:>40} {v}");
             }
-            if let Some(st) = innet_xdp::paxos_testbed::status() {
-                super::paxos::print_status(&st)?;
-                if testbed::status().is_none() {
-                    return Ok(0);
-                }
-            }
-            let Some(st) = testbed::status() else {
-                println!("no testbed ({} absent)", testbed::STATE_FILE);
-                return Ok(1);
-            };
-            println!("{}", serde_json::to_string_pretty(&st)?);
-            if let Some((protocol, nodes)) = innet_xdp::chain_testbed::parse_topology(&st.topology) {
-                for i in 0..nodes {
-                    let dir = innet_xdp::chain_testbed::node_pin_dir(i);
-                    for (name, v) in innet_xdp::chain::pinned_counters(&dir, protocol)? {
-                        println!("node {i} {name:>40} {v}");
-                    }
-                }
-                return Ok(0);
-            }
-            if let Some(dir) = &st.pin_dir {
-                let dir = std::path::Path::new(dir);
-                for (name, v) in innet_xdp::txn::pinned_counters(dir)? {
-                    println!("{name:>40} {v}");
-                }
-                if tables {
-                    let (state, cache, clients) = innet_xdp::txn::pinned_tables(dir)?;
-                    println!("{state:?}");
-                    for (i, s) in cache.iter().enumerate().filter(|(_, s)| s.valid) {
-                        println!("cache slot {i:>5} key {:>10} stamp {:>10} {:?}", s.key, s.stamp, s.value);
-                    }
-                    for (i, s) in clients.iter().enumerate().filter(|(_, s)| s.valid) {
-                        println!("client slot {i:>4} cl_id {:>10} stamp {:>10} {:?}", s.key, s.stamp, s.value);
-                    }
-                }
-            }
-            Ok(0)
         }
     }
+    if let Some(st) = innet_xdp::paxos_testbed::status() {
+        super::paxos::print_status(&st)?;
+        if testbed::status().is_none() {
+            return Ok(0);
+        }
+    }
+    let Some(st) = testbed::status() else {
+        println!("no testbed ({} absent)", testbed::STATE_FILE);
+        return Ok(1);
+    };
+    println!("{}", serde_json::to_string_pretty(&st)?);
+    if let Some((protocol, nodes)) = innet_xdp::chain_testbed::parse_topology(&st.topology) {
+        for i in 0..nodes {
+            let dir = innet_xdp::chain_testbed::node_pin_dir(i);
+            for (name, v) in innet_xdp::chain::pinned_counters(&dir, protocol)? {
+                println!("node {i} {name:>40} {v}");
+            }
+        }
+        return Ok(0);
+    }
+    if let Some(dir) = &st.pin_dir {
+        print_txn_switch(std::path::Path::new(dir), tables)?;
+    }
+    Ok(0)
+}
+
+/// The XDP transaction switch's counters pinned in `dir`, and with
+/// `tables` its registers and every valid cache and client slot.
+fn print_txn_switch(dir: &std::path::Path, tables: bool) -> anyhow::Result<()> {
+    for (name, v) in innet_xdp::txn::pinned_counters(dir)? {
+        println!("{name:>40} {v}");
+    }
+    if tables {
+        let (state, cache, clients) = innet_xdp::txn::pinned_tables(dir)?;
+        println!("{state:?}");
+        for (i, s) in cache.iter().enumerate().filter(|(_, s)| s.valid) {
+            println!("cache slot {i:>5} key {:>10} stamp {:>10} {:?}", s.key, s.stamp, s.value);
+        }
+        for (i, s) in clients.iter().enumerate().filter(|(_, s)| s.valid) {
+            println!("client slot {i:>4} cl_id {:>10} stamp {:>10} {:?}", s.key, s.stamp, s.value);
+        }
+    }
+    Ok(())
 }

@@ -96,17 +96,7 @@ pub struct BenchXdpTxnArgs {
 
 pub fn run_bench_xdp_txn(a: BenchXdpTxnArgs) -> anyhow::Result<i32> {
     if a.fabric_only {
-        let (recs, path) = crate::fabric::txn_fabric_only(
-            a.fabric,
-            &innet_exe()?,
-            a.runs as usize,
-            a.frames,
-            a.bpf_stats == OnOff::On,
-            &a.out,
-        )?;
-        super::print_fabric_only(&recs, "decisions");
-        println!("wrote {}", path.display());
-        return Ok(0);
+        return run_fabric_only(a);
     }
     let cfg = TxnExperimentConfig {
         mode: a.mode,
@@ -128,37 +118,7 @@ pub fn run_bench_xdp_txn(a: BenchXdpTxnArgs) -> anyhow::Result<i32> {
         fabric_line(&cfg.fabric),
         recs.last().map_or(0.0, |r| r.load_average[0])
     );
-    println!(
-        "{:>3} {:<16} {:>12} {:>8} {:>9} {:>9} {:>16} {:>15} {:>10} {:>9} {:>12}",
-        "run",
-        "data plane",
-        "committed/s",
-        "p50_ms",
-        "p99_ms",
-        "gave_up",
-        "aborts_by_switch",
-        "aborts_by_store",
-        "cpu_us/txn",
-        "busy_cpus",
-        "of_ceiling"
-    );
-    for r in &recs {
-        println!(
-            "{:>3} {:<16} {:>12.0} {:>8.3} {:>9.3} {:>9} {:>16} {:>15} {:>10.1} {:>9.2} {:>11.0}%{}",
-            r.run,
-            innet_xdp::bench::txn_plane_name(r.data_plane),
-            r.num("committed_per_s"),
-            r.num("p50_latency_ms"),
-            r.num("p99_latency_ms"),
-            r.num("gave_up"),
-            r.num("aborts_by_switch"),
-            r.num("aborts_by_store"),
-            r.cpu.machine_us,
-            r.cpu.busy_cpus,
-            r.ceiling.of_ceiling * 1e2,
-            if r.ceiling.generator_bound { " (generator-bound)" } else { "" }
-        );
-    }
+    print_txn_rounds(&recs);
     let c = &recs[0].ceiling.ceiling;
     println!(
         "generator's ceiling (round 0): {:.0} round trips/s at {} clients ({} B requests answered by xdp_bounce on \
@@ -179,4 +139,55 @@ pub fn run_bench_xdp_txn(a: BenchXdpTxnArgs) -> anyhow::Result<i32> {
     );
     println!("wrote {}", path.display());
     Ok(0)
+}
+
+/// `innet bench xdp-txn --fabric-only`: the XDP switch alone, fed by the
+/// in-kernel generator.
+fn run_fabric_only(a: BenchXdpTxnArgs) -> anyhow::Result<i32> {
+    let (recs, path) = crate::fabric::txn_fabric_only(
+        a.fabric,
+        &innet_exe()?,
+        a.runs as usize,
+        a.frames,
+        a.bpf_stats == OnOff::On,
+        &a.out,
+    )?;
+    super::print_fabric_only(&recs, "decisions");
+    println!("wrote {}", path.display());
+    Ok(0)
+}
+
+/// The table of `bench xdp-txn`: one line per round and data plane.
+fn print_txn_rounds(recs: &[crate::bench::TxnRecord]) {
+    println!(
+        "{:>3} {:<16} {:>12} {:>8} {:>9} {:>9} {:>16} {:>15} {:>10} {:>9} {:>12}",
+        "run",
+        "data plane",
+        "committed/s",
+        "p50_ms",
+        "p99_ms",
+        "gave_up",
+        "aborts_by_switch",
+        "aborts_by_store",
+        "cpu_us/txn",
+        "busy_cpus",
+        "of_ceiling"
+    );
+    for r in recs {
+        println!(
+            "{:>3} {:<16} {:>12.0} {:>8.3} {:>9.3} {:>9} {:>16} {:>15} {:>10.1} {:>9.2} {:>11.0}%{}",
+            r.run,
+            innet_xdp::bench::txn_plane_name(r.data_plane),
+            r.num("committed_per_s"),
+            r.num("p50_latency_ms"),
+            r.num("p99_latency_ms"),
+            r.num("gave_up"),
+            r.num("aborts_by_switch"),
+            r.num("aborts_by_store"),
+            r.cpu.machine_us,
+            r.cpu.busy_cpus,
+            r.ceiling.of_ceiling * 1e2,
+            if r.ceiling.generator_bound { " (generator-bound)" } else { "" }
+        );
+    }
 }
