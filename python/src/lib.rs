@@ -25,7 +25,7 @@ use innet_chain::Protocol;
 use innet_core::deploy::DataPlaneAt;
 use innet_live::chain::{LiveChain, LiveChainConfig};
 use innet_live::paxos::app::PaxosApp;
-use innet_live::paxos::LiveConfig;
+use innet_live::paxos::{LiveConfig, PaxosShape};
 use innet_live::topology::{resolve, RunningNode, Topology};
 use innet_live::txn::{
     bind, bind_addr_for, fresh_client_id_base, run_txn_with, start_local, wall_clock_req_id, LocalConfig, LocalTxn,
@@ -725,7 +725,11 @@ impl Paxos {
             use innet_exp::parse::within;
             within("acceptors =", acceptors, 1, innet_paxos::MAX_ACCEPTORS, "MAX_ACCEPTORS").map_err(config_error)?;
             within("learners =", learners, 1, innet_paxos::MAX_LEARNERS, "MAX_LEARNERS").map_err(config_error)?;
-            let cfg = LiveConfig { data_plane, acceptors, learners, ..LiveConfig::default() };
+            let cfg = LiveConfig {
+                data_plane,
+                shape: PaxosShape { acceptors, learners, ..PaxosShape::default() },
+                ..LiveConfig::default()
+            };
             let app = py.detach(|| PaxosApp::start(&cfg)).map_err(io_error)?;
             let addresses = app.addresses();
             Ok(Paxos {

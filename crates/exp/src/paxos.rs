@@ -166,6 +166,16 @@ impl PaxosConfig {
             gap_timeout: ms(self.gap_timeout_ms),
             heartbeat: ms(self.heartbeat_ms),
             pack: self.pack,
+        }
+    }
+
+    /// How many of each role, and failback if the coordinator restarts.
+    pub fn shape(&self) -> PaxosShape {
+        PaxosShape {
+            acceptors: self.acceptors,
+            learners: self.learners,
+            proposers: self.proposers,
+            origin_votes: false,
             failback: self.failback(),
         }
     }
@@ -178,33 +188,25 @@ impl PaxosConfig {
     /// The deployment (CAANS Figure 1 on a one-switch fabric with the
     /// configured one-way latency).
     pub fn deployment(&self) -> PaxosDeployment {
-        let shape = PaxosShape {
-            acceptors: self.acceptors,
-            learners: self.learners,
-            proposers: self.proposers,
-            origin_votes: false,
-            failback: self.failback(),
-        };
-        deploy::deployment(shape, Duration::from_secs_f64(self.latency_us / 1e6))
+        deploy::deployment(self.shape(), Duration::from_secs_f64(self.latency_us / 1e6))
     }
 
     /// This configuration with the deployment of the topology file at
     /// `path`: its roles' counts, data plane, `[paxos]` settings and fabric
     /// delay (a file without a fabric delay keeps `latency_us`).
     pub fn with_topology(self, path: &std::path::Path) -> Result<PaxosConfig, String> {
-        use innet_paxos::deploy::PaxosRole;
         let t = innet_topology::Topology::load(path).map_err(|e| e.0)?;
         let innet_topology::Service::Paxos(p) = t.service else {
             return Err(format!("{} is a {} topology, not a consensus one", path.display(), t.service.name()));
         };
         let d = &p.deployment;
-        let count = |f: fn(&PaxosRole) -> bool| d.with_role(f).len();
+        let shape = PaxosShape::of(d);
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         Ok(PaxosConfig {
             data_plane: p.data_plane,
-            acceptors: count(|r| matches!(r, PaxosRole::Acceptor { .. })),
-            learners: count(|r| matches!(r, PaxosRole::Learner { .. })),
-            proposers: count(|r| matches!(r, PaxosRole::Proposer { .. })),
+            acceptors: shape.acceptors,
+            learners: shape.learners,
+            proposers: shape.proposers,
             latency_us: d.fabric.filter(|f| !f.is_zero()).map_or(self.latency_us, |f| f.as_secs_f64() * 1e6),
             slots: p.params.slots,
             trim_quorum: p.params.trim_quorum,

@@ -258,91 +258,109 @@ pub fn table4(rs: &[PaxosResult]) -> Vec<(DataPlaneAt, f64, PaxosResult)> {
 /// Writes `results.jsonl` and the plots into `out`.
 pub fn write(out: &Path, rs: &[PaxosResult]) -> Result<()> {
     results::append_jsonl(&out.join("results.jsonl"), rs)?;
-    let sweep: Vec<&PaxosResult> = rs.iter().filter(|r| plain(r)).collect();
-    let series = |f: &dyn Fn(&PaxosResult) -> (f64, f64)| -> Vec<(String, Vec<(f64, f64)>)> {
-        DEPLOYMENTS
-            .iter()
-            .map(|dp| {
-                (dp.name().to_string(), sweep.iter().filter(|r| r.config.data_plane == *dp).map(|r| f(r)).collect())
-            })
-            .filter(|(_, v): &(String, Vec<(f64, f64)>)| !v.is_empty())
-            .collect()
-    };
     let runtime = rs.first().map_or("", |r| r.runtime.record_name());
-    if !sweep.is_empty() {
-        plot::lines_png(
-            &out.join("paxos-fig7a-throughput-latency.png"),
-            &format!("Consensus throughput vs latency ({runtime}; CAANS Fig. 7a)"),
-            "values committed per second",
-            "mean latency (us)",
-            &series(&|r| (r.committed_per_s, r.mean_latency_us)),
-        )?;
-        // Figure 7b: the latency CDF at the Table 4 points.
-        let cdf: Vec<(String, Vec<(f64, f64)>)> = table4(rs)
-            .iter()
-            .filter(|(_, _, r)| !r.latency_quantiles_us.is_empty())
-            .map(|(dp, f, r)| {
-                let n = r.latency_quantiles_us.len() as f64 - 1.0;
-                let pts = r.latency_quantiles_us.iter().enumerate().map(|(i, l)| (*l, i as f64 / n)).collect();
-                (format!("{} at {:.0}% of max", dp.name(), f * 100.0), pts)
-            })
-            .collect();
-        if !cdf.is_empty() {
-            plot::lines_png(
-                &out.join("paxos-fig7b-latency-cdf.png"),
-                &format!("Latency CDF at 25/50/75% of max throughput ({runtime}; CAANS Fig. 7b)"),
-                "latency (us)",
-                "fraction of requests",
-                &cdf,
-            )?;
-        }
+    plot_sweep(out, rs, runtime)?;
+    plot_kv(out, rs, runtime)?;
+    plot_failures(out, rs, runtime)
+}
+
+/// Named lines of (x, y) points, as [`plot::lines_png`] draws them.
+type Series = Vec<(String, Vec<(f64, f64)>)>;
+
+/// One line per deployment (named by `name`): the runs' (committed per
+/// second, mean latency) points.
+fn throughput_latency(runs: &[&PaxosResult], name: impl Fn(DataPlaneAt) -> String) -> Series {
+    DEPLOYMENTS
+        .iter()
+        .map(|&dp| {
+            let pts = runs.iter().filter(|r| r.config.data_plane == dp).map(|r| (r.committed_per_s, r.mean_latency_us));
+            (name(dp), pts.collect())
+        })
+        .collect()
+}
+
+/// Figure 7a (throughput against latency, per deployment) and 7b (the
+/// latency CDF at the Table 4 points) of the plain sweep runs.
+fn plot_sweep(out: &Path, rs: &[PaxosResult], runtime: &str) -> Result<()> {
+    let sweep: Vec<&PaxosResult> = rs.iter().filter(|r| plain(r)).collect();
+    if sweep.is_empty() {
+        return Ok(());
     }
+    let mut series = throughput_latency(&sweep, |dp| dp.name().to_string());
+    series.retain(|(_, v)| !v.is_empty());
+    plot::lines_png(
+        &out.join("paxos-fig7a-throughput-latency.png"),
+        &format!("Consensus throughput vs latency ({runtime}; CAANS Fig. 7a)"),
+        "values committed per second",
+        "mean latency (us)",
+        &series,
+    )?;
+    let cdf: Series = table4(rs)
+        .iter()
+        .filter(|(_, _, r)| !r.latency_quantiles_us.is_empty())
+        .map(|(dp, f, r)| {
+            let n = r.latency_quantiles_us.len() as f64 - 1.0;
+            let pts = r.latency_quantiles_us.iter().enumerate().map(|(i, l)| (*l, i as f64 / n)).collect();
+            (format!("{} at {:.0}% of max", dp.name(), f * 100.0), pts)
+        })
+        .collect();
+    if cdf.is_empty() {
+        return Ok(());
+    }
+    plot::lines_png(
+        &out.join("paxos-fig7b-latency-cdf.png"),
+        &format!("Latency CDF at 25/50/75% of max throughput ({runtime}; CAANS Fig. 7b)"),
+        "latency (us)",
+        "fraction of requests",
+        &cdf,
+    )
+}
+
+/// Figure 7d: the replicated key-value store's throughput against latency.
+fn plot_kv(out: &Path, rs: &[PaxosResult], runtime: &str) -> Result<()> {
     let kv: Vec<&PaxosResult> = rs.iter().filter(|r| r.config.kv).collect();
-    if !kv.is_empty() {
-        let series: Vec<(String, Vec<(f64, f64)>)> = DEPLOYMENTS
-            .iter()
-            .map(|dp| {
-                let pts =
-                    kv.iter().filter(|r| r.config.data_plane == *dp).map(|r| (r.committed_per_s, r.mean_latency_us));
-                (format!("{} + LevelDB", dp.name()), pts.collect())
-            })
-            .collect();
-        plot::lines_png(
-            &out.join("paxos-fig7d-kv-throughput-latency.png"),
-            &format!("Replicated LevelDB: throughput vs latency ({runtime}; CAANS Fig. 7d)"),
-            "commands committed per second",
-            "mean latency (us)",
-            &series,
-        )?;
+    if kv.is_empty() {
+        return Ok(());
     }
+    let series = throughput_latency(&kv, |dp| format!("{} + LevelDB", dp.name()));
+    plot::lines_png(
+        &out.join("paxos-fig7d-kv-throughput-latency.png"),
+        &format!("Replicated LevelDB: throughput vs latency ({runtime}; CAANS Fig. 7d)"),
+        "commands committed per second",
+        "mean latency (us)",
+        &series,
+    )
+}
+
+/// Figure 8: throughput over time (50 ms windows) of the failure runs.
+fn plot_failures(out: &Path, rs: &[PaxosResult], runtime: &str) -> Result<()> {
     let failed: Vec<&PaxosResult> = rs.iter().filter(|r| !plain(r) && !r.config.kv).collect();
-    if !failed.is_empty() {
-        let series: Vec<(String, Vec<(f64, f64)>)> = failed
-            .iter()
-            .map(|r| {
-                let what =
-                    if r.config.coordinator_fail_at_s.is_some() { "coordinator fails" } else { "acceptor fails" };
-                let bin_s = r.timeline_bin_ms / 1e3;
-                // 50 ms windows, in values per second.
-                let per = (50.0 / r.timeline_bin_ms).round().max(1.0) as usize;
-                let pts = r
-                    .timeline
-                    .chunks(per)
-                    .enumerate()
-                    .map(|(i, c)| ((i * per) as f64 * bin_s, c.iter().sum::<u64>() as f64 / (c.len() as f64 * bin_s)))
-                    .collect();
-                (format!("{}: {what}", r.config.data_plane.name()), pts)
-            })
-            .collect();
-        plot::lines_png(
-            &out.join("paxos-fig8-failures.png"),
-            &format!("Throughput over time under failure ({runtime}; CAANS Fig. 8)"),
-            "time (s)",
-            "values committed per second",
-            &series,
-        )?;
+    if failed.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let series: Series = failed
+        .iter()
+        .map(|r| {
+            let what = if r.config.coordinator_fail_at_s.is_some() { "coordinator fails" } else { "acceptor fails" };
+            let bin_s = r.timeline_bin_ms / 1e3;
+            // 50 ms windows, in values per second.
+            let per = (50.0 / r.timeline_bin_ms).round().max(1.0) as usize;
+            let pts = r
+                .timeline
+                .chunks(per)
+                .enumerate()
+                .map(|(i, c)| ((i * per) as f64 * bin_s, c.iter().sum::<u64>() as f64 / (c.len() as f64 * bin_s)))
+                .collect();
+            (format!("{}: {what}", r.config.data_plane.name()), pts)
+        })
+        .collect();
+    plot::lines_png(
+        &out.join("paxos-fig8-failures.png"),
+        &format!("Throughput over time under failure ({runtime}; CAANS Fig. 8)"),
+        "time (s)",
+        "values committed per second",
+        &series,
+    )
 }
 
 /// The batched generator ([`innet_bench::loadgen`]) with `in_flight` clients
@@ -432,8 +450,7 @@ fn replica_fsync_point(
     use std::time::{Duration, Instant};
     let _ = std::fs::remove_dir_all(dir);
     let live = innet_live::paxos::LiveConfig {
-        learners: 3,
-        proposers: 0,
+        shape: innet_paxos::deploy::PaxosShape { learners: 3, proposers: 0, ..Default::default() },
         base_port: free_base(8)?,
         external_learners: true,
         ..innet_live::paxos::LiveConfig::default()

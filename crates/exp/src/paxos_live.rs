@@ -5,8 +5,9 @@
 use std::time::{Duration, Instant};
 
 use innet_core::Time;
-use innet_live::paxos::{spawn_learner, LiveConfig, Plan};
-use innet_live::{clock, spawn_host, Stop};
+use innet_live::paxos::{spawn_learner, Core, LiveConfig, Plan};
+use innet_live::{clock, spawn_host, NodeHandle, Stop};
+use innet_paxos::deploy::PaxosShape;
 use innet_paxos::learner::LearnerStats;
 use innet_paxos::workload::LoadProposer;
 use innet_paxos::{Learner, Proposer};
@@ -15,19 +16,13 @@ use crate::paxos::{PaxosConfig, PaxosResult};
 use crate::paxos_sim::make_result;
 use innet_live::metrics::Sources;
 
+/// `cfg`'s deployment on the live runtime. Restarts of the coordinator
+/// are simulator-only: no failback live.
 pub fn live_config(cfg: &PaxosConfig) -> LiveConfig {
     LiveConfig {
         data_plane: cfg.data_plane,
-        acceptors: cfg.acceptors,
-        learners: cfg.learners,
-        proposers: cfg.proposers,
-        slots: cfg.slots,
-        trim_quorum: cfg.trim_quorum,
-        ordered: cfg.ordered,
-        proposer_timeout: Duration::from_secs_f64(cfg.timeout_ms / 1e3),
-        gap_timeout: Duration::from_secs_f64(cfg.gap_timeout_ms / 1e3),
-        heartbeat: Duration::from_secs_f64(cfg.heartbeat_ms / 1e3),
-        pack: cfg.pack,
+        shape: PaxosShape { failback: false, ..cfg.shape() },
+        params: cfg.params(),
         ..LiveConfig::default()
     }
 }
@@ -53,36 +48,77 @@ pub fn run_point_live_stored(
     let stop = Stop::new();
     let mut plan = Plan::bind(&lc)?;
     let core = plan.spawn_core(&stop)?;
-    let mut learners = vec![];
     let kv_dir = std::env::temp_dir().join(format!("innet-paxos-kv-bench-{}", std::process::id()));
-    for i in 0..lc.learners {
+    let learners = spawn_bench_learners(cfg, &lc, &mut plan, &kv_dir, &stop)?;
+    let start = clock::now();
+    let wall = Instant::now();
+    let end = start + Duration::from_secs_f64(cfg.duration_s);
+    let proposers = (0..lc.shape.proposers)
+        .map(|i| spawn_load_proposer(&lc, &mut plan, i, (cfg.outstanding, end, cfg.kv), &stop))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    fail_on_schedule(cfg, &core, start);
+    // Let the last requests finish.
+    sleep_until(end + Duration::from_millis(100));
+    let ps: Vec<LoadProposer> = proposers.into_iter().map(|p| p.shutdown()).collect::<Result<_, _>>()?;
+    let stats: Vec<LearnerStats> = learners.into_iter().map(|l| l.shutdown()).collect::<Result<_, _>>()?;
+    let backup = core.backup.shutdown()?;
+    stop.stop();
+    if cfg.kv {
+        let _ = std::fs::remove_dir_all(&kv_dir);
+    }
+    let takeover = backup.active_since().map(|t| t.since(start).as_secs_f64());
+    let refs: Vec<&LoadProposer> = ps.iter().collect();
+    let wall_s = wall.elapsed().as_secs_f64();
+    Ok(make_result(cfg, crate::Runtime::Live, &refs, start.as_nanos(), &stats[0], takeover, cfg.duration_s, wall_s))
+}
+
+/// The learners of a benchmark run: LevelDB replicas (`cfg.kv`, each in
+/// its own directory under `kv_dir`) or plain learners.
+fn spawn_bench_learners(
+    cfg: &PaxosConfig,
+    lc: &LiveConfig,
+    plan: &mut Plan,
+    kv_dir: &std::path::Path,
+    stop: &Stop,
+) -> anyhow::Result<Vec<NodeHandle<LearnerStats>>> {
+    let mut learners = vec![];
+    for i in 0..lc.shape.learners {
         let socket = plan.take_learner_socket(i);
         let lcfg = lc.learner_config(i as u16);
         let name = format!("learner{i}");
         learners.push(if cfg.kv {
-            spawn_replica(&kv_dir.join(&name), socket, plan.learner_options(i), lcfg, &stop)?
+            spawn_replica(&kv_dir.join(&name), socket, plan.learner_options(i), lcfg, stop)?
         } else {
-            spawn_host(&name, socket, plan.learner_options(i), &stop, move || Learner::new(lcfg), |l, _| l.stats)?
+            spawn_host(&name, socket, plan.learner_options(i), stop, move || Learner::new(lcfg), |l, _| l.stats)?
         });
     }
-    let start = clock::now();
-    let wall = Instant::now();
-    let end = start + Duration::from_secs_f64(cfg.duration_s);
-    let mut proposers = vec![];
-    for i in 0..lc.proposers {
-        let socket = plan.take_proposer_socket(i);
-        let pcfg = lc.fresh_proposer_config(i);
-        let outstanding = cfg.outstanding;
-        let kv = cfg.kv;
-        proposers.push(spawn_host(
-            &format!("proposer{i}"),
-            socket,
-            plan.proposer_options(),
-            &stop,
-            move || with_kv_load(LoadProposer::new(Proposer::new(pcfg), outstanding, end, false), kv),
-            |p, _| p,
-        )?);
-    }
+    Ok(learners)
+}
+
+/// The plan's proposer `i` as a load generator keeping `outstanding`
+/// requests in flight until `end`, submitting key-value commands if `kv`.
+fn spawn_load_proposer(
+    lc: &LiveConfig,
+    plan: &mut Plan,
+    i: usize,
+    (outstanding, end, kv): (usize, Time, bool),
+    stop: &Stop,
+) -> anyhow::Result<NodeHandle<LoadProposer>> {
+    let socket = plan.take_proposer_socket(i);
+    let pcfg = lc.fresh_proposer_config(i);
+    Ok(spawn_host(
+        &format!("proposer{i}"),
+        socket,
+        plan.proposer_options(),
+        stop,
+        move || with_kv_load(LoadProposer::new(Proposer::new(pcfg), outstanding, end, false), kv),
+        |p, _| p,
+    )?)
+}
+
+/// Stops the coordinator and acceptor 0 at the configuration's failure
+/// times (seconds after `start`), in time order; returns after the last.
+fn fail_on_schedule(cfg: &PaxosConfig, core: &Core, start: Time) {
     let mut events: Vec<(f64, u8)> = vec![];
     if let Some(t) = cfg.coordinator_fail_at_s {
         events.push((t, 0));
@@ -98,19 +134,6 @@ pub fn run_point_live_stored(
             _ => core.acceptors[0].stop(),
         }
     }
-    // Let the last requests finish.
-    sleep_until(end + Duration::from_millis(100));
-    let ps: Vec<LoadProposer> = proposers.into_iter().map(|p| p.shutdown()).collect::<Result<_, _>>()?;
-    let stats: Vec<LearnerStats> = learners.into_iter().map(|l| l.shutdown()).collect::<Result<_, _>>()?;
-    let backup = core.backup.shutdown()?;
-    stop.stop();
-    if cfg.kv {
-        let _ = std::fs::remove_dir_all(&kv_dir);
-    }
-    let takeover = backup.active_since().map(|t| t.since(start).as_secs_f64());
-    let refs: Vec<&LoadProposer> = ps.iter().collect();
-    let wall_s = wall.elapsed().as_secs_f64();
-    Ok(make_result(cfg, crate::Runtime::Live, &refs, start.as_nanos(), &stats[0], takeover, cfg.duration_s, wall_s))
 }
 
 fn sleep_until(t: Time) {
@@ -151,21 +174,7 @@ pub struct UpPaxosReport {
 /// coordinator, acceptors, backup and learners are added to `metrics`.
 pub fn up(cfg: &UpPaxos, stop: &Stop, metrics: &Sources, mut say: impl FnMut(&str)) -> anyhow::Result<UpPaxosReport> {
     let lc = &cfg.live;
-    let probe = PaxosConfig {
-        acceptors: lc.acceptors,
-        learners: lc.learners,
-        proposers: lc.proposers.max(1),
-        outstanding: cfg.outstanding.max(1),
-        slots: lc.slots,
-        ..PaxosConfig::default()
-    };
-    probe.validate().map_err(anyhow::Error::msg)?;
-    require_leveldb(cfg.kv_load)?;
-    for (flag, v) in [("--load-s", cfg.load_s), ("--duration-s", cfg.duration_s)] {
-        if let Some(v) = v {
-            anyhow::ensure!(v > 0.0 && v <= 1e7, "{flag} {v} must be a number of seconds above 0");
-        }
-    }
+    check_up(cfg)?;
     let mut plan = Plan::bind(lc)?;
     let core = plan.spawn_core(stop)?;
     metrics.program("coordinator", &core.coordinator);
@@ -177,7 +186,7 @@ pub fn up(cfg: &UpPaxos, stop: &Stop, metrics: &Sources, mut say: impl FnMut(&st
     }
     say(&format!("backup {}", plan.backup));
     let mut learners = vec![];
-    for i in 0..lc.learners {
+    for i in 0..lc.shape.learners {
         say(&format!("learner{i} {}", plan.learners[i]));
         if lc.external_learners {
             continue;
@@ -189,29 +198,51 @@ pub fn up(cfg: &UpPaxos, stop: &Stop, metrics: &Sources, mut say: impl FnMut(&st
         learners.push(learner);
     }
     let far = clock::now() + Duration::from_secs_f64(cfg.load_s.unwrap_or(365.0 * 24.0 * 3600.0));
-    let kv_load = cfg.kv_load;
     let mut proposers = vec![];
-    for i in 0..lc.proposers {
+    for i in 0..lc.shape.proposers {
         say(&format!("proposer{i} {}", plan.proposers[i]));
-        let socket = plan.take_proposer_socket(i);
-        let pcfg = lc.fresh_proposer_config(i);
-        let n = cfg.outstanding.max(1);
-        proposers.push(spawn_host(
-            &format!("proposer{i}"),
-            socket,
-            plan.proposer_options(),
-            stop,
-            move || with_kv_load(LoadProposer::new(Proposer::new(pcfg), n, far, false), kv_load),
-            |p, _| p,
-        )?);
+        proposers.push(spawn_load_proposer(lc, &mut plan, i, (cfg.outstanding.max(1), far, cfg.kv_load), stop)?);
     }
     say(&format!(
         "innet: CAANS with the coordinator and {} acceptors as {}; {} learners, {} load proposers. Ctrl-C to stop.",
-        lc.acceptors,
+        lc.shape.acceptors,
         if lc.data_plane == innet_core::deploy::DataPlaneAt::Process { "processes" } else { "software switches" },
-        lc.learners,
-        lc.proposers
+        lc.shape.learners,
+        lc.shape.proposers
     ));
+    kill_on_timer(cfg, &core, stop, &mut say);
+    let ps: Vec<LoadProposer> = proposers.into_iter().map(|p| p.shutdown()).collect::<Result<_, _>>()?;
+    let learners = learners.into_iter().map(|l| l.shutdown()).collect::<Result<_, _>>()?;
+    let backup = core.backup.shutdown()?;
+    stop.stop();
+    let takeover = backup.active_since().map(|t| (t.as_secs_f64(), longest_commit_gap_ms(&ps)));
+    Ok(UpPaxosReport { committed: ps.iter().map(|p| p.commit_times_ns.len()).sum(), learners, takeover })
+}
+
+/// Checks `cfg` before anything binds, saying what is wrong.
+fn check_up(cfg: &UpPaxos) -> anyhow::Result<()> {
+    let lc = &cfg.live;
+    let probe = PaxosConfig {
+        acceptors: lc.shape.acceptors,
+        learners: lc.shape.learners,
+        proposers: lc.shape.proposers.max(1),
+        outstanding: cfg.outstanding.max(1),
+        slots: lc.params.slots,
+        ..PaxosConfig::default()
+    };
+    probe.validate().map_err(anyhow::Error::msg)?;
+    require_leveldb(cfg.kv_load)?;
+    for (flag, v) in [("--load-s", cfg.load_s), ("--duration-s", cfg.duration_s)] {
+        if let Some(v) = v {
+            anyhow::ensure!(v > 0.0 && v <= 1e7, "{flag} {v} must be a number of seconds above 0");
+        }
+    }
+    Ok(())
+}
+
+/// Runs until `stop` (or `cfg.duration_s`), stopping acceptor 0 and the
+/// coordinator at their `kill_*_at_s` times (seconds from now).
+fn kill_on_timer(cfg: &UpPaxos, core: &Core, stop: &Stop, say: &mut impl FnMut(&str)) {
     let started = Instant::now();
     let (mut killed_acc, mut killed_coord) = (false, false);
     while !stop.is_stopped() {
@@ -231,17 +262,14 @@ pub fn up(cfg: &UpPaxos, stop: &Stop, metrics: &Sources, mut say: impl FnMut(&st
             break;
         }
     }
-    let ps: Vec<LoadProposer> = proposers.into_iter().map(|p| p.shutdown()).collect::<Result<_, _>>()?;
-    let learners = learners.into_iter().map(|l| l.shutdown()).collect::<Result<_, _>>()?;
-    let backup = core.backup.shutdown()?;
-    stop.stop();
-    let takeover = backup.active_since().map(|t| {
-        let mut times: Vec<u64> = ps.iter().flat_map(|p| p.commit_times_ns.iter().copied()).collect();
-        times.sort_unstable();
-        let gap = times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-        (t.as_secs_f64(), gap as f64 / 1e6)
-    });
-    Ok(UpPaxosReport { committed: ps.iter().map(|p| p.commit_times_ns.len()).sum(), learners, takeover })
+}
+
+/// The longest gap between two commits of any of the proposers, ms.
+fn longest_commit_gap_ms(ps: &[LoadProposer]) -> f64 {
+    let mut times: Vec<u64> = ps.iter().flat_map(|p| p.commit_times_ns.iter().copied()).collect();
+    times.sort_unstable();
+    let gap = times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+    gap as f64 / 1e6
 }
 
 /// Refuses key-value runs in an innet built without LevelDB.

@@ -59,7 +59,7 @@ fn service(cost_us: f64) -> Option<ServiceModel> {
 
 /// Every role's configuration for `cfg` (the same definition every runtime uses).
 pub fn roles(cfg: &PaxosConfig) -> Roles {
-    Roles::new(cfg.params(), cfg.acceptors, cfg.learners)
+    Roles::new(cfg.params(), &cfg.shape())
 }
 
 /// Learner `id`'s configuration; with `keep_log` it records every delivery.

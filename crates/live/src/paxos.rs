@@ -37,7 +37,9 @@ use std::time::Duration;
 use acceptor_store::{AcceptorStore, LiveAcceptor};
 use innet_core::deploy::DataPlaneAt;
 use innet_core::Counters;
-use innet_paxos::deploy::{self as paxos_deploy, PaxosDeployment, PaxosParams, PaxosRole, PaxosShape, Roles};
+use innet_paxos::deploy::{self as paxos_deploy, PaxosDeployment, PaxosRole, Roles};
+/// [`LiveConfig`]'s two halves, declared once in the protocol crate.
+pub use innet_paxos::deploy::{PaxosParams, PaxosShape};
 use innet_paxos::learner::LearnerStats;
 use innet_paxos::software::SoftwareNode;
 use innet_paxos::{BackupConfig, BackupCoordinator, Coordinator, Learner, LearnerConfig, ProposerConfig};
@@ -48,25 +50,25 @@ use crate::host::{spawn_host_counted, Admission, HostOptions, NodeHandle};
 use crate::switch::{spawn_switch_with_tables, SwitchNode};
 use crate::Stop;
 
-/// A live deployment's configuration.
+/// A live deployment's configuration: the service's shape and settings
+/// ([`innet_paxos::deploy`], declared once there) and where this runtime
+/// runs them.
 #[derive(Clone, Debug)]
 pub struct LiveConfig {
     /// Coordinator and acceptors in software switches, or as processes
     /// (the software baseline). `Xdp` is the namespace testbed's, not this
     /// runtime's.
     pub data_plane: DataPlaneAt,
-    pub acceptors: usize,
-    pub learners: usize,
-    /// Proposer sockets bound by the plan (members of the vote and
-    /// takeover groups).
-    pub proposers: usize,
-    pub slots: usize,
-    /// 0: a majority of the learners.
-    pub trim_quorum: usize,
-    pub ordered: bool,
-    pub proposer_timeout: Duration,
-    pub gap_timeout: Duration,
-    pub heartbeat: Duration,
+    /// How many of each role. `proposers`: proposer sockets bound by the
+    /// plan (members of the vote and takeover groups); without any, votes
+    /// also go to each request's origin ([`LiveConfig::deployment`]).
+    /// `failback` (`innet up paxos --data-plane process --dir D`): votes
+    /// also go to the coordinator, and a coordinator run alone (`--node
+    /// coordinator`) that restarts takes the role back from the backup
+    /// ([`coordinator_epoch`]); every process of the deployment must agree.
+    pub shape: PaxosShape,
+    /// The settings every role's configuration derives from.
+    pub params: PaxosParams,
     pub ip: IpAddr,
     /// First UDP port (consecutive ports per role), or 0 for ephemeral ports.
     pub base_port: u16,
@@ -74,8 +76,6 @@ pub struct LiveConfig {
     /// addresses follow from `base_port` ([`LiveConfig::external_learner`])
     /// and the plan does not bind them.
     pub external_learners: bool,
-    /// Most client values a proposer packs into one instance's value (1: off).
-    pub pack: usize,
     /// `--auth-key`: every datagram between the nodes carries the keys' MAC
     /// trailer and one without is refused ([`crate::auth`]); every party of
     /// a Paxos deployment is a node, so it covers every address.
@@ -89,68 +89,35 @@ pub struct LiveConfig {
     /// promises and votes in `dir/acceptor<i>` and restarts from them
     /// ([`acceptor_store`]); `None`: in memory.
     pub acceptor_store: Option<AcceptorStore>,
-    /// Failback (`innet up paxos --data-plane process --dir D`): votes also
-    /// go to the coordinator, and a coordinator run alone (`--node
-    /// coordinator`) that restarts takes the role back from the backup
-    /// ([`coordinator_epoch`]). Every process of the deployment must agree.
-    pub failback: bool,
 }
 
 impl Default for LiveConfig {
     fn default() -> Self {
-        let p = PaxosParams::default();
         LiveConfig {
             data_plane: DataPlaneAt::Switch,
-            acceptors: 3,
-            learners: 2,
-            proposers: 1,
-            slots: p.slots,
-            trim_quorum: p.trim_quorum,
-            ordered: p.ordered,
-            proposer_timeout: p.proposer_timeout,
-            gap_timeout: p.gap_timeout,
-            heartbeat: p.heartbeat,
+            shape: PaxosShape::default(),
+            params: PaxosParams::default(),
             ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
             base_port: 0,
             external_learners: false,
-            pack: p.pack,
             auth: None,
             elsewhere: vec![],
             acceptor_store: None,
-            failback: false,
         }
     }
 }
 
 impl LiveConfig {
-    pub fn params(&self) -> PaxosParams {
-        PaxosParams {
-            slots: self.slots,
-            trim_quorum: self.trim_quorum,
-            ordered: self.ordered,
-            proposer_timeout: self.proposer_timeout,
-            gap_timeout: self.gap_timeout,
-            heartbeat: self.heartbeat,
-            pack: self.pack,
-            failback: self.failback,
-        }
-    }
     /// Every role's configuration (one definition for every runtime).
     pub fn roles(&self) -> Roles {
-        Roles::new(self.params(), self.acceptors, self.learners)
+        Roles::new(self.params.clone(), &self.shape)
     }
     /// The deployment this configuration describes. Without proposers of
     /// its own, votes also go to each request's origin (the switch
     /// deployment; see the module doc).
     pub fn deployment(&self) -> PaxosDeployment {
-        let shape = PaxosShape {
-            acceptors: self.acceptors,
-            learners: self.learners,
-            proposers: self.proposers,
-            origin_votes: self.proposers == 0,
-            failback: self.failback,
-        };
-        paxos_deploy::deployment(shape, Duration::ZERO)
+        let origin_votes = self.shape.origin_votes || self.shape.proposers == 0;
+        paxos_deploy::deployment(PaxosShape { origin_votes, ..self.shape }, Duration::ZERO)
     }
     /// Every node's address with consecutive ports from `base_port`, in
     /// the deployment's node order (coordinator, acceptors, backup,
@@ -181,7 +148,7 @@ impl LiveConfig {
         let &n = n.first().ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("learner {i}: the deployment has {} learners", self.learners),
+                format!("learner {i}: the deployment has {} learners", self.shape.learners),
             )
         })?;
         Ok((addrs[n], options(&d, &addrs, n)))
@@ -195,8 +162,9 @@ impl LiveConfig {
     pub fn external_proposer(&self) -> io::Result<HostOptions> {
         let mut d = self.deployment();
         let mut addrs = self.fixed_addrs()?;
-        let p = paxos_deploy::add(&mut d, "proposer-outside", PaxosRole::Proposer { index: self.proposers as u16 });
-        paxos_deploy::wire_with(&mut d, true, self.failback);
+        let p =
+            paxos_deploy::add(&mut d, "proposer-outside", PaxosRole::Proposer { index: self.shape.proposers as u16 });
+        paxos_deploy::wire_with(&mut d, true, self.shape.failback);
         addrs.push(SocketAddr::new(self.ip, 0));
         Ok(HostOptions { auth: self.auth.clone(), ..options(&d, &addrs, p) })
     }
@@ -276,7 +244,7 @@ impl<P> ProgramNode<P> {
 /// on its directories, replicas included, goes on numbering instances
 /// where the log is, never from 0 again).
 fn coordinator_restart(config: &LiveConfig) -> io::Result<Option<(coordinator_epoch::EpochFile, u8)>> {
-    if !config.failback {
+    if !config.shape.failback {
         return Ok(None);
     }
     let Some(store) = &config.acceptor_store else {
@@ -495,7 +463,7 @@ impl Plan {
         if self.proposers.is_empty() {
             // A proposer of another process: the same ports as one of ours.
             paxos_deploy::add(&mut d, "proposer", PaxosRole::Proposer { index: 0 });
-            paxos_deploy::wire_with(&mut d, true, self.config.failback);
+            paxos_deploy::wire_with(&mut d, true, self.config.shape.failback);
             addrs.push(SocketAddr::new(self.config.ip, 0));
         }
         let p = d.with_role(|r| matches!(r, PaxosRole::Proposer { .. }))[0];
@@ -529,49 +497,18 @@ impl Plan {
             true => None,
             false => coordinator_restart(config)?,
         };
-        let mut started = bound
+        let started = bound
             .start(&self.deployment, config.data_plane, stop, |slot| {
-                let (d, at, addrs, n) = (slot.deployment, slot.at, slot.addrs, slot.ix);
-                let auth = config.auth.clone();
-                Ok::<_, io::Error>(match (d.nodes[n].role, restarted.take()) {
-                    (PaxosRole::Coordinator, Some((file, first_epoch))) => {
-                        let machine = BackupCoordinator::new(roles.restarted_coordinator(first_epoch));
-                        let o = HostOptions { auth, ..options(d, addrs, n) };
-                        let name = d.nodes[n].name.clone();
-                        let h = spawn_restarted(&name, slot.socket, o, machine, file, slot.stop, |_| ())?;
-                        CoreNode::Coordinator(ProgramNode::Process(h))
-                    }
-                    (PaxosRole::Coordinator, None) => CoreNode::Coordinator(spawn_program(
-                        d,
-                        at,
-                        addrs,
-                        n,
-                        slot.socket,
-                        Coordinator::new(roles.coordinator()),
-                        auth,
-                        slot.stop,
-                    )?),
-                    (PaxosRole::Acceptor { id }, _) => CoreNode::Acceptor(spawn_program(
-                        d,
-                        at,
-                        addrs,
-                        n,
-                        slot.socket,
-                        config.acceptor(id)?,
-                        auth,
-                        slot.stop,
-                    )?),
-                    (PaxosRole::Backup, _) => {
-                        let o = HostOptions { auth, ..options(d, addrs, n) };
-                        let name = d.nodes[n].name.clone();
-                        CoreNode::Backup(spawn_backup(&name, slot.socket, o, roles.backup(), slot.stop)?)
-                    }
-                    (r, _) => unreachable!("the plan hands out the {}'s socket", r.name()),
-                })
+                start_core_node(config, &roles, slot, restarted.take())
             })?
             .into_iter()
             .collect::<std::collections::BTreeMap<_, _>>();
-        // Nodes elsewhere were not started here: they keep their address.
+        Ok(self.core_of(started))
+    }
+
+    /// The core from the nodes [`Plan::spawn_core`] started; nodes
+    /// elsewhere were not started here: they keep their address.
+    fn core_of(&self, mut started: std::collections::BTreeMap<innet_core::deploy::NodeIx, CoreNode>) -> Core {
         let d = &self.deployment;
         let mut coordinator = None;
         let mut acceptors = vec![];
@@ -587,8 +524,48 @@ impl Plan {
             }
         }
         debug_assert!(started.is_empty(), "every started node placed in the core");
-        Ok(Core { coordinator: coordinator.expect("one coordinator"), acceptors, backup: backup.expect("one backup") })
+        Core { coordinator: coordinator.expect("one coordinator"), acceptors, backup: backup.expect("one backup") }
     }
+}
+
+/// Starts the core node in `slot`: the coordinator (a restarted one if
+/// `restarted`, failback), an acceptor or the backup.
+fn start_core_node(
+    config: &LiveConfig,
+    roles: &Roles,
+    slot: crate::deploy::Slot<'_, PaxosRole>,
+    restarted: Option<(coordinator_epoch::EpochFile, u8)>,
+) -> io::Result<CoreNode> {
+    let (d, at, addrs, n) = (slot.deployment, slot.at, slot.addrs, slot.ix);
+    let auth = config.auth.clone();
+    Ok(match (d.nodes[n].role, restarted) {
+        (PaxosRole::Coordinator, Some((file, first_epoch))) => {
+            let machine = BackupCoordinator::new(roles.restarted_coordinator(first_epoch));
+            let o = HostOptions { auth, ..options(d, addrs, n) };
+            let name = d.nodes[n].name.clone();
+            let h = spawn_restarted(&name, slot.socket, o, machine, file, slot.stop, |_| ())?;
+            CoreNode::Coordinator(ProgramNode::Process(h))
+        }
+        (PaxosRole::Coordinator, None) => CoreNode::Coordinator(spawn_program(
+            d,
+            at,
+            addrs,
+            n,
+            slot.socket,
+            Coordinator::new(roles.coordinator()),
+            auth,
+            slot.stop,
+        )?),
+        (PaxosRole::Acceptor { id }, _) => {
+            CoreNode::Acceptor(spawn_program(d, at, addrs, n, slot.socket, config.acceptor(id)?, auth, slot.stop)?)
+        }
+        (PaxosRole::Backup, _) => {
+            let o = HostOptions { auth, ..options(d, addrs, n) };
+            let name = d.nodes[n].name.clone();
+            CoreNode::Backup(spawn_backup(&name, slot.socket, o, roles.backup(), slot.stop)?)
+        }
+        (r, _) => unreachable!("the plan hands out the {}'s socket", r.name()),
+    })
 }
 
 /// A node [`Plan::spawn_core`] started.
@@ -748,4 +725,23 @@ pub fn admission_programs_by_ip(d: &PaxosDeployment, addrs: &[SocketAddr], n: us
             if exact.by_addr.contains_key(&from) { exact.check(&from, bytes) } else { by_ip.check(&from.ip(), bytes) };
         r.map_err(|r| r.name())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The configuration's shape is the deployment's, with origin votes
+    /// where no proposer is bound here, and the roles read failback from
+    /// it (one setting: `PaxosShape::failback`).
+    #[test]
+    fn the_deployment_and_roles_follow_the_shape() {
+        let plain = LiveConfig::default();
+        assert_eq!(PaxosShape::of(&plain.deployment()), plain.shape);
+        assert!(!plain.roles().backup().failback);
+        let shape = PaxosShape { proposers: 0, failback: true, ..PaxosShape::default() };
+        let c = LiveConfig { shape, ..LiveConfig::default() };
+        assert_eq!(PaxosShape::of(&c.deployment()), PaxosShape { origin_votes: true, ..shape });
+        assert!(c.roles().backup().failback, "a failback deployment's backup tells the coordinator its round");
+    }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use innet_core::deploy::DataPlaneAt;
 use innet_live::paxos::app::PaxosApp;
-use innet_live::paxos::LiveConfig;
+use innet_live::paxos::{LiveConfig, PaxosParams};
 
 /// Polls until `done` holds (a liveness bound, not a timing check).
 fn poll_until(app: &PaxosApp, log: &mut Vec<(u32, Vec<u8>)>, done: impl Fn(&[(u32, Vec<u8>)]) -> bool) {
@@ -79,7 +79,7 @@ fn submit_deliver_recover_process() {
 /// numbers never go down.
 #[test]
 fn packed_values_are_delivered_once_each_in_order() {
-    let cfg = LiveConfig { pack: 4, ..LiveConfig::default() };
+    let cfg = LiveConfig { params: PaxosParams { pack: 4, ..PaxosParams::default() }, ..LiveConfig::default() };
     let app = PaxosApp::start(&cfg).expect("deployment starts");
     const N: usize = 40;
     let values: Vec<Vec<u8>> = (0..N).map(|i| format!("p{i}").into_bytes()).collect();

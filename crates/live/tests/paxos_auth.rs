@@ -17,7 +17,7 @@ use common::{raw_socket_or_skip, spoof};
 
 use innet_core::auth::{AuthKeys, Key};
 use innet_live::auth::PeerAuth;
-use innet_live::paxos::{LiveConfig, Plan, ProgramNode};
+use innet_live::paxos::{LiveConfig, PaxosShape, Plan, ProgramNode};
 use innet_live::{clock, spawn_host, Stop};
 use innet_paxos::workload::LoadProposer;
 use innet_paxos::{DeliveryKind, Envelope, Learner, Proposer};
@@ -35,7 +35,7 @@ const SPOOFED_PAYLOAD: &[u8] = b"spoofed";
 fn run(raw: &impl AsRawFd, auth: Option<AuthKeys>) -> (u64, usize, (usize, usize)) {
     let stop = Stop::new();
     let auth = auth.map(PeerAuth::all);
-    let cfg = LiveConfig { learners: 2, auth, ..LiveConfig::default() };
+    let cfg = LiveConfig { shape: PaxosShape { learners: 2, ..PaxosShape::default() }, auth, ..LiveConfig::default() };
     let mut plan = Plan::bind(&cfg).unwrap();
     let core = plan.spawn_core(&stop).unwrap();
     let learners: Vec<_> = (0..2)

@@ -7,7 +7,7 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 
-use innet_live::paxos::{LiveConfig, Plan};
+use innet_live::paxos::{LiveConfig, PaxosShape, Plan};
 use innet_live::{clock, spawn_host, HostStats, NodeHandle, Stop};
 use innet_paxos::trust::{forged, FORGED_PROPOSER};
 use innet_paxos::workload::LoadProposer;
@@ -28,7 +28,7 @@ struct Run {
 
 fn start(run_s: f64) -> Run {
     let stop = Stop::new();
-    let cfg = LiveConfig { learners: 2, ..LiveConfig::default() };
+    let cfg = LiveConfig { shape: PaxosShape { learners: 2, ..PaxosShape::default() }, ..LiveConfig::default() };
     let mut plan = Plan::bind(&cfg).unwrap();
     let core = plan.spawn_core(&stop).unwrap();
     let learners = (0..2)

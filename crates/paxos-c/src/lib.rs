@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use innet_core::deploy::DataPlaneAt;
 use innet_live::paxos::app::PaxosApp;
-use innet_live::paxos::LiveConfig;
+use innet_live::paxos::{LiveConfig, PaxosShape};
 
 pub type DeliverFn = Option<extern "C" fn(ctx: *mut c_void, instance: u32, value: *const u8, len: usize)>;
 
@@ -47,8 +47,11 @@ pub unsafe extern "C" fn innet_paxos_start(
             _ => return std::ptr::null_mut(),
         }
     };
-    let cfg =
-        LiveConfig { data_plane, acceptors: acceptors as usize, learners: learners as usize, ..LiveConfig::default() };
+    let cfg = LiveConfig {
+        data_plane,
+        shape: PaxosShape { acceptors: acceptors as usize, learners: learners as usize, ..PaxosShape::default() },
+        ..LiveConfig::default()
+    };
     match PaxosApp::start(&cfg) {
         Ok(app) => Box::into_raw(Box::new(InnetPaxos { app, deliver: None, ctx: std::ptr::null_mut() })),
         Err(_) => std::ptr::null_mut(),

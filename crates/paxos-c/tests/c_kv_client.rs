@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc::channel;
 use std::time::Duration;
 
-use innet_live::paxos::{LiveConfig, Plan};
+use innet_live::paxos::{LiveConfig, PaxosShape, Plan};
 use innet_live::Stop;
 
 #[test]
@@ -22,8 +22,12 @@ fn the_c_client_counts_across_a_replica_stopped() {
     let (exe, lib_dir) = (common::compile_example("cc", "kv_example"), common::library_dir());
 
     let base = innet_live::ports::free_block(20, &[]).unwrap();
-    let live =
-        LiveConfig { learners: 3, proposers: 0, base_port: base, external_learners: true, ..LiveConfig::default() };
+    let live = LiveConfig {
+        shape: PaxosShape { learners: 3, proposers: 0, ..PaxosShape::default() },
+        base_port: base,
+        external_learners: true,
+        ..LiveConfig::default()
+    };
     let stop = Stop::new();
     let mut plan = Plan::bind(&live).unwrap();
     let _core = plan.spawn_core(&stop).unwrap();

@@ -70,7 +70,7 @@ pub fn with_kv_load(p: LoadProposer, kv: bool) -> LoadProposer {
 /// then `applied N next I digest H keys K commands C malformed M snapshots
 /// S` whenever that changed, at most every `every`, and `snapshot from
 /// PEER instance I ...` when it installed a snapshot
-/// ([`snapshot`]: a replica `live.slots` instances behind copies one from
+/// ([`snapshot`]: a replica `live.params.slots` instances behind copies one from
 /// another replica, served on its learner's port number by TCP). `started` gets the replica's live
 /// counters (its learner's, `applied`, the network clients' commands and
 /// malformed client messages, the runtime's) once it runs. Writes are not
@@ -204,7 +204,7 @@ impl Snapshots {
         addr: std::net::SocketAddr,
         replica: &Replica,
     ) -> std::io::Result<Snapshots> {
-        let peers: Vec<std::net::SocketAddr> = (0..live.learners)
+        let peers: Vec<std::net::SocketAddr> = (0..live.shape.learners)
             .filter(|&j| j != id)
             .map(|j| live.external_learner(j).map(|(a, _)| a))
             .collect::<std::io::Result<_>>()?;
@@ -212,9 +212,15 @@ impl Snapshots {
             .map_err(|e| std::io::Error::new(e.kind(), format!("cannot bind TCP {addr} for snapshots: {e}")))?;
         let peer_ips = peers.iter().map(|a| a.ip()).collect();
         let stop = StopOnDrop(innet_live::Stop::new());
-        let (served, serving) =
-            snapshot::serve(listener, replica.snapshot_source(), peer_ips, id as u16, live.learners as u16, &stop.0)?;
-        let catch_up = snapshot::CatchUp::new(id as u16, peers, live.slots as u32);
+        let (served, serving) = snapshot::serve(
+            listener,
+            replica.snapshot_source(),
+            peer_ips,
+            id as u16,
+            live.shape.learners as u16,
+            &stop.0,
+        )?;
+        let catch_up = snapshot::CatchUp::new(id as u16, peers, live.params.slots as u32);
         Ok(Snapshots { catch_up, served, stop, serving })
     }
 }

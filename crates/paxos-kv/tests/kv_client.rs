@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use innet_core::deploy::DataPlaneAt;
-use innet_live::paxos::{LiveConfig, Plan};
+use innet_live::paxos::{LiveConfig, PaxosShape, Plan};
 use innet_live::{spawn_host, Stop};
 use innet_paxos_kv::{Command, KvClient, Outcome, Replica};
 
@@ -18,7 +18,11 @@ fn dir(name: &str) -> PathBuf {
 
 fn run(data_plane: DataPlaneAt) {
     let tag = data_plane.name();
-    let cfg = LiveConfig { data_plane, acceptors: 3, learners: 2, proposers: 1, ..LiveConfig::default() };
+    let cfg = LiveConfig {
+        data_plane,
+        shape: PaxosShape { acceptors: 3, learners: 2, proposers: 1, ..PaxosShape::default() },
+        ..LiveConfig::default()
+    };
     let stop = Stop::new();
     let mut plan = Plan::bind(&cfg).unwrap();
     let _core = plan.spawn_core(&stop).unwrap();

@@ -10,7 +10,7 @@ use std::sync::mpsc::channel;
 use std::time::{Duration, Instant};
 
 use innet_live::paxos::acceptor_store::Fsync;
-use innet_live::paxos::{LiveConfig, Plan};
+use innet_live::paxos::{LiveConfig, PaxosShape, Plan};
 use innet_live::{LiveCounters, Stop};
 use innet_paxos_kv::KvNetClient;
 
@@ -22,8 +22,12 @@ fn counter(c: &LiveCounters, name: &str) -> u64 {
 fn the_fsync_policy_reaches_the_store() {
     for fsync in Fsync::ALL {
         let base = innet_live::ports::free_block(10, &[]).unwrap();
-        let live =
-            LiveConfig { learners: 3, proposers: 0, base_port: base, external_learners: true, ..LiveConfig::default() };
+        let live = LiveConfig {
+            shape: PaxosShape { learners: 3, proposers: 0, ..PaxosShape::default() },
+            base_port: base,
+            external_learners: true,
+            ..LiveConfig::default()
+        };
         let stop = Stop::new();
         let mut plan = Plan::bind(&live).unwrap();
         let _core = plan.spawn_core(&stop).unwrap();

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use innet_live::paxos::{Core, LiveConfig, Plan};
+use innet_live::paxos::{Core, LiveConfig, PaxosShape, Plan};
 use innet_live::Stop;
 use innet_paxos_kv::KvNetClient;
 use innet_wire::kv::{Message, Op, Reply};
@@ -64,8 +64,12 @@ impl Drop for Service {
 
 fn start(name: &str) -> Service {
     let base = innet_live::ports::free_block(10, &[]).unwrap();
-    let live =
-        LiveConfig { learners: 3, proposers: 0, base_port: base, external_learners: true, ..LiveConfig::default() };
+    let live = LiveConfig {
+        shape: PaxosShape { learners: 3, proposers: 0, ..PaxosShape::default() },
+        base_port: base,
+        external_learners: true,
+        ..LiveConfig::default()
+    };
     let stop = Stop::new();
     let mut plan = Plan::bind(&live).unwrap();
     let core = plan.spawn_core(&stop).unwrap();

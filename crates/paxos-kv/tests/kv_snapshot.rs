@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use innet_live::paxos::{LiveConfig, Plan};
+use innet_live::paxos::{LiveConfig, PaxosParams, PaxosShape, Plan};
 use innet_live::Stop;
 use innet_paxos_kv::{KvNetClient, Replica};
 
@@ -131,9 +131,8 @@ fn wait_same(rs: &[&Running]) {
 fn a_replica_down_for_ten_rings_catches_up_by_snapshot() {
     let base = innet_live::ports::free_block(10, &[]).unwrap();
     let live = LiveConfig {
-        learners: 3,
-        proposers: 0,
-        slots: SLOTS,
+        shape: PaxosShape { learners: 3, proposers: 0, ..PaxosShape::default() },
+        params: PaxosParams { slots: SLOTS, ..PaxosParams::default() },
         base_port: base,
         external_learners: true,
         ..LiveConfig::default()

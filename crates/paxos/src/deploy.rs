@@ -101,10 +101,6 @@ pub struct PaxosParams {
     /// Most client values a proposer packs into one instance's value (1:
     /// no packing; see [`crate::envelope`]).
     pub pack: usize,
-    /// Failback (with [`PaxosShape::failback`]): the backup also tells the
-    /// coordinator its round, so a restarted coordinator takes the role back
-    /// above it.
-    pub failback: bool,
 }
 
 impl Default for PaxosParams {
@@ -118,7 +114,6 @@ impl Default for PaxosParams {
             // 3 missed heartbeats: 75 ms, tolerant of a loaded 2-core machine.
             heartbeat: Duration::from_millis(25),
             pack: 1,
-            failback: false,
         }
     }
 }
@@ -135,13 +130,41 @@ pub struct PaxosShape {
     pub origin_votes: bool,
     /// Failback: votes also go to the coordinator, which reaches the
     /// proposers, learners and the backup with TAKEOVER (see the module
-    /// doc). Off by default: only deployments whose coordinator restarts.
+    /// doc), and the backup tells the coordinator its round, so a restarted
+    /// coordinator takes the role back above it ([`Roles::backup`]). Off by
+    /// default: only deployments whose coordinator restarts.
+    ///
+    /// One setting for both: it lives here, in the shape, because it is
+    /// first a question of who receives what (the wiring); the roles read
+    /// it from the shape ([`Roles::new`]) or from a wired deployment
+    /// ([`PaxosShape::of`]).
     pub failback: bool,
 }
 
 impl Default for PaxosShape {
     fn default() -> Self {
         PaxosShape { acceptors: 3, learners: 2, proposers: 1, origin_votes: false, failback: false }
+    }
+}
+
+impl PaxosShape {
+    /// The shape of a wired deployment `d` (a topology file's, say): its
+    /// roles' counts, and whether [`wire_with`] gave it origin votes and
+    /// failback (read from the acceptors' vote group).
+    pub fn of(d: &PaxosDeployment) -> PaxosShape {
+        let count = |f: fn(&PaxosRole) -> bool| d.with_role(f).len();
+        let coordinator = d.with_role(|r| *r == PaxosRole::Coordinator).first().copied();
+        let votes = acceptors(d).first().and_then(|&a| d.nodes[a].groups.get(&GROUP_LEARNERS));
+        let voter = |m: Member<NodeIx>| votes.is_some_and(|v| v.contains(&m));
+        let shape = PaxosShape {
+            acceptors: count(|r| matches!(r, PaxosRole::Acceptor { .. })),
+            learners: count(|r| matches!(r, PaxosRole::Learner { .. })),
+            proposers: count(|r| matches!(r, PaxosRole::Proposer { .. })),
+            origin_votes: voter(Member::Origin),
+            failback: coordinator.is_some_and(|c| voter(Member::Node(c))),
+        };
+        debug_assert_eq!(shape.acceptors, acceptors(d).len());
+        shape
     }
 }
 
@@ -251,21 +274,24 @@ pub fn learners(d: &PaxosDeployment) -> Vec<NodeIx> {
 }
 
 /// Every role's configuration for a deployment with `acceptors` acceptors
-/// and `learners` learners.
+/// and `learners` learners (and failback, [`PaxosShape::failback`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Roles {
     pub params: PaxosParams,
     pub acceptors: usize,
     pub learners: usize,
+    pub failback: bool,
 }
 
 impl Roles {
-    pub fn new(params: PaxosParams, acceptors: usize, learners: usize) -> Roles {
+    pub fn new(params: PaxosParams, shape: &PaxosShape) -> Roles {
         debug_assert!(params.pack >= 1, "pack counts client values per instance, at least 1");
-        Roles { params, acceptors, learners }
+        Roles { params, acceptors: shape.acceptors, learners: shape.learners, failback: shape.failback }
     }
     pub fn of(d: &PaxosDeployment, params: PaxosParams) -> Roles {
-        Roles::new(params, acceptors(d).len(), learners(d).len())
+        let r = Roles::new(params, &PaxosShape::of(d));
+        debug_assert_eq!(r.learners, learners(d).len());
+        r
     }
     /// Votes a value needs: a majority of the acceptors.
     pub fn quorum(&self) -> usize {
@@ -296,7 +322,7 @@ impl Roles {
     }
     pub fn backup(&self) -> BackupConfig {
         let b = BackupConfig {
-            failback: self.params.failback,
+            failback: self.failback,
             heartbeat_interval: self.params.heartbeat,
             timeout: self.params.gap_timeout,
             ..BackupConfig::new(self.quorum())
@@ -435,9 +461,27 @@ mod tests {
         assert_eq!(d.nodes[0].ports[&PORT_BACKUP], 4);
     }
 
+    fn shape(acceptors: usize, learners: usize) -> PaxosShape {
+        PaxosShape { acceptors, learners, ..PaxosShape::default() }
+    }
+
+    /// A wired deployment gives back the shape it was built from, failback
+    /// and origin votes included, and the roles read failback from it.
+    #[test]
+    fn a_deployment_gives_back_its_shape() {
+        for (origin_votes, failback) in [(false, false), (true, false), (false, true), (true, true)] {
+            let s = PaxosShape { acceptors: 5, learners: 3, proposers: 2, origin_votes, failback };
+            let d = deployment(s, Duration::ZERO);
+            assert_eq!(PaxosShape::of(&d), s);
+            let r = Roles::of(&d, PaxosParams::default());
+            assert_eq!((r.acceptors, r.learners, r.failback), (5, 3, failback));
+            assert_eq!(r.backup().failback, failback, "the backup tells the coordinator its round only with failback");
+        }
+    }
+
     #[test]
     fn role_configurations_follow_the_params() {
-        let r = Roles::new(PaxosParams { slots: 64, ..PaxosParams::default() }, 5, 3);
+        let r = Roles::new(PaxosParams { slots: 64, ..PaxosParams::default() }, &shape(5, 3));
         assert_eq!((r.quorum(), r.trim_quorum()), (3, 2));
         assert_eq!(r.acceptor(4).slots, 64);
         assert_eq!(r.learner(1).trim_every, 8);
@@ -446,7 +490,7 @@ mod tests {
         // (`innet check paxos --seed 903`: 8 slots, a window of 64, the
         // learners recovered the instances it could not run as no-ops and
         // its requests never committed).
-        let small = Roles::new(PaxosParams { slots: 8, ..PaxosParams::default() }, 5, 2);
+        let small = Roles::new(PaxosParams { slots: 8, ..PaxosParams::default() }, &shape(5, 2));
         assert_eq!(small.backup().window, 8);
     }
 

@@ -301,7 +301,7 @@ pub fn kv_xdp_point(cfg: &PaxosConfig, dir: &std::path::Path) -> Result<KvRun> {
     let dir = dir.join(format!("seed{}-inflight{}", cfg.seed, cfg.outstanding));
     let (out, checks) = innet_xdp_exp::paxos::run_xdp_with(&load, true, |run| {
         let run = HostsRun { record: true, drain: KV_DRAIN, ..run.clone() };
-        let proposers = run.up.proposers;
+        let proposers = run.up.shape.proposers;
         let open = |id: u16, lcfg| kv_check::open(&dir.join(format!("replica{id}")), id, lcfg, proposers);
         let (report, replicas) =
             paxos_hosts::run_with(&run, |p| innet_paxos_kv::with_kv_load(p, true), open, kv_check::finish)?;

@@ -196,11 +196,10 @@ impl XdpPaxosLoad {
 
     /// The testbed's shape for this load.
     pub fn up(&self) -> PaxosUp {
+        let cfg = self.config(DataPlaneAt::Xdp);
         PaxosUp {
-            acceptors: self.acceptors,
-            learners: self.learners,
-            proposers: self.proposers,
-            slots: self.slots,
+            shape: cfg.shape(),
+            params: cfg.params(),
             backup_exe: None,
             vote_counters: self.vote_counters != VoteCounters::Off,
             fabric: Fabric { mode: self.fabric.xdp_mode, threaded: self.fabric.threaded_napi },
@@ -492,50 +491,7 @@ pub fn bench(
     on(BenchEvent::Cost(&cost));
     let mut records = vec![];
     for run in 0..runs {
-        let without = match load.vote_counters {
-            VoteCounters::Both => Some(run_xdp(load, false)?.result),
-            _ => None,
-        };
-        let (xdp, ceiling_xdp) = run_xdp_with_ceiling(load, load.vote_counters != VoteCounters::Off, true)?;
-        let ceiling_xdp = ceiling_xdp.expect("measured");
-        let ceiling_loopback = loopback_ceiling(load.proposers * load.outstanding, load.duration_s)?;
-        let failure = xdp.failure_line();
-        let (cpu_xdp, xdp_machine, xdp_programs) = (xdp.cpu, xdp.machine, xdp.programs);
-        let (xdp, xdp_vote_counter) = (xdp.result, xdp.vote_counter);
-        let committed = |r: &PaxosResult| r.committed;
-        let (software, cpu_software) =
-            innet_bench::cpu::measured(|| run_point_live(&load.config(DataPlaneAt::Process)), committed)?;
-        let (switch, cpu_software_switch) =
-            innet_bench::cpu::measured(|| run_point_live(&load.config(DataPlaneAt::Switch)), committed)?;
-        let ratio = |b: &PaxosResult| xdp.committed_per_s / b.committed_per_s.max(1e-9);
-        let rec = XdpPaxosRecord {
-            experiment: "xdp-paxos",
-            run,
-            git_commit: results::git_commit(),
-            seed: load.seed,
-            config: base.clone(),
-            xdp_over_software: ratio(&software),
-            xdp_over_software_switch: ratio(&switch),
-            xdp_vs_ceiling: AgainstCeiling::new(&xdp, &ceiling_xdp),
-            software_vs_ceiling: AgainstCeiling::new(&software, &ceiling_loopback),
-            software_switch_vs_ceiling: AgainstCeiling::new(&switch, &ceiling_loopback),
-            ceiling_xdp,
-            ceiling_loopback,
-            xdp,
-            xdp_vote_counter,
-            xdp_machine,
-            fabric: load.fabric.clone(),
-            cpu_xdp,
-            cpu_software,
-            cpu_software_switch,
-            xdp_programs,
-            load_average: load_average(),
-            xdp_without_counters: without,
-            xdp_auth: load.auth_key.is_some(),
-            software,
-            software_switch: switch,
-            bpf_ns_per_packet: cost.clone(),
-        };
+        let (rec, failure) = bench_round(load, run, &base, &cost)?;
         on(BenchEvent::Run(&rec, failure));
         records.push(rec);
     }
@@ -547,6 +503,63 @@ pub fn bench(
         records,
         path,
     })
+}
+
+/// Round `run` of [`bench`]: the XDP deployment (and, with
+/// [`VoteCounters::Both`], without its vote counters), its ceiling, then
+/// the software processes and switches; the record and the XDP run's
+/// coordinator failure line, if any.
+fn bench_round(
+    load: &XdpPaxosLoad,
+    run: usize,
+    base: &PaxosConfig,
+    cost: &BTreeMap<&'static str, f64>,
+) -> anyhow::Result<(XdpPaxosRecord, Option<String>)> {
+    let without = match load.vote_counters {
+        VoteCounters::Both => Some(run_xdp(load, false)?.result),
+        _ => None,
+    };
+    let (xdp, ceiling_xdp) = run_xdp_with_ceiling(load, load.vote_counters != VoteCounters::Off, true)?;
+    let ceiling_xdp = ceiling_xdp.expect("measured");
+    let ceiling_loopback = loopback_ceiling(load.proposers * load.outstanding, load.duration_s)?;
+    let failure = xdp.failure_line();
+    let (cpu_xdp, xdp_machine, xdp_programs) = (xdp.cpu, xdp.machine, xdp.programs);
+    let (xdp, xdp_vote_counter) = (xdp.result, xdp.vote_counter);
+    let committed = |r: &PaxosResult| r.committed;
+    let (software, cpu_software) =
+        innet_bench::cpu::measured(|| run_point_live(&load.config(DataPlaneAt::Process)), committed)?;
+    let (switch, cpu_software_switch) =
+        innet_bench::cpu::measured(|| run_point_live(&load.config(DataPlaneAt::Switch)), committed)?;
+    let ratio = |b: &PaxosResult| xdp.committed_per_s / b.committed_per_s.max(1e-9);
+    let rec = XdpPaxosRecord {
+        experiment: "xdp-paxos",
+        run,
+        git_commit: results::git_commit(),
+        seed: load.seed,
+        config: base.clone(),
+        xdp_over_software: ratio(&software),
+        xdp_over_software_switch: ratio(&switch),
+        xdp_vs_ceiling: AgainstCeiling::new(&xdp, &ceiling_xdp),
+        software_vs_ceiling: AgainstCeiling::new(&software, &ceiling_loopback),
+        software_switch_vs_ceiling: AgainstCeiling::new(&switch, &ceiling_loopback),
+        ceiling_xdp,
+        ceiling_loopback,
+        xdp,
+        xdp_vote_counter,
+        xdp_machine,
+        fabric: load.fabric.clone(),
+        cpu_xdp,
+        cpu_software,
+        cpu_software_switch,
+        xdp_programs,
+        load_average: load_average(),
+        xdp_without_counters: without,
+        xdp_auth: load.auth_key.is_some(),
+        software,
+        software_switch: switch,
+        bpf_ns_per_packet: cost.clone(),
+    };
+    Ok((rec, failure))
 }
 
 /// The programs of the Paxos fabric (kernel names keep 15 characters).
@@ -640,85 +653,106 @@ fn fabric_rounds(load: &XdpPaxosLoad, up: &PaxosUp, runs: usize, frames: u32) ->
     use innet_xdp::generator::Generator;
     let (template, stamp_at) = tb::request_template(0);
     let generator = Generator::load(&template, Some(stamp_at), &tb::coordinator_program_pin(), tb::NS_COORDINATOR)?;
-    let counter = |name: &str| -> anyhow::Result<u64> {
-        let c = tb::vote_counter_counters()?.unwrap_or_default();
-        Ok(c.into_iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| v))
-    };
-    let pins = std::path::Path::new(innet_xdp::testbed::PIN_DIR).join("paxos");
-    let role_counter = |role: innet_xdp::paxos::Role, dir: &str, name: &str| -> anyhow::Result<u64> {
-        let c = innet_xdp::paxos::pinned_counters(role, &pins.join(dir))?;
-        Ok(c.into_iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| v))
-    };
-    let acceptor_drops = || -> anyhow::Result<u64> {
-        let mut n = 0;
-        for i in 0..up.acceptors {
-            for name in ["ring_full", "trimmed"] {
-                n += role_counter(innet_xdp::paxos::Role::Acceptor, &format!("acceptor{i}"), name)?;
-            }
-        }
-        Ok(n)
-    };
+    let counters =
+        FabricCounters { pins: Path::new(innet_xdp::testbed::PIN_DIR).join("paxos"), acceptors: up.shape.acceptors };
     use std::sync::atomic::Ordering::Relaxed;
     let stop = std::sync::atomic::AtomicBool::new(false);
-    let sunk = innet_xdp::paxos_learner::PinnedCounter::open(&pins.join(tb::COUNTER_PINS), "sunk")?;
+    let sunk = innet_xdp::paxos_learner::PinnedCounter::open(&counters.pins.join(tb::COUNTER_PINS), "sunk")?;
     let _stats = innet_xdp::bpf_stats::enable()?;
     std::thread::scope(|s| {
         let trimmer = s.spawn(|| trim_while(up, &stop, || sunk.get()));
-        let mut records = vec![];
-        let result = (|| -> anyhow::Result<()> {
-            for run in 0..runs {
-                let (d0, w0, a0) = (
-                    counter("sunk")?,
-                    role_counter(innet_xdp::paxos::Role::Coordinator, "coordinator", "window_full")?,
-                    acceptor_drops()?,
-                );
-                let progs0 = innet_xdp::bpf_stats::snapshot(PAXOS_PROGRAMS);
-                let before = innet_bench::cpu::CpuSnapshot::now();
-                let napi0 = innet_xdp::fabric::napi_threads_cpu_s();
-                let pace = innet_xdp::generator::Pace::new(frames as u64);
-                let p = generator.run_paced(tb::NS_COORDINATOR, "innet-ch", pace, || sunk.get())?;
-                let g = p.run;
-                // The last frames' copies are still in flight.
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                let cpu = before.used();
-                let napi_cpu_s = innet_xdp::fabric::napi_threads_cpu_s() - napi0;
-                let decisions = counter("sunk")? - d0;
-                let busy = cpu.machine_user_s + cpu.machine_system_s + cpu.machine_irq_s;
-                let fabric_cpu_s = p.thread_cpu_s + napi_cpu_s;
-                let programs =
-                    innet_xdp::bpf_stats::costs(&progs0, &innet_xdp::bpf_stats::snapshot(PAXOS_PROGRAMS), decisions);
-                let in_programs: f64 = programs.iter().map(|c| c.ns_per_unit).sum();
-                records.push(FabricOnlyRecord {
-                    experiment: "xdp-paxos-fabric-only",
-                    run,
-                    git_commit: results::git_commit(),
-                    fabric: load.fabric.clone(),
-                    acceptors: up.acceptors,
-                    slots: up.slots,
-                    requests: g.frames,
-                    decisions,
-                    seconds: cpu.wall_s,
-                    instances_per_s: decisions as f64 / cpu.wall_s.max(1e-9),
-                    instances_per_cpu_s: decisions as f64 / busy.max(1e-9),
-                    generator_thread_cpu_s: p.thread_cpu_s,
-                    napi_threads_cpu_s: napi_cpu_s,
-                    instances_per_fabric_cpu_s: decisions as f64 / fabric_cpu_s.max(1e-9),
-                    fabric_ns_per_instance: fabric_cpu_s * 1e9 / decisions.max(1) as f64,
-                    transport_ns_per_instance: fabric_cpu_s * 1e9 / decisions.max(1) as f64 - in_programs,
-                    programs,
-                    cpu,
-                    window_full: role_counter(innet_xdp::paxos::Role::Coordinator, "coordinator", "window_full")? - w0,
-                    stalls: p.stalls,
-                    pace,
-                    acceptor_ring_full: acceptor_drops()? - a0,
-                    load_average: load_average(),
-                });
-            }
-            Ok(())
-        })();
+        let records = (0..runs)
+            .map(|run| fabric_round(load, up, (run, frames), &generator, &counters, &sunk))
+            .collect::<anyhow::Result<Vec<_>>>();
         stop.store(true, Relaxed);
         trimmer.join().map_err(|_| anyhow::anyhow!("the trimming thread panicked"))??;
-        result.map(|()| records)
+        records
+    })
+}
+
+/// The fabric's counters, read from the programs' pinned maps.
+struct FabricCounters {
+    pins: PathBuf,
+    acceptors: usize,
+}
+
+impl FabricCounters {
+    /// The vote counter's counter `name`.
+    fn vote_counter(&self, name: &str) -> anyhow::Result<u64> {
+        let c = tb::vote_counter_counters()?.unwrap_or_default();
+        Ok(c.into_iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| v))
+    }
+    /// Counter `name` of the `role` program pinned in `dir`.
+    fn role(&self, role: innet_xdp::paxos::Role, dir: &str, name: &str) -> anyhow::Result<u64> {
+        let c = innet_xdp::paxos::pinned_counters(role, &self.pins.join(dir))?;
+        Ok(c.into_iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| v))
+    }
+    /// Requests the coordinator refused with its window full.
+    fn window_full(&self) -> anyhow::Result<u64> {
+        self.role(innet_xdp::paxos::Role::Coordinator, "coordinator", "window_full")
+    }
+    /// Messages the acceptors dropped: ring full or already trimmed.
+    fn acceptor_drops(&self) -> anyhow::Result<u64> {
+        let mut n = 0;
+        for i in 0..self.acceptors {
+            for name in ["ring_full", "trimmed"] {
+                n += self.role(innet_xdp::paxos::Role::Acceptor, &format!("acceptor{i}"), name)?;
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// Round `run` of [`fabric_rounds`]: `frames` requests from the in-kernel
+/// generator, paced by the decisions the vote counter sank.
+fn fabric_round(
+    load: &XdpPaxosLoad,
+    up: &PaxosUp,
+    (run, frames): (usize, u32),
+    generator: &innet_xdp::generator::Generator,
+    counters: &FabricCounters,
+    sunk: &innet_xdp::paxos_learner::PinnedCounter,
+) -> anyhow::Result<FabricOnlyRecord> {
+    let (d0, w0, a0) = (counters.vote_counter("sunk")?, counters.window_full()?, counters.acceptor_drops()?);
+    let progs0 = innet_xdp::bpf_stats::snapshot(PAXOS_PROGRAMS);
+    let before = innet_bench::cpu::CpuSnapshot::now();
+    let napi0 = innet_xdp::fabric::napi_threads_cpu_s();
+    let pace = innet_xdp::generator::Pace::new(frames as u64);
+    let p = generator.run_paced(tb::NS_COORDINATOR, "innet-ch", pace, || sunk.get())?;
+    let g = p.run;
+    // The last frames' copies are still in flight.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let cpu = before.used();
+    let napi_cpu_s = innet_xdp::fabric::napi_threads_cpu_s() - napi0;
+    let decisions = counters.vote_counter("sunk")? - d0;
+    let busy = cpu.machine_user_s + cpu.machine_system_s + cpu.machine_irq_s;
+    let fabric_cpu_s = p.thread_cpu_s + napi_cpu_s;
+    let programs = innet_xdp::bpf_stats::costs(&progs0, &innet_xdp::bpf_stats::snapshot(PAXOS_PROGRAMS), decisions);
+    let in_programs: f64 = programs.iter().map(|c| c.ns_per_unit).sum();
+    Ok(FabricOnlyRecord {
+        experiment: "xdp-paxos-fabric-only",
+        run,
+        git_commit: results::git_commit(),
+        fabric: load.fabric.clone(),
+        acceptors: up.shape.acceptors,
+        slots: up.params.slots,
+        requests: g.frames,
+        decisions,
+        seconds: cpu.wall_s,
+        instances_per_s: decisions as f64 / cpu.wall_s.max(1e-9),
+        instances_per_cpu_s: decisions as f64 / busy.max(1e-9),
+        generator_thread_cpu_s: p.thread_cpu_s,
+        napi_threads_cpu_s: napi_cpu_s,
+        instances_per_fabric_cpu_s: decisions as f64 / fabric_cpu_s.max(1e-9),
+        fabric_ns_per_instance: fabric_cpu_s * 1e9 / decisions.max(1) as f64,
+        transport_ns_per_instance: fabric_cpu_s * 1e9 / decisions.max(1) as f64 - in_programs,
+        programs,
+        cpu,
+        window_full: counters.window_full()? - w0,
+        stalls: p.stalls,
+        pace,
+        acceptor_ring_full: counters.acceptor_drops()? - a0,
+        load_average: load_average(),
     })
 }
 
@@ -727,7 +761,7 @@ fn fabric_rounds(load: &XdpPaxosLoad, up: &PaxosUp, runs: usize, frames: u32) ->
 /// `decided() - slots / 4` (TRIM, from their own ports in the hosts
 /// namespace), so the rings keep room while the generator runs.
 fn trim_while(up: &PaxosUp, stop: &std::sync::atomic::AtomicBool, decided: impl Fn() -> u64) -> anyhow::Result<()> {
-    let sockets: Vec<std::net::UdpSocket> = (0..up.learners)
+    let sockets: Vec<std::net::UdpSocket> = (0..up.shape.learners)
         .map(|i| {
             in_netns(tb::NS_HOSTS, || {
                 let a = std::net::SocketAddr::from(([0, 0, 0, 0], tb::learner_port(i)));
@@ -736,9 +770,9 @@ fn trim_while(up: &PaxosUp, stop: &std::sync::atomic::AtomicBool, decided: impl 
         })
         .collect::<anyhow::Result<_>>()?;
     let mut to = vec![std::net::SocketAddr::V4(tb::coordinator_addr())];
-    to.extend((0..up.acceptors).map(|i| std::net::SocketAddr::V4(tb::acceptor_addr(i))));
+    to.extend((0..up.shape.acceptors).map(|i| std::net::SocketAddr::V4(tb::acceptor_addr(i))));
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        let floor = decided().saturating_sub(up.slots as u64 / 4).min(u32::MAX as u64) as u32;
+        let floor = decided().saturating_sub(up.params.slots as u64 / 4).min(u32::MAX as u64) as u32;
         for (i, s) in sockets.iter().enumerate() {
             let mut m = PaxosMsg::new(MsgType::Trim);
             (m.inst, m.acptid) = (floor, i as u16);

@@ -267,7 +267,7 @@ where
         BackupAt::Elsewhere => None,
     };
     let mut learners = vec![];
-    for i in 0..r.up.learners {
+    for i in 0..r.up.shape.learners {
         let (_, socket, o) = node(&r.up, &d, &addrs, PaxosRole::Learner { id: i as u16 })?;
         let mut learner = Some(make(i as u16, r.roles.learner(i as u16))?);
         learners.push(spawn_host(
@@ -283,7 +283,7 @@ where
     let wall = Instant::now();
     let end = start + r.duration;
     let mut proposers = vec![];
-    for i in 0..r.up.proposers {
+    for i in 0..r.up.shape.proposers {
         let (_, socket, o) = node(&r.up, &d, &addrs, PaxosRole::Proposer { index: i as u16 })?;
         let (cfg, outstanding, record) = (r.roles.proposer(proposer_id(i)), r.outstanding, r.record);
         proposers.push(spawn_host(
@@ -333,7 +333,7 @@ fn run_machine(r: &HostsRun) -> Result<HostsReport> {
     let addrs = tb::host_addrs(&d);
     let mut hosts = vec![];
     let mut endpoints = vec![];
-    for i in 0..r.up.learners {
+    for i in 0..r.up.shape.learners {
         let (_, socket, o) = node(&r.up, &d, &addrs, PaxosRole::Learner { id: i as u16 })?;
         let learner = Learner::new(r.roles.learner(i as u16));
         hosts.push(EndHost::Learner(TimedLearner { learner, deliveries: vec![] }));
@@ -342,7 +342,7 @@ fn run_machine(r: &HostsRun) -> Result<HostsReport> {
     let start = clock::now();
     let wall = Instant::now();
     let end = start + r.duration;
-    for i in 0..r.up.proposers {
+    for i in 0..r.up.shape.proposers {
         let (_, socket, o) = node(&r.up, &d, &addrs, PaxosRole::Proposer { index: i as u16 })?;
         let p = LoadProposer::new(Proposer::new(r.roles.proposer(proposer_id(i))), r.outstanding, end, r.record);
         hosts.push(EndHost::Proposer(p));

@@ -82,7 +82,6 @@ use libbpf_rs::{TcHookBuilder, TC_INGRESS};
 use innet_core::deploy::NodeIx;
 use innet_core::Member as GroupMember;
 use innet_live::auth::{KeyFile, PeerAuth};
-use innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT;
 use innet_paxos::deploy::{self as paxos_deploy, PaxosDeployment, PaxosParams, PaxosRole, PaxosShape, Roles};
 use innet_paxos::{GROUP_ACCEPTORS, GROUP_LEARNERS};
 use innet_wire::paxos::{DATAPLANE_PORT, LEARNER_PORT};
@@ -174,12 +173,14 @@ pub fn backup_addr() -> SocketAddrV4 {
 
 #[derive(Clone, Debug)]
 pub struct PaxosUp {
-    pub acceptors: usize,
-    pub learners: usize,
-    /// Proposers the acceptors send votes to (ports from [`PROPOSER_PORT`])
-    /// and the backup announces itself to.
-    pub proposers: usize,
-    pub slots: usize,
+    /// How many of each role: `proposers` are the ones the acceptors send
+    /// votes to (ports from [`PROPOSER_PORT`]) and the backup announces
+    /// itself to. The BPF programs carry no packet origin and no failback:
+    /// [`PaxosUp::deployment`] wires neither, whatever the shape says.
+    pub shape: PaxosShape,
+    /// The settings of every role; the BPF programs take the ring
+    /// (`slots`) and the trim quorum.
+    pub params: PaxosParams,
     /// Start the backup coordinator as a process of this `innet` program
     /// (`innet bench xdp-paxos-hosts --backup only`) in the hosts
     /// namespace. Without it the backup's port is wired all the same and
@@ -212,10 +213,8 @@ pub struct PaxosUp {
 impl Default for PaxosUp {
     fn default() -> Self {
         PaxosUp {
-            acceptors: 3,
-            learners: 2,
-            proposers: 1,
-            slots: ACCEPTOR_SLOTS_DEFAULT,
+            shape: PaxosShape::default(),
+            params: PaxosParams::default(),
             backup_exe: None,
             vote_counters: true,
             fabric: Fabric::default(),
@@ -232,18 +231,15 @@ impl PaxosUp {
     /// The testbed's deployment ([`innet_paxos::deploy`]): coordinator,
     /// acceptors, backup, learners, proposers, wired as everywhere else.
     pub fn deployment(&self) -> PaxosDeployment {
-        let shape = PaxosShape {
-            acceptors: self.acceptors,
-            learners: self.learners,
-            proposers: self.proposers,
-            origin_votes: false,
-            failback: false,
-        };
-        paxos_deploy::deployment(shape, Duration::ZERO)
+        paxos_deploy::deployment(self.deployment_shape(), Duration::ZERO)
     }
-    /// Every role's configuration (the default parameters, with this ring).
+    /// Every role's configuration.
     pub fn roles(&self) -> Roles {
-        Roles::new(PaxosParams { slots: self.slots, ..PaxosParams::default() }, self.acceptors, self.learners)
+        Roles::new(self.params.clone(), &self.deployment_shape())
+    }
+    /// The shape [`PaxosUp::deployment`] wires.
+    fn deployment_shape(&self) -> PaxosShape {
+        PaxosShape { origin_votes: false, failback: false, ..self.shape }
     }
     /// Whether the acceptors send one vote per machine (to
     /// [`DECISION_PORT`]), counted once there for every role of it.
@@ -323,7 +319,7 @@ fn build(o: &PaxosUp, nss: &[String]) -> Result<Vec<(End, End)>> {
         ip(&["netns", "add", ns])?;
         ip(&["-n", ns, "link", "set", "lo", "up"])?;
     }
-    let ls = links(o.acceptors);
+    let ls = links(o.shape.acceptors);
     for (a, b) in &ls {
         ip(&[
             "link",
@@ -453,10 +449,10 @@ pub fn arrivals(d: &PaxosDeployment, n: Option<NodeIx>) -> Result<Vec<Option<Sen
 /// Builds the `paxos` topology with the BPF coordinator and acceptors, and
 /// (with [`PaxosUp::backup_exe`]) starts the backup coordinator.
 pub fn up(o: &PaxosUp) -> Result<State> {
-    anyhow::ensure!((1..=MAX_ACCEPTORS).contains(&o.acceptors), "1..={MAX_ACCEPTORS} acceptors");
+    anyhow::ensure!((1..=MAX_ACCEPTORS).contains(&o.shape.acceptors), "1..={MAX_ACCEPTORS} acceptors");
     // Votes go to every learner, every proposer and the backup.
     anyhow::ensure!(
-        o.learners + o.proposers < crate::paxos::MAX_MEMBERS,
+        o.shape.learners + o.shape.proposers < crate::paxos::MAX_MEMBERS,
         "learners + proposers + the backup <= {}",
         crate::paxos::MAX_MEMBERS
     );
@@ -473,7 +469,7 @@ fn build_testbed(o: &PaxosUp, d: &PaxosDeployment) -> Result<State> {
         eprintln!("testbed: removed leftovers of an earlier paxos testbed: {}", removed.join(", "));
     }
     let mut nss = vec![NS_HOSTS.to_string(), NS_COORDINATOR.to_string()];
-    nss.extend((0..o.acceptors).map(acceptor_ns));
+    nss.extend((0..o.shape.acceptors).map(acceptor_ns));
     let dir = Path::new(PIN_DIR).join("paxos");
     let mut state = State {
         topology: "paxos".into(),
@@ -516,13 +512,13 @@ fn backup_args(o: &PaxosUp) -> Vec<String> {
         "--backup",
         "only",
         "--acceptors",
-        &o.acceptors.to_string(),
+        &o.shape.acceptors.to_string(),
         "--learners",
-        &o.learners.to_string(),
+        &o.shape.learners.to_string(),
         "--proposers",
-        &o.proposers.to_string(),
+        &o.shape.proposers.to_string(),
         "--slots",
-        &o.slots.to_string(),
+        &o.params.slots.to_string(),
     ]
     .iter()
     .map(|a| a.to_string())
@@ -553,7 +549,7 @@ fn start_coordinator(
         let i = acceptor_id(x)?;
         Ok((ls[1 + 2 * i].0.clone(), ls[1 + 2 * i].1.clone()))
     })?;
-    let mut coord = PaxosXdp::load(Role::Coordinator, o.slots)?;
+    let mut coord = PaxosXdp::load(Role::Coordinator, o.params.slots)?;
     let cfg = Config { mcast: o.multicast, ..Config::coordinator(&roles.coordinator()) };
     coord.configure(&cfg, &to_acceptors)?;
     if cfg.mcast == Multicast::Devmap {
@@ -579,7 +575,7 @@ fn finish_fabric(o: &PaxosUp) -> Result<()> {
         v.iter().map(String::as_str).collect()
     }
     let pass = PassProgram::load()?;
-    let has = |dev: &'static str| (0..o.acceptors).map(move |i| format!("{dev}{i}"));
+    let has = |dev: &'static str| (0..o.shape.acceptors).map(move |i| format!("{dev}{i}"));
     let mut hosts_pass = vec!["innet-hc".to_string()];
     if !o.vote_counters {
         hosts_pass.extend(has("innet-ha"));
@@ -591,7 +587,7 @@ fn finish_fabric(o: &PaxosUp) -> Result<()> {
     let entry = ["innet-ch"];
     o.fabric.finish(&pass, NS_HOSTS, &strs(&hosts_pass), &strs(&hosts_all), &entry)?;
     o.fabric.finish(&pass, NS_COORDINATOR, &strs(&coord_pass), &strs(&coord_all), &entry)?;
-    for i in 0..o.acceptors {
+    for i in 0..o.shape.acceptors {
         let devs = [format!("innet-ac{i}"), format!("innet-ah{i}")];
         o.fabric.finish(&pass, &acceptor_ns(i), &[], &strs(&devs), &entry)?;
     }
@@ -641,19 +637,22 @@ fn attach_vote_counter(o: &PaxosUp, d: &PaxosDeployment, roles: &Roles, dir: &Pa
         // acceptor), which the proposers' and the backup's equal for votes.
         vec![(DECISION_PORT, Kind::Learner)]
     } else {
-        let mut p: Vec<(u16, Kind)> = (0..o.learners).map(|i| (learner_port(i), Kind::Learner)).collect();
-        p.extend((0..o.proposers).map(|i| (proposer_port(i), Kind::Proposer)));
+        let mut p: Vec<(u16, Kind)> = (0..o.shape.learners).map(|i| (learner_port(i), Kind::Learner)).collect();
+        p.extend((0..o.shape.proposers).map(|i| (proposer_port(i), Kind::Proposer)));
         p.push((BACKUP_PORT, Kind::Backup));
         p
     };
-    let counter =
-        VoteCounterConfig { acceptors: o.acceptors, quorum: roles.quorum(), slots: COUNTER_SLOTS_DEFAULT.max(o.slots) };
+    let counter = VoteCounterConfig {
+        acceptors: o.shape.acceptors,
+        quorum: roles.quorum(),
+        slots: COUNTER_SLOTS_DEFAULT.max(o.params.slots),
+    };
     let ring = (o.per_machine() && o.decisions == Decisions::Ring).then_some(o.ring);
     let mut k = VoteCounterXdp::load(&CounterConfig { counter, ports, ring, sink: o.sink })?;
     k.set_senders(&crate::paxos::all_senders(d, &arrivals(d, None)?))?;
     k.set_auth(o.keys())?;
     k.pin_maps(&dir.join(COUNTER_PINS))?;
-    let devs: Vec<String> = (0..o.acceptors).map(|i| format!("innet-ha{i}")).collect();
+    let devs: Vec<String> = (0..o.shape.acceptors).map(|i| format!("innet-ha{i}")).collect();
     let devs: Vec<&str> = devs.iter().map(String::as_str).collect();
     o.fabric.attach(k.program_fd(false)?, NS_HOSTS, &devs)?;
     // Generic mode: the votes are tc copies, which skip generic XDP; and
@@ -711,9 +710,9 @@ fn start_acceptor(
     };
     let cfg = Config { mcast: o.vote_multicast(), ..Config::acceptor(&o.roles().acceptor(id)) };
     let mut acc = match restart {
-        true => PaxosXdp::load_pinned(Role::Acceptor, o.slots, &pins)?,
+        true => PaxosXdp::load_pinned(Role::Acceptor, o.params.slots, &pins)?,
         false => {
-            let acc = PaxosXdp::load(Role::Acceptor, o.slots)?;
+            let acc = PaxosXdp::load(Role::Acceptor, o.params.slots)?;
             acc.configure(&cfg, &to_voters)?;
             acc.set_senders(&senders_at(d, &arrivals(d, Some(n))?, n))?;
             acc
@@ -764,10 +763,10 @@ pub fn stop_acceptor(i: usize) -> Result<()> {
 /// outlives the program.
 pub fn restart_acceptor(o: &PaxosUp, i: usize) -> Result<()> {
     anyhow::ensure!(status().is_some(), "no paxos testbed is up ({STATE_FILE} absent)");
-    anyhow::ensure!(i < o.acceptors, "acceptor {i}: the testbed has {} acceptors", o.acceptors);
+    anyhow::ensure!(i < o.shape.acceptors, "acceptor {i}: the testbed has {} acceptors", o.shape.acceptors);
     let d = o.deployment();
     let n = d.find(&format!("acceptor{i}")).context("the acceptor in the deployment")?;
-    start_acceptor(o, &d, n, i as u16, &links(o.acceptors), &Path::new(PIN_DIR).join("paxos"), true)
+    start_acceptor(o, &d, n, i as u16, &links(o.shape.acceptors), &Path::new(PIN_DIR).join("paxos"), true)
 }
 
 /// Fails the coordinator the way a switch fails: every link of its

@@ -48,6 +48,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use innet_live::auth::KeyFile;
+use innet_paxos::deploy::PaxosShape;
 use innet_paxos::envelope::Envelope;
 use innet_paxos::trust::forged;
 use innet_paxos::vote_counter::COUNTER_ACPTID;
@@ -165,7 +166,7 @@ fn a_request_is_ordered(up: &PaxosUp) {
         // One decision, one counted and one late vote for each counted
         // port: both learners', the proposer's and the backup's; or the
         // machine's one.
-        let ports = if up.per_machine() { 1 } else { (up.learners + 2) as u64 };
+        let ports = if up.per_machine() { 1 } else { (up.shape.learners + 2) as u64 };
         assert_eq!((c["decisions"], c["counted"], c["late"]), (ports, ports, ports), "{c:?}");
         assert_eq!((c["ring"], c["ring_full"]), (u64::from(ring), 0), "{c:?}");
     } else {
@@ -226,7 +227,7 @@ fn a_restarted_xdp_acceptor_keeps_its_promises_and_deliveries_go_on() {
         return;
     }
     let _one = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
-    let up = PaxosUp { proposers: 2, ..PaxosUp::default() };
+    let up = PaxosUp { shape: PaxosShape { proposers: 2, ..PaxosShape::default() }, ..PaxosUp::default() };
     tb::up(&up).expect("testbed up paxos");
     let run = HostsRun {
         roles: up.roles(),
@@ -280,7 +281,7 @@ fn the_backup_takes_over_when_the_coordinator_fails_and_deliveries_go_on() {
         return;
     }
     let _one = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
-    let up = PaxosUp { proposers: 2, ..PaxosUp::default() };
+    let up = PaxosUp { shape: PaxosShape { proposers: 2, ..PaxosShape::default() }, ..PaxosUp::default() };
     tb::up(&up).expect("testbed up paxos");
     let fail_at = Duration::from_millis(800);
     let run = HostsRun {
@@ -297,7 +298,7 @@ fn the_backup_takes_over_when_the_coordinator_fails_and_deliveries_go_on() {
     let report = paxos_hosts::run(&run);
     let coordinator = counters(paxos::Role::Coordinator, "coordinator");
     let acceptors: Vec<_> =
-        (0..up.acceptors).map(|i| counters(paxos::Role::Acceptor, &format!("acceptor{i}"))).collect();
+        (0..up.shape.acceptors).map(|i| counters(paxos::Role::Acceptor, &format!("acceptor{i}"))).collect();
     let vote_counter: BTreeMap<_, _> =
         tb::vote_counter_counters().expect("vote counter counters").expect("a vote counter").into_iter().collect();
     let links = std::process::Command::new("ip").args(["-n", tb::NS_COORDINATOR, "-br", "link", "show"]).output();
@@ -363,7 +364,11 @@ fn a_full_decision_ring_hands_over_to_the_socket_and_nothing_is_lost() {
         return;
     }
     let _one = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
-    let up = PaxosUp { proposers: 2, ring: RingOpts { bytes: 4096, wakeup: 0 }, ..PaxosUp::default() };
+    let up = PaxosUp {
+        shape: PaxosShape { proposers: 2, ..PaxosShape::default() },
+        ring: RingOpts { bytes: 4096, wakeup: 0 },
+        ..PaxosUp::default()
+    };
     tb::up(&up).expect("testbed up paxos");
     let run = HostsRun {
         roles: up.roles(),
@@ -449,7 +454,7 @@ fn forged_1a_2a_trim_decided_and_2b_are_refused_by_the_bpf_programs_and_delivery
 fn forged_packets_are_refused(up: &PaxosUp) {
     let (r, next, refused, _) = under_attack(up, || attack(up));
     let coordinator = refused["coordinator"].clone();
-    let acceptors: Vec<_> = (0..up.acceptors).map(|i| refused[&format!("acceptor{i}")].clone()).collect();
+    let acceptors: Vec<_> = (0..up.shape.acceptors).map(|i| refused[&format!("acceptor{i}")].clone()).collect();
     let counter = refused[tb::COUNTER_PINS].clone();
 
     let want = |pairs: &[(&'static str, u64)]| pairs.iter().copied().collect::<BTreeMap<_, _>>();
@@ -502,7 +507,7 @@ fn under_attack<T>(
         (hosts.join().expect("end hosts thread"), attacked)
     });
     let mut programs = vec!["coordinator".to_string(), tb::COUNTER_PINS.to_string()];
-    programs.extend((0..up.acceptors).map(|i| format!("acceptor{i}")));
+    programs.extend((0..up.shape.acceptors).map(|i| format!("acceptor{i}")));
     let refused = programs
         .into_iter()
         .map(|p| {
@@ -702,7 +707,7 @@ fn spoof_votes(up: &PaxosUp) -> anyhow::Result<u64> {
         std::thread::sleep(Duration::from_millis(10));
     }
     let ports: Vec<u16> =
-        if up.per_machine() { vec![tb::DECISION_PORT] } else { (0..up.learners).map(tb::learner_port).collect() };
+        if up.per_machine() { vec![tb::DECISION_PORT] } else { (0..up.shape.learners).map(tb::learner_port).collect() };
     let mut sent = 0;
     for k in 0..SPOOFED_INSTANCES {
         // Ahead of the live instances (so the counter decides the spoofed

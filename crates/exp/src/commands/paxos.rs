@@ -5,6 +5,7 @@ use std::time::Instant;
 use crate::paxos::{DataPlaneAt, PaxosConfig};
 use crate::paxos_sim;
 use clap::Args;
+use innet_paxos::deploy::{PaxosParams, PaxosShape};
 
 /// The knobs of one consensus run, and optionally a topology file.
 #[derive(Args, Debug, Clone)]
@@ -197,18 +198,7 @@ pub enum RolesFigure {
 pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
     use crate::paxos_bench::{self, Runtime};
     let runtime = a.runtime;
-    let mut base = a.point.config()?;
-    if runtime == Runtime::Sim && a.point.point.switch_cost_us == 0.0 && a.point.point.software_cost_us == 0.0 {
-        let m = paxos_bench::CAPACITY_MODEL;
-        m.apply(&mut base);
-        println!(
-            "sim capacity model: switch {} us, software coordinator/acceptor {} us, learner/proposer {} us per packet; {} us links",
-            m.switch_cost_us, m.software_cost_us, m.host_cost_us, m.latency_us
-        );
-    }
-    if a.point.point.slots == innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT {
-        base.slots = paxos_bench::PAPER_SLOTS;
-    }
+    let base = bench_base(&a)?;
     let outstanding = a.sweep;
     let started = Instant::now();
     if let Some(rounds) = a.acceptor_fsync {
@@ -223,41 +213,92 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
         "{:>10} {:>11} {:>14} {:>12} {:>12} {:>12}",
         "data plane", "outstanding", "committed/s", "mean us", "std us", "p99 us"
     );
-    for r in &rs {
+    rs.iter().for_each(print_sweep_row);
+    if runtime == Runtime::Live {
+        print_against_ceiling(&rs, base.duration_s)?;
+    }
+    print_table4(runtime, &rs);
+    if runtime == Runtime::Live {
+        let ks = paxos_bench::kv_sweep(&base, &outstanding)?;
+        println!("Figure 7d (live): replicated key-value store, LevelDB replicas as learners");
+        ks.iter().for_each(print_sweep_row);
+        rs.extend(ks);
+    } else {
+        println!("Figure 7d (replicated LevelDB) runs live only: innet bench paxos --runtime live");
+    }
+    if !a.no_failures {
+        rs.extend(run_failures(runtime, &base)?);
+    }
+    let out = a.out.unwrap_or_else(|| std::path::PathBuf::from(format!("results/paxos-{}", a.runtime.name())));
+    crate::results::check_writable(&out).map_err(anyhow::Error::msg)?;
+    paxos_bench::write(&out, &rs)?;
+    println!("{} records and plots in {} ({:.1} s)", rs.len(), out.display(), started.elapsed().as_secs_f64());
+    Ok(0)
+}
+
+/// The benchmark's point: the flags, with the simulator's capacity model
+/// unless costs were given, and the paper's ring unless `--slots` was.
+fn bench_base(a: &BenchPaxosArgs) -> anyhow::Result<PaxosConfig> {
+    use crate::paxos_bench::{self, Runtime};
+    let mut base = a.point.config()?;
+    if a.runtime == Runtime::Sim && a.point.point.switch_cost_us == 0.0 && a.point.point.software_cost_us == 0.0 {
+        let m = paxos_bench::CAPACITY_MODEL;
+        m.apply(&mut base);
         println!(
-            "{:>10} {:>11} {:>14.0} {:>12.1} {:>12.1} {:>12.1}",
-            r.config.data_plane.name(),
-            r.config.outstanding,
-            r.committed_per_s,
-            r.mean_latency_us,
-            r.std_latency_us,
-            r.p99_latency_us
+            "sim capacity model: switch {} us, software coordinator/acceptor {} us, learner/proposer {} us per packet; {} us links",
+            m.switch_cost_us, m.software_cost_us, m.host_cost_us, m.latency_us
         );
     }
-    if runtime == Runtime::Live {
-        // The generator's ceiling at each point's concurrency, in this run.
-        println!("generator's ceiling (a bare UDP echo on loopback at the same requests in flight; values sent to the coordinator and committed per second against it):");
-        for r in &rs {
-            let c = paxos_bench::loopback_ceiling(r.config.proposers * r.config.outstanding, base.duration_s.min(1.0))?;
-            let x = paxos_bench::AgainstCeiling::new(r, &c);
-            println!(
-                "{:>10} {:>11} {:>14.0} of {:.0} = {:.1}%{}",
-                r.config.data_plane.name(),
-                r.config.outstanding,
-                x.instances_per_s,
-                x.ceiling_per_s,
-                x.of_ceiling * 1e2,
-                if x.generator_bound { " (generator-bound)" } else { "" }
-            );
-        }
+    if a.point.point.slots == innet_paxos::acceptor::ACCEPTOR_SLOTS_DEFAULT {
+        base.slots = paxos_bench::PAPER_SLOTS;
     }
-    let (s, w, ratio) = paxos_bench::max_throughput(&rs);
+    Ok(base)
+}
+
+/// One line of Figure 7a's (or 7d's) table.
+fn print_sweep_row(r: &crate::paxos::PaxosResult) {
+    println!(
+        "{:>10} {:>11} {:>14.0} {:>12.1} {:>12.1} {:>12.1}",
+        r.config.data_plane.name(),
+        r.config.outstanding,
+        r.committed_per_s,
+        r.mean_latency_us,
+        r.std_latency_us,
+        r.p99_latency_us
+    );
+}
+
+/// Live: the generator's ceiling at each point's concurrency, in this run.
+fn print_against_ceiling(rs: &[crate::paxos::PaxosResult], duration_s: f64) -> anyhow::Result<()> {
+    use crate::paxos_bench;
+    println!("generator's ceiling (a bare UDP echo on loopback at the same requests in flight; values sent to the coordinator and committed per second against it):");
+    for r in rs {
+        let c = paxos_bench::loopback_ceiling(r.config.proposers * r.config.outstanding, duration_s.min(1.0))?;
+        let x = paxos_bench::AgainstCeiling::new(r, &c);
+        println!(
+            "{:>10} {:>11} {:>14.0} of {:.0} = {:.1}%{}",
+            r.config.data_plane.name(),
+            r.config.outstanding,
+            x.instances_per_s,
+            x.ceiling_per_s,
+            x.of_ceiling * 1e2,
+            if x.generator_bound { " (generator-bound)" } else { "" }
+        );
+    }
+    Ok(())
+}
+
+/// The maximum throughputs' ratio and Table 4: latency at 25/50/75% of
+/// each deployment's maximum.
+fn print_table4(runtime: crate::paxos_bench::Runtime, rs: &[crate::paxos::PaxosResult]) {
+    use crate::paxos_bench;
+    let (s, w, ratio) = paxos_bench::max_throughput(rs);
     println!("max throughput: switch {s:.0}/s, software {w:.0}/s, ratio {ratio:.2}x (paper: 2.24x on its hardware)");
     println!(
         "Table 4 ({}): latency at 25/50/75% of each deployment's max throughput (nearest sweep point)",
-        a.runtime.name()
+        runtime.name()
     );
-    for (dp, frac, r) in paxos_bench::table4(&rs) {
+    for (dp, frac, r) in paxos_bench::table4(rs) {
         println!(
             "{:>10} {:>4.0}%  point {:>8.0}/s ({:>3} in flight)  mean {:>9.1} us  std {:>9.1} us",
             dp.name(),
@@ -268,45 +309,27 @@ pub fn run_bench(a: BenchPaxosArgs) -> anyhow::Result<i32> {
             r.std_latency_us
         );
     }
-    if runtime == Runtime::Live {
-        let ks = paxos_bench::kv_sweep(&base, &outstanding)?;
-        println!("Figure 7d (live): replicated key-value store, LevelDB replicas as learners");
-        for r in &ks {
-            println!(
-                "{:>10} {:>11} {:>14.0} {:>12.1} {:>12.1} {:>12.1}",
-                r.config.data_plane.name(),
-                r.config.outstanding,
-                r.committed_per_s,
-                r.mean_latency_us,
-                r.std_latency_us,
-                r.p99_latency_us
-            );
-        }
-        rs.extend(ks);
-    } else {
-        println!("Figure 7d (replicated LevelDB) runs live only: innet bench paxos --runtime live");
+}
+
+/// Figure 8: the coordinator, then acceptor 0, failing half way through.
+fn run_failures(
+    runtime: crate::paxos_bench::Runtime,
+    base: &PaxosConfig,
+) -> anyhow::Result<Vec<crate::paxos::PaxosResult>> {
+    let fbase = PaxosConfig { outstanding: 8, duration_s: base.duration_s.max(2.0), ..base.clone() };
+    let fs = crate::paxos_bench::failures(runtime, &fbase)?;
+    println!("Figure 8 ({}): failures half way through", runtime.name());
+    for r in &fs {
+        let what = if r.config.coordinator_fail_at_s.is_some() { "coordinator" } else { "acceptor 0" };
+        println!(
+            "{:>10} {what:>12} dies: {:.0} committed/s overall, longest gap after the failure {:.1} ms{}",
+            r.config.data_plane.name(),
+            r.committed_per_s,
+            r.failover_gap_ms.unwrap_or(0.0),
+            r.takeover_at_s.map(|t| format!(", backup took over at {t:.3} s")).unwrap_or_default()
+        );
     }
-    if !a.no_failures {
-        let fbase = crate::paxos::PaxosConfig { outstanding: 8, duration_s: base.duration_s.max(2.0), ..base.clone() };
-        let fs = paxos_bench::failures(runtime, &fbase)?;
-        println!("Figure 8 ({}): failures half way through", a.runtime.name());
-        for r in &fs {
-            let what = if r.config.coordinator_fail_at_s.is_some() { "coordinator" } else { "acceptor 0" };
-            println!(
-                "{:>10} {what:>12} dies: {:.0} committed/s overall, longest gap after the failure {:.1} ms{}",
-                r.config.data_plane.name(),
-                r.committed_per_s,
-                r.failover_gap_ms.unwrap_or(0.0),
-                r.takeover_at_s.map(|t| format!(", backup took over at {t:.3} s")).unwrap_or_default()
-            );
-        }
-        rs.extend(fs);
-    }
-    let out = a.out.unwrap_or_else(|| std::path::PathBuf::from(format!("results/paxos-{}", a.runtime.name())));
-    crate::results::check_writable(&out).map_err(anyhow::Error::msg)?;
-    paxos_bench::write(&out, &rs)?;
-    println!("{} records and plots in {} ({:.1} s)", rs.len(), out.display(), started.elapsed().as_secs_f64());
-    Ok(0)
+    Ok(fs)
 }
 
 /// Clients (threads) of `bench paxos --replica-fsync`.
@@ -463,6 +486,25 @@ pub struct UpPaxosArgs {
     metrics: super::MetricsArgs,
 }
 
+impl UpPaxosArgs {
+    /// The deployment's shape from the flags. Failback (the coordinator in
+    /// the vote group, a restarted coordinator taking the role back) where
+    /// it can run: processes with a directory for the coordinator's epochs.
+    fn shape(&self) -> PaxosShape {
+        PaxosShape {
+            acceptors: self.acceptors,
+            learners: self.learners,
+            proposers: self.proposers,
+            failback: self.data_plane == DataPlaneAt::Process && self.dir.is_some(),
+            ..PaxosShape::default()
+        }
+    }
+    /// The flags' settings; the rest as every deployment's default.
+    fn params(&self) -> PaxosParams {
+        PaxosParams { slots: self.slots, pack: self.pack, ..PaxosParams::default() }
+    }
+}
+
 /// `--auth-key FILE` covering every address (every party is a node).
 fn auth_keys(file: &Option<std::path::PathBuf>) -> anyhow::Result<Option<std::sync::Arc<innet_live::auth::PeerAuth>>> {
     Ok(super::read_auth_key(file.as_deref())?.map(innet_live::auth::PeerAuth::all))
@@ -482,19 +524,12 @@ pub fn run_up(a: UpPaxosArgs) -> anyhow::Result<i32> {
     let cfg = crate::paxos_live::UpPaxos {
         live: innet_live::paxos::LiveConfig {
             data_plane: a.data_plane,
-            acceptors: a.acceptors,
-            learners: a.learners,
-            proposers: a.proposers,
-            slots: a.slots,
+            shape: a.shape(),
+            params: a.params(),
             base_port: a.base_port,
             external_learners: a.external_learners,
-            pack: a.pack,
             auth,
             elsewhere: a.elsewhere,
-            // Failback (the coordinator in the vote group, a restarted
-            // coordinator taking the role back) where it can run: processes
-            // with a directory for the coordinator's epochs.
-            failback: a.data_plane == DataPlaneAt::Process && a.dir.is_some(),
             acceptor_store: a.dir.map(|dir| innet_live::paxos::acceptor_store::AcceptorStore { dir, fsync: a.fsync }),
             ..innet_live::paxos::LiveConfig::default()
         },
@@ -600,9 +635,8 @@ pub struct KvReplicaArgs {
 pub fn run_kv_replica(a: KvReplicaArgs) -> anyhow::Result<i32> {
     anyhow::ensure!(a.id < a.learners, "--id {} must be below --learners {}", a.id, a.learners);
     let lc = innet_live::paxos::LiveConfig {
-        acceptors: a.acceptors,
-        learners: a.learners,
-        slots: a.slots,
+        shape: PaxosShape { acceptors: a.acceptors, learners: a.learners, ..PaxosShape::default() },
+        params: PaxosParams { slots: a.slots, ..PaxosParams::default() },
         base_port: a.base_port,
         auth: auth_keys(&a.auth_key)?,
         ..innet_live::paxos::LiveConfig::default()

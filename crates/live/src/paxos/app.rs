@@ -21,6 +21,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::time::Duration;
 
 use innet_core::{Host, Outbox, Time};
+use innet_paxos::deploy::PaxosShape;
 use innet_paxos::envelope::{Envelope, PAYLOAD_MAX};
 use innet_paxos::learner::DeliveryKind;
 use innet_paxos::{Learner, Proposer};
@@ -170,20 +171,20 @@ pub struct PaxosApp {
 impl PaxosApp {
     /// Starts `config`'s deployment on loopback (its learners are bound
     /// here: `external_learners` is refused) with one proposer for the
-    /// application (`config.proposers` is ignored). Learner 0 delivers to
+    /// application (`config.shape.proposers` is ignored). Learner 0 delivers to
     /// the application.
     pub fn start(config: &LiveConfig) -> io::Result<PaxosApp> {
         let invalid = |m: &str| io::Error::new(io::ErrorKind::InvalidInput, m.to_string());
-        if config.acceptors == 0 || config.acceptors > innet_paxos::MAX_ACCEPTORS {
+        if config.shape.acceptors == 0 || config.shape.acceptors > innet_paxos::MAX_ACCEPTORS {
             return Err(invalid("acceptors: 1 to MAX_ACCEPTORS"));
         }
-        if config.learners == 0 || config.learners > innet_paxos::MAX_LEARNERS {
+        if config.shape.learners == 0 || config.shape.learners > innet_paxos::MAX_LEARNERS {
             return Err(invalid("learners: 1 to MAX_LEARNERS"));
         }
         if config.external_learners {
             return Err(invalid("the application's learner runs here"));
         }
-        let cfg = LiveConfig { proposers: 1, ..config.clone() };
+        let cfg = LiveConfig { shape: PaxosShape { proposers: 1, ..config.shape }, ..config.clone() };
         let stop = Stop::new();
         let mut plan = Plan::bind(&cfg)?;
         let core = plan.spawn_core(&stop)?;
@@ -191,7 +192,7 @@ impl PaxosApp {
         let (rtx, rrx) = channel();
         let mut rrx = Some(rrx);
         let mut learners = vec![];
-        for i in 0..cfg.learners {
+        for i in 0..cfg.shape.learners {
             let socket = plan.take_learner_socket(i);
             let lcfg = cfg.learner_config(i as u16);
             let opts = plan.learner_options(i);

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::paxos::{self as xdp_paxos, BackupMode, BenchEvent, XdpPaxosLoad};
+use crate::paxos::{self as xdp_paxos, BackupMode, BenchEvent, XdpPaxosLoad, XdpPaxosRecord};
 use innet_xdp::paxos_hosts::BackupAt;
 use innet_xdp::paxos_testbed::{self as tb, PaxosUp};
 use innet_xdp::testbed;
@@ -77,110 +77,7 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
             "BPF roles, ns per packet (BPF_PROG_TEST_RUN; coordinator and acceptor: median of 200k single runs, vote counter: mean of 1M repeats): {}",
             cost.iter().map(|(k, v)| format!("{k} {v:.0}")).collect::<Vec<_>>().join(", ")
         ),
-        BenchEvent::Run(r, failure) => {
-            if let Some(line) = failure {
-                eprintln!("{line}");
-            }
-            println!(
-                "run {} (commit {}, seed {}, {} proposers x {} in flight, pack {}; XDP {} mode, threaded NAPI {:?}, {:?} multicast, decisions {}; load average {:.1}): committed/s XDP {:.0} (p50 {:.0} us), software processes {:.0} (p50 {:.0} us), software switches {:.0} (p50 {:.0} us); XDP/software {:.2}x, XDP/switches {:.2}x",
-                r.run,
-                r.git_commit,
-                r.seed,
-                r.config.proposers,
-                r.config.outstanding,
-                r.config.pack,
-                r.fabric.xdp_mode,
-                r.fabric.threaded_napi,
-                r.fabric.multicast,
-                r.fabric.decisions.name(),
-                r.load_average[0],
-                r.xdp.committed_per_s,
-                r.xdp.p50_latency_us,
-                r.software.committed_per_s,
-                r.software.p50_latency_us,
-                r.software_switch.committed_per_s,
-                r.software_switch.p50_latency_us,
-                r.xdp_over_software,
-                r.xdp_over_software_switch
-            );
-            let c = |name: &str, a: &innet_exp::paxos_bench::AgainstCeiling| {
-                format!(
-                    "{name} {:.0}/s = {}{}",
-                    a.instances_per_s,
-                    if a.ceiling_per_s > 0.0 {
-                        format!("{:.0}% of {:.0}", a.of_ceiling * 1e2, a.ceiling_per_s)
-                    } else {
-                        "? (the ceiling run got no replies: not measured)".to_string()
-                    },
-                    if a.generator_bound { " (generator-bound)" } else { "" }
-                )
-            };
-            println!(
-                "  values sent to the coordinator and committed, against the generator's ceiling at {} in flight \
-                 (XDP: HEARTBEATs reflected by the BPF coordinator on the same veth; software: a bare UDP echo on \
-                 loopback): {}; {}; {}",
-                r.ceiling_xdp.clients,
-                c("XDP", &r.xdp_vs_ceiling),
-                c("software processes", &r.software_vs_ceiling),
-                c("software switches", &r.software_switch_vs_ceiling)
-            );
-            let cpu = |name: &str, c: &innet_bench::cpu::CpuPerValue| {
-                format!(
-                    "{name} {:.1} (user {:.1}, kernel {:.1}; this process {:.1} + {:.1}; {:.2} CPUs busy)",
-                    c.machine_us, c.user_us, c.kernel_us, c.process_user_us, c.process_system_us, c.busy_cpus
-                )
-            };
-            println!(
-                "  CPU us per committed value (machine, /proc/stat): {}; {}; {}",
-                cpu("XDP", &r.cpu_xdp),
-                cpu("software processes", &r.cpu_software),
-                cpu("software switches", &r.cpu_software_switch)
-            );
-            if !r.xdp_programs.is_empty() {
-                println!(
-                    "  BPF programs per committed value (run-time statistics): {}",
-                    r.xdp_programs
-                        .iter()
-                        .map(|c| format!("{} {:.2} runs x {:.0} ns = {:.0} ns", c.program, c.runs_per_unit, c.ns_per_run, c.ns_per_unit))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            }
-            if let Some(m) = &r.xdp_machine {
-                println!(
-                    "  hosts machine: {} decisions from the ring in {} batches ({:.1} per wake-up), {} as packets on the decision socket (overflow {})",
-                    m.fed,
-                    m.feed_batches,
-                    m.fed as f64 / m.feed_batches.max(1) as f64,
-                    m.received,
-                    m.rx_overflow
-                );
-            }
-            if let Some(w) = &r.xdp_without_counters {
-                println!(
-                    "  XDP without vote counters {:.0}/s (p50 {:.0} us); with/without {:.2}x",
-                    w.committed_per_s,
-                    w.p50_latency_us,
-                    r.xdp.committed_per_s / w.committed_per_s.max(1e-9)
-                );
-            }
-            if let Some(k) = &r.xdp_vote_counter {
-                let n = |name: &str| k.get(name).copied().unwrap_or(0);
-                println!(
-                    "  vote counter: decisions passed up {} (into the ring {}, ring full {}), votes absorbed {} (counted {}, duplicates {}, late {}), passed stale {}, evicted {}, other traffic passed {}",
-                    n("decisions"),
-                    n("ring"),
-                    n("ring_full"),
-                    n("counted") + n("duplicates") + n("late"),
-                    n("counted"),
-                    n("duplicates"),
-                    n("late"),
-                    n("passed_stale"),
-                    n("evicted"),
-                    n("passed") + n("passed_other")
-                );
-            }
-        }
+        BenchEvent::Run(r, failure) => print_run(r, failure),
     }
     })?;
     println!(
@@ -189,6 +86,132 @@ pub fn run_bench(a: BenchXdpPaxosArgs) -> anyhow::Result<i32> {
     );
     println!("wrote {}", report.path.display());
     Ok(0)
+}
+
+/// One round of `bench xdp-paxos`: the three deployments' throughput and
+/// latency, then [`print_against_ceiling`], [`print_cpu`] and
+/// [`print_xdp_details`].
+fn print_run(r: &XdpPaxosRecord, failure: Option<String>) {
+    if let Some(line) = failure {
+        eprintln!("{line}");
+    }
+    println!(
+        "run {} (commit {}, seed {}, {} proposers x {} in flight, pack {}; XDP {} mode, threaded NAPI {:?}, {:?} multicast, decisions {}; load average {:.1}): committed/s XDP {:.0} (p50 {:.0} us), software processes {:.0} (p50 {:.0} us), software switches {:.0} (p50 {:.0} us); XDP/software {:.2}x, XDP/switches {:.2}x",
+        r.run,
+        r.git_commit,
+        r.seed,
+        r.config.proposers,
+        r.config.outstanding,
+        r.config.pack,
+        r.fabric.xdp_mode,
+        r.fabric.threaded_napi,
+        r.fabric.multicast,
+        r.fabric.decisions.name(),
+        r.load_average[0],
+        r.xdp.committed_per_s,
+        r.xdp.p50_latency_us,
+        r.software.committed_per_s,
+        r.software.p50_latency_us,
+        r.software_switch.committed_per_s,
+        r.software_switch.p50_latency_us,
+        r.xdp_over_software,
+        r.xdp_over_software_switch
+    );
+    print_against_ceiling(r);
+    print_cpu(r);
+    print_xdp_details(r);
+}
+
+/// Values committed against the generator's ceiling, per deployment.
+fn print_against_ceiling(r: &XdpPaxosRecord) {
+    let c = |name: &str, a: &innet_exp::paxos_bench::AgainstCeiling| {
+        format!(
+            "{name} {:.0}/s = {}{}",
+            a.instances_per_s,
+            if a.ceiling_per_s > 0.0 {
+                format!("{:.0}% of {:.0}", a.of_ceiling * 1e2, a.ceiling_per_s)
+            } else {
+                "? (the ceiling run got no replies: not measured)".to_string()
+            },
+            if a.generator_bound { " (generator-bound)" } else { "" }
+        )
+    };
+    println!(
+        "  values sent to the coordinator and committed, against the generator's ceiling at {} in flight \
+         (XDP: HEARTBEATs reflected by the BPF coordinator on the same veth; software: a bare UDP echo on \
+         loopback): {}; {}; {}",
+        r.ceiling_xdp.clients,
+        c("XDP", &r.xdp_vs_ceiling),
+        c("software processes", &r.software_vs_ceiling),
+        c("software switches", &r.software_switch_vs_ceiling)
+    );
+}
+
+/// CPU per committed value, per deployment.
+fn print_cpu(r: &XdpPaxosRecord) {
+    let cpu = |name: &str, c: &innet_bench::cpu::CpuPerValue| {
+        format!(
+            "{name} {:.1} (user {:.1}, kernel {:.1}; this process {:.1} + {:.1}; {:.2} CPUs busy)",
+            c.machine_us, c.user_us, c.kernel_us, c.process_user_us, c.process_system_us, c.busy_cpus
+        )
+    };
+    println!(
+        "  CPU us per committed value (machine, /proc/stat): {}; {}; {}",
+        cpu("XDP", &r.cpu_xdp),
+        cpu("software processes", &r.cpu_software),
+        cpu("software switches", &r.cpu_software_switch)
+    );
+}
+
+/// The XDP deployment's BPF programs, hosts machine and vote counter.
+fn print_xdp_details(r: &XdpPaxosRecord) {
+    if !r.xdp_programs.is_empty() {
+        println!(
+            "  BPF programs per committed value (run-time statistics): {}",
+            r.xdp_programs
+                .iter()
+                .map(|c| format!(
+                    "{} {:.2} runs x {:.0} ns = {:.0} ns",
+                    c.program, c.runs_per_unit, c.ns_per_run, c.ns_per_unit
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Some(m) = &r.xdp_machine {
+        println!(
+            "  hosts machine: {} decisions from the ring in {} batches ({:.1} per wake-up), {} as packets on the decision socket (overflow {})",
+            m.fed,
+            m.feed_batches,
+            m.fed as f64 / m.feed_batches.max(1) as f64,
+            m.received,
+            m.rx_overflow
+        );
+    }
+    if let Some(w) = &r.xdp_without_counters {
+        println!(
+            "  XDP without vote counters {:.0}/s (p50 {:.0} us); with/without {:.2}x",
+            w.committed_per_s,
+            w.p50_latency_us,
+            r.xdp.committed_per_s / w.committed_per_s.max(1e-9)
+        );
+    }
+    if let Some(k) = &r.xdp_vote_counter {
+        let n = |name: &str| k.get(name).copied().unwrap_or(0);
+        println!(
+            "  vote counter: decisions passed up {} (into the ring {}, ring full {}), votes absorbed {} (counted {}, duplicates {}, late {}), passed stale {}, evicted {}, other traffic passed {}",
+            n("decisions"),
+            n("ring"),
+            n("ring_full"),
+            n("counted") + n("duplicates") + n("late"),
+            n("counted"),
+            n("duplicates"),
+            n("late"),
+            n("passed_stale"),
+            n("evicted"),
+            n("passed") + n("passed_other")
+        );
+    }
 }
 
 /// `innet bench xdp-paxos --fabric-only`.

@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use innet_chain::deploy::ChainRole;
 use innet_core::auth::AuthKeys;
 use innet_live::auth::KeyFile;
-use innet_paxos::deploy::PaxosRole;
+use innet_paxos::deploy::{PaxosParams, PaxosShape};
 use innet_topology::Service;
 use innet_txn::switch::Mode;
 use innet_xdp::paxos_testbed::PaxosUp;
@@ -354,12 +354,11 @@ fn run_testbed_up(mut a: TestbedUpArgs) -> anyhow::Result<i32> {
                 Some(f) => Some(KeyFile::read(&f).map_err(anyhow::Error::msg)?),
                 None => a.auth_key.take(),
             };
-            let count = |f: fn(&PaxosRole) -> bool| p.deployment.with_role(f).len();
             let up = PaxosUp {
-                acceptors: count(|r| matches!(r, PaxosRole::Acceptor { .. })),
-                learners: count(|r| matches!(r, PaxosRole::Learner { .. })),
-                proposers: count(|r| matches!(r, PaxosRole::Proposer { .. })),
-                slots: p.params.slots,
+                shape: PaxosShape::of(&p.deployment),
+                // The file's ring; the programs' other settings
+                // stay the defaults, as before.
+                params: PaxosParams { slots: p.params.slots, ..PaxosParams::default() },
                 auth,
                 ..PaxosUp::default()
             };
