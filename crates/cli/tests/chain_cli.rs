@@ -83,12 +83,22 @@ fn load_mode_writes_what_gets_read_back() {
         "0.5",
         "--json",
     ]);
-    assert!(r["load"]["completed"].as_u64().unwrap() > 20, "{r}");
-    // The generator's ceiling (a bare UDP echo): its rate is its echoes
-    // over its measured time, and its latencies a distribution.
+    let load = |k: &str| r["load"][k].as_u64().unwrap_or_else(|| panic!("no load.{k} in {r}"));
+    let count = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("no {k} in {r}"));
+    assert!(load("completed") > 20, "{r}");
+    // Only puts: every request completed in the measured time was a write
+    // ACKed (writes also counts the warm-up's ACKs, outside that time).
+    assert_eq!(count("reads"), 0, "--write-ratio 1 reads nothing: {r}");
+    assert!(count("writes") >= load("completed"), "fewer ACKs than completed puts: {r}");
+    // The generator's ceiling (a bare UDP echo) at the load's concurrency:
+    // its rate is its echoes over its measured time, its latencies a
+    // distribution, and an echo is never refused or unrecognised.
     let ceiling = &r["ceiling"];
     let f = |k: &str| ceiling[k].as_f64().unwrap_or_else(|| panic!("no ceiling.{k} in {r}"));
+    // At least one echo, or the rate below holds as 0 = 0 / t.
     assert!(f("completed") >= 1.0, "the ceiling measured no echo: {r}");
+    assert_eq!((f("clients"), f("threads")), (load("clients") as f64, load("threads") as f64), "{r}");
+    assert_eq!((f("refused"), f("ignored")), (0.0, 0.0), "an echo is never refused or unrecognised: {r}");
     assert!((f("ops_per_s") - f("completed") / f("measured_s")).abs() <= 1e-6 * f("ops_per_s"), "{r}");
     assert!(f("p50_us") <= f("p99_us"), "{r}");
     let acked = r["last_acked"].as_object().unwrap();

@@ -100,6 +100,19 @@ fn the_two_edge_switch_tree_commits_behind_both_edges_in_mininet_and_leaves_noth
     let at = |s: &str| aborts.iter().find(|a| a.switch == s).unwrap_or_else(|| panic!("no counters of {s}")).optimistic;
     let (e0, e1) = (at("edge0"), at("edge1"));
     assert!(e0 > 0 && e1 > 0, "each edge aborts optimistically: edge0 {e0}, edge1 {e1}");
+    // The switch aborts a group was told came from its own edge or the
+    // core (an edge sees only its own group's requests; a reply can be
+    // lost, never made up).
+    let made = |s: &str| aborts.iter().find(|a| a.switch == s).map_or(0, |a| a.optimistic + a.aborted);
+    for (group, edge) in [("clients0", "edge0"), ("clients1", "edge1")] {
+        let l = r.loads.iter().find(|l| l.machine == group).expect("a load");
+        let (e, c) = (made(edge), made("core"));
+        assert!(
+            l.aborts_by_switch <= e + c,
+            "{group}: {} switch aborts, {edge} made {e}, the core {c}",
+            l.aborts_by_switch
+        );
+    }
     for switch in ["edge0", "edge1", "core"] {
         // Section 3.3: a switch forwards a request or answers it itself, exactly once.
         let answered = ["aborted", "optimistically_aborted", "served_from_cache", "confirmed"]
@@ -161,6 +174,7 @@ fn paxos_and_a_netcraq_chain_serve_their_load_in_mininet() {
     assert_eq!(counter(&r, "control", "removals"), 0, "no chain node was taken for failed");
     for n in ["node0", "node1", "node2"] {
         assert!(counter(&r, n, "agent_requests") > 0, "{n} was managed across hosts");
+        assert_eq!(counter(&r, n, "agent_dropped_foreign"), 0, "{n}'s agent heard only the control");
     }
     assert!(leftovers(&r, &file).is_empty(), "{:?}", leftovers(&r, &file));
     say(&format!(

@@ -65,6 +65,13 @@ fn the_two_edge_tree_commits_behind_both_edges_and_the_edges_abort_through_xdp()
         .iter()
         .sum();
     assert!(switch_aborts >= by_switch0 + by_switch1, "clients counted more switch aborts than switches made:\n{out}");
+    // And each group's came from its own edge or the core: an edge sees
+    // only its own group's requests (section 3.6).
+    let made = |s: &str| field(&switch(s), "aborted") + field(&switch(s), "optimistically_aborted");
+    for (g, by_switch, edge) in [("clients0", by_switch0, "edge0"), ("clients1", by_switch1, "edge1")] {
+        let (e, c) = (made(edge), made("core"));
+        assert!(by_switch <= e + c, "{g} counted {by_switch} switch aborts, {edge} made {e}, the core {c}:\n{out}");
+    }
     run(INNET, &["testbed", "down", "--only", "txn-topology"]);
     let left = wait_clean();
     assert_eq!(left, Vec::<String>::new(), "down left things behind");
