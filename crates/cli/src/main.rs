@@ -185,14 +185,14 @@ pub enum BenchService {
 #[derive(Subcommand, Debug)]
 pub enum CheckService {
     /// Random runs with loss, duplication, jitter and reordering through the serializability checker.
-    Txn(txn::CheckTxnArgs),
+    Txn(innet_exp::commands::CheckModesArgs),
     /// Random NetCRAQ and NetChain runs with loss, reordering, node crashes and recovery through the linearizability checker.
     Chain(chain::CheckChainArgs),
     /// Random runs with loss, duplication, reordering, acceptor crashes and coordinator failover
     /// through the agreement / validity / exactly-once checker.
     Paxos(paxos::CheckPaxosArgs),
     /// Random faulty TPC-C runs through the serializability checker and TPC-C's consistency conditions.
-    Tpcc(tpcc::CheckTpccArgs),
+    Tpcc(innet_exp::commands::CheckModesArgs),
 }
 
 /// Start a store and a switch on loopback and print their UDP addresses.

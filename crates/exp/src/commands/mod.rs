@@ -70,6 +70,21 @@ pub struct CheckSeeds {
     pub seed: Option<u64>,
 }
 
+/// The flags of the transaction checks (`innet check txn` and `innet
+/// check tpcc`, declared once): their seeds, the switch modes each seed
+/// runs in, and a run's simulated length.
+#[derive(Args, Debug)]
+pub struct CheckModesArgs {
+    #[command(flatten)]
+    pub seeds: CheckSeeds,
+    /// Comma-separated modes.
+    #[arg(long, value_delimiter = ',', default_value = "forward,read-cache,early-abort,optimistic-abort", value_parser = crate::parse::mode())]
+    pub modes: Vec<innet_txn::Mode>,
+    /// Simulated seconds per run.
+    #[arg(long, default_value_t = 5.0, value_parser = crate::parse::seconds)]
+    pub duration_s: f64,
+}
+
 /// A check's seeds when `--seeds` is not given.
 pub const CHECK_SEEDS: u64 = 100;
 /// `check tpcc`'s seeds when `--seeds` is not given (a TPC-C run is longer).

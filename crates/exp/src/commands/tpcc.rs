@@ -34,18 +34,6 @@ pub struct BenchTpccArgs {
     point: TpccConfig,
 }
 
-#[derive(Args, Debug)]
-pub struct CheckTpccArgs {
-    #[command(flatten)]
-    seeds: super::CheckSeeds,
-    /// Comma-separated modes.
-    #[arg(long, value_delimiter = ',', default_value = "forward,read-cache,early-abort,optimistic-abort", value_parser = crate::parse::mode())]
-    modes: Vec<Mode>,
-    /// Simulated seconds per run.
-    #[arg(long, default_value_t = 5.0, value_parser = crate::parse::seconds)]
-    duration_s: f64,
-}
-
 /// `innet client tpcc --load`: TPC-C terminals against a live switch.
 #[derive(Args, Debug)]
 pub struct ClientTpccArgs {
@@ -346,7 +334,7 @@ fn print_nocc5(rs: &[TpccResult]) {
     println!("(paper, NOCC section 4: NOCC store CPU up to 22% lower than OCC, slightly higher throughput)");
 }
 
-pub fn run_check(a: CheckTpccArgs) -> anyhow::Result<i32> {
+pub fn run_check(a: super::CheckModesArgs) -> anyhow::Result<i32> {
     let modes = a.modes.clone();
     let (seeds, verbose) = a.seeds.range(super::CHECK_TPCC_SEEDS);
     let wall = Instant::now();

@@ -45,18 +45,6 @@ pub const TXN_FIGURES: [&str; 10] =
     ["fig2", "fig6", "fig8", "fig9", "fig10", "fig11", "fig12", "nocc1", "nocc3", "nocc4"];
 
 #[derive(Args, Debug)]
-pub struct CheckTxnArgs {
-    #[command(flatten)]
-    seeds: super::CheckSeeds,
-    /// Comma-separated modes.
-    #[arg(long, value_delimiter = ',', default_value = "forward,read-cache,early-abort,optimistic-abort", value_parser = crate::parse::mode())]
-    modes: Vec<Mode>,
-    /// Simulated seconds per run.
-    #[arg(long, default_value_t = 5.0, value_parser = crate::parse::seconds)]
-    duration_s: f64,
-}
-
-#[derive(Args, Debug)]
 pub struct DemoArgs {
     /// Output folder.
     #[arg(long, default_value = "results/demo", value_parser = crate::parse::out_dir)]
@@ -218,7 +206,7 @@ fn check_seeds(seeds: Seeds, modes: &[Mode], duration_s: f64, verbose: bool) -> 
     Ok(r.violations.len())
 }
 
-pub fn run_check(a: CheckTxnArgs) -> anyhow::Result<i32> {
+pub fn run_check(a: super::CheckModesArgs) -> anyhow::Result<i32> {
     let modes = a.modes;
     let (range, verbose) = a.seeds.range(super::CHECK_SEEDS);
     let bad = check_seeds(range, &modes, a.duration_s, verbose)?;
