@@ -277,6 +277,20 @@ fn paxos_seeds(golden_dir: &Path, corpus: &Path) {
         input.extend(b);
     }
     roles.put("golden-all", &input);
+    // The CAANS fixture's cases as one run, each from its sender's class.
+    let mut input = vec![1u8];
+    for (_, b, f) in golden(golden_dir, "caans_coordinator_acceptor.json") {
+        let pick = match f.get("from").map(String::as_str) {
+            Some("coordinator") => 0u8,
+            Some("backup") => 1,
+            Some("learner0" | "learner1") => 3,
+            Some("proposer0") => 4,
+            _ => 5,
+        };
+        input.extend([pick, b.len() as u8]);
+        input.extend(&b);
+    }
+    roles.put("golden-caans-fixture-run", &input);
     // The proposer submitting (bit 6) while votes and a takeover arrive.
     let mut input = vec![0x81u8];
     for (request, _, v) in &run {
