@@ -180,8 +180,9 @@ pub fn run_bench(a: BenchTpccArgs) -> anyhow::Result<i32> {
             Figure::Fig14 => print_fig14(&rs, &base),
             Figure::Nocc5 => print_nocc5(&rs),
         }
-        bad += print_violations(&rs);
-        println!("TPC-C consistency conditions: {} of {} runs hold all", rs.len() - bad.min(rs.len()), rs.len());
+        let bad_here = print_violations(&rs);
+        bad += bad_here;
+        println!("TPC-C consistency conditions: {} of {} runs hold all", rs.len() - bad_here.min(rs.len()), rs.len());
         let (jsonl, png) = tpcc_bench::write(fig, &base, &rs, &out)?;
         println!("wrote {} and {} ({:.1} s wall)", jsonl.display(), png.display(), wall.elapsed().as_secs_f64());
     }
