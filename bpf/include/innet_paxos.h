@@ -95,7 +95,8 @@ _Static_assert(INNET_PAXOS_COORD_CTR_COUNT <= INNET_PAXOS_CTR_XDP_PASSED_OTHER, 
 /* Who may send what (innet_paxos::trust): sender classes, one bit each
  * (trust::class), the role kinds whose rules a program applies
  * (trust::Kind::code), and the rejection reasons in trust::Reject::index
- * order: untrusted_<type> at the type's number, then foreign_round. */
+ * order: untrusted_<type> at the type's number, then foreign_round,
+ * foreign_proposer and foreign_learner. */
 #define INNET_PAXOS_CLASS_COORDINATOR 1
 #define INNET_PAXOS_CLASS_BACKUP 2
 #define INNET_PAXOS_CLASS_ACCEPTOR 4
@@ -110,7 +111,10 @@ _Static_assert(INNET_PAXOS_COORD_CTR_COUNT <= INNET_PAXOS_CTR_XDP_PASSED_OTHER, 
 #define INNET_PAXOS_KIND_PROPOSER 4
 #define INNET_PAXOS_REJECT_FOREIGN_ROUND 11
 #define INNET_PAXOS_REJECT_FOREIGN_PROPOSER 12
-#define INNET_PAXOS_REJECT_COUNT 13
+#define INNET_PAXOS_REJECT_FOREIGN_LEARNER 13
+#define INNET_PAXOS_REJECT_COUNT 14
+/* Learner k's round issuer is ISSUER_LEARNER_BASE + k (innet_paxos). */
+#define INNET_PAXOS_ISSUER_LEARNER_BASE 16
 /* innet_paxos::envelope: a value is an envelope from ENVELOPE_HEADER_LEN
  * bytes on; its first 4 (big-endian) are the proposer id, whose bits above
  * PROPOSER_INCARNATION_BITS are the proposer's block. */

@@ -60,8 +60,8 @@ static __always_inline int paxos_proposer_in_block(const struct innet_paxos_hdr 
  * the role whose row is `allowed` takes it from the frame's sender, else
  * the reason (trust::Reject::index). `acceptor`: the role is an acceptor,
  * which takes 1A/2A only in the sender's own rounds. A REQUEST must name
- * a proposer of its sender's block. Too short a packet or an unknown type
- * passes: the role's decoder counts it. */
+ * a proposer of its sender's block, a TRIM its sender's learner id. Too
+ * short a packet or an unknown type passes: the role's decoder counts it. */
 static __always_inline int paxos_admit(void *senders, const __u8 *allowed, int acceptor,
 				       const struct innet_paxos_hdr *h, __u32 len, __u32 ifindex, __be32 ip,
 				       __be16 port)
@@ -85,6 +85,10 @@ static __always_inline int paxos_admit(void *senders, const __u8 *allowed, int a
 		return INNET_PAXOS_REJECT_FOREIGN_ROUND;
 	if (t == INNET_PAXOS_MSG_REQUEST && !paxos_proposer_in_block(h, s.proposer))
 		return INNET_PAXOS_REJECT_FOREIGN_PROPOSER;
+	/* A TRIM reports its sender's own checkpoint (trust::trim_in_own_name). */
+	if (t == INNET_PAXOS_MSG_TRIM && (s.issuer < INNET_PAXOS_ISSUER_LEARNER_BASE ||
+					  bpf_ntohs(h->acptid) != (__u16)(s.issuer - INNET_PAXOS_ISSUER_LEARNER_BASE)))
+		return INNET_PAXOS_REJECT_FOREIGN_LEARNER;
 	return -1;
 }
 

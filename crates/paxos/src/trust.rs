@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::hash::Hash;
 
 use innet_core::deploy::NodeIx;
-use innet_wire::paxos::{MsgType, PACKET_LEN};
+use innet_wire::paxos::{offset, MsgType, PACKET_LEN};
 
 use crate::deploy::{PaxosDeployment, PaxosRole};
 use crate::envelope::{proposer_block, proposer_of_packet, OUTSIDE_BLOCK};
@@ -166,6 +166,10 @@ pub enum Reject {
     ForeignRound,
     /// A REQUEST whose envelope names a proposer outside its sender's block.
     ForeignProposer,
+    /// A TRIM in another learner's name: its `acptid` (the learner whose
+    /// checkpoint it reports) is not its sender's learner id, so one
+    /// learner cannot move the acceptors' trim floor for the others.
+    ForeignLearner,
 }
 
 impl Reject {
@@ -175,6 +179,7 @@ impl Reject {
         match self {
             Reject::ForeignRound => "foreign_round",
             Reject::ForeignProposer => "foreign_proposer",
+            Reject::ForeignLearner => "foreign_learner",
             Reject::Untrusted(t) => UNTRUSTED_NAMES[t as usize],
         }
     }
@@ -185,6 +190,7 @@ impl Reject {
             Reject::Untrusted(t) => t as usize,
             Reject::ForeignRound => MsgType::ALL.len(),
             Reject::ForeignProposer => MsgType::ALL.len() + 1,
+            Reject::ForeignLearner => MsgType::ALL.len() + 2,
         }
     }
 }
@@ -204,7 +210,7 @@ const UNTRUSTED_NAMES: [&str; 11] = [
 ];
 
 /// Every reason, in [`Reject::index`] order.
-pub const REJECT_NAMES: [&str; 13] = [
+pub const REJECT_NAMES: [&str; 14] = [
     UNTRUSTED_NAMES[0],
     UNTRUSTED_NAMES[1],
     UNTRUSTED_NAMES[2],
@@ -218,6 +224,7 @@ pub const REJECT_NAMES: [&str; 13] = [
     UNTRUSTED_NAMES[10],
     "foreign_round",
     "foreign_proposer",
+    "foreign_learner",
 ];
 
 /// What the rules know of one sender.
@@ -252,8 +259,20 @@ pub fn check(kind: Kind, from: Sender, packet: &[u8]) -> Result<(), Reject> {
     if t == MsgType::Request && proposer_of_packet(packet).is_some_and(|p| proposer_block(p) != from.proposer) {
         return Err(Reject::ForeignProposer);
     }
+    if t == MsgType::Trim && !trim_in_own_name(from, packet) {
+        return Err(Reject::ForeignLearner);
+    }
     debug_assert!(allowed(kind, t) & from.class != 0);
     Ok(())
+}
+
+/// A TRIM reports its sender's own checkpoint: its `acptid` is the learner
+/// id of the sender's issuer (`ISSUER_LEARNER_BASE + id`). Only learners
+/// may send a TRIM ([`allowed`]), so any other sender has failed before.
+fn trim_in_own_name(from: Sender, packet: &[u8]) -> bool {
+    debug_assert!(packet.len() >= PACKET_LEN);
+    let acptid = u16::from_be_bytes([packet[offset::ACPTID], packet[offset::ACPTID + 1]]);
+    from.issuer.checked_sub(crate::ISSUER_LEARNER_BASE).is_some_and(|id| u16::from(id) == acptid)
 }
 
 /// One node's senders, by whatever address its runtime sees.
@@ -370,5 +389,30 @@ mod tests {
         }
         assert_eq!(Reject::ForeignProposer.name(), REJECT_NAMES[Reject::ForeignProposer.index()]);
         assert_eq!(learner.check(&outsider, &[9, 9]), Ok(()));
+    }
+
+    #[test]
+    fn a_learner_trims_only_in_its_own_name() {
+        let d = deployment(PaxosShape::default(), Duration::ZERO);
+        let addrs: Vec<usize> = (0..d.nodes.len()).collect();
+        let find = |name| d.find(name).unwrap();
+        let trim = |learner: u16| {
+            let mut m = PaxosMsg::new(MsgType::Trim);
+            m.inst = 500;
+            m.acptid = learner;
+            m.encode()
+        };
+        for kind in ["coordinator", "acceptor0", "backup"] {
+            let s = senders(&d, &addrs, find(kind));
+            assert_eq!(s.check(&find("learner0"), &trim(0)), Ok(()), "{kind}");
+            assert_eq!(s.check(&find("learner1"), &trim(1)), Ok(()), "{kind}");
+            // One learner cannot report the other's checkpoint, and so
+            // cannot move the trim floor alone.
+            assert_eq!(s.check(&find("learner1"), &trim(0)), Err(Reject::ForeignLearner), "{kind}");
+            assert_eq!(s.check(&find("learner0"), &trim(1)), Err(Reject::ForeignLearner), "{kind}");
+            assert_eq!(s.check(&find("learner0"), &trim(u16::MAX)), Err(Reject::ForeignLearner), "{kind}");
+            assert_eq!(s.check(&find("proposer0"), &trim(0)), Err(Reject::Untrusted(MsgType::Trim)), "{kind}");
+        }
+        assert_eq!(Reject::ForeignLearner.name(), REJECT_NAMES[Reject::ForeignLearner.index()]);
     }
 }

@@ -87,6 +87,8 @@ const _: () = {
     assert!(c::PAXOS_KIND_PROPOSER == Kind::Proposer.code() as i64);
     assert!(c::PAXOS_REJECT_FOREIGN_ROUND == Reject::ForeignRound.index() as i64);
     assert!(c::PAXOS_REJECT_FOREIGN_PROPOSER == Reject::ForeignProposer.index() as i64);
+    assert!(c::PAXOS_REJECT_FOREIGN_LEARNER == Reject::ForeignLearner.index() as i64);
+    assert!(c::PAXOS_ISSUER_LEARNER_BASE == innet_paxos::ISSUER_LEARNER_BASE as i64);
     assert!(c::PAXOS_ENVELOPE_HEADER_LEN == innet_paxos::envelope::ENVELOPE_HEADER_LEN as i64);
     assert!(c::PAXOS_PROPOSER_INCARNATION_BITS == innet_paxos::envelope::PROPOSER_INCARNATION_BITS as i64);
     assert!(c::PAXOS_REJECT_COUNT == REJECT_NAMES.len() as i64);

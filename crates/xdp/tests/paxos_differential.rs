@@ -503,7 +503,8 @@ fn golden_from_everyone(d: &mut Differential<Node>, passes: usize) {
 
 /// Who sends the next packet `p`: often the sender the role expects for
 /// its type (so the protocol moves on), otherwise anyone. A 1A or 2A from
-/// a node that issues rounds is now and then put in its own round.
+/// a node that issues rounds is now and then put in its own round, and a
+/// learner's TRIM in its own name.
 fn pick_source(rng: &mut Rng, node: &Node, p: &mut [u8]) -> usize {
     let t = (p.len() >= 2).then(|| MsgType::from_u16(u16::from_be_bytes([p[0], p[1]]))).flatten();
     let named = |rng: &mut Rng, names: &[&str]| {
@@ -527,6 +528,11 @@ fn pick_source(rng: &mut Rng, node: &Node, p: &mut [u8]) -> usize {
     if matches!(t, Some(MsgType::Phase1A | MsgType::Phase2A)) && p.len() >= 8 && issuer != 0 && rng.chance(0.5) {
         p[7] = issuer;
     }
+    // A learner's TRIM is now and then in its own name (the rest are
+    // refused as foreign_learner).
+    if t == Some(MsgType::Trim) && p.len() >= 12 && issuer >= innet_paxos::ISSUER_LEARNER_BASE && rng.chance(0.5) {
+        p[10..12].copy_from_slice(&u16::from(issuer - innet_paxos::ISSUER_LEARNER_BASE).to_be_bytes());
+    }
     source
 }
 
@@ -540,7 +546,7 @@ fn run(mut d: Differential<Node>, packets: usize, seed: u64) -> Differential<Nod
     }
     let summary = d.finish();
     let refused = d.pair.bpf_rejected();
-    let mut expected = vec!["untrusted_trim", "untrusted_phase_2b", "untrusted_heartbeat"];
+    let mut expected = vec!["untrusted_trim", "untrusted_phase_2b", "untrusted_heartbeat", "foreign_learner"];
     if d.pair.role == Role::Acceptor {
         expected.extend(["untrusted_phase_1a", "untrusted_phase_2a", "foreign_round", "untrusted_request"]);
     }
