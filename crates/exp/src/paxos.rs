@@ -22,7 +22,6 @@ use crate::faults::Faults;
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, clap::Args)]
 pub struct PaxosConfig {
     /// Where the coordinator and acceptors run: switch (data-plane programs) or process.
-    #[serde(alias = "dataplane")]
     #[arg(long, default_value = "switch", value_parser = crate::parse::data_plane())]
     pub data_plane: DataPlaneAt,
     #[arg(long, default_value_t = 3, value_parser = crate::parse::acceptors)]

@@ -3,8 +3,9 @@
 //!
 //! Every node reaches every other over the fabric link (one switch hop in
 //! the paper's testbed, Figure 6). The coordinator and acceptors are switch
-//! programs (`--dataplane switch`) or the same programs as processes
-//! (`software`); proposers, learners and the backup coordinator are hosts.
+//! programs (`--data-plane switch`) or the same programs as processes
+//! (`--data-plane process`); proposers, learners and the backup coordinator
+//! are hosts.
 
 use std::time::{Duration, Instant};
 
