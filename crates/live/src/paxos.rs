@@ -293,7 +293,9 @@ pub fn spawn_alone(config: &LiveConfig, role: PaxosRole, stop: &Stop) -> io::Res
             (PaxosRole::Coordinator, Some((file, first_epoch))) => {
                 let machine = BackupCoordinator::new(roles.restarted_coordinator(first_epoch));
                 let o = HostOptions { auth: auth.clone(), ..options(d, addrs, n) };
-                AloneNode::Restarted(spawn_restarted_coordinator("coordinator", socket, o, machine, file, stop)?)
+                AloneNode::Restarted(spawn_restarted_coordinator("coordinator", socket, o, machine, file, stop, |c| {
+                    c.epochs()
+                })?)
             }
             (PaxosRole::Coordinator, None) => AloneNode::Coordinator(spawn_program(
                 d,
@@ -543,7 +545,7 @@ fn start_core_node(
             let machine = BackupCoordinator::new(roles.restarted_coordinator(first_epoch));
             let o = HostOptions { auth, ..options(d, addrs, n) };
             let name = d.nodes[n].name.clone();
-            let h = spawn_restarted(&name, slot.socket, o, machine, file, slot.stop, |_| ())?;
+            let h = spawn_restarted_coordinator(&name, slot.socket, o, machine, file, slot.stop, |_| ())?;
             CoreNode::Coordinator(ProgramNode::Process(h))
         }
         (PaxosRole::Coordinator, None) => CoreNode::Coordinator(spawn_program(
@@ -637,21 +639,9 @@ pub fn spawn_backup(
 }
 
 /// Starts a restarted coordinator (failback); it publishes its round,
-/// epochs, takeovers and the instances it started.
-pub fn spawn_restarted_coordinator(
-    name: &str,
-    socket: UdpSocket,
-    opts: HostOptions,
-    machine: BackupCoordinator,
-    file: coordinator_epoch::EpochFile,
-    stop: &Stop,
-) -> io::Result<NodeHandle<coordinator_epoch::Epochs>> {
-    spawn_restarted(name, socket, opts, machine, file, stop, |c| c.epochs())
-}
-
-/// [`spawn_restarted_coordinator`], handing back `result` of the machine
-/// when it stops.
-fn spawn_restarted<R: Send + 'static>(
+/// epochs, takeovers and the instances it started, and hands back `result`
+/// of the machine when it stops.
+pub fn spawn_restarted_coordinator<R: Send + 'static>(
     name: &str,
     socket: UdpSocket,
     opts: HostOptions,
